@@ -1,0 +1,222 @@
+/**
+ * The service's HTTP client: undici `request` over one keep-alive pool, bearer auth, no redirects,
+ * a cap on body size, a timeout over the whole request (headers and body), the shared request
+ * budget and the retry policy. Every error names the request, never the key.
+ */
+import { type Dispatcher, Pool, request } from 'undici';
+import type { ApiConfig } from '../config/config.js';
+import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
+import { type Clock, type RequestBudget, realClock } from './budget.js';
+import { parseJson } from './json.js';
+import { parseRetryAfter, retryDelay } from './retry.js';
+import { type Campaign, formatIssues, identityCampaignList, identityPage, type Page, type ReportType } from './schemas.js';
+
+/** 64 MiB: a page of 100 DETAILED records is well under 1 MiB; more means something is wrong. */
+export const MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+export type Endpoint = 'session' | 'role';
+
+export interface PageQuery {
+  endpoint: Endpoint;
+  campaignId: string;
+  limit: number;
+  reportType?: ReportType | undefined;
+  startingAfter?: bigint | undefined;
+  startDate?: string | undefined;
+  endDate?: string | undefined;
+}
+
+/** Counts requests (attempts included) for one stream's summary. */
+export interface RequestCounter {
+  requests: number;
+  bytes: number;
+}
+
+export interface ClientOptions {
+  budget: RequestBudget;
+  signal?: AbortSignal | undefined;
+  clock?: Clock;
+  /** undici dispatcher; tests pass a MockAgent. Default: a keep-alive Pool for the base URL's origin. */
+  dispatcher?: Dispatcher;
+  maxBodyBytes?: number;
+  random?: () => number;
+  /** Called before each retry wait, for logging. */
+  onRetry?: (err: Error, delayMs: number, attempt: number) => void;
+}
+
+interface Response {
+  value: unknown;
+  bytes: number;
+}
+
+export class ApiClient {
+  private readonly dispatcher: Dispatcher;
+  private readonly ownsDispatcher: boolean;
+  private readonly clock: Clock;
+  private readonly basePath: string;
+  /** Every attempt made, retries included. */
+  requests = 0;
+
+  constructor(
+    readonly config: ApiConfig,
+    private readonly opts: ClientOptions,
+  ) {
+    this.clock = opts.clock ?? realClock;
+    this.ownsDispatcher = opts.dispatcher === undefined;
+    this.dispatcher = opts.dispatcher ?? new Pool(config.baseUrl.origin, { connections: 16, keepAliveTimeout: 30_000 });
+    this.basePath = config.baseUrl.pathname.replace(/\/+$/, '');
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsDispatcher) await this.dispatcher.close();
+  }
+
+  /** GET /v1/campaigns */
+  async listCampaigns(counter?: RequestCounter): Promise<Campaign[]> {
+    const info: RequestInfo = { method: 'GET', path: '/v1/campaigns' };
+    const { value } = await this.get(info, '', counter);
+    const parsed = identityCampaignList.safeParse(value);
+    if (!parsed.success) throw new ApiError(info, `unexpected response: ${formatIssues(parsed.error)}`);
+    return parsed.data.data;
+  }
+
+  /** One page of results, in ascending order. */
+  async resultsPage(q: PageQuery, counter?: RequestCounter): Promise<{ page: Page; bytes: number }> {
+    const info: RequestInfo = { method: 'GET', path: `/v1/campaigns/${q.endpoint}/results`, campaignId: q.campaignId };
+    const params = new URLSearchParams({ campaign_id: q.campaignId, sort: 'asc', limit: String(q.limit) });
+    if (q.endpoint === 'role' && q.reportType) params.set('report_type', q.reportType);
+    if (q.startingAfter !== undefined) params.set('starting_after', q.startingAfter.toString());
+    if (q.startDate) params.set('start_date', q.startDate);
+    if (q.endDate) params.set('end_date', q.endDate);
+    const { value, bytes } = await this.get(info, `?${params}`, counter);
+    const parsed = identityPage.safeParse(value);
+    if (!parsed.success) throw new ApiError(info, `unexpected page: ${formatIssues(parsed.error)}`);
+    return { page: parsed.data, bytes };
+  }
+
+  /** One logical GET: budget, attempt, and retries by the policy. */
+  private async get(info: RequestInfo, query: string, counter?: RequestCounter): Promise<Response> {
+    for (let attempt = 0; ; attempt++) {
+      await this.opts.budget.acquire(this.opts.signal);
+      this.requests++;
+      if (counter) counter.requests++;
+      try {
+        const res = await this.once(info, query);
+        if (counter) counter.bytes += res.bytes;
+        return res;
+      } catch (err) {
+        if (err instanceof AbortedError) throw err;
+        const delay = retryDelay(err, attempt, { maxRetries: this.config.maxRetries }, this.opts.random);
+        if (delay === undefined) throw err;
+        // A 429 means the server counts differently than we do: hold every stream back.
+        if (err instanceof ApiError && err.status === 429) this.opts.budget.pause(delay);
+        this.opts.onRetry?.(err as Error, delay, attempt + 1);
+        await this.clock.sleep(delay, this.opts.signal);
+      }
+    }
+  }
+
+  /** One attempt. */
+  private async once(info: RequestInfo, query: string): Promise<Response> {
+    const url = `${this.config.baseUrl.origin}${this.basePath}${info.path}${query}`;
+    const timeout = AbortSignal.timeout(this.config.timeoutMs);
+    const signal = this.opts.signal ? AbortSignal.any([this.opts.signal, timeout]) : timeout;
+    const failed = (err: unknown): Error => {
+      if (this.opts.signal?.aborted) return new AbortedError();
+      if (timeout.aborted) return new NetworkError(info, 'TIMEOUT', `no complete answer within ${this.config.timeoutMs} ms`, err);
+      const code = (err as { code?: string }).code ?? 'ERROR';
+      return new NetworkError(info, code, `${code}: ${(err as Error).message ?? err}`, err);
+    };
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(url, {
+        dispatcher: this.dispatcher,
+        method: 'GET',
+        headers: { authorization: `Bearer ${this.config.apiKey}`, accept: 'application/json' },
+        signal,
+      });
+    } catch (err) {
+      throw failed(err);
+    }
+    const status = res.statusCode;
+    const maxBytes = this.opts.maxBodyBytes ?? MAX_BODY_BYTES;
+    let text: string;
+    try {
+      const declared = Number(res.headers['content-length']);
+      if (declared > maxBytes)
+        throw new ApiError(info, `${status}: response body of ${declared} bytes is over the ${maxBytes}-byte cap`, { status: 0 });
+      const chunks: Buffer[] = [];
+      let total = 0;
+      for await (const chunk of res.body) {
+        total += (chunk as Buffer).length;
+        if (total > maxBytes) throw new ApiError(info, `${status}: response body is over the ${maxBytes}-byte cap`, { status: 0 });
+        chunks.push(chunk as Buffer);
+      }
+      text = Buffer.concat(chunks, total).toString('utf8');
+    } catch (err) {
+      res.body.destroy();
+      throw err instanceof ApiError ? err : failed(err);
+    }
+    const bytes = Buffer.byteLength(text);
+    if (status >= 200 && status < 300) {
+      try {
+        return { value: parseJson(text), bytes };
+      } catch {
+        const type = String(res.headers['content-type'] ?? 'no content-type');
+        throw new ApiError(info, `${status} but the body is not JSON (${type.split(';')[0]}): ${preview(text)}`, { status: 0 });
+      }
+    }
+    if (status >= 300 && status < 400) {
+      const location = String(res.headers.location ?? '');
+      let where = 'elsewhere';
+      try {
+        where = new URL(location, url).host;
+      } catch {}
+      throw new ApiError(info, `${status} redirect to ${where} not followed (the key is only sent to the configured base URL)`, { status });
+    }
+    const { message, requestId } = errorFields(text);
+    const retryAfterMs = parseRetryAfter(res.headers['retry-after'], this.clock.now());
+    const detail = `${status} ${message ?? statusText(status)}`;
+    if (status === 401) {
+      throw new AuthError(info, `${detail} (check the API key: --api-key-file or CAMPAIGN_SYNC_API_KEY)`, { status, requestId });
+    }
+    throw new ApiError(info, detail, { status, requestId, retryAfterMs });
+  }
+}
+
+/** The spec's error body (§7), when the body is one. */
+function errorFields(text: string): { message?: string; requestId?: string } {
+  try {
+    const body = JSON.parse(text) as { error?: { message?: unknown; request_id?: unknown } };
+    const message = typeof body?.error?.message === 'string' ? oneLine(body.error.message) : undefined;
+    const requestId = typeof body?.error?.request_id === 'string' ? oneLine(body.error.request_id) : undefined;
+    return { message, requestId };
+  } catch {
+    return { message: text.trim() ? `(not JSON: ${preview(text)})` : undefined };
+  }
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim().slice(0, 200);
+}
+
+function preview(text: string): string {
+  const t = oneLine(text);
+  return JSON.stringify(t.length > 60 ? `${t.slice(0, 60)}…` : t);
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not found',
+  429: 'Too many requests',
+  500: 'Internal server error',
+  502: 'Bad gateway',
+  503: 'Service unavailable',
+  504: 'Gateway timeout',
+};
+
+function statusText(status: number): string {
+  return STATUS_TEXT[status] ?? 'error';
+}

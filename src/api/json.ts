@@ -1,0 +1,51 @@
+/**
+ * JSON parsing that keeps int64 values exact without slowing the common case.
+ *
+ * Most pages hold only safe integers, so they go through JSON.parse. A page that may hold an integer
+ * past 2^53 (16+ digits in a row), or a cursor field written as a float or with an exponent (which
+ * JSON.parse would silently turn into an integer), is parsed losslessly instead: integers past 2^53
+ * become bigints, and a cursor field that is not written as a plain integer is kept as its text
+ * (a `NumberText`) so validation can reject it by name.
+ */
+import { isInteger, type LosslessNumber, parse as losslessParse } from 'lossless-json';
+
+const MAYBE_UNSAFE = /\d{16}/;
+const CURSOR_NOT_PLAIN = /"(?:order_index|last_record_index|last_record_id)"\s*:\s*-?\d*[.eE]/;
+const CURSOR_KEYS = new Set(['order_index', 'last_record_index', 'last_record_id']);
+
+/** A number token kept as written, because reading it as a JS number would hide a defect. */
+export class NumberText {
+  constructor(readonly text: string) {}
+  toJSON(): string {
+    return this.text;
+  }
+}
+
+function revive(key: string, value: unknown): unknown {
+  if (value !== null && typeof value === 'object' && (value as LosslessNumber).isLosslessNumber === true) {
+    const text = (value as LosslessNumber).value;
+    if (isInteger(text)) {
+      const n = Number(text);
+      return Number.isSafeInteger(n) ? n : BigInt(text);
+    }
+    return CURSOR_KEYS.has(key) ? new NumberText(text) : Number(text);
+  }
+  return value;
+}
+
+/** Parses JSON text; integers past 2^53 come back as bigints. Throws SyntaxError on bad JSON. */
+export function parseJson(text: string): unknown {
+  if (!MAYBE_UNSAFE.test(text) && !CURSOR_NOT_PLAIN.test(text)) return JSON.parse(text);
+  return losslessParse(text, revive);
+}
+
+/** JSON text of a value that may hold bigints (written as bare integers, exactly). */
+export function toJson(value: unknown): string {
+  try {
+    return JSON.stringify(value);
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err;
+    const marked = JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? `\u0000int64:${v}` : v));
+    return marked.replace(/"\\u0000int64:(-?\d+)"/g, '$1');
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * The commander program. It only declares commands and options; each command's module is imported
+ * when that command runs, so `campaign-sync --help` loads nothing heavy (STYLE.md rule 1).
+ */
+import { Command, Option } from 'commander';
+
+/** What an action leaves for main.ts: the exit code. */
+export interface RunResult {
+  exitCode: number;
+}
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+function example(cmd: Command, ...lines: string[]): Command {
+  return cmd.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
+}
+
+function apiOptions(cmd: Command): Command {
+  return cmd
+    .option('--base-url <url>', 'API base URL without /v1 (env CAMPAIGN_SYNC_BASE_URL)')
+    .option('--api-key-file <path>', 'file holding the API key (env CAMPAIGN_SYNC_API_KEY)')
+    .option('--rate-limit <rate>', 'request budget, N or N/DURATION (env CAMPAIGN_SYNC_RATE_LIMIT)', undefined)
+    .option('--timeout <duration>', 'bound on each whole request', '30s')
+    .option('--max-retries <n>', 'retries per request (429, 5xx, timeouts, resets)', '5')
+    .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host');
+}
+
+function dbOption(cmd: Command): Command {
+  return cmd.option('--db <path>', 'SQLite database (env CAMPAIGN_SYNC_DB)');
+}
+
+function outputOptions(cmd: Command): Command {
+  return cmd.option('--json', 'print one JSON document on stdout instead of text').option('--quiet', 'print only errors');
+}
+
+function syncOptions(cmd: Command): Command {
+  return cmd
+    .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect, [])
+    .addOption(new Option('--type <type>', 'only this kind of campaign').choices(['session', 'role']))
+    .addOption(new Option('--report-type <type>', 'role report to mirror').choices(['DETAILED', 'OVERALL']).default('DETAILED'))
+    .addOption(new Option('--format <format>', 'where records go').choices(['sqlite', 'ndjson']).default('sqlite'))
+    .option('--out <dir>', 'NDJSON folder (with --format ndjson)', './campaign-sync-out')
+    .option('--page-size <n>', 'records per request, 1 to 100', '100')
+    .option('--concurrency <n>', 'streams synced at once (one shared request budget)', '4')
+    .option('--since <date>', 'backfill from this day (YYYY-MM-DD); checkpoints untouched')
+    .option('--until <date>', 'backfill up to this day (YYYY-MM-DD); checkpoints untouched')
+    .option('--full', 'ignore checkpoints, re-read everything, then set them');
+}
+
+/** Builds the program; actions record their exit code in `result`. */
+export function buildProgram(signal: AbortSignal, result: RunResult): Command {
+  const program = new Command('campaign-sync')
+    .description('Mirror the Campaign Evaluation Results Service into SQLite or NDJSON.')
+    .version(process.env.npm_package_version ?? '0.1.0', '-V, --version')
+    .exitOverride()
+    .showHelpAfterError('(add --help for usage)')
+    .configureHelp({ sortOptions: false });
+
+  const done = (code: number) => {
+    result.exitCode = code;
+  };
+
+  example(
+    outputOptions(dbOption(apiOptions(program.command('campaigns').description('list the campaigns the key can access and store them')))),
+    'campaign-sync campaigns --base-url https://api.example.com --api-key-file ~/.campaign-sync-key',
+    'campaign-sync campaigns --json | jq ".data[].name"',
+  ).action(async (opts) => done(await (await import('./commands/campaigns.js')).campaigns(opts, signal)));
+
+  example(
+    outputOptions(
+      syncOptions(dbOption(apiOptions(program.command('pull').description('one sync pass of every campaign, then exit (for cron)')))),
+    ),
+    'campaign-sync pull --base-url https://api.example.com --api-key-file ~/.campaign-sync-key',
+    'campaign-sync pull --campaign support-emea --report-type OVERALL',
+    'campaign-sync pull --format ndjson --out ./warehouse-drop',
+    'campaign-sync pull --since 2026-01-01 --until 2026-01-31',
+  ).action(async (opts) => done(await (await import('./commands/pull.js')).pull(opts, signal)));
+
+  example(
+    outputOptions(syncOptions(dbOption(apiOptions(program.command('watch').description('pull again and again; stops on SIGINT/SIGTERM')))))
+      .option('--interval <duration>', 'time from the start of one pass to the next', '2m')
+      .option('--max-cycles <n>', 'stop after this many passes'),
+    'campaign-sync watch --interval 2m',
+    'campaign-sync watch --max-cycles 3 --interval 10s --json',
+  ).action(async (opts) => done(await (await import('./commands/watch.js')).watch(opts, signal)));
+
+  example(
+    outputOptions(dbOption(program.command('status').description('show each stream: cursor, records, last success, last error'))),
+    'campaign-sync status',
+    'campaign-sync status --json',
+  ).action(async (opts) => done(await (await import('./commands/status.js')).status(opts)));
+
+  example(
+    dbOption(
+      program
+        .command('export')
+        .description('stream a table of the mirror as CSV or NDJSON')
+        .addOption(
+          new Option('--table <table>', 'what to export')
+            .choices(['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results'])
+            .makeOptionMandatory(),
+        )
+        .addOption(new Option('--format <format>', 'output format').choices(['csv', 'ndjson']).default('csv'))
+        .option('-o, --output <file>', 'write to this file (0600) instead of stdout')
+        .option('--campaign <id>', 'only rows of this campaign')
+        .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
+        .option('--until <date>', 'only rows created on or before this day (YYYY-MM-DD)')
+        .option('--raw-csv', 'do not neutralise cells that spreadsheets would run as formulas')
+        .option('--quiet', 'print only errors'),
+    ),
+    'campaign-sync export --table session-results --format csv -o results.csv',
+    'campaign-sync export --table role-results --format ndjson --since 2026-01-01 | gzip > roles.ndjson.gz',
+  ).action(async (opts) => done(await (await import('./commands/export.js')).exportTable(opts)));
+
+  example(
+    outputOptions(
+      dbOption(
+        program
+          .command('reset')
+          .description('forget checkpoints (not data) so the next pull re-reads')
+          .option('--campaign <id>', 'only this campaign (repeatable)', collect, []),
+      ),
+    ),
+    'campaign-sync reset --campaign 5c8e0b4e-2f7a-4c1e-9d3b-0a1b2c3d4e5f',
+    'campaign-sync reset',
+  ).action(async (opts) => done(await (await import('./commands/reset.js')).reset(opts)));
+
+  example(
+    program
+      .command('simulate')
+      .description('run a local simulator of the service until stopped')
+      .option('--port <n>', 'port to listen on (0 picks a free one)', '8080')
+      .option('--host <host>', 'address to listen on', '127.0.0.1')
+      .option('--seed <seed>', 'same seed, same data', '1')
+      .option('--campaigns <n>', 'number of campaigns (half session, half role)', '6')
+      .option('--records <n>', 'results per campaign at start', '250')
+      .option('--api-key <key>', 'the key clients must send', 'demo-key')
+      .option('--rate-limit <rate>', "per-key limit, N/DURATION, or 'off'", '100/1m')
+      .option('--growth <rate>', 'new results per campaign, N/DURATION (e.g. 5/1m)')
+      .option('--faults <spec>', 'share of faulty replies: 0.2, or 500=0.05,503=0.05,429=0.02,reset=0.02,slow=0.05,truncate=0.02')
+      .option('--quirks <list>', 'sample-style deviations: string-order-index, last-record-id, no-cursor-field, unknown-type')
+      .option('--order-index-start <n>', 'first order_index (e.g. 9007199254740993 to rehearse int64 past 2^53)')
+      .option('--quiet', 'print only errors'),
+    'campaign-sync simulate --port 8080',
+    'curl -H "Authorization: Bearer demo-key" "http://127.0.0.1:8080/v1/campaigns"',
+    'campaign-sync simulate --growth 5/1m --faults 0.1',
+  ).action(async (opts) => done(await (await import('./commands/simulate.js')).simulate(opts, signal)));
+
+  example(
+    outputOptions(
+      program
+        .command('demo')
+        .description('start the simulator in-process and pull everything into ./campaign-sync-demo.db; no key, no network')
+        .option('--db <path>', 'SQLite database', './campaign-sync-demo.db')
+        .option('--seed <seed>', 'simulator seed', '1')
+        .option('--campaigns <n>', 'simulated campaigns', '6')
+        .option('--records <n>', 'results per campaign', '250'),
+    ),
+    'campaign-sync demo',
+    'campaign-sync demo --db /tmp/try.db --records 2000',
+  ).action(async (opts) => done(await (await import('./commands/demo.js')).demo(opts, signal)));
+
+  return program;
+}

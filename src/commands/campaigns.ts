@@ -1,0 +1,41 @@
+import { RequestBudget } from '../api/budget.js';
+import { ApiClient } from '../api/client.js';
+import { type ApiFlags, resolveApiConfig, resolveDbPath } from '../config/config.js';
+import { openDatabase } from '../store/db.js';
+import { Mirror } from '../store/mirror.js';
+import { Output, type OutputFlags } from '../ui/output.js';
+import { renderTable } from '../ui/table.js';
+
+export interface CampaignsFlags extends ApiFlags, OutputFlags {
+  db?: string;
+}
+
+/** `campaign-sync campaigns`: lists the accessible campaigns and upserts them into `campaigns`. */
+export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Promise<number> {
+  const out = new Output(flags);
+  const config = resolveApiConfig(flags);
+  const client = new ApiClient(config, { budget: new RequestBudget(config.rate), signal });
+  let list: Awaited<ReturnType<ApiClient['listCampaigns']>>;
+  try {
+    list = await client.listCampaigns();
+  } finally {
+    await client.close();
+  }
+  // The campaigns table is small and written in one transaction: no run lock needed.
+  const db = openDatabase(resolveDbPath(flags.db));
+  try {
+    new Mirror(db).upsertCampaigns(list, new Date().toISOString());
+  } finally {
+    db.close();
+  }
+  out.document({ data: list });
+  out.print(
+    list.length === 0
+      ? 'This key can access no campaigns.'
+      : renderTable(
+          ['id', 'name', 'display name', 'type', 'created'],
+          list.map((c) => [c.id, c.name ?? '', c.display_name ?? '', c.type ?? '', c.created_at ?? '']),
+        ),
+  );
+  return 0;
+}

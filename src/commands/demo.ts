@@ -1,0 +1,62 @@
+import { resolve } from 'node:path';
+import { parseIntIn } from '../config/duration.js';
+import { startSimulator } from '../simulator/server.js';
+import { SyncSession } from '../sync/session.js';
+import { Output, type OutputFlags } from '../ui/output.js';
+import { startProgress } from '../ui/progress.js';
+import { passDocument, passTable } from '../ui/summary.js';
+import { formatCount } from '../ui/table.js';
+
+export interface DemoFlags extends OutputFlags {
+  db: string;
+  seed: string;
+  campaigns: string;
+  records: string;
+}
+
+/**
+ * `campaign-sync demo`: the simulator in-process on a free loopback port, a full pull into
+ * ./campaign-sync-demo.db, the summary, and what to try next. No key, no network.
+ */
+export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<number> {
+  const out = new Output(flags);
+  const campaigns = parseIntIn(flags.campaigns, '--campaigns', 1, 1000);
+  const records = parseIntIn(flags.records, '--records', 0, 1_000_000);
+  // No rate limit on either side: the demo should show the mirror, not a minute of waiting.
+  const sim = await startSimulator({ seed: flags.seed, campaigns, records, unknownTypeCampaigns: 0 });
+  try {
+    out.info(`simulator started on ${sim.url} (${campaigns} campaigns, ${formatCount(records)} results each, seed ${flags.seed})`);
+    const progress = await startProgress(out, 'pulling');
+    const session = SyncSession.open(
+      { db: flags.db, json: flags.json, quiet: flags.quiet },
+      signal,
+      {
+        warn: (t) => out.warn(t),
+        onProgress: (p) => progress.update(`${p.streamsDone}/${p.streams} streams, ${formatCount(p.records)} records`),
+      },
+      { baseUrl: new URL(sim.url), apiKey: sim.apiKey, rate: { count: 100_000, windowMs: 1000 }, timeoutMs: 30_000, maxRetries: 5 },
+    );
+    let code: number;
+    try {
+      const result = await session.pass();
+      progress.stop();
+      code = result.exitCode;
+      out.document({ ...passDocument(result), db: resolve(flags.db) });
+      out.print(passTable(result));
+    } finally {
+      progress.stop();
+      await session.close();
+    }
+    const db = flags.db;
+    out.print(`
+The mirror is in ${resolve(db)}. Try next:
+  campaign-sync status --db ${db}
+  campaign-sync export --db ${db} --table session-results --format csv -o session-results.csv
+  sqlite3 ${db} "SELECT scenario_type, count(*), round(avg(score), 2) FROM session_results GROUP BY 1"
+  campaign-sync demo --db ${db}        # again: an incremental pull finds nothing new
+  campaign-sync simulate --port 8080   # a simulator to rehearse your own pipeline against`);
+    return code;
+  } finally {
+    await sim.close();
+  }
+}

@@ -1,0 +1,77 @@
+import { closeSync, createWriteStream, openSync, renameSync, rmSync } from 'node:fs';
+import type { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { resolveDbPath } from '../config/config.js';
+import { parseDate } from '../config/duration.js';
+import { UsageError } from '../errors.js';
+import { EXPORT_TABLES, type ExportTable, exportQuery } from '../export/tables.js';
+import { csvTransform, ndjsonTransform, rowStream } from '../export/writers.js';
+import { openDatabase } from '../store/db.js';
+import { Output } from '../ui/output.js';
+
+export interface ExportFlags {
+  db?: string;
+  table: string;
+  format?: string;
+  output?: string;
+  campaign?: string;
+  since?: string;
+  until?: string;
+  rawCsv?: boolean;
+  quiet?: boolean;
+}
+
+/** `campaign-sync export`: streams one table of the mirror to a file (0600) or stdout. */
+export async function exportTable(flags: ExportFlags, stdout: Writable = process.stdout): Promise<number> {
+  const out = new Output({ quiet: flags.quiet });
+  if (!(flags.table in EXPORT_TABLES)) throw new UsageError(`--table: must be one of ${Object.keys(EXPORT_TABLES).join(', ')}`);
+  const format = flags.format ?? 'csv';
+  if (format !== 'csv' && format !== 'ndjson') throw new UsageError('--format: must be csv or ndjson');
+  const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
+  const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
+  if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
+
+  const db = openDatabase(resolveDbPath(flags.db), { mustExist: true, readonly: true });
+  // Written to a temporary file and renamed at the end, so a failed export never leaves half a file
+  // where a complete one is expected.
+  const temp = flags.output === undefined ? undefined : `${flags.output}.partial-${process.pid}`;
+  let rows = 0;
+  try {
+    const { sql, params } = exportQuery(flags.table as ExportTable, { campaign: flags.campaign, since, until });
+    const stmt = db.prepare(sql).safeIntegers(true);
+    const columns = stmt.columns().map((c) => c.name);
+    const iterator = stmt.iterate(...params) as IterableIterator<Record<string, unknown>>;
+    const counted = (function* () {
+      for (const row of iterator) {
+        rows++;
+        yield row;
+      }
+    })();
+    const format$ = format === 'csv' ? csvTransform(columns, { raw: flags.rawCsv === true }) : ndjsonTransform();
+    let sink: Writable = stdout;
+    if (temp !== undefined) {
+      closeSync(openSync(temp, 'w', 0o600));
+      sink = createWriteStream(temp, { flags: 'w', mode: 0o600 });
+    }
+    try {
+      await pipeline(rowStream(counted), format$, sink, { end: temp !== undefined });
+    } catch (err) {
+      // `export … | head` closes the pipe early: that is the reader's choice, not an error.
+      if ((err as NodeJS.ErrnoException).code === 'EPIPE' && temp === undefined) return 0;
+      throw err;
+    }
+    if (temp !== undefined && flags.output !== undefined) {
+      renameSync(temp, flags.output);
+      out.info(`wrote ${rows} rows of ${flags.table} to ${flags.output}`);
+    }
+    return 0;
+  } catch (err) {
+    if (temp !== undefined) rmSync(temp, { force: true });
+    if ((err as NodeJS.ErrnoException).code && !(err instanceof UsageError)) {
+      throw new UsageError(`cannot write ${flags.output ?? 'stdout'}: ${(err as Error).message}`);
+    }
+    throw err;
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,91 @@
+import { parseIntIn, parseRate, type Rate } from '../config/duration.js';
+import { UsageError } from '../errors.js';
+import { parseFaults } from '../simulator/faults.js';
+import { type Quirks, startSimulator } from '../simulator/server.js';
+import { Output } from '../ui/output.js';
+
+export interface SimulateOptions {
+  port: string;
+  host: string;
+  seed: string;
+  campaigns: string;
+  records: string;
+  apiKey: string;
+  rateLimit: string;
+  growth?: string;
+  faults?: string;
+  quirks?: string;
+  orderIndexStart?: string;
+  quiet?: boolean;
+}
+
+const QUIRKS = ['string-order-index', 'last-record-id', 'no-cursor-field', 'unknown-type'] as const;
+
+/** Turns the simulate flags into simulator options (exported for tests). */
+export function simulatorOptions(opts: SimulateOptions) {
+  const quirkList = (opts.quirks ?? '')
+    .split(',')
+    .map((q) => q.trim())
+    .filter(Boolean);
+  for (const q of quirkList) {
+    if (!QUIRKS.includes(q as (typeof QUIRKS)[number]))
+      throw new UsageError(`--quirks: unknown quirk "${q}" (known: ${QUIRKS.join(', ')})`);
+  }
+  const quirks: Quirks = {
+    stringOrderIndex: quirkList.includes('string-order-index'),
+    lastRecordId: quirkList.includes('last-record-id'),
+    noCursorField: quirkList.includes('no-cursor-field'),
+  };
+  let orderIndexStart: bigint | undefined;
+  if (opts.orderIndexStart !== undefined) {
+    if (!/^\d{1,19}$/.test(opts.orderIndexStart) || BigInt(opts.orderIndexStart) > 2n ** 63n - 1n) {
+      throw new UsageError(`--order-index-start: "${opts.orderIndexStart}" must be a whole number below 2^63`);
+    }
+    orderIndexStart = BigInt(opts.orderIndexStart);
+  }
+  if (!opts.apiKey) throw new UsageError('--api-key: must not be empty');
+  const rateLimit: Rate | undefined = opts.rateLimit === 'off' ? undefined : parseRate(opts.rateLimit, '--rate-limit');
+  return {
+    port: parseIntIn(opts.port, '--port', 0, 65535),
+    host: opts.host,
+    seed: opts.seed,
+    campaigns: parseIntIn(opts.campaigns, '--campaigns', 0, 10_000),
+    records: parseIntIn(opts.records, '--records', 0, 100_000_000),
+    apiKey: opts.apiKey,
+    rateLimit,
+    growth: opts.growth ? parseRate(opts.growth, '--growth') : undefined,
+    faults: opts.faults ? parseFaults(opts.faults) : {},
+    quirks,
+    unknownTypeCampaigns: quirkList.includes('unknown-type') ? 1 : 0,
+    orderIndexStart,
+  };
+}
+
+/** `campaign-sync simulate`: serves until SIGINT/SIGTERM. */
+export async function simulate(opts: SimulateOptions, signal: AbortSignal): Promise<number> {
+  const out = new Output({ quiet: opts.quiet });
+  let sim: Awaited<ReturnType<typeof startSimulator>>;
+  const options = simulatorOptions(opts);
+  try {
+    sim = await startSimulator(options);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new UsageError(`--port: ${opts.host}:${opts.port} is already in use (try --port 0)`);
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new UsageError(`--host: cannot listen on ${opts.host}`);
+    throw err;
+  }
+  const limit = options.rateLimit ? `${options.rateLimit.count} per ${options.rateLimit.windowMs} ms` : 'none';
+  out.info(
+    `simulator listening on ${sim.url} (seed ${opts.seed}, ${sim.data.campaigns.length} campaigns, ${options.records} records each, rate limit ${limit})`,
+  );
+  out.info(`try: curl -H "Authorization: Bearer <your --api-key>" ${sim.url}/v1/campaigns`);
+  out.info(`or:  campaign-sync pull --base-url ${sim.url} (with CAMPAIGN_SYNC_API_KEY set to the key)`);
+  out.info('stop with Ctrl-C');
+  await new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  await sim.close();
+  out.info('simulator stopped');
+  return 0;
+}

@@ -1,0 +1,64 @@
+import { resolveDbPath } from '../config/config.js';
+import { openDatabase } from '../store/db.js';
+import { SyncState } from '../store/state.js';
+import { Output, type OutputFlags } from '../ui/output.js';
+import { formatCount, renderTable } from '../ui/table.js';
+
+export interface StatusFlags extends OutputFlags {
+  db?: string;
+}
+
+/** `campaign-sync status`: one row per stream, plus campaigns skipped for their type. */
+export async function status(flags: StatusFlags): Promise<number> {
+  const out = new Output(flags);
+  const db = openDatabase(resolveDbPath(flags.db), { mustExist: true, readonly: true });
+  try {
+    const names = new Map(
+      (db.prepare('SELECT id, coalesce(name, display_name, id) AS name FROM campaigns').all() as Array<{ id: string; name: string }>).map(
+        (r) => [r.id, r.name],
+      ),
+    );
+    const rows = new SyncState(db).all();
+    const skipped = db
+      .prepare(
+        "SELECT id, name, type FROM campaigns WHERE type IS NULL OR type NOT IN ('SESSION_COMPLETION', 'ROLE_SUBMISSION') ORDER BY name",
+      )
+      .all() as Array<{ id: string; name: string | null; type: string | null }>;
+    out.document({
+      streams: rows.map((r) => ({
+        stream: r.stream,
+        campaign_id: r.campaign_id,
+        campaign_name: names.get(r.campaign_id) ?? null,
+        endpoint: r.endpoint,
+        report_type: r.report_type,
+        cursor: r.cursor === null ? null : r.cursor.toString(),
+        records: Number(r.records),
+        last_success_at: r.last_success_at,
+        last_error: r.last_error,
+        last_error_at: r.last_error_at,
+      })),
+      skipped: skipped.map((s) => ({ id: s.id, name: s.name, type: s.type, reason: 'campaign type not supported' })),
+    });
+    if (rows.length === 0) out.print('No streams yet: run `campaign-sync pull`.');
+    else {
+      out.print(
+        renderTable(
+          ['campaign', 'endpoint', 'report', 'cursor', 'records', 'last success', 'last error'],
+          rows.map((r) => [
+            names.get(r.campaign_id) ?? r.campaign_id,
+            r.endpoint,
+            r.report_type ?? '',
+            r.cursor === null ? '' : r.cursor.toString(),
+            formatCount(r.records),
+            r.last_success_at ?? 'never',
+            r.last_error ? `${r.last_error_at}: ${r.last_error}` : '',
+          ]),
+        ),
+      );
+    }
+    for (const s of skipped) out.print(`skipped: ${s.name ?? s.id} (${s.id}): campaign type ${s.type ?? 'none'} is not supported`);
+    return 0;
+  } finally {
+    db.close();
+  }
+}

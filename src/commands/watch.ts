@@ -1,0 +1,67 @@
+import { sleep } from '../api/budget.js';
+import { parseDuration, parseIntIn } from '../config/duration.js';
+import { AuthError, CampaignSyncError, ExitCode, isAbort, UsageError } from '../errors.js';
+import type { PassResult } from '../sync/pass.js';
+import { type SyncFlags, SyncSession } from '../sync/session.js';
+import { Output } from '../ui/output.js';
+import { passDocument, passLine } from '../ui/summary.js';
+import { formatMs } from '../ui/table.js';
+
+export interface WatchFlags extends SyncFlags {
+  interval?: string;
+  maxCycles?: string;
+}
+
+/** Start-to-start spacing with up to 5% jitter, so many installations do not poll in lockstep. */
+export function nextStart(startedAt: number, intervalMs: number, random: () => number = Math.random): number {
+  return startedAt + intervalMs + Math.floor(intervalMs * 0.05 * random());
+}
+
+/**
+ * `campaign-sync watch`: a pass every --interval. A failing pass is logged and the next interval
+ * tries again; 401 stops with exit 3; SIGINT/SIGTERM stop after the page in flight, exit 0.
+ * With --max-cycles the exit code is the last pass's.
+ */
+export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<number> {
+  const out = new Output(flags);
+  const intervalMs = parseDuration(flags.interval ?? '2m', '--interval');
+  const maxCycles = flags.maxCycles === undefined ? undefined : parseIntIn(flags.maxCycles, '--max-cycles', 1, Number.MAX_SAFE_INTEGER);
+  const session = SyncSession.open(flags, signal, {
+    warn: (t) => out.warn(t),
+    onRetry: (err, delay) => out.info(`retrying in ${formatMs(delay)}: ${err.message}`),
+  });
+  const stamp = () => new Date().toISOString();
+  let lastCode: number = ExitCode.ok;
+  try {
+    for (let cycle = 1; ; cycle++) {
+      const startedAt = Date.now();
+      let result: PassResult | undefined;
+      try {
+        result = await session.pass();
+        lastCode = result.exitCode;
+        if (out.json) out.jsonLine({ at: stamp(), pass: cycle, ...passDocument(result) });
+        else out.print(`${stamp()} pass ${cycle}: ${passLine(result)}`);
+        for (const s of result.streams) if (s.error) out.warn(`${s.campaignName}: ${s.error}`);
+      } catch (err) {
+        if (err instanceof AuthError || err instanceof UsageError) throw err;
+        if (isAbort(err) && signal.aborted) break;
+        if (!(err instanceof CampaignSyncError)) throw err;
+        // The service is down or failing: log it and try again at the next interval.
+        lastCode = err.exitCode;
+        if (out.json) out.jsonLine({ at: stamp(), pass: cycle, error: err.message, exit_code: err.exitCode });
+        else out.error(`${stamp()} pass ${cycle} failed: ${err.message}`);
+      }
+      if (signal.aborted || result?.interrupted) return ExitCode.ok;
+      if (maxCycles !== undefined && cycle >= maxCycles) return lastCode;
+      try {
+        await sleep(Math.max(0, nextStart(startedAt, intervalMs) - Date.now()), signal);
+      } catch (err) {
+        if (isAbort(err)) return ExitCode.ok;
+        throw err;
+      }
+    }
+    return ExitCode.ok;
+  } finally {
+    await session.close();
+  }
+}

@@ -1,0 +1,105 @@
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import { UsageError } from '../errors.js';
+import { parseDuration, parseIntIn, parseRate, type Rate } from './duration.js';
+import { readEnv } from './env.js';
+
+/** Options shared by every command that calls the API (the raw strings commander gives us). */
+export interface ApiFlags {
+  baseUrl?: string;
+  apiKeyFile?: string;
+  rateLimit?: string;
+  timeout?: string;
+  maxRetries?: string;
+  allowInsecureHttp?: boolean;
+}
+
+/** What the API client needs, validated once. */
+export interface ApiConfig {
+  baseUrl: URL;
+  apiKey: string;
+  rate: Rate;
+  timeoutMs: number;
+  maxRetries: number;
+}
+
+export const DEFAULT_DB = './campaign-sync.db';
+export const DEFAULT_RATE = '100/1m';
+
+const baseUrlSchema = z
+  .string()
+  .transform((text, ctx) => {
+    try {
+      return new URL(text);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `"${text}" is not a URL (example: https://api.example.com)` });
+      return z.NEVER;
+    }
+  })
+  .refine((url) => url.protocol === 'http:' || url.protocol === 'https:', 'must start with http:// or https://')
+  .refine((url) => !url.username && !url.password, 'must not carry a user name or password')
+  .refine((url) => !url.search && !url.hash, 'must not carry a query or fragment');
+
+/** True for 127.0.0.0/8, ::1 and localhost: the only hosts plain http is allowed to by default. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  if (isIP(host) === 6) return host === '::1' || host === '0:0:0:0:0:0:0:1';
+  return false;
+}
+
+/** Validates the base URL: http(s), no credentials; plain http only to loopback unless allowed. */
+export function resolveBaseUrl(text: string, allowInsecureHttp: boolean): URL {
+  const parsed = baseUrlSchema.safeParse(text);
+  if (!parsed.success) throw new UsageError(`--base-url: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  const url = parsed.data;
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !allowInsecureHttp) {
+    throw new UsageError(
+      `--base-url: plain http:// to ${url.hostname} would send the API key unencrypted; use https:// or pass --allow-insecure-http`,
+    );
+  }
+  // The spec's {base_url} excludes /v1; accept it with or without, and with a trailing slash.
+  url.pathname = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
+  return url;
+}
+
+function readKeyFile(path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new UsageError(`--api-key-file: cannot read ${path} (${code})`);
+  }
+  const key = text.trim();
+  if (!key) throw new UsageError(`--api-key-file: ${path} is empty`);
+  if (/\s/.test(key)) throw new UsageError(`--api-key-file: ${path} must hold the key alone on one line`);
+  return key;
+}
+
+/** Flags beat environment; missing base URL or key is a usage error that says what to set. */
+export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = process.env): ApiConfig {
+  const baseText = flags.baseUrl ?? readEnv('baseUrl', env);
+  const key = flags.apiKeyFile !== undefined ? readKeyFile(flags.apiKeyFile) : readEnv('apiKey', env)?.trim();
+  const missing = [
+    baseText === undefined ? '--base-url or CAMPAIGN_SYNC_BASE_URL' : undefined,
+    key === undefined ? '--api-key-file or CAMPAIGN_SYNC_API_KEY' : undefined,
+  ].filter(Boolean);
+  if (missing.length > 0) {
+    throw new UsageError(`missing ${missing.join(' and ')} (try \`campaign-sync demo\` to run without a key)`);
+  }
+  return {
+    baseUrl: resolveBaseUrl(baseText as string, flags.allowInsecureHttp === true),
+    apiKey: key as string,
+    rate: parseRate(flags.rateLimit ?? readEnv('rateLimit', env) ?? DEFAULT_RATE, '--rate-limit'),
+    timeoutMs: parseDuration(flags.timeout ?? '30s', '--timeout'),
+    maxRetries: parseIntIn(flags.maxRetries ?? '5', '--max-retries', 0, 100),
+  };
+}
+
+/** The database path: flag, then CAMPAIGN_SYNC_DB, then ./campaign-sync.db. */
+export function resolveDbPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  return flag ?? readEnv('db', env) ?? DEFAULT_DB;
+}

@@ -1,0 +1,60 @@
+import { UsageError } from '../errors.js';
+
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
+
+/** Parses `500ms`, `30s`, `2m`, `1.5h` into milliseconds. `what` names the setting in the error. */
+export function parseDuration(text: string, what: string): number {
+  const m = DURATION.exec(text.trim());
+  if (!m) throw new UsageError(`${what}: "${text}" is not a duration (examples: 500ms, 30s, 2m, 1h)`);
+  const ms = Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+  if (!(ms > 0) || !Number.isFinite(ms)) throw new UsageError(`${what}: "${text}" must be more than zero`);
+  return Math.round(ms);
+}
+
+/** A request budget: at most `count` requests in any window of `windowMs`. */
+export interface Rate {
+  count: number;
+  windowMs: number;
+}
+
+/** Parses `100`, `100/1m`, `20/2s`, `5/s`. A bare number means per minute. */
+export function parseRate(text: string, what: string): Rate {
+  const m = /^(\d+)(?:\/(.+))?$/.exec(text.trim());
+  if (!m) throw new UsageError(`${what}: "${text}" is not a rate (examples: 100, 100/1m, 20/2s)`);
+  const count = Number(m[1]);
+  if (!Number.isSafeInteger(count) || count < 1) throw new UsageError(`${what}: "${text}" needs at least 1 request`);
+  const unit = m[2] ?? '1m';
+  const windowMs = parseDuration(/^\d/.test(unit) ? unit : `1${unit}`, what);
+  return { count, windowMs };
+}
+
+export function formatRate(rate: Rate): string {
+  return `${rate.count}/${formatDuration(rate.windowMs)}`;
+}
+
+export function formatDuration(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}
+
+/** Parses a `YYYY-MM-DD` calendar date (checked to exist) and returns it unchanged. */
+export function parseDate(text: string, what: string): string {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  const d = m ? new Date(`${text}T00:00:00Z`) : undefined;
+  if (!m || !d || Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== text) {
+    throw new UsageError(`${what}: "${text}" is not a date in the form YYYY-MM-DD`);
+  }
+  return text;
+}
+
+/** Parses a whole number in [min, max]. */
+export function parseIntIn(text: string, what: string, min: number, max: number): number {
+  const n = /^\d+$/.test(text.trim()) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new UsageError(`${what}: "${text}" must be a whole number from ${min} to ${max}`);
+  }
+  return n;
+}

@@ -1,0 +1,20 @@
+/**
+ * Every environment variable campaign-sync reads, in one list (flags beat all of them).
+ * The README's configuration table is checked against this list by a test.
+ */
+export const ENV = {
+  baseUrl: { name: 'CAMPAIGN_SYNC_BASE_URL', doc: 'API base URL, without /v1 (flag --base-url)' },
+  apiKey: { name: 'CAMPAIGN_SYNC_API_KEY', doc: 'API key (flag --api-key-file reads it from a file)' },
+  db: { name: 'CAMPAIGN_SYNC_DB', doc: 'SQLite database path (flag --db); default ./campaign-sync.db' },
+  rateLimit: { name: 'CAMPAIGN_SYNC_RATE_LIMIT', doc: 'request budget such as 100/1m (flag --rate-limit)' },
+  ci: { name: 'CI', doc: 'when set, no spinners' },
+  noColor: { name: 'NO_COLOR', doc: 'when set, no colours' },
+} as const;
+
+export type EnvKey = keyof typeof ENV;
+
+/** Reads one variable; an empty value counts as unset. */
+export function readEnv(key: EnvKey, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const value = env[ENV[key].name];
+  return value === undefined || value === '' ? undefined : value;
+}

@@ -1,0 +1,54 @@
+/**
+ * The only place that calls process.exit: every error maps to an exit code of PRODUCT.md §3.
+ * The first SIGINT/SIGTERM aborts the shared signal (work in flight commits or rolls back, then the
+ * command returns); a second one exits at once.
+ */
+import { CommanderError } from 'commander';
+import { buildProgram, type RunResult } from './cli.js';
+import { CampaignSyncError, ExitCode, isAbort } from './errors.js';
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Runs the CLI and returns the exit code (tests call this; the launcher exits with it). */
+export async function run(argv: string[], signal: AbortSignal): Promise<number> {
+  const result: RunResult = { exitCode: ExitCode.ok };
+  const program = buildProgram(signal, result);
+  try {
+    await program.parseAsync(argv);
+    return result.exitCode;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version end here too, with exit code 0.
+      return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+    }
+    if (isAbort(err) && signal.aborted) return ExitCode.ok;
+    if (err instanceof CampaignSyncError) {
+      process.stderr.write(`campaign-sync: ${messageOf(err)}\n`);
+      return err.exitCode;
+    }
+    process.stderr.write(`campaign-sync: internal error: ${messageOf(err)}\n`);
+    if (process.env.CAMPAIGN_SYNC_DEBUG) process.stderr.write(`${(err as Error)?.stack ?? ''}\n`);
+    return ExitCode.internal;
+  }
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const controller = new AbortController();
+  let signals = 0;
+  const onSignal = (name: NodeJS.Signals) => {
+    signals++;
+    if (signals > 1) {
+      process.stderr.write(`campaign-sync: second ${name}, exiting now\n`);
+      process.exit(130);
+    }
+    controller.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const code = await run(argv, controller.signal);
+  process.exitCode = code;
+  // Let stdout drain, then leave even if a keep-alive socket or timer lingers.
+  process.stdout.write('', () => process.exit(code));
+}

@@ -1,0 +1,335 @@
+/**
+ * The simulator's data: campaigns and their results, generated on demand from the seed, so a
+ * million records cost no memory. Record i of campaign c is a pure function of (seed, c, i).
+ *
+ * Time: record i of a campaign is created at `historyStart + i * spacing`, so `created_at` grows
+ * with `order_index` (the spec's "newest first" and "by order_index" orders agree). Records added by
+ * --growth arrive after the server started and carry their arrival time.
+ */
+import { CEFR_LEVELS, RECOMMENDATION_STATUSES, type ReportType, SCENARIO_TYPE_KEYS, SKILL_KEYS } from '../api/schemas.js';
+import { hash32, pick, prng, uuidFrom } from './random.js';
+
+export interface DataOptions {
+  seed: number;
+  campaigns: number;
+  records: number;
+  /** First order_index of every campaign (a bigint lets tests start past 2^53). */
+  orderIndexStart: bigint;
+  /** Campaigns of a type the spec does not name, to rehearse the client's skip path. */
+  unknownTypeCampaigns: number;
+}
+
+export interface SimCampaign {
+  index: number;
+  id: string;
+  name: string;
+  display_name: string;
+  type: string;
+  created_at: string;
+}
+
+const DAY = 86_400_000;
+/** Generated history ends here; campaign c is created c days before history starts. */
+const HISTORY_END = Date.UTC(2026, 5, 1);
+const HISTORY_DAYS = 120;
+const ORDER_STRIDE = 10n;
+
+const FIRST = [
+  'Ana',
+  'José',
+  'Zoë',
+  'Łukasz',
+  'Siobhán',
+  'Nguyễn',
+  'Søren',
+  'Aiko',
+  'Chloé',
+  'Émile',
+  'Olu',
+  'Priya',
+  'Sven',
+  'Fatima',
+  'Liam',
+  'Mei',
+  '李',
+  'Dmitri',
+];
+const LAST = [
+  "O'Brien",
+  'Müller',
+  'García',
+  'Kowalski',
+  'Smith, Jr.',
+  'Dubois',
+  'Tanaka',
+  'Okafor',
+  'Rossi',
+  'Andersson',
+  'Van der Berg',
+  '王',
+  'Nakamura',
+  'Silva',
+];
+const DOMAINS = ['example.com', 'mail.example.org', 'candidates.example.net'];
+const SCENARIO_LABELS: Record<string, string> = {
+  EMAIL: 'Email',
+  CHAT: 'Chat',
+  THREADED_EMAIL: 'Threaded email',
+  VOICE_CHAT: 'Voice chat',
+};
+const SCENARIO_NAMES = [
+  'Refund request, second contact',
+  'Late delivery — angry customer',
+  'Password reset "urgent"',
+  'Billing dispute\nwith attachments',
+  'Onboarding a new client',
+  'Escalation to a manager',
+  'Service outage: status update',
+  'Café order mix-up',
+];
+const SKILL_LABELS: Record<string, string> = {
+  RESOURCEFULNESS: 'Resourcefulness',
+  CLIENT_EMPATHY: 'Client empathy',
+  JUDGMENT: 'Judgment',
+  ATTENTION_TO_DETAIL: 'Attention to detail',
+  PRIORITIZATION: 'Prioritization',
+  WRITTEN_COMMUNICATION: 'Written communication',
+  CRITICAL_THINKING: 'Critical thinking',
+  COMMUNICATION: 'Communication',
+  SAFETY_AWARENESS: 'Safety awareness',
+};
+const RATIONALES = [
+  'The candidate acknowledged the issue, apologised, and offered a concrete next step.',
+  'Clear structure; however, the reply "promised" a refund without checking policy.',
+  'Missed the second question in the thread.\nOtherwise accurate and polite.',
+  'Prioritised the outage over the billing query, which was the right call — well done.',
+  'Used the customer\'s name, kept a calm tone, and summarised: "we will call you by 5 pm".',
+  'Spotted the wrong order number (#4411 vs #4441) and corrected it before replying.',
+  'Réponse claire et empathique; a few typos ("recieve", "seperate").',
+];
+const STRENGTHS = [
+  'Empathetic opening',
+  'Accurate summary of the problem',
+  'Clear next steps, with dates',
+  'Kept the reply short; no jargon',
+];
+const GROWTHS = [
+  'Confirm identity before sharing details',
+  'Answer every question in the thread',
+  'Avoid promising outcomes ("guaranteed")',
+];
+const CAMPAIGN_ROLES = [
+  'Support agents EMEA',
+  'Chat specialists, night shift',
+  'Claims handlers — Q3',
+  'Sales development reps',
+  'Técnicos de soporte',
+  'Trust & safety reviewers',
+];
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** The same instant without its timezone suffix, as the spec says score details may carry. */
+function isoNoZone(ms: number): string {
+  return new Date(ms).toISOString().slice(0, -1);
+}
+
+export class SimData {
+  readonly campaigns: SimCampaign[];
+  readonly byId: Map<string, SimCampaign>;
+  private readonly spacing: number;
+  private readonly historyStart: number;
+
+  constructor(
+    readonly opts: DataOptions,
+    /** When the server started: growth counts from here. */
+    readonly startedAt: number,
+    /** Records per campaign per millisecond added by --growth (0 for none). */
+    readonly growthPerMs: number,
+  ) {
+    this.historyStart = HISTORY_END - HISTORY_DAYS * DAY;
+    this.spacing = Math.min(6 * 3_600_000, Math.floor((HISTORY_DAYS * DAY) / Math.max(1, opts.records)));
+    this.campaigns = [];
+    const total = opts.campaigns + opts.unknownTypeCampaigns;
+    for (let c = 0; c < total; c++) {
+      const rand = prng(hash32(opts.seed, 0xca, c));
+      const role = pick(rand, CAMPAIGN_ROLES);
+      const type = c >= opts.campaigns ? 'LIVE_INTERVIEW' : c % 2 === 0 ? 'SESSION_COMPLETION' : 'ROLE_SUBMISSION';
+      this.campaigns.push({
+        index: c,
+        id: uuidFrom(rand),
+        name: `${type === 'SESSION_COMPLETION' ? 'session' : type === 'ROLE_SUBMISSION' ? 'role' : 'interview'}-${c + 1}-${role
+          .normalize('NFD')
+          .replace(/[\u0300-\u036f]/g, '')
+          .toLowerCase()
+          .replace(/[^a-z0-9]+/g, '-')
+          .replace(/^-|-$/g, '')}`,
+        display_name: `${role} (${c + 1})`,
+        type,
+        created_at: iso(this.historyStart - (c + 1) * DAY - (hash32(opts.seed, c) % DAY)),
+      });
+    }
+    this.byId = new Map(this.campaigns.map((c) => [c.id, c]));
+  }
+
+  /** How many records campaign c holds at time `now` (grows with --growth). */
+  count(now: number): number {
+    const grown = this.growthPerMs > 0 ? Math.floor((now - this.startedAt) * this.growthPerMs) : 0;
+    return this.opts.records + Math.max(0, grown);
+  }
+
+  orderIndex(c: SimCampaign, i: number): bigint {
+    const jitter = BigInt(hash32(this.opts.seed, c.index, i, 0x01) % 9) + 1n;
+    return this.opts.orderIndexStart + BigInt(i) * ORDER_STRIDE + jitter;
+  }
+
+  /** The first record index whose order_index is greater than `cursor`. */
+  firstAfter(c: SimCampaign, cursor: bigint): number {
+    if (cursor < this.opts.orderIndexStart) return 0;
+    const i = Number((cursor - this.opts.orderIndexStart) / ORDER_STRIDE);
+    return this.orderIndex(c, i) > cursor ? i : i + 1;
+  }
+
+  createdAt(i: number): number {
+    if (i < this.opts.records) return this.historyStart + i * this.spacing;
+    // Growth: spread evenly from the server's start.
+    const n = i - this.opts.records;
+    return this.startedAt + Math.floor(n / this.growthPerMs);
+  }
+
+  /** The first record index created on or after `ms` (created_at is monotonic in the index). */
+  firstCreatedAtOrAfter(ms: number, count: number): number {
+    let lo = 0;
+    let hi = count;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.createdAt(mid) < ms) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private person(rand: () => number): { id: string; email: string } {
+    const first = pick(rand, FIRST);
+    const last = pick(rand, LAST);
+    // E-mail local parts stay ASCII: accents dropped, names with no Latin letters left out.
+    const ascii = (name: string) =>
+      name
+        .normalize('NFD')
+        .replace(/[^A-Za-z]/g, '')
+        .toLowerCase();
+    const local = [ascii(first), ascii(last)].filter(Boolean).join('.') || 'candidate';
+    return { id: uuidFrom(rand), email: `${local}${Math.floor(rand() * 1000)}@${pick(rand, DOMAINS)}` };
+  }
+
+  private scenario(rand: () => number) {
+    const key = pick(rand, SCENARIO_TYPE_KEYS);
+    return { id: uuidFrom(rand), name: pick(rand, SCENARIO_NAMES), type: { key, label: SCENARIO_LABELS[key] as string } };
+  }
+
+  private evalResults(rand: () => number, at: number) {
+    const n = 2 + Math.floor(rand() * 4);
+    const out = [];
+    for (let k = 0; k < n; k++) {
+      const key = pick(rand, SKILL_KEYS);
+      out.push({
+        score: (Math.round(rand() * 50) / 10).toFixed(1),
+        skill: { key, label: SKILL_LABELS[key] as string },
+        rationale: pick(rand, RATIONALES),
+        evaluated_at: iso(at + Math.floor(rand() * 600_000)),
+        evaluation_id: uuidFrom(rand),
+      });
+    }
+    return out;
+  }
+
+  private feedback(rand: () => number) {
+    const skill = pick(rand, SKILL_KEYS);
+    return {
+      strengths: [{ description: pick(rand, STRENGTHS) }, { description: pick(rand, STRENGTHS) }],
+      growths: [{ description: pick(rand, GROWTHS) }],
+      improvement_criteria: [{ skill, title: `Improve ${SKILL_LABELS[skill]?.toLowerCase()}`, description: pick(rand, GROWTHS) }],
+      cross_attempts_feedback: rand() < 0.5 ? null : { description: 'Better than the previous attempt, "much" calmer.' },
+    };
+  }
+
+  /** §2.8: about 10% each absent, null and {}, the rest a CEFR level. Returns undefined for absent. */
+  private additionalScores(rand: () => number): object | null | undefined {
+    const r = rand();
+    if (r < 0.1) return undefined;
+    if (r < 0.2) return null;
+    if (r < 0.3) return {};
+    return { cefr: { score: pick(rand, CEFR_LEVELS) } };
+  }
+
+  private orderIndexValue(c: SimCampaign, i: number): number | bigint {
+    const v = this.orderIndex(c, i);
+    return v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+  }
+
+  /** A session result record (§2.11). */
+  sessionResult(c: SimCampaign, i: number): Record<string, unknown> {
+    const rand = prng(hash32(this.opts.seed, c.index, i, 0x5e));
+    const created = this.createdAt(i);
+    const record: Record<string, unknown> = {
+      id: uuidFrom(rand),
+      score: Math.round(rand() * 500) / 100,
+      campaign: { id: c.id, name: c.name },
+      user: this.person(rand),
+      session: { id: uuidFrom(rand) },
+      scenario: this.scenario(rand),
+      eval_results: this.evalResults(rand, created),
+      feedback: rand() < 0.2 ? null : this.feedback(rand),
+    };
+    const extra = this.additionalScores(rand);
+    if (extra !== undefined) record.additional_scores = extra;
+    record.created_at = iso(created);
+    record.updated_at = iso(created + Math.floor(rand() * 3_600_000));
+    record.order_index = this.orderIndexValue(c, i);
+    return record;
+  }
+
+  /** A role result record: §2.4 (OVERALL) or §2.5 (DETAILED, with score_details). */
+  roleResult(c: SimCampaign, i: number, report: ReportType): Record<string, unknown> {
+    const rand = prng(hash32(this.opts.seed, c.index, i, 0x70));
+    const created = this.createdAt(i);
+    const user = this.person(rand);
+    const overall = Math.round(rand() * 500) / 100;
+    const record: Record<string, unknown> = {
+      id: uuidFrom(rand),
+      recommendation_status:
+        overall >= 4 ? RECOMMENDATION_STATUSES[2] : overall >= 2.5 ? RECOMMENDATION_STATUSES[1] : RECOMMENDATION_STATUSES[0],
+      campaign: { id: c.id, name: c.name },
+      user,
+      overall_score: overall,
+    };
+    const extra = this.additionalScores(rand);
+    if (extra !== undefined) record.additional_scores = extra;
+    record.created_at = iso(created);
+    record.updated_at = iso(created + 60_000);
+    record.order_index = this.orderIndexValue(c, i);
+    if (report === 'DETAILED') {
+      // Drawn after the OVERALL fields so both reports of a record agree on those.
+      const n = 1 + Math.floor(rand() * 4);
+      const details = [];
+      for (let k = 0; k < n; k++) {
+        const at = created - (n - k) * 1_800_000;
+        details.push({
+          id: uuidFrom(rand),
+          user: { email: user.email, id: user.id },
+          scenario: this.scenario(rand),
+          session: { id: uuidFrom(rand) },
+          score: Math.round(rand() * 500) / 100,
+          eval_results: this.evalResults(rand, at),
+          feedback: rand() < 0.85 ? null : this.feedback(rand),
+          created_at: isoNoZone(at),
+          updated_at: isoNoZone(at + 120_000),
+        });
+      }
+      record.score_details = details;
+    }
+    return record;
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * Checkpoints and stream health (`sync_state`). Cursors are int64: read with safe integers on so
+ * values past 2^53 come back exact.
+ */
+import type { Db } from './db.js';
+
+export type Endpoint = 'session' | 'role';
+
+export interface StreamId {
+  key: string;
+  campaignId: string;
+  endpoint: Endpoint;
+  reportType: string | null;
+}
+
+export function streamId(campaignId: string, endpoint: Endpoint, reportType: string | null): StreamId {
+  const key = endpoint === 'role' ? `${campaignId}/role/${reportType}` : `${campaignId}/session`;
+  return { key, campaignId, endpoint, reportType: endpoint === 'role' ? reportType : null };
+}
+
+export interface StreamRow {
+  stream: string;
+  campaign_id: string;
+  endpoint: Endpoint;
+  report_type: string | null;
+  cursor: bigint | null;
+  records: bigint;
+  last_success_at: string | null;
+  last_error: string | null;
+  last_error_at: string | null;
+}
+
+function prepare(db: Db) {
+  return {
+    ensure: db.prepare(
+      'INSERT INTO sync_state (stream, campaign_id, endpoint, report_type) VALUES (?, ?, ?, ?) ON CONFLICT (stream) DO NOTHING',
+    ),
+    cursor: db.prepare('SELECT cursor FROM sync_state WHERE stream = ?').pluck().safeIntegers(true),
+    advance: db.prepare('UPDATE sync_state SET cursor = ?, records = records + ? WHERE stream = ?'),
+    count: db.prepare('UPDATE sync_state SET records = records + ? WHERE stream = ?'),
+    success: db.prepare('UPDATE sync_state SET last_success_at = ?, last_error = NULL, last_error_at = NULL WHERE stream = ?'),
+    failure: db.prepare('UPDATE sync_state SET last_error = ?, last_error_at = ? WHERE stream = ?'),
+    all: db.prepare('SELECT * FROM sync_state ORDER BY campaign_id, endpoint, report_type').safeIntegers(true),
+  };
+}
+
+export class SyncState {
+  private readonly s: ReturnType<typeof prepare>;
+
+  constructor(readonly db: Db) {
+    this.s = prepare(db);
+  }
+
+  ensure(id: StreamId): void {
+    this.s.ensure.run(id.key, id.campaignId, id.endpoint, id.reportType);
+  }
+
+  cursor(id: StreamId): bigint | undefined {
+    const v = this.s.cursor.get(id.key) as bigint | null | undefined;
+    return v ?? undefined;
+  }
+
+  /** Moves the checkpoint (or only counts records when `cursor` is undefined). Call inside the page's transaction. */
+  advance(id: StreamId, cursor: bigint | undefined, newRecords: number): void {
+    if (cursor === undefined) this.s.count.run(newRecords, id.key);
+    else this.s.advance.run(cursor, newRecords, id.key);
+  }
+
+  success(id: StreamId, at: string): void {
+    this.s.success.run(at, id.key);
+  }
+
+  failure(id: StreamId, message: string, at: string): void {
+    this.s.failure.run(message, at, id.key);
+  }
+
+  all(): StreamRow[] {
+    return this.s.all.all() as StreamRow[];
+  }
+
+  /** Forgets checkpoints (not data, not counts) of every stream or of the given campaigns. */
+  reset(campaignIds: string[]): number {
+    if (campaignIds.length === 0) return this.db.prepare('UPDATE sync_state SET cursor = NULL WHERE cursor IS NOT NULL').run().changes;
+    const stmt = this.db.prepare('UPDATE sync_state SET cursor = NULL WHERE campaign_id = ? AND cursor IS NOT NULL');
+    return this.db.transaction(() => campaignIds.reduce((n, id) => n + stmt.run(id).changes, 0))();
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * The identity rules of PRODUCT.md §4, checked on every record of a page before anything of the
+ * page is written: a usable `id`, an int64 `order_index` past the cursor and rising, and the
+ * stream's campaign id. Everything else is lenient and kept as sent.
+ *
+ * Hand-written rather than zod: this runs on every record and must not walk or copy large objects.
+ */
+import { NumberText, toJson } from '../api/json.js';
+import { DataError } from '../errors.js';
+
+export const INT64_MAX = 2n ** 63n - 1n;
+
+/** A record that passed the identity rules, with its JSON text as stored and written. */
+export interface CheckedRecord {
+  record: Record<string, unknown>;
+  id: string;
+  orderIndex: bigint;
+  raw: string;
+}
+
+/** Reads an int64 cursor value given as a JSON number, a bigint or a decimal string; undefined if unusable. */
+export function toInt64(value: unknown): bigint | undefined {
+  if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 0 ? BigInt(value) : undefined;
+  if (typeof value === 'bigint') return value >= 0n && value <= INT64_MAX ? value : undefined;
+  if (typeof value === 'string' && /^\d{1,19}$/.test(value)) {
+    const v = BigInt(value);
+    return v <= INT64_MAX ? v : undefined;
+  }
+  return undefined;
+}
+
+/** How a bad value reads in an error message. */
+export function show(value: unknown): string {
+  if (value === undefined) return 'missing';
+  if (value instanceof NumberText) return `${value.text} (not an integer)`;
+  if (typeof value === 'bigint') return value.toString();
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+}
+
+export interface PageContext {
+  /** Names the request, e.g. `GET /v1/campaigns/role/results (campaign …), page 3`. */
+  where: string;
+  campaignId: string;
+  /** The cursor sent with the request: every record must come after it. */
+  after: bigint | undefined;
+}
+
+/** Checks a page's records; throws a DataError naming the record's position and field. */
+export function checkPage(data: unknown[], ctx: PageContext): CheckedRecord[] {
+  const out: CheckedRecord[] = new Array(data.length);
+  let previous = ctx.after;
+  for (let i = 0; i < data.length; i++) {
+    const record = data[i] as Record<string, unknown>;
+    const at = `${ctx.where}: record ${i + 1} of ${data.length}`;
+    if (record === null || typeof record !== 'object' || Array.isArray(record)) {
+      throw new DataError(`${at}: not an object`);
+    }
+    const id = record.id;
+    if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw new DataError(`${at}: id: ${show(id)} is not a usable id`);
+    const orderIndex = toInt64(record.order_index);
+    if (orderIndex === undefined) {
+      throw new DataError(`${at} (id ${id}): order_index: ${show(record.order_index)} is not a non-negative int64`);
+    }
+    const campaign = record.campaign as { id?: unknown } | null | undefined;
+    const campaignId = campaign && typeof campaign === 'object' ? campaign.id : undefined;
+    if (typeof campaignId !== 'string' || campaignId.length === 0) {
+      throw new DataError(`${at} (id ${id}): campaign.id: ${show(campaignId)} is not a usable campaign id`);
+    }
+    if (campaignId !== ctx.campaignId) {
+      throw new DataError(`${at} (id ${id}): campaign.id: ${campaignId} is not the campaign asked for`);
+    }
+    if (previous !== undefined && orderIndex <= previous) {
+      throw new DataError(
+        `${at} (id ${id}): order_index: ${orderIndex} does not come after ${previous} (records must arrive in ascending order_index past the cursor)`,
+      );
+    }
+    previous = orderIndex;
+    out[i] = { record, id, orderIndex, raw: toJson(record) };
+  }
+  return out;
+}

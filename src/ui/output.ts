@@ -1,0 +1,74 @@
+/**
+ * How campaign-sync talks: data on stdout, people on stderr (STYLE.md rule 7).
+ * `--json` prints one document on stdout and nothing else; `--quiet` prints only errors.
+ */
+import { readEnv } from '../config/env.js';
+
+export interface OutputFlags {
+  json?: boolean;
+  quiet?: boolean;
+}
+
+export interface Streams {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+export class Output {
+  readonly json: boolean;
+  readonly quiet: boolean;
+  /** Spinners only on a TTY, and never with --json, --quiet or CI. */
+  readonly interactive: boolean;
+  readonly color: boolean;
+
+  constructor(
+    flags: OutputFlags,
+    readonly streams: Streams = { stdout: process.stdout, stderr: process.stderr },
+    env: NodeJS.ProcessEnv = process.env,
+  ) {
+    this.json = flags.json === true;
+    this.quiet = flags.quiet === true;
+    const tty = streams.stderr.isTTY === true;
+    this.interactive = tty && !this.json && !this.quiet && readEnv('ci', env) === undefined;
+    this.color = tty && readEnv('noColor', env) === undefined;
+  }
+
+  /** Human output on stdout (tables, summaries); silent with --json or --quiet. */
+  print(text: string): void {
+    if (!this.json && !this.quiet) this.streams.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+
+  /** The one JSON document of --json. */
+  document(value: unknown): void {
+    if (this.json) this.streams.stdout.write(`${JSON.stringify(value, bigintReplacer, 2)}\n`);
+  }
+
+  /** One compact JSON line on stdout (watch --json: one per pass). */
+  jsonLine(value: unknown): void {
+    if (this.json) this.streams.stdout.write(`${JSON.stringify(value, bigintReplacer)}\n`);
+  }
+
+  /** A line for people on stderr (progress, hints); silent with --json or --quiet. */
+  info(text: string): void {
+    if (!this.json && !this.quiet) this.streams.stderr.write(`${text}\n`);
+  }
+
+  /** A warning on stderr; silent only with --quiet. */
+  warn(text: string): void {
+    if (!this.quiet) this.streams.stderr.write(`${this.paint('warning:', 33)} ${text}\n`);
+  }
+
+  /** An error line on stderr: always printed. */
+  error(text: string): void {
+    this.streams.stderr.write(`${this.paint('error:', 31)} ${text}\n`);
+  }
+
+  paint(text: string, code: number): string {
+    return this.color ? `\u001b[${code}m${text}\u001b[39m` : text;
+  }
+}
+
+/** JSON.stringify replacer that writes bigints (int64 cursors) as exact numbers-as-strings. */
+export function bigintReplacer(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString() : value;
+}

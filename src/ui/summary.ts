@@ -1,0 +1,85 @@
+/** How a pass is shown: a table for people, a document for --json, a one-liner for watch logs. */
+import type { PassResult, StreamResult } from '../sync/pass.js';
+import { formatCount, formatMs, renderTable } from './table.js';
+
+function typeOf(s: StreamResult): string {
+  return s.id.endpoint === 'role' ? `role ${s.id.reportType}` : 'session';
+}
+
+/** The `--json` document of PRODUCT.md §2 (cursor as a string: it is an int64). */
+export function passDocument(result: PassResult) {
+  return {
+    streams: result.streams.map((s) => ({
+      campaign_id: s.id.campaignId,
+      campaign_name: s.campaignName,
+      endpoint: s.id.endpoint,
+      report_type: s.id.reportType,
+      records: s.records,
+      new: s.inserted,
+      updated: s.updated,
+      pages: s.pages,
+      requests: s.requests,
+      bytes: s.bytes,
+      cursor: s.cursor === undefined ? null : s.cursor.toString(),
+      status: s.status,
+      error: s.error ?? null,
+      duration_ms: s.durationMs,
+    })),
+    skipped: result.skipped,
+    requests: result.requests,
+    records: result.records,
+    bytes: result.bytes,
+    duration_ms: result.durationMs,
+    interrupted: result.interrupted,
+    exit_code: result.exitCode,
+  };
+}
+
+/** The table printed at the end of `pull`, followed by failures and skipped campaigns. */
+export function passTable(result: PassResult): string {
+  const rows = result.streams.map((s) => [
+    s.campaignName,
+    typeOf(s),
+    formatCount(s.inserted),
+    formatCount(s.updated),
+    formatCount(s.pages),
+    formatCount(s.requests),
+    formatMs(s.durationMs),
+    s.status,
+  ]);
+  const lines = [
+    result.streams.length === 0
+      ? 'No streams to sync.'
+      : renderTable(['campaign', 'type', 'new', 'updated', 'pages', 'requests', 'time', 'status'], rows, [
+          'left',
+          'left',
+          'right',
+          'right',
+          'right',
+          'right',
+          'right',
+          'left',
+        ]),
+    passLine(result),
+  ];
+  for (const s of result.streams) if (s.error) lines.push(`  failed: ${s.campaignName} (${typeOf(s)}): ${s.error}`);
+  for (const s of result.skipped) lines.push(`  skipped: ${s.name} (${s.id}): type ${s.type} is not supported`);
+  return lines.join('\n');
+}
+
+/** One line per pass: fit for journald and cron mail. */
+export function passLine(result: PassResult): string {
+  const failed = result.streams.filter((s) => s.status === 'failed').length;
+  const inserted = result.streams.reduce((n, s) => n + s.inserted, 0);
+  const updated = result.streams.reduce((n, s) => n + s.updated, 0);
+  const parts = [
+    `${formatCount(result.records)} records (${formatCount(inserted)} new, ${formatCount(updated)} updated)`,
+    `${result.streams.length} streams`,
+    `${formatCount(result.requests)} requests`,
+    formatMs(result.durationMs),
+  ];
+  if (failed > 0) parts.push(`${failed} failed`);
+  if (result.skipped.length > 0) parts.push(`${result.skipped.length} skipped`);
+  if (result.interrupted) parts.push('interrupted');
+  return parts.join(', ');
+}

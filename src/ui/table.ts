@@ -1,0 +1,21 @@
+import Table from 'cli-table3';
+
+/** A plain table for people (no colours in the borders, so logs and pipes stay clean). */
+export function renderTable(head: string[], rows: Array<Array<string | number>>, align: Array<'left' | 'right'> = []): string {
+  const table = new Table({
+    head,
+    style: { head: [], border: [] },
+    colAligns: align,
+    chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
+  });
+  for (const row of rows) table.push(row.map(String));
+  return table.toString();
+}
+
+export function formatCount(n: number | bigint): string {
+  return n.toLocaleString('en-US');
+}
+
+export function formatMs(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}

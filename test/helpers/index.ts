@@ -1,0 +1,78 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { afterAll } from 'vitest';
+import { type RunningSimulator, type SimulatorOptions, startSimulator } from '../../src/simulator/server.js';
+
+const started: RunningSimulator[] = [];
+const dirs: string[] = [];
+
+/** A simulator on a free loopback port, closed after the file's tests. */
+export async function sim(options: SimulatorOptions = {}): Promise<RunningSimulator> {
+  const s = await startSimulator({ rateLimit: undefined, ...options });
+  started.push(s);
+  return s;
+}
+
+/** A fresh temporary directory, removed after the file's tests. */
+export function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'campaign-sync-test-'));
+  dirs.push(dir);
+  return dir;
+}
+
+afterAll(async () => {
+  await Promise.all(started.splice(0).map((s) => s.close()));
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** GET a path of the simulator with its key (or another). */
+export async function get(s: RunningSimulator, path: string, key: string | null = s.apiKey) {
+  const res = await request(`${s.url}${path}`, { headers: key === null ? {} : { authorization: `Bearer ${key}` } });
+  const text = await res.body.text();
+  return { status: res.statusCode, headers: res.headers, text, json: text ? JSON.parse(text) : undefined };
+}
+
+export const BIN = fileURLToPath(new URL('../../bin/campaign-sync.js', import.meta.url));
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built CLI with the given arguments and environment (no CI-unrelated inheritance of keys). */
+export function cli(
+  args: string[],
+  opts: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      CAMPAIGN_SYNC_BASE_URL: undefined,
+      CAMPAIGN_SYNC_API_KEY: undefined,
+      CAMPAIGN_SYNC_DB: undefined,
+      CAMPAIGN_SYNC_RATE_LIMIT: undefined,
+      ...opts.env,
+    };
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: opts.cwd,
+      env: env as NodeJS.ProcessEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
