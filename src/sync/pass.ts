@@ -183,8 +183,10 @@ async function syncStream(planned: PlannedStream, deps: PassDeps, opts: PassOpti
       if (page.has_more && checked.length === 0) {
         throw new DataError(`${where}: has_more is true but the page is empty; stopped to avoid an endless loop`);
       }
-      if (page.has_more && (next === undefined || (cursor !== undefined && next <= cursor))) {
-        throw new DataError(`${where}: the cursor did not advance (${cursor} then ${next ?? 'none'}); stopped to avoid an endless loop`);
+      if (page.has_more && (next === undefined || (cursor !== undefined && next <= cursor) || (last !== undefined && next < last))) {
+        throw new DataError(
+          `${where}: the cursor did not advance (sent ${cursor ?? 'none'}, page ends at ${last ?? 'none'}, next ${next ?? 'none'}); stopped to avoid an endless loop`,
+        );
       }
       // Backfills leave checkpoints alone; an empty last page leaves it where it was.
       const checkpoint = backfill || last === undefined ? undefined : last;

@@ -1,0 +1,272 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError, AuthError, NetworkError } from '../src/errors.js';
+import { fakeClock } from './helpers/clock.js';
+import { CAMPAIGN, campaignList, mockClient, mockService, pass, ROLE_CAMPAIGN, sessionRecord, testStore } from './helpers/mock.js';
+
+const sessionCampaign = () => campaignList({ id: CAMPAIGN, type: 'SESSION_COMPLETION' });
+
+/** A mock service with one session campaign whose pages come from `pages(startingAfter)`. */
+function service(pages: (after: string | null, url: URL) => { status?: number; body?: unknown; headers?: Record<string, string> }) {
+  return mockService((url) => {
+    if (url.pathname === '/v1/campaigns') return { body: sessionCampaign() };
+    return pages(url.searchParams.get('starting_after'), url);
+  });
+}
+
+describe('client: int64 and envelope variants', () => {
+  it('keeps order_index past 2^53 exact: cursor sent, column stored, checkpoint', async () => {
+    const big = 9007199254740993n; // 2^53 + 1: a double cannot hold it
+    const { agent, calls } = service((after) => {
+      if (after === null)
+        return {
+          body: `{"data":[${JSON.stringify(sessionRecord(0, 'a')).replace('"order_index":0', `"order_index":${big}`)}],"has_more":true,"last_record_index":${big}}`,
+        };
+      return { body: { data: [], has_more: false, last_record_index: null } };
+    });
+    const store = testStore();
+    const result = await pass(mockClient(agent), store);
+    expect(result.exitCode).toBe(0);
+    expect(calls.at(-1)?.searchParams.get('starting_after')).toBe('9007199254740993');
+    const row = store.db.prepare('SELECT order_index, raw FROM session_results').safeIntegers(true).get() as {
+      order_index: bigint;
+      raw: string;
+    };
+    expect(row.order_index).toBe(big);
+    expect(row.raw).toContain('"order_index":9007199254740993');
+    expect(store.state.all()[0]?.cursor).toBe(big);
+  });
+
+  it('accepts order_index as a decimal string', async () => {
+    const { agent } = service(() => ({
+      body: { data: [sessionRecord('71747'), sessionRecord('71748')], has_more: false, last_record_index: '71748' },
+    }));
+    const store = testStore();
+    const result = await pass(mockClient(agent), store);
+    expect(result.streams[0]?.status).toBe('ok');
+    expect(store.state.all()[0]?.cursor).toBe(71748n);
+  });
+
+  for (const variant of ['last_record_index', 'last_record_id', 'neither'] as const) {
+    it(`pages with the envelope naming the cursor ${variant}`, async () => {
+      const { agent, calls } = service((after) => {
+        const start = after === null ? 0 : Number(after);
+        const data = [sessionRecord(start + 1), sessionRecord(start + 2)];
+        const body: Record<string, unknown> = { data, has_more: start < 4 };
+        if (variant !== 'neither') body[variant] = start + 2;
+        return { body };
+      });
+      const store = testStore();
+      const result = await pass(mockClient(agent), store);
+      expect(result.streams[0]).toMatchObject({ status: 'ok', records: 6, pages: 3 });
+      expect(calls.map((u) => u.searchParams.get('starting_after'))).toEqual([null, null, '2', '4']);
+      expect(store.state.all()[0]?.cursor).toBe(6n);
+    });
+  }
+
+  it('sends sort=asc, limit, campaign_id and report_type', async () => {
+    const { agent, calls } = mockService((url) =>
+      url.pathname === '/v1/campaigns'
+        ? { body: campaignList({ id: ROLE_CAMPAIGN, type: 'ROLE_SUBMISSION' }) }
+        : { body: { data: [], has_more: false, last_record_index: null } },
+    );
+    await pass(mockClient(agent), testStore(), { pageSize: 37, reportType: 'OVERALL' });
+    const q = calls[1]?.searchParams;
+    expect(calls[1]?.pathname).toBe('/v1/campaigns/role/results');
+    expect(Object.fromEntries(q ?? [])).toEqual({ campaign_id: ROLE_CAMPAIGN, sort: 'asc', limit: '37', report_type: 'OVERALL' });
+  });
+});
+
+describe('client: guards against bad pages', () => {
+  it('a bad record mid-stream fails its stream before anything of its page commits', async () => {
+    const { agent } = service((after) => {
+      if (after === null) return { body: { data: [sessionRecord(1), sessionRecord(2)], has_more: true, last_record_index: 2 } };
+      return {
+        body: {
+          data: [sessionRecord(3), { ...sessionRecord(4), order_index: 'abc' }, sessionRecord(5)],
+          has_more: false,
+          last_record_index: 5,
+        },
+      };
+    });
+    const store = testStore();
+    const result = await pass(mockClient(agent), store);
+    const s = result.streams[0];
+    expect(s?.status).toBe('failed');
+    expect(s?.error).toMatch(
+      /GET \/v1\/campaigns\/session\/results \(campaign 1111.*\), page 2: record 2 of 3 \(id rec-4\): order_index: "abc"/,
+    );
+    expect(result.exitCode).toBe(4);
+    // Page 1 committed, nothing of page 2.
+    expect(store.db.prepare('SELECT id FROM session_results ORDER BY order_index').pluck().all()).toEqual(['rec-1', 'rec-2']);
+    expect(store.state.all()[0]?.cursor).toBe(2n);
+    expect(store.state.all()[0]?.last_error).toMatch(/order_index/);
+  });
+
+  for (const [what, record, pattern] of [
+    ['no id', { ...sessionRecord(1), id: undefined }, /id: missing/],
+    ['no campaign', { ...sessionRecord(1), campaign: null }, /campaign\.id: missing/],
+    ['another campaign', sessionRecord(1, 'x', 'other'), /not the campaign asked for/],
+    ['a negative order_index', sessionRecord(-5), /order_index: -5/],
+    ['an order_index past int64', { ...sessionRecord(0), order_index: '9223372036854775808' }, /order_index: "9223372036854775808"/],
+    ['a float order_index', sessionRecord(1.5), /order_index: 1.5/],
+  ] as const) {
+    it(`rejects a record with ${what}, naming position and field`, async () => {
+      const { agent } = service(() => ({ body: { data: [record], has_more: false } }));
+      const result = await pass(mockClient(agent), testStore());
+      expect(result.streams[0]?.error).toMatch(/record 1 of 1/);
+      expect(result.streams[0]?.error).toMatch(pattern);
+    });
+  }
+
+  it('rejects order_index 1e3 (which JSON.parse would quietly make 1000)', async () => {
+    const { agent } = service(() => ({
+      body: '{"data":[{"id":"a","campaign":{"id":"11111111-1111-4111-8111-111111111111"},"order_index":1e3}],"has_more":false}',
+    }));
+    const result = await pass(mockClient(agent), testStore());
+    expect(result.streams[0]?.error).toMatch(/order_index: 1e3 \(not an integer\)/);
+  });
+
+  it('stops a stream whose cursor does not advance, or whose has_more page is empty', async () => {
+    for (const body of [
+      { data: [], has_more: true, last_record_index: 5 },
+      { data: [sessionRecord(1)], has_more: true, last_record_index: 0 },
+    ]) {
+      let calls = 0;
+      const { agent } = service((after) => {
+        calls++;
+        return after === null ? { body } : { body: { data: [sessionRecord(1)], has_more: true, last_record_index: 1 } };
+      });
+      const result = await pass(mockClient(agent), testStore());
+      expect(result.streams[0]?.status).toBe('failed');
+      expect(result.streams[0]?.error).toMatch(/endless loop/);
+      expect(calls).toBeLessThan(3);
+    }
+  });
+
+  it('stops on records going backwards or repeated across pages', async () => {
+    const { agent } = service((after) =>
+      after === null
+        ? { body: { data: [sessionRecord(5), sessionRecord(6)], has_more: true, last_record_index: 6 } }
+        : { body: { data: [sessionRecord(6)], has_more: false, last_record_index: 6 } },
+    );
+    const store = testStore();
+    const result = await pass(mockClient(agent), store);
+    expect(result.streams[0]?.error).toMatch(/order_index: 6 does not come after 6/);
+    expect(store.state.all()[0]?.cursor).toBe(6n);
+  });
+});
+
+describe('client: HTTP failures', () => {
+  it('401 stops everything with AuthError (exit 3) and the message never holds the key', async () => {
+    const { agent } = mockService(() => ({
+      status: 401,
+      body: { error: { message: 'Unauthorized', status_code: 401, request_id: 'req-1' } },
+    }));
+    const err = await pass(mockClient(agent), testStore()).catch((e) => e);
+    expect(err).toBeInstanceOf(AuthError);
+    expect(err.exitCode).toBe(3);
+    expect(err.message).toMatch(/GET \/v1\/campaigns: 401 Unauthorized .*request_id req-1/);
+    expect(err.message).not.toContain('secret-test-key');
+  });
+
+  it('404 fails only its stream (exit 4), the others sync', async () => {
+    const { agent } = mockService((url) => {
+      if (url.pathname === '/v1/campaigns')
+        return { body: campaignList({ id: CAMPAIGN, type: 'SESSION_COMPLETION' }, { id: ROLE_CAMPAIGN, type: 'ROLE_SUBMISSION' }) };
+      if (url.pathname.includes('/role/'))
+        return { status: 404, body: { error: { message: 'Not found', status_code: 404, request_id: 'r' } } };
+      return { body: { data: [sessionRecord(1)], has_more: false, last_record_index: 1 } };
+    });
+    const result = await pass(mockClient(agent), testStore());
+    expect(result.exitCode).toBe(4);
+    const role = result.streams.find((s) => s.id.endpoint === 'role');
+    expect(role?.error).toBe(`GET /v1/campaigns/role/results (campaign ${ROLE_CAMPAIGN}): 404 Not found [request_id r]`);
+    expect(result.streams.find((s) => s.id.endpoint === 'session')?.status).toBe('ok');
+  });
+
+  it('retries 503 then succeeds; exhausted retries fail the stream as unavailable (exit 5)', async () => {
+    let n = 0;
+    const { agent } = service(() =>
+      ++n <= 2 ? { status: 503, body: 'upstream down' } : { body: { data: [sessionRecord(1)], has_more: false } },
+    );
+    const clock = fakeClock();
+    const ok = await pass(mockClient(agent, {}, {}, clock), testStore());
+    expect(ok.streams[0]).toMatchObject({ status: 'ok', requests: 3 });
+    const { agent: down } = service(() => ({ status: 500, body: '<html>oops</html>' }));
+    const failed = await pass(mockClient(down, { maxRetries: 2 }, {}, fakeClock()), testStore());
+    expect(failed.streams[0]?.requests).toBe(3);
+    expect(failed.streams[0]?.error).toMatch(/500 \(not JSON: "<html>oops<\/html>"\)/);
+    expect(failed.exitCode).toBe(5);
+  });
+
+  it('429 honours Retry-After as an HTTP date: no request before it is due', async () => {
+    const clock = fakeClock(Date.parse('2026-11-22T10:00:00Z'));
+    const at: number[] = [];
+    let n = 0;
+    const { agent } = service(() => {
+      at.push(clock.now());
+      return ++n === 1
+        ? {
+            status: 429,
+            body: { error: { message: 'slow down', status_code: 429, request_id: 'r' } },
+            headers: { 'retry-after': 'Sun, 22 Nov 2026 10:01:01 GMT' },
+          }
+        : { body: { data: [], has_more: false } };
+    });
+    const result = await pass(mockClient(agent, {}, {}, clock), testStore());
+    expect(result.exitCode).toBe(0);
+    expect((at[1] as number) - (at[0] as number)).toBeGreaterThanOrEqual(61_000);
+  });
+
+  it('does not follow redirects (the key must not go to another host)', async () => {
+    const { agent, calls } = mockService(() => ({ status: 302, headers: { location: 'https://evil.example/steal' } }));
+    const err = await mockClient(agent)
+      .listCampaigns()
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err.message).toMatch(/302 redirect to evil\.example not followed/);
+    expect(calls.length).toBe(1);
+  });
+
+  it('HTML instead of JSON is a clear error naming the request', async () => {
+    const { agent } = mockService(() => ({ body: '<!doctype html><title>Login</title>', headers: { 'content-type': 'text/html' } }));
+    const err = await mockClient(agent)
+      .listCampaigns()
+      .catch((e) => e);
+    expect(err.message).toMatch(/GET \/v1\/campaigns: 200 but the body is not JSON \(text\/html\)/);
+  });
+
+  it('a body over the cap is an error, not an out-of-memory', async () => {
+    const { agent } = mockService(() => ({ body: `{"data":[],"pad":"${'x'.repeat(5000)}"}` }));
+    const err = await mockClient(agent, {}, { maxBodyBytes: 1000 })
+      .listCampaigns()
+      .catch((e) => e);
+    expect(err.message).toMatch(/over the 1000-byte cap/);
+  });
+
+  it('an unexpected campaign list shape names the path of the problem', async () => {
+    const { agent } = mockService(() => ({ body: { data: [{ name: 'no id' }] } }));
+    const err = await mockClient(agent)
+      .listCampaigns()
+      .catch((e) => e);
+    expect(err.message).toMatch(/data\.0\.id/);
+  });
+
+  it('a failing campaign list means nothing synced: exit 5', async () => {
+    const { agent } = mockService(() => ({ status: 503, body: '' }));
+    const err = await pass(mockClient(agent, { maxRetries: 0 }), testStore()).catch((e) => e);
+    expect(err.exitCode).toBe(5);
+    expect(err.message).toMatch(/nothing synced: GET \/v1\/campaigns: 503/);
+  });
+
+  it('network errors are NetworkErrors naming the request', async () => {
+    const { agent } = mockService(() => {
+      throw new Error('connection reset');
+    });
+    const err = await mockClient(agent, { maxRetries: 0 })
+      .listCampaigns()
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(NetworkError);
+    expect(err.message).toMatch(/^GET \/v1\/campaigns: /);
+  });
+});

@@ -1,0 +1,281 @@
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RequestBudget } from '../src/api/budget.js';
+import { ApiClient } from '../src/api/client.js';
+import type { RunningSimulator } from '../src/simulator/server.js';
+import { openDatabase } from '../src/store/db.js';
+import { RunLock } from '../src/store/lock.js';
+import { SqliteSink } from '../src/store/sink.js';
+import { SyncState } from '../src/store/state.js';
+import { type PassOptions, runPass } from '../src/sync/pass.js';
+import { resolvePassOptions } from '../src/sync/session.js';
+import { sim, tempDir } from './helpers/index.js';
+import { passDefaults } from './helpers/mock.js';
+
+function clientFor(s: RunningSimulator) {
+  return new ApiClient(
+    { baseUrl: new URL(s.url), apiKey: s.apiKey, rate: { count: 100_000, windowMs: 1000 }, timeoutMs: 10_000, maxRetries: 3 },
+    { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) },
+  );
+}
+
+function store(dbPath = join(tempDir(), 'm.db')) {
+  const db = openDatabase(dbPath);
+  const state = new SyncState(db);
+  return { dbPath, db, state, sink: new SqliteSink(db, state) };
+}
+
+async function pullOnce(s: RunningSimulator, st: ReturnType<typeof store>, opts: Partial<PassOptions> = {}) {
+  const client = clientFor(s);
+  try {
+    return await runPass({ client, sink: st.sink, state: st.state }, { ...passDefaults, ...opts });
+  } finally {
+    await client.close();
+  }
+}
+
+const count = (st: ReturnType<typeof store>, sql: string): number => st.db.prepare(sql).pluck().get() as number;
+
+describe('sync against the simulator', () => {
+  it('mirrors every record, score detail and eval result exactly once', async () => {
+    const s = await sim({ campaigns: 4, records: 230 });
+    const st = store();
+    const result = await pullOnce(s, st, { pageSize: 50 });
+    expect(result.exitCode).toBe(0);
+    expect(result.streams.map((x) => x.status)).toEqual(['ok', 'ok', 'ok', 'ok']);
+    expect(count(st, 'SELECT count(*) FROM session_results')).toBe(460);
+    expect(count(st, 'SELECT count(*) FROM role_results')).toBe(460);
+    expect(count(st, 'SELECT count(*) FROM campaigns')).toBe(4);
+    // Child rows match what the simulator serves.
+    let details = 0;
+    let evals = 0;
+    for (const c of s.data.campaigns) {
+      for (let i = 0; i < 230; i++) {
+        if (c.type === 'ROLE_SUBMISSION') {
+          const r = s.data.roleResult(c, i, 'DETAILED') as { score_details: Array<{ eval_results: unknown[] }> };
+          details += r.score_details.length;
+          evals += r.score_details.reduce((n, d) => n + d.eval_results.length, 0);
+        } else evals += (s.data.sessionResult(c, i).eval_results as unknown[]).length;
+      }
+    }
+    expect(count(st, 'SELECT count(*) FROM score_details')).toBe(details);
+    expect(count(st, 'SELECT count(*) FROM eval_results')).toBe(evals);
+    // Checkpoints are the last order_index of each campaign.
+    for (const row of st.state.all()) {
+      const c = s.data.byId.get(row.campaign_id);
+      expect(row.cursor).toBe(s.data.orderIndex(c as NonNullable<typeof c>, 229));
+      expect(row.records).toBe(230n);
+    }
+    // Columns are filled as §5 says.
+    const sr = st.db.prepare('SELECT * FROM session_results LIMIT 1').get() as Record<string, unknown>;
+    for (const col of [
+      'campaign_id',
+      'user_id',
+      'user_email',
+      'session_id',
+      'scenario_id',
+      'scenario_name',
+      'scenario_type',
+      'score',
+      'created_at',
+      'updated_at',
+      'order_index',
+      'raw',
+    ]) {
+      expect(sr[col], col).not.toBeNull();
+    }
+    const cefr = st.db
+      .prepare("SELECT cefr, json_extract(additional_scores, '$.cefr.score') AS j FROM session_results WHERE cefr IS NOT NULL LIMIT 1")
+      .get() as Record<string, string>;
+    expect(cefr.cefr).toBe(cefr.j);
+    const ev = st.db.prepare('SELECT score, score_text FROM eval_results LIMIT 1').get() as { score: number; score_text: string };
+    expect(ev.score).toBe(Number(ev.score_text));
+    const raw = JSON.parse(st.db.prepare('SELECT raw FROM role_results LIMIT 1').pluck().get() as string) as Record<string, unknown>;
+    expect(Object.keys(raw)).toContain('score_details');
+  });
+
+  it('a no-op incremental pull makes exactly one request per stream (plus the campaign list)', async () => {
+    const s = await sim({ campaigns: 4, records: 120 });
+    const st = store();
+    await pullOnce(s, st);
+    const before = s.stats.requests;
+    const again = await pullOnce(s, st);
+    expect(s.stats.requests - before).toBe(1 + 4);
+    expect(again.records).toBe(0);
+    expect(again.streams.every((x) => x.requests === 1)).toBe(true);
+  });
+
+  it('picks up growth on the next pull, and only the new records', async () => {
+    let now = Date.UTC(2026, 10, 1);
+    const s = await sim({ campaigns: 2, records: 40, growth: { count: 7, windowMs: 60_000 }, now: () => now });
+    const st = store();
+    await pullOnce(s, st);
+    now += 60_000;
+    const next = await pullOnce(s, st);
+    expect(next.streams.map((x) => x.inserted)).toEqual([7, 7]);
+    expect(next.streams.map((x) => x.updated)).toEqual([0, 0]);
+    expect(count(st, 'SELECT count(*) FROM session_results')).toBe(47);
+  });
+
+  it('a backfill window upserts what it reads and leaves checkpoints untouched', async () => {
+    const s = await sim({ campaigns: 2, records: 300 });
+    const st = store();
+    const day = new Date(s.data.createdAt(150)).toISOString().slice(0, 10);
+    const result = await pullOnce(s, st, { since: day, until: day });
+    const inWindow = Array.from({ length: 300 }, (_, i) => new Date(s.data.createdAt(i)).toISOString().slice(0, 10)).filter(
+      (d) => d === day,
+    ).length;
+    expect(inWindow).toBeGreaterThan(0);
+    expect(result.streams.map((x) => x.records)).toEqual([inWindow, inWindow]);
+    expect(st.state.all().every((r) => r.cursor === null)).toBe(true);
+    // After a normal pull, a backfill leaves the checkpoints where they are and updates in place.
+    await pullOnce(s, st);
+    const cursors = st.state.all().map((r) => r.cursor);
+    const again = await pullOnce(s, st, { since: day });
+    expect(again.streams.every((x) => x.inserted === 0 && x.updated > 0)).toBe(true);
+    expect(st.state.all().map((r) => r.cursor)).toEqual(cursors);
+  });
+
+  it('--full re-reads everything, replaces children without duplicates, then sets the checkpoint', async () => {
+    const s = await sim({ campaigns: 2, records: 60 });
+    const st = store();
+    await pullOnce(s, st);
+    const evals = count(st, 'SELECT count(*) FROM eval_results');
+    const details = count(st, 'SELECT count(*) FROM score_details');
+    st.db.prepare('UPDATE sync_state SET cursor = 5').run();
+    const full = await pullOnce(s, st, { full: true });
+    expect(full.streams.map((x) => [x.inserted, x.updated])).toEqual([
+      [0, 60],
+      [0, 60],
+    ]);
+    expect(count(st, 'SELECT count(*) FROM eval_results')).toBe(evals);
+    expect(count(st, 'SELECT count(*) FROM score_details')).toBe(details);
+    expect(st.state.all().every((r) => (r.cursor ?? 0n) > 5n)).toBe(true);
+  });
+
+  it('keeps order_index past 2^53 exact end to end', async () => {
+    const start = 2n ** 62n;
+    const s = await sim({ campaigns: 2, records: 30, orderIndexStart: start });
+    const st = store();
+    const result = await pullOnce(s, st, { pageSize: 7 });
+    expect(result.exitCode).toBe(0);
+    const c = s.data.campaigns[0] as NonNullable<(typeof s.data.campaigns)[0]>;
+    const rows = st.db
+      .prepare('SELECT order_index FROM session_results WHERE campaign_id = ? ORDER BY order_index')
+      .pluck()
+      .safeIntegers(true)
+      .all(c.id);
+    expect(rows).toEqual(Array.from({ length: 30 }, (_, i) => s.data.orderIndex(c, i)));
+    expect(result.streams[0]?.cursor).toBe(s.data.orderIndex(c, 29));
+  });
+
+  it('follows the sample-style quirks: string order_index, last_record_id, no cursor field', async () => {
+    for (const quirks of [{ stringOrderIndex: true }, { lastRecordId: true }, { noCursorField: true }]) {
+      const s = await sim({ campaigns: 2, records: 25, quirks });
+      const st = store();
+      const result = await pullOnce(s, st, { pageSize: 10 });
+      expect(result.streams.map((x) => [x.status, x.records, x.pages])).toEqual([
+        ['ok', 25, 3],
+        ['ok', 25, 3],
+      ]);
+    }
+  });
+
+  it('skips campaigns of an unknown type with a warning, and selects by name, id and type', async () => {
+    const s = await sim({ campaigns: 4, records: 5, unknownTypeCampaigns: 1 });
+    const st = store();
+    const warnings: string[] = [];
+    const client = clientFor(s);
+    const result = await runPass({ client, sink: st.sink, state: st.state, warn: (w) => warnings.push(w) }, passDefaults);
+    expect(result.skipped.map((x) => x.type)).toEqual(['LIVE_INTERVIEW']);
+    expect(warnings[0]).toMatch(/type LIVE_INTERVIEW.*skipped/);
+    expect(result.exitCode).toBe(0);
+    const [first, second] = s.data.campaigns;
+    const picked = await runPass(
+      { client, sink: st.sink, state: st.state },
+      { ...passDefaults, campaigns: [first?.name as string, second?.id as string] },
+    );
+    expect(picked.streams.map((x) => x.id.campaignId)).toEqual([first?.id, second?.id]);
+    const roles = await runPass({ client, sink: st.sink, state: st.state }, { ...passDefaults, type: 'role' });
+    expect(roles.streams.every((x) => x.id.endpoint === 'role')).toBe(true);
+    await expect(runPass({ client, sink: st.sink, state: st.state }, { ...passDefaults, campaigns: ['nope'] })).rejects.toThrow(
+      /no accessible campaign .*"nope"/,
+    );
+    await client.close();
+  });
+
+  it('OVERALL and DETAILED are separate streams; OVERALL leaves stored score details alone', async () => {
+    const s = await sim({ campaigns: 2, records: 10 });
+    const st = store();
+    await pullOnce(s, st, { type: 'role' });
+    const details = count(st, 'SELECT count(*) FROM score_details');
+    const overall = await pullOnce(s, st, { type: 'role', reportType: 'OVERALL' });
+    expect(overall.streams[0]?.id.key).toMatch(/\/role\/OVERALL$/);
+    expect(overall.streams[0]?.updated).toBe(10);
+    expect(count(st, 'SELECT count(*) FROM score_details')).toBe(details);
+    expect(count(st, "SELECT count(*) FROM role_results WHERE report_type = 'OVERALL'")).toBe(10);
+    expect(st.state.all().length).toBe(2);
+  });
+
+  it('shares one budget across concurrent streams', async () => {
+    const s = await sim({ campaigns: 6, records: 50 });
+    const st = store();
+    const budget = new RequestBudget({ count: 10, windowMs: 500 });
+    const client = new ApiClient(
+      { baseUrl: new URL(s.url), apiKey: s.apiKey, rate: budget.rate, timeoutMs: 5000, maxRetries: 0 },
+      { budget },
+    );
+    const t0 = Date.now();
+    const result = await runPass({ client, sink: st.sink, state: st.state }, { ...passDefaults, pageSize: 10, concurrency: 6 });
+    await client.close();
+    // 1 + 6 × 5 = 31 requests at 10 per 500 ms: at least three full windows.
+    expect(result.requests).toBe(31);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1500);
+  });
+});
+
+describe('pass options', () => {
+  it('validates flags before anything happens', () => {
+    expect(resolvePassOptions({})).toMatchObject({ pageSize: 100, concurrency: 4, reportType: 'DETAILED', full: false });
+    expect(() => resolvePassOptions({ pageSize: '101' })).toThrow(/--page-size: "101" must be a whole number from 1 to 100/);
+    expect(() => resolvePassOptions({ pageSize: '0' })).toThrow(/--page-size/);
+    expect(() => resolvePassOptions({ since: '2026-13-01' })).toThrow(/--since/);
+    expect(() => resolvePassOptions({ since: '2026-02-02', until: '2026-02-01' })).toThrow(/after --until/);
+    expect(() => resolvePassOptions({ full: true, since: '2026-02-02' })).toThrow(/--full/);
+    expect(() => resolvePassOptions({ reportType: 'FULL' })).toThrow(/--report-type/);
+  });
+});
+
+describe('files', () => {
+  let saved: number | undefined;
+  afterEach(() => {
+    if (saved !== undefined) process.umask(saved);
+  });
+
+  it('database, -wal, -shm and lock files are 0600 whatever the umask', async () => {
+    for (const umask of [0o022, 0o000]) {
+      saved = process.umask(umask);
+      const dir = tempDir();
+      const dbPath = join(dir, 'private.db');
+      const lock = RunLock.acquire(dbPath);
+      const st = store(dbPath);
+      const s = await sim({ campaigns: 1, records: 5 });
+      await pullOnce(s, st);
+      for (const f of ['private.db', 'private.db-wal', 'private.db-shm', 'private.db.lock', 'private.db.lock.info']) {
+        expect((statSync(join(dir, f)).mode & 0o777).toString(8), `${f} under umask ${umask.toString(8)}`).toBe('600');
+      }
+      st.db.close();
+      lock.release();
+    }
+  });
+
+  it('refuses a database that belongs to someone else', async () => {
+    const dir = tempDir();
+    const Database = (await import('better-sqlite3')).default;
+    const other = new Database(join(dir, 'other.db'));
+    other.exec('CREATE TABLE invoices (id INTEGER)');
+    other.close();
+    expect(() => openDatabase(join(dir, 'other.db'))).toThrow(/not campaign-sync's/);
+  });
+});

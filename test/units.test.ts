@@ -1,0 +1,190 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { type Clock, RequestBudget } from '../src/api/budget.js';
+import { NumberText, parseJson, toJson } from '../src/api/json.js';
+import { parseRetryAfter, retryDelay } from '../src/api/retry.js';
+import { SlidingWindow } from '../src/api/window.js';
+import { isLoopbackHost, resolveApiConfig, resolveDbPath } from '../src/config/config.js';
+import { parseDate, parseDuration, parseRate } from '../src/config/duration.js';
+import { ApiError, AuthError, NetworkError, UsageError } from '../src/errors.js';
+import { tempDir } from './helpers/index.js';
+
+const req = { method: 'GET', path: '/v1/campaigns' };
+
+describe('durations, rates and dates', () => {
+  it('parses durations in ms, s, m, h', () => {
+    expect(parseDuration('500ms', 'x')).toBe(500);
+    expect(parseDuration('30s', 'x')).toBe(30_000);
+    expect(parseDuration('2m', 'x')).toBe(120_000);
+    expect(parseDuration('1.5h', 'x')).toBe(5_400_000);
+    for (const bad of ['30', '2 minutes', '-1s', '0s', 's']) expect(() => parseDuration(bad, '--timeout')).toThrow(UsageError);
+    expect(() => parseDuration('abc', '--timeout')).toThrow(/--timeout: "abc" is not a duration/);
+  });
+
+  it('parses rates: N (per minute), N/DURATION, N/unit', () => {
+    expect(parseRate('100', 'x')).toEqual({ count: 100, windowMs: 60_000 });
+    expect(parseRate('100/1m', 'x')).toEqual({ count: 100, windowMs: 60_000 });
+    expect(parseRate('20/2s', 'x')).toEqual({ count: 20, windowMs: 2000 });
+    expect(parseRate('5/s', 'x')).toEqual({ count: 5, windowMs: 1000 });
+    for (const bad of ['0', 'fast', '10/', '10/2', '-1/1m']) expect(() => parseRate(bad, '--rate-limit')).toThrow(UsageError);
+  });
+
+  it('accepts only real YYYY-MM-DD dates', () => {
+    expect(parseDate('2026-02-28', 'x')).toBe('2026-02-28');
+    for (const bad of ['2026-02-30', '2026-2-1', '20260201', 'yesterday']) expect(() => parseDate(bad, '--since')).toThrow(/--since/);
+  });
+});
+
+describe('configuration', () => {
+  const keyFile = () => {
+    const p = join(tempDir(), 'key');
+    writeFileSync(p, 'file-key\n');
+    return p;
+  };
+
+  it('flags beat the environment', () => {
+    const env = { CAMPAIGN_SYNC_BASE_URL: 'https://env.example', CAMPAIGN_SYNC_API_KEY: 'env-key', CAMPAIGN_SYNC_RATE_LIMIT: '10/1s' };
+    const fromEnv = resolveApiConfig({}, env);
+    expect(fromEnv.baseUrl.host).toBe('env.example');
+    expect(fromEnv.apiKey).toBe('env-key');
+    expect(fromEnv.rate).toEqual({ count: 10, windowMs: 1000 });
+    const fromFlags = resolveApiConfig({ baseUrl: 'https://flag.example/v1/', apiKeyFile: keyFile(), rateLimit: '5/1s' }, env);
+    expect(fromFlags.baseUrl.host).toBe('flag.example');
+    expect(fromFlags.baseUrl.pathname).toBe('/');
+    expect(fromFlags.apiKey).toBe('file-key');
+    expect(fromFlags.rate.count).toBe(5);
+    expect(resolveDbPath(undefined, { CAMPAIGN_SYNC_DB: '/x.db' })).toBe('/x.db');
+    expect(resolveDbPath('/y.db', { CAMPAIGN_SYNC_DB: '/x.db' })).toBe('/y.db');
+    expect(resolveDbPath(undefined, {})).toBe('./campaign-sync.db');
+  });
+
+  it('says exactly what to set when base URL or key is missing', () => {
+    expect(() => resolveApiConfig({}, {})).toThrow(/--base-url or CAMPAIGN_SYNC_BASE_URL and --api-key-file or CAMPAIGN_SYNC_API_KEY/);
+    expect(() => resolveApiConfig({ baseUrl: 'https://a.example' }, {})).toThrow(/missing --api-key-file or CAMPAIGN_SYNC_API_KEY/);
+  });
+
+  it('refuses plain http off loopback unless allowed, and never echoes the key', () => {
+    const env = { CAMPAIGN_SYNC_API_KEY: 'sekrit' };
+    expect(() => resolveApiConfig({ baseUrl: 'http://api.example.com' }, env)).toThrow(/--allow-insecure-http/);
+    expect(resolveApiConfig({ baseUrl: 'http://api.example.com', allowInsecureHttp: true }, env).baseUrl.protocol).toBe('http:');
+    for (const host of ['127.0.0.1', '127.8.9.10', 'localhost', '[::1]']) {
+      expect(resolveApiConfig({ baseUrl: `http://${host}:8080` }, env).baseUrl.protocol).toBe('http:');
+    }
+    expect(isLoopbackHost('128.0.0.1')).toBe(false);
+    expect(isLoopbackHost('10.0.0.1')).toBe(false);
+    expect(() => resolveApiConfig({ baseUrl: 'ftp://x' }, env)).toThrow(/http/);
+    expect(() => resolveApiConfig({ baseUrl: 'https://user:pw@x.example' }, env)).toThrow(/user name/);
+    try {
+      resolveApiConfig({ baseUrl: 'nonsense' }, env);
+    } catch (err) {
+      expect(String(err)).not.toContain('sekrit');
+    }
+  });
+
+  it('reads the key file and reports problems with its path, never its content', () => {
+    const dir = tempDir();
+    expect(() => resolveApiConfig({ baseUrl: 'https://a.example', apiKeyFile: join(dir, 'missing') }, {})).toThrow(
+      /cannot read .*missing \(ENOENT\)/,
+    );
+    const empty = join(dir, 'empty');
+    writeFileSync(empty, '  \n');
+    expect(() => resolveApiConfig({ baseUrl: 'https://a.example', apiKeyFile: empty }, {})).toThrow(/is empty/);
+    const two = join(dir, 'two');
+    writeFileSync(two, 'key-one key-two');
+    expect(() => resolveApiConfig({ baseUrl: 'https://a.example', apiKeyFile: two }, {})).toThrow(/^(?!.*key-one).*alone on one line/);
+  });
+});
+
+describe('retry policy', () => {
+  const opts = { maxRetries: 5, baseMs: 100, capMs: 1000 };
+  it('retries 429, 5xx and network errors with capped, jittered exponential backoff', () => {
+    const e503 = new ApiError(req, '503', { status: 503 });
+    expect(retryDelay(e503, 0, opts, () => 0)).toBe(50);
+    expect(retryDelay(e503, 0, opts, () => 1)).toBe(100);
+    expect(retryDelay(e503, 3, opts, () => 1)).toBe(800);
+    expect(retryDelay(e503, 4, opts, () => 1)).toBe(1000);
+    expect(retryDelay(new NetworkError(req, 'ECONNRESET', 'reset'), 0, opts, () => 0)).toBe(50);
+    expect(retryDelay(e503, 5, opts)).toBeUndefined();
+  });
+
+  it('honours Retry-After and gives up on absurd ones', () => {
+    expect(retryDelay(new ApiError(req, '429', { status: 429, retryAfterMs: 61_000 }), 0, opts)).toBe(61_000);
+    expect(retryDelay(new ApiError(req, '429', { status: 429, retryAfterMs: 10 * 3_600_000 }), 0, opts)).toBeUndefined();
+  });
+
+  it('never retries 401, 404, 400 or bad data', () => {
+    expect(retryDelay(new AuthError(req, '401', { status: 401 }), 0, opts)).toBeUndefined();
+    for (const status of [400, 403, 404, 501]) expect(retryDelay(new ApiError(req, 'x', { status }), 0, opts)).toBeUndefined();
+    expect(retryDelay(new Error('boom'), 0, opts)).toBeUndefined();
+  });
+
+  it('parses Retry-After as seconds or an HTTP date', () => {
+    const now = Date.parse('2026-11-22T10:00:00Z');
+    expect(parseRetryAfter('61', now)).toBe(61_000);
+    expect(parseRetryAfter('Sun, 22 Nov 2026 10:00:30 GMT', now)).toBe(30_000);
+    expect(parseRetryAfter('Sun, 22 Nov 2026 09:00:00 GMT', now)).toBe(0);
+    expect(parseRetryAfter('soon', now)).toBeUndefined();
+    expect(parseRetryAfter(undefined, now)).toBeUndefined();
+  });
+});
+
+import { fakeClock } from './helpers/clock.js';
+
+describe('request budget', () => {
+  it('never lets more than N requests start in any window, and uses the budget fully', async () => {
+    const clock = fakeClock();
+    const budget = new RequestBudget({ count: 20, windowMs: 1000 }, clock);
+    const starts: number[] = [];
+    // Three "streams" sharing the budget.
+    await Promise.all(
+      [0, 1, 2].map(async () => {
+        for (let i = 0; i < 100; i++) {
+          await budget.acquire();
+          starts.push(clock.t);
+        }
+      }),
+    );
+    starts.sort((a, b) => a - b);
+    expect(starts.length).toBe(300);
+    for (let i = 20; i < starts.length; i++) expect((starts[i] as number) - (starts[i - 20] as number)).toBeGreaterThanOrEqual(1000);
+    // 300 requests at 20/s: about 14 windows (plus the 2% safety margin), not more.
+    expect(starts.at(-1)).toBeLessThanOrEqual(14 * 1020 + 1);
+  });
+
+  it('a pause (429) holds every stream back', async () => {
+    const clock = fakeClock(1000);
+    const budget = new RequestBudget({ count: 100, windowMs: 1000 }, clock);
+    budget.pause(61_000);
+    await budget.acquire();
+    expect(clock.t).toBe(62_000);
+  });
+
+  it('the sliding window answers how long to wait', () => {
+    const w = new SlidingWindow(2, 100);
+    expect(w.waitMs(0)).toBe(0);
+    w.record(0);
+    w.record(10);
+    expect(w.waitMs(50)).toBe(50);
+    expect(w.waitMs(100)).toBe(0);
+  });
+});
+
+describe('lossless JSON', () => {
+  it('keeps integers past 2^53 exact and the common case fast', () => {
+    const v = parseJson('{"order_index":9223372036854775807,"score":4.5,"n":12}') as Record<string, unknown>;
+    expect(v.order_index).toBe(9223372036854775807n);
+    expect(v.score).toBe(4.5);
+    expect(v.n).toBe(12);
+    expect(toJson(v)).toBe('{"order_index":9223372036854775807,"score":4.5,"n":12}');
+    expect(parseJson('{"a":1}')).toEqual({ a: 1 });
+  });
+
+  it('keeps a cursor written as 1e3 or 10.0 as text so validation can reject it', () => {
+    const v = parseJson('{"order_index":1e3}') as Record<string, unknown>;
+    expect(v.order_index).toBeInstanceOf(NumberText);
+    const w = parseJson('{"last_record_index":10.0,"x":1.0}') as Record<string, unknown>;
+    expect(w.last_record_index).toBeInstanceOf(NumberText);
+    expect(w.x).toBe(1);
+  });
+});
