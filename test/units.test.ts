@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type Clock, RequestBudget } from '../src/api/budget.js';
+import { RequestBudget } from '../src/api/budget.js';
 import { NumberText, parseJson, toJson } from '../src/api/json.js';
 import { parseRetryAfter, retryDelay } from '../src/api/retry.js';
 import { SlidingWindow } from '../src/api/window.js';

@@ -1,0 +1,128 @@
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cli, sim, tempDir } from '../helpers/index.js';
+
+const COMMANDS = ['campaigns', 'pull', 'watch', 'status', 'export', 'reset', 'simulate', 'demo'];
+
+function keyFile(dir: string, key: string): string {
+  const p = join(dir, 'key');
+  writeFileSync(p, `${key}\n`, { mode: 0o600 });
+  return p;
+}
+
+describe('cli: help and usage', () => {
+  it('every command has --help with a purpose and an example', async () => {
+    const top = await cli(['--help']);
+    expect(top.code).toBe(0);
+    for (const c of COMMANDS) expect(top.stdout).toContain(c);
+    for (const c of COMMANDS) {
+      const r = await cli([c, '--help']);
+      expect(r.code, c).toBe(0);
+      expect(r.stdout, c).toMatch(/Examples:\n {2}\$ campaign-sync|Examples:\n {2}\$ curl/);
+      expect(r.stdout.split('\n')[2]?.trim().length, c).toBeGreaterThan(10);
+    }
+  });
+
+  it('bad flags exit 2 with one clear line', async () => {
+    for (const args of [
+      ['pull', '--bogus'],
+      ['pull', '--page-size', '500', '--base-url', 'http://127.0.0.1:1'],
+      ['pull', '--since', '2026-02-30', '--base-url', 'http://127.0.0.1:1'],
+      ['export', '--table', 'nope'],
+      ['frobnicate'],
+    ]) {
+      const r = await cli(args, { env: { CAMPAIGN_SYNC_API_KEY: 'k' } });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toMatch(/error|campaign-sync:/);
+    }
+  });
+
+  it('pull with no key or base URL says exactly what to set', async () => {
+    const r = await cli(['pull'], { cwd: tempDir() });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toBe(
+      'campaign-sync: missing --base-url or CAMPAIGN_SYNC_BASE_URL and --api-key-file or CAMPAIGN_SYNC_API_KEY (try `campaign-sync demo` to run without a key)',
+    );
+  });
+
+  it('refuses plain http to a non-loopback host (exit 2) without sending anything', async () => {
+    const r = await cli(['pull', '--base-url', 'http://api.example.com'], { env: { CAMPAIGN_SYNC_API_KEY: 'k' }, cwd: tempDir() });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--allow-insecure-http/);
+  });
+});
+
+describe('cli: against the simulator', () => {
+  it('pull, then status and export, with --json documents', async () => {
+    const s = await sim({ campaigns: 3, records: 40 });
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+    const pull = await cli(['pull', '--db', db, '--json'], { env });
+    expect(pull.code).toBe(0);
+    const doc = JSON.parse(pull.stdout);
+    expect(doc.records).toBe(120);
+    expect(doc.streams[0]).toMatchObject({ endpoint: expect.any(String), records: 40, pages: 1, status: 'ok', error: null });
+    expect(Object.keys(doc.streams[0])).toEqual(
+      expect.arrayContaining(['campaign_id', 'endpoint', 'report_type', 'records', 'pages', 'cursor', 'status', 'error']),
+    );
+    expect(Object.keys(doc)).toEqual(expect.arrayContaining(['streams', 'requests', 'records', 'duration_ms']));
+    expect(pull.stderr).toBe('');
+
+    const human = await cli(['pull', '--db', db], { env });
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/campaign .* type .* new .* updated .* pages .* requests .* time/);
+    expect(human.stdout).toMatch(/0 records \(0 new, 0 updated\), 3 streams, 4 requests/);
+
+    const status = await cli(['status', '--db', db, '--json']);
+    expect(status.code).toBe(0);
+    const st = JSON.parse(status.stdout);
+    expect(st.streams.length).toBe(3);
+    expect(st.streams[0]).toMatchObject({ records: 40, last_error: null });
+    expect(st.streams[0].cursor).toMatch(/^\d+$/);
+
+    const quiet = await cli(['pull', '--db', db, '--quiet'], { env });
+    expect(quiet.stdout + quiet.stderr).toBe('');
+
+    const campaigns = await cli(['campaigns', '--db', db, '--json'], { env });
+    expect(JSON.parse(campaigns.stdout).data.length).toBe(3);
+
+    const reset = await cli(['reset', '--db', db]);
+    expect(reset.code).toBe(0);
+    expect(reset.stdout).toMatch(/Forgot 3 checkpoints/);
+    const after = JSON.parse((await cli(['status', '--db', db, '--json'])).stdout);
+    expect(after.streams.every((x: { cursor: unknown }) => x.cursor === null)).toBe(true);
+  });
+
+  it('a wrong key exits 3, and the key appears nowhere', async () => {
+    const s = await sim({ campaigns: 1, records: 1 });
+    const dir = tempDir();
+    const secret = 'sk-very-secret-0123456789';
+    const r = await cli(['pull', '--db', join(dir, 'm.db'), '--api-key-file', keyFile(dir, secret), '--base-url', s.url]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/401 Unauthorized/);
+    expect(r.stdout + r.stderr).not.toContain(secret);
+    for (const f of readdirSync(dir)) if (f !== 'key') expect(readFileSync(join(dir, f)).includes(secret), f).toBe(false);
+  });
+
+  it('a dead server exits 5 and says which request failed', async () => {
+    const s = await sim();
+    const url = s.url;
+    await s.close();
+    const r = await cli(['pull', '--db', join(tempDir(), 'm.db'), '--max-retries', '1', '--base-url', url], {
+      env: { CAMPAIGN_SYNC_API_KEY: 'k' },
+    });
+    expect(r.code).toBe(5);
+    expect(r.stderr).toMatch(/nothing synced: GET \/v1\/campaigns: .*ECONNREFUSED/);
+  });
+
+  it('demo needs no key and no network, and leaves a private database', async () => {
+    const dir = tempDir();
+    const r = await cli(['demo', '--records', '30'], { cwd: dir });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/180 records \(180 new, 0 updated\), 6 streams/);
+    expect(r.stdout).toMatch(/Try next:/);
+    expect((statSync(join(dir, 'campaign-sync-demo.db')).mode & 0o777).toString(8)).toBe('600');
+  });
+});
