@@ -34,17 +34,26 @@ export async function run(argv: string[], signal: AbortSignal): Promise<number> 
   }
 }
 
-export async function main(argv: string[]): Promise<void> {
-  const controller = new AbortController();
+/**
+ * The first SIGINT/SIGTERM aborts `controller` (work winds down and the command returns); a second
+ * one calls `exit(130)` at once. Returns the handler (tests call it directly).
+ */
+export function signalHandler(controller: AbortController, exit: (code: number) => void): (name: NodeJS.Signals) => void {
   let signals = 0;
-  const onSignal = (name: NodeJS.Signals) => {
+  return (name) => {
     signals++;
     if (signals > 1) {
       process.stderr.write(`campaign-sync: second ${name}, exiting now\n`);
-      process.exit(130);
+      exit(130);
+      return;
     }
     controller.abort();
   };
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const controller = new AbortController();
+  const onSignal = signalHandler(controller, (code) => process.exit(code));
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   const code = await run(argv, controller.signal);

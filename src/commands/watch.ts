@@ -39,7 +39,7 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
       try {
         result = await session.pass();
         lastCode = result.exitCode;
-        if (out.json) out.jsonLine({ at: stamp(), pass: cycle, ...passDocument(result) });
+        if (out.json) out.jsonLine({ at: stamp(), started_at: new Date(startedAt).toISOString(), pass: cycle, ...passDocument(result) });
         else out.print(`${stamp()} pass ${cycle}: ${passLine(result)}`);
         for (const s of result.streams) if (s.error) out.warn(`${s.campaignName}: ${s.error}`);
       } catch (err) {

@@ -76,3 +76,54 @@ export function cli(
     });
   });
 }
+
+export interface RunningCli {
+  child: ReturnType<typeof spawn>;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves when stdout+stderr match, rejects after `ms`. */
+  waitFor(pattern: RegExp, ms?: number): Promise<void>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts the built CLI in the background (for signals, locks and watch). */
+export function startCli(args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string } = {}): RunningCli {
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    CAMPAIGN_SYNC_BASE_URL: undefined,
+    CAMPAIGN_SYNC_API_KEY: undefined,
+    CAMPAIGN_SYNC_DB: undefined,
+    ...opts.env,
+  };
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: opts.cwd,
+    env: env as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d) => (out += d));
+  child.stderr?.on('data', (d) => (err += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal })),
+  );
+  const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  exited.then(() => clearTimeout(timer));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitFor: (pattern, ms = 30_000) =>
+      new Promise((resolve, reject) => {
+        const started = Date.now();
+        const poll = () => {
+          if (pattern.test(out + err)) return resolve();
+          if (child.exitCode !== null || Date.now() - started > ms)
+            return reject(new Error(`timed out waiting for ${pattern}; output:\n${out}\n${err}`));
+          setTimeout(poll, 20);
+        };
+        poll();
+      }),
+  };
+}

@@ -1,0 +1,170 @@
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { signalHandler } from '../../src/main.js';
+import { startSimulator } from '../../src/simulator/server.js';
+import { cli, sim, startCli, tempDir } from '../helpers/index.js';
+
+function envFor(url: string, key = 'demo-key') {
+  return { CAMPAIGN_SYNC_BASE_URL: url, CAMPAIGN_SYNC_API_KEY: key };
+}
+
+/** Per stream: stored rows equal exactly the records up to the checkpoint. */
+function assertConsistent(dbPath: string) {
+  const db = new Database(dbPath, { readonly: true });
+  db.defaultSafeIntegers(true);
+  const streams = db.prepare('SELECT campaign_id, endpoint, cursor, records FROM sync_state').all() as Array<{
+    campaign_id: string;
+    endpoint: string;
+    cursor: bigint | null;
+    records: bigint;
+  }>;
+  let total = 0n;
+  for (const s of streams) {
+    const table = s.endpoint === 'session' ? 'session_results' : 'role_results';
+    const stored = db.prepare(`SELECT count(*), max(order_index) FROM ${table} WHERE campaign_id = ?`).raw().get(s.campaign_id) as [
+      bigint,
+      bigint | null,
+    ];
+    expect(stored[0]).toBe(s.records);
+    expect(stored[1]).toBe(s.cursor);
+    total += stored[0];
+  }
+  expect(db.prepare('PRAGMA integrity_check').pluck().get()).toBe('ok');
+  db.close();
+  return total;
+}
+
+describe('run lock', () => {
+  it('a second pull on the same database exits 75 at once, naming the holder; kill -9 frees it', async () => {
+    const s = await sim({ campaigns: 2, records: 20 });
+    const db = join(tempDir(), 'm.db');
+    const holder = startCli(['watch', '--db', db, '--interval', '1h'], { env: envFor(s.url) });
+    await holder.waitFor(/pass 1:/);
+    const t0 = Date.now();
+    const second = await cli(['pull', '--db', db], { env: envFor(s.url) });
+    expect(second.code).toBe(75);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(second.stderr).toMatch(
+      new RegExp(`another campaign-sync is syncing .*m\\.db \\(pid ${holder.child.pid} on .*, since 20\\d\\d-`),
+    );
+    const watch2 = await cli(['watch', '--db', db, '--max-cycles', '1'], { env: envFor(s.url) });
+    expect(watch2.code).toBe(75);
+    const reset = await cli(['reset', '--db', db]);
+    expect(reset.code).toBe(75);
+
+    holder.child.kill('SIGKILL');
+    await holder.exited;
+    const after = await cli(['pull', '--db', db], { env: envFor(s.url) });
+    expect(after.code).toBe(0);
+  });
+});
+
+describe('signals', () => {
+  it('SIGTERM mid-pull commits or rolls back the page in flight and exits 0; rows and cursors agree', async () => {
+    // Slow replies keep a page in flight when the signal lands.
+    const s = await startSimulator({ campaigns: 4, records: 400, faults: { slow: 1 }, slowMs: 150 });
+    try {
+      const db = join(tempDir(), 'm.db');
+      const run = startCli(['pull', '--db', db, '--page-size', '20'], { env: envFor(s.url) });
+      await new Promise((r) => setTimeout(r, 1500));
+      run.child.kill('SIGTERM');
+      const { code } = await run.exited;
+      expect(code).toBe(0);
+      const stored = assertConsistent(db);
+      expect(stored).toBeGreaterThan(0n);
+      expect(stored).toBeLessThan(1600n);
+      // The next run resumes after the last committed page and completes the mirror.
+      const rest = await cli(['pull', '--db', db], { env: envFor(s.url) });
+      expect(rest.code).toBe(0);
+      expect(assertConsistent(db)).toBe(1600n);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('SIGINT cuts the watch interval sleep short and exits 0', async () => {
+    const s = await sim({ campaigns: 1, records: 5 });
+    const run = startCli(['watch', '--db', join(tempDir(), 'm.db'), '--interval', '10m'], { env: envFor(s.url) });
+    await run.waitFor(/pass 1:/);
+    const t0 = Date.now();
+    run.child.kill('SIGINT');
+    const { code } = await run.exited;
+    expect(code).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(3000);
+  });
+
+  it('a second signal exits at once with 130; the first only aborts', () => {
+    const controller = new AbortController();
+    const exits: number[] = [];
+    const handler = signalHandler(controller, (code) => exits.push(code));
+    handler('SIGTERM');
+    expect(controller.signal.aborted).toBe(true);
+    expect(exits).toEqual([]);
+    handler('SIGINT');
+    expect(exits).toEqual([130]);
+  });
+});
+
+describe('watch', () => {
+  it('picks up growth across passes, one line per pass, and stops after --max-cycles', async () => {
+    const s = await sim({ campaigns: 2, records: 10, growth: { count: 4, windowMs: 1000 } });
+    const run = await cli(['watch', '--db', join(tempDir(), 'm.db'), '--interval', '1s', '--max-cycles', '3', '--json'], {
+      env: envFor(s.url),
+    });
+    expect(run.code).toBe(0);
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.pass)).toEqual([1, 2, 3]);
+    expect(lines[0].records).toBeGreaterThanOrEqual(20);
+    expect(lines[1].records).toBeGreaterThan(0);
+    expect(lines[2].records).toBeGreaterThan(0);
+    expect(lines[1].streams.every((x: { new: number }) => x.new > 0)).toBe(true);
+  });
+
+  it('spaces passes start to start by the interval, with small jitter', async () => {
+    const s = await sim({ campaigns: 1, records: 5 });
+    const run = await cli(['watch', '--db', join(tempDir(), 'm.db'), '--interval', '700ms', '--max-cycles', '4', '--json'], {
+      env: envFor(s.url),
+    });
+    const starts = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => Date.parse(JSON.parse(l).started_at));
+    for (let i = 1; i < starts.length; i++) {
+      const gap = (starts[i] as number) - (starts[i - 1] as number);
+      expect(gap).toBeGreaterThanOrEqual(700);
+      expect(gap).toBeLessThan(700 * 1.05 + 250);
+    }
+  });
+
+  it('a failing pass is logged and the next one succeeds', async () => {
+    // A port with nothing on it yet: the first pass fails, then the service comes up.
+    const probe = await sim();
+    const port = probe.port;
+    await probe.close();
+    const run = startCli(['watch', '--db', join(tempDir(), 'm.db'), '--interval', '1s', '--max-cycles', '3', '--max-retries', '0'], {
+      env: envFor(`http://127.0.0.1:${port}`),
+    });
+    await run.waitFor(/pass 1 failed/);
+    const s = await startSimulator({ port, campaigns: 1, records: 5 });
+    try {
+      const { code } = await run.exited;
+      expect(code).toBe(0);
+      expect(run.stderr()).toMatch(/pass 1 failed: nothing synced: GET \/v1\/campaigns: .*ECONNREFUSED/);
+      expect(run.stdout()).toMatch(/pass 2: 5 records/);
+      expect(run.stdout()).toMatch(/pass 3: 0 records/);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('401 stops watch with exit 3', async () => {
+    const s = await sim({ campaigns: 1, records: 5 });
+    const run = await cli(['watch', '--db', join(tempDir(), 'm.db'), '--interval', '1s'], { env: envFor(s.url, 'wrong') });
+    expect(run.code).toBe(3);
+    expect(run.stderr).toMatch(/401 Unauthorized/);
+  });
+});
