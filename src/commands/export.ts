@@ -36,13 +36,15 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   // where a complete one is expected.
   const temp = flags.output === undefined ? undefined : `${flags.output}.partial-${process.pid}`;
   let rows = 0;
+  let iterator: IterableIterator<Record<string, unknown>> | undefined;
   try {
     const { sql, params } = exportQuery(flags.table as ExportTable, { campaign: flags.campaign, since, until });
     const stmt = db.prepare(sql).safeIntegers(true);
     const columns = stmt.columns().map((c) => c.name);
-    const iterator = stmt.iterate(...params) as IterableIterator<Record<string, unknown>>;
+    iterator = stmt.iterate(...params) as IterableIterator<Record<string, unknown>>;
+    const source = iterator;
     const counted = (function* () {
-      for (const row of iterator) {
+      for (const row of source) {
         rows++;
         yield row;
       }
@@ -67,11 +69,14 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     return 0;
   } catch (err) {
     if (temp !== undefined) rmSync(temp, { force: true });
-    if ((err as NodeJS.ErrnoException).code && !(err instanceof UsageError)) {
+    // File system errors (ENOENT, EACCES, ENOSPC…) are the user's to fix: exit 2, one line.
+    if (/^E[A-Z]+$/.test((err as NodeJS.ErrnoException).code ?? '')) {
       throw new UsageError(`cannot write ${flags.output ?? 'stdout'}: ${(err as Error).message}`);
     }
     throw err;
   } finally {
+    // The statement stays busy until its iterator ends, and a busy connection cannot close.
+    iterator?.return?.();
     db.close();
   }
 }

@@ -1,0 +1,159 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { neutralise } from '../src/export/writers.js';
+import { openDatabase } from '../src/store/db.js';
+import { BIN, cli, sim, tempDir } from './helpers/index.js';
+
+let dbPath: string;
+let dir: string;
+const TABLES = {
+  campaigns: 'campaigns',
+  'session-results': 'session_results',
+  'role-results': 'role_results',
+  'score-details': 'score_details',
+  'eval-results': 'eval_results',
+} as const;
+
+beforeAll(async () => {
+  const s = await sim({ campaigns: 4, records: 150, orderIndexStart: 2n ** 62n + 1n });
+  dir = tempDir();
+  dbPath = join(dir, 'm.db');
+  const r = await cli(['pull', '--db', dbPath], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+  expect(r.code).toBe(0);
+  // Hostile cells, as a candidate could type them.
+  const db = openDatabase(dbPath);
+  db.prepare('UPDATE session_results SET user_email = \'=HYPERLINK("http://x")\' WHERE rowid = 1').run();
+  db.prepare("UPDATE session_results SET scenario_name = '@SUM(A1)' WHERE rowid = 2").run();
+  db.prepare("UPDATE session_results SET scenario_name = '+1-555' WHERE rowid = 3").run();
+  db.close();
+});
+
+const count = (table: string, where = '') => {
+  const db = openDatabase(dbPath, { readonly: true });
+  const n = db.prepare(`SELECT count(*) FROM ${table} ${where}`).pluck().get() as number;
+  db.close();
+  return n;
+};
+
+describe('export', () => {
+  it('every table reads back through a real CSV parser with the table row count', async () => {
+    for (const [name, table] of Object.entries(TABLES)) {
+      const r = await cli(['export', '--db', dbPath, '--table', name]);
+      expect(r.code, name).toBe(0);
+      const rows = parse(r.stdout, { columns: true, bom: true }) as Array<Record<string, string>>;
+      expect(rows.length, name).toBe(count(table));
+      expect(r.stdout.includes('\r\n')).toBe(true);
+    }
+  });
+
+  it('keeps non-ASCII text, quotes, embedded newlines and int64 exact', async () => {
+    const r = await cli(['export', '--db', dbPath, '--table', 'eval-results']);
+    const rows = parse(r.stdout, { columns: true }) as Array<Record<string, string>>;
+    const db = openDatabase(dbPath, { readonly: true });
+    const rationales = new Set(db.prepare('SELECT rationale FROM eval_results').pluck().all() as string[]);
+    expect(rows.some((x) => x.rationale?.includes('\n'))).toBe(true);
+    expect(rows.some((x) => /Réponse/.test(x.rationale ?? ''))).toBe(true);
+    expect(rows.some((x) => x.rationale?.includes('"'))).toBe(true);
+    for (const x of rows) expect(rationales.has(x.rationale as string)).toBe(true);
+    const sr = await cli(['export', '--db', dbPath, '--table', 'session-results']);
+    const srRows = parse(sr.stdout, { columns: true }) as Array<Record<string, string>>;
+    const exact = db.prepare('SELECT order_index FROM session_results ORDER BY rowid').safeIntegers(true).pluck().all() as bigint[];
+    expect(srRows.map((x) => BigInt(x.order_index as string))).toEqual(exact);
+    db.close();
+  });
+
+  it('neutralises formula cells unless --raw-csv; numbers untouched', async () => {
+    const safe = parse((await cli(['export', '--db', dbPath, '--table', 'session-results'])).stdout, { columns: true }) as Array<
+      Record<string, string>
+    >;
+    expect(safe[0]?.user_email).toBe('\'=HYPERLINK("http://x")');
+    expect(safe[1]?.scenario_name).toBe("'@SUM(A1)");
+    expect(safe[2]?.scenario_name).toBe("'+1-555");
+    const raw = parse((await cli(['export', '--db', dbPath, '--table', 'session-results', '--raw-csv'])).stdout, {
+      columns: true,
+    }) as Array<Record<string, string>>;
+    expect(raw[0]?.user_email).toBe('=HYPERLINK("http://x")');
+    expect(neutralise('-2+3')).toBe("'-2+3");
+    expect(neutralise('\tx')).toBe("'\tx");
+    expect(neutralise('plain')).toBe('plain');
+  });
+
+  it('NDJSON export embeds JSON columns and keeps int64 exact', async () => {
+    const r = await cli(['export', '--db', dbPath, '--table', 'role-results', '--format', 'ndjson']);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines.length).toBe(count('role_results'));
+    const first = lines[0] as string;
+    expect(JSON.parse(first).raw.score_details.length).toBeGreaterThan(0);
+    expect(first).toMatch(/"order_index":46116860184273\d{5}/);
+  });
+
+  it('filters by campaign and by day, and writes -o files 0600 with no partial left behind', async () => {
+    const db = openDatabase(dbPath, { readonly: true });
+    const campaign = db.prepare('SELECT campaign_id FROM session_results LIMIT 1').pluck().get() as string;
+    const day = db
+      .prepare('SELECT substr(created_at, 1, 10) FROM session_results WHERE campaign_id = ? LIMIT 1 OFFSET 40')
+      .pluck()
+      .get(campaign) as string;
+    db.close();
+    const out = join(dir, 'filtered.csv');
+    const r = await cli([
+      'export',
+      '--db',
+      dbPath,
+      '--table',
+      'session-results',
+      '--campaign',
+      campaign,
+      '--since',
+      day,
+      '--until',
+      day,
+      '-o',
+      out,
+    ]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/wrote \d+ rows of session-results/);
+    const rows = parse(readFileSync(out), { columns: true }) as Array<Record<string, string>>;
+    expect(rows.length).toBe(count('session_results', `WHERE campaign_id = '${campaign}' AND substr(created_at, 1, 10) = '${day}'`));
+    expect(rows.length).toBeGreaterThan(0);
+    expect((statSync(out).mode & 0o777).toString(8)).toBe('600');
+    const bad = await cli(['export', '--db', dbPath, '--table', 'session-results', '-o', join(dir, 'no-such-dir', 'x.csv')]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/cannot write/);
+    expect(existsSync(join(dir, 'no-such-dir'))).toBe(false);
+    expect((await cli(['export', '--db', join(dir, 'missing.db'), '--table', 'campaigns'])).stderr).toMatch(/no database at/);
+  });
+
+  it('exports 1,000,000 rows in flat memory', async () => {
+    const big = join(tempDir(), 'big.db');
+    const db = openDatabase(big);
+    db.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
+      INSERT INTO eval_results (parent_type, parent_id, evaluation_id, skill_key, skill_label, score, score_text, rationale, evaluated_at, campaign_id)
+      SELECT 'session_result', 'p' || i, 'e' || i, 'JUDGMENT', 'Judgment', 3.5, '3.5', 'Rationale, with "quotes" and
+a newline, row ' || i, '2026-01-01T00:00:00Z', 'c' FROM n`);
+    db.close();
+    const peakKb = await new Promise<number>((resolve, reject) => {
+      const child = spawn(process.execPath, [BIN, 'export', '--db', big, '--table', 'eval-results'], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let peak = 0;
+      const timer = setInterval(() => {
+        try {
+          const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+          if (m) peak = Math.max(peak, Number(m[1]));
+        } catch {}
+      }, 25);
+      child.on('error', reject);
+      child.on('close', (code) => {
+        clearInterval(timer);
+        if (code === 0) resolve(peak);
+        else reject(new Error(`export exited ${code}`));
+      });
+    });
+    expect(peakKb).toBeGreaterThan(0);
+    expect(peakKb / 1024).toBeLessThan(150);
+  }, 120_000);
+});

@@ -1,0 +1,126 @@
+import { appendFileSync, readFileSync, statSync, truncateSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RequestBudget } from '../src/api/budget.js';
+import { ApiClient } from '../src/api/client.js';
+import { toJson } from '../src/api/json.js';
+import type { RunningSimulator } from '../src/simulator/server.js';
+import { openDatabase } from '../src/store/db.js';
+import { NdjsonSink, NdjsonStateError } from '../src/store/sink.js';
+import { SyncState } from '../src/store/state.js';
+import { runPass } from '../src/sync/pass.js';
+import { cli, sim, tempDir } from './helpers/index.js';
+import { passDefaults } from './helpers/mock.js';
+
+async function pullNdjson(s: RunningSimulator, dbPath: string, out: string, pageSize = 100) {
+  const db = openDatabase(dbPath);
+  const state = new SyncState(db);
+  const sink = new NdjsonSink(db, state, out);
+  const client = new ApiClient(
+    { baseUrl: new URL(s.url), apiKey: s.apiKey, rate: { count: 100_000, windowMs: 1000 }, timeoutMs: 10_000, maxRetries: 3 },
+    { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) },
+  );
+  try {
+    return await runPass({ client, sink, state }, { ...passDefaults, pageSize });
+  } finally {
+    sink.close();
+    await client.close();
+    db.close();
+  }
+}
+
+const lines = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean);
+
+/** What the simulator serves for every record, as text, keyed by id. */
+function served(s: RunningSimulator, records: number) {
+  const byId = new Map<string, string>();
+  for (const c of s.data.campaigns) {
+    for (let i = 0; i < records; i++) {
+      const r = c.type === 'SESSION_COMPLETION' ? s.data.sessionResult(c, i) : s.data.roleResult(c, i, 'DETAILED');
+      byId.set(r.id as string, toJson(r));
+    }
+  }
+  return byId;
+}
+
+describe('NDJSON output', () => {
+  let saved: number | undefined;
+  afterEach(() => {
+    if (saved !== undefined) process.umask(saved);
+    saved = undefined;
+  });
+
+  it('writes one line per record exactly as served, int64 digits exact, files 0600', async () => {
+    saved = process.umask(0o022);
+    const s = await sim({ campaigns: 4, records: 120, orderIndexStart: 2n ** 62n });
+    const dir = tempDir();
+    const out = join(dir, 'out');
+    const result = await pullNdjson(s, join(dir, 'state.db'), out, 35);
+    expect(result.exitCode).toBe(0);
+    const expected = served(s, 120);
+    const got = [...lines(join(out, 'session_results.ndjson')), ...lines(join(out, 'role_results.ndjson'))];
+    expect(got.length).toBe(480);
+    for (const line of got) {
+      const id = /"id":"([^"]+)"/.exec(line)?.[1] as string;
+      expect(line).toBe(expected.get(id));
+    }
+    expect(got.join('\n')).toMatch(/"order_index":46116860184273\d{5}/);
+    expect(lines(join(out, 'campaigns.ndjson')).length).toBe(4);
+    for (const f of ['campaigns.ndjson', 'session_results.ndjson', 'role_results.ndjson']) {
+      expect((statSync(join(out, f)).mode & 0o777).toString(8)).toBe('600');
+    }
+    // Records do not go into the SQLite tables with --format ndjson; the state does.
+    const db = openDatabase(join(dir, 'state.db'));
+    expect(db.prepare('SELECT count(*) FROM session_results').pluck().get()).toBe(0);
+    expect(db.prepare('SELECT count(*) FROM ndjson_files').pluck().get()).toBe(3);
+    db.close();
+  });
+
+  it('a second pull appends nothing', async () => {
+    const s = await sim({ campaigns: 2, records: 50 });
+    const dir = tempDir();
+    const out = join(dir, 'out');
+    await pullNdjson(s, join(dir, 'state.db'), out);
+    const sizes = ['campaigns', 'session_results', 'role_results'].map((f) => statSync(join(out, `${f}.ndjson`)).size);
+    const again = await pullNdjson(s, join(dir, 'state.db'), out);
+    expect(again.records).toBe(0);
+    expect(['campaigns', 'session_results', 'role_results'].map((f) => statSync(join(out, `${f}.ndjson`)).size)).toEqual(sizes);
+  });
+
+  it('cuts a partial tail left by a crash before appending', async () => {
+    let now = Date.UTC(2026, 10, 1);
+    const s = await sim({ campaigns: 2, records: 30, growth: { count: 5, windowMs: 60_000 }, now: () => now });
+    const dir = tempDir();
+    const out = join(dir, 'out');
+    await pullNdjson(s, join(dir, 'state.db'), out);
+    const file = join(out, 'session_results.ndjson');
+    // A crash between the write and the commit of the next page leaves uncommitted bytes.
+    appendFileSync(file, '{"id":"half-written","score":3.');
+    now += 60_000;
+    await pullNdjson(s, join(dir, 'state.db'), out);
+    const got = lines(file);
+    expect(got.length).toBe(35);
+    expect(readFileSync(file, 'utf8')).not.toContain('half-written');
+    expect(new Set(got.map((l) => JSON.parse(l).id)).size).toBe(35);
+    for (const l of got) JSON.parse(l);
+  });
+
+  it('a file shorter than its committed length is an error that changes nothing', async () => {
+    const s = await sim({ campaigns: 2, records: 20 });
+    const dir = tempDir();
+    const out = join(dir, 'out');
+    await pullNdjson(s, join(dir, 'state.db'), out);
+    const file = join(out, 'role_results.ndjson');
+    truncateSync(file, 100);
+    const db = openDatabase(join(dir, 'state.db'));
+    expect(() => new NdjsonSink(db, new SyncState(db), out)).toThrow(NdjsonStateError);
+    db.close();
+    expect(statSync(file).size).toBe(100);
+    const run = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'state.db')], {
+      env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey },
+    });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/role_results\.ndjson holds 100 bytes but \d+ were committed/);
+    expect(statSync(file).size).toBe(100);
+  });
+});
