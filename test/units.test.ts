@@ -4,10 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { NumberText, parseJson, toJson } from '../src/api/json.js';
 import { parseRetryAfter, retryDelay } from '../src/api/retry.js';
-import { SlidingWindow } from '../src/api/window.js';
 import { isLoopbackHost, resolveApiConfig, resolveDbPath } from '../src/config/config.js';
 import { parseDate, parseDuration, parseRate } from '../src/config/duration.js';
 import { ApiError, AuthError, NetworkError, UsageError } from '../src/errors.js';
+import { SlidingWindow } from '../src/simulator/window.js';
 import { tempDir } from './helpers/index.js';
 
 const req = { method: 'GET', path: '/v1/campaigns' };
@@ -129,27 +129,47 @@ describe('retry policy', () => {
   });
 });
 
+import { prng } from '../src/simulator/random.js';
 import { fakeClock } from './helpers/clock.js';
 
 describe('request budget', () => {
-  it('never lets more than N requests start in any window, and uses the budget fully', async () => {
+  it('the server never counts more than N in any window, whatever the latency jitter, and the budget is used fully', async () => {
     const clock = fakeClock();
     const budget = new RequestBudget({ count: 20, windowMs: 1000 }, clock);
-    const starts: number[] = [];
-    // Three "streams" sharing the budget.
+    const random = prng(42);
+    const arrivals: number[] = [];
+    // Three "streams" sharing the budget; each request takes 1-40 ms and reaches the server at a
+    // random instant between being sent and its response ending.
     await Promise.all(
       [0, 1, 2].map(async () => {
         for (let i = 0; i < 100; i++) {
-          await budget.acquire();
-          starts.push(clock.t);
+          const release = await budget.acquire();
+          const sent = clock.t;
+          const latency = 1 + Math.floor(random() * 40);
+          arrivals.push(sent + random() * latency);
+          await clock.sleep(latency);
+          release();
         }
       }),
     );
-    starts.sort((a, b) => a - b);
-    expect(starts.length).toBe(300);
-    for (let i = 20; i < starts.length; i++) expect((starts[i] as number) - (starts[i - 20] as number)).toBeGreaterThanOrEqual(1000);
-    // 300 requests at 20/s: about 14 windows (plus the 2% safety margin), not more.
-    expect(starts.at(-1)).toBeLessThanOrEqual(14 * 1020 + 1);
+    arrivals.sort((a, b) => a - b);
+    expect(arrivals.length).toBe(300);
+    for (let i = 20; i < arrivals.length; i++) expect((arrivals[i] as number) - (arrivals[i - 20] as number)).toBeGreaterThanOrEqual(1000);
+    // 300 requests at 20/s: 15 windows, each stretched by at most one response time (40 ms) plus margin.
+    expect(clock.t).toBeLessThanOrEqual(15 * 1045);
+  });
+
+  it('a slot whose request is in flight is not reused until it ends', async () => {
+    const clock = fakeClock();
+    const budget = new RequestBudget({ count: 1, windowMs: 100 }, clock);
+    const release = await budget.acquire();
+    let second = false;
+    const next = budget.acquire().then(() => (second = true));
+    await clock.sleep(500);
+    expect(second).toBe(false);
+    release();
+    await next;
+    expect(clock.t).toBeGreaterThanOrEqual(600);
   });
 
   it('a pause (429) holds every stream back', async () => {

@@ -1,11 +1,19 @@
 /**
- * The request budget: one per process, shared by every stream. Never more than N requests start in
- * any window of the configured duration (a sliding log, safe whatever window the server counts in),
- * and a 429's Retry-After pauses everyone.
+ * The request budget: one per process, shared by every stream.
+ *
+ * Guarantee: the server never sees more than N requests in any window of the configured duration,
+ * whatever kind of window it counts in and however the network delays requests. There are N slots;
+ * a request holds a slot from when it is sent until its response ends, and a slot is reused only a
+ * full window after its last request ended. A request reaches the server between being sent and its
+ * response ending, so two requests on one slot arrive at least a window apart; among any N + 1
+ * requests two share a slot, so no window holds more than N. A server-side count at arrival can
+ * never be exceeded by latency jitter, which a log of send times alone cannot promise.
+ *
+ * Cost: each slot idles for one response time per window, e.g. 10 ms per second (1%) at 20/1s.
+ * A 429's Retry-After pauses everyone.
  */
 import type { Rate } from '../config/duration.js';
 import { AbortedError } from '../errors.js';
-import { SlidingWindow } from './window.js';
 
 /** Time source and sleep, injectable so tests can use a fake clock. */
 export interface Clock {
@@ -31,9 +39,22 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 export const realClock: Clock = { now: () => Date.now(), sleep };
 
+/** Ends a request's hold on its slot; call when the response has ended (or failed). */
+export type Release = () => void;
+
 export class RequestBudget {
-  private readonly window: SlidingWindow;
+  /** Slots never used yet. */
+  private unused: number;
+  /**
+   * End times of the free slots, oldest first. Releases happen in time order, so appending keeps
+   * the queue sorted and the oldest free slot is always at the head: O(1) per request.
+   */
+  private readonly free: number[] = [];
+  private head = 0;
+  private readonly windowMs: number;
   private pausedUntil = 0;
+  /** Wakes waiters when a slot whose request was in flight becomes free. */
+  private waiters: Array<() => void> = [];
   /** How many requests were let through. */
   granted = 0;
 
@@ -41,25 +62,58 @@ export class RequestBudget {
     readonly rate: Rate,
     private readonly clock: Clock = realClock,
   ) {
-    // A small margin (2% of the window, 10 ms to 1 s) absorbs the jitter between when we send and
-    // when the server counts, so a budget equal to the server's limit draws no 429.
-    const margin = Math.min(1000, Math.max(10, rate.windowMs * 0.02));
-    this.window = new SlidingWindow(rate.count, rate.windowMs + margin);
+    this.unused = rate.count;
+    // A hair of margin for servers that round their clock.
+    this.windowMs = rate.windowMs + Math.min(100, Math.ceil(rate.windowMs * 0.002));
   }
 
-  /** Waits until a request may start, then counts it. */
-  async acquire(signal?: AbortSignal): Promise<void> {
+  /** Waits until a request may be sent, then holds a slot for it until `release()`. */
+  async acquire(signal?: AbortSignal): Promise<Release> {
     for (;;) {
       if (signal?.aborted) throw new AbortedError();
       const now = this.clock.now();
-      const wait = Math.max(this.window.waitMs(now), this.pausedUntil - now);
+      const pause = this.pausedUntil - now;
+      if (this.unused > 0 && pause <= 0) {
+        this.unused--;
+        return this.grant();
+      }
+      if (this.unused === 0 && this.head === this.free.length) {
+        // Every slot is in flight: wait for one to end.
+        await new Promise<void>((resolve, reject) => {
+          const onAbort = () => reject(new AbortedError());
+          signal?.addEventListener('abort', onAbort, { once: true });
+          this.waiters.push(() => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
+          });
+        });
+        continue;
+      }
+      const oldest = this.unused > 0 ? Number.NEGATIVE_INFINITY : (this.free[this.head] as number);
+      const wait = Math.max(oldest + this.windowMs - now, pause);
       if (wait <= 0) {
-        this.window.record(now);
-        this.granted++;
-        return;
+        this.head++;
+        if (this.head > 1024 && this.head * 2 > this.free.length) {
+          this.free.splice(0, this.head);
+          this.head = 0;
+        }
+        return this.grant();
       }
       await this.clock.sleep(wait, signal);
     }
+  }
+
+  private grant(): Release {
+    this.granted++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.free.push(this.clock.now());
+      const woken = this.waiters;
+      this.waiters = [];
+      for (const w of woken) w();
+    };
   }
 
   /** Holds every stream back for `ms` (after a 429). */

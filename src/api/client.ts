@@ -97,14 +97,16 @@ export class ApiClient {
   /** One logical GET: budget, attempt, and retries by the policy. */
   private async get(info: RequestInfo, query: string, counter?: RequestCounter): Promise<Response> {
     for (let attempt = 0; ; attempt++) {
-      await this.opts.budget.acquire(this.opts.signal);
+      const release = await this.opts.budget.acquire(this.opts.signal);
       this.requests++;
       if (counter) counter.requests++;
       try {
         const res = await this.once(info, query);
+        release();
         if (counter) counter.bytes += res.bytes;
         return res;
       } catch (err) {
+        release();
         if (err instanceof AbortedError) throw err;
         const delay = retryDelay(err, attempt, { maxRetries: this.config.maxRetries }, this.opts.random);
         if (delay === undefined) throw err;

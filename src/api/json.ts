@@ -2,14 +2,16 @@
  * JSON parsing that keeps int64 values exact without slowing the common case.
  *
  * Most pages hold only safe integers, so they go through JSON.parse. A page that may hold an integer
- * past 2^53 (16+ digits in a row), or a cursor field written as a float or with an exponent (which
+ * past 2^53 (a number of 16+ digits), or a cursor field written as a float or with an exponent (which
  * JSON.parse would silently turn into an integer), is parsed losslessly instead: integers past 2^53
  * become bigints, and a cursor field that is not written as a plain integer is kept as its text
  * (a `NumberText`) so validation can reject it by name.
  */
 import { isInteger, type LosslessNumber, parse as losslessParse } from 'lossless-json';
 
-const MAYBE_UNSAFE = /\d{16}/;
+// A JSON number can only follow `:`, `,` or `[` (and whitespace): anchoring on those keeps the
+// scan at a fraction of JSON.parse's cost. A match inside a string only costs a lossless parse.
+const MAYBE_UNSAFE = /[:,[]\s*-?\d{16}/;
 const CURSOR_NOT_PLAIN = /"(?:order_index|last_record_index|last_record_id)"\s*:\s*-?\d*[.eE]/;
 const CURSOR_KEYS = new Set(['order_index', 'last_record_index', 'last_record_id']);
 

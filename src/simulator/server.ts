@@ -6,11 +6,11 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { toJson } from '../api/json.js';
-import { SlidingWindow } from '../api/window.js';
 import type { Rate } from '../config/duration.js';
 import { type SimCampaign, SimData } from './data.js';
 import { chooseFault, type FaultKind, type FaultPlan } from './faults.js';
 import { hash32, prng, seedNumber } from './random.js';
+import { SlidingWindow } from './window.js';
 
 /** Deviations from the spec that published samples show, for rehearsing a client against them. */
 export interface Quirks {
@@ -50,6 +50,9 @@ export interface SimulatorStats {
   byStatus: Record<number, number>;
   faults: Record<string, number>;
   bodyBytes: number;
+  /** When the first and the latest request arrived (ms since the epoch), for throughput figures. */
+  firstRequestAt: number;
+  lastRequestAt: number;
 }
 
 export interface RunningSimulator {
@@ -148,7 +151,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const faultDraw = prng(hash32(seed, 0xfa));
   const quirks = options.quirks ?? {};
   const cache = options.cachePages ? new Map<string, string>() : undefined;
-  const stats: SimulatorStats = { requests: 0, byStatus: {}, faults: {}, bodyBytes: 0 };
+  const stats: SimulatorStats = { requests: 0, byStatus: {}, faults: {}, bodyBytes: 0, firstRequestAt: 0, lastRequestAt: 0 };
   const sockets = new Set<Socket>();
 
   const send = (res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}) => {
@@ -196,6 +199,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     stats.requests++;
+    stats.lastRequestAt = performance.now() + performance.timeOrigin;
+    if (stats.requests === 1) stats.firstRequestAt = stats.lastRequestAt;
     const url = new URL(req.url ?? '/', 'http://simulator');
     if (req.method !== 'GET') return send(res, 405, errorBody(405, 'Method not allowed'), { allow: 'GET' });
     if (req.headers.authorization !== `Bearer ${apiKey}`) return send(res, 401, errorBody(401, 'Unauthorized'));

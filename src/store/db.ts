@@ -52,6 +52,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     // NORMAL in WAL mode: a process crash (kill -9 included) loses no committed page; only a power
     // loss may drop the last pages, and never leaves records and checkpoints out of step.
     db.pragma('synchronous = NORMAL');
+    db.pragma('wal_autocheckpoint = 10000');
     db.pragma('foreign_keys = OFF');
     migrate(db, path);
     for (const suffix of ['-wal', '-shm']) if (existsSync(path + suffix)) chmodSync(path + suffix, 0o600);

@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { CampaignSyncError, ExitCode } from '../errors.js';
 import type { CheckedRecord } from '../sync/records.js';
 import type { Db } from './db.js';
+import { GroupCommit, type GroupLimits } from './group.js';
 import { Mirror, type UpsertCounts } from './mirror.js';
 import type { StreamId, SyncState } from './state.js';
 
@@ -16,36 +17,58 @@ export interface Sink {
   commitPage(id: StreamId, records: CheckedRecord[], cursor: bigint | undefined): UpsertCounts;
   /** Stores the campaign list (and, for NDJSON, appends new or changed campaigns). */
   campaigns(list: Array<Record<string, unknown>>): void;
+  /** Commits what the current group holds (see store/group.ts). */
+  flush(): void;
+  /** Flushes and releases files; the database stays open. */
   close(): void;
 }
 
 /** Records into the SQLite mirror. */
 export class SqliteSink implements Sink {
   private readonly mirror: Mirror;
+  private readonly group: GroupCommit;
 
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly state: SyncState,
+    limits?: GroupLimits,
   ) {
     this.mirror = new Mirror(db);
+    this.group = new GroupCommit(db, limits);
   }
 
   commitPage(id: StreamId, records: CheckedRecord[], cursor: bigint | undefined): UpsertCounts {
-    return this.db.transaction(() => {
-      const counts =
-        id.endpoint === 'session'
-          ? this.mirror.upsertSessionResults(records, id.campaignId)
-          : this.mirror.upsertRoleResults(records, id.campaignId, id.reportType ?? 'DETAILED');
-      this.state.advance(id, cursor, counts.inserted);
-      return counts;
-    })();
+    return this.group.write(
+      () => {
+        const counts =
+          id.endpoint === 'session'
+            ? this.mirror.upsertSessionResults(records, id.campaignId)
+            : this.mirror.upsertRoleResults(records, id.campaignId, id.reportType ?? 'DETAILED');
+        this.state.advance(id, cursor, counts.inserted);
+        return counts;
+      },
+      records.length,
+      rawBytes(records),
+    );
   }
 
   campaigns(list: Array<Record<string, unknown>>): void {
     this.mirror.upsertCampaigns(list, new Date().toISOString());
   }
 
-  close(): void {}
+  flush(): void {
+    this.group.commit();
+  }
+
+  close(): void {
+    this.flush();
+  }
+}
+
+function rawBytes(records: CheckedRecord[]): number {
+  let n = 0;
+  for (const r of records) n += r.raw.length;
+  return n;
 }
 
 export const NDJSON_FILES = { campaigns: 'campaigns.ndjson', session: 'session_results.ndjson', role: 'role_results.ndjson' } as const;
@@ -107,14 +130,17 @@ class NdjsonFile {
 export class NdjsonSink implements Sink {
   private readonly files = new Map<keyof typeof NDJSON_FILES, NdjsonFile>();
   private readonly mirror: Mirror;
+  private readonly group: GroupCommit;
   private readonly setOffset;
 
   constructor(
     private readonly db: Db,
     private readonly state: SyncState,
     dir: string,
+    limits?: GroupLimits,
   ) {
     this.mirror = new Mirror(db);
+    this.group = new GroupCommit(db, limits);
     try {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
     } catch (err) {
@@ -135,18 +161,27 @@ export class NdjsonSink implements Sink {
     }
   }
 
+  /**
+   * Appends and fsyncs the lines, then records the new length with `commit` in the group: the bytes
+   * are on disk before the offset that covers them can commit.
+   */
   private write(kind: keyof typeof NDJSON_FILES, lines: string[], commit: () => void): void {
     const file = this.files.get(kind) as NdjsonFile;
     if (lines.length === 0) {
-      this.db.transaction(commit)();
+      this.group.write(commit, 0, 0);
       return;
     }
-    const end = file.append(`${lines.join('\n')}\n`);
+    const text = `${lines.join('\n')}\n`;
+    const end = file.append(text);
     try {
-      this.db.transaction(() => {
-        commit();
-        this.setOffset.run(file.path, end);
-      })();
+      this.group.write(
+        () => {
+          commit();
+          this.setOffset.run(file.path, end);
+        },
+        lines.length,
+        text.length,
+      );
     } catch (err) {
       file.rollback();
       throw err;
@@ -169,7 +204,12 @@ export class NdjsonSink implements Sink {
     this.write('campaigns', this.mirror.changedCampaigns(list), () => this.mirror.upsertCampaigns(list, seenAt));
   }
 
+  flush(): void {
+    this.group.commit();
+  }
+
   close(): void {
+    this.flush();
     for (const f of this.files.values()) f.close();
     this.files.clear();
   }

@@ -160,21 +160,30 @@ async function syncStream(planned: PlannedStream, deps: PassDeps, opts: PassOpti
     durationMs: 0,
   };
   const path = `/v1/campaigns/${id.endpoint}/results`;
+
+  const fetchPage = (after: bigint | undefined) => {
+    const request = deps.client.resultsPage(
+      {
+        endpoint: id.endpoint,
+        campaignId: id.campaignId,
+        limit: opts.pageSize,
+        reportType: id.endpoint === 'role' ? opts.reportType : undefined,
+        startingAfter: after,
+        startDate: opts.since,
+        endDate: opts.until,
+      },
+      counter,
+    );
+    // Awaited later (or dropped if the stream stops first): never an unhandled rejection.
+    request.catch(() => {});
+    return request;
+  };
+
   try {
+    if (deps.signal?.aborted) throw new AbortedError();
+    let pending = fetchPage(cursor);
     for (;;) {
-      if (deps.signal?.aborted) throw new AbortedError();
-      const { page } = await deps.client.resultsPage(
-        {
-          endpoint: id.endpoint,
-          campaignId: id.campaignId,
-          limit: opts.pageSize,
-          reportType: id.endpoint === 'role' ? opts.reportType : undefined,
-          startingAfter: cursor,
-          startDate: opts.since,
-          endDate: opts.until,
-        },
-        counter,
-      );
+      const { page } = await pending;
       result.pages++;
       const where = `${describeRequest({ method: 'GET', path, campaignId: id.campaignId })}, page ${result.pages}`;
       const checked = checkPage(page.data, { where, campaignId: id.campaignId, after: cursor });
@@ -188,6 +197,8 @@ async function syncStream(planned: PlannedStream, deps: PassDeps, opts: PassOpti
           `${where}: the cursor did not advance (sent ${cursor ?? 'none'}, page ends at ${last ?? 'none'}, next ${next ?? 'none'}); stopped to avoid an endless loop`,
         );
       }
+      // The next page is on its way while this one is stored: the network overlaps the disk.
+      if (page.has_more && !deps.signal?.aborted) pending = fetchPage(next);
       // Backfills leave checkpoints alone; an empty last page leaves it where it was.
       const checkpoint = backfill || last === undefined ? undefined : last;
       const counts = deps.sink.commitPage(id, checked, checkpoint);
@@ -199,6 +210,7 @@ async function syncStream(planned: PlannedStream, deps: PassDeps, opts: PassOpti
       totals.requests = deps.client.requests;
       deps.onProgress?.({ ...totals });
       if (!page.has_more) break;
+      if (deps.signal?.aborted) throw new AbortedError();
       cursor = next;
     }
     deps.state.success(id, new Date().toISOString());
@@ -265,7 +277,12 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
       deps.onProgress?.({ ...totals, requests: deps.client.requests });
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency, planned.length)) }, worker));
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency, planned.length)) }, worker));
+  } finally {
+    // Whatever happened, what was written is committed before the pass reports.
+    deps.sink.flush();
+  }
   if (authError) throw authError;
 
   const streams = results.filter(Boolean);

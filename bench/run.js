@@ -1,0 +1,365 @@
+// `npm run bench`: the figures of PRODUCT.md §7. See the README's Performance section.
+//
+//   node bench/run.js [--records N] [--memory-records N] [--skip-memory] [--skip-budget]
+//
+// 1. Pull vs floor, per record kind (session, role OVERALL, role DETAILED): a pull into a fresh
+//    database against pre-rendered pages, versus the floor measured in the same run: JSON.parse of
+//    the same page bodies, building the same rows, and inserting them with prepared statements in
+//    one transaction (better-sqlite3, no HTTP).
+// 2. Peak RSS of a 1,000,000-record pull (the CLI in its own process).
+// 3. Budget: with the server's limit equal to the client's budget (20/1s), a backlog drains at >= 95%
+//    of the limit's throughput with zero 429 responses.
+// 4. Startup: `campaign-sync --help` against `node -e 0`.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { request } from 'undici';
+import { RequestBudget } from '../dist/api/budget.js';
+import { ApiClient } from '../dist/api/client.js';
+import { startSimulator } from '../dist/simulator/server.js';
+import { openDatabase } from '../dist/store/db.js';
+import { SqliteSink } from '../dist/store/sink.js';
+import { SyncState } from '../dist/store/state.js';
+import { runPass } from '../dist/sync/pass.js';
+
+const args = process.argv.slice(2);
+const flag = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+};
+const RECORDS = flag('--records', 20_000);
+const MEMORY_RECORDS = flag('--memory-records', 1_000_000);
+const BIN = fileURLToPath(new URL('../bin/campaign-sync.js', import.meta.url));
+const SERVER = fileURLToPath(new URL('./server.js', import.meta.url));
+const work = mkdtempSync(join(tmpdir(), 'campaign-sync-bench-'));
+const results = {};
+
+function startServer(options) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SERVER, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    child.stdout.once('data', (d) => resolve({ ...JSON.parse(String(d)), child }));
+    child.on('error', reject);
+  });
+}
+
+function clientFor(server) {
+  const rate = { count: 1_000_000, windowMs: 1000 };
+  return new ApiClient(
+    { baseUrl: new URL(server.url), apiKey: server.apiKey, rate, timeoutMs: 60_000, maxRetries: 3 },
+    { budget: new RequestBudget(rate) },
+  );
+}
+
+/** Every page body of a stream, as the server sends them (also fills the server's page cache). */
+async function fetchBodies(server, path, campaignId, reportType) {
+  const bodies = [];
+  let after;
+  for (;;) {
+    const q = new URLSearchParams({ campaign_id: campaignId, sort: 'asc', limit: '100' });
+    if (reportType) q.set('report_type', reportType);
+    if (after !== undefined) q.set('starting_after', after);
+    const res = await request(`${server.url}${path}?${q}`, { headers: { authorization: `Bearer ${server.apiKey}` } });
+    const text = await res.body.text();
+    bodies.push(text);
+    const page = JSON.parse(text);
+    if (!page.has_more) return bodies;
+    after = String(page.last_record_index);
+  }
+}
+
+/** The floor: JSON.parse + the same rows + one transaction of prepared inserts. No HTTP. */
+function floor(bodies, kind) {
+  // The mirror's own tables, indexes and pragmas: the floor stores the same rows in the same place.
+  const db = openDatabase(join(work, `floor-${kind}-${Date.now()}.db`));
+  const session = db.prepare('INSERT INTO session_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  const role = db.prepare('INSERT INTO role_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  const detail = db.prepare('INSERT INTO score_details VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  const evalRow = db.prepare('INSERT INTO eval_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  const evals = (type, parent, list, campaign) => {
+    for (const e of list)
+      evalRow.run(
+        type,
+        parent,
+        e.evaluation_id,
+        e.skill.key,
+        e.skill.label,
+        Number(e.score),
+        e.score,
+        e.rationale,
+        e.evaluated_at,
+        campaign,
+      );
+  };
+  const started = performance.now();
+  db.transaction(() => {
+    for (const body of bodies) {
+      for (const r of JSON.parse(body).data) {
+        const cefr = r.additional_scores?.cefr?.score ?? null;
+        const extra = r.additional_scores == null ? null : JSON.stringify(r.additional_scores);
+        if (kind === 'session') {
+          session.run(
+            r.id,
+            r.campaign.id,
+            r.user.id,
+            r.user.email,
+            r.session.id,
+            r.scenario.id,
+            r.scenario.name,
+            r.scenario.type.key,
+            r.score,
+            cefr,
+            r.feedback == null ? null : JSON.stringify(r.feedback),
+            extra,
+            r.created_at,
+            r.updated_at,
+            r.order_index,
+            JSON.stringify(r),
+          );
+          evals('session_result', r.id, r.eval_results, r.campaign.id);
+        } else {
+          role.run(
+            r.id,
+            r.campaign.id,
+            r.user.id,
+            r.user.email,
+            r.recommendation_status,
+            r.overall_score,
+            cefr,
+            extra,
+            kind === 'detailed' ? 'DETAILED' : 'OVERALL',
+            r.created_at,
+            r.updated_at,
+            r.order_index,
+            JSON.stringify(r),
+          );
+          for (const d of r.score_details ?? []) {
+            detail.run(
+              d.id,
+              r.id,
+              r.campaign.id,
+              d.user.id,
+              d.user.email,
+              d.scenario.id,
+              d.scenario.name,
+              d.scenario.type.key,
+              d.session.id,
+              d.score,
+              d.feedback == null ? null : JSON.stringify(d.feedback),
+              d.created_at,
+              d.updated_at,
+              JSON.stringify(d),
+            );
+            evals('score_detail', d.id, d.eval_results, r.campaign.id);
+          }
+        }
+      }
+    }
+  })();
+  const ms = performance.now() - started;
+  db.close();
+  return ms;
+}
+
+async function pullVsFloor() {
+  const server = await startServer({ seed: 7, campaigns: 2, records: RECORDS });
+  try {
+    const list = JSON.parse(
+      await (await request(`${server.url}/v1/campaigns`, { headers: { authorization: `Bearer ${server.apiKey}` } })).body.text(),
+    ).data;
+    const sessionC = list.find((c) => c.type === 'SESSION_COMPLETION');
+    const roleC = list.find((c) => c.type === 'ROLE_SUBMISSION');
+    const kinds = [
+      {
+        kind: 'session',
+        label: 'session results',
+        campaign: sessionC,
+        path: '/v1/campaigns/session/results',
+        type: 'session',
+        reportType: 'DETAILED',
+      },
+      {
+        kind: 'overall',
+        label: 'role results, OVERALL',
+        campaign: roleC,
+        path: '/v1/campaigns/role/results',
+        type: 'role',
+        reportType: 'OVERALL',
+      },
+      {
+        kind: 'detailed',
+        label: 'role results, DETAILED',
+        campaign: roleC,
+        path: '/v1/campaigns/role/results',
+        type: 'role',
+        reportType: 'DETAILED',
+      },
+    ];
+    const rows = [];
+    for (const k of kinds) {
+      const bodies = await fetchBodies(server, k.path, k.campaign.id, k.type === 'role' ? k.reportType : undefined);
+      const bytes = bodies.reduce((n, b) => n + Buffer.byteLength(b), 0);
+      const pulls = [];
+      const floors = [];
+      // Best of three of each, interleaved, after one warm-up of each.
+      for (let round = 0; round < 4; round++) {
+        const dbPath = join(work, `pull-${k.kind}-${round}.db`);
+        const db = openDatabase(dbPath);
+        const state = new SyncState(db);
+        const client = clientFor(server);
+        const t0 = performance.now();
+        const result = await runPass(
+          { client, sink: new SqliteSink(db, state), state },
+          { campaigns: [k.campaign.id], type: k.type, reportType: k.reportType, pageSize: 100, concurrency: 4, full: false },
+        );
+        const ms = performance.now() - t0;
+        await client.close();
+        db.close();
+        if (result.records !== RECORDS) throw new Error(`pull read ${result.records} records, expected ${RECORDS}`);
+        const f = floor(bodies, k.kind);
+        if (round > 0) {
+          pulls.push(ms);
+          floors.push(f);
+        }
+      }
+      const pull = Math.min(...pulls);
+      const fl = Math.min(...floors);
+      rows.push({
+        kind: k.label,
+        records: RECORDS,
+        mb: bytes / 1e6,
+        pullMs: pull,
+        floorMs: fl,
+        recordsPerSec: RECORDS / (pull / 1000),
+        mbPerSec: bytes / 1e6 / (pull / 1000),
+        ratio: pull / fl,
+      });
+    }
+    return rows;
+  } finally {
+    server.child.kill('SIGTERM');
+  }
+}
+
+/** Peak RSS (VmHWM) of a CLI pull of `records` records, polled from /proc. */
+async function memory(records) {
+  const perCampaign = Math.ceil(records / 4);
+  const server = await startServer({ seed: 3, campaigns: 4, records: perCampaign, cachePages: false });
+  try {
+    const db = join(work, 'memory.db');
+    const started = performance.now();
+    const peakKb = await new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [BIN, 'pull', '--db', db, '--rate-limit', '1000000/1s', '--quiet'], {
+        env: { ...process.env, CAMPAIGN_SYNC_BASE_URL: server.url, CAMPAIGN_SYNC_API_KEY: server.apiKey },
+        stdio: ['ignore', 'inherit', 'inherit'],
+      });
+      let peak = 0;
+      const timer = setInterval(() => {
+        try {
+          const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+          if (m) peak = Math.max(peak, Number(m[1]));
+        } catch {}
+      }, 50);
+      child.on('error', reject);
+      child.on('close', (code) => {
+        clearInterval(timer);
+        code === 0 ? resolve(peak) : reject(new Error(`pull exited ${code}`));
+      });
+    });
+    const stored = new Database(db, { readonly: true });
+    const count = stored.prepare('SELECT (SELECT count(*) FROM session_results) + (SELECT count(*) FROM role_results)').pluck().get();
+    stored.close();
+    return { records: count, peakMb: peakKb / 1024, seconds: (performance.now() - started) / 1000 };
+  } finally {
+    server.child.kill('SIGTERM');
+  }
+}
+
+/** A backlog drained with the budget equal to the server's limit. */
+async function budget() {
+  const rate = { count: 20, windowMs: 1000 };
+  const sim = await startSimulator({ seed: 5, campaigns: 8, records: 1000, rateLimit: rate });
+  const db = openDatabase(join(work, 'budget.db'));
+  const state = new SyncState(db);
+  const client = new ApiClient(
+    { baseUrl: new URL(sim.url), apiKey: sim.apiKey, rate, timeoutMs: 30_000, maxRetries: 5 },
+    { budget: new RequestBudget(rate) },
+  );
+  const t0 = performance.now();
+  const result = await runPass(
+    { client, sink: new SqliteSink(db, state), state },
+    { campaigns: [], reportType: 'OVERALL', pageSize: 25, concurrency: 8, full: false },
+  );
+  const elapsed = (performance.now() - t0) / 1000;
+  await client.close();
+  db.close();
+  await sim.close();
+  // Requests per second over the drain, from the server's own clock: (n - 1) requests fit between
+  // the first and the last arrival. A limiter exactly at the limit scores 100%.
+  const total = sim.stats.requests;
+  const perSecond = (total - 1) / ((sim.stats.lastRequestAt - sim.stats.firstRequestAt) / 1000);
+  const limit = rate.count / (rate.windowMs / 1000);
+  return {
+    requests: total,
+    seconds: elapsed,
+    perSecond,
+    share: perSecond / limit,
+    throttled: sim.stats.byStatus[429] ?? 0,
+    records: result.records,
+  };
+}
+
+function startup() {
+  const time = (argv) => {
+    const runs = [];
+    for (let i = 0; i < 15; i++) {
+      const t0 = performance.now();
+      execFileSync(process.execPath, argv, { stdio: 'ignore' });
+      runs.push(performance.now() - t0);
+    }
+    runs.sort((a, b) => a - b);
+    return runs[Math.floor(runs.length / 2)];
+  };
+  const node = time(['-e', '0']);
+  const help = time([BIN, '--help']);
+  return { nodeMs: node, helpMs: help, ratio: help / node };
+}
+
+const f1 = (n) => n.toFixed(1);
+const f0 = (n) => Math.round(n).toLocaleString('en-US');
+try {
+  console.log(
+    `campaign-sync bench — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB\n`,
+  );
+  results.pull = await pullVsFloor();
+  console.log('| records | kind | body MB | pull ms | floor ms | records/s | MB/s | pull/floor |');
+  console.log('|---:|---|---:|---:|---:|---:|---:|---:|');
+  for (const r of results.pull) {
+    console.log(
+      `| ${f0(r.records)} | ${r.kind} | ${f1(r.mb)} | ${f0(r.pullMs)} | ${f0(r.floorMs)} | ${f0(r.recordsPerSec)} | ${f1(r.mbPerSec)} | ${r.ratio.toFixed(2)}× ${r.ratio <= 2 ? '✓' : '✗ (target ≤ 2×)'} |`,
+    );
+  }
+  if (!args.includes('--skip-budget')) {
+    results.budget = await budget();
+    const b = results.budget;
+    console.log(
+      `\nbudget 20/1s against a server limited to 20/1s: ${b.requests} requests in ${f1(b.seconds)} s, ${b.perSecond.toFixed(2)} requests/s at the server = ${(b.share * 100).toFixed(1)}% of the limit ${b.share >= 0.95 ? '✓' : '✗'}; 429 responses: ${b.throttled} ${b.throttled === 0 ? '✓' : '✗'}`,
+    );
+  }
+  if (!args.includes('--skip-memory')) {
+    results.memory = await memory(MEMORY_RECORDS);
+    const m = results.memory;
+    console.log(
+      `\npeak RSS of a ${f0(m.records)}-record pull (CLI process): ${f1(m.peakMb)} MB ${m.peakMb < 200 ? '✓' : '✗ (target < 200 MB)'} (${f1(m.seconds)} s, ${f0(m.records / m.seconds)} records/s)`,
+    );
+  }
+  results.startup = startup();
+  const s = results.startup;
+  console.log(
+    `\nstartup: \`campaign-sync --help\` ${f0(s.helpMs)} ms vs \`node -e 0\` ${f0(s.nodeMs)} ms = ${s.ratio.toFixed(2)}× ${s.ratio < 3 ? '✓' : '✗ (target < 3×)'}`,
+  );
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
