@@ -67,16 +67,29 @@ export class RequestBudget {
     this.windowMs = rate.windowMs + Math.min(100, Math.ceil(rate.windowMs * 0.002));
   }
 
+  /**
+   * Takes a slot at once if one is free now, without yielding, so a request can be dispatched in
+   * the same tick it is asked for (the sync engine relies on it to overlap fetching and storing).
+   */
+  tryAcquire(): Release | undefined {
+    const now = this.clock.now();
+    if (this.pausedUntil > now) return undefined;
+    if (this.unused > 0) {
+      this.unused--;
+      return this.grant();
+    }
+    if (this.head < this.free.length && (this.free[this.head] as number) + this.windowMs <= now) return this.takeFree();
+    return undefined;
+  }
+
   /** Waits until a request may be sent, then holds a slot for it until `release()`. */
   async acquire(signal?: AbortSignal): Promise<Release> {
     for (;;) {
       if (signal?.aborted) throw new AbortedError();
+      const ready = this.tryAcquire();
+      if (ready) return ready;
       const now = this.clock.now();
       const pause = this.pausedUntil - now;
-      if (this.unused > 0 && pause <= 0) {
-        this.unused--;
-        return this.grant();
-      }
       if (this.unused === 0 && this.head === this.free.length) {
         // Every slot is in flight: wait for one to end.
         await new Promise<void>((resolve, reject) => {
@@ -90,17 +103,17 @@ export class RequestBudget {
         continue;
       }
       const oldest = this.unused > 0 ? Number.NEGATIVE_INFINITY : (this.free[this.head] as number);
-      const wait = Math.max(oldest + this.windowMs - now, pause);
-      if (wait <= 0) {
-        this.head++;
-        if (this.head > 1024 && this.head * 2 > this.free.length) {
-          this.free.splice(0, this.head);
-          this.head = 0;
-        }
-        return this.grant();
-      }
-      await this.clock.sleep(wait, signal);
+      await this.clock.sleep(Math.max(1, oldest + this.windowMs - now, pause), signal);
     }
+  }
+
+  private takeFree(): Release {
+    this.head++;
+    if (this.head > 1024 && this.head * 2 > this.free.length) {
+      this.free.splice(0, this.head);
+      this.head = 0;
+    }
+    return this.grant();
   }
 
   private grant(): Release {

@@ -97,7 +97,9 @@ export class ApiClient {
   /** One logical GET: budget, attempt, and retries by the policy. */
   private async get(info: RequestInfo, query: string, counter?: RequestCounter): Promise<Response> {
     for (let attempt = 0; ; attempt++) {
-      const release = await this.opts.budget.acquire(this.opts.signal);
+      if (this.opts.signal?.aborted) throw new AbortedError();
+      // No await before the request is sent when a slot is free: see RequestBudget.tryAcquire.
+      const release = this.opts.budget.tryAcquire() ?? (await this.opts.budget.acquire(this.opts.signal));
       this.requests++;
       if (counter) counter.requests++;
       try {

@@ -134,7 +134,7 @@ export class NdjsonSink implements Sink {
   private readonly setOffset;
 
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly state: SyncState,
     dir: string,
     limits?: GroupLimits,

@@ -87,6 +87,14 @@ export interface PassResult {
   exitCode: number;
 }
 
+/**
+ * undici puts a dispatched request on the socket on a later turn of the event loop, so a request
+ * sent right before a synchronous SQLite commit would only leave after it. One turn lets it go.
+ */
+function letRequestOut(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 const ROUTES: Record<string, Endpoint> = { SESSION_COMPLETION: 'session', ROLE_SUBMISSION: 'role' };
 
 /** Picks the campaigns the options ask for; an unknown id or name is a usage error. */
@@ -198,7 +206,10 @@ async function syncStream(planned: PlannedStream, deps: PassDeps, opts: PassOpti
         );
       }
       // The next page is on its way while this one is stored: the network overlaps the disk.
-      if (page.has_more && !deps.signal?.aborted) pending = fetchPage(next);
+      if (page.has_more && !deps.signal?.aborted) {
+        pending = fetchPage(next);
+        await letRequestOut();
+      }
       // Backfills leave checkpoints alone; an empty last page leaves it where it was.
       const checkpoint = backfill || last === undefined ? undefined : last;
       const counts = deps.sink.commitPage(id, checked, checkpoint);

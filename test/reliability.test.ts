@@ -1,0 +1,165 @@
+/**
+ * The promises of PRODUCT.md §4 under crashes and faults: kill -9 at random instants, then finish;
+ * a faulty service; every record present exactly once, cursors right, the database intact.
+ *
+ * CRASH_KILLS sets the number of kills per sink (default 20).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { toJson } from '../src/api/json.js';
+import { parseFaults } from '../src/simulator/faults.js';
+import { prng } from '../src/simulator/random.js';
+import type { RunningSimulator } from '../src/simulator/server.js';
+import { cli, sim, startCli, tempDir } from './helpers/index.js';
+
+const KILLS = Number(process.env.CRASH_KILLS ?? 20);
+const CAMPAIGNS = 4;
+const RECORDS = 600;
+
+function served(s: RunningSimulator) {
+  const byId = new Map<string, string>();
+  for (const c of s.data.campaigns) {
+    for (let i = 0; i < RECORDS; i++) {
+      const r = c.type === 'SESSION_COMPLETION' ? s.data.sessionResult(c, i) : s.data.roleResult(c, i, 'DETAILED');
+      byId.set(r.id as string, toJson(r));
+    }
+  }
+  return byId;
+}
+
+/** Cursors equal the last order_index of every campaign; integrity_check ok. */
+function checkState(s: RunningSimulator, dbPath: string) {
+  const db = new Database(dbPath, { readonly: true });
+  db.defaultSafeIntegers(true);
+  expect(db.prepare('PRAGMA integrity_check').pluck().get()).toBe('ok');
+  const rows = db.prepare('SELECT campaign_id, cursor, records FROM sync_state').all() as Array<{
+    campaign_id: string;
+    cursor: bigint;
+    records: bigint;
+  }>;
+  expect(rows.length).toBe(CAMPAIGNS);
+  for (const r of rows) {
+    const c = s.data.byId.get(r.campaign_id);
+    expect(r.cursor).toBe(s.data.orderIndex(c as NonNullable<typeof c>, RECORDS - 1));
+    expect(r.records).toBe(BigInt(RECORDS));
+  }
+  return db;
+}
+
+/**
+ * Pulls killed with SIGKILL at seeded random instants. When a pull gets to finish before its kill,
+ * that mirror is verified and a fresh one is started, until `KILLS` kills have landed mid-run; the
+ * last mirror is then finished by a pull left alone. `verify` runs on every finished mirror.
+ */
+async function crashRounds(s: RunningSimulator, dir: string, sinkArgs: (n: number) => string[], verify: (n: number) => void, seed: number) {
+  const random = prng(seed);
+  const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+  let kills = 0;
+  let mirror = 0;
+  while (kills < KILLS) {
+    const run = startCli(['pull', '--page-size', '20', ...sinkArgs(mirror)], { env, cwd: dir });
+    const delay = 100 + Math.floor(random() * 900);
+    const outcome = await Promise.race([run.exited.then(() => 'done' as const), new Promise((r) => setTimeout(() => r('kill'), delay))]);
+    if (outcome === 'kill') run.child.kill('SIGKILL');
+    const { code, signal } = await run.exited;
+    if (signal === 'SIGKILL') kills++;
+    else {
+      expect(code, run.stderr()).toBe(0);
+      verify(mirror);
+      mirror++;
+    }
+  }
+  const final = await cli(['pull', ...sinkArgs(mirror)], { env, cwd: dir });
+  expect(final.code, final.stderr).toBe(0);
+  verify(mirror);
+  return { kills, mirrors: mirror + 1 };
+}
+
+describe('crash safety: kill -9 at random instants', () => {
+  it(`sqlite sink: ${KILLS} kills, then every record exactly once`, async () => {
+    // Slow replies stretch the pull so kills land mid-request as well as mid-commit.
+    const s = await sim({ campaigns: CAMPAIGNS, records: RECORDS, faults: { slow: 1 }, slowMs: 25 });
+    const dir = tempDir();
+    const expected = served(s);
+    let evals = 0;
+    for (const text of expected.values()) {
+      const r = JSON.parse(text);
+      evals += r.score_details
+        ? r.score_details.reduce((n: number, d: { eval_results: unknown[] }) => n + d.eval_results.length, 0)
+        : r.eval_results.length;
+    }
+    const verify = (n: number) => {
+      const db = checkState(s, join(dir, `m${n}.db`));
+      const ids = [
+        ...(db.prepare('SELECT id FROM session_results').pluck().all() as string[]),
+        ...(db.prepare('SELECT id FROM role_results').pluck().all() as string[]),
+      ];
+      expect(ids.length).toBe(CAMPAIGNS * RECORDS);
+      expect(new Set(ids).size).toBe(ids.length);
+      for (const id of ids) expect(expected.has(id)).toBe(true);
+      // Re-reads replace child rows; they never double them.
+      expect(Number(db.prepare('SELECT count(*) FROM eval_results').pluck().get())).toBe(evals);
+      db.close();
+    };
+    const { kills } = await crashRounds(s, dir, (n) => ['--db', join(dir, `m${n}.db`)], verify, 1234);
+    expect(kills).toBe(KILLS);
+  }, 600_000);
+
+  it(`ndjson sink: ${KILLS} kills, then every line exactly once and equal to what was served`, async () => {
+    const s = await sim({ campaigns: CAMPAIGNS, records: RECORDS, faults: { slow: 1 }, slowMs: 25 });
+    const dir = tempDir();
+    const expected = served(s);
+    const verify = (n: number) => {
+      checkState(s, join(dir, `state${n}.db`)).close();
+      const out = join(dir, `out${n}`);
+      const lines = ['session_results', 'role_results'].flatMap((f) =>
+        readFileSync(join(out, `${f}.ndjson`), 'utf8')
+          .split('\n')
+          .filter(Boolean),
+      );
+      expect(lines.length).toBe(CAMPAIGNS * RECORDS);
+      const seen = new Set<string>();
+      for (const line of lines) {
+        const id = JSON.parse(line).id as string;
+        expect(seen.has(id)).toBe(false);
+        seen.add(id);
+        expect(line).toBe(expected.get(id));
+      }
+      expect(readFileSync(join(out, 'campaigns.ndjson'), 'utf8').split('\n').filter(Boolean).length).toBe(CAMPAIGNS);
+    };
+    const { kills } = await crashRounds(
+      s,
+      dir,
+      (n) => ['--db', join(dir, `state${n}.db`), '--format', 'ndjson', '--out', join(dir, `out${n}`)],
+      verify,
+      5678,
+    );
+    expect(kills).toBe(KILLS);
+  }, 600_000);
+});
+
+describe('a faulty service', () => {
+  it('with 30% of requests failing (500, 503, 429, resets, truncations, slow) the pull completes and the mirror is exact', async () => {
+    const s = await sim({ campaigns: CAMPAIGNS, records: 300, faults: parseFaults('0.3'), slowMs: 300 });
+    // Pages of 10: over 120 requests, so every kind of fault shows up.
+    const dir = tempDir();
+    const dbPath = join(dir, 'm.db');
+    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+    const run = await cli(['pull', '--db', dbPath, '--page-size', '10', '--max-retries', '12', '--json'], { env, timeoutMs: 240_000 });
+    expect(run.code, run.stderr).toBe(0);
+    expect(Object.keys(s.stats.faults).sort()).toEqual(['429', '500', '503', 'reset', 'slow', 'truncate']);
+    const faults = Object.values(s.stats.faults).reduce((a, b) => a + b, 0);
+    expect(faults / s.stats.requests).toBeGreaterThanOrEqual(0.2);
+    const db = new Database(dbPath, { readonly: true });
+    expect(db.prepare('PRAGMA integrity_check').pluck().get()).toBe('ok');
+    const ids = [
+      ...(db.prepare('SELECT id FROM session_results').pluck().all() as string[]),
+      ...(db.prepare('SELECT id FROM role_results').pluck().all() as string[]),
+    ];
+    expect(ids.length).toBe(CAMPAIGNS * 300);
+    expect(new Set(ids).size).toBe(ids.length);
+    db.close();
+  }, 300_000);
+});
