@@ -11,7 +11,7 @@
 //    of the limit's throughput with zero 429 responses.
 // 4. Startup: `campaign-sync --help` against `node -e 0`.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +24,7 @@ import { openDatabase } from '../dist/store/db.js';
 import { SqliteSink } from '../dist/store/sink.js';
 import { SyncState } from '../dist/store/state.js';
 import { runPass } from '../dist/sync/pass.js';
+import { peakRssMb } from './peak-rss.js';
 
 const args = process.argv.slice(2);
 const flag = (name, fallback) => {
@@ -250,28 +251,15 @@ async function memory(records) {
   try {
     const db = join(work, 'memory.db');
     const started = performance.now();
-    const peakKb = await new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, 'pull', '--db', db, '--rate-limit', '1000000/1s', '--quiet'], {
-        env: { ...process.env, CAMPAIGN_SYNC_BASE_URL: server.url, CAMPAIGN_SYNC_API_KEY: server.apiKey },
-        stdio: ['ignore', 'inherit', 'inherit'],
-      });
-      let peak = 0;
-      const timer = setInterval(() => {
-        try {
-          const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-          if (m) peak = Math.max(peak, Number(m[1]));
-        } catch {}
-      }, 50);
-      child.on('error', reject);
-      child.on('close', (code) => {
-        clearInterval(timer);
-        code === 0 ? resolve(peak) : reject(new Error(`pull exited ${code}`));
-      });
+    const child = spawn(process.execPath, [BIN, 'pull', '--db', db, '--rate-limit', '1000000/1s', '--quiet'], {
+      env: { ...process.env, CAMPAIGN_SYNC_BASE_URL: server.url, CAMPAIGN_SYNC_API_KEY: server.apiKey },
+      stdio: ['ignore', 'inherit', 'inherit'],
     });
+    const peakMb = await peakRssMb(child, 50);
     const stored = new Database(db, { readonly: true });
     const count = stored.prepare('SELECT (SELECT count(*) FROM session_results) + (SELECT count(*) FROM role_results)').pluck().get();
     stored.close();
-    return { records: count, peakMb: peakKb / 1024, seconds: (performance.now() - started) / 1000 };
+    return { records: count, peakMb, seconds: (performance.now() - started) / 1000 };
   } finally {
     server.child.kill('SIGTERM');
   }

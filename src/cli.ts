@@ -2,7 +2,17 @@
  * The commander program. It only declares commands and options; each command's module is imported
  * when that command runs, so `campaign-sync --help` loads nothing heavy (STYLE.md rule 1).
  */
+import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
+
+/** Our own version (npm_package_version would be the version of whatever project runs npx). */
+function version(): string {
+  try {
+    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
 
 /** What an action leaves for main.ts: the exit code. */
 export interface RunResult {
@@ -51,7 +61,7 @@ function syncOptions(cmd: Command): Command {
 export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   const program = new Command('campaign-sync')
     .description('Mirror the Campaign Evaluation Results Service into SQLite or NDJSON.')
-    .version(process.env.npm_package_version ?? '0.1.0', '-V, --version')
+    .version(version(), '-V, --version')
     .exitOverride()
     .showHelpAfterError('(add --help for usage)')
     .configureHelp({ sortOptions: false });

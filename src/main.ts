@@ -38,12 +38,16 @@ export async function run(argv: string[], signal: AbortSignal): Promise<number> 
  * The first SIGINT/SIGTERM aborts `controller` (work winds down and the command returns); a second
  * one calls `exit(130)` at once. Returns the handler (tests call it directly).
  */
-export function signalHandler(controller: AbortController, exit: (code: number) => void): (name: NodeJS.Signals) => void {
+export function signalHandler(
+  controller: AbortController,
+  exit: (code: number) => void,
+  say: (line: string) => void = (line) => process.stderr.write(line),
+): (name: NodeJS.Signals) => void {
   let signals = 0;
   return (name) => {
     signals++;
     if (signals > 1) {
-      process.stderr.write(`campaign-sync: second ${name}, exiting now\n`);
+      say(`campaign-sync: second ${name}, exiting now\n`);
       exit(130);
       return;
     }

@@ -3,6 +3,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { peakRssMb } from '../bench/peak-rss.js';
 import { neutralise } from '../src/export/writers.js';
 import { openDatabase } from '../src/store/db.js';
 import { BIN, cli, sim, tempDir } from './helpers/index.js';
@@ -135,25 +136,11 @@ describe('export', () => {
       SELECT 'session_result', 'p' || i, 'e' || i, 'JUDGMENT', 'Judgment', 3.5, '3.5', 'Rationale, with "quotes" and
 a newline, row ' || i, '2026-01-01T00:00:00Z', 'c' FROM n`);
     db.close();
-    const peakKb = await new Promise<number>((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, 'export', '--db', big, '--table', 'eval-results'], {
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
-      let peak = 0;
-      const timer = setInterval(() => {
-        try {
-          const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-          if (m) peak = Math.max(peak, Number(m[1]));
-        } catch {}
-      }, 25);
-      child.on('error', reject);
-      child.on('close', (code) => {
-        clearInterval(timer);
-        if (code === 0) resolve(peak);
-        else reject(new Error(`export exited ${code}`));
-      });
+    const child = spawn(process.execPath, [BIN, 'export', '--db', big, '--table', 'eval-results'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
     });
-    expect(peakKb).toBeGreaterThan(0);
-    expect(peakKb / 1024).toBeLessThan(150);
+    const peakMb = await peakRssMb(child);
+    expect(peakMb).toBeGreaterThan(0);
+    expect(peakMb).toBeLessThan(150);
   }, 120_000);
 });

@@ -3,13 +3,12 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
-import { toJson } from '../src/api/json.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { openDatabase } from '../src/store/db.js';
 import { NdjsonSink, NdjsonStateError } from '../src/store/sink.js';
 import { SyncState } from '../src/store/state.js';
 import { runPass } from '../src/sync/pass.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { cli, servedRecords, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
 
 async function pullNdjson(s: RunningSimulator, dbPath: string, out: string, pageSize = 100) {
@@ -32,16 +31,6 @@ async function pullNdjson(s: RunningSimulator, dbPath: string, out: string, page
 const lines = (path: string) => readFileSync(path, 'utf8').split('\n').filter(Boolean);
 
 /** What the simulator serves for every record, as text, keyed by id. */
-function served(s: RunningSimulator, records: number) {
-  const byId = new Map<string, string>();
-  for (const c of s.data.campaigns) {
-    for (let i = 0; i < records; i++) {
-      const r = c.type === 'SESSION_COMPLETION' ? s.data.sessionResult(c, i) : s.data.roleResult(c, i, 'DETAILED');
-      byId.set(r.id as string, toJson(r));
-    }
-  }
-  return byId;
-}
 
 describe('NDJSON output', () => {
   let saved: number | undefined;
@@ -57,7 +46,7 @@ describe('NDJSON output', () => {
     const out = join(dir, 'out');
     const result = await pullNdjson(s, join(dir, 'state.db'), out, 35);
     expect(result.exitCode).toBe(0);
-    const expected = served(s, 120);
+    const expected = servedRecords(s, 120);
     const got = [...lines(join(out, 'session_results.ndjson')), ...lines(join(out, 'role_results.ndjson'))];
     expect(got.length).toBe(480);
     for (const line of got) {

@@ -8,26 +8,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { toJson } from '../src/api/json.js';
 import { parseFaults } from '../src/simulator/faults.js';
 import { prng } from '../src/simulator/random.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
-import { cli, sim, startCli, tempDir } from './helpers/index.js';
+import { cli, servedRecords, sim, startCli, tempDir } from './helpers/index.js';
 
 const KILLS = Number(process.env.CRASH_KILLS ?? 20);
 const CAMPAIGNS = 4;
 const RECORDS = 600;
-
-function served(s: RunningSimulator) {
-  const byId = new Map<string, string>();
-  for (const c of s.data.campaigns) {
-    for (let i = 0; i < RECORDS; i++) {
-      const r = c.type === 'SESSION_COMPLETION' ? s.data.sessionResult(c, i) : s.data.roleResult(c, i, 'DETAILED');
-      byId.set(r.id as string, toJson(r));
-    }
-  }
-  return byId;
-}
 
 /** Cursors equal the last order_index of every campaign; integrity_check ok. */
 function checkState(s: RunningSimulator, dbPath: string) {
@@ -82,7 +70,7 @@ describe('crash safety: kill -9 at random instants', () => {
     // Slow replies stretch the pull so kills land mid-request as well as mid-commit.
     const s = await sim({ campaigns: CAMPAIGNS, records: RECORDS, faults: { slow: 1 }, slowMs: 25 });
     const dir = tempDir();
-    const expected = served(s);
+    const expected = servedRecords(s, RECORDS);
     let evals = 0;
     for (const text of expected.values()) {
       const r = JSON.parse(text);
@@ -110,7 +98,7 @@ describe('crash safety: kill -9 at random instants', () => {
   it(`ndjson sink: ${KILLS} kills, then every line exactly once and equal to what was served`, async () => {
     const s = await sim({ campaigns: CAMPAIGNS, records: RECORDS, faults: { slow: 1 }, slowMs: 25 });
     const dir = tempDir();
-    const expected = served(s);
+    const expected = servedRecords(s, RECORDS);
     const verify = (n: number) => {
       checkState(s, join(dir, `state${n}.db`)).close();
       const out = join(dir, `out${n}`);

@@ -1,4 +1,4 @@
-import { parseIntIn, parseRate, type Rate } from '../config/duration.js';
+import { formatRate, parseIntIn, parseRate, type Rate } from '../config/duration.js';
 import { UsageError } from '../errors.js';
 import { parseFaults } from '../simulator/faults.js';
 import { type Quirks, startSimulator } from '../simulator/server.js';
@@ -74,7 +74,7 @@ export async function simulate(opts: SimulateOptions, signal: AbortSignal): Prom
     if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new UsageError(`--host: cannot listen on ${opts.host}`);
     throw err;
   }
-  const limit = options.rateLimit ? `${options.rateLimit.count} per ${options.rateLimit.windowMs} ms` : 'none';
+  const limit = options.rateLimit ? formatRate(options.rateLimit) : 'none';
   out.info(
     `simulator listening on ${sim.url} (seed ${opts.seed}, ${sim.data.campaigns.length} campaigns, ${options.records} records each, rate limit ${limit})`,
   );

@@ -18,7 +18,10 @@ export async function status(flags: StatusFlags): Promise<number> {
         (r) => [r.id, r.name],
       ),
     );
-    const rows = new SyncState(db).all();
+    const nameOf = (id: string) => names.get(id) ?? id;
+    const rows = new SyncState(db)
+      .all()
+      .sort((a, b) => nameOf(a.campaign_id).localeCompare(nameOf(b.campaign_id)) || a.stream.localeCompare(b.stream));
     const skipped = db
       .prepare(
         "SELECT id, name, type FROM campaigns WHERE type IS NULL OR type NOT IN ('SESSION_COMPLETION', 'ROLE_SUBMISSION') ORDER BY name",

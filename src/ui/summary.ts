@@ -1,6 +1,6 @@
 /** How a pass is shown: a table for people, a document for --json, a one-liner for watch logs. */
 import type { PassResult, StreamResult } from '../sync/pass.js';
-import { formatCount, formatMs, renderTable } from './table.js';
+import { formatCount, formatMs, plural, renderTable } from './table.js';
 
 function typeOf(s: StreamResult): string {
   return s.id.endpoint === 'role' ? `role ${s.id.reportType}` : 'session';
@@ -74,8 +74,8 @@ export function passLine(result: PassResult): string {
   const updated = result.streams.reduce((n, s) => n + s.updated, 0);
   const parts = [
     `${formatCount(result.records)} records (${formatCount(inserted)} new, ${formatCount(updated)} updated)`,
-    `${result.streams.length} streams`,
-    `${formatCount(result.requests)} requests`,
+    plural(result.streams.length, 'stream'),
+    plural(result.requests, 'request'),
     formatMs(result.durationMs),
   ];
   if (failed > 0) parts.push(`${failed} failed`);

@@ -19,3 +19,8 @@ export function formatCount(n: number | bigint): string {
 export function formatMs(ms: number): string {
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
+
+/** `1 stream`, `2 streams`, `1,000 requests`. */
+export function plural(n: number, noun: string): string {
+  return `${formatCount(n)} ${noun}${n === 1 ? '' : 's'}`;
+}

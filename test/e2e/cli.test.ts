@@ -13,6 +13,8 @@ function keyFile(dir: string, key: string): string {
 
 describe('cli: help and usage', () => {
   it('every command has --help with a purpose and an example', async () => {
+    const v = await cli(['--version']);
+    expect(v.stdout.trim()).toBe(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version);
     const top = await cli(['--help']);
     expect(top.code).toBe(0);
     for (const c of COMMANDS) expect(top.stdout).toContain(c);

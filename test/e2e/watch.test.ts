@@ -97,12 +97,18 @@ describe('signals', () => {
   it('a second signal exits at once with 130; the first only aborts', () => {
     const controller = new AbortController();
     const exits: number[] = [];
-    const handler = signalHandler(controller, (code) => exits.push(code));
+    const said: string[] = [];
+    const handler = signalHandler(
+      controller,
+      (code) => exits.push(code),
+      (line) => said.push(line),
+    );
     handler('SIGTERM');
     expect(controller.signal.aborted).toBe(true);
     expect(exits).toEqual([]);
     handler('SIGINT');
     expect(exits).toEqual([130]);
+    expect(said).toEqual(['campaign-sync: second SIGINT, exiting now\n']);
   });
 });
 

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { afterAll } from 'vitest';
+import { toJson } from '../../src/api/json.js';
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from '../../src/simulator/server.js';
 
 const started: RunningSimulator[] = [];
@@ -45,25 +46,26 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the built CLI with the given arguments and environment (no CI-unrelated inheritance of keys). */
+/** Spawns the built CLI; our own settings are unset unless `env` gives them (the tester's shell must not leak in). */
+function spawnCli(args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string }) {
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    CAMPAIGN_SYNC_BASE_URL: undefined,
+    CAMPAIGN_SYNC_API_KEY: undefined,
+    CAMPAIGN_SYNC_DB: undefined,
+    CAMPAIGN_SYNC_RATE_LIMIT: undefined,
+    ...opts.env,
+  };
+  return spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd, env: env as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Runs the built CLI to its end. */
 export function cli(
   args: string[],
   opts: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number } = {},
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const env: Record<string, string | undefined> = {
-      ...process.env,
-      CAMPAIGN_SYNC_BASE_URL: undefined,
-      CAMPAIGN_SYNC_API_KEY: undefined,
-      CAMPAIGN_SYNC_DB: undefined,
-      CAMPAIGN_SYNC_RATE_LIMIT: undefined,
-      ...opts.env,
-    };
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: opts.cwd,
-      env: env as NodeJS.ProcessEnv,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawnCli(args, opts);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -88,18 +90,7 @@ export interface RunningCli {
 
 /** Starts the built CLI in the background (for signals, locks and watch). */
 export function startCli(args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string } = {}): RunningCli {
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    CAMPAIGN_SYNC_BASE_URL: undefined,
-    CAMPAIGN_SYNC_API_KEY: undefined,
-    CAMPAIGN_SYNC_DB: undefined,
-    ...opts.env,
-  };
-  const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: opts.cwd,
-    env: env as NodeJS.ProcessEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnCli(args, opts);
   let out = '';
   let err = '';
   child.stdout?.on('data', (d) => (out += d));
@@ -126,4 +117,16 @@ export function startCli(args: string[], opts: { env?: Record<string, string | u
         poll();
       }),
   };
+}
+
+/** What the simulator serves for each of the first `records` records of every campaign, as JSON text by id. */
+export function servedRecords(s: RunningSimulator, records: number): Map<string, string> {
+  const byId = new Map<string, string>();
+  for (const c of s.data.campaigns) {
+    for (let i = 0; i < records; i++) {
+      const r = c.type === 'SESSION_COMPLETION' ? s.data.sessionResult(c, i) : s.data.roleResult(c, i, 'DETAILED');
+      byId.set(r.id as string, toJson(r));
+    }
+  }
+  return byId;
 }
