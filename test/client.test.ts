@@ -1,7 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError, AuthError, NetworkError } from '../src/errors.js';
+import { runPass } from '../src/sync/pass.js';
 import { fakeClock } from './helpers/clock.js';
-import { CAMPAIGN, campaignList, mockClient, mockService, pass, ROLE_CAMPAIGN, sessionRecord, testStore } from './helpers/mock.js';
+import {
+  CAMPAIGN,
+  campaignList,
+  mockClient,
+  mockService,
+  pass,
+  passDefaults,
+  ROLE_CAMPAIGN,
+  sessionRecord,
+  testStore,
+} from './helpers/mock.js';
 
 const sessionCampaign = () => campaignList({ id: CAMPAIGN, type: 'SESSION_COMPLETION' });
 
@@ -268,5 +279,48 @@ describe('client: HTTP failures', () => {
       .catch((e) => e);
     expect(err).toBeInstanceOf(NetworkError);
     expect(err.message).toMatch(/^GET \/v1\/campaigns: /);
+  });
+});
+
+describe('pass: an error that is not a stream failure', () => {
+  it('stops every stream and leaves none writing after the pass returns', async () => {
+    const { agent } = mockService((url) => {
+      if (url.pathname === '/v1/campaigns')
+        return { body: campaignList({ id: CAMPAIGN, type: 'SESSION_COMPLETION' }, { id: ROLE_CAMPAIGN, type: 'ROLE_SUBMISSION' }) };
+      const after = Number(url.searchParams.get('starting_after') ?? 0);
+      const campaign = url.searchParams.get('campaign_id') as string;
+      return {
+        body: {
+          data: [sessionRecord(after + 1, `${campaign}-${after + 1}`, campaign)],
+          has_more: after < 50,
+          last_record_index: after + 1,
+        },
+      };
+    });
+    const store = testStore();
+    let writes = 0;
+    const sink = store.sink;
+    const failing = {
+      ...sink,
+      campaigns: sink.campaigns.bind(sink),
+      flush: sink.flush.bind(sink),
+      close: sink.close.bind(sink),
+      commitPage: (
+        id: Parameters<typeof sink.commitPage>[0],
+        records: Parameters<typeof sink.commitPage>[1],
+        cursor: bigint | undefined,
+      ) => {
+        writes++;
+        if (id.endpoint === 'role' && writes > 5) throw new Error('SQLITE_FULL: database or disk is full');
+        return sink.commitPage(id, records, cursor);
+      },
+    };
+    const client = mockClient(agent);
+    const err = await runPass({ client, sink: failing, state: store.state }, passDefaults).catch((e) => e);
+    expect(err.message).toMatch(/SQLITE_FULL/);
+    const after = writes;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(writes).toBe(after);
+    expect(store.db.inTransaction).toBe(false);
   });
 });

@@ -141,3 +141,30 @@ describe('hostile responses', () => {
     expect(readdirSync(store.outDir).sort()).toEqual(['campaigns.ndjson', 'role_results.ndjson', 'session_results.ndjson']);
   });
 });
+
+describe('timeouts', () => {
+  it('--timeout bounds the whole request: headers at once, then a body that trickles, is a timeout', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"data":[');
+      const timer = setInterval(() => res.write(' '), 50);
+      res.on('close', () => clearInterval(timer));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const client = new ApiClient(
+        { baseUrl: new URL(url), apiKey: 'k', rate: { count: 100, windowMs: 1000 }, timeoutMs: 400, maxRetries: 0 },
+        { budget: new RequestBudget({ count: 100, windowMs: 1000 }) },
+      );
+      const t0 = Date.now();
+      const err = await client.listCampaigns().catch((e) => e);
+      await client.close();
+      expect(err.message).toBe('GET /v1/campaigns: no complete answer within 400 ms');
+      expect(Date.now() - t0).toBeLessThan(2000);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});

@@ -264,37 +264,32 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   for (const s of skipped)
     deps.warn?.(`campaign ${s.name} (${s.id}) has type ${s.type}, which campaign-sync does not know how to read: skipped`);
 
-  // A 401 in one stream stops all of them.
+  // A 401, or an error that is not the stream's own (a full disk, a bug), stops every stream; the
+  // workers never reject, so none is left writing after the pass has returned.
   const stop = new AbortController();
   const signal = deps.signal ? AbortSignal.any([deps.signal, stop.signal]) : stop.signal;
   const totals: Progress = { streamsDone: 0, streams: planned.length, records: 0, requests: deps.client.requests };
   const results: StreamResult[] = new Array(planned.length);
-  let authError: AuthError | undefined;
+  let fatal: unknown;
   let next = 0;
   const worker = async () => {
-    while (next < planned.length && !authError) {
+    while (next < planned.length && fatal === undefined) {
       const index = next++;
       try {
         results[index] = await syncStream(planned[index] as PlannedStream, { ...deps, signal }, opts, totals);
       } catch (err) {
-        if (err instanceof AuthError) {
-          authError ??= err;
-          stop.abort();
-          return;
-        }
-        throw err;
+        fatal ??= err;
+        stop.abort();
+        return;
       }
       totals.streamsDone++;
       deps.onProgress?.({ ...totals, requests: deps.client.requests });
     }
   };
-  try {
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency, planned.length)) }, worker));
-  } finally {
-    // Whatever happened, what was written is committed before the pass reports.
-    deps.sink.flush();
-  }
-  if (authError) throw authError;
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency, planned.length)) }, worker));
+  // Whatever happened, what was written is committed before the pass reports.
+  deps.sink.flush();
+  if (fatal !== undefined) throw fatal;
 
   const streams = results.filter(Boolean);
   const failed = streams.filter((s) => s.status === 'failed');
