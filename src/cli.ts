@@ -19,7 +19,7 @@ export interface RunResult {
   exitCode: number;
 }
 
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 function example(cmd: Command, ...lines: string[]): Command {
   return cmd.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
@@ -45,7 +45,7 @@ function outputOptions(cmd: Command): Command {
 
 function syncOptions(cmd: Command): Command {
   return cmd
-    .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect, [])
+    .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect)
     .addOption(new Option('--type <type>', 'only this kind of campaign').choices(['session', 'role']))
     .addOption(new Option('--report-type <type>', 'role report to mirror').choices(['DETAILED', 'OVERALL']).default('DETAILED'))
     .addOption(new Option('--format <format>', 'where records go').choices(['sqlite', 'ndjson']).default('sqlite'))
@@ -64,7 +64,8 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     .version(version(), '-V, --version')
     .exitOverride()
     .showHelpAfterError('(add --help for usage)')
-    .configureHelp({ sortOptions: false });
+    .configureHelp({ sortOptions: false })
+    .addHelpText('after', '\nNew here? `campaign-sync demo` mirrors a built-in simulator of the service: no key, no network.\n');
 
   const done = (code: number) => {
     result.exitCode = code;
@@ -128,7 +129,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         program
           .command('reset')
           .description('forget checkpoints (not data) so the next pull re-reads')
-          .option('--campaign <id>', 'only this campaign (repeatable)', collect, []),
+          .option('--campaign <id>', 'only this campaign (repeatable)', collect),
       ),
     ),
     'campaign-sync reset --campaign 5c8e0b4e-2f7a-4c1e-9d3b-0a1b2c3d4e5f',

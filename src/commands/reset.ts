@@ -1,5 +1,6 @@
 import { resolveDbPath } from '../config/config.js';
-import { openDatabase } from '../store/db.js';
+import { UsageError } from '../errors.js';
+import { type Db, openDatabase } from '../store/db.js';
 import { RunLock } from '../store/lock.js';
 import { SyncState } from '../store/state.js';
 import { Output, type OutputFlags } from '../ui/output.js';
@@ -7,6 +8,21 @@ import { Output, type OutputFlags } from '../ui/output.js';
 export interface ResetFlags extends OutputFlags {
   db?: string;
   campaign?: string[];
+}
+
+/** Campaign ids for ids or names, as `pull --campaign` takes them; one that matches nothing is a usage error. */
+function resolveCampaigns(db: Db, selectors: string[]): string[] {
+  const byName = db.prepare('SELECT id FROM campaigns WHERE name = ?').pluck();
+  const known = db.prepare('SELECT 1 FROM sync_state WHERE campaign_id = ? LIMIT 1').pluck();
+  return selectors.map((sel) => {
+    if (known.get(sel)) return sel;
+    const ids = byName.all(sel) as string[];
+    if (ids.length === 1) return ids[0] as string;
+    if (ids.length > 1) throw new UsageError(`--campaign: "${sel}" names ${ids.length} campaigns; use the id`);
+    throw new UsageError(
+      `--campaign: no stream of a campaign with the id or name "${sel}" in this database (see \`campaign-sync status\`)`,
+    );
+  });
 }
 
 /** `campaign-sync reset`: forgets checkpoints (not data) so the next pull re-reads. */
@@ -18,7 +34,7 @@ export async function reset(flags: ResetFlags): Promise<number> {
   let lock: RunLock | undefined;
   try {
     lock = RunLock.acquire(dbPath);
-    const campaigns = flags.campaign ?? [];
+    const campaigns = resolveCampaigns(db, flags.campaign ?? []);
     const changed = new SyncState(db).reset(campaigns);
     out.document({ reset: changed, campaigns });
     out.print(

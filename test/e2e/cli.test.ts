@@ -90,9 +90,14 @@ describe('cli: against the simulator', () => {
     const campaigns = await cli(['campaigns', '--db', db, '--json'], { env });
     expect(JSON.parse(campaigns.stdout).data.length).toBe(3);
 
+    const unknown = await cli(['reset', '--db', db, '--campaign', 'no-such-campaign']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/no stream of a campaign with the id or name "no-such-campaign"/);
+    const byName = await cli(['reset', '--db', db, '--campaign', JSON.parse(campaigns.stdout).data[0].name, '--json']);
+    expect(JSON.parse(byName.stdout).reset).toBe(1);
     const reset = await cli(['reset', '--db', db]);
     expect(reset.code).toBe(0);
-    expect(reset.stdout).toMatch(/Forgot 3 checkpoints/);
+    expect(reset.stdout).toMatch(/Forgot 2 checkpoints/);
     const after = JSON.parse((await cli(['status', '--db', db, '--json'])).stdout);
     expect(after.streams.every((x: { cursor: unknown }) => x.cursor === null)).toBe(true);
   });
