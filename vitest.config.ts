@@ -6,6 +6,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    reporters: ['default', './test/helpers/summary-reporter.ts'],
     // Any connection off loopback is a bug in a test: the helpers only ever use 127.0.0.1.
     env: { CAMPAIGN_SYNC_BASE_URL: '', CAMPAIGN_SYNC_API_KEY: '' },
   },
