@@ -324,3 +324,17 @@ describe('pass: an error that is not a stream failure', () => {
     expect(store.db.inTransaction).toBe(false);
   });
 });
+
+describe('long-running processes', () => {
+  it('leave no listener behind on the process-wide signal, request after request, pass after pass', async () => {
+    const { EventEmitter } = await import('node:events');
+    const controller = new AbortController();
+    const { agent } = service(() => ({ body: { data: [], has_more: false } }));
+    const client = mockClient(agent, {}, { signal: controller.signal });
+    const store = testStore();
+    for (let i = 0; i < 20; i++) {
+      await runPass({ client, sink: store.sink, state: store.state, signal: controller.signal }, passDefaults);
+    }
+    expect(EventEmitter.getEventListeners(controller.signal, 'abort').length).toBe(0);
+  });
+});

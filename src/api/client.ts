@@ -123,11 +123,30 @@ export class ApiClient {
   /** One attempt. */
   private async once(info: RequestInfo, query: string): Promise<Response> {
     const url = `${this.config.baseUrl.origin}${this.basePath}${info.path}${query}`;
-    const timeout = AbortSignal.timeout(this.config.timeoutMs);
-    const signal = this.opts.signal ? AbortSignal.any([this.opts.signal, timeout]) : timeout;
+    // One controller per attempt, aborted by the timeout or by the caller's signal, and unhooked
+    // from both when the attempt ends: a watch that runs for weeks accumulates nothing (which
+    // AbortSignal.any on the long-lived parent signal cannot promise on every Node version).
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, this.config.timeoutMs);
+    const onAbort = () => controller.abort();
+    this.opts.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await this.exchange(url, info, controller.signal, () => timedOut);
+    } finally {
+      clearTimeout(timer);
+      this.opts.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Sends the request and reads the whole answer within `signal`. */
+  private async exchange(url: string, info: RequestInfo, signal: AbortSignal, timedOut: () => boolean): Promise<Response> {
     const failed = (err: unknown): Error => {
       if (this.opts.signal?.aborted) return new AbortedError();
-      if (timeout.aborted) return new NetworkError(info, 'TIMEOUT', `no complete answer within ${this.config.timeoutMs} ms`, err);
+      if (timedOut()) return new NetworkError(info, 'TIMEOUT', `no complete answer within ${this.config.timeoutMs} ms`, err);
       const code = (err as { code?: string }).code ?? 'ERROR';
       return new NetworkError(info, code, `${code}: ${(err as Error).message ?? err}`, err);
     };

@@ -267,7 +267,10 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   // A 401, or an error that is not the stream's own (a full disk, a bug), stops every stream; the
   // workers never reject, so none is left writing after the pass has returned.
   const stop = new AbortController();
-  const signal = deps.signal ? AbortSignal.any([deps.signal, stop.signal]) : stop.signal;
+  const forward = () => stop.abort();
+  if (deps.signal?.aborted) stop.abort();
+  deps.signal?.addEventListener('abort', forward, { once: true });
+  const signal = stop.signal;
   const totals: Progress = { streamsDone: 0, streams: planned.length, records: 0, requests: deps.client.requests };
   const results: StreamResult[] = new Array(planned.length);
   let fatal: unknown;
@@ -287,6 +290,7 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency, planned.length)) }, worker));
+  deps.signal?.removeEventListener('abort', forward);
   // Whatever happened, what was written is committed before the pass reports.
   deps.sink.flush();
   if (fatal !== undefined) throw fatal;
