@@ -338,3 +338,17 @@ describe('long-running processes', () => {
     expect(EventEmitter.getEventListeners(controller.signal, 'abort').length).toBe(0);
   });
 });
+
+describe('campaign list oddities', () => {
+  it('a campaign listed twice is synced once', async () => {
+    const list = campaignList({ id: CAMPAIGN, type: 'SESSION_COMPLETION' });
+    const { agent, calls } = mockService((url) =>
+      url.pathname === '/v1/campaigns'
+        ? { body: { data: [...list.data, ...list.data] } }
+        : { body: { data: [sessionRecord(1)], has_more: false, last_record_index: 1 } },
+    );
+    const result = await pass(mockClient(agent), testStore());
+    expect(result.streams.length).toBe(1);
+    expect(calls.length).toBe(2);
+  });
+});

@@ -121,7 +121,11 @@ interface PlannedStream {
 export function planStreams(campaigns: Campaign[], opts: Pick<PassOptions, 'type' | 'reportType'>) {
   const streams: PlannedStream[] = [];
   const skipped: SkippedCampaign[] = [];
+  const seen = new Set<string>();
   for (const c of campaigns) {
+    // A campaign listed twice must not become two workers on one stream.
+    if (seen.has(c.id)) continue;
+    seen.add(c.id);
     const endpoint = ROUTES[c.type ?? ''];
     const name = c.name ?? c.display_name ?? c.id;
     if (!endpoint) {
