@@ -113,3 +113,23 @@ describe('NDJSON output', () => {
     expect(statSync(file).size).toBe(100);
   });
 });
+
+describe('checkpoints belong to one destination', () => {
+  it('refuses to feed another format or folder from the same checkpoints, until a reset', async () => {
+    const s = await sim({ campaigns: 2, records: 15 });
+    const dir = tempDir();
+    const db = join(dir, 'state.db');
+    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+    expect((await cli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'a')], { env })).code).toBe(0);
+    const sqlite = await cli(['pull', '--db', db], { env });
+    expect(sqlite.code).toBe(2);
+    expect(sqlite.stderr).toContain(`checkpoints are for --format ndjson --out ${join(dir, 'a')}, not --format sqlite`);
+    const other = await cli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'b')], { env });
+    expect(other.code).toBe(2);
+    expect((await cli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'a')], { env })).code).toBe(0);
+    expect((await cli(['reset', '--db', db])).code).toBe(0);
+    const moved = await cli(['pull', '--db', db, '--json'], { env });
+    expect(moved.code).toBe(0);
+    expect(JSON.parse(moved.stdout).records).toBe(30);
+  });
+});

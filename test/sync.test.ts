@@ -279,3 +279,25 @@ describe('files', () => {
     expect(() => openDatabase(join(dir, 'other.db'))).toThrow(/not campaign-sync's/);
   });
 });
+
+describe('schema migrations', () => {
+  it('upgrades a version-1 database in place', async () => {
+    const dbPath = join(tempDir(), 'old.db');
+    const fresh = openDatabase(dbPath);
+    expect(fresh.pragma('user_version', { simple: true })).toBe(2);
+    // Turn it back into what release 1 wrote.
+    fresh.exec('DROP TABLE meta');
+    fresh.pragma('user_version = 1');
+    fresh.prepare("INSERT INTO sync_state (stream, campaign_id, endpoint, cursor) VALUES ('c/session', 'c', 'session', 42)").run();
+    fresh.close();
+    const upgraded = openDatabase(dbPath);
+    expect(upgraded.pragma('user_version', { simple: true })).toBe(2);
+    expect(upgraded.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").pluck().get()).toBe(1);
+    expect(upgraded.prepare('SELECT cursor FROM sync_state').pluck().get()).toBe(42);
+    upgraded.close();
+    const future = openDatabase(dbPath);
+    future.pragma('user_version = 99');
+    future.close();
+    expect(() => openDatabase(dbPath)).toThrow(/newer campaign-sync \(schema 99/);
+  });
+});

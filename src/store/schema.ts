@@ -97,8 +97,16 @@ CREATE TABLE ndjson_files (
 );
 `;
 
+/** Version 2: settings of the database itself, such as where its checkpoints' records went. */
+const V2 = `
+CREATE TABLE meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+`;
+
 /** MIGRATIONS[i] takes a database from version i to i + 1. */
-const MIGRATIONS: string[] = [V1];
+const MIGRATIONS: string[] = [V1, V2];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 export function migrate(db: Database.Database, path: string): void {

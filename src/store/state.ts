@@ -2,6 +2,7 @@
  * Checkpoints and stream health (`sync_state`). Cursors are int64: read with safe integers on so
  * values past 2^53 come back exact.
  */
+import { UsageError } from '../errors.js';
 import type { Db } from './db.js';
 
 export type Endpoint = 'session' | 'role';
@@ -78,9 +79,35 @@ export class SyncState {
     return this.s.all.all() as StreamRow[];
   }
 
+  /**
+   * Checkpoints only make sense for the destination whose records they count: sqlite, or one
+   * NDJSON folder. Records `destination` while there are no checkpoints; with checkpoints, another
+   * destination is a usage error (it would quietly receive nothing).
+   */
+  claimDestination(destination: string, describe: (d: string) => string): void {
+    const stored = this.db.prepare("SELECT value FROM meta WHERE key = 'destination'").pluck().get() as string | undefined;
+    const cursors = this.db.prepare('SELECT count(*) FROM sync_state WHERE cursor IS NOT NULL').pluck().get() as number;
+    if (stored !== undefined && stored !== destination && cursors > 0) {
+      throw new UsageError(
+        `this database's checkpoints are for ${describe(stored)}, not ${describe(destination)}: a pull would find nothing new; use the same destination, another --db, or \`campaign-sync reset\` to re-read everything into the new one`,
+      );
+    }
+    if (stored !== destination) {
+      this.db
+        .prepare("INSERT INTO meta (key, value) VALUES ('destination', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+        .run(destination);
+    }
+  }
+
   /** Forgets checkpoints (not data, not counts) of every stream or of the given campaigns. */
   reset(campaignIds: string[]): number {
-    if (campaignIds.length === 0) return this.db.prepare('UPDATE sync_state SET cursor = NULL WHERE cursor IS NOT NULL').run().changes;
+    if (campaignIds.length === 0) {
+      return this.db.transaction(() => {
+        // With no checkpoint left, the database may feed another destination.
+        this.db.prepare("DELETE FROM meta WHERE key = 'destination'").run();
+        return this.db.prepare('UPDATE sync_state SET cursor = NULL WHERE cursor IS NOT NULL').run().changes;
+      })();
+    }
     const stmt = this.db.prepare('UPDATE sync_state SET cursor = NULL WHERE campaign_id = ? AND cursor IS NOT NULL');
     return this.db.transaction(() => campaignIds.reduce((n, id) => n + stmt.run(id).changes, 0))();
   }

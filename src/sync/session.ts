@@ -3,6 +3,7 @@
  * changes nothing), then take the run lock, then open the database and the sink.
  */
 
+import { resolve } from 'node:path';
 import { RequestBudget } from '../api/budget.js';
 import { ApiClient } from '../api/client.js';
 import type { ReportType } from '../api/schemas.js';
@@ -83,7 +84,11 @@ export class SyncSession {
     try {
       db = openDatabase(dbPath);
       const state = new SyncState(db);
-      const sink = format === 'ndjson' ? new NdjsonSink(db, state, flags.out ?? './campaign-sync-out') : new SqliteSink(db, state);
+      const out = resolve(flags.out ?? './campaign-sync-out');
+      state.claimDestination(format === 'ndjson' ? `ndjson:${out}` : 'sqlite', (d) =>
+        d === 'sqlite' ? '--format sqlite' : `--format ndjson --out ${d.slice('ndjson:'.length)}`,
+      );
+      const sink = format === 'ndjson' ? new NdjsonSink(db, state, out) : new SqliteSink(db, state);
       const budget = new RequestBudget(config.rate);
       const client = new ApiClient(config, { budget, signal, onRetry: hooks.onRetry });
       return new SyncSession(dbPath, db, state, sink, client, options, lock, signal, hooks);
