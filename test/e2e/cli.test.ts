@@ -133,3 +133,19 @@ describe('cli: against the simulator', () => {
     expect((statSync(join(dir, 'campaign-sync-demo.db')).mode & 0o777).toString(8)).toBe('600');
   });
 });
+
+describe('cli: campaigns of an unknown type', () => {
+  it('pull warns and goes on (exit 0); status lists the campaign as skipped', async () => {
+    const s = await sim({ campaigns: 2, records: 5, unknownTypeCampaigns: 1 });
+    const db = join(tempDir(), 'm.db');
+    const pull = await cli(['pull', '--db', db], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    expect(pull.code).toBe(0);
+    expect(pull.stderr).toMatch(
+      /warning: campaign interview-3-.* has type LIVE_INTERVIEW, which campaign-sync does not know how to read: skipped/,
+    );
+    expect(pull.stdout).toMatch(/skipped: interview-3-.*type LIVE_INTERVIEW is not supported/);
+    const status = JSON.parse((await cli(['status', '--db', db, '--json'])).stdout);
+    expect(status.skipped).toEqual([expect.objectContaining({ type: 'LIVE_INTERVIEW', reason: 'campaign type not supported' })]);
+    expect((await cli(['status', '--db', db])).stdout).toMatch(/skipped: interview-3-.*campaign type LIVE_INTERVIEW is not supported/);
+  });
+});
