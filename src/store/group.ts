@@ -24,6 +24,8 @@ export class GroupCommit {
   private records = 0;
   private bytes = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** A commit made by the timer that failed: reported by the next write or commit. */
+  private deferred: unknown;
 
   constructor(
     private readonly db: Db,
@@ -32,10 +34,17 @@ export class GroupCommit {
 
   /** Runs `fn` (one page's writes) atomically in the current group; commits the group when full. */
   write<T>(fn: () => T, records: number, bytes: number): T {
+    this.rethrow();
     if (!this.open) {
       this.db.exec('BEGIN IMMEDIATE');
       this.open = true;
-      this.timer = setTimeout(() => this.commit(), this.limits.ms);
+      this.timer = setTimeout(() => {
+        try {
+          this.commit();
+        } catch (err) {
+          this.deferred = err;
+        }
+      }, this.limits.ms);
       this.timer.unref();
     }
     // Inside an open transaction better-sqlite3 runs this as a savepoint: all of it or none.
@@ -50,10 +59,25 @@ export class GroupCommit {
   commit(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.rethrow();
     if (!this.open) return;
     this.open = false;
     this.records = 0;
     this.bytes = 0;
-    if (this.db.inTransaction) this.db.exec('COMMIT');
+    try {
+      if (this.db.inTransaction) this.db.exec('COMMIT');
+    } catch (err) {
+      // A failed COMMIT (a full disk…) may leave the transaction open: roll it back, so nothing
+      // half-done stays and the next group starts clean. What it held is read again next time.
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+
+  private rethrow(): void {
+    if (this.deferred === undefined) return;
+    const err = this.deferred;
+    this.deferred = undefined;
+    throw err;
   }
 }
