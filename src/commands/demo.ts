@@ -50,11 +50,11 @@ export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<numbe
     const db = flags.db;
     out.print(`
 The mirror is in ${resolve(db)}. Try next:
-  campaign-sync status --db ${db}
-  campaign-sync export --db ${db} --table session-results --format csv -o session-results.csv
+  npx campaign-sync status --db ${db}
+  npx campaign-sync export --db ${db} --table session-results --format csv -o session-results.csv
   sqlite3 ${db} "SELECT scenario_type, count(*), round(avg(score), 2) FROM session_results GROUP BY 1"
-  campaign-sync demo --db ${db}        # again: an incremental pull finds nothing new
-  campaign-sync simulate --port 8080   # a simulator to rehearse your own pipeline against`);
+  npx campaign-sync demo --db ${db}        # again: an incremental pull finds nothing new
+  npx campaign-sync simulate --port 8080   # a simulator to rehearse your own pipeline against`);
     return code;
   } finally {
     await sim.close();
