@@ -164,12 +164,12 @@ export class ApiClient {
     const status = res.statusCode;
     const maxBytes = this.opts.maxBodyBytes ?? MAX_BODY_BYTES;
     let text: string;
+    let total = 0;
     try {
       const declared = Number(res.headers['content-length']);
       if (declared > maxBytes)
         throw new ApiError(info, `${status}: response body of ${declared} bytes is over the ${maxBytes}-byte cap`, { status: 0 });
       const chunks: Buffer[] = [];
-      let total = 0;
       for await (const chunk of res.body) {
         total += (chunk as Buffer).length;
         if (total > maxBytes) throw new ApiError(info, `${status}: response body is over the ${maxBytes}-byte cap`, { status: 0 });
@@ -180,10 +180,9 @@ export class ApiClient {
       res.body.destroy();
       throw err instanceof ApiError ? err : failed(err);
     }
-    const bytes = Buffer.byteLength(text);
     if (status >= 200 && status < 300) {
       try {
-        return { value: parseJson(text), bytes };
+        return { value: parseJson(text), bytes: total };
       } catch {
         const type = String(res.headers['content-type'] ?? 'no content-type');
         throw new ApiError(info, `${status} but the body is not JSON (${type.split(';')[0]}): ${preview(text)}`, { status: 0 });

@@ -49,14 +49,14 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
         yield row;
       }
     })();
-    const format$ = format === 'csv' ? csvTransform(columns, { raw: flags.rawCsv === true }) : ndjsonTransform();
+    const encoder = format === 'csv' ? csvTransform(columns, { raw: flags.rawCsv === true }) : ndjsonTransform();
     let sink: Writable = stdout;
     if (temp !== undefined) {
       closeSync(openSync(temp, 'w', 0o600));
       sink = createWriteStream(temp, { flags: 'w', mode: 0o600 });
     }
     try {
-      await pipeline(rowStream(counted), format$, sink, { end: temp !== undefined });
+      await pipeline(rowStream(counted), encoder, sink, { end: temp !== undefined });
     } catch (err) {
       // `export … | head` closes the pipe early: that is the reader's choice, not an error.
       if ((err as NodeJS.ErrnoException).code === 'EPIPE' && temp === undefined) return 0;
