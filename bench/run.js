@@ -204,8 +204,10 @@ async function pullVsFloor() {
       const bytes = bodies.reduce((n, b) => n + Buffer.byteLength(b), 0);
       const pulls = [];
       const floors = [];
-      // Best of three of each, interleaved, after one warm-up of each.
-      for (let round = 0; round < 4; round++) {
+      // Five rounds of each, interleaved, after one warm-up of each. The machine's speed drifts
+      // (a VM's CPU can vary by a third from one minute to the next), so the ratio reported is the
+      // median of each round's pull/floor, taken back to back.
+      for (let round = 0; round < 6; round++) {
         const dbPath = join(work, `pull-${k.kind}-${round}.db`);
         const db = openDatabase(dbPath);
         const state = new SyncState(db);
@@ -225,8 +227,9 @@ async function pullVsFloor() {
           floors.push(f);
         }
       }
-      const pull = Math.min(...pulls);
-      const fl = Math.min(...floors);
+      const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+      const pull = median(pulls);
+      const fl = median(floors);
       rows.push({
         kind: k.label,
         records: RECORDS,
@@ -235,7 +238,7 @@ async function pullVsFloor() {
         floorMs: fl,
         recordsPerSec: RECORDS / (pull / 1000),
         mbPerSec: bytes / 1e6 / (pull / 1000),
-        ratio: pull / fl,
+        ratio: median(pulls.map((p, i) => p / floors[i])),
       });
     }
     return rows;
@@ -322,7 +325,7 @@ try {
     `campaign-sync bench — node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB\n`,
   );
   results.pull = await pullVsFloor();
-  console.log('| records | kind | body MB | pull ms | floor ms | records/s | MB/s | pull/floor |');
+  console.log('| records | kind | body MB | pull ms (median) | floor ms (median) | records/s | MB/s | pull/floor (median of rounds) |');
   console.log('|---:|---|---:|---:|---:|---:|---:|---:|');
   for (const r of results.pull) {
     console.log(

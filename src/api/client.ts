@@ -169,13 +169,19 @@ export class ApiClient {
       const declared = Number(res.headers['content-length']);
       if (declared > maxBytes)
         throw new ApiError(info, `${status}: response body of ${declared} bytes is over the ${maxBytes}-byte cap`, { status: 0 });
-      const chunks: Buffer[] = [];
-      for await (const chunk of res.body) {
-        total += (chunk as Buffer).length;
-        if (total > maxBytes) throw new ApiError(info, `${status}: response body is over the ${maxBytes}-byte cap`, { status: 0 });
-        chunks.push(chunk as Buffer);
+      if (declared >= 0 && declared <= maxBytes) {
+        // undici fails a body that does not match its Content-Length, so the cap holds as declared.
+        text = await res.body.text();
+        total = declared;
+      } else {
+        const chunks: Buffer[] = [];
+        for await (const chunk of res.body) {
+          total += (chunk as Buffer).length;
+          if (total > maxBytes) throw new ApiError(info, `${status}: response body is over the ${maxBytes}-byte cap`, { status: 0 });
+          chunks.push(chunk as Buffer);
+        }
+        text = Buffer.concat(chunks, total).toString('utf8');
       }
-      text = Buffer.concat(chunks, total).toString('utf8');
     } catch (err) {
       res.body.destroy();
       throw err instanceof ApiError ? err : failed(err);
