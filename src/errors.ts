@@ -100,11 +100,6 @@ export class LockedError extends CampaignSyncError {
   }
 }
 
-/** A pass in which some streams failed; carries the most severe exit code. */
-export class PassFailedError extends CampaignSyncError {
-  override readonly name = 'PassFailedError';
-}
-
 /** The run was interrupted by a signal: not an error for the exit code (0). */
 export class AbortedError extends CampaignSyncError {
   override readonly name = 'AbortedError';

@@ -1,7 +1,8 @@
 /**
- * Where a page goes. Either way, a page's records and the stream's new checkpoint are committed
- * together: in one SQLite transaction (sqlite), or as "append + fsync, then commit the byte offset
- * with the checkpoint" (ndjson), so a crash at any instant loses nothing and duplicates nothing.
+ * Where a page goes. Either way, a page's records and the stream's new checkpoint are written
+ * together in one savepoint of the current group transaction (store/group.ts): rows into the mirror
+ * (sqlite), or "append + fsync the lines, then record the file's new length" (ndjson). A crash at any
+ * instant loses nothing committed and duplicates nothing.
  */
 import { closeSync, fchmodSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
