@@ -129,8 +129,8 @@ describe('crash safety: kill -9 at random instants', () => {
 });
 
 describe('a faulty service', () => {
-  it('with 30% of requests failing (500, 503, 429, resets, truncations, slow) the pull completes and the mirror is exact', async () => {
-    const s = await sim({ campaigns: CAMPAIGNS, records: 300, faults: parseFaults('0.3'), slowMs: 300 });
+  it('with over 25% of requests failing (500, 503, 429, resets, truncations, slow) the pull completes and the mirror is exact', async () => {
+    const s = await sim({ campaigns: CAMPAIGNS, records: 300, faults: parseFaults('0.35'), slowMs: 300 });
     // Pages of 10: over 120 requests, so every kind of fault shows up.
     const dir = tempDir();
     const dbPath = join(dir, 'm.db');
@@ -139,7 +139,7 @@ describe('a faulty service', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(Object.keys(s.stats.faults).sort()).toEqual(['429', '500', '503', 'reset', 'slow', 'truncate']);
     const faults = Object.values(s.stats.faults).reduce((a, b) => a + b, 0);
-    expect(faults / s.stats.requests).toBeGreaterThanOrEqual(0.2);
+    expect(faults / s.stats.requests).toBeGreaterThanOrEqual(0.25);
     const db = new Database(dbPath, { readonly: true });
     expect(db.prepare('PRAGMA integrity_check').pluck().get()).toBe('ok');
     const ids = [
