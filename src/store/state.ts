@@ -101,13 +101,8 @@ export class SyncState {
 
   /** Forgets checkpoints (not data, not counts) of every stream or of the given campaigns. */
   reset(campaignIds: string[]): number {
-    if (campaignIds.length === 0) {
-      return this.db.transaction(() => {
-        // With no checkpoint left, the database may feed another destination.
-        this.db.prepare("DELETE FROM meta WHERE key = 'destination'").run();
-        return this.db.prepare('UPDATE sync_state SET cursor = NULL WHERE cursor IS NOT NULL').run().changes;
-      })();
-    }
+    // With no checkpoint left, claimDestination lets the database feed another destination.
+    if (campaignIds.length === 0) return this.db.prepare('UPDATE sync_state SET cursor = NULL WHERE cursor IS NOT NULL').run().changes;
     const stmt = this.db.prepare('UPDATE sync_state SET cursor = NULL WHERE campaign_id = ? AND cursor IS NOT NULL');
     return this.db.transaction(() => campaignIds.reduce((n, id) => n + stmt.run(id).changes, 0))();
   }
