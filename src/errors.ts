@@ -11,6 +11,8 @@ export const ExitCode = {
   auth: 3,
   partial: 4,
   unavailable: 5,
+  /** Local storage failed (disk full, read-only, permission denied, missing folder): nothing committed was lost. */
+  storage: 74,
   locked: 75,
 } as const;
 
@@ -90,6 +92,68 @@ export class DataError extends CampaignSyncError {
   constructor(message: string) {
     super(message, ExitCode.partial);
   }
+}
+
+/**
+ * Local storage failed: a write, a commit, an open or a lock on the mirror's files. Nothing that was
+ * committed is lost; the user fixes the storage and runs again. Exit 74 (EX_IOERR in sysexits.h).
+ */
+export class StorageError extends CampaignSyncError {
+  override readonly name = 'StorageError';
+  /** The OS or SQLite code behind it (ENOSPC, EROFS, SQLITE_FULL, …) when there is one. */
+  readonly code: string | undefined;
+  constructor(message: string, options: { code?: string | undefined; cause?: unknown } = {}) {
+    super(message, ExitCode.storage, { cause: options.cause });
+    this.code = options.code;
+  }
+}
+
+/** Plain words for the storage error codes people meet, so the one-line message says what to fix. */
+const STORAGE_CODES: Record<string, string> = {
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'disk quota exceeded',
+  EROFS: 'read-only file system',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  ENOENT: 'no such file or folder',
+  ENOTDIR: 'a part of the path is not a folder',
+  EISDIR: 'is a folder, not a file',
+  ELOOP: 'is a symbolic link (not followed)',
+  EIO: 'input/output error',
+  EMFILE: 'too many open files',
+  SQLITE_FULL: 'database or disk is full',
+  SQLITE_READONLY: 'the database is read-only',
+  SQLITE_CANTOPEN: 'cannot open the database file',
+  SQLITE_IOERR: 'disk input/output error',
+  SQLITE_CORRUPT: 'the database file is corrupt',
+  SQLITE_NOTADB: 'not a database file',
+  SQLITE_PERM: 'permission denied',
+};
+
+/** The code of an fs or better-sqlite3 error (`SQLITE_IOERR_WRITE` reads as `SQLITE_IOERR`). */
+export function errorCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** True for errors that come from local storage: fs errno codes and SQLite's own. */
+export function isStorageFailure(err: unknown): boolean {
+  if (err instanceof StorageError) return true;
+  if (err instanceof CampaignSyncError) return false;
+  const code = errorCode(err);
+  return code !== undefined && (code.startsWith('SQLITE_') || /^E[A-Z]+$/.test(code));
+}
+
+/**
+ * Wraps a storage failure as a StorageError whose one line names what failed and the path:
+ * `cannot commit to /data/mirror.db: database or disk is full (SQLITE_FULL)`. Other errors pass through.
+ */
+export function storageError(err: unknown, what: string): unknown {
+  if (err instanceof StorageError || !isStorageFailure(err)) return err;
+  const code = errorCode(err) as string;
+  const base = code.startsWith('SQLITE_') ? code.replace(/^(SQLITE_[A-Z]+)_.*$/, '$1') : code;
+  const words = STORAGE_CODES[base] ?? (err as Error).message ?? 'failed';
+  return new StorageError(`${what}: ${words} (${code}); nothing committed was lost: fix the storage and run again`, { code, cause: err });
 }
 
 /** Another process holds the run lock of this database. */
