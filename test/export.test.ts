@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { peakRssMb } from '../bench/peak-rss.js';
 import { neutralise } from '../src/export/writers.js';
 import { openDatabase } from '../src/store/db.js';
+import { parseStrictCsv, parseWithPython } from './helpers/csv.js';
 import { BIN, cli, sim, tempDir } from './helpers/index.js';
 
 let dbPath: string;
@@ -29,8 +30,34 @@ beforeAll(async () => {
   db.prepare('UPDATE session_results SET user_email = \'=HYPERLINK("http://x")\' WHERE rowid = 1').run();
   db.prepare("UPDATE session_results SET scenario_name = '@SUM(A1)' WHERE rowid = 2").run();
   db.prepare("UPDATE session_results SET scenario_name = '+1-555' WHERE rowid = 3").run();
+  // Line breaks of every kind inside cells, a formula after a line break, quotes, commas, non-ASCII.
+  const set = (table: string, column: string, rowid: number, value: string) =>
+    db.prepare(`UPDATE ${table} SET ${column} = ? WHERE rowid = ?`).run(value, rowid);
+  set('session_results', 'user_email', 4, 'line1\nline2@example.com');
+  set('session_results', 'scenario_name', 5, 'bare\rcarriage return');
+  set('session_results', 'scenario_name', 6, 'crlf\r\ninside');
+  set('session_results', 'scenario_name', 7, 'ok\n=1+1');
+  set('session_results', 'scenario_name', 8, '"quoted", with a comma');
+  set('session_results', 'scenario_name', 9, 'Réponse ✓ 日本語 🎉');
+  set('session_results', 'scenario_name', 10, '\r=cmd|calc');
+  set('session_results', 'user_email', 11, '');
+  set('campaigns', 'display_name', 1, 'two\nlines, "quoted"');
+  set('eval_results', 'rationale', 1, '\n=1+1\r\n@SUM(A1)\r');
+  set('score_details', 'scenario_name', 1, 'a\rb\nc\r\nd');
   db.close();
 });
+
+/** What each exported row must read back as: the table's rows in rowid order, cells as export writes them. */
+function databaseRows(table: string, raw: boolean): string[][] {
+  const db = openDatabase(dbPath, { readonly: true });
+  const stmt = db.prepare(`SELECT * FROM ${table} ORDER BY rowid`).safeIntegers(true);
+  const header = stmt.columns().map((c) => c.name);
+  const rows = (stmt.raw(true).all() as unknown[][]).map((r) =>
+    r.map((v) => (v === null ? '' : typeof v === 'string' ? (raw ? v : neutralise(v)) : String(v))),
+  );
+  db.close();
+  return [header, ...rows];
+}
 
 const count = (table: string, where = '') => {
   const db = openDatabase(dbPath, { readonly: true });
@@ -126,6 +153,30 @@ describe('export', () => {
     expect(bad.stderr).toMatch(/cannot write/);
     expect(existsSync(join(dir, 'no-such-dir'))).toBe(false);
     expect((await cli(['export', '--db', join(dir, 'missing.db'), '--table', 'campaigns'])).stderr).toMatch(/no database at/);
+  });
+
+  it('every export reads back row by row as the database holds it, in a strict RFC 4180 reader and in Python', async () => {
+    const out = tempDir();
+    for (const [name, table] of Object.entries(TABLES)) {
+      for (const raw of [false, true]) {
+        const file = join(out, `${name}${raw ? '-raw' : ''}.csv`);
+        const r = await cli(['export', '--db', dbPath, '--table', name, '-o', file, ...(raw ? ['--raw-csv'] : [])]);
+        expect(r.code, name).toBe(0);
+        const expected = databaseRows(table, raw);
+        expect(expected.length, name).toBeGreaterThan(1);
+        const strict = parseStrictCsv(readFileSync(file, 'utf8'));
+        expect(strict.length, `${name}: rows read`).toBe(expected.length);
+        strict.forEach((row, i) => {
+          expect(row, `${name}${raw ? ' --raw-csv' : ''} row ${i}`).toEqual(expected[i]);
+        });
+        expect(parseWithPython(file), `${name} in Python`).toEqual(strict);
+      }
+    }
+    // The formula after a line break stays inside its quoted cell.
+    const text = readFileSync(join(out, 'session-results.csv'), 'utf8');
+    expect(text).toContain('"ok\n=1+1"');
+    expect(text).toContain('"bare\rcarriage return"');
+    expect(text).toContain(`"'\r=cmd|calc"`);
   });
 
   it('exports 1,000,000 rows in flat memory', async () => {
