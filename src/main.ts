@@ -6,6 +6,7 @@
 import { CommanderError } from 'commander';
 import { buildProgram, type RunResult } from './cli.js';
 import { CampaignSyncError, ExitCode, isAbort } from './errors.js';
+import { showLines, showText } from './ui/escape.js';
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -25,11 +26,12 @@ export async function run(argv: string[], signal: AbortSignal): Promise<number> 
     }
     if (isAbort(err) && signal.aborted) return ExitCode.ok;
     if (err instanceof CampaignSyncError) {
-      process.stderr.write(`campaign-sync: ${messageOf(err)}\n`);
+      // One terminal-safe line: a message may quote what the service sent (ui/escape.ts).
+      process.stderr.write(`campaign-sync: ${showText(messageOf(err))}\n`);
       return err.exitCode;
     }
-    process.stderr.write(`campaign-sync: internal error: ${messageOf(err)}\n`);
-    if (process.env.CAMPAIGN_SYNC_DEBUG) process.stderr.write(`${(err as Error)?.stack ?? ''}\n`);
+    process.stderr.write(`campaign-sync: internal error: ${showText(messageOf(err))}\n`);
+    if (process.env.CAMPAIGN_SYNC_DEBUG) process.stderr.write(`${showLines((err as Error)?.stack ?? '')}\n`);
     return ExitCode.internal;
   }
 }

@@ -1,11 +1,15 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { once } from 'node:events';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { peakRssMb } from '../bench/peak-rss.js';
+import { exportTable } from '../src/commands/export.js';
+import { cleanStalePartials, createPrivateFile, partialPath } from '../src/export/file.js';
 import { neutralise } from '../src/export/writers.js';
 import { openDatabase } from '../src/store/db.js';
+import { parseStrictCsv, parseWithPython } from './helpers/csv.js';
 import { BIN, cli, sim, tempDir } from './helpers/index.js';
 
 let dbPath: string;
@@ -29,8 +33,45 @@ beforeAll(async () => {
   db.prepare('UPDATE session_results SET user_email = \'=HYPERLINK("http://x")\' WHERE rowid = 1').run();
   db.prepare("UPDATE session_results SET scenario_name = '@SUM(A1)' WHERE rowid = 2").run();
   db.prepare("UPDATE session_results SET scenario_name = '+1-555' WHERE rowid = 3").run();
+  // Line breaks of every kind inside cells, a formula after a line break, quotes, commas, non-ASCII.
+  const set = (table: string, column: string, rowid: number, value: string) =>
+    db.prepare(`UPDATE ${table} SET ${column} = ? WHERE rowid = ?`).run(value, rowid);
+  set('session_results', 'user_email', 4, 'line1\nline2@example.com');
+  set('session_results', 'scenario_name', 5, 'bare\rcarriage return');
+  set('session_results', 'scenario_name', 6, 'crlf\r\ninside');
+  set('session_results', 'scenario_name', 7, 'ok\n=1+1');
+  set('session_results', 'scenario_name', 8, '"quoted", with a comma');
+  set('session_results', 'scenario_name', 9, 'Réponse ✓ 日本語 🎉');
+  set('session_results', 'scenario_name', 10, '\r=cmd|calc');
+  set('session_results', 'user_email', 11, '');
+  set('campaigns', 'display_name', 1, 'two\nlines, "quoted"');
+  set('eval_results', 'rationale', 1, '\n=1+1\r\n@SUM(A1)\r');
+  set('score_details', 'scenario_name', 1, 'a\rb\nc\r\nd');
   db.close();
 });
+
+/** What each exported row must read back as: the table's rows in rowid order, cells as export writes them. */
+function databaseRows(table: string, raw: boolean): string[][] {
+  const db = openDatabase(dbPath, { readonly: true });
+  const stmt = db.prepare(`SELECT * FROM ${table} ORDER BY rowid`).safeIntegers(true);
+  const header = stmt.columns().map((c) => c.name);
+  const rows = (stmt.raw(true).all() as unknown[][]).map((r) =>
+    r.map((v) => (v === null ? '' : typeof v === 'string' ? (raw ? v : neutralise(v)) : String(v))),
+  );
+  db.close();
+  return [header, ...rows];
+}
+
+const modeOf = (path: string) => (statSync(path).mode & 0o777).toString(8);
+const partialsIn = (d: string) => readdirSync(d).filter((f) => f.includes('partial'));
+
+async function until(test: () => boolean, ms = 30_000) {
+  const started = Date.now();
+  while (!test()) {
+    if (Date.now() - started > ms) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 const count = (table: string, where = '') => {
   const db = openDatabase(dbPath, { readonly: true });
@@ -122,10 +163,144 @@ describe('export', () => {
     expect(rows.length).toBeGreaterThan(0);
     expect((statSync(out).mode & 0o777).toString(8)).toBe('600');
     const bad = await cli(['export', '--db', dbPath, '--table', 'session-results', '-o', join(dir, 'no-such-dir', 'x.csv')]);
-    expect(bad.code).toBe(2);
+    // A local write failure is a storage failure (exit 74), not a usage error.
+    expect(bad.code).toBe(74);
     expect(bad.stderr).toMatch(/cannot write/);
     expect(existsSync(join(dir, 'no-such-dir'))).toBe(false);
     expect((await cli(['export', '--db', join(dir, 'missing.db'), '--table', 'campaigns'])).stderr).toMatch(/no database at/);
+  });
+
+  it('every export reads back row by row as the database holds it, in a strict RFC 4180 reader and in Python', async () => {
+    const out = tempDir();
+    for (const [name, table] of Object.entries(TABLES)) {
+      for (const raw of [false, true]) {
+        const file = join(out, `${name}${raw ? '-raw' : ''}.csv`);
+        const r = await cli(['export', '--db', dbPath, '--table', name, '-o', file, ...(raw ? ['--raw-csv'] : [])]);
+        expect(r.code, name).toBe(0);
+        const expected = databaseRows(table, raw);
+        expect(expected.length, name).toBeGreaterThan(1);
+        const strict = parseStrictCsv(readFileSync(file, 'utf8'));
+        expect(strict.length, `${name}: rows read`).toBe(expected.length);
+        strict.forEach((row, i) => {
+          expect(row, `${name}${raw ? ' --raw-csv' : ''} row ${i}`).toEqual(expected[i]);
+        });
+        expect(parseWithPython(file), `${name} in Python`).toEqual(strict);
+      }
+    }
+    // The formula after a line break stays inside its quoted cell.
+    const text = readFileSync(join(out, 'session-results.csv'), 'utf8');
+    expect(text).toContain('"ok\n=1+1"');
+    expect(text).toContain('"bare\rcarriage return"');
+    expect(text).toContain(`"'\r=cmd|calc"`);
+  });
+
+  it('-o follows no planted symlink: the victims are untouched and the output is a private file, whatever the umask', async () => {
+    const d = tempDir();
+    const out = join(d, 'out.csv');
+    const victim = join(d, 'victim.txt');
+    const target = join(d, 'target-victim.txt');
+    writeFileSync(victim, 'precious\n', { mode: 0o644 });
+    writeFileSync(target, 'also precious\n', { mode: 0o644 });
+    // The name the old code used, predictable from the pid; and a link where the output goes.
+    symlinkSync(victim, `${out}.partial-${process.pid}`);
+    symlinkSync(target, out);
+    const umask = process.umask(0);
+    try {
+      expect(await exportTable({ db: dbPath, table: 'session-results', output: out, quiet: true })).toBe(0);
+    } finally {
+      process.umask(umask);
+    }
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(readFileSync(target, 'utf8')).toBe('also precious\n');
+    // Renaming over a symlink replaces the link itself, never what it points to.
+    expect(lstatSync(out).isFile()).toBe(true);
+    expect(modeOf(out)).toBe('600');
+    expect(parseStrictCsv(readFileSync(out, 'utf8')).length).toBe(count('session_results') + 1);
+    expect(readdirSync(d).sort()).toEqual(['out.csv', `out.csv.partial-${process.pid}`, 'target-victim.txt', 'victim.txt'].sort());
+  });
+
+  it('the temporary file is created exclusively with an unpredictable name, never through a link', () => {
+    const d = tempDir();
+    const out = join(d, 'x.csv');
+    const a = partialPath(out);
+    const b = partialPath(out);
+    expect(a).not.toBe(b);
+    expect(a.startsWith(join(d, `.x.csv.campaign-sync-${process.pid}-`))).toBe(true);
+    expect(a).toMatch(/-[0-9a-f]{16}\.partial$/);
+    const victim = join(d, 'victim');
+    writeFileSync(victim, 'precious');
+    symlinkSync(victim, a);
+    expect(() => createPrivateFile(a)).toThrow(expect.objectContaining({ code: 'EEXIST' }));
+    expect(readFileSync(victim, 'utf8')).toBe('precious');
+  });
+
+  it("cleans only this tool's stale partials of the same target: dead pid, or untouched for an hour", async () => {
+    const d = tempDir();
+    const out = join(d, 'r.csv');
+    const dead = spawn(process.execPath, ['-e', '']);
+    await once(dead, 'close');
+    const name = (pid: number, hex = '0123456789abcdef') => join(d, `.r.csv.campaign-sync-${pid}-${hex}.partial`);
+    const deadOne = name(dead.pid as number);
+    const liveFresh = name(process.pid);
+    const liveOld = name(process.pid, 'fedcba9876543210');
+    const otherTarget = join(d, `.s.csv.campaign-sync-${dead.pid}-0123456789abcdef.partial`);
+    const notOurs = join(d, `.r.csv.campaign-sync-${dead.pid}-nothex.partial`);
+    const link = name(dead.pid as number, 'aaaaaaaaaaaaaaaa');
+    for (const f of [deadOne, liveFresh, liveOld, otherTarget, notOurs]) writeFileSync(f, 'x', { mode: 0o600 });
+    symlinkSync(join(d, 'elsewhere'), link);
+    const hourAgo = (Date.now() - 61 * 60_000) / 1000;
+    utimesSync(liveOld, hourAgo, hourAgo);
+    expect(cleanStalePartials(out).sort()).toEqual([deadOne, liveOld].sort());
+    expect(readdirSync(d).sort()).toEqual([liveFresh, otherTarget, notOurs, link].map((p) => p.slice(d.length + 1)).sort());
+    // A folder that cannot be listed is not an error here: creating the file reports it.
+    expect(cleanStalePartials(join(d, 'missing', 'x.csv'))).toEqual([]);
+  });
+
+  it('a kill -9 export leaves a private partial, and the next export of that file removes it', async () => {
+    const d = tempDir();
+    const big = join(d, 'big.db');
+    const db = openDatabase(big);
+    db.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400000)
+      INSERT INTO eval_results (parent_type, parent_id, evaluation_id, skill_key, skill_label, score, score_text, rationale, evaluated_at, campaign_id)
+      SELECT 'session_result', 'p' || i, 'e' || i, 'JUDGMENT', 'Judgment', 3.5, '3.5', 'Rationale, row ' || i, '2026-01-01T00:00:00Z', 'c' FROM n`);
+    db.close();
+    const out = join(d, 'out.csv');
+    const child = spawn(process.execPath, [BIN, 'export', '--db', big, '--table', 'eval-results', '-o', out], { stdio: 'ignore' });
+    // Killed mid-way: the partial exists and holds rows (it cannot be renamed yet: 400,000 rows take seconds).
+    await until(() => partialsIn(d).some((f) => (statSync(join(d, f), { throwIfNoEntry: false })?.size ?? 0) > 0));
+    child.kill('SIGKILL');
+    await once(child, 'close');
+    const left = partialsIn(d);
+    expect(left.length).toBe(1);
+    expect(modeOf(join(d, left[0] as string))).toBe('600');
+    expect(existsSync(out)).toBe(false);
+    const next = await cli(['export', '--db', dbPath, '--table', 'campaigns', '-o', out, '--quiet']);
+    expect(next.code).toBe(0);
+    expect(next.stderr).toBe('');
+    expect(partialsIn(d)).toEqual([]);
+    expect(parseStrictCsv(readFileSync(out, 'utf8')).length).toBe(count('campaigns') + 1);
+  }, 120_000);
+
+  it('a local write failure exits 74 naming the file the user gave, never the temporary one', async () => {
+    const d = tempDir();
+    writeFileSync(join(d, 'afile'), '');
+    mkdirSync(join(d, 'afolder'));
+    for (const [output, words] of [
+      ['nodir/x.csv', 'no such file or folder'],
+      ['afile/x.csv', 'a part of the path is not a folder'],
+    ] as const) {
+      const r = await cli(['export', '--db', dbPath, '--table', 'campaigns', '-o', output], { cwd: d });
+      expect(r.code, output).toBe(74);
+      expect(r.stderr, output).toMatch(new RegExp(`^campaign-sync: cannot write ${output}: ${words}`));
+      expect(r.stderr, output).not.toMatch(/partial|campaign-sync-\d/);
+      expect(r.stderr.trim().split('\n').length).toBe(1);
+    }
+    // A folder given as the output file is a bad flag value: exit 2, naming it.
+    const folder = await cli(['export', '--db', dbPath, '--table', 'campaigns', '-o', 'afolder'], { cwd: d });
+    expect(folder.code).toBe(2);
+    expect(folder.stderr).toBe('campaign-sync: -o afolder: is a folder; give a file name\n');
+    expect(readdirSync(d).sort()).toEqual(['afile', 'afolder']);
+    expect(readdirSync(join(d, 'afolder'))).toEqual([]);
   });
 
   it('exports 1,000,000 rows in flat memory', async () => {

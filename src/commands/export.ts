@@ -1,9 +1,10 @@
-import { closeSync, createWriteStream, openSync, renameSync, rmSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { resolveDbPath } from '../config/config.js';
 import { parseDate } from '../config/duration.js';
-import { UsageError } from '../errors.js';
+import { errorCode, storageError, UsageError } from '../errors.js';
+import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery } from '../export/tables.js';
 import { csvTransform, ndjsonTransform, rowStream } from '../export/writers.js';
 import { openDatabase } from '../store/db.js';
@@ -21,6 +22,17 @@ export interface ExportFlags {
   quiet?: boolean;
 }
 
+/** An existing folder given as -o is a bad flag value, found before any work. */
+function checkOutput(path: string): void {
+  let isFolder = false;
+  try {
+    isFolder = statSync(path).isDirectory();
+  } catch {
+    return; // absent (the usual case) or unreachable: creating the file reports it
+  }
+  if (isFolder) throw new UsageError(`-o ${path}: is a folder; give a file name`);
+}
+
 /** `campaign-sync export`: streams one table of the mirror to a file (0600) or stdout. */
 export async function exportTable(flags: ExportFlags, stdout: Writable = process.stdout): Promise<number> {
   const out = new Output({ quiet: flags.quiet });
@@ -30,11 +42,14 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
   const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
+  const target = flags.output;
+  if (target !== undefined) checkOutput(target);
 
-  const db = openDatabase(resolveDbPath(flags.db), { mustExist: true, readonly: true });
-  // Written to a temporary file and renamed at the end, so a failed export never leaves half a file
-  // where a complete one is expected.
-  const temp = flags.output === undefined ? undefined : `${flags.output}.partial-${process.pid}`;
+  const dbPath = resolveDbPath(flags.db);
+  const db = openDatabase(dbPath, { mustExist: true, readonly: true });
+  // Written to a private temporary file and renamed at the end (export/file.ts), so a failed export
+  // never leaves half a file where a complete one is expected.
+  let partial: PartialFile | undefined;
   let rows = 0;
   let iterator: IterableIterator<Record<string, unknown>> | undefined;
   try {
@@ -50,30 +65,28 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
       }
     })();
     const encoder = format === 'csv' ? csvTransform(columns, { raw: flags.rawCsv === true }) : ndjsonTransform();
-    let sink: Writable = stdout;
-    if (temp !== undefined) {
-      closeSync(openSync(temp, 'w', 0o600));
-      sink = createWriteStream(temp, { flags: 'w', mode: 0o600 });
+    if (target !== undefined) {
+      cleanStalePartials(target);
+      partial = new PartialFile(target);
     }
     try {
-      await pipeline(rowStream(counted), encoder, sink, { end: temp !== undefined });
+      await pipeline(rowStream(counted), encoder, partial?.stream ?? stdout, { end: partial !== undefined });
     } catch (err) {
       // `export … | head` closes the pipe early: that is the reader's choice, not an error.
-      if ((err as NodeJS.ErrnoException).code === 'EPIPE' && temp === undefined) return 0;
+      if (errorCode(err) === 'EPIPE' && partial === undefined) return 0;
       throw err;
     }
-    if (temp !== undefined && flags.output !== undefined) {
-      renameSync(temp, flags.output);
-      out.info(`wrote ${rows} rows of ${flags.table} to ${flags.output}`);
+    if (partial !== undefined) {
+      partial.commit();
+      partial = undefined;
+      out.info(`wrote ${rows} rows of ${flags.table} to ${target}`);
     }
     return 0;
   } catch (err) {
-    if (temp !== undefined) rmSync(temp, { force: true });
-    // File system errors (ENOENT, EACCES, ENOSPC…) are the user's to fix: exit 2, one line.
-    if (/^E[A-Z]+$/.test((err as NodeJS.ErrnoException).code ?? '')) {
-      throw new UsageError(`cannot write ${flags.output ?? 'stdout'}: ${(err as Error).message}`);
-    }
-    throw err;
+    partial?.discard();
+    // Local storage failures exit 74 naming the user's own path, never the temporary file's.
+    if (errorCode(err)?.startsWith('SQLITE_')) throw storageError(err, `cannot read ${dbPath}`);
+    throw storageError(err, `cannot write ${target ?? 'stdout'}`);
   } finally {
     // The statement stays busy until its iterator ends, and a busy connection cannot close.
     iterator?.return?.();

@@ -1,6 +1,7 @@
 import { resolveDbPath } from '../config/config.js';
 import { openDatabase } from '../store/db.js';
 import { SyncState } from '../store/state.js';
+import { showText } from '../ui/escape.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { formatCount, renderTable } from '../ui/table.js';
 
@@ -56,10 +57,15 @@ export async function status(flags: StatusFlags): Promise<number> {
             r.last_success_at ?? 'never',
             r.last_error ? `${r.last_error_at}: ${r.last_error}` : '',
           ]),
+          [],
+          // An error is cut later than a name: its end (status, message, request id) is what helps.
+          [undefined, undefined, undefined, undefined, undefined, undefined, 160],
         ),
       );
     }
-    for (const s of skipped) out.print(`skipped: ${s.name ?? s.id} (${s.id}): campaign type ${s.type ?? 'none'} is not supported`);
+    // Names, ids and types came from the service: escaped (renderTable escapes the table's cells).
+    for (const s of skipped)
+      out.print(`skipped: ${showText(`${s.name ?? s.id} (${s.id}): campaign type ${s.type ?? 'none'}`)} is not supported`);
     return 0;
   } finally {
     db.close();

@@ -17,12 +17,16 @@ export function neutralise(value: string): string {
   return FORMULA_START.test(value) ? `'${value}` : value;
 }
 
-/** CSV: header row, CRLF line ends (RFC 4180), UTF-8, quotes and newlines quoted; int64 exact. */
+/** CSV: header row, CRLF line ends (RFC 4180), UTF-8, quotes and line breaks quoted; int64 exact. */
 export function csvTransform(columns: string[], opts: { raw: boolean }): Transform {
   return stringify({
     header: true,
     columns,
     record_delimiter: 'windows',
+    // With a CRLF record delimiter, csv-stringify quotes only cells holding CRLF: a bare LF or CR went
+    // out unquoted and split the row in Python, Excel and every other RFC 4180 reader. Any CR or LF
+    // is quoted (the pattern is matched against the cell as written, after neutralise).
+    quoted_match: /[\r\n]/,
     cast: {
       bigint: (v) => v.toString(),
       string: opts.raw ? (v) => v : neutralise,

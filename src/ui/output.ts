@@ -1,8 +1,11 @@
 /**
  * How campaign-sync talks: data on stdout, people on stderr (STYLE.md rule 7).
  * `--json` prints one document on stdout and nothing else; `--quiet` prints only errors.
+ * Every text passes through the escapes of escape.ts here, so no caller can forward a service's ESC
+ * sequence to the terminal; only paint()'s own colour codes are written raw.
  */
 import { readEnv } from '../config/env.js';
+import { safeJson, showLines, showText } from './escape.js';
 
 export interface OutputFlags {
   json?: boolean;
@@ -35,32 +38,32 @@ export class Output {
 
   /** Human output on stdout (tables, summaries); silent with --json or --quiet. */
   print(text: string): void {
-    if (!this.json && !this.quiet) this.streams.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+    if (!this.json && !this.quiet) this.streams.stdout.write(showLines(text.endsWith('\n') ? text : `${text}\n`));
   }
 
   /** The one JSON document of --json. */
   document(value: unknown): void {
-    if (this.json) this.streams.stdout.write(`${JSON.stringify(value, bigintReplacer, 2)}\n`);
+    if (this.json) this.streams.stdout.write(`${safeJson(JSON.stringify(value, bigintReplacer, 2))}\n`);
   }
 
   /** One compact JSON line on stdout (watch --json: one per pass). */
   jsonLine(value: unknown): void {
-    if (this.json) this.streams.stdout.write(`${JSON.stringify(value, bigintReplacer)}\n`);
+    if (this.json) this.streams.stdout.write(`${safeJson(JSON.stringify(value, bigintReplacer))}\n`);
   }
 
-  /** A line for people on stderr (progress, hints); silent with --json or --quiet. */
+  /** A line for people on stderr (progress, hints); silent with --json or --quiet. One line: a line feed is escaped too. */
   info(text: string): void {
-    if (!this.json && !this.quiet) this.streams.stderr.write(`${text}\n`);
+    if (!this.json && !this.quiet) this.streams.stderr.write(`${showText(text)}\n`);
   }
 
   /** A warning on stderr; silent only with --quiet. */
   warn(text: string): void {
-    if (!this.quiet) this.streams.stderr.write(`${this.paint('warning:', 33)} ${text}\n`);
+    if (!this.quiet) this.streams.stderr.write(`${this.paint('warning:', 33)} ${showText(text)}\n`);
   }
 
   /** An error line on stderr: always printed. */
   error(text: string): void {
-    this.streams.stderr.write(`${this.paint('error:', 31)} ${text}\n`);
+    this.streams.stderr.write(`${this.paint('error:', 31)} ${showText(text)}\n`);
   }
 
   paint(text: string, code: number): string {

@@ -1,5 +1,6 @@
 /** How a pass is shown: a table for people, a document for --json, a one-liner for watch logs. */
 import type { PassResult, StreamResult } from '../sync/pass.js';
+import { showText } from './escape.js';
 import { formatCount, formatMs, plural, renderTable } from './table.js';
 
 function typeOf(s: StreamResult): string {
@@ -62,8 +63,9 @@ export function passTable(result: PassResult): string {
         ]),
     passLine(result),
   ];
-  for (const s of result.streams) if (s.error) lines.push(`  failed: ${s.campaignName} (${typeOf(s)}): ${s.error}`);
-  for (const s of result.skipped) lines.push(`  skipped: ${s.name} (${s.id}): type ${s.type} is not supported`);
+  // Names, ids, types and errors come from the service: escaped, but not cut (the whole error helps).
+  for (const s of result.streams) if (s.error) lines.push(`  failed: ${showText(`${s.campaignName} (${typeOf(s)}): ${s.error}`)}`);
+  for (const s of result.skipped) lines.push(`  skipped: ${showText(`${s.name} (${s.id}): type ${s.type}`)} is not supported`);
   return lines.join('\n');
 }
 

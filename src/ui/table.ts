@@ -1,14 +1,23 @@
 import Table from 'cli-table3';
+import { CELL_MAX, cell } from './escape.js';
 
-/** A plain table for people (no colours in the borders, so logs and pipes stay clean). */
-export function renderTable(head: string[], rows: Array<Array<string | number>>, align: Array<'left' | 'right'> = []): string {
+/**
+ * A plain table for people (no colours in the borders, so logs and pipes stay clean). Every cell is
+ * escaped and cut (escape.ts): cells often hold what the service sent. `max` widens a column's cut.
+ */
+export function renderTable(
+  head: string[],
+  rows: Array<Array<string | number>>,
+  align: Array<'left' | 'right'> = [],
+  max: Array<number | undefined> = [],
+): string {
   const table = new Table({
     head,
     style: { head: [], border: [] },
     colAligns: align,
     chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
   });
-  for (const row of rows) table.push(row.map(String));
+  for (const row of rows) table.push(row.map((v, i) => cell(String(v), max[i] ?? CELL_MAX)));
   return table.toString();
 }
 

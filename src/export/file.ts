@@ -1,0 +1,126 @@
+/**
+ * The file of `export -o`. It is written under a private temporary name beside the target and renamed
+ * over it when complete, so nobody reads half an export, and nobody can aim the write elsewhere: the
+ * name is unpredictable, created exclusively (an existing file or link there is an error, never
+ * followed) and 0600 from the first byte. A partial left by a killed export is removed by the next
+ * export to the same file.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  createWriteStream,
+  fchmodSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  type WriteStream,
+} from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+
+const TAG = '.campaign-sync-';
+const SUFFIX = '.partial';
+/** A partial untouched this long belongs to no running export (a running one writes all the time). */
+export const STALE_AFTER_MS = 60 * 60_000;
+
+/** `<dir>/.<name>.campaign-sync-<pid>-<16 random hex>.partial`: same folder, so the rename is atomic. */
+export function partialPath(target: string): string {
+  return join(dirname(target), `.${basename(target)}${TAG}${process.pid}-${randomBytes(8).toString('hex')}${SUFFIX}`);
+}
+
+/** Creates `path` for writing, 0600 whatever the umask; anything already there (a link too, dangling or not) is EEXIST. */
+export function createPrivateFile(path: string): number {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+  try {
+    fchmodSync(fd, 0o600);
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+  return fd;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes the stale partials of exports to `target`: regular files this user owns, named by
+ * partialPath for this very target, whose process is gone or which nobody touched for an hour (a pid
+ * can be reused). Links and other people's files are left alone. Returns the paths removed.
+ */
+export function cleanStalePartials(target: string, now = Date.now()): string[] {
+  const dir = dirname(target);
+  const prefix = `.${basename(target)}${TAG}`;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return []; // creating the partial reports a missing or unreadable folder
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    if (!name.startsWith(prefix) || !name.endsWith(SUFFIX)) continue;
+    const id = /^(\d+)-[0-9a-f]{16}$/.exec(name.slice(prefix.length, -SUFFIX.length));
+    if (!id) continue;
+    const path = join(dir, name);
+    try {
+      const st = lstatSync(path);
+      if (!st.isFile() || (process.getuid !== undefined && st.uid !== process.getuid())) continue;
+      if (alive(Number(id[1])) && now - st.mtimeMs < STALE_AFTER_MS) continue;
+      unlinkSync(path);
+      removed.push(path);
+    } catch {
+      // Removed meanwhile, or not ours to remove: either way nothing to do.
+    }
+  }
+  return removed;
+}
+
+/** An export's file in the making: write to `stream`, then commit() or discard(). */
+export class PartialFile {
+  readonly path: string;
+  readonly stream: WriteStream;
+  private readonly fd: number;
+  private open = true;
+
+  constructor(readonly target: string) {
+    this.path = partialPath(target);
+    this.fd = createPrivateFile(this.path);
+    // autoClose off: commit() fsyncs the descriptor after the stream has finished.
+    this.stream = createWriteStream(this.path, { fd: this.fd, autoClose: false });
+  }
+
+  /** Once the stream has finished: to disk, then in place of the target in one step (a link there is replaced, not followed). */
+  commit(): void {
+    fsyncSync(this.fd);
+    this.close();
+    renameSync(this.path, this.target);
+  }
+
+  /** Closes and removes the partial; never throws. */
+  discard(): void {
+    try {
+      this.close();
+      rmSync(this.path, { force: true });
+    } catch {
+      // The export's own error is the one to report; a partial left here is cleaned by the next export.
+    }
+  }
+
+  private close(): void {
+    if (!this.open) return;
+    this.open = false;
+    closeSync(this.fd);
+  }
+}
