@@ -5,11 +5,27 @@
  */
 import { CommanderError } from 'commander';
 import { buildProgram, type RunResult } from './cli.js';
-import { CampaignSyncError, ExitCode, isAbort } from './errors.js';
+import { CampaignSyncError, ExitCode, isAbort, isStorageFailure, type StorageError, storageError } from './errors.js';
 import { showLines, showText } from './ui/escape.js';
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** Errno codes that only storage gives, for fs errors that carry no path (a write to an open file). */
+const STORAGE_ONLY = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EIO', 'EFBIG']);
+
+/**
+ * A raw fs or SQLite error that no caller wrapped is still a local storage failure (exit 74), never
+ * an "internal error": named by the file it was about when the error carries one. An errno error
+ * with no path and no storage-only code (EACCES from listen, ECONNRESET) is not storage: left alone.
+ */
+export function uncaughtStorageError(err: unknown): StorageError | undefined {
+  if (err instanceof CampaignSyncError || !isStorageFailure(err)) return undefined;
+  const { code, syscall, path } = err as { code: string; syscall?: unknown; path?: unknown };
+  if (typeof path === 'string') return storageError(err, `cannot ${typeof syscall === 'string' ? syscall : 'use'} ${path}`) as StorageError;
+  if (code.startsWith('SQLITE_') || STORAGE_ONLY.has(code)) return storageError(err, 'local storage failed') as StorageError;
+  return undefined;
 }
 
 /** Runs the CLI and returns the exit code (tests call this; the launcher exits with it). */
@@ -25,10 +41,11 @@ export async function run(argv: string[], signal: AbortSignal): Promise<number> 
       return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
     }
     if (isAbort(err) && signal.aborted) return ExitCode.ok;
-    if (err instanceof CampaignSyncError) {
+    const failure = err instanceof CampaignSyncError ? err : uncaughtStorageError(err);
+    if (failure) {
       // One terminal-safe line: a message may quote what the service sent (ui/escape.ts).
-      process.stderr.write(`campaign-sync: ${showText(messageOf(err))}\n`);
-      return err.exitCode;
+      process.stderr.write(`campaign-sync: ${showText(messageOf(failure))}\n`);
+      return failure.exitCode;
     }
     process.stderr.write(`campaign-sync: internal error: ${showText(messageOf(err))}\n`);
     if (process.env.CAMPAIGN_SYNC_DEBUG) process.stderr.write(`${showLines((err as Error)?.stack ?? '')}\n`);

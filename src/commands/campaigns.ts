@@ -14,6 +14,7 @@ export interface CampaignsFlags extends ApiFlags, OutputFlags {
 export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
   const config = resolveApiConfig(flags);
+  for (const w of config.warnings ?? []) out.warn(w);
   const client = new ApiClient(config, { budget: new RequestBudget(config.rate), signal });
   let list: Awaited<ReturnType<ApiClient['listCampaigns']>>;
   try {

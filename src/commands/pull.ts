@@ -14,6 +14,7 @@ export async function pull(flags: SyncFlags, signal: AbortSignal): Promise<numbe
     onProgress: (p) =>
       progress.update(`${p.streamsDone}/${p.streams} streams, ${formatCount(p.records)} records, ${formatCount(p.requests)} requests`),
   });
+  for (const w of session.client.config.warnings ?? []) out.warn(w);
   try {
     const result = await session.pass();
     progress.stop();

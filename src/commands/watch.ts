@@ -30,6 +30,7 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
     warn: (t) => out.warn(t),
     onRetry: (err, delay) => out.info(`retrying in ${formatMs(delay)}: ${err.message}`),
   });
+  for (const w of session.client.config.warnings ?? []) out.warn(w);
   const stamp = () => new Date().toISOString();
   let lastCode: number = ExitCode.ok;
   try {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
@@ -22,6 +22,8 @@ export interface ApiConfig {
   rate: Rate;
   timeoutMs: number;
   maxRetries: number;
+  /** For the command to print once (Output.warn): e.g. a key file others can read. Never holds the key. */
+  warnings?: string[];
 }
 
 export const DEFAULT_DB = './campaign-sync.db';
@@ -65,10 +67,21 @@ export function resolveBaseUrl(text: string, allowInsecureHttp: boolean): URL {
   return url;
 }
 
-function readKeyFile(path: string): string {
+/**
+ * Reads the key alone from its file. A file that group or others may open is used, with a warning
+ * (as ssh does with a private key): the key itself is never part of it.
+ */
+function readKeyFile(path: string): { key: string; warnings: string[] } {
   let text: string;
+  let mode: number;
   try {
-    text = readFileSync(path, 'utf8');
+    const fd = openSync(path, 'r');
+    try {
+      mode = fstatSync(fd).mode;
+      text = readFileSync(fd, 'utf8');
+    } finally {
+      closeSync(fd);
+    }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new UsageError(`--api-key-file: cannot read ${path} (${code})`);
@@ -76,13 +89,17 @@ function readKeyFile(path: string): string {
   const key = text.trim();
   if (!key) throw new UsageError(`--api-key-file: ${path} is empty`);
   if (/\s/.test(key)) throw new UsageError(`--api-key-file: ${path} must hold the key alone on one line`);
-  return key;
+  const open = mode & 0o077;
+  if (open === 0) return { key, warnings: [] };
+  const octal = (mode & 0o777).toString(8).padStart(4, '0');
+  return { key, warnings: [`${path} is ${open & 0o044 ? 'readable' : 'open'} by others (mode ${octal}); chmod 600 it`] };
 }
 
 /** Flags beat environment; missing base URL or key is a usage error that says what to set. */
 export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = process.env): ApiConfig {
   const baseText = flags.baseUrl ?? readEnv('baseUrl', env);
-  const key = flags.apiKeyFile !== undefined ? readKeyFile(flags.apiKeyFile) : readEnv('apiKey', env)?.trim();
+  const fromFile = flags.apiKeyFile !== undefined ? readKeyFile(flags.apiKeyFile) : undefined;
+  const key = fromFile ? fromFile.key : readEnv('apiKey', env)?.trim();
   const missing = [
     baseText === undefined ? '--base-url or CAMPAIGN_SYNC_BASE_URL' : undefined,
     key === undefined ? '--api-key-file or CAMPAIGN_SYNC_API_KEY' : undefined,
@@ -96,6 +113,7 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
     rate: parseRate(flags.rateLimit ?? readEnv('rateLimit', env) ?? DEFAULT_RATE, '--rate-limit'),
     timeoutMs: parseDuration(flags.timeout ?? '30s', '--timeout'),
     maxRetries: parseIntIn(flags.maxRetries ?? '5', '--max-retries', 0, 100),
+    warnings: fromFile?.warnings ?? [],
   };
 }
 

@@ -1,25 +1,47 @@
 /**
  * Opening the SQLite mirror: owner-only file modes, WAL, and the schema (versioned, so later
- * releases can migrate).
+ * releases can migrate). A failure of the storage itself (missing folder, permission denied,
+ * read-only, disk full, a folder where the file should be) is a StorageError (exit 74) naming the
+ * path; a file that is not a campaign-sync database is a UsageError (exit 2): a wrong path.
  */
-import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, statSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { UsageError } from '../errors.js';
+import { CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../errors.js';
 import { migrate, SCHEMA_VERSION } from './schema.js';
 
 export type Db = Database.Database;
 
 /**
- * Creates (if needed) a file readable by the owner only, whatever the umask, and forces 0600 on an
- * existing one: the mirror holds candidates' e-mail addresses.
+ * Checks where a database goes before anything is created there or beside it (the lock file): the
+ * folder must exist and the path must not be a folder.
  */
-export function createPrivateFile(path: string): void {
+export function checkDbPath(path: string): void {
+  try {
+    if (statSync(path).isDirectory()) throw new StorageError(`${path} is a folder, not a database file`, { code: 'EISDIR' });
+    return;
+  } catch (err) {
+    if (errorCode(err) !== 'ENOENT') throw storageError(err, `cannot reach ${path}`);
+  }
+  const dir = dirname(path);
+  if (!existsSync(dir)) throw new StorageError(`cannot create ${path}: the folder ${dir} does not exist`, { code: 'ENOENT' });
+}
+
+/**
+ * Creates (if needed) a file readable by the owner only, whatever the umask, and forces 0600 on an
+ * existing one: the mirror holds candidates' e-mail addresses. `what` names it in errors.
+ */
+export function createPrivateFile(path: string, what = path): void {
+  const existed = existsSync(path);
   try {
     closeSync(openSync(path, 'a', 0o600));
+  } catch (err) {
+    throw storageError(err, existed ? `cannot open ${what} for writing` : `cannot create ${what}`);
+  }
+  try {
     chmodSync(path, 0o600);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new UsageError(`cannot create ${path} (${code})`);
+    throw storageError(err, `cannot make ${what} private (chmod 600)`);
   }
 }
 
@@ -34,12 +56,19 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   if (opts.mustExist && !existsSync(path)) {
     throw new UsageError(`no database at ${path} (run \`campaign-sync pull\` first, or pass --db)`);
   }
-  if (!opts.readonly) createPrivateFile(path);
+  checkDbPath(path);
+  if (opts.readonly) {
+    try {
+      accessSync(path, constants.R_OK);
+    } catch (err) {
+      throw storageError(err, `cannot read ${path}`);
+    }
+  } else createPrivateFile(path);
   let db: Db;
   try {
     db = new Database(path, { readonly: opts.readonly === true, fileMustExist: opts.mustExist === true });
   } catch (err) {
-    throw new UsageError(`cannot open ${path}: ${(err as Error).message}`);
+    throw openFailure(err, path, opts);
   }
   try {
     db.pragma('busy_timeout = 10000');
@@ -56,10 +85,51 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     db.pragma('foreign_keys = OFF');
     migrate(db, path);
     for (const suffix of ['-wal', '-shm']) if (existsSync(path + suffix)) chmodSync(path + suffix, 0o600);
+    keepWalFiles(db, path);
     return db;
   } catch (err) {
     db.close();
-    if (err instanceof UsageError) throw err;
-    throw new UsageError(`${path} is not a campaign-sync database: ${(err as Error).message}`);
+    throw openFailure(err, path, opts);
   }
+}
+
+/** The one-line error for a failed open: ours as they are, storage failures as 74, anything else as not ours (2). */
+function openFailure(err: unknown, path: string, opts: OpenOptions): unknown {
+  if (err instanceof CampaignSyncError) return err;
+  const code = errorCode(err) ?? '';
+  const notOurs = code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT');
+  // A WAL database is read through its -wal and -shm files; SQLite creates them when they are
+  // missing, which read-only storage (or a folder we may not write to) does not allow.
+  const missing = ['-wal', '-shm'].filter((suffix) => !existsSync(path + suffix)).map((suffix) => basename(path) + suffix);
+  if (!notOurs && opts.readonly && code.startsWith('SQLITE_CANTOPEN') && missing.length > 0) {
+    return new StorageError(
+      `cannot read ${path} on read-only storage: its ${missing.join(' and ')} ${missing.length > 1 ? 'files are' : 'file is'} missing ` +
+        'and cannot be created there; copy the database to writable storage, or run `campaign-sync status` on it once where it is writable',
+      { code, cause: err },
+    );
+  }
+  if (!notOurs && isStorageFailure(err)) return storageError(err, opts.readonly ? `cannot read ${path}` : `cannot open ${path}`);
+  return new UsageError(`${path} is not a campaign-sync database: ${(err as Error).message}`);
+}
+
+/**
+ * SQLite deletes `-wal` and `-shm` when the last connection closes, and cannot read a WAL database
+ * without them where it may not create them (a read-only mount, a snapshot, a folder only readable
+ * to us). So a writer puts them back empty, as SQLite itself creates them, once it has closed:
+ * the mirror stays readable by `status` and `export` wherever it is copied with them.
+ */
+function keepWalFiles(db: Db, path: string): void {
+  const close = db.close.bind(db);
+  db.close = () => {
+    close();
+    for (const suffix of ['-wal', '-shm']) {
+      try {
+        // Never truncates: if another connection has opened the database since, its files stay as they are.
+        closeSync(openSync(path + suffix, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o600));
+      } catch {
+        // Best effort: only reading from read-only storage needs them, and that is reported when it happens.
+      }
+    }
+    return db;
+  };
 }

@@ -6,9 +6,10 @@
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { LockedError } from '../errors.js';
-import { createPrivateFile } from './db.js';
+import { errorCode, LockedError, StorageError, storageError } from '../errors.js';
+import { checkDbPath, createPrivateFile } from './db.js';
 
 interface Holder {
   pid: number;
@@ -22,22 +23,30 @@ export class RunLock {
     private readonly infoPath: string,
   ) {}
 
-  /** Takes the lock of `dbPath` or throws LockedError (exit 75) at once. */
+  /** Takes the lock of `dbPath` or throws LockedError (exit 75) at once; StorageError (74) when the lock file cannot be used. */
   static acquire(dbPath: string): RunLock {
+    // A missing folder or a folder given as the database is named as such, not as a lock file problem.
+    checkDbPath(dbPath);
     const lockPath = `${dbPath}.lock`;
     const infoPath = `${lockPath}.info`;
-    createPrivateFile(lockPath);
-    const db = new Database(lockPath);
+    createPrivateFile(lockPath, `the lock file ${lockPath}`);
+    let db: Database.Database | undefined;
     try {
+      db = new Database(lockPath);
       db.pragma('busy_timeout = 0');
       db.exec('BEGIN IMMEDIATE');
     } catch (err) {
-      db.close();
-      if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err;
-      throw new LockedError(`another campaign-sync is syncing ${dbPath} (${describeHolder(infoPath)}); nothing was done`);
+      db?.close();
+      throw lockFailure(err, dbPath, lockPath, infoPath);
     }
     const holder: Holder = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
-    writeFileSync(infoPath, `${JSON.stringify(holder)}\n`, { mode: 0o600 });
+    try {
+      writeFileSync(infoPath, `${JSON.stringify(holder)}\n`, { mode: 0o600 });
+    } catch (err) {
+      db.exec('ROLLBACK');
+      db.close();
+      throw storageError(err, `cannot write ${infoPath}`);
+    }
     return new RunLock(db, infoPath);
   }
 
@@ -47,6 +56,26 @@ export class RunLock {
     this.db.exec('ROLLBACK');
     this.db.close();
   }
+}
+
+function lockFailure(err: unknown, dbPath: string, lockPath: string, infoPath: string): unknown {
+  const code = errorCode(err) ?? '';
+  if (code === 'SQLITE_BUSY') {
+    return new LockedError(`another campaign-sync is syncing ${dbPath} (${describeHolder(infoPath)}); nothing was done`);
+  }
+  // Something else wrote there: it is never our data, and no lock is held on it while it is garbage.
+  if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
+    const words = `${lockPath} is not a campaign-sync lock file (${(err as Error).message})`;
+    return new StorageError(`${words}; remove it if no campaign-sync is running`, { code, cause: err });
+  }
+  // SQLite needs to create a journal beside the lock file to take the lock.
+  if (code === 'SQLITE_READONLY_DIRECTORY') {
+    return new StorageError(
+      `cannot lock ${dbPath}: the folder ${dirname(lockPath)} is not writable (${code}); nothing committed was lost: fix the storage and run again`,
+      { code, cause: err },
+    );
+  }
+  return storageError(err, `cannot lock ${dbPath} with ${lockPath}`);
 }
 
 function describeHolder(infoPath: string): string {

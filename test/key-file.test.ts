@@ -1,0 +1,52 @@
+/** Issue 10, item 11: a key file that group or others can read is used, with one warning (as ssh does). */
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { resolveApiConfig } from '../src/config/config.js';
+import { cli, sim, tempDir } from './helpers/index.js';
+
+const SECRET = 'sk-key-file-secret-0123456789';
+
+function keyFile(mode: number, key = SECRET): string {
+  const p = join(tempDir(), 'key');
+  writeFileSync(p, `${key}\n`);
+  chmodSync(p, mode); // after writing: the umask must not decide the mode under test
+  return p;
+}
+
+describe('a key file others can read', () => {
+  it('is used, and resolveApiConfig returns one warning that names the path and mode, never the key', () => {
+    for (const [mode, word] of [
+      [0o644, 'readable'],
+      [0o640, 'readable'],
+      [0o604, 'readable'],
+      [0o620, 'open'],
+    ] as const) {
+      const path = keyFile(mode);
+      const config = resolveApiConfig({ baseUrl: 'https://a.example', apiKeyFile: path }, {});
+      expect(config.apiKey).toBe(SECRET);
+      expect(config.warnings).toEqual([`${path} is ${word} by others (mode 0${mode.toString(8)}); chmod 600 it`]);
+    }
+    for (const mode of [0o600, 0o400])
+      expect(resolveApiConfig({ baseUrl: 'https://a.example', apiKeyFile: keyFile(mode) }, {}).warnings).toEqual([]);
+    expect(resolveApiConfig({ baseUrl: 'https://a.example' }, { CAMPAIGN_SYNC_API_KEY: SECRET }).warnings).toEqual([]);
+  });
+
+  it('pull, watch and campaigns print the warning once on stderr, and work', async () => {
+    const s = await sim({ campaigns: 1, records: 5 });
+    const open = keyFile(0o644, s.apiKey);
+    const db = join(tempDir(), 'm.db');
+    for (const args of [['pull'], ['watch', '--max-cycles', '1'], ['campaigns'], ['pull', '--json']]) {
+      const r = await cli([...args, '--db', db, '--base-url', s.url, '--api-key-file', open]);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+      expect(r.stderr.match(/warning:/g), args.join(' ')).toHaveLength(1);
+      expect(r.stderr).toContain(`warning: ${open} is readable by others (mode 0644); chmod 600 it\n`);
+      expect(r.stdout + r.stderr).not.toContain(s.apiKey);
+    }
+    const quiet = await cli(['pull', '--db', db, '--base-url', s.url, '--api-key-file', open, '--quiet']);
+    expect(quiet.stdout + quiet.stderr).toBe('');
+    const private_ = await cli(['pull', '--db', db, '--base-url', s.url, '--api-key-file', keyFile(0o600, s.apiKey)]);
+    expect(private_.code).toBe(0);
+    expect(private_.stderr).toBe('');
+  });
+});
