@@ -12,6 +12,7 @@ export interface ApiFlags {
   rateLimit?: string;
   timeout?: string;
   maxRetries?: string;
+  maxRetryWait?: string;
   allowInsecureHttp?: boolean;
 }
 
@@ -22,10 +23,14 @@ export interface ApiConfig {
   rate: Rate;
   timeoutMs: number;
   maxRetries: number;
+  /** Longest Retry-After honoured (--max-retry-wait); a longer one fails the request at once. Unset: the default. */
+  maxRetryWaitMs?: number | undefined;
 }
 
 export const DEFAULT_DB = './campaign-sync.db';
 export const DEFAULT_RATE = '100/1m';
+/** --max-retry-wait: 2 minutes. A server asking for longer is not coming back within this run. */
+export const DEFAULT_MAX_RETRY_WAIT_MS = 120_000;
 
 const baseUrlSchema = z
   .string()
@@ -96,6 +101,7 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
     rate: parseRate(flags.rateLimit ?? readEnv('rateLimit', env) ?? DEFAULT_RATE, '--rate-limit'),
     timeoutMs: parseDuration(flags.timeout ?? '30s', '--timeout'),
     maxRetries: parseIntIn(flags.maxRetries ?? '5', '--max-retries', 0, 100),
+    maxRetryWaitMs: flags.maxRetryWait === undefined ? DEFAULT_MAX_RETRY_WAIT_MS : parseDuration(flags.maxRetryWait, '--max-retry-wait'),
   };
 }
 
