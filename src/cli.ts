@@ -32,6 +32,7 @@ function apiOptions(cmd: Command): Command {
     .option('--rate-limit <rate>', 'request budget, N or N/DURATION (env CAMPAIGN_SYNC_RATE_LIMIT)', undefined)
     .option('--timeout <duration>', 'bound on each whole request', '30s')
     .option('--max-retries <n>', 'retries per request (429, 5xx, timeouts, resets)', '5')
+    .option('--max-retry-wait <duration>', 'longest Retry-After to wait; a longer one fails the stream at once (default 2m)')
     .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host');
 }
 

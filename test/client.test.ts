@@ -229,6 +229,34 @@ describe('client: HTTP failures', () => {
     expect((at[1] as number) - (at[0] as number)).toBeGreaterThanOrEqual(61_000);
   });
 
+  it('a Retry-After longer than --max-retry-wait fails the stream on the first response, naming it', async () => {
+    const clock = fakeClock();
+    const { agent, calls } = service(() => ({
+      status: 429,
+      body: { error: { message: 'Too many requests', status_code: 429, request_id: 'r' } },
+      headers: { 'retry-after': '3000' },
+    }));
+    const result = await pass(mockClient(agent, { maxRetryWaitMs: 120_000 }, {}, clock), testStore());
+    expect(clock.sleeps).toEqual([]);
+    expect(calls.filter((u) => u.pathname !== '/v1/campaigns')).toHaveLength(1);
+    expect(result.streams[0]?.requests).toBe(1);
+    expect(result.streams[0]?.error).toBe(
+      `GET /v1/campaigns/session/results (campaign ${CAMPAIGN}): 429 Too many requests [request_id r]; Retry-After 3000 s is longer than --max-retry-wait 2m: gave up`,
+    );
+    expect(result.exitCode).toBe(5);
+  });
+
+  it('a Retry-After within --max-retry-wait is honoured', async () => {
+    const clock = fakeClock();
+    let n = 0;
+    const { agent } = service(() =>
+      ++n === 1 ? { status: 503, headers: { 'retry-after': '90' } } : { body: { data: [sessionRecord(1)], has_more: false } },
+    );
+    const result = await pass(mockClient(agent, { maxRetryWaitMs: 120_000 }, {}, clock), testStore());
+    expect(result.exitCode).toBe(0);
+    expect(clock.sleeps).toContain(90_000);
+  });
+
   it('does not follow redirects (the key must not go to another host)', async () => {
     const { agent, calls } = mockService(() => ({ status: 302, headers: { location: 'https://evil.example/steal' } }));
     const err = await mockClient(agent)

@@ -8,7 +8,7 @@ import type { ApiConfig } from '../config/config.js';
 import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
 import { type Clock, type RequestBudget, realClock } from './budget.js';
 import { parseJson } from './json.js';
-import { parseRetryAfter, retryDelay } from './retry.js';
+import { parseRetryAfter, retryDecision } from './retry.js';
 import { type Campaign, formatIssues, identityCampaignList, identityPage, type Page, type ReportType } from './schemas.js';
 
 /** 64 MiB: a page of 100 DETAILED records is well under 1 MiB; more means something is wrong. */
@@ -110,8 +110,18 @@ export class ApiClient {
       } catch (err) {
         release();
         if (err instanceof AbortedError) throw err;
-        const delay = retryDelay(err, attempt, { maxRetries: this.config.maxRetries }, this.opts.random);
-        if (delay === undefined) throw err;
+        const decision = retryDecision(
+          err,
+          attempt,
+          { maxRetries: this.config.maxRetries, maxRetryAfterMs: this.config.maxRetryWaitMs },
+          this.opts.random,
+        );
+        if (!decision.retry) {
+          // Why we stopped belongs on the one line the user reads; the error keeps its class, status and code.
+          if (decision.reason && err instanceof Error) err.message = `${err.message}; ${decision.reason}`;
+          throw err;
+        }
+        const delay = decision.delayMs;
         // A 429 means the server counts differently than we do: hold every stream back.
         if (err instanceof ApiError && err.status === 429) this.opts.budget.pause(delay);
         this.opts.onRetry?.(err as Error, delay, attempt + 1);

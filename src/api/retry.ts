@@ -1,6 +1,8 @@
 /**
  * The retry policy, as one pure function of (error, attempt) -> delay or stop (STYLE.md rule 4).
  */
+import { DEFAULT_MAX_RETRY_WAIT_MS } from '../config/config.js';
+import { formatDuration } from '../config/duration.js';
 import { ApiError, AuthError, NetworkError } from '../errors.js';
 
 /**
@@ -9,34 +11,72 @@ import { ApiError, AuthError, NetworkError } from '../errors.js';
  */
 const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504, 507, 508, 509, 520, 521, 522, 523, 524]);
 
+/**
+ * Certificate and TLS failures (Node's and OpenSSL's codes): an expired, self-signed or mismatched
+ * certificate, or a port that does not speak TLS, is the same in 13 s, so they are never retried.
+ * A handshake that merely timed out (ERR_TLS_HANDSHAKE_TIMEOUT) is the network's and stays retryable.
+ */
+const TLS_FAILURE =
+  /^(CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|INVALID_CA$|HOSTNAME_MISMATCH$|ERR_TLS_CERT_|ERR_SSL_)/;
+
+/** The host name did not resolve. One more try covers a resolver hiccup; five only delay the message. */
+const DNS_FAILURE = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME']);
+
 export interface RetryOptions {
   maxRetries: number;
   /** First backoff step. */
   baseMs?: number;
   /** Longest backoff (Retry-After may ask for more, up to maxRetryAfterMs). */
   capMs?: number;
-  /** Longest Retry-After we honour; beyond it the server is not coming back soon. */
+  /** Longest Retry-After we honour (--max-retry-wait); beyond it the server is not coming back soon. */
   maxRetryAfterMs?: number;
 }
 
 /**
- * How long to wait before retrying `err` after `attempt` retries so far (0 for the first failure),
- * or undefined to give up. Backoff is exponential with "equal jitter" (half fixed, half random) so
- * concurrent streams do not retry in lockstep; a Retry-After from the server wins when present.
+ * Wait `delayMs` and try again, or stop; `reason`, when set, is what the user needs to read after the
+ * error itself (why waiting would not help, what to check).
  */
-export function retryDelay(err: unknown, attempt: number, opts: RetryOptions, random: () => number = Math.random): number | undefined {
-  if (attempt >= opts.maxRetries) return undefined;
-  if (err instanceof AuthError) return undefined;
+export type RetryDecision = { retry: true; delayMs: number } | { retry: false; reason?: string };
+
+/**
+ * What to do after `err` when `attempt` retries were made so far (0 for the first failure). Backoff is
+ * exponential with "equal jitter" (half fixed, half random) so concurrent streams do not retry in
+ * lockstep; a Retry-After from the server wins when present, unless it is longer than we may wait.
+ */
+export function retryDecision(err: unknown, attempt: number, opts: RetryOptions, random: () => number = Math.random): RetryDecision {
+  if (err instanceof AuthError) return { retry: false };
+  if (err instanceof NetworkError && TLS_FAILURE.test(err.code)) {
+    return {
+      retry: false,
+      reason:
+        "not retried: check the server's certificate (expiry, issuer, the host name in --base-url) and that the port speaks HTTPS; for a private CA, set NODE_EXTRA_CA_CERTS to the CA's certificate file",
+    };
+  }
   const retryable =
     err instanceof NetworkError || (err instanceof ApiError && err.status !== undefined && RETRYABLE_STATUS.has(err.status));
-  if (!retryable) return undefined;
-  const retryAfter = err instanceof ApiError ? err.retryAfterMs : undefined;
-  if (retryAfter !== undefined) {
-    if (retryAfter > (opts.maxRetryAfterMs ?? 3_600_000)) return undefined;
-    return retryAfter;
+  if (!retryable) return { retry: false };
+  if (err instanceof NetworkError && DNS_FAILURE.has(err.code) && attempt >= Math.min(1, opts.maxRetries)) {
+    return { retry: false, reason: `check the host name in --base-url and DNS${attempt > 0 ? ' (tried twice)' : ''}` };
   }
+  const retryAfter = err instanceof ApiError ? err.retryAfterMs : undefined;
+  const cap = opts.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_WAIT_MS;
+  // Checked before the retry count: waiting this long is refused on the first such answer, not the last.
+  if (retryAfter !== undefined && retryAfter > cap) {
+    return {
+      retry: false,
+      reason: `Retry-After ${Math.ceil(retryAfter / 1000)} s is longer than --max-retry-wait ${formatDuration(cap)}: gave up`,
+    };
+  }
+  if (attempt >= opts.maxRetries) return { retry: false };
+  if (retryAfter !== undefined) return { retry: true, delayMs: retryAfter };
   const step = Math.min(opts.capMs ?? 30_000, (opts.baseMs ?? 500) * 2 ** attempt);
-  return Math.round(step / 2 + (step / 2) * random());
+  return { retry: true, delayMs: Math.round(step / 2 + (step / 2) * random()) };
+}
+
+/** The delay of retryDecision, or undefined to give up. */
+export function retryDelay(err: unknown, attempt: number, opts: RetryOptions, random: () => number = Math.random): number | undefined {
+  const decision = retryDecision(err, attempt, opts, random);
+  return decision.retry ? decision.delayMs : undefined;
 }
 
 /** Parses Retry-After: delta-seconds or an HTTP date, as milliseconds from `now` (never negative). */

@@ -1,4 +1,5 @@
 import { type SyncFlags, SyncSession } from '../sync/session.js';
+import { failureLines } from '../ui/failures.js';
 import { Output } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
 import { passDocument, passTable } from '../ui/summary.js';
@@ -20,6 +21,8 @@ export async function pull(flags: SyncFlags, signal: AbortSignal): Promise<numbe
     progress.stop();
     out.document(passDocument(result));
     out.print(passTable(result));
+    // The table lists failures; without it (--quiet, --json) each failed stream still gets one line.
+    if (out.quiet || out.json) for (const line of failureLines(result)) out.error(line);
     return result.exitCode;
   } finally {
     progress.stop();

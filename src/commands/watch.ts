@@ -3,6 +3,7 @@ import { parseDuration, parseIntIn } from '../config/duration.js';
 import { AuthError, CampaignSyncError, ExitCode, isAbort, UsageError } from '../errors.js';
 import type { PassResult } from '../sync/pass.js';
 import { type SyncFlags, SyncSession } from '../sync/session.js';
+import { failureLines } from '../ui/failures.js';
 import { Output } from '../ui/output.js';
 import { passDocument, passLine } from '../ui/summary.js';
 import { formatMs } from '../ui/table.js';
@@ -42,7 +43,8 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
         lastCode = result.exitCode;
         if (out.json) out.jsonLine({ at: stamp(), started_at: new Date(startedAt).toISOString(), pass: cycle, ...passDocument(result) });
         else out.print(`${stamp()} pass ${cycle}: ${passLine(result)}`);
-        for (const s of result.streams) if (s.error) out.warn(`${s.campaignName}: ${s.error}`);
+        // An error, not a warning: --quiet must still report it (the pass line above is silent then).
+        for (const line of failureLines(result)) out.error(`${stamp()} pass ${cycle}: ${line}`);
       } catch (err) {
         if (err instanceof AuthError || err instanceof UsageError) throw err;
         if (isAbort(err) && signal.aborted) break;

@@ -12,6 +12,7 @@ export interface ApiFlags {
   rateLimit?: string;
   timeout?: string;
   maxRetries?: string;
+  maxRetryWait?: string;
   allowInsecureHttp?: boolean;
 }
 
@@ -24,10 +25,14 @@ export interface ApiConfig {
   maxRetries: number;
   /** For the command to print once (Output.warn): e.g. a key file others can read. Never holds the key. */
   warnings?: string[];
+  /** Longest Retry-After honoured (--max-retry-wait); a longer one fails the request at once. Unset: the default. */
+  maxRetryWaitMs?: number | undefined;
 }
 
 export const DEFAULT_DB = './campaign-sync.db';
 export const DEFAULT_RATE = '100/1m';
+/** --max-retry-wait: 2 minutes. A server asking for longer is not coming back within this run. */
+export const DEFAULT_MAX_RETRY_WAIT_MS = 120_000;
 
 const baseUrlSchema = z
   .string()
@@ -114,6 +119,7 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
     timeoutMs: parseDuration(flags.timeout ?? '30s', '--timeout'),
     maxRetries: parseIntIn(flags.maxRetries ?? '5', '--max-retries', 0, 100),
     warnings: fromFile?.warnings ?? [],
+    maxRetryWaitMs: flags.maxRetryWait === undefined ? DEFAULT_MAX_RETRY_WAIT_MS : parseDuration(flags.maxRetryWait, '--max-retry-wait'),
   };
 }
 

@@ -1,12 +1,12 @@
 import { UsageError } from '../errors.js';
 
-const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
-const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
 
-/** Parses `500ms`, `30s`, `2m`, `1.5h` into milliseconds. `what` names the setting in the error. */
+/** Parses `500ms`, `30s`, `2m`, `1.5h`, `1d` into milliseconds. `what` names the setting in the error. */
 export function parseDuration(text: string, what: string): number {
   const m = DURATION.exec(text.trim());
-  if (!m) throw new UsageError(`${what}: "${text}" is not a duration (examples: 500ms, 30s, 2m, 1h)`);
+  if (!m) throw new UsageError(`${what}: "${text}" is not a duration (examples: 500ms, 30s, 2m, 1h, 1d)`);
   const ms = Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
   if (!(ms > 0) || !Number.isFinite(ms)) throw new UsageError(`${what}: "${text}" must be more than zero`);
   return Math.round(ms);
@@ -34,6 +34,7 @@ export function formatRate(rate: Rate): string {
 }
 
 export function formatDuration(ms: number): string {
+  if (ms % 86_400_000 === 0) return `${ms / 86_400_000}d`;
   if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
   if (ms % 60_000 === 0) return `${ms / 60_000}m`;
   if (ms % 1000 === 0) return `${ms / 1000}s`;

@@ -9,7 +9,17 @@ export interface Progress {
 export async function startProgress(out: Output, text: string): Promise<Progress> {
   if (!out.interactive) return { update() {}, stop() {} };
   const { default: ora } = await import('ora');
-  const spinner = ora({ text, stream: process.stderr, color: out.color ? 'cyan' : undefined }).start();
+  const spinner = ora({
+    text,
+    stream: process.stderr,
+    color: out.color ? 'cyan' : undefined,
+    // Output.interactive has already decided (TTY, --json, --quiet, CI); ora's own test differs on CI=''.
+    isEnabled: true,
+    // ora would put stdin in raw mode to swallow keystrokes, and in raw mode the terminal no longer
+    // turns Ctrl-C into SIGINT (nor Ctrl-Z, Ctrl-\ into theirs): the pull ran on through every Ctrl-C.
+    // Left alone, the terminal delivers Ctrl-C as the very SIGINT that main.ts handles.
+    discardStdin: false,
+  }).start();
   return {
     update: (t) => {
       spinner.text = t;

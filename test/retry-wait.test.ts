@@ -1,0 +1,178 @@
+/**
+ * Waits and retries that tell the truth: a Retry-After longer than --max-retry-wait fails at once,
+ * certificate errors are never retried, an unknown host is retried once, and each says what to check.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { RequestBudget } from '../src/api/budget.js';
+import { ApiClient } from '../src/api/client.js';
+import { retryDecision } from '../src/api/retry.js';
+import { resolveApiConfig } from '../src/config/config.js';
+import { formatDuration, parseDuration } from '../src/config/duration.js';
+import { ApiError, NetworkError, UsageError } from '../src/errors.js';
+import { cli, sim, tempDir } from './helpers/index.js';
+
+const req = { method: 'GET', path: '/v1/campaigns/session/results', campaignId: 'c1' };
+const opts = { maxRetries: 5, baseMs: 100, capMs: 1000, maxRetryAfterMs: 120_000 };
+
+describe('durations in days', () => {
+  it('parses and formats d', () => {
+    expect(parseDuration('1d', '--max-retry-wait')).toBe(86_400_000);
+    expect(parseDuration('0.5d', '--max-retry-wait')).toBe(43_200_000);
+    expect(formatDuration(86_400_000)).toBe('1d');
+    expect(formatDuration(3_600_000)).toBe('1h');
+    expect(() => parseDuration('2 days', '--max-retry-wait')).toThrow(/--max-retry-wait: "2 days" is not a duration \(examples: .*1d\)/);
+  });
+
+  it('--max-retry-wait defaults to 2m and is validated, naming the flag', () => {
+    const base = { baseUrl: 'https://api.example.com' };
+    expect(resolveApiConfig(base, { CAMPAIGN_SYNC_API_KEY: 'k' }).maxRetryWaitMs).toBe(120_000);
+    expect(resolveApiConfig({ ...base, maxRetryWait: '1h' }, { CAMPAIGN_SYNC_API_KEY: 'k' }).maxRetryWaitMs).toBe(3_600_000);
+    expect(() => resolveApiConfig({ ...base, maxRetryWait: 'soon' }, { CAMPAIGN_SYNC_API_KEY: 'k' })).toThrow(UsageError);
+    expect(() => resolveApiConfig({ ...base, maxRetryWait: 'soon' }, { CAMPAIGN_SYNC_API_KEY: 'k' })).toThrow(/^--max-retry-wait: /);
+  });
+});
+
+describe('retry policy: what it stops on, and why', () => {
+  it('a Retry-After over the cap stops at once and names both', () => {
+    const err = new ApiError(req, '429 Too many requests', { status: 429, retryAfterMs: 3_000_000 });
+    expect(retryDecision(err, 0, opts)).toEqual({
+      retry: false,
+      reason: 'Retry-After 3000 s is longer than --max-retry-wait 2m: gave up',
+    });
+    // At the cap it is honoured, exactly.
+    const atCap = new ApiError(req, '503', { status: 503, retryAfterMs: 120_000 });
+    expect(retryDecision(atCap, 4, opts)).toEqual({ retry: true, delayMs: 120_000 });
+  });
+
+  it('certificate and TLS errors are never retried, and say what to check', () => {
+    for (const code of [
+      'CERT_HAS_EXPIRED',
+      'DEPTH_ZERO_SELF_SIGNED_CERT',
+      'SELF_SIGNED_CERT_IN_CHAIN',
+      'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+      'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+      'ERR_TLS_CERT_ALTNAME_INVALID',
+      'ERR_SSL_WRONG_VERSION_NUMBER',
+    ]) {
+      const d = retryDecision(new NetworkError(req, code, `${code}: x`), 0, opts);
+      expect(d.retry, code).toBe(false);
+      expect(!d.retry && d.reason, code).toMatch(/not retried.*certificate.*NODE_EXTRA_CA_CERTS/);
+    }
+    // A handshake that merely timed out is the network's trouble, not the certificate's.
+    expect(retryDecision(new NetworkError(req, 'ERR_TLS_HANDSHAKE_TIMEOUT', 'x'), 0, opts, () => 0).retry).toBe(true);
+  });
+
+  it('an unknown host is retried once, then stops naming the host name and DNS', () => {
+    for (const code of ['ENOTFOUND', 'EAI_AGAIN']) {
+      const err = new NetworkError(req, code, `${code}: getaddrinfo ${code} x.invalid`);
+      expect(retryDecision(err, 0, opts, () => 0)).toEqual({ retry: true, delayMs: 50 });
+      const second = retryDecision(err, 1, opts, () => 0);
+      expect(second.retry).toBe(false);
+      expect(!second.retry && second.reason).toMatch(/check the host name in --base-url and DNS/);
+    }
+  });
+
+  it('ordinary failures keep their backoff and stop without a reason when not retryable', () => {
+    expect(retryDecision(new NetworkError(req, 'ECONNRESET', 'reset'), 2, opts, () => 1)).toEqual({ retry: true, delayMs: 400 });
+    expect(retryDecision(new ApiError(req, '404', { status: 404 }), 0, opts)).toEqual({ retry: false });
+  });
+});
+
+/** A self-signed certificate made for this test run (openssl is part of the build image and CI). */
+function selfSigned(): { key: Buffer; cert: Buffer } {
+  const dir = tempDir();
+  const key = join(dir, 'key.pem');
+  const cert = join(dir, 'cert.pem');
+  execFileSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-days', '1', '-keyout', key, '-out', cert],
+    { stdio: 'ignore' },
+  );
+  return { key: readFileSync(key), cert: readFileSync(cert) };
+}
+
+function client(baseUrl: string, maxRetries = 5) {
+  const config = {
+    baseUrl: new URL(baseUrl),
+    apiKey: 'k',
+    rate: { count: 100, windowMs: 1000 },
+    timeoutMs: 5000,
+    maxRetries,
+    maxRetryWaitMs: 120_000,
+  };
+  return new ApiClient(config, { budget: new RequestBudget(config.rate), random: () => 0 });
+}
+
+describe('network failures that waiting does not fix', () => {
+  it('an untrusted certificate fails on the first connection, saying what to check', async () => {
+    const tls = selfSigned();
+    let connections = 0;
+    const server = createServer(tls, (_req, res) => res.end('{"data":[]}'));
+    server.on('connection', () => connections++);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const c = client(`https://localhost:${(server.address() as AddressInfo).port}`);
+    try {
+      const t0 = Date.now();
+      const err = await c.listCampaigns().catch((e) => e);
+      expect(Date.now() - t0).toBeLessThan(2000);
+      expect(err).toBeInstanceOf(NetworkError);
+      expect(err.code).toBe('DEPTH_ZERO_SELF_SIGNED_CERT');
+      expect(err.message).toMatch(/^GET \/v1\/campaigns: DEPTH_ZERO_SELF_SIGNED_CERT: self-signed certificate; not retried: /);
+      expect(err.message).toMatch(/NODE_EXTRA_CA_CERTS/);
+      expect(c.requests).toBe(1);
+      expect(connections).toBe(1);
+    } finally {
+      await c.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('an unknown host (.invalid never resolves) is tried twice at most, saying what to check', async () => {
+    const c = client('https://campaign-sync-test.invalid');
+    try {
+      const err = await c.listCampaigns().catch((e) => e);
+      expect(err).toBeInstanceOf(NetworkError);
+      expect(['ENOTFOUND', 'EAI_AGAIN']).toContain(err.code);
+      expect(err.message).toMatch(/check the host name in --base-url and DNS/);
+      expect(c.requests).toBe(2);
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+describe('cli: a long Retry-After does not hold the lock', () => {
+  const rateLimited = () => sim({ campaigns: 2, records: 5, rateLimit: { count: 1, windowMs: 3_000_000 } });
+
+  it('pull fails every stream at once naming the Retry-After (exit 5), with one request each', async () => {
+    const s = await rateLimited();
+    const t0 = Date.now();
+    const r = await cli(['pull', '--db', join(tempDir(), 'm.db'), '--quiet'], {
+      env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey },
+      timeoutMs: 20_000,
+    });
+    expect(r.code).toBe(5);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(s.stats.requests).toBe(3);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    for (const line of lines) {
+      expect(line).toMatch(
+        /^error: .+ \((session|role DETAILED)\): GET \/v1\/campaigns\/(session|role)\/results \(campaign [0-9a-f-]+\): 429 Too many requests .*; Retry-After 3000 s is longer than --max-retry-wait 2m: gave up$/,
+      );
+    }
+  });
+
+  it('--max-retry-wait is a checked flag (exit 2 naming it)', async () => {
+    const r = await cli(['pull', '--db', join(tempDir(), 'm.db'), '--max-retry-wait', 'forever'], {
+      env: { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' },
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--max-retry-wait: "forever" is not a duration/);
+  });
+});
