@@ -211,7 +211,7 @@ describe('a hostile service reaches no terminal', () => {
 
     const watch = await run('watch', ['watch', '--db', db, '--max-cycles', '1', '--interval', '1s']);
     expect(watch.code).toBe(4);
-    expect(watch.stderr).toContain('warning: role\\x9b31m\\u2028next: GET /v1/campaigns/role/results');
+    expect(watch.stderr).toMatch(/error: \S+ pass 1: role\\x9b31m\\u2028next \(role DETAILED\): GET \/v1\/campaigns\/role\/results/);
 
     const status = await run('status', ['status', '--db', db], {});
     expect(status.code).toBe(0);
