@@ -331,16 +331,15 @@ describe('pass: an error that is not a stream failure', () => {
     const failing = {
       ...sink,
       campaigns: sink.campaigns.bind(sink),
+      openStream: sink.openStream.bind(sink),
+      endStream: sink.endStream.bind(sink),
       flush: sink.flush.bind(sink),
       close: sink.close.bind(sink),
-      commitPage: (
-        id: Parameters<typeof sink.commitPage>[0],
-        records: Parameters<typeof sink.commitPage>[1],
-        cursor: bigint | undefined,
-      ) => {
+      failure: undefined,
+      commitPage: (...args: Parameters<typeof sink.commitPage>) => {
         writes++;
-        if (id.endpoint === 'role' && writes > 5) throw new Error('SQLITE_FULL: database or disk is full');
-        return sink.commitPage(id, records, cursor);
+        if (args[0].endpoint === 'role' && writes > 5) throw new Error('SQLITE_FULL: database or disk is full');
+        return sink.commitPage(...args);
       },
     };
     const client = mockClient(agent);

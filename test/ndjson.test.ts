@@ -1,4 +1,15 @@
-import { appendFileSync, readFileSync, statSync, truncateSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
@@ -131,5 +142,89 @@ describe('checkpoints belong to one destination', () => {
     const moved = await cli(['pull', '--db', db, '--json'], { env });
     expect(moved.code).toBe(0);
     expect(JSON.parse(moved.stdout).records).toBe(30);
+  });
+});
+
+describe('an NDJSON file is cut back only to what this database committed (issue 10, items 2 and 3)', () => {
+  const env = (s: RunningSimulator) => ({ CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey });
+
+  it('a second database pointed at a folder another one filled is refused (exit 2) and changes nothing', async () => {
+    const s = await sim({ campaigns: 2, records: 150 });
+    const dir = tempDir();
+    const out = join(dir, 'out');
+    const a = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'a.db')], { env: env(s) });
+    expect(a.code, a.stderr).toBe(0);
+    const before = ['campaigns', 'session_results', 'role_results'].map((f) => readFileSync(join(out, `${f}.ndjson`), 'utf8'));
+    expect(lines(join(out, 'role_results.ndjson')).length).toBe(150);
+    const b = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'b.db')], { env: env(s) });
+    expect(b.code).toBe(2);
+    expect(b.stderr).toMatch(/\.ndjson already holds \d+ bytes that this database did not write; nothing was written/);
+    expect(b.stderr).toContain('another --out');
+    expect(b.stderr.trim().split('\n')).toHaveLength(1);
+    expect(['campaigns', 'session_results', 'role_results'].map((f) => readFileSync(join(out, `${f}.ndjson`), 'utf8'))).toEqual(before);
+  });
+
+  it('a symlink in --out is refused (exit 2): the file it points to keeps its content and mode', async () => {
+    const s = await sim({ campaigns: 2, records: 20 });
+    const dir = tempDir();
+    const out = join(dir, 'out');
+    mkdirSync(out);
+    const victim = join(dir, 'notes.txt');
+    writeFileSync(victim, 'my own notes\n', { mode: 0o644 });
+    chmodSync(victim, 0o644);
+    symlinkSync(victim, join(out, 'role_results.ndjson'));
+    const run = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 's.db')], { env: env(s) });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/role_results\.ndjson is a symbolic link; campaign-sync does not follow links/);
+    expect(readFileSync(victim, 'utf8')).toBe('my own notes\n');
+    expect(statSync(victim).mode & 0o777).toBe(0o644);
+    // An empty file the database never wrote is taken; a dangling link is refused all the same.
+    rmSync(join(out, 'role_results.ndjson'));
+    symlinkSync(join(dir, 'nowhere'), join(out, 'role_results.ndjson'));
+    const dangling = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 's.db')], { env: env(s) });
+    expect(dangling.code).toBe(2);
+    expect(existsSync(join(dir, 'nowhere'))).toBe(false);
+  });
+
+  it('a file claimed before its first byte: a crash tail before the first commit is still cut', async () => {
+    const s = await sim({ campaigns: 2, records: 30 });
+    const dir = tempDir();
+    const out = join(dir, 'out');
+    const dbPath = join(dir, 'state.db');
+    const db = openDatabase(dbPath);
+    new NdjsonSink(db, new SyncState(db), out).close();
+    expect(db.prepare('SELECT committed_bytes FROM ndjson_files ORDER BY path').pluck().all()).toEqual([0, 0, 0]);
+    db.close();
+    // What a kill -9 between the first append and its commit leaves.
+    appendFileSync(join(out, 'session_results.ndjson'), '{"id":"half-written","sco');
+    const result = await pullNdjson(s, dbPath, out);
+    expect(result.exitCode).toBe(0);
+    const got = lines(join(out, 'session_results.ndjson'));
+    expect(got.length).toBe(30);
+    expect(got.join('\n')).not.toContain('half-written');
+  });
+
+  it('campaigns stored by `campaigns` or a SQLite pull still reach campaigns.ndjson, once', async () => {
+    const s = await sim({ campaigns: 6, records: 5 });
+    const dir = tempDir();
+    const dbPath = join(dir, 'state.db');
+    expect((await cli(['campaigns', '--db', dbPath], { env: env(s) })).code).toBe(0);
+    const out = join(dir, 'out');
+    expect((await cli(['pull', '--format', 'ndjson', '--out', out, '--db', dbPath], { env: env(s) })).code).toBe(0);
+    expect(
+      lines(join(out, 'campaigns.ndjson'))
+        .map((l) => JSON.parse(l).id)
+        .sort(),
+    ).toEqual(s.data.campaigns.map((c) => c.id).sort());
+    expect((await cli(['pull', '--format', 'ndjson', '--out', out, '--db', dbPath], { env: env(s) })).code).toBe(0);
+    expect(lines(join(out, 'campaigns.ndjson')).length).toBe(6);
+
+    // A SQLite pull, then a reset, then NDJSON into a new folder from the same database.
+    const db2 = join(dir, 'two.db');
+    expect((await cli(['pull', '--db', db2], { env: env(s) })).code).toBe(0);
+    expect((await cli(['reset', '--db', db2])).code).toBe(0);
+    const out2 = join(dir, 'out2');
+    expect((await cli(['pull', '--format', 'ndjson', '--out', out2, '--db', db2], { env: env(s) })).code).toBe(0);
+    expect(lines(join(out2, 'campaigns.ndjson')).length).toBe(6);
   });
 });

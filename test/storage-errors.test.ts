@@ -12,38 +12,10 @@ import { UsageError } from '../src/errors.js';
 import { uncaughtStorageError } from '../src/main.js';
 import { RunLock } from '../src/store/lock.js';
 import { BIN, type CliResult, cli, sim, tempDir } from './helpers/index.js';
+import { mountReadOnly, mountTmpfs } from './helpers/mounts.js';
 
 const ROOT = process.getuid?.() === 0;
 const NOBODY = 65534;
-
-/** Runs `mount`; without the right to mount, the test is skipped locally and fails under CI. */
-function tryMount(args: string[]): boolean {
-  try {
-    execFileSync('mount', args, { stdio: 'pipe' });
-    return true;
-  } catch (err) {
-    if (process.env.CI) throw new Error(`mount ${args.join(' ')} failed (CI must be able to mount): ${(err as Error).message}`);
-    return false;
-  }
-}
-
-/** Makes `dir` a read-only bind mount of itself; returns the undo, or undefined when mounting is not allowed. */
-function mountReadOnly(dir: string): (() => void) | undefined {
-  if (!tryMount(['--bind', dir, dir])) return undefined;
-  try {
-    execFileSync('mount', ['-o', 'remount,ro,bind', dir], { stdio: 'pipe' });
-  } catch (err) {
-    execFileSync('umount', [dir]);
-    throw err;
-  }
-  return () => execFileSync('umount', [dir]);
-}
-
-/** Mounts a tmpfs of `kb` KiB on `dir`; returns the undo, or undefined when mounting is not allowed. */
-function mountTmpfs(dir: string, kb: number): (() => void) | undefined {
-  if (!tryMount(['-t', 'tmpfs', '-o', `size=${kb}k,mode=0755`, 'tmpfs', dir])) return undefined;
-  return () => execFileSync('umount', [dir]);
-}
 
 /** Runs the built CLI as `nobody` when we are root (so that permission bits apply), else as ourselves. */
 function cliAsUser(args: string[], env: Record<string, string> = {}): Promise<CliResult> {

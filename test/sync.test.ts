@@ -284,20 +284,40 @@ describe('schema migrations', () => {
   it('upgrades a version-1 database in place', async () => {
     const dbPath = join(tempDir(), 'old.db');
     const fresh = openDatabase(dbPath);
-    expect(fresh.pragma('user_version', { simple: true })).toBe(2);
+    expect(fresh.pragma('user_version', { simple: true })).toBe(3);
     // Turn it back into what release 1 wrote.
     fresh.exec('DROP TABLE meta');
+    fresh.exec('DROP TABLE ndjson_campaigns');
     fresh.pragma('user_version = 1');
     fresh.prepare("INSERT INTO sync_state (stream, campaign_id, endpoint, cursor) VALUES ('c/session', 'c', 'session', 42)").run();
     fresh.close();
     const upgraded = openDatabase(dbPath);
-    expect(upgraded.pragma('user_version', { simple: true })).toBe(2);
+    expect(upgraded.pragma('user_version', { simple: true })).toBe(3);
     expect(upgraded.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").pluck().get()).toBe(1);
+    expect(upgraded.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'ndjson_campaigns'").pluck().get()).toBe(1);
     expect(upgraded.prepare('SELECT cursor FROM sync_state').pluck().get()).toBe(42);
     upgraded.close();
     const future = openDatabase(dbPath);
     future.pragma('user_version = 99');
     future.close();
     expect(() => openDatabase(dbPath)).toThrow(/newer campaign-sync \(schema 99/);
+  });
+
+  it('version 3 seeds what a v2 NDJSON database wrote to campaigns.ndjson from its campaigns table', () => {
+    const dbPath = join(tempDir(), 'v2.db');
+    const fresh = openDatabase(dbPath);
+    fresh.exec('DROP TABLE ndjson_campaigns');
+    fresh.pragma('user_version = 2');
+    fresh.prepare("INSERT INTO campaigns (id, name, raw) VALUES ('c1', 'one', '{\"id\":\"c1\"}'), ('c2', 'two', '{\"id\":\"c2\"}')").run();
+    fresh
+      .prepare("INSERT INTO ndjson_files (path, committed_bytes) VALUES ('/o/campaigns.ndjson', 24), ('/o/role_results.ndjson', 9)")
+      .run();
+    fresh.close();
+    const upgraded = openDatabase(dbPath);
+    expect(upgraded.prepare('SELECT path, campaign_id, raw FROM ndjson_campaigns ORDER BY campaign_id').all()).toEqual([
+      { path: '/o/campaigns.ndjson', campaign_id: 'c1', raw: '{"id":"c1"}' },
+      { path: '/o/campaigns.ndjson', campaign_id: 'c2', raw: '{"id":"c2"}' },
+    ]);
+    upgraded.close();
   });
 });

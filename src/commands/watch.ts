@@ -1,6 +1,6 @@
 import { sleep } from '../api/budget.js';
 import { parseDuration, parseIntIn } from '../config/duration.js';
-import { AuthError, CampaignSyncError, ExitCode, isAbort, UsageError } from '../errors.js';
+import { AuthError, CampaignSyncError, ExitCode, isAbort, StorageError, UsageError } from '../errors.js';
 import type { PassResult } from '../sync/pass.js';
 import { type SyncFlags, SyncSession } from '../sync/session.js';
 import { failureLines } from '../ui/failures.js';
@@ -46,7 +46,8 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
         // An error, not a warning: --quiet must still report it (the pass line above is silent then).
         for (const line of failureLines(result)) out.error(`${stamp()} pass ${cycle}: ${line}`);
       } catch (err) {
-        if (err instanceof AuthError || err instanceof UsageError) throw err;
+        // A failed local write stops the process (exit 74): retrying at the next interval could lose data.
+        if (err instanceof AuthError || err instanceof UsageError || err instanceof StorageError) throw err;
         if (isAbort(err) && signal.aborted) break;
         if (!(err instanceof CampaignSyncError)) throw err;
         // The service is down or failing: log it and try again at the next interval.

@@ -8,7 +8,14 @@
  * keys on every commit, which costs more than the data itself. Grouping keeps every promise of a
  * per-page commit: a page's records and its checkpoint are in one transaction, and a crash only
  * loses work that was never committed — it is read again, never duplicated.
+ *
+ * A failed write or commit is final for this process: the whole group is rolled back (its pages and
+ * their checkpoints together, so they stay in step) and every later write, commit or flush throws the
+ * same StorageError without touching the database. Otherwise a stream whose pages were rolled back
+ * with the group could go on from its in-memory cursor and commit a checkpoint past pages that were
+ * never stored (issue: a full disk lost records for good).
  */
+import { StorageError, storageError } from '../errors.js';
 import type { Db } from './db.js';
 
 export interface GroupLimits {
@@ -24,31 +31,47 @@ export class GroupCommit {
   private records = 0;
   private bytes = 0;
   private timer: NodeJS.Timeout | undefined;
-  /** A commit made by the timer that failed: reported by the next write or commit. */
-  private deferred: unknown;
+  /** Set by the first failed write or commit: thrown by everything after it. */
+  private broken: StorageError | undefined;
 
   constructor(
     private readonly db: Db,
     private readonly limits: GroupLimits = DEFAULT_GROUP,
   ) {}
 
-  /** Runs `fn` (one page's writes) atomically in the current group; commits the group when full. */
+  /** The failure that stopped this database's writes, if one did. */
+  get failure(): StorageError | undefined {
+    return this.broken;
+  }
+
+  /**
+   * Runs `fn` (one page's writes) atomically in the current group; commits the group when full.
+   * An error `fn` throws that is not a storage failure (a checkpoint conflict, bad data) rolls back
+   * only that page; a storage failure rolls back the group and stops every later write.
+   */
   write<T>(fn: () => T, records: number, bytes: number): T {
-    this.rethrow();
-    if (!this.open) {
-      this.db.exec('BEGIN IMMEDIATE');
-      this.open = true;
-      this.timer = setTimeout(() => {
-        try {
-          this.commit();
-        } catch (err) {
-          this.deferred = err;
-        }
-      }, this.limits.ms);
-      this.timer.unref();
+    this.check();
+    let out: T;
+    try {
+      if (!this.open) {
+        this.db.exec('BEGIN IMMEDIATE');
+        this.open = true;
+        this.timer = setTimeout(() => {
+          try {
+            this.commit();
+          } catch {
+            // Kept in `broken`: the next write, commit or flush reports it.
+          }
+        }, this.limits.ms);
+        this.timer.unref();
+      }
+      // Inside an open transaction better-sqlite3 runs this as a savepoint: all of it or none.
+      out = this.db.transaction(fn)();
+    } catch (err) {
+      const failure = storageError(err, `cannot write to ${this.db.name}`);
+      if (failure instanceof StorageError) this.fail(failure);
+      throw failure;
     }
-    // Inside an open transaction better-sqlite3 runs this as a savepoint: all of it or none.
-    const out = this.db.transaction(fn)();
     this.records += records;
     this.bytes += bytes;
     if (this.records >= this.limits.records || this.bytes >= this.limits.bytes) this.commit();
@@ -59,7 +82,7 @@ export class GroupCommit {
   commit(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.rethrow();
+    this.check();
     if (!this.open) return;
     this.open = false;
     this.records = 0;
@@ -67,17 +90,36 @@ export class GroupCommit {
     try {
       if (this.db.inTransaction) this.db.exec('COMMIT');
     } catch (err) {
-      // A failed COMMIT (a full disk…) may leave the transaction open: roll it back, so nothing
-      // half-done stays and the next group starts clean. What it held is read again next time.
-      if (this.db.inTransaction) this.db.exec('ROLLBACK');
-      throw err;
+      throw this.failWith(err, `cannot commit to ${this.db.name}`);
     }
   }
 
-  private rethrow(): void {
-    if (this.deferred === undefined) return;
-    const err = this.deferred;
-    this.deferred = undefined;
-    throw err;
+  /** Stops every later write for `err` (what failed: `what`) and returns the StorageError to throw. */
+  failWith(err: unknown, what: string): StorageError {
+    const wrapped = storageError(err, what);
+    const failure =
+      wrapped instanceof StorageError ? wrapped : new StorageError(`${what}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+    this.fail(failure);
+    return this.broken ?? failure;
+  }
+
+  /**
+   * Stops every later write: the open group is rolled back (what it held is read again next run,
+   * never half-kept), and the error is kept for whoever writes next.
+   */
+  fail(error: StorageError): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.broken ??= error;
+    this.open = false;
+    try {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+    } catch {
+      // SQLite may already have rolled back on its own (SQLITE_FULL does): nothing is left open.
+    }
+  }
+
+  private check(): void {
+    if (this.broken) throw this.broken;
   }
 }

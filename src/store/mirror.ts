@@ -85,7 +85,6 @@ function prepareStatements(db: Db) {
          ON CONFLICT (id) DO UPDATE SET name = excluded.name, display_name = excluded.display_name, type = excluded.type,
            created_at = excluded.created_at, raw = excluded.raw, seen_at = excluded.seen_at`,
     ),
-    campaignRaw: db.prepare('SELECT raw FROM campaigns WHERE id = ?').pluck(),
   };
 }
 
@@ -94,11 +93,6 @@ export class Mirror {
 
   constructor(readonly db: Db) {
     this.s = prepareStatements(db);
-  }
-
-  /** The JSON text of the campaigns that are new or differ from what is stored. */
-  changedCampaigns(campaigns: Row[]): string[] {
-    return campaigns.map((c) => toJson(c)).filter((raw, i) => this.s.campaignRaw.get(campaigns[i]?.id) !== raw);
   }
 
   /** Upserts campaigns (in the caller's transaction if there is one). */

@@ -105,8 +105,25 @@ CREATE TABLE meta (
 );
 `;
 
+/**
+ * Version 3: what each NDJSON destination was sent of the campaign list, tracked per file. Before, the
+ * shared `campaigns` table stood in for it, so a campaign stored by `campaign-sync campaigns` (or by a
+ * SQLite pull) never reached campaigns.ndjson. A v2 database's campaigns file was written from that
+ * table, so the table's rows are what it holds: they seed the new one.
+ */
+const V3 = `
+CREATE TABLE ndjson_campaigns (
+  path TEXT NOT NULL,
+  campaign_id TEXT NOT NULL,
+  raw TEXT NOT NULL,
+  PRIMARY KEY (path, campaign_id)
+);
+INSERT INTO ndjson_campaigns (path, campaign_id, raw)
+  SELECT f.path, c.id, c.raw FROM ndjson_files f, campaigns c WHERE f.path LIKE '%/campaigns.ndjson' AND f.committed_bytes > 0;
+`;
+
 /** MIGRATIONS[i] takes a database from version i to i + 1. */
-const MIGRATIONS: string[] = [V1, V2];
+const MIGRATIONS: string[] = [V1, V2, V3];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 export function migrate(db: Database.Database, path: string): void {

@@ -3,49 +3,88 @@
  * together in one savepoint of the current group transaction (store/group.ts): rows into the mirror
  * (sqlite), or "append + fsync the lines, then record the file's new length" (ndjson). A crash at any
  * instant loses nothing committed and duplicates nothing.
+ *
+ * Every write of a sync (pages, stream rows and outcomes, campaigns) goes through the group, so after
+ * one failed write or commit the process writes nothing more: each later call throws that failure.
  */
-import { closeSync, fchmodSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, writeSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { CampaignSyncError, ExitCode } from '../errors.js';
+import { toJson } from '../api/json.js';
+import { type StorageError, storageError } from '../errors.js';
 import type { CheckedRecord } from '../sync/records.js';
 import type { Db } from './db.js';
 import { GroupCommit, type GroupLimits } from './group.js';
 import { Mirror, type UpsertCounts } from './mirror.js';
-import type { StreamId, SyncState } from './state.js';
+import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from './ndjson-file.js';
+import { NdjsonOffsets } from './offsets.js';
+import type { CheckpointMove, StreamId, SyncState } from './state.js';
+
+export { NDJSON_FILES, NdjsonStateError };
 
 export interface Sink {
-  /** Writes a page's records and moves the checkpoint (unless `cursor` is undefined), atomically. */
-  commitPage(id: StreamId, records: CheckedRecord[], cursor: bigint | undefined): UpsertCounts;
-  /** Stores the campaign list (and, for NDJSON, appends new or changed campaigns). */
+  /** Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined), atomically. */
+  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): UpsertCounts;
+  /** Stores the campaign list (and, for NDJSON, appends the campaigns new or changed for this folder). */
   campaigns(list: Array<Record<string, unknown>>): void;
+  /** Makes sure the stream has its row in `sync_state`. */
+  openStream(id: StreamId): void;
+  /** Records how the stream's pass ended: a success time, or the error. */
+  endStream(id: StreamId, error: string | undefined, at: string): void;
   /** Commits what the current group holds (see store/group.ts). */
   flush(): void;
-  /** Flushes and releases files; the database stays open. */
+  /** Flushes and releases files; the database stays open. After a storage failure, only releases. */
   close(): void;
+  /** The storage failure that stopped this sink's writes, if one did. */
+  readonly failure: StorageError | undefined;
 }
 
-/** Records into the SQLite mirror. */
-export class SqliteSink implements Sink {
-  private readonly mirror: Mirror;
-  private readonly group: GroupCommit;
+/** What both sinks share: the group every write goes through, and the stream rows. */
+abstract class GroupedSink implements Sink {
+  protected readonly group: GroupCommit;
+  protected readonly mirror: Mirror;
 
   constructor(
     db: Db,
-    private readonly state: SyncState,
+    protected readonly state: SyncState,
     limits?: GroupLimits,
   ) {
-    this.mirror = new Mirror(db);
     this.group = new GroupCommit(db, limits);
+    this.mirror = new Mirror(db);
   }
 
-  commitPage(id: StreamId, records: CheckedRecord[], cursor: bigint | undefined): UpsertCounts {
+  abstract commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): UpsertCounts;
+  abstract campaigns(list: Array<Record<string, unknown>>): void;
+
+  get failure(): StorageError | undefined {
+    return this.group.failure;
+  }
+
+  openStream(id: StreamId): void {
+    this.group.write(() => this.state.ensure(id), 0, 0);
+  }
+
+  endStream(id: StreamId, error: string | undefined, at: string): void {
+    this.group.write(() => (error === undefined ? this.state.success(id, at) : this.state.failure(id, error, at)), 0, 0);
+  }
+
+  flush(): void {
+    this.group.commit();
+  }
+
+  close(): void {
+    // After a storage failure there is nothing left to commit, and the failure was already reported.
+    if (!this.failure) this.flush();
+  }
+}
+
+/** Records into the SQLite mirror. */
+export class SqliteSink extends GroupedSink {
+  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): UpsertCounts {
     return this.group.write(
       () => {
         const counts =
           id.endpoint === 'session'
             ? this.mirror.upsertSessionResults(records, id.campaignId)
             : this.mirror.upsertRoleResults(records, id.campaignId, id.reportType ?? 'DETAILED');
-        this.state.advance(id, cursor, counts.inserted);
+        this.state.advance(id, move, counts.inserted);
         return counts;
       },
       records.length,
@@ -54,15 +93,8 @@ export class SqliteSink implements Sink {
   }
 
   campaigns(list: Array<Record<string, unknown>>): void {
-    this.mirror.upsertCampaigns(list, new Date().toISOString());
-  }
-
-  flush(): void {
-    this.group.commit();
-  }
-
-  close(): void {
-    this.flush();
+    const seenAt = new Date().toISOString();
+    this.group.write(() => this.mirror.upsertCampaigns(list, seenAt), 0, 0);
   }
 }
 
@@ -72,99 +104,49 @@ function rawBytes(records: CheckedRecord[]): number {
   return n;
 }
 
-export const NDJSON_FILES = { campaigns: 'campaigns.ndjson', session: 'session_results.ndjson', role: 'role_results.ndjson' } as const;
-
-/** The NDJSON folder is out of step with the state in the database: nothing is written. */
-export class NdjsonStateError extends CampaignSyncError {
-  override readonly name = 'NdjsonStateError';
-  constructor(message: string) {
-    super(message, ExitCode.usage);
-  }
-}
-
-/** One append-only NDJSON file whose committed length lives in `ndjson_files`. */
-class NdjsonFile {
-  private readonly fd: number;
-  /** Bytes committed (in the database) so far. */
-  offset: number;
-
-  constructor(
-    readonly path: string,
-    committed: number,
-  ) {
-    const fd = openSync(path, 'a+', 0o600);
-    closeSync(fd);
-    this.fd = openSync(path, 'r+');
-    fchmodSync(this.fd, 0o600);
-    const size = fstatSync(this.fd).size;
-    if (size < committed) {
-      closeSync(this.fd);
-      throw new NdjsonStateError(
-        `${path} holds ${size} bytes but ${committed} were committed: it was changed outside campaign-sync; nothing was written (restore it, or start over with a new --out and --db)`,
-      );
-    }
-    // A tail past the committed offset is a crash's partial write: cut it before appending.
-    if (size > committed) ftruncateSync(this.fd, committed);
-    this.offset = committed;
-  }
-
-  /** Appends and fsyncs; returns the offset after the write (not yet committed). */
-  append(text: string): number {
-    const buf = Buffer.from(text, 'utf8');
-    let done = 0;
-    while (done < buf.length) done += writeSync(this.fd, buf, done, buf.length - done, this.offset + done);
-    fsyncSync(this.fd);
-    return this.offset + buf.length;
-  }
-
-  /** Undoes an append whose commit failed. */
-  rollback(): void {
-    ftruncateSync(this.fd, this.offset);
-  }
-
-  close(): void {
-    closeSync(this.fd);
-  }
+/** Test seam: replaces the write of an append (to inject a full disk). */
+export interface NdjsonSinkOptions {
+  limits?: GroupLimits;
+  write?: (fd: number, buffer: Buffer, offset: number, length: number, position: number) => number;
 }
 
 /** Records as NDJSON lines, exactly once; the state (checkpoints, offsets) lives in the database. */
-export class NdjsonSink implements Sink {
+export class NdjsonSink extends GroupedSink {
   private readonly files = new Map<keyof typeof NDJSON_FILES, NdjsonFile>();
-  private readonly mirror: Mirror;
-  private readonly group: GroupCommit;
-  private readonly setOffset;
+  private readonly offsets: NdjsonOffsets;
 
-  constructor(
-    db: Db,
-    private readonly state: SyncState,
-    dir: string,
-    limits?: GroupLimits,
-  ) {
-    this.mirror = new Mirror(db);
-    this.group = new GroupCommit(db, limits);
+  constructor(db: Db, state: SyncState, dir: string, options: NdjsonSinkOptions = {}) {
+    super(db, state, options.limits);
+    this.offsets = new NdjsonOffsets(db);
+    const folder = openOutputFolder(dir);
     try {
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-    } catch (err) {
-      throw new NdjsonStateError(`--out: cannot create ${dir} (${(err as NodeJS.ErrnoException).code})`);
-    }
-    const committed = db.prepare('SELECT committed_bytes FROM ndjson_files WHERE path = ?').pluck();
-    this.setOffset = db.prepare(
-      'INSERT INTO ndjson_files (path, committed_bytes) VALUES (?, ?) ON CONFLICT (path) DO UPDATE SET committed_bytes = excluded.committed_bytes',
-    );
-    try {
+      const unclaimed: string[] = [];
       for (const [kind, name] of Object.entries(NDJSON_FILES)) {
-        const path = resolve(join(dir, name));
-        this.files.set(kind as keyof typeof NDJSON_FILES, new NdjsonFile(path, Number(committed.get(path) ?? 0)));
+        const path = `${folder}/${name}`;
+        const committed = this.offsets.committed(path);
+        if (committed === undefined) unclaimed.push(path);
+        this.files.set(kind as keyof typeof NDJSON_FILES, new NdjsonFile(path, committed, options.write));
+      }
+      // A file this database is about to write is claimed (committed length 0) before its first
+      // byte: a crash before the first commit then leaves a tail this database can prove is its own.
+      if (unclaimed.length > 0) {
+        try {
+          db.transaction(() => {
+            for (const path of unclaimed) this.offsets.setCommitted(path, 0);
+          })();
+        } catch (err) {
+          throw storageError(err, `cannot write to ${db.name}`);
+        }
       }
     } catch (err) {
-      this.close();
+      this.release();
       throw err;
     }
   }
 
   /**
    * Appends and fsyncs the lines, then records the new length with `commit` in the group: the bytes
-   * are on disk before the offset that covers them can commit.
+   * are on disk before the offset that covers them can commit. A failed append stops the sink.
    */
   private write(kind: keyof typeof NDJSON_FILES, lines: string[], commit: () => void): void {
     const file = this.files.get(kind) as NdjsonFile;
@@ -172,45 +154,65 @@ export class NdjsonSink implements Sink {
       this.group.write(commit, 0, 0);
       return;
     }
+    if (this.failure) throw this.failure;
     const text = `${lines.join('\n')}\n`;
-    const end = file.append(text);
+    let end: number;
+    try {
+      end = file.append(text);
+    } catch (err) {
+      throw this.group.failWith(err, `cannot write ${file.path}`);
+    }
     try {
       this.group.write(
         () => {
           commit();
-          this.setOffset.run(file.path, end);
+          this.offsets.setCommitted(file.path, end);
         },
         lines.length,
         text.length,
       );
     } catch (err) {
+      // The page is not in the database: its bytes must not stay in the file either.
       file.rollback();
       throw err;
     }
     file.offset = end;
   }
 
-  commitPage(id: StreamId, records: CheckedRecord[], cursor: bigint | undefined): UpsertCounts {
+  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): UpsertCounts {
     this.write(
       id.endpoint,
       records.map((r) => r.raw),
-      () => this.state.advance(id, cursor, records.length),
+      () => this.state.advance(id, move, records.length),
     );
     return { inserted: records.length, updated: 0 };
   }
 
   campaigns(list: Array<Record<string, unknown>>): void {
-    // Campaigns are not paged: a line is appended when a campaign is new or has changed.
+    // Campaigns are not paged: a line is appended when a campaign is new to this file or has changed
+    // since the line this database last wrote there (not since the shared `campaigns` table changed).
+    const path = (this.files.get('campaigns') as NdjsonFile).path;
     const seenAt = new Date().toISOString();
-    this.write('campaigns', this.mirror.changedCampaigns(list), () => this.mirror.upsertCampaigns(list, seenAt));
+    const changed = list.map((c) => ({ id: String(c.id), raw: toJson(c) })).filter((c) => this.offsets.campaignLine(path, c.id) !== c.raw);
+    this.write(
+      'campaigns',
+      changed.map((c) => c.raw),
+      () => {
+        for (const c of changed) this.offsets.setCampaignLine(path, c.id, c.raw);
+        this.mirror.upsertCampaigns(list, seenAt);
+      },
+    );
   }
 
-  flush(): void {
-    this.group.commit();
+  override close(): void {
+    try {
+      super.close();
+    } finally {
+      this.release();
+    }
   }
 
-  close(): void {
-    this.flush();
+  private release(): void {
     for (const f of this.files.values()) f.close();
     this.files.clear();
   }

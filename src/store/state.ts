@@ -2,7 +2,7 @@
  * Checkpoints and stream health (`sync_state`). Cursors are int64: read with safe integers on so
  * values past 2^53 come back exact.
  */
-import { UsageError } from '../errors.js';
+import { StorageError, UsageError } from '../errors.js';
 import type { Db } from './db.js';
 
 export type Endpoint = 'session' | 'role';
@@ -17,6 +17,12 @@ export interface StreamId {
 export function streamId(campaignId: string, endpoint: Endpoint, reportType: string | null): StreamId {
   const key = endpoint === 'role' ? `${campaignId}/role/${reportType}` : `${campaignId}/session`;
   return { key, campaignId, endpoint, reportType: endpoint === 'role' ? reportType : null };
+}
+
+/** A checkpoint move: from the cursor the stream last committed to the page's last order_index. */
+export interface CheckpointMove {
+  from: bigint | undefined;
+  to: bigint;
 }
 
 export interface StreamRow {
@@ -37,7 +43,8 @@ function prepare(db: Db) {
       'INSERT INTO sync_state (stream, campaign_id, endpoint, report_type) VALUES (?, ?, ?, ?) ON CONFLICT (stream) DO NOTHING',
     ),
     cursor: db.prepare('SELECT cursor FROM sync_state WHERE stream = ?').pluck().safeIntegers(true),
-    advance: db.prepare('UPDATE sync_state SET cursor = ?, records = records + ? WHERE stream = ?'),
+    // Compare-and-set: the checkpoint moves only from the cursor this stream last committed.
+    advance: db.prepare('UPDATE sync_state SET cursor = ?, records = records + ? WHERE stream = ? AND cursor IS ?'),
     count: db.prepare('UPDATE sync_state SET records = records + ? WHERE stream = ?'),
     success: db.prepare('UPDATE sync_state SET last_success_at = ?, last_error = NULL, last_error_at = NULL WHERE stream = ?'),
     failure: db.prepare('UPDATE sync_state SET last_error = ?, last_error_at = ? WHERE stream = ?'),
@@ -61,10 +68,22 @@ export class SyncState {
     return v ?? undefined;
   }
 
-  /** Moves the checkpoint (or only counts records when `cursor` is undefined). Call inside the page's transaction. */
-  advance(id: StreamId, cursor: bigint | undefined, newRecords: number): void {
-    if (cursor === undefined) this.s.count.run(newRecords, id.key);
-    else this.s.advance.run(cursor, newRecords, id.key);
+  /**
+   * Moves the checkpoint from `move.from` (the cursor this stream last committed) to `move.to`, or
+   * only counts records when there is no move. Call inside the page's transaction. A checkpoint that
+   * is not where the stream left it means something else wrote it (or a rolled-back group was not
+   * noticed): a StorageError, never a silent skip.
+   */
+  advance(id: StreamId, move: CheckpointMove | undefined, newRecords: number): void {
+    if (move === undefined) {
+      this.s.count.run(newRecords, id.key);
+      return;
+    }
+    if (this.s.advance.run(move.to, newRecords, id.key, move.from ?? null).changes === 1) return;
+    const found = this.cursor(id);
+    throw new StorageError(
+      `checkpoint of stream ${id.key} is at ${found ?? 'none'}, not at ${move.from ?? 'none'} where this process left it: another process or a restore changed ${this.db.name}; nothing more was written`,
+    );
   }
 
   success(id: StreamId, at: string): void {

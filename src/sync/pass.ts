@@ -155,9 +155,11 @@ async function syncStream(planned: PlannedStream, deps: PassDeps, opts: PassOpti
   const started = Date.now();
   const counter: RequestCounter = { requests: 0, bytes: 0 };
   const backfill = opts.since !== undefined || opts.until !== undefined;
-  deps.state.ensure(id);
+  deps.sink.openStream(id);
   const stored = deps.state.cursor(id);
   let cursor = opts.full || backfill ? undefined : stored;
+  // Where this stream's checkpoint stands in the database: every move is a compare-and-set from it.
+  let committed = stored;
   const result: StreamResult = {
     id,
     campaignName: planned.campaignName,
@@ -216,8 +218,8 @@ async function syncStream(planned: PlannedStream, deps: PassDeps, opts: PassOpti
       }
       // Backfills leave checkpoints alone; an empty last page leaves it where it was.
       const checkpoint = backfill || last === undefined ? undefined : last;
-      const counts = deps.sink.commitPage(id, checked, checkpoint);
-      if (checkpoint !== undefined) result.cursor = checkpoint;
+      const counts = deps.sink.commitPage(id, checked, checkpoint === undefined ? undefined : { from: committed, to: checkpoint });
+      if (checkpoint !== undefined) result.cursor = committed = checkpoint;
       result.records += checked.length;
       result.inserted += counts.inserted;
       result.updated += counts.updated;
@@ -228,7 +230,7 @@ async function syncStream(planned: PlannedStream, deps: PassDeps, opts: PassOpti
       if (deps.signal?.aborted) throw new AbortedError();
       cursor = next;
     }
-    deps.state.success(id, new Date().toISOString());
+    deps.sink.endStream(id, undefined, new Date().toISOString());
   } catch (err) {
     if (err instanceof AuthError) throw err;
     if (isAbort(err) && deps.signal?.aborted) {
@@ -238,7 +240,8 @@ async function syncStream(planned: PlannedStream, deps: PassDeps, opts: PassOpti
       result.status = 'failed';
       result.error = err.message;
       result.unavailable = err instanceof NetworkError || (err instanceof ApiError && (err.status === 429 || (err.status ?? 0) >= 500));
-      deps.state.failure(id, err.message, new Date().toISOString());
+      // A storage failure here (the sink stopped) is thrown on: fatal for the whole pass.
+      deps.sink.endStream(id, err.message, new Date().toISOString());
     }
   } finally {
     result.requests = counter.requests;
@@ -295,9 +298,17 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency, planned.length)) }, worker));
   deps.signal?.removeEventListener('abort', forward);
-  // Whatever happened, what was written is committed before the pass reports.
-  deps.sink.flush();
+  // Whatever happened, what was written is committed before the pass reports; unless a write or
+  // commit failed, in which case nothing more was written and that failure is the pass's (exit 74).
+  let flushError: unknown;
+  try {
+    deps.sink.flush();
+  } catch (err) {
+    flushError = err;
+  }
+  if (deps.sink.failure) throw deps.sink.failure;
   if (fatal !== undefined) throw fatal;
+  if (flushError !== undefined) throw flushError;
 
   const streams = results.filter(Boolean);
   const failed = streams.filter((s) => s.status === 'failed');

@@ -114,9 +114,15 @@ export class SyncSession {
   }
 
   async close(): Promise<void> {
-    this.sink.close();
-    await this.client.close();
-    this.db.close();
-    this.lock.release();
+    try {
+      this.sink.close();
+    } finally {
+      try {
+        await this.client.close();
+      } finally {
+        this.db.close();
+        this.lock.release();
+      }
+    }
   }
 }

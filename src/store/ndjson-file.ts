@@ -1,0 +1,128 @@
+/**
+ * The NDJSON files of `--format ndjson`, and who may touch them. A file is this database's only when
+ * the database holds a committed length for it: then, and only then, a tail past that length is a
+ * crash's partial write, cut before appending. A non-empty file the database never wrote is somebody
+ * else's data (another database's output, a user's file): refused, never truncated. Files are opened
+ * without following symbolic links, so nothing outside `--out` is ever written or chmod'ed.
+ */
+import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, ftruncateSync, lstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { CampaignSyncError, ExitCode, errorCode, storageError } from '../errors.js';
+
+export const NDJSON_FILES = { campaigns: 'campaigns.ndjson', session: 'session_results.ndjson', role: 'role_results.ndjson' } as const;
+
+/** The NDJSON folder is out of step with the state in the database: nothing is written (exit 2). */
+export class NdjsonStateError extends CampaignSyncError {
+  override readonly name = 'NdjsonStateError';
+  constructor(message: string) {
+    super(message, ExitCode.usage);
+  }
+}
+
+/**
+ * Creates `--out` (0700) if needed and returns its absolute path. The folder itself may be a link to
+ * a folder (a common way to point at a mounted volume); the files in it may not.
+ */
+export function openOutputFolder(dir: string): string {
+  const path = resolve(dir);
+  try {
+    mkdirSync(path, { recursive: true, mode: 0o700 });
+    return path;
+  } catch (err) {
+    if (errorCode(err) === 'EEXIST' || errorCode(err) === 'ENOTDIR') {
+      throw new NdjsonStateError(`--out ${path}: is not a folder`);
+    }
+    throw storageError(err, `--out: cannot create ${path}`);
+  }
+}
+
+type WriteFn = (fd: number, buffer: Buffer, offset: number, length: number, position: number) => number;
+
+/** One append-only NDJSON file whose committed length lives in `ndjson_files`. */
+export class NdjsonFile {
+  private fd: number | undefined;
+  /** Bytes written and covered by this database's offsets (committed, or in the open group). */
+  offset: number;
+
+  constructor(
+    readonly path: string,
+    committed: number | undefined,
+    private readonly write: WriteFn = writeSync,
+  ) {
+    let isLink = false;
+    try {
+      isLink = lstatSync(path).isSymbolicLink();
+    } catch {
+      // Absent: created below.
+    }
+    if (isLink) {
+      throw new NdjsonStateError(
+        `${path} is a symbolic link; campaign-sync does not follow links in --out (replace it with the file itself, or use another --out)`,
+      );
+    }
+    let fd: number;
+    try {
+      fd = openSync(path, constants.O_RDWR | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0), 0o600);
+    } catch (err) {
+      if (errorCode(err) === 'ELOOP')
+        throw new NdjsonStateError(`${path} is a symbolic link; campaign-sync does not follow links in --out`);
+      if (errorCode(err) === 'EISDIR') throw new NdjsonStateError(`${path} is a folder, not an NDJSON file`);
+      throw storageError(err, `cannot open ${path}`);
+    }
+    try {
+      const stat = fstatSync(fd);
+      if (!stat.isFile()) throw new NdjsonStateError(`${path} is not a regular file`);
+      const size = stat.size;
+      if (committed === undefined && size > 0) {
+        throw new NdjsonStateError(
+          `${path} already holds ${size} bytes that this database did not write; nothing was written (use the database that wrote it with --db, another --out, or move the file away)`,
+        );
+      }
+      const mine = committed ?? 0;
+      if (size < mine) {
+        throw new NdjsonStateError(
+          `${path} holds ${size} bytes but ${mine} were committed: it was changed outside campaign-sync; nothing was written (restore it, or start over with a new --out and --db)`,
+        );
+      }
+      // Ours: owner-only (it holds candidates' e-mails), and a tail past the committed length is a
+      // crash's partial write, cut before appending.
+      fchmodSync(fd, 0o600);
+      if (size > mine) ftruncateSync(fd, mine);
+      this.offset = mine;
+      this.fd = fd;
+    } catch (err) {
+      closeSync(fd);
+      if (err instanceof CampaignSyncError) throw err;
+      throw storageError(err, `cannot prepare ${path}`);
+    }
+  }
+
+  /** Appends and fsyncs; returns the offset after the write (not yet committed). */
+  append(text: string): number {
+    const fd = this.fd as number;
+    const buf = Buffer.from(text, 'utf8');
+    let done = 0;
+    try {
+      while (done < buf.length) done += this.write(fd, buf, done, buf.length - done, this.offset + done);
+      fsyncSync(fd);
+    } catch (err) {
+      this.rollback();
+      throw err;
+    }
+    return this.offset + buf.length;
+  }
+
+  /** Cuts what was appended past `offset` (an append whose commit failed); best effort. */
+  rollback(): void {
+    try {
+      if (this.fd !== undefined) ftruncateSync(this.fd, this.offset);
+    } catch {
+      // A later run cuts it: the committed length says where this database's data ends.
+    }
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+}
