@@ -4,7 +4,7 @@
  * Tests run as root, which ignores permission bits: read-only storage is a real read-only mount, and
  * "permission denied" is the CLI run as `nobody`.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
