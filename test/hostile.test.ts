@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
 import { fakeClock } from './helpers/clock.js';
+import { clientConfig } from './helpers/index.js';
 import { CAMPAIGN, campaignList, mockClient, mockService, pass, sessionRecord, testStore } from './helpers/mock.js';
 
 const INT64_MAX = '9223372036854775807';
@@ -84,10 +85,10 @@ describe('hostile responses', () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
       const before = process.memoryUsage().rss;
-      const client = new ApiClient(
-        { baseUrl: new URL(url), apiKey: 'k', rate: { count: 100, windowMs: 1000 }, timeoutMs: 30_000, maxRetries: 0 },
-        { budget: new RequestBudget({ count: 100, windowMs: 1000 }), maxBodyBytes: 16 * 1024 * 1024 },
-      );
+      const client = new ApiClient(clientConfig(url, { rate: { count: 100, windowMs: 1000 }, timeoutMs: 30_000, maxRetries: 0 }), {
+        budget: new RequestBudget({ count: 100, windowMs: 1000 }),
+        maxBodyBytes: 16 * 1024 * 1024,
+      });
       const err = await client.listCampaigns().catch((e) => e);
       await client.close();
       expect(err.message).toMatch(/^GET \/v1\/campaigns: 200: response body is over the 16777216-byte cap/);
@@ -153,10 +154,9 @@ describe('timeouts', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     try {
-      const client = new ApiClient(
-        { baseUrl: new URL(url), apiKey: 'k', rate: { count: 100, windowMs: 1000 }, timeoutMs: 400, maxRetries: 0 },
-        { budget: new RequestBudget({ count: 100, windowMs: 1000 }) },
-      );
+      const client = new ApiClient(clientConfig(url, { rate: { count: 100, windowMs: 1000 }, timeoutMs: 400, maxRetries: 0 }), {
+        budget: new RequestBudget({ count: 100, windowMs: 1000 }),
+      });
       const t0 = Date.now();
       const err = await client.listCampaigns().catch((e) => e);
       await client.close();

@@ -19,17 +19,14 @@ import { openDatabase } from '../src/store/db.js';
 import { NdjsonSink, NdjsonStateError } from '../src/store/sink.js';
 import { SyncState } from '../src/store/state.js';
 import { runPass } from '../src/sync/pass.js';
-import { cli, servedRecords, sim, tempDir } from './helpers/index.js';
+import { cli, clientConfig, servedRecords, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
 
 async function pullNdjson(s: RunningSimulator, dbPath: string, out: string, pageSize = 100) {
   const db = openDatabase(dbPath);
   const state = new SyncState(db);
   const sink = new NdjsonSink(db, state, out);
-  const client = new ApiClient(
-    { baseUrl: new URL(s.url), apiKey: s.apiKey, rate: { count: 100_000, windowMs: 1000 }, timeoutMs: 10_000, maxRetries: 3 },
-    { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) },
-  );
+  const client = new ApiClient(clientConfig(s), { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) });
   try {
     return await runPass({ client, sink, state }, { ...passDefaults, pageSize });
   } finally {

@@ -12,7 +12,8 @@ import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
 import { retryDecision } from '../src/api/retry.js';
 import { resolveApiConfig } from '../src/config/config.js';
-import { formatDuration, parseDuration } from '../src/config/duration.js';
+import { parseDuration } from '../src/config/duration.js';
+import { formatDuration } from '../src/core/rate.js';
 import { ApiError, NetworkError, UsageError } from '../src/errors.js';
 import { cli, sim, tempDir } from './helpers/index.js';
 

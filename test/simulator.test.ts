@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parseFaults } from '../src/simulator/faults.js';
 import {
   CEFR_LEVELS,
   SCENARIO_TYPE_KEYS,
@@ -9,8 +10,7 @@ import {
   specRoleDetailed,
   specRoleOverall,
   specSessionResult,
-} from '../src/api/schemas.js';
-import { parseFaults } from '../src/simulator/faults.js';
+} from '../src/spec/schemas.js';
 import { get, sim } from './helpers/index.js';
 
 async function campaignsOf(s: Awaited<ReturnType<typeof sim>>) {

@@ -11,13 +11,14 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
+import { streamId } from '../src/core/types.js';
 import { ExitCode, StorageError } from '../src/errors.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { type Db, openDatabase } from '../src/store/db.js';
 import { NdjsonSink, type Sink, SqliteSink } from '../src/store/sink.js';
-import { SyncState, streamId } from '../src/store/state.js';
+import { SyncState } from '../src/store/state.js';
 import { runPass } from '../src/sync/pass.js';
-import { cli, servedRecords, sim, tempDir } from './helpers/index.js';
+import { cli, clientConfig, servedRecords, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
 import { mountTmpfs, resizeTmpfs } from './helpers/mounts.js';
 
@@ -27,10 +28,7 @@ const PAGE = 10;
 
 function client(s: RunningSimulator): ApiClient {
   const rate = { count: 100_000, windowMs: 1000 };
-  return new ApiClient(
-    { baseUrl: new URL(s.url), apiKey: s.apiKey, rate, timeoutMs: 10_000, maxRetries: 0 },
-    { budget: new RequestBudget(rate) },
-  );
+  return new ApiClient(clientConfig(s, { rate, maxRetries: 0 }), { budget: new RequestBudget(rate) });
 }
 
 async function pass(s: RunningSimulator, sink: Sink, state: SyncState) {

@@ -3,21 +3,18 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
+import { resolvePassOptions } from '../src/app/sync-job.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { openDatabase } from '../src/store/db.js';
 import { RunLock } from '../src/store/lock.js';
 import { SqliteSink } from '../src/store/sink.js';
 import { SyncState } from '../src/store/state.js';
 import { type PassOptions, runPass } from '../src/sync/pass.js';
-import { resolvePassOptions } from '../src/sync/session.js';
-import { sim, tempDir } from './helpers/index.js';
+import { clientConfig, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
 
 function clientFor(s: RunningSimulator) {
-  return new ApiClient(
-    { baseUrl: new URL(s.url), apiKey: s.apiKey, rate: { count: 100_000, windowMs: 1000 }, timeoutMs: 10_000, maxRetries: 3 },
-    { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) },
-  );
+  return new ApiClient(clientConfig(s), { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) });
 }
 
 function store(dbPath = join(tempDir(), 'm.db')) {
@@ -222,10 +219,7 @@ describe('sync against the simulator', () => {
     const s = await sim({ campaigns: 6, records: 50 });
     const st = store();
     const budget = new RequestBudget({ count: 10, windowMs: 500 });
-    const client = new ApiClient(
-      { baseUrl: new URL(s.url), apiKey: s.apiKey, rate: budget.rate, timeoutMs: 5000, maxRetries: 0 },
-      { budget },
-    );
+    const client = new ApiClient(clientConfig(s, { rate: budget.rate, timeoutMs: 5000, maxRetries: 0 }), { budget });
     const t0 = Date.now();
     const result = await runPass({ client, sink: st.sink, state: st.state }, { ...passDefaults, pageSize: 10, concurrency: 6 });
     await client.close();

@@ -2,10 +2,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
-import { NumberText, parseJson, toJson } from '../src/api/json.js';
 import { parseRetryAfter, retryDelay } from '../src/api/retry.js';
 import { isLoopbackHost, resolveApiConfig, resolveDbPath } from '../src/config/config.js';
 import { parseDate, parseDuration, parseRate } from '../src/config/duration.js';
+import { NumberText, parseJson, toJson } from '../src/core/json.js';
 import { ApiError, AuthError, NetworkError, UsageError } from '../src/errors.js';
 import { SlidingWindow } from '../src/simulator/window.js';
 import { tempDir } from './helpers/index.js';
@@ -97,7 +97,7 @@ describe('configuration', () => {
 });
 
 describe('retry policy', () => {
-  const opts = { maxRetries: 5, baseMs: 100, capMs: 1000 };
+  const opts = { maxRetries: 5, baseMs: 100, capMs: 1000, maxRetryAfterMs: 120_000 };
   it('retries 429, 5xx and network errors with capped, jittered exponential backoff', () => {
     const e503 = new ApiError(req, '503', { status: 503 });
     expect(retryDelay(e503, 0, opts, () => 0)).toBe(50);

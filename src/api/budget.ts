@@ -12,32 +12,9 @@
  * Cost: each slot idles for one response time per window, e.g. 10 ms per second (1%) at 20/1s.
  * A 429's Retry-After pauses everyone.
  */
-import type { Rate } from '../config/duration.js';
+import { type Clock, realClock } from '../core/clock.js';
+import type { Rate } from '../core/rate.js';
 import { AbortedError } from '../errors.js';
-
-/** Time source and sleep, injectable so tests can use a fake clock. */
-export interface Clock {
-  now(): number;
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-}
-
-/** Sleeps `ms`, cut short by the signal (rejects with AbortedError). */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new AbortedError());
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new AbortedError());
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-export const realClock: Clock = { now: () => Date.now(), sleep };
 
 /** Ends a request's hold on its slot; call when the response has ended (or failed). */
 export type Release = () => void;

@@ -4,12 +4,13 @@
  * budget and the retry policy. Every error names the request, never the key.
  */
 import { type Dispatcher, Pool, request } from 'undici';
-import type { ApiConfig } from '../config/config.js';
+import { type Clock, realClock } from '../core/clock.js';
+import { parseJson } from '../core/json.js';
+import type { ReportType } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
-import { type Clock, type RequestBudget, realClock } from './budget.js';
-import { parseJson } from './json.js';
+import type { RequestBudget } from './budget.js';
+import { type Campaign, formatIssues, identityCampaignList, identityPage, type Page } from './envelopes.js';
 import { parseRetryAfter, retryDecision } from './retry.js';
-import { type Campaign, formatIssues, identityCampaignList, identityPage, type Page, type ReportType } from './schemas.js';
 
 /** 64 MiB: a page of 100 DETAILED records is well under 1 MiB; more means something is wrong. */
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -30,6 +31,26 @@ export interface PageQuery {
 export interface RequestCounter {
   requests: number;
   bytes: number;
+}
+
+/**
+ * Connections to the service at most. Requests wait on the budget, not on sockets: 4 streams with a
+ * prefetch each and a retry in flight fit well within 16, and 16 is far below any server's limit.
+ */
+const MAX_CONNECTIONS = 16;
+/** An idle connection is kept this long: enough for the pages of a pass, shorter than a watch interval. */
+const KEEP_ALIVE_MS = 30_000;
+
+/** What the client needs to reach the service (built from the config by app/client.ts). */
+export interface ClientConfig {
+  /** The `{base_url}` of the spec, without /v1. */
+  baseUrl: URL;
+  apiKey: string;
+  /** Bound on each whole request, body included. */
+  timeoutMs: number;
+  maxRetries: number;
+  /** Longest Retry-After honoured; a longer one fails the request at once. */
+  maxRetryWaitMs: number;
 }
 
 export interface ClientOptions {
@@ -58,12 +79,12 @@ export class ApiClient {
   requests = 0;
 
   constructor(
-    readonly config: ApiConfig,
+    readonly config: ClientConfig,
     private readonly opts: ClientOptions,
   ) {
     this.clock = opts.clock ?? realClock;
     this.ownsDispatcher = opts.dispatcher === undefined;
-    this.dispatcher = opts.dispatcher ?? new Pool(config.baseUrl.origin, { connections: 16, keepAliveTimeout: 30_000 });
+    this.dispatcher = opts.dispatcher ?? new Pool(config.baseUrl.origin, { connections: MAX_CONNECTIONS, keepAliveTimeout: KEEP_ALIVE_MS });
     this.basePath = config.baseUrl.pathname.replace(/\/+$/, '');
   }
 

@@ -1,8 +1,7 @@
 /**
  * The retry policy, as one pure function of (error, attempt) -> delay or stop (STYLE.md rule 4).
  */
-import { DEFAULT_MAX_RETRY_WAIT_MS } from '../config/config.js';
-import { formatDuration } from '../config/duration.js';
+import { formatDuration } from '../core/rate.js';
 import { ApiError, AuthError, NetworkError } from '../errors.js';
 
 /**
@@ -29,7 +28,7 @@ export interface RetryOptions {
   /** Longest backoff (Retry-After may ask for more, up to maxRetryAfterMs). */
   capMs?: number;
   /** Longest Retry-After we honour (--max-retry-wait); beyond it the server is not coming back soon. */
-  maxRetryAfterMs?: number;
+  maxRetryAfterMs: number;
 }
 
 /**
@@ -59,7 +58,7 @@ export function retryDecision(err: unknown, attempt: number, opts: RetryOptions,
     return { retry: false, reason: `check the host name in --base-url and DNS${attempt > 0 ? ' (tried twice)' : ''}` };
   }
   const retryAfter = err instanceof ApiError ? err.retryAfterMs : undefined;
-  const cap = opts.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_WAIT_MS;
+  const cap = opts.maxRetryAfterMs;
   // Checked before the retry count: waiting this long is refused on the first such answer, not the last.
   if (retryAfter !== undefined && retryAfter > cap) {
     return {

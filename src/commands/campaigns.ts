@@ -1,5 +1,5 @@
-import { RequestBudget } from '../api/budget.js';
-import { ApiClient } from '../api/client.js';
+import type { ApiClient } from '../api/client.js';
+import { createClient } from '../app/client.js';
 import { type ApiFlags, resolveApiConfig, resolveDbPath } from '../config/config.js';
 import { openDatabase } from '../store/db.js';
 import { Mirror } from '../store/mirror.js';
@@ -15,7 +15,7 @@ export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Pro
   const out = new Output(flags);
   const config = resolveApiConfig(flags);
   for (const w of config.warnings ?? []) out.warn(w);
-  const client = new ApiClient(config, { budget: new RequestBudget(config.rate), signal });
+  const client = createClient(config, { signal });
   let list: Awaited<ReturnType<ApiClient['listCampaigns']>>;
   try {
     list = await client.listCampaigns();

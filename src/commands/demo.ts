@@ -1,7 +1,8 @@
 import { resolve } from 'node:path';
+import { SyncJob } from '../app/sync-job.js';
+import { DEFAULT_MAX_RETRY_WAIT_MS } from '../config/config.js';
 import { parseIntIn } from '../config/duration.js';
 import { startSimulator } from '../simulator/server.js';
-import { SyncSession } from '../sync/session.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
 import { passDocument, passTable } from '../ui/summary.js';
@@ -27,14 +28,21 @@ export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<numbe
   try {
     out.info(`simulator started on ${sim.url} (${campaigns} campaigns, ${formatCount(records)} results each, seed ${flags.seed})`);
     const progress = await startProgress(out, 'pulling');
-    const session = SyncSession.open(
-      { db: flags.db, json: flags.json, quiet: flags.quiet },
+    const session = SyncJob.open(
+      { db: flags.db },
       signal,
       {
         warn: (t) => out.warn(t),
         onProgress: (p) => progress.update(`${p.streamsDone}/${p.streams} streams, ${formatCount(p.records)} records`),
       },
-      { baseUrl: new URL(sim.url), apiKey: sim.apiKey, rate: { count: 100_000, windowMs: 1000 }, timeoutMs: 30_000, maxRetries: 5 },
+      {
+        baseUrl: new URL(sim.url),
+        apiKey: sim.apiKey,
+        rate: { count: 100_000, windowMs: 1000 },
+        timeoutMs: 30_000,
+        maxRetries: 5,
+        maxRetryWaitMs: DEFAULT_MAX_RETRY_WAIT_MS,
+      },
     );
     let code: number;
     try {

@@ -1,21 +1,24 @@
-import { type SyncFlags, SyncSession } from '../sync/session.js';
+import { type SyncFlags, SyncJob } from '../app/sync-job.js';
 import { failureLines } from '../ui/failures.js';
-import { Output } from '../ui/output.js';
+import { Output, type OutputFlags } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
 import { passDocument, passTable } from '../ui/summary.js';
 import { formatCount, formatMs } from '../ui/table.js';
 
+/** What `pull` takes: the sync settings and the output options. */
+export type PullFlags = SyncFlags & OutputFlags;
+
 /** `campaign-sync pull`: one pass, a summary, and the exit code of PRODUCT.md §3. */
-export async function pull(flags: SyncFlags, signal: AbortSignal): Promise<number> {
+export async function pull(flags: PullFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
   const progress = await startProgress(out, 'listing campaigns');
-  const session = SyncSession.open(flags, signal, {
+  const session = SyncJob.open(flags, signal, {
     warn: (t) => out.warn(t),
     onRetry: (err, delay) => out.info(`retrying in ${formatMs(delay)}: ${err.message}`),
     onProgress: (p) =>
       progress.update(`${p.streamsDone}/${p.streams} streams, ${formatCount(p.records)} records, ${formatCount(p.requests)} requests`),
   });
-  for (const w of session.client.config.warnings ?? []) out.warn(w);
+  for (const w of session.warnings) out.warn(w);
   try {
     const result = await session.pass();
     progress.stop();

@@ -1,4 +1,5 @@
-import { formatRate, parseIntIn, parseRate, type Rate } from '../config/duration.js';
+import { parseIntIn, parseRate } from '../config/duration.js';
+import { formatRate, type Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 import { parseFaults } from '../simulator/faults.js';
 import { type Quirks, startSimulator } from '../simulator/server.js';

@@ -1,14 +1,14 @@
-import { sleep } from '../api/budget.js';
+import { type SyncFlags, SyncJob } from '../app/sync-job.js';
 import { parseDuration, parseIntIn } from '../config/duration.js';
+import { sleep } from '../core/clock.js';
 import { AuthError, CampaignSyncError, ExitCode, isAbort, StorageError, UsageError } from '../errors.js';
 import type { PassResult } from '../sync/pass.js';
-import { type SyncFlags, SyncSession } from '../sync/session.js';
 import { failureLines } from '../ui/failures.js';
-import { Output } from '../ui/output.js';
+import { Output, type OutputFlags } from '../ui/output.js';
 import { passDocument, passLine } from '../ui/summary.js';
 import { formatMs } from '../ui/table.js';
 
-export interface WatchFlags extends SyncFlags {
+export interface WatchFlags extends SyncFlags, OutputFlags {
   interval?: string;
   maxCycles?: string;
 }
@@ -27,11 +27,11 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
   const out = new Output(flags);
   const intervalMs = parseDuration(flags.interval ?? '2m', '--interval');
   const maxCycles = flags.maxCycles === undefined ? undefined : parseIntIn(flags.maxCycles, '--max-cycles', 1, Number.MAX_SAFE_INTEGER);
-  const session = SyncSession.open(flags, signal, {
+  const session = SyncJob.open(flags, signal, {
     warn: (t) => out.warn(t),
     onRetry: (err, delay) => out.info(`retrying in ${formatMs(delay)}: ${err.message}`),
   });
-  for (const w of session.client.config.warnings ?? []) out.warn(w);
+  for (const w of session.warnings) out.warn(w);
   const stamp = () => new Date().toISOString();
   let lastCode: number = ExitCode.ok;
   try {

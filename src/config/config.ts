@@ -1,8 +1,9 @@
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
-import { parseDuration, parseIntIn, parseRate, type Rate } from './duration.js';
+import { parseDuration, parseIntIn, parseRate } from './duration.js';
 import { readEnv } from './env.js';
 
 /** Options shared by every command that calls the API (the raw strings commander gives us). */
@@ -26,7 +27,7 @@ export interface ApiConfig {
   /** For the command to print once (Output.warn): e.g. a key file others can read. Never holds the key. */
   warnings?: string[];
   /** Longest Retry-After honoured (--max-retry-wait); a longer one fails the request at once. Unset: the default. */
-  maxRetryWaitMs?: number | undefined;
+  maxRetryWaitMs: number;
 }
 
 export const DEFAULT_DB = './campaign-sync.db';

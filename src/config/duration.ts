@@ -1,3 +1,4 @@
+import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
@@ -12,12 +13,6 @@ export function parseDuration(text: string, what: string): number {
   return Math.round(ms);
 }
 
-/** A request budget: at most `count` requests in any window of `windowMs`. */
-export interface Rate {
-  count: number;
-  windowMs: number;
-}
-
 /** Parses `100`, `100/1m`, `20/2s`, `5/s`. A bare number means per minute. */
 export function parseRate(text: string, what: string): Rate {
   const m = /^(\d+)(?:\/(.+))?$/.exec(text.trim());
@@ -27,18 +22,6 @@ export function parseRate(text: string, what: string): Rate {
   const unit = m[2] ?? '1m';
   const windowMs = parseDuration(/^\d/.test(unit) ? unit : `1${unit}`, what);
   return { count, windowMs };
-}
-
-export function formatRate(rate: Rate): string {
-  return `${rate.count}/${formatDuration(rate.windowMs)}`;
-}
-
-export function formatDuration(ms: number): string {
-  if (ms % 86_400_000 === 0) return `${ms / 86_400_000}d`;
-  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
-  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
-  if (ms % 1000 === 0) return `${ms / 1000}s`;
-  return `${ms}ms`;
 }
 
 /** Parses a `YYYY-MM-DD` calendar date (checked to exist) and returns it unchanged. */

@@ -4,7 +4,7 @@
  */
 import { Readable, Transform } from 'node:stream';
 import { stringify } from 'csv-stringify';
-import { parseJson, toJson } from '../api/json.js';
+import { parseJson, toJson } from '../core/json.js';
 import { JSON_COLUMNS } from './tables.js';
 
 type Row = Record<string, unknown>;

@@ -6,7 +6,9 @@
  * with `order_index` (the spec's "newest first" and "by order_index" orders agree). Records added by
  * --growth arrive after the server started and carry their arrival time.
  */
-import { CEFR_LEVELS, RECOMMENDATION_STATUSES, type ReportType, SCENARIO_TYPE_KEYS, SKILL_KEYS } from '../api/schemas.js';
+
+import type { ReportType } from '../core/types.js';
+import { CEFR_LEVELS, RECOMMENDATION_STATUSES, SCENARIO_TYPE_KEYS, SKILL_KEYS } from '../spec/schemas.js';
 import { hash32, pick, prng, uuidFrom } from './random.js';
 
 export interface DataOptions {

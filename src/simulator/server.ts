@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { toJson } from '../api/json.js';
-import type { Rate } from '../config/duration.js';
+import { toJson } from '../core/json.js';
+import type { Rate } from '../core/rate.js';
 import { type SimCampaign, SimData } from './data.js';
 import { chooseFault, type FaultKind, type FaultPlan } from './faults.js';
 import { hash32, prng, seedNumber } from './random.js';

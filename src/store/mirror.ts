@@ -3,8 +3,8 @@
  * one and its child rows (score details, eval results). Statements are prepared once; callers wrap
  * a page in one transaction (see sync/sink.ts).
  */
-import { toJson } from '../api/json.js';
-import type { CheckedRecord } from '../sync/records.js';
+import { toJson } from '../core/json.js';
+import type { CheckedRecord } from '../core/types.js';
 import type { Db } from './db.js';
 
 type Row = Record<string, unknown>;

@@ -7,15 +7,15 @@
  * Every write of a sync (pages, stream rows and outcomes, campaigns) goes through the group, so after
  * one failed write or commit the process writes nothing more: each later call throws that failure.
  */
-import { toJson } from '../api/json.js';
+import { toJson } from '../core/json.js';
+import type { CheckedRecord, CheckpointMove, StreamId } from '../core/types.js';
 import { type StorageError, storageError } from '../errors.js';
-import type { CheckedRecord } from '../sync/records.js';
 import type { Db } from './db.js';
 import { GroupCommit, type GroupLimits } from './group.js';
 import { Mirror, type UpsertCounts } from './mirror.js';
 import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from './ndjson-file.js';
 import { NdjsonOffsets } from './offsets.js';
-import type { CheckpointMove, StreamId, SyncState } from './state.js';
+import type { SyncState } from './state.js';
 
 export { NDJSON_FILES, NdjsonStateError };
 

@@ -2,28 +2,9 @@
  * Checkpoints and stream health (`sync_state`). Cursors are int64: read with safe integers on so
  * values past 2^53 come back exact.
  */
+import type { CheckpointMove, Endpoint, StreamId } from '../core/types.js';
 import { StorageError, UsageError } from '../errors.js';
 import type { Db } from './db.js';
-
-export type Endpoint = 'session' | 'role';
-
-export interface StreamId {
-  key: string;
-  campaignId: string;
-  endpoint: Endpoint;
-  reportType: string | null;
-}
-
-export function streamId(campaignId: string, endpoint: Endpoint, reportType: string | null): StreamId {
-  const key = endpoint === 'role' ? `${campaignId}/role/${reportType}` : `${campaignId}/session`;
-  return { key, campaignId, endpoint, reportType: endpoint === 'role' ? reportType : null };
-}
-
-/** A checkpoint move: from the cursor the stream last committed to the page's last order_index. */
-export interface CheckpointMove {
-  from: bigint | undefined;
-  to: bigint;
-}
 
 export interface StreamRow {
   stream: string;

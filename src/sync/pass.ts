@@ -3,7 +3,10 @@
  * stream from its checkpoint, `concurrency` streams at a time over one request budget.
  */
 import type { ApiClient, RequestCounter } from '../api/client.js';
-import type { Campaign, ReportType } from '../api/schemas.js';
+import type { Campaign } from '../api/envelopes.js';
+import { toInt64 } from '../core/int64.js';
+import type { ReportType } from '../core/types.js';
+import { type Endpoint, type StreamId, streamId } from '../core/types.js';
 import {
   AbortedError,
   ApiError,
@@ -17,8 +20,8 @@ import {
   UsageError,
 } from '../errors.js';
 import type { Sink } from '../store/sink.js';
-import { type Endpoint, type StreamId, type SyncState, streamId } from '../store/state.js';
-import { checkPage, show, toInt64 } from './records.js';
+import type { SyncState } from '../store/state.js';
+import { checkPage, show } from './records.js';
 
 export interface PassOptions {
   /** Campaign ids or names; empty for all. */

@@ -5,29 +5,10 @@
  *
  * Hand-written rather than zod: this runs on every record and must not walk or copy large objects.
  */
-import { NumberText, toJson } from '../api/json.js';
+import { toInt64 } from '../core/int64.js';
+import { NumberText, toJson } from '../core/json.js';
+import type { CheckedRecord } from '../core/types.js';
 import { DataError } from '../errors.js';
-
-export const INT64_MAX = 2n ** 63n - 1n;
-
-/** A record that passed the identity rules, with its JSON text as stored and written. */
-export interface CheckedRecord {
-  record: Record<string, unknown>;
-  id: string;
-  orderIndex: bigint;
-  raw: string;
-}
-
-/** Reads an int64 cursor value given as a JSON number, a bigint or a decimal string; undefined if unusable. */
-export function toInt64(value: unknown): bigint | undefined {
-  if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 0 ? BigInt(value) : undefined;
-  if (typeof value === 'bigint') return value >= 0n && value <= INT64_MAX ? value : undefined;
-  if (typeof value === 'string' && /^\d{1,19}$/.test(value)) {
-    const v = BigInt(value);
-    return v <= INT64_MAX ? v : undefined;
-  }
-  return undefined;
-}
 
 /** How a bad value reads in an error message. */
 export function show(value: unknown): string {

@@ -1,4 +1,4 @@
-import type { Clock } from '../../src/api/budget.js';
+import type { Clock } from '../../src/core/clock.js';
 import { AbortedError } from '../../src/errors.js';
 
 /**

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { afterAll } from 'vitest';
-import { toJson } from '../../src/api/json.js';
+import type { ApiConfig } from '../../src/config/config.js';
+import { toJson } from '../../src/core/json.js';
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from '../../src/simulator/server.js';
 
 const started: RunningSimulator[] = [];
@@ -129,4 +130,18 @@ export function servedRecords(s: RunningSimulator, records: number): Map<string,
     }
   }
   return byId;
+}
+
+/** A client config for a test server at `url` (a simulator's by default): no rate limit worth the name. */
+export function clientConfig(target: { url: string; apiKey: string } | string, over: Partial<ApiConfig> = {}): ApiConfig {
+  const { url, apiKey } = typeof target === 'string' ? { url: target, apiKey: 'k' } : target;
+  return {
+    baseUrl: new URL(url),
+    apiKey,
+    rate: { count: 100_000, windowMs: 1000 },
+    timeoutMs: 10_000,
+    maxRetries: 3,
+    maxRetryWaitMs: 120_000,
+    ...over,
+  };
 }

@@ -1,8 +1,9 @@
 import { join } from 'node:path';
 import { MockAgent } from 'undici';
-import { type Clock, RequestBudget } from '../../src/api/budget.js';
+import { RequestBudget } from '../../src/api/budget.js';
 import { ApiClient, type ClientOptions } from '../../src/api/client.js';
 import type { ApiConfig } from '../../src/config/config.js';
+import type { Clock } from '../../src/core/clock.js';
 import { openDatabase } from '../../src/store/db.js';
 import { NdjsonSink, type Sink, SqliteSink } from '../../src/store/sink.js';
 import { SyncState } from '../../src/store/state.js';
@@ -49,6 +50,7 @@ export function apiConfig(over: Partial<ApiConfig> = {}): ApiConfig {
     rate: { count: 10_000, windowMs: 1000 },
     timeoutMs: 5000,
     maxRetries: 3,
+    maxRetryWaitMs: 120_000,
     ...over,
   };
 }

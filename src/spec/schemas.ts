@@ -1,11 +1,8 @@
 /**
- * zod schemas of the service's resources, written from spec/service-interface.md §2.
- *
- * Two levels:
- * - `spec*` schemas are strict: every field of the spec present with its type, nothing else. The
- *   simulator's tests hold its output to them, so they are what "faithful" means.
- * - `identity*` schemas are what the client enforces on what it mirrors: only the fields the sync
- *   depends on (id, order_index, campaign id). Everything else is stored as sent (PRODUCT.md §4).
+ * The service's resources as spec/service-interface.md §2 describes them: strict zod schemas (every
+ * field of the spec present with its type, nothing else) and the vocabularies it lists. The
+ * simulator's tests hold its output to them, so they are what "faithful" means. The client enforces
+ * far less (api/envelopes.ts): only what the sync depends on.
  */
 import { z } from 'zod';
 
@@ -15,7 +12,9 @@ const dateTime = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(
 const dateTimeTz = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/);
 const int64 = z.union([z.number().int(), z.bigint()]);
 
-export const CAMPAIGN_TYPES = ['SESSION_COMPLETION', 'ROLE_SUBMISSION'] as const;
+import { CAMPAIGN_TYPES } from './paths.js';
+
+export { CAMPAIGN_TYPES };
 export const SCENARIO_TYPE_KEYS = ['EMAIL', 'CHAT', 'THREADED_EMAIL', 'VOICE_CHAT'] as const;
 export const SKILL_KEYS = [
   'RESOURCEFULNESS',
@@ -30,8 +29,6 @@ export const SKILL_KEYS = [
 ] as const;
 export const CEFR_LEVELS = ['A1', 'A2', 'B1', 'B2', 'C1', 'C2'] as const;
 export const RECOMMENDATION_STATUSES = ['NOT_RECOMMENDED', 'RECOMMENDED', 'STRONGLY_RECOMMENDED'] as const;
-export const REPORT_TYPES = ['DETAILED', 'OVERALL'] as const;
-export type ReportType = (typeof REPORT_TYPES)[number];
 
 export const specCampaign = z.strictObject({
   id: uuid,
@@ -114,33 +111,3 @@ export function specPage<T extends z.ZodType>(record: T) {
 export const specError = z.strictObject({
   error: z.strictObject({ message: z.string().min(1), status_code: z.number().int(), request_id: uuid }),
 });
-
-// ---- What the client enforces -------------------------------------------------------------
-
-/** A campaign as mirrored: id and type are needed for routing; the rest is kept as sent. */
-export const identityCampaign = z.looseObject({
-  id: z.string().min(1),
-  name: z.string().nullish(),
-  display_name: z.string().nullish(),
-  type: z.string().nullish(),
-  created_at: z.string().nullish(),
-});
-export type Campaign = z.infer<typeof identityCampaign>;
-export const identityCampaignList = z.looseObject({ data: z.array(identityCampaign) });
-
-/** The envelope of a results page; records are checked one by one (see sync/records.ts). */
-export const identityPage = z.looseObject({
-  data: z.array(z.unknown()),
-  has_more: z.boolean(),
-  last_record_index: z.unknown().optional(),
-  last_record_id: z.unknown().optional(),
-});
-export type Page = z.infer<typeof identityPage>;
-
-/** Reports a zod error as `path: message` lines joined by `; `. */
-export function formatIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 3)
-    .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
-    .join('; ');
-}

@@ -4,20 +4,19 @@
  */
 
 import { resolve } from 'node:path';
-import { RequestBudget } from '../api/budget.js';
-import { ApiClient } from '../api/client.js';
-import type { ReportType } from '../api/schemas.js';
+import type { ApiClient } from '../api/client.js';
 import { type ApiConfig, type ApiFlags, resolveApiConfig, resolveDbPath } from '../config/config.js';
 import { parseDate, parseIntIn } from '../config/duration.js';
+import type { Endpoint, ReportType } from '../core/types.js';
 import { UsageError } from '../errors.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { RunLock } from '../store/lock.js';
 import { NdjsonSink, type Sink, SqliteSink } from '../store/sink.js';
-import { type Endpoint, SyncState } from '../store/state.js';
-import type { OutputFlags } from '../ui/output.js';
-import { type PassDeps, type PassOptions, type PassResult, runPass } from './pass.js';
+import { SyncState } from '../store/state.js';
+import { type PassDeps, type PassOptions, type PassResult, runPass } from '../sync/pass.js';
+import { createClient } from './client.js';
 
-export interface SyncFlags extends ApiFlags, OutputFlags {
+export interface SyncFlags extends ApiFlags {
   db?: string;
   campaign?: string[];
   type?: string;
@@ -53,14 +52,14 @@ export function resolvePassOptions(flags: SyncFlags): PassOptions {
   };
 }
 
-export interface SessionHooks {
+export interface JobHooks {
   onRetry?: (err: Error, delayMs: number, attempt: number) => void;
   warn?: (text: string) => void;
   onProgress?: PassDeps['onProgress'];
 }
 
 /** A locked database with its sink and an API client, ready for passes. */
-export class SyncSession {
+export class SyncJob {
   private constructor(
     readonly dbPath: string,
     readonly db: Db,
@@ -68,12 +67,14 @@ export class SyncSession {
     readonly sink: Sink,
     readonly client: ApiClient,
     readonly options: PassOptions,
+    /** Warnings of the configuration (a key file others can read), for the command to print once. */
+    readonly warnings: string[],
     private readonly lock: RunLock,
     private readonly signal: AbortSignal | undefined,
-    private readonly hooks: SessionHooks,
+    private readonly hooks: JobHooks,
   ) {}
 
-  static open(flags: SyncFlags, signal: AbortSignal | undefined, hooks: SessionHooks = {}, api?: ApiConfig): SyncSession {
+  static open(flags: SyncFlags, signal: AbortSignal | undefined, hooks: JobHooks = {}, api?: ApiConfig): SyncJob {
     const options = resolvePassOptions(flags);
     const format = flags.format ?? 'sqlite';
     if (format !== 'sqlite' && format !== 'ndjson') throw new UsageError('--format: must be sqlite or ndjson');
@@ -89,9 +90,8 @@ export class SyncSession {
         d === 'sqlite' ? '--format sqlite' : `--format ndjson --out ${d.slice('ndjson:'.length)}`,
       );
       const sink = format === 'ndjson' ? new NdjsonSink(db, state, out) : new SqliteSink(db, state);
-      const budget = new RequestBudget(config.rate);
-      const client = new ApiClient(config, { budget, signal, onRetry: hooks.onRetry });
-      return new SyncSession(dbPath, db, state, sink, client, options, lock, signal, hooks);
+      const client = createClient(config, { signal, onRetry: hooks.onRetry });
+      return new SyncJob(dbPath, db, state, sink, client, options, config.warnings ?? [], lock, signal, hooks);
     } catch (err) {
       db?.close();
       lock.release();

@@ -1,0 +1,19 @@
+/** A request rate (the request budget, the simulator's limit) and how durations and rates read. */
+
+/** A request budget: at most `count` requests in any window of `windowMs`. */
+export interface Rate {
+  count: number;
+  windowMs: number;
+}
+
+export function formatRate(rate: Rate): string {
+  return `${rate.count}/${formatDuration(rate.windowMs)}`;
+}
+
+export function formatDuration(ms: number): string {
+  if (ms % 86_400_000 === 0) return `${ms / 86_400_000}d`;
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}

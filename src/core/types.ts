@@ -1,0 +1,37 @@
+/**
+ * The domain's vocabulary, shared by the client, the sync engine, the stores and the simulator: the
+ * two results endpoints, the role report types, streams, and a record that passed the identity rules.
+ */
+
+/** The results endpoint a campaign is read from (its type decides: spec/paths.ts). */
+export type Endpoint = 'session' | 'role';
+
+export const REPORT_TYPES = ['DETAILED', 'OVERALL'] as const;
+export type ReportType = (typeof REPORT_TYPES)[number];
+
+/** A stream is (campaign id, endpoint, report type): it has one checkpoint. */
+export interface StreamId {
+  key: string;
+  campaignId: string;
+  endpoint: Endpoint;
+  reportType: string | null;
+}
+
+export function streamId(campaignId: string, endpoint: Endpoint, reportType: string | null): StreamId {
+  const key = endpoint === 'role' ? `${campaignId}/role/${reportType}` : `${campaignId}/session`;
+  return { key, campaignId, endpoint, reportType: endpoint === 'role' ? reportType : null };
+}
+
+/** A record that passed the identity rules, with its JSON text as stored and written. */
+export interface CheckedRecord {
+  record: Record<string, unknown>;
+  id: string;
+  orderIndex: bigint;
+  raw: string;
+}
+
+/** A checkpoint move: from the cursor the stream last committed to the page's last order_index. */
+export interface CheckpointMove {
+  from: bigint | undefined;
+  to: bigint;
+}
