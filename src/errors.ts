@@ -18,13 +18,76 @@ export const ExitCode = {
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
 
+/**
+ * What kind of failure an error is: the one thing the exit code, the retry policy and the pass need
+ * to know about it, wherever it came from.
+ * - `usage`: the user's input or set-up (exit 2)
+ * - `auth`: the service refused the key (401; exit 3)
+ * - `unavailable`: the service could not be reached or is failing: connection errors, timeouts, 429
+ *   and 5xx. Waiting may help; when it stops every stream, nothing could sync (exit 5)
+ * - `rejected`: the service answered an error that waiting will not change (404, 400, 403…; exit 4)
+ * - `invalid`: an answer that is no valid answer (not JSON, over the size cap, a redirect, a wrong
+ *   shape) or records that break the identity or paging rules (exit 4)
+ * - `storage`: local storage failed (exit 74); `locked`: another process holds the lock (exit 75)
+ * - `aborted`: a signal stopped the run (exit 0)
+ */
+export type ErrorKind = 'usage' | 'auth' | 'unavailable' | 'rejected' | 'invalid' | 'storage' | 'locked' | 'aborted';
+
+const EXIT_CODE_OF_KIND: Record<ErrorKind, ExitCodeValue> = {
+  usage: ExitCode.usage,
+  auth: ExitCode.auth,
+  unavailable: ExitCode.unavailable,
+  invalid: ExitCode.partial,
+  rejected: ExitCode.partial,
+  storage: ExitCode.storage,
+  locked: ExitCode.locked,
+  aborted: ExitCode.ok,
+};
+
+/** The kind an exit code stands for, for errors made from an exit code alone. */
+function kindOfExitCode(code: ExitCodeValue): ErrorKind {
+  const found = (Object.keys(EXIT_CODE_OF_KIND) as ErrorKind[]).find((k) => EXIT_CODE_OF_KIND[k] === code);
+  return found ?? 'invalid';
+}
+
 /** Base class: a failure the user can act on; printed as one line, no stack. */
 export class CampaignSyncError extends Error {
   readonly exitCode: ExitCodeValue;
-  constructor(message: string, exitCode: ExitCodeValue, options?: { cause?: unknown }) {
+  readonly kind: ErrorKind;
+  constructor(message: string, exitCode: ExitCodeValue, options?: { cause?: unknown; kind?: ErrorKind }) {
     super(message, options);
     this.exitCode = exitCode;
+    this.kind = options?.kind ?? kindOfExitCode(exitCode);
   }
+}
+
+/**
+ * The exit code for any error a command ends with (PRODUCT.md §3): a CampaignSyncError's own, 0 for
+ * an interruption, 74 for a raw storage failure nobody wrapped, else 1 (a bug).
+ */
+export function exitCodeFor(err: unknown): ExitCodeValue {
+  if (err instanceof CampaignSyncError) return err.exitCode;
+  if (isAbort(err)) return ExitCode.ok;
+  if (isStorageFailure(err)) return ExitCode.storage;
+  return ExitCode.internal;
+}
+
+/** How one stream of a pass ended, as the exit code sees it. */
+export interface StreamOutcome {
+  status: 'ok' | 'failed' | 'interrupted';
+  /** The kind of the error that failed the stream. */
+  errorKind?: ErrorKind | undefined;
+}
+
+/**
+ * The exit code of a pass from its streams' outcomes: 0 when none failed (or a signal stopped it);
+ * 5 when every stream failed because the service was unreachable or failing; else 4 (partial).
+ */
+export function exitCodeForPass(pass: { streams: readonly StreamOutcome[]; interrupted: boolean }): ExitCodeValue {
+  const failed = pass.streams.filter((s) => s.status === 'failed');
+  if (pass.interrupted || failed.length === 0) return ExitCode.ok;
+  const allUnavailable = failed.length === pass.streams.length && failed.every((s) => s.errorKind === 'unavailable');
+  return allUnavailable ? ExitCode.unavailable : ExitCode.partial;
 }
 
 /** Bad flag, bad environment value, missing setting. */
@@ -58,10 +121,11 @@ export class ApiError extends CampaignSyncError {
   constructor(
     request: RequestInfo,
     detail: string,
-    opts: { status?: number; requestId?: string; retryAfterMs?: number; cause?: unknown } = {},
+    opts: { status?: number; requestId?: string; retryAfterMs?: number; cause?: unknown; invalid?: boolean } = {},
   ) {
     const id = opts.requestId ? ` [request_id ${opts.requestId}]` : '';
-    super(`${describeRequest(request)}: ${detail}${id}`, ExitCode.partial, { cause: opts.cause });
+    const kind = apiErrorKind(opts.status, opts.invalid === true);
+    super(`${describeRequest(request)}: ${detail}${id}`, EXIT_CODE_OF_KIND[kind], { cause: opts.cause, kind });
     this.status = opts.status;
     this.request = request;
     this.requestId = opts.requestId;
@@ -69,10 +133,18 @@ export class ApiError extends CampaignSyncError {
   }
 }
 
+/** The kind of a failed request: by its status, or `invalid` for an answer that is no valid answer. */
+function apiErrorKind(status: number | undefined, invalid: boolean): ErrorKind {
+  if (invalid) return 'invalid';
+  if (status === 401) return 'auth';
+  // No status: the request got no answer at all (network errors pass none).
+  if (status === undefined || status === 429 || status >= 500) return 'unavailable';
+  return 'rejected';
+}
+
 /** 401: the key is wrong or missing; stops everything. */
 export class AuthError extends ApiError {
   override readonly name = 'AuthError';
-  override readonly exitCode = ExitCode.auth;
 }
 
 /** Connection refused/reset, timeout, truncated body: the request never got a usable answer. */
@@ -90,7 +162,7 @@ export class NetworkError extends ApiError {
 export class DataError extends CampaignSyncError {
   override readonly name = 'DataError';
   constructor(message: string) {
-    super(message, ExitCode.partial);
+    super(message, ExitCode.partial, { kind: 'invalid' });
   }
 }
 

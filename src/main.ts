@@ -5,7 +5,7 @@
  */
 import { CommanderError } from 'commander';
 import { buildProgram, type RunResult } from './cli.js';
-import { CampaignSyncError, ExitCode, isAbort, isStorageFailure, type StorageError, storageError } from './errors.js';
+import { CampaignSyncError, ExitCode, exitCodeFor, isAbort, isStorageFailure, type StorageError, storageError } from './errors.js';
 import { showLines, showText } from './ui/escape.js';
 
 function messageOf(err: unknown): string {
@@ -45,7 +45,7 @@ export async function run(argv: string[], signal: AbortSignal): Promise<number> 
     if (failure) {
       // One terminal-safe line: a message may quote what the service sent (ui/escape.ts).
       process.stderr.write(`campaign-sync: ${showText(messageOf(failure))}\n`);
-      return failure.exitCode;
+      return exitCodeFor(failure);
     }
     process.stderr.write(`campaign-sync: internal error: ${showText(messageOf(err))}\n`);
     if (process.env.CAMPAIGN_SYNC_DEBUG) process.stderr.write(`${showLines((err as Error)?.stack ?? '')}\n`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError, AuthError, NetworkError } from '../src/errors.js';
+import { ApiError, AuthError, exitCodeForPass, NetworkError } from '../src/errors.js';
 import { runPass } from '../src/sync/pass.js';
 import { fakeClock } from './helpers/clock.js';
 import {
@@ -36,7 +36,7 @@ describe('client: int64 and envelope variants', () => {
     });
     const store = testStore();
     const result = await pass(mockClient(agent), store);
-    expect(result.exitCode).toBe(0);
+    expect(exitCodeForPass(result)).toBe(0);
     expect(calls.at(-1)?.searchParams.get('starting_after')).toBe('9007199254740993');
     const row = store.db.prepare('SELECT order_index, raw FROM session_results').safeIntegers(true).get() as {
       order_index: bigint;
@@ -106,7 +106,7 @@ describe('client: guards against bad pages', () => {
     expect(s?.error).toMatch(
       /GET \/v1\/campaigns\/session\/results \(campaign 1111.*\), page 2: record 2 of 3 \(id rec-4\): order_index: "abc"/,
     );
-    expect(result.exitCode).toBe(4);
+    expect(exitCodeForPass(result)).toBe(4);
     // Page 1 committed, nothing of page 2.
     expect(store.db.prepare('SELECT id FROM session_results ORDER BY order_index').pluck().all()).toEqual(['rec-1', 'rec-2']);
     expect(store.state.all()[0]?.cursor).toBe(2n);
@@ -189,7 +189,7 @@ describe('client: HTTP failures', () => {
       return { body: { data: [sessionRecord(1)], has_more: false, last_record_index: 1 } };
     });
     const result = await pass(mockClient(agent), testStore());
-    expect(result.exitCode).toBe(4);
+    expect(exitCodeForPass(result)).toBe(4);
     const role = result.streams.find((s) => s.id.endpoint === 'role');
     expect(role?.error).toBe(`GET /v1/campaigns/role/results (campaign ${ROLE_CAMPAIGN}): 404 Not found [request_id r]`);
     expect(result.streams.find((s) => s.id.endpoint === 'session')?.status).toBe('ok');
@@ -207,7 +207,7 @@ describe('client: HTTP failures', () => {
     const failed = await pass(mockClient(down, { maxRetries: 2 }, {}, fakeClock()), testStore());
     expect(failed.streams[0]?.requests).toBe(3);
     expect(failed.streams[0]?.error).toMatch(/500 \(not JSON: "<html>oops<\/html>"\)/);
-    expect(failed.exitCode).toBe(5);
+    expect(exitCodeForPass(failed)).toBe(5);
   });
 
   it('429 honours Retry-After as an HTTP date: no request before it is due', async () => {
@@ -225,7 +225,7 @@ describe('client: HTTP failures', () => {
         : { body: { data: [], has_more: false } };
     });
     const result = await pass(mockClient(agent, {}, {}, clock), testStore());
-    expect(result.exitCode).toBe(0);
+    expect(exitCodeForPass(result)).toBe(0);
     expect((at[1] as number) - (at[0] as number)).toBeGreaterThanOrEqual(61_000);
   });
 
@@ -243,7 +243,7 @@ describe('client: HTTP failures', () => {
     expect(result.streams[0]?.error).toBe(
       `GET /v1/campaigns/session/results (campaign ${CAMPAIGN}): 429 Too many requests [request_id r]; Retry-After 3000 s is longer than --max-retry-wait 2m: gave up`,
     );
-    expect(result.exitCode).toBe(5);
+    expect(exitCodeForPass(result)).toBe(5);
   });
 
   it('a Retry-After within --max-retry-wait is honoured', async () => {
@@ -253,7 +253,7 @@ describe('client: HTTP failures', () => {
       ++n === 1 ? { status: 503, headers: { 'retry-after': '90' } } : { body: { data: [sessionRecord(1)], has_more: false } },
     );
     const result = await pass(mockClient(agent, { maxRetryWaitMs: 120_000 }, {}, clock), testStore());
-    expect(result.exitCode).toBe(0);
+    expect(exitCodeForPass(result)).toBe(0);
     expect(clock.sleeps).toContain(90_000);
   });
 

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
+import { exitCodeForPass } from '../src/errors.js';
 import { fakeClock } from './helpers/clock.js';
 import { clientConfig } from './helpers/index.js';
 import { CAMPAIGN, campaignList, mockClient, mockService, pass, sessionRecord, testStore } from './helpers/mock.js';
@@ -27,7 +28,7 @@ describe('hostile order_index values', () => {
       );
       const store = testStore(format);
       const result = await pass(mockClient(agent), store);
-      expect(result.exitCode).toBe(0);
+      expect(exitCodeForPass(result)).toBe(0);
       expect(store.state.all()[0]?.cursor).toBe(2n ** 63n - 1n);
       if (format === 'sqlite') {
         expect(store.db.prepare("SELECT order_index FROM session_results WHERE id = 'max'").safeIntegers(true).pluck().get()).toBe(
@@ -53,7 +54,7 @@ describe('hostile order_index values', () => {
       const { agent } = twoPages(`{"data":[{"id":"bad","campaign":{"id":"${CAMPAIGN}"},"order_index":${token}}],"has_more":false}`);
       const store = testStore();
       const result = await pass(mockClient(agent), store);
-      expect(result.exitCode).toBe(4);
+      expect(exitCodeForPass(result)).toBe(4);
       const error = result.streams[0]?.error ?? '';
       expect(error).toMatch(
         /^GET \/v1\/campaigns\/session\/results \(campaign 11111111-1111-4111-8111-111111111111\), page 2: record 1 of 1 \(id bad\)/,
@@ -134,7 +135,7 @@ describe('hostile responses', () => {
     });
     const store = testStore('ndjson');
     const result = await pass(mockClient(agent), store);
-    expect(result.exitCode).toBe(0);
+    expect(exitCodeForPass(result)).toBe(0);
     expect(calls[1]?.pathname).toBe('/v1/campaigns/session/results');
     expect(calls[1]?.searchParams.get('campaign_id')).toBe(evil);
     store.sink.close();

@@ -60,7 +60,7 @@ describe('output rules', () => {
   });
 
   it('one line per pass, with singular and plural right', () => {
-    const line = passLine({ streams: [], skipped: [], requests: 1, records: 0, bytes: 0, durationMs: 12, interrupted: false, exitCode: 0 });
+    const line = passLine({ streams: [], skipped: [], requests: 1, records: 0, bytes: 0, durationMs: 12, interrupted: false });
     expect(line).toBe('0 records (0 new, 0 updated), 0 streams, 1 request, 12 ms');
   });
 });

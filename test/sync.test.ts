@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
 import { resolvePassOptions } from '../src/app/sync-job.js';
+import { exitCodeForPass } from '../src/errors.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { openDatabase } from '../src/store/db.js';
 import { RunLock } from '../src/store/lock.js';
@@ -39,7 +40,7 @@ describe('sync against the simulator', () => {
     const s = await sim({ campaigns: 4, records: 230 });
     const st = store();
     const result = await pullOnce(s, st, { pageSize: 50 });
-    expect(result.exitCode).toBe(0);
+    expect(exitCodeForPass(result)).toBe(0);
     expect(result.streams.map((x) => x.status)).toEqual(['ok', 'ok', 'ok', 'ok']);
     expect(count(st, 'SELECT count(*) FROM session_results')).toBe(460);
     expect(count(st, 'SELECT count(*) FROM role_results')).toBe(460);
@@ -156,7 +157,7 @@ describe('sync against the simulator', () => {
     const s = await sim({ campaigns: 2, records: 30, orderIndexStart: start });
     const st = store();
     const result = await pullOnce(s, st, { pageSize: 7 });
-    expect(result.exitCode).toBe(0);
+    expect(exitCodeForPass(result)).toBe(0);
     const c = s.data.campaigns[0] as NonNullable<(typeof s.data.campaigns)[0]>;
     const rows = st.db
       .prepare('SELECT order_index FROM session_results WHERE campaign_id = ? ORDER BY order_index')
@@ -187,7 +188,7 @@ describe('sync against the simulator', () => {
     const result = await runPass({ client, sink: st.sink, state: st.state, warn: (w) => warnings.push(w) }, passDefaults);
     expect(result.skipped.map((x) => x.type)).toEqual(['LIVE_INTERVIEW']);
     expect(warnings[0]).toMatch(/type LIVE_INTERVIEW.*skipped/);
-    expect(result.exitCode).toBe(0);
+    expect(exitCodeForPass(result)).toBe(0);
     const [first, second] = s.data.campaigns;
     const picked = await runPass(
       { client, sink: st.sink, state: st.state },

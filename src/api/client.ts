@@ -97,7 +97,7 @@ export class ApiClient {
     const info: RequestInfo = { method: 'GET', path: '/v1/campaigns' };
     const { value } = await this.get(info, '', counter);
     const parsed = identityCampaignList.safeParse(value);
-    if (!parsed.success) throw new ApiError(info, `unexpected response: ${formatIssues(parsed.error)}`);
+    if (!parsed.success) throw new ApiError(info, `unexpected response: ${formatIssues(parsed.error)}`, { invalid: true });
     return parsed.data.data;
   }
 
@@ -111,7 +111,7 @@ export class ApiClient {
     if (q.endDate) params.set('end_date', q.endDate);
     const { value, bytes } = await this.get(info, `?${params}`, counter);
     const parsed = identityPage.safeParse(value);
-    if (!parsed.success) throw new ApiError(info, `unexpected page: ${formatIssues(parsed.error)}`);
+    if (!parsed.success) throw new ApiError(info, `unexpected page: ${formatIssues(parsed.error)}`, { invalid: true });
     return { page: parsed.data, bytes };
   }
 
@@ -199,7 +199,7 @@ export class ApiClient {
     try {
       const declared = Number(res.headers['content-length']);
       if (declared > maxBytes)
-        throw new ApiError(info, `${status}: response body of ${declared} bytes is over the ${maxBytes}-byte cap`, { status: 0 });
+        throw new ApiError(info, `${status}: response body of ${declared} bytes is over the ${maxBytes}-byte cap`, { invalid: true });
       if (declared >= 0 && declared <= maxBytes) {
         // undici fails a body that does not match its Content-Length, so the cap holds as declared.
         text = await res.body.text();
@@ -208,7 +208,7 @@ export class ApiClient {
         const chunks: Buffer[] = [];
         for await (const chunk of res.body) {
           total += (chunk as Buffer).length;
-          if (total > maxBytes) throw new ApiError(info, `${status}: response body is over the ${maxBytes}-byte cap`, { status: 0 });
+          if (total > maxBytes) throw new ApiError(info, `${status}: response body is over the ${maxBytes}-byte cap`, { invalid: true });
           chunks.push(chunk as Buffer);
         }
         text = Buffer.concat(chunks, total).toString('utf8');
@@ -222,7 +222,7 @@ export class ApiClient {
         return { value: parseJson(text), bytes: total };
       } catch {
         const type = String(res.headers['content-type'] ?? 'no content-type');
-        throw new ApiError(info, `${status} but the body is not JSON (${type.split(';')[0]}): ${preview(text)}`, { status: 0 });
+        throw new ApiError(info, `${status} but the body is not JSON (${type.split(';')[0]}): ${preview(text)}`, { invalid: true });
       }
     }
     if (status >= 300 && status < 400) {
@@ -231,7 +231,10 @@ export class ApiClient {
       try {
         where = new URL(location, url).host;
       } catch {}
-      throw new ApiError(info, `${status} redirect to ${where} not followed (the key is only sent to the configured base URL)`, { status });
+      throw new ApiError(info, `${status} redirect to ${where} not followed (the key is only sent to the configured base URL)`, {
+        status,
+        invalid: true,
+      });
     }
     const { message, requestId } = errorFields(text);
     const retryAfterMs = parseRetryAfter(res.headers['retry-after'], this.clock.now());

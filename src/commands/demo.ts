@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { SyncJob } from '../app/sync-job.js';
 import { DEFAULT_MAX_RETRY_WAIT_MS } from '../config/config.js';
 import { parseIntIn } from '../config/duration.js';
+import { exitCodeForPass } from '../errors.js';
 import { startSimulator } from '../simulator/server.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
@@ -48,7 +49,7 @@ export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<numbe
     try {
       const result = await session.pass();
       progress.stop();
-      code = result.exitCode;
+      code = exitCodeForPass(result);
       out.document({ ...passDocument(result), db: resolve(flags.db) });
       out.print(passTable(result));
     } finally {

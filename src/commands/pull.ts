@@ -1,4 +1,5 @@
 import { type SyncFlags, SyncJob } from '../app/sync-job.js';
+import { exitCodeForPass } from '../errors.js';
 import { failureLines } from '../ui/failures.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
@@ -26,7 +27,7 @@ export async function pull(flags: PullFlags, signal: AbortSignal): Promise<numbe
     out.print(passTable(result));
     // The table lists failures; without it (--quiet, --json) each failed stream still gets one line.
     if (out.quiet || out.json) for (const line of failureLines(result)) out.error(line);
-    return result.exitCode;
+    return exitCodeForPass(result);
   } finally {
     progress.stop();
     await session.close();

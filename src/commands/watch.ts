@@ -1,7 +1,7 @@
 import { type SyncFlags, SyncJob } from '../app/sync-job.js';
 import { parseDuration, parseIntIn } from '../config/duration.js';
 import { sleep } from '../core/clock.js';
-import { AuthError, CampaignSyncError, ExitCode, isAbort, StorageError, UsageError } from '../errors.js';
+import { AuthError, CampaignSyncError, ExitCode, exitCodeFor, exitCodeForPass, isAbort, StorageError, UsageError } from '../errors.js';
 import type { PassResult } from '../sync/pass.js';
 import { failureLines } from '../ui/failures.js';
 import { Output, type OutputFlags } from '../ui/output.js';
@@ -40,7 +40,7 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
       let result: PassResult | undefined;
       try {
         result = await session.pass();
-        lastCode = result.exitCode;
+        lastCode = exitCodeForPass(result);
         if (out.json) out.jsonLine({ at: stamp(), started_at: new Date(startedAt).toISOString(), pass: cycle, ...passDocument(result) });
         else out.print(`${stamp()} pass ${cycle}: ${passLine(result)}`);
         // An error, not a warning: --quiet must still report it (the pass line above is silent then).
@@ -51,8 +51,8 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
         if (isAbort(err) && signal.aborted) break;
         if (!(err instanceof CampaignSyncError)) throw err;
         // The service is down or failing: log it and try again at the next interval.
-        lastCode = err.exitCode;
-        if (out.json) out.jsonLine({ at: stamp(), pass: cycle, error: err.message, exit_code: err.exitCode });
+        lastCode = exitCodeFor(err);
+        if (out.json) out.jsonLine({ at: stamp(), pass: cycle, error: err.message, exit_code: exitCodeFor(err) });
         else out.error(`${stamp()} pass ${cycle} failed: ${err.message}`);
       }
       if (signal.aborted || result?.interrupted) return ExitCode.ok;

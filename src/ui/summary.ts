@@ -1,4 +1,6 @@
 /** How a pass is shown: a table for people, a document for --json, a one-liner for watch logs. */
+
+import { exitCodeForPass } from '../errors.js';
 import type { PassResult, StreamResult } from '../sync/pass.js';
 import { showText } from './escape.js';
 import { formatCount, formatMs, plural, renderTable } from './table.js';
@@ -32,7 +34,7 @@ export function passDocument(result: PassResult) {
     bytes: result.bytes,
     duration_ms: result.durationMs,
     interrupted: result.interrupted,
-    exit_code: result.exitCode,
+    exit_code: exitCodeForPass(result),
   };
 }
 

@@ -1,0 +1,56 @@
+/**
+ * Planning a pass: which campaigns the options ask for, and the stream each one is read through
+ * (its type decides the endpoint: spec/paths.ts). Pure: no I/O.
+ */
+import type { Campaign } from '../api/envelopes.js';
+import { type Endpoint, type ReportType, type StreamId, streamId } from '../core/types.js';
+import { UsageError } from '../errors.js';
+import { endpointFor } from '../spec/paths.js';
+
+export interface PlannedStream {
+  id: StreamId;
+  campaignName: string;
+}
+
+/** A campaign of a type campaign-sync cannot read: skipped with a warning and shown by `status`. */
+export interface SkippedCampaign {
+  id: string;
+  name: string;
+  type: string;
+}
+
+/** Picks the campaigns the options ask for; an unknown id or name is a usage error. */
+export function selectCampaigns(all: Campaign[], selectors: string[]): Campaign[] {
+  if (selectors.length === 0) return all;
+  const chosen = new Map<string, Campaign>();
+  for (const sel of selectors) {
+    const hits = all.filter((c) => c.id === sel || c.name === sel);
+    if (hits.length === 0) {
+      throw new UsageError(`--campaign: no accessible campaign has the id or name "${sel}" (see \`campaign-sync campaigns\`)`);
+    }
+    if (hits.length > 1) throw new UsageError(`--campaign: "${sel}" names ${hits.length} campaigns; use the id`);
+    for (const c of hits) chosen.set(c.id, c);
+  }
+  return [...chosen.values()];
+}
+
+/** Routes campaigns to streams; campaigns of another type are returned as skipped. */
+export function planStreams(campaigns: Campaign[], opts: { type?: Endpoint | undefined; reportType: ReportType }) {
+  const streams: PlannedStream[] = [];
+  const skipped: SkippedCampaign[] = [];
+  const seen = new Set<string>();
+  for (const c of campaigns) {
+    // A campaign listed twice must not become two workers on one stream.
+    if (seen.has(c.id)) continue;
+    seen.add(c.id);
+    const endpoint = endpointFor(c.type);
+    const name = c.name ?? c.display_name ?? c.id;
+    if (!endpoint) {
+      skipped.push({ id: c.id, name, type: String(c.type ?? 'none') });
+      continue;
+    }
+    if (opts.type && opts.type !== endpoint) continue;
+    streams.push({ id: streamId(c.id, endpoint, endpoint === 'role' ? opts.reportType : null), campaignName: name });
+  }
+  return { streams, skipped };
+}
