@@ -185,7 +185,7 @@ describe('sync against the simulator', () => {
     const st = store();
     const warnings: string[] = [];
     const client = clientFor(s);
-    const result = await runPass({ client, sink: st.sink, state: st.state, warn: (w) => warnings.push(w) }, passDefaults);
+    const result = await runPass({ client, sink: st.sink, state: st.state, events: { warning: (w) => warnings.push(w) } }, passDefaults);
     expect(result.skipped.map((x) => x.type)).toEqual(['LIVE_INTERVIEW']);
     expect(warnings[0]).toMatch(/type LIVE_INTERVIEW.*skipped/);
     expect(exitCodeForPass(result)).toBe(0);

@@ -5,6 +5,7 @@
  */
 import { type Dispatcher, Pool, request } from 'undici';
 import { type Clock, realClock } from '../core/clock.js';
+import type { RunEvents } from '../core/events.js';
 import { parseJson } from '../core/json.js';
 import type { ReportType } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
@@ -61,13 +62,18 @@ export interface ClientOptions {
   dispatcher?: Dispatcher;
   maxBodyBytes?: number;
   random?: () => number;
-  /** Called before each retry wait, for logging. */
-  onRetry?: (err: Error, delayMs: number, attempt: number) => void;
+  /** Requests, retries and budget waits are reported here (core/events.ts). */
+  events?: RunEvents | undefined;
+}
+
+function requestFacts(info: RequestInfo, attempt: number, sentAt: number, endedAt: number) {
+  return { method: info.method, path: info.path, campaignId: info.campaignId, attempt: attempt + 1, ms: endedAt - sentAt };
 }
 
 interface Response {
   value: unknown;
   bytes: number;
+  status: number;
 }
 
 export class ApiClient {
@@ -77,12 +83,14 @@ export class ApiClient {
   private readonly basePath: string;
   /** Every attempt made, retries included. */
   requests = 0;
+  private readonly events: RunEvents | undefined;
 
   constructor(
     readonly config: ClientConfig,
     private readonly opts: ClientOptions,
   ) {
     this.clock = opts.clock ?? realClock;
+    this.events = opts.events;
     this.ownsDispatcher = opts.dispatcher === undefined;
     this.dispatcher = opts.dispatcher ?? new Pool(config.baseUrl.origin, { connections: MAX_CONNECTIONS, keepAliveTimeout: KEEP_ALIVE_MS });
     this.basePath = config.baseUrl.pathname.replace(/\/+$/, '');
@@ -120,17 +128,30 @@ export class ApiClient {
     for (let attempt = 0; ; attempt++) {
       if (this.opts.signal?.aborted) throw new AbortedError();
       // No await before the request is sent when a slot is free: see RequestBudget.tryAcquire.
-      const release = this.opts.budget.tryAcquire() ?? (await this.opts.budget.acquire(this.opts.signal));
+      let release = this.opts.budget.tryAcquire();
+      if (release === undefined) {
+        const waitFrom = this.clock.now();
+        release = await this.opts.budget.acquire(this.opts.signal);
+        this.events?.budgetWait?.({ ms: this.clock.now() - waitFrom });
+      }
       this.requests++;
       if (counter) counter.requests++;
+      const sentAt = this.clock.now();
       try {
         const res = await this.once(info, query);
         release();
         if (counter) counter.bytes += res.bytes;
+        this.events?.request?.({ ...requestFacts(info, attempt, sentAt, this.clock.now()), status: res.status, bytes: res.bytes });
         return res;
       } catch (err) {
         release();
         if (err instanceof AbortedError) throw err;
+        this.events?.request?.({
+          ...requestFacts(info, attempt, sentAt, this.clock.now()),
+          status: err instanceof ApiError ? err.status : undefined,
+          bytes: 0,
+          error: (err as Error).message,
+        });
         const decision = retryDecision(
           err,
           attempt,
@@ -145,7 +166,7 @@ export class ApiClient {
         const delay = decision.delayMs;
         // A 429 means the server counts differently than we do: hold every stream back.
         if (err instanceof ApiError && err.status === 429) this.opts.budget.pause(delay);
-        this.opts.onRetry?.(err as Error, delay, attempt + 1);
+        this.events?.retry?.({ error: err as Error, delayMs: delay, attempt: attempt + 1 });
         await this.clock.sleep(delay, this.opts.signal);
       }
     }
@@ -219,7 +240,7 @@ export class ApiClient {
     }
     if (status >= 200 && status < 300) {
       try {
-        return { value: parseJson(text), bytes: total };
+        return { value: parseJson(text), bytes: total, status };
       } catch {
         const type = String(res.headers['content-type'] ?? 'no content-type');
         throw new ApiError(info, `${status} but the body is not JSON (${type.split(';')[0]}): ${preview(text)}`, { invalid: true });

@@ -7,13 +7,14 @@ import { RequestBudget } from '../api/budget.js';
 import { ApiClient } from '../api/client.js';
 import type { ApiConfig } from '../config/config.js';
 import type { Clock } from '../core/clock.js';
+import type { RunEvents } from '../core/events.js';
 
 export interface ClientHooks {
   signal?: AbortSignal | undefined;
   clock?: Clock;
   /** Tests pass a MockAgent. */
   dispatcher?: Dispatcher;
-  onRetry?: (err: Error, delayMs: number, attempt: number) => void;
+  events?: RunEvents | undefined;
 }
 
 export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiClient {

@@ -7,13 +7,14 @@ import { resolve } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { type ApiConfig, type ApiFlags, resolveApiConfig, resolveDbPath } from '../config/config.js';
 import { parseDate, parseIntIn } from '../config/duration.js';
+import type { RunEvents } from '../core/events.js';
 import type { Endpoint, ReportType } from '../core/types.js';
 import { UsageError } from '../errors.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { RunLock } from '../store/lock.js';
 import { NdjsonSink, type Sink, SqliteSink } from '../store/sink.js';
 import { SyncState } from '../store/state.js';
-import { type PassDeps, type PassOptions, type PassResult, runPass } from '../sync/pass.js';
+import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { createClient } from './client.js';
 
 export interface SyncFlags extends ApiFlags {
@@ -53,9 +54,8 @@ export function resolvePassOptions(flags: SyncFlags): PassOptions {
 }
 
 export interface JobHooks {
-  onRetry?: (err: Error, delayMs: number, attempt: number) => void;
-  warn?: (text: string) => void;
-  onProgress?: PassDeps['onProgress'];
+  /** Requests, retries, pages, stream ends and warnings (ui/events.ts builds them from the command's Output). */
+  events?: RunEvents | undefined;
 }
 
 /** A locked database with its sink and an API client, ready for passes. */
@@ -90,7 +90,7 @@ export class SyncJob {
         d === 'sqlite' ? '--format sqlite' : `--format ndjson --out ${d.slice('ndjson:'.length)}`,
       );
       const sink = format === 'ndjson' ? new NdjsonSink(db, state, out) : new SqliteSink(db, state);
-      const client = createClient(config, { signal, onRetry: hooks.onRetry });
+      const client = createClient(config, { signal, events: hooks.events });
       return new SyncJob(dbPath, db, state, sink, client, options, config.warnings ?? [], lock, signal, hooks);
     } catch (err) {
       db?.close();
@@ -106,8 +106,7 @@ export class SyncJob {
         sink: this.sink,
         state: this.state,
         signal: this.signal,
-        warn: this.hooks.warn,
-        onProgress: this.hooks.onProgress,
+        events: this.hooks.events,
       },
       this.options,
     );

@@ -4,6 +4,7 @@ import { DEFAULT_MAX_RETRY_WAIT_MS } from '../config/config.js';
 import { parseIntIn } from '../config/duration.js';
 import { exitCodeForPass } from '../errors.js';
 import { startSimulator } from '../simulator/server.js';
+import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
 import { passDocument, passTable } from '../ui/summary.js';
@@ -32,10 +33,7 @@ export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<numbe
     const session = SyncJob.open(
       { db: flags.db },
       signal,
-      {
-        warn: (t) => out.warn(t),
-        onProgress: (p) => progress.update(`${p.streamsDone}/${p.streams} streams, ${formatCount(p.records)} records`),
-      },
+      { events: commandEvents(out, progress) },
       {
         baseUrl: new URL(sim.url),
         apiKey: sim.apiKey,

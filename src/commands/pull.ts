@@ -1,10 +1,10 @@
 import { type SyncFlags, SyncJob } from '../app/sync-job.js';
 import { exitCodeForPass } from '../errors.js';
+import { commandEvents } from '../ui/events.js';
 import { failureLines } from '../ui/failures.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
 import { passDocument, passTable } from '../ui/summary.js';
-import { formatCount, formatMs } from '../ui/table.js';
 
 /** What `pull` takes: the sync settings and the output options. */
 export type PullFlags = SyncFlags & OutputFlags;
@@ -13,12 +13,7 @@ export type PullFlags = SyncFlags & OutputFlags;
 export async function pull(flags: PullFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
   const progress = await startProgress(out, 'listing campaigns');
-  const session = SyncJob.open(flags, signal, {
-    warn: (t) => out.warn(t),
-    onRetry: (err, delay) => out.info(`retrying in ${formatMs(delay)}: ${err.message}`),
-    onProgress: (p) =>
-      progress.update(`${p.streamsDone}/${p.streams} streams, ${formatCount(p.records)} records, ${formatCount(p.requests)} requests`),
-  });
+  const session = SyncJob.open(flags, signal, { events: commandEvents(out, progress) });
   for (const w of session.warnings) out.warn(w);
   try {
     const result = await session.pass();

@@ -3,10 +3,10 @@ import { parseDuration, parseIntIn } from '../config/duration.js';
 import { sleep } from '../core/clock.js';
 import { AuthError, CampaignSyncError, ExitCode, exitCodeFor, exitCodeForPass, isAbort, StorageError, UsageError } from '../errors.js';
 import type { PassResult } from '../sync/pass.js';
+import { commandEvents } from '../ui/events.js';
 import { failureLines } from '../ui/failures.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { passDocument, passLine } from '../ui/summary.js';
-import { formatMs } from '../ui/table.js';
 
 export interface WatchFlags extends SyncFlags, OutputFlags {
   interval?: string;
@@ -27,10 +27,7 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
   const out = new Output(flags);
   const intervalMs = parseDuration(flags.interval ?? '2m', '--interval');
   const maxCycles = flags.maxCycles === undefined ? undefined : parseIntIn(flags.maxCycles, '--max-cycles', 1, Number.MAX_SAFE_INTEGER);
-  const session = SyncJob.open(flags, signal, {
-    warn: (t) => out.warn(t),
-    onRetry: (err, delay) => out.info(`retrying in ${formatMs(delay)}: ${err.message}`),
-  });
+  const session = SyncJob.open(flags, signal, { events: commandEvents(out) });
   for (const w of session.warnings) out.warn(w);
   const stamp = () => new Date().toISOString();
   let lastCode: number = ExitCode.ok;

@@ -5,10 +5,11 @@
  * returns or throws. It reports outcomes; the exit code is errors.ts's `exitCodeForPass`.
  */
 import type { Campaign } from '../api/envelopes.js';
+import type { Progress } from '../core/events.js';
 import type { Endpoint } from '../core/types.js';
 import { ApiError, AuthError, CampaignSyncError } from '../errors.js';
 import { type PlannedStream, planStreams, type SkippedCampaign, selectCampaigns } from './plan.js';
-import { type Progress, type StreamDeps, type StreamOptions, type StreamResult, syncStream } from './stream.js';
+import { type StreamDeps, type StreamOptions, type StreamResult, syncStream } from './stream.js';
 
 export type { Progress, SkippedCampaign, StreamResult };
 
@@ -20,9 +21,7 @@ export interface PassOptions extends StreamOptions {
   concurrency: number;
 }
 
-export interface PassDeps extends StreamDeps {
-  warn?: (text: string) => void;
-}
+export type PassDeps = StreamDeps;
 
 export interface PassResult {
   streams: StreamResult[];
@@ -52,7 +51,7 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   deps.sink.campaigns(campaigns as Array<Record<string, unknown>>);
   const { streams: planned, skipped } = planStreams(selectCampaigns(campaigns, opts.campaigns), opts);
   for (const s of skipped)
-    deps.warn?.(`campaign ${s.name} (${s.id}) has type ${s.type}, which campaign-sync does not know how to read: skipped`);
+    deps.events?.warning?.(`campaign ${s.name} (${s.id}) has type ${s.type}, which campaign-sync does not know how to read: skipped`);
 
   // A 401, or an error that is not the stream's own (a full disk, a bug), stops every stream; the
   // workers never reject, so none is left writing after the pass has returned.
@@ -76,7 +75,8 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
         return;
       }
       totals.streamsDone++;
-      deps.onProgress?.({ ...totals, requests: deps.client.requests });
+      const done = results[index] as StreamResult;
+      deps.events?.streamDone?.({ stream: done.id, status: done.status, progress: { ...totals, requests: deps.client.requests } });
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(opts.concurrency, planned.length)) }, worker));

@@ -5,6 +5,7 @@
  * thrown on: fatal for the whole pass.
  */
 import type { ApiClient, RequestCounter } from '../api/client.js';
+import type { Progress, RunEvents } from '../core/events.js';
 import type { ReportType, StreamId } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
@@ -27,15 +28,8 @@ export interface StreamDeps {
   sink: Sink;
   state: SyncState;
   signal?: AbortSignal | undefined;
-  /** Called whenever a page is committed, for a live count. */
-  onProgress?: ((p: Progress) => void) | undefined;
-}
-
-export interface Progress {
-  streamsDone: number;
-  streams: number;
-  records: number;
-  requests: number;
+  /** Pages and warnings are reported here (core/events.ts). */
+  events?: RunEvents | undefined;
 }
 
 export type StreamStatus = 'ok' | 'failed' | 'interrupted';
@@ -134,7 +128,7 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
       result.updated += counts.updated;
       totals.records += checked.length;
       totals.requests = deps.client.requests;
-      deps.onProgress?.({ ...totals });
+      deps.events?.page?.({ stream: id, records: checked.length, progress: { ...totals } });
       if (step.done) break;
       if (deps.signal?.aborted) throw new AbortedError();
       cursor = step.next;

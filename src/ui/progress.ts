@@ -2,16 +2,19 @@
 import type { Output } from './output.js';
 
 export interface Progress {
+  /** True while a spinner is shown: callers skip formatting otherwise. */
+  readonly active: boolean;
   update(text: string): void;
   stop(): void;
 }
 
 export async function startProgress(out: Output, text: string): Promise<Progress> {
-  if (!out.interactive) return { update() {}, stop() {} };
+  if (!out.interactive) return { active: false, update() {}, stop() {} };
   const { default: ora } = await import('ora');
   const spinner = ora({
     text,
-    stream: process.stderr,
+    // Through Output's stream, like every other line for people.
+    stream: out.streams.stderr as NodeJS.WriteStream,
     color: out.color ? 'cyan' : undefined,
     // Output.interactive has already decided (TTY, --json, --quiet, CI); ora's own test differs on CI=''.
     isEnabled: true,
@@ -21,6 +24,7 @@ export async function startProgress(out: Output, text: string): Promise<Progress
     discardStdin: false,
   }).start();
   return {
+    active: true,
     update: (t) => {
       spinner.text = t;
     },
