@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
+import { shownDefault } from './config/defaults.js';
 
 /** Our own version (npm_package_version would be the version of whatever project runs npx). */
 function version(): string {
@@ -29,15 +30,18 @@ function apiOptions(cmd: Command): Command {
   return cmd
     .option('--base-url <url>', 'API base URL without /v1 (env CAMPAIGN_SYNC_BASE_URL)')
     .option('--api-key-file <path>', 'file holding the API key (env CAMPAIGN_SYNC_API_KEY)')
-    .option('--rate-limit <rate>', 'request budget, N or N/DURATION (env CAMPAIGN_SYNC_RATE_LIMIT)', undefined)
-    .option('--timeout <duration>', 'bound on each whole request', '30s')
-    .option('--max-retries <n>', 'retries per request (429, 5xx, timeouts, resets)', '5')
-    .option('--max-retry-wait <duration>', 'longest Retry-After to wait; a longer one fails the stream at once (default 2m)')
+    .option('--rate-limit <rate>', `request budget, N or N/DURATION (env CAMPAIGN_SYNC_RATE_LIMIT)${shownDefault('rateLimit')}`)
+    .option('--timeout <duration>', `bound on each whole request${shownDefault('timeout')}`)
+    .option('--max-retries <n>', `retries per request (429, 5xx, timeouts, resets)${shownDefault('maxRetries')}`)
+    .option(
+      '--max-retry-wait <duration>',
+      `longest Retry-After to wait; a longer one fails the stream at once${shownDefault('maxRetryWait')}`,
+    )
     .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host');
 }
 
 function dbOption(cmd: Command): Command {
-  return cmd.option('--db <path>', 'SQLite database (env CAMPAIGN_SYNC_DB)');
+  return cmd.option('--db <path>', `SQLite database (env CAMPAIGN_SYNC_DB)${shownDefault('db')}`);
 }
 
 function outputOptions(cmd: Command): Command {
@@ -48,11 +52,11 @@ function syncOptions(cmd: Command): Command {
   return cmd
     .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect)
     .addOption(new Option('--type <type>', 'only this kind of campaign').choices(['session', 'role']))
-    .addOption(new Option('--report-type <type>', 'role report to mirror').choices(['DETAILED', 'OVERALL']).default('DETAILED'))
-    .addOption(new Option('--format <format>', 'where records go').choices(['sqlite', 'ndjson']).default('sqlite'))
-    .option('--out <dir>', 'NDJSON folder (with --format ndjson)', './campaign-sync-out')
-    .option('--page-size <n>', 'records per request, 1 to 100', '100')
-    .option('--concurrency <n>', 'streams synced at once (one shared request budget)', '4')
+    .addOption(new Option('--report-type <type>', `role report to mirror${shownDefault('reportType')}`).choices(['DETAILED', 'OVERALL']))
+    .addOption(new Option('--format <format>', `where records go${shownDefault('format')}`).choices(['sqlite', 'ndjson']))
+    .option('--out <dir>', `NDJSON folder (with --format ndjson)${shownDefault('out')}`)
+    .option('--page-size <n>', `records per request, 1 to 100${shownDefault('pageSize')}`)
+    .option('--concurrency <n>', `streams synced at once (one shared request budget)${shownDefault('concurrency')}`)
     .option('--since <date>', 'backfill from this day (YYYY-MM-DD); checkpoints untouched')
     .option('--until <date>', 'backfill up to this day (YYYY-MM-DD); checkpoints untouched')
     .option('--full', 'ignore checkpoints, re-read everything, then set them');
@@ -90,7 +94,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
 
   example(
     outputOptions(syncOptions(dbOption(apiOptions(program.command('watch').description('pull again and again; stops on SIGINT/SIGTERM')))))
-      .option('--interval <duration>', 'time from the start of one pass to the next', '2m')
+      .option('--interval <duration>', `time from the start of one pass to the next${shownDefault('interval')}`)
       .option('--max-cycles <n>', 'stop after this many passes'),
     'campaign-sync watch --interval 2m',
     'campaign-sync watch --max-cycles 3 --interval 10s --json',
@@ -112,7 +116,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
             .choices(['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results'])
             .makeOptionMandatory(),
         )
-        .addOption(new Option('--format <format>', 'output format').choices(['csv', 'ndjson']).default('csv'))
+        .addOption(new Option('--format <format>', `output format${shownDefault('exportFormat')}`).choices(['csv', 'ndjson']))
         .option('-o, --output <file>', 'write to this file (0600) instead of stdout')
         .option('--campaign <id>', 'only rows of this campaign')
         .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
@@ -141,13 +145,13 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     program
       .command('simulate')
       .description('run a local simulator of the service until stopped')
-      .option('--port <n>', 'port to listen on (0 picks a free one)', '8080')
-      .option('--host <host>', 'address to listen on', '127.0.0.1')
-      .option('--seed <seed>', 'same seed, same data', '1')
-      .option('--campaigns <n>', 'number of campaigns (half session, half role)', '6')
-      .option('--records <n>', 'results per campaign at start', '250')
-      .option('--api-key <key>', 'the key clients must send', 'demo-key')
-      .option('--rate-limit <rate>', "per-key limit, N/DURATION, or 'off'", '100/1m')
+      .option('--port <n>', `port to listen on (0 picks a free one)${shownDefault('port')}`)
+      .option('--host <host>', `address to listen on${shownDefault('host')}`)
+      .option('--seed <seed>', `same seed, same data${shownDefault('seed')}`)
+      .option('--campaigns <n>', `number of campaigns (half session, half role)${shownDefault('campaigns')}`)
+      .option('--records <n>', `results per campaign at start${shownDefault('records')}`)
+      .option('--api-key <key>', `the key clients must send${shownDefault('simulatorApiKey')}`)
+      .option('--rate-limit <rate>', `per-key limit, N/DURATION, or 'off'${shownDefault('simulatorRateLimit')}`)
       .option('--growth <rate>', 'new results per campaign, N/DURATION (e.g. 5/1m)')
       .option('--faults <spec>', 'share of faulty replies: 0.2, or 500=0.05,503=0.05,429=0.02,reset=0.02,slow=0.05,truncate=0.02')
       .option('--quirks <list>', 'sample-style deviations: string-order-index, last-record-id, no-cursor-field, unknown-type')
@@ -163,10 +167,10 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       program
         .command('demo')
         .description('start the simulator in-process and pull everything into ./campaign-sync-demo.db; no key, no network')
-        .option('--db <path>', 'SQLite database', './campaign-sync-demo.db')
-        .option('--seed <seed>', 'simulator seed', '1')
-        .option('--campaigns <n>', 'simulated campaigns', '6')
-        .option('--records <n>', 'results per campaign', '250'),
+        .option('--db <path>', `SQLite database${shownDefault('demoDb')}`)
+        .option('--seed <seed>', `simulator seed${shownDefault('seed')}`)
+        .option('--campaigns <n>', `simulated campaigns${shownDefault('campaigns')}`)
+        .option('--records <n>', `results per campaign${shownDefault('records')}`),
     ),
     'campaign-sync demo',
     'campaign-sync demo --db /tmp/try.db --records 2000',

@@ -6,9 +6,10 @@
 import { resolve } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { type ApiConfig, type ApiFlags, resolveApiConfig, resolveDbPath } from '../config/config.js';
-import { parseDate, parseIntIn } from '../config/duration.js';
+import { parseDate } from '../config/duration.js';
+import { parseSettings, syncSchema } from '../config/schema.js';
 import type { RunEvents } from '../core/events.js';
-import type { Endpoint, ReportType } from '../core/types.js';
+import type { Endpoint } from '../core/types.js';
 import { UsageError } from '../errors.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { RunLock } from '../store/lock.js';
@@ -31,6 +32,17 @@ export interface SyncFlags extends ApiFlags {
   full?: boolean;
 }
 
+/** The pass's settings with their defaults (config/schema.ts). */
+function syncSettings(flags: SyncFlags) {
+  return parseSettings(syncSchema, {
+    reportType: flags.reportType,
+    format: flags.format,
+    out: flags.out,
+    pageSize: flags.pageSize,
+    concurrency: flags.concurrency,
+  });
+}
+
 /** Validates the pass flags (exported for tests). */
 export function resolvePassOptions(flags: SyncFlags): PassOptions {
   const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
@@ -39,14 +51,13 @@ export function resolvePassOptions(flags: SyncFlags): PassOptions {
   if (flags.full && (since || until)) throw new UsageError('--full re-reads everything; it does not go with --since/--until');
   if (flags.type !== undefined && flags.type !== 'session' && flags.type !== 'role')
     throw new UsageError('--type: must be session or role');
-  const reportType = flags.reportType ?? 'DETAILED';
-  if (reportType !== 'DETAILED' && reportType !== 'OVERALL') throw new UsageError('--report-type: must be DETAILED or OVERALL');
+  const settings = syncSettings(flags);
   return {
     campaigns: flags.campaign ?? [],
     type: flags.type as Endpoint | undefined,
-    reportType: reportType as ReportType,
-    pageSize: parseIntIn(flags.pageSize ?? '100', '--page-size', 1, 100),
-    concurrency: parseIntIn(flags.concurrency ?? '4', '--concurrency', 1, 64),
+    reportType: settings.reportType,
+    pageSize: settings.pageSize,
+    concurrency: settings.concurrency,
     since,
     until,
     full: flags.full === true,
@@ -76,8 +87,7 @@ export class SyncJob {
 
   static open(flags: SyncFlags, signal: AbortSignal | undefined, hooks: JobHooks = {}, api?: ApiConfig): SyncJob {
     const options = resolvePassOptions(flags);
-    const format = flags.format ?? 'sqlite';
-    if (format !== 'sqlite' && format !== 'ndjson') throw new UsageError('--format: must be sqlite or ndjson');
+    const { format, out: outDir } = syncSettings(flags);
     const config = api ?? resolveApiConfig(flags);
     const dbPath = resolveDbPath(flags.db);
     const lock = RunLock.acquire(dbPath);
@@ -85,7 +95,7 @@ export class SyncJob {
     try {
       db = openDatabase(dbPath);
       const state = new SyncState(db);
-      const out = resolve(flags.out ?? './campaign-sync-out');
+      const out = resolve(outDir);
       state.claimDestination(format === 'ndjson' ? `ndjson:${out}` : 'sqlite', (d) =>
         d === 'sqlite' ? '--format sqlite' : `--format ndjson --out ${d.slice('ndjson:'.length)}`,
       );

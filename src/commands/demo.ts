@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
 import { SyncJob } from '../app/sync-job.js';
-import { DEFAULT_MAX_RETRY_WAIT_MS } from '../config/config.js';
-import { parseIntIn } from '../config/duration.js';
+import { apiSchema, demoSchema, parseSettings } from '../config/schema.js';
 import { exitCodeForPass } from '../errors.js';
 import { startSimulator } from '../simulator/server.js';
 import { commandEvents } from '../ui/events.js';
@@ -11,10 +10,10 @@ import { passDocument, passTable } from '../ui/summary.js';
 import { formatCount } from '../ui/table.js';
 
 export interface DemoFlags extends OutputFlags {
-  db: string;
-  seed: string;
-  campaigns: string;
-  records: string;
+  db?: string;
+  seed?: string;
+  campaigns?: string;
+  records?: string;
 }
 
 /**
@@ -23,24 +22,24 @@ export interface DemoFlags extends OutputFlags {
  */
 export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
-  const campaigns = parseIntIn(flags.campaigns, '--campaigns', 1, 1000);
-  const records = parseIntIn(flags.records, '--records', 0, 1_000_000);
+  const { db, seed, campaigns, records } = parseSettings(demoSchema, flags);
+  const api = parseSettings(apiSchema, {});
   // No rate limit on either side: the demo should show the mirror, not a minute of waiting.
-  const sim = await startSimulator({ seed: flags.seed, campaigns, records, unknownTypeCampaigns: 0 });
+  const sim = await startSimulator({ seed, campaigns, records, unknownTypeCampaigns: 0 });
   try {
-    out.info(`simulator started on ${sim.url} (${campaigns} campaigns, ${formatCount(records)} results each, seed ${flags.seed})`);
+    out.info(`simulator started on ${sim.url} (${campaigns} campaigns, ${formatCount(records)} results each, seed ${seed})`);
     const progress = await startProgress(out, 'pulling');
     const session = SyncJob.open(
-      { db: flags.db },
+      { db },
       signal,
       { events: commandEvents(out, progress) },
       {
         baseUrl: new URL(sim.url),
         apiKey: sim.apiKey,
         rate: { count: 100_000, windowMs: 1000 },
-        timeoutMs: 30_000,
-        maxRetries: 5,
-        maxRetryWaitMs: DEFAULT_MAX_RETRY_WAIT_MS,
+        timeoutMs: api.timeout,
+        maxRetries: api.maxRetries,
+        maxRetryWaitMs: api.maxRetryWait,
       },
     );
     let code: number;
@@ -48,13 +47,12 @@ export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<numbe
       const result = await session.pass();
       progress.stop();
       code = exitCodeForPass(result);
-      out.document({ ...passDocument(result), db: resolve(flags.db) });
+      out.document({ ...passDocument(result), db: resolve(db) });
       out.print(passTable(result));
     } finally {
       progress.stop();
       await session.close();
     }
-    const db = flags.db;
     out.print(`
 The mirror is in ${resolve(db)}. Try next:
   npx campaign-sync status --db ${db}

@@ -3,6 +3,7 @@ import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { resolveDbPath } from '../config/config.js';
 import { parseDate } from '../config/duration.js';
+import { exportSchema, parseSettings } from '../config/schema.js';
 import { errorCode, storageError, UsageError } from '../errors.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery } from '../export/tables.js';
@@ -37,8 +38,7 @@ function checkOutput(path: string): void {
 export async function exportTable(flags: ExportFlags, stdout: Writable = process.stdout): Promise<number> {
   const out = new Output({ quiet: flags.quiet });
   if (!(flags.table in EXPORT_TABLES)) throw new UsageError(`--table: must be one of ${Object.keys(EXPORT_TABLES).join(', ')}`);
-  const format = flags.format ?? 'csv';
-  if (format !== 'csv' && format !== 'ndjson') throw new UsageError('--format: must be csv or ndjson');
+  const { format } = parseSettings(exportSchema, { format: flags.format });
   const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
   const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);

@@ -1,4 +1,5 @@
-import { parseIntIn, parseRate } from '../config/duration.js';
+import { parseRate } from '../config/duration.js';
+import { parseSettings, simulateSchema } from '../config/schema.js';
 import { formatRate, type Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 import { parseFaults } from '../simulator/faults.js';
@@ -6,13 +7,13 @@ import { type Quirks, startSimulator } from '../simulator/server.js';
 import { Output } from '../ui/output.js';
 
 export interface SimulateOptions {
-  port: string;
-  host: string;
-  seed: string;
-  campaigns: string;
-  records: string;
-  apiKey: string;
-  rateLimit: string;
+  port?: string;
+  host?: string;
+  seed?: string;
+  campaigns?: string;
+  records?: string;
+  apiKey?: string;
+  rateLimit?: string;
   growth?: string;
   faults?: string;
   quirks?: string;
@@ -44,15 +45,16 @@ export function simulatorOptions(opts: SimulateOptions) {
     }
     orderIndexStart = BigInt(opts.orderIndexStart);
   }
-  if (!opts.apiKey) throw new UsageError('--api-key: must not be empty');
-  const rateLimit: Rate | undefined = opts.rateLimit === 'off' ? undefined : parseRate(opts.rateLimit, '--rate-limit');
+  const settings = parseSettings(simulateSchema, opts);
+  if (!settings.apiKey) throw new UsageError('--api-key: must not be empty');
+  const rateLimit: Rate | undefined = settings.rateLimit === 'off' ? undefined : parseRate(settings.rateLimit, '--rate-limit');
   return {
-    port: parseIntIn(opts.port, '--port', 0, 65535),
-    host: opts.host,
-    seed: opts.seed,
-    campaigns: parseIntIn(opts.campaigns, '--campaigns', 0, 10_000),
-    records: parseIntIn(opts.records, '--records', 0, 100_000_000),
-    apiKey: opts.apiKey,
+    port: settings.port,
+    host: settings.host,
+    seed: settings.seed,
+    campaigns: settings.campaigns,
+    records: settings.records,
+    apiKey: settings.apiKey,
     rateLimit,
     growth: opts.growth ? parseRate(opts.growth, '--growth') : undefined,
     faults: opts.faults ? parseFaults(opts.faults) : {},
@@ -71,13 +73,13 @@ export async function simulate(opts: SimulateOptions, signal: AbortSignal): Prom
     sim = await startSimulator(options);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') throw new UsageError(`--port: ${opts.host}:${opts.port} is already in use (try --port 0)`);
-    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new UsageError(`--host: cannot listen on ${opts.host}`);
+    if (code === 'EADDRINUSE') throw new UsageError(`--port: ${options.host}:${options.port} is already in use (try --port 0)`);
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new UsageError(`--host: cannot listen on ${options.host}`);
     throw err;
   }
   const limit = options.rateLimit ? formatRate(options.rateLimit) : 'none';
   out.info(
-    `simulator listening on ${sim.url} (seed ${opts.seed}, ${sim.data.campaigns.length} campaigns, ${options.records} records each, rate limit ${limit})`,
+    `simulator listening on ${sim.url} (seed ${options.seed}, ${sim.data.campaigns.length} campaigns, ${options.records} records each, rate limit ${limit})`,
   );
   out.info(`try: curl -H "Authorization: Bearer <your --api-key>" ${sim.url}/v1/campaigns`);
   out.info(`or:  campaign-sync pull --base-url ${sim.url} (with CAMPAIGN_SYNC_API_KEY set to the key)`);

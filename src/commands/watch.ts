@@ -1,5 +1,5 @@
 import { type SyncFlags, SyncJob } from '../app/sync-job.js';
-import { parseDuration, parseIntIn } from '../config/duration.js';
+import { parseSettings, watchSchema } from '../config/schema.js';
 import { sleep } from '../core/clock.js';
 import { AuthError, CampaignSyncError, ExitCode, exitCodeFor, exitCodeForPass, isAbort, StorageError, UsageError } from '../errors.js';
 import type { PassResult } from '../sync/pass.js';
@@ -25,8 +25,7 @@ export function nextStart(startedAt: number, intervalMs: number, random: () => n
  */
 export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
-  const intervalMs = parseDuration(flags.interval ?? '2m', '--interval');
-  const maxCycles = flags.maxCycles === undefined ? undefined : parseIntIn(flags.maxCycles, '--max-cycles', 1, Number.MAX_SAFE_INTEGER);
+  const { interval: intervalMs, maxCycles } = parseSettings(watchSchema, { interval: flags.interval, maxCycles: flags.maxCycles });
   const session = SyncJob.open(flags, signal, { events: commandEvents(out) });
   for (const w of session.warnings) out.warn(w);
   const stamp = () => new Date().toISOString();

@@ -3,8 +3,8 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
-import { parseDuration, parseIntIn, parseRate } from './duration.js';
 import { readEnv } from './env.js';
+import { apiSchema, DEFAULTS, parseSettings } from './schema.js';
 
 /** Options shared by every command that calls the API (the raw strings commander gives us). */
 export interface ApiFlags {
@@ -29,11 +29,6 @@ export interface ApiConfig {
   /** Longest Retry-After honoured (--max-retry-wait); a longer one fails the request at once. Unset: the default. */
   maxRetryWaitMs: number;
 }
-
-export const DEFAULT_DB = './campaign-sync.db';
-export const DEFAULT_RATE = '100/1m';
-/** --max-retry-wait: 2 minutes. A server asking for longer is not coming back within this run. */
-export const DEFAULT_MAX_RETRY_WAIT_MS = 120_000;
 
 const baseUrlSchema = z
   .string()
@@ -113,18 +108,24 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
   if (missing.length > 0) {
     throw new UsageError(`missing ${missing.join(' and ')} (try \`campaign-sync demo\` to run without a key)`);
   }
+  const settings = parseSettings(apiSchema, {
+    rateLimit: flags.rateLimit ?? readEnv('rateLimit', env),
+    timeout: flags.timeout,
+    maxRetries: flags.maxRetries,
+    maxRetryWait: flags.maxRetryWait,
+  });
   return {
     baseUrl: resolveBaseUrl(baseText as string, flags.allowInsecureHttp === true),
     apiKey: key as string,
-    rate: parseRate(flags.rateLimit ?? readEnv('rateLimit', env) ?? DEFAULT_RATE, '--rate-limit'),
-    timeoutMs: parseDuration(flags.timeout ?? '30s', '--timeout'),
-    maxRetries: parseIntIn(flags.maxRetries ?? '5', '--max-retries', 0, 100),
+    rate: settings.rateLimit,
+    timeoutMs: settings.timeout,
+    maxRetries: settings.maxRetries,
     warnings: fromFile?.warnings ?? [],
-    maxRetryWaitMs: flags.maxRetryWait === undefined ? DEFAULT_MAX_RETRY_WAIT_MS : parseDuration(flags.maxRetryWait, '--max-retry-wait'),
+    maxRetryWaitMs: settings.maxRetryWait,
   };
 }
 
-/** The database path: flag, then CAMPAIGN_SYNC_DB, then ./campaign-sync.db. */
+/** The database path: flag, then CAMPAIGN_SYNC_DB, then the default (config/schema.ts). */
 export function resolveDbPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  return flag ?? readEnv('db', env) ?? DEFAULT_DB;
+  return flag ?? readEnv('db', env) ?? DEFAULTS.db;
 }
