@@ -49,7 +49,7 @@ function startServer(options) {
 function clientFor(server) {
   const rate = { count: 1_000_000, windowMs: 1000 };
   return new ApiClient(
-    { baseUrl: new URL(server.url), apiKey: server.apiKey, rate, timeoutMs: 60_000, maxRetries: 3 },
+    { baseUrl: new URL(server.url), apiKey: server.apiKey, rate, timeoutMs: 60_000, maxRetries: 3, maxRetryWaitMs: 120_000 },
     { budget: new RequestBudget(rate) },
   );
 }
@@ -275,7 +275,7 @@ async function budget() {
   const db = openDatabase(join(work, 'budget.db'));
   const state = new SyncState(db);
   const client = new ApiClient(
-    { baseUrl: new URL(sim.url), apiKey: sim.apiKey, rate, timeoutMs: 30_000, maxRetries: 5 },
+    { baseUrl: new URL(sim.url), apiKey: sim.apiKey, rate, timeoutMs: 30_000, maxRetries: 5, maxRetryWaitMs: 120_000 },
     { budget: new RequestBudget(rate) },
   );
   const t0 = performance.now();

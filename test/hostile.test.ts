@@ -35,7 +35,7 @@ describe('hostile order_index values', () => {
           2n ** 63n - 1n,
         );
       } else {
-        store.sink.close();
+        await store.sink.close();
         const { readFileSync } = await import('node:fs');
         expect(readFileSync(`${store.outDir}/session_results.ndjson`, 'utf8')).toContain(`"order_index":${INT64_MAX}}`);
       }
@@ -138,7 +138,7 @@ describe('hostile responses', () => {
     expect(exitCodeForPass(result)).toBe(0);
     expect(calls[1]?.pathname).toBe('/v1/campaigns/session/results');
     expect(calls[1]?.searchParams.get('campaign_id')).toBe(evil);
-    store.sink.close();
+    await store.sink.close();
     const { readdirSync } = await import('node:fs');
     expect(readdirSync(store.outDir).sort()).toEqual(['campaigns.ndjson', 'role_results.ndjson', 'session_results.ndjson']);
   });

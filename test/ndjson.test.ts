@@ -31,7 +31,7 @@ async function pullNdjson(s: RunningSimulator, dbPath: string, out: string, page
   try {
     return await runPass({ client, sink, state }, { ...passDefaults, pageSize });
   } finally {
-    sink.close();
+    await sink.close();
     await client.close();
     db.close();
   }
@@ -190,7 +190,7 @@ describe('an NDJSON file is cut back only to what this database committed (issue
     const out = join(dir, 'out');
     const dbPath = join(dir, 'state.db');
     const db = openDatabase(dbPath);
-    new NdjsonSink(db, new SyncState(db), out).close();
+    await new NdjsonSink(db, new SyncState(db), out).close();
     expect(db.prepare('SELECT committed_bytes FROM ndjson_files ORDER BY path').pluck().all()).toEqual([0, 0, 0]);
     db.close();
     // What a kill -9 between the first append and its commit leaves.

@@ -45,9 +45,9 @@ function injecting(sink: Sink, after: number, fault: () => void) {
   let pages = 0;
   let failedAt: number | undefined;
   const wrapped: Sink & { committedAfterFailure(): number } = {
-    commitPage(...args) {
+    async commitPage(...args) {
       try {
-        const counts = sink.commitPage(...args);
+        const counts = await sink.commitPage(...args);
         pages++;
         if (pages === after) fault();
         return counts;
@@ -152,7 +152,7 @@ describe('a failed write or commit stops the process and loses nothing (SQLite)'
     expect(db.inTransaction).toBe(false);
     expectPrefixes(s, db, sqliteIds(db));
     // Later writes of the same process are refused without touching the database.
-    expect(() => sink.campaigns([])).toThrow(StorageError);
+    await expect(sink.campaigns([])).rejects.toThrow(StorageError);
     expect(db.inTransaction).toBe(false);
 
     const again = await pass(s, new SqliteSink(db, state), state);
@@ -236,7 +236,7 @@ describe('a failed append stops the process and loses nothing (NDJSON)', () => {
     expect(err.exitCode).toBe(ExitCode.storage);
     expect(err.message).toMatch(/cannot write .*_results\.ndjson: no space left on the device \(ENOSPC\)/);
     expect(afterFailure).toBe(0);
-    sink.close();
+    await sink.close();
     const committed = new Map(
       (db.prepare('SELECT path, committed_bytes FROM ndjson_files').all() as Array<{ path: string; committed_bytes: number }>).map((r) => [
         r.path,

@@ -124,7 +124,7 @@ export class SyncJob {
 
   async close(): Promise<void> {
     try {
-      this.sink.close();
+      await this.sink.close();
     } finally {
       try {
         await this.client.close();

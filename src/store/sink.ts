@@ -1,5 +1,6 @@
 /**
- * Where a page goes. Either way, a page's records and the stream's new checkpoint are written
+ * Where a page goes: the Sink port, asynchronous so that a store over the network (PostgreSQL) can
+ * implement it; the SQLite and NDJSON sinks do their work synchronously inside it. Either way, a page's records and the stream's new checkpoint are written
  * together in one savepoint of the current group transaction (store/group.ts): rows into the mirror
  * (sqlite), or "append + fsync the lines, then record the file's new length" (ndjson). A crash at any
  * instant loses nothing committed and duplicates nothing.
@@ -21,17 +22,17 @@ export { NDJSON_FILES, NdjsonStateError };
 
 export interface Sink {
   /** Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined), atomically. */
-  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): UpsertCounts;
+  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
   /** Stores the campaign list (and, for NDJSON, appends the campaigns new or changed for this folder). */
-  campaigns(list: Array<Record<string, unknown>>): void;
+  campaigns(list: Array<Record<string, unknown>>): Promise<void>;
   /** Makes sure the stream has its row in `sync_state`. */
-  openStream(id: StreamId): void;
+  openStream(id: StreamId): Promise<void>;
   /** Records how the stream's pass ended: a success time, or the error. */
-  endStream(id: StreamId, error: string | undefined, at: string): void;
+  endStream(id: StreamId, error: string | undefined, at: string): Promise<void>;
   /** Commits what the current group holds (see store/group.ts). */
-  flush(): void;
+  flush(): Promise<void>;
   /** Flushes and releases files; the database stays open. After a storage failure, only releases. */
-  close(): void;
+  close(): Promise<void>;
   /** The storage failure that stopped this sink's writes, if one did. */
   readonly failure: StorageError | undefined;
 }
@@ -50,34 +51,34 @@ abstract class GroupedSink implements Sink {
     this.mirror = new Mirror(db);
   }
 
-  abstract commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): UpsertCounts;
-  abstract campaigns(list: Array<Record<string, unknown>>): void;
+  abstract commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
+  abstract campaigns(list: Array<Record<string, unknown>>): Promise<void>;
 
   get failure(): StorageError | undefined {
     return this.group.failure;
   }
 
-  openStream(id: StreamId): void {
+  async openStream(id: StreamId): Promise<void> {
     this.group.write(() => this.state.ensure(id), 0, 0);
   }
 
-  endStream(id: StreamId, error: string | undefined, at: string): void {
+  async endStream(id: StreamId, error: string | undefined, at: string): Promise<void> {
     this.group.write(() => (error === undefined ? this.state.success(id, at) : this.state.failure(id, error, at)), 0, 0);
   }
 
-  flush(): void {
+  async flush(): Promise<void> {
     this.group.commit();
   }
 
-  close(): void {
+  async close(): Promise<void> {
     // After a storage failure there is nothing left to commit, and the failure was already reported.
-    if (!this.failure) this.flush();
+    if (!this.failure) this.group.commit();
   }
 }
 
 /** Records into the SQLite mirror. */
 export class SqliteSink extends GroupedSink {
-  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): UpsertCounts {
+  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
     return this.group.write(
       () => {
         const counts =
@@ -92,7 +93,7 @@ export class SqliteSink extends GroupedSink {
     );
   }
 
-  campaigns(list: Array<Record<string, unknown>>): void {
+  async campaigns(list: Array<Record<string, unknown>>): Promise<void> {
     const seenAt = new Date().toISOString();
     this.group.write(() => this.mirror.upsertCampaigns(list, seenAt), 0, 0);
   }
@@ -179,7 +180,7 @@ export class NdjsonSink extends GroupedSink {
     file.offset = end;
   }
 
-  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): UpsertCounts {
+  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
     this.write(
       id.endpoint,
       records.map((r) => r.raw),
@@ -188,7 +189,7 @@ export class NdjsonSink extends GroupedSink {
     return { inserted: records.length, updated: 0 };
   }
 
-  campaigns(list: Array<Record<string, unknown>>): void {
+  async campaigns(list: Array<Record<string, unknown>>): Promise<void> {
     // Campaigns are not paged: a line is appended when a campaign is new to this file or has changed
     // since the line this database last wrote there (not since the shared `campaigns` table changed).
     const path = (this.files.get('campaigns') as NdjsonFile).path;
@@ -204,9 +205,9 @@ export class NdjsonSink extends GroupedSink {
     );
   }
 
-  override close(): void {
+  override async close(): Promise<void> {
     try {
-      super.close();
+      await super.close();
     } finally {
       this.release();
     }

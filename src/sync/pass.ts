@@ -48,7 +48,7 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
     }
     throw err;
   }
-  deps.sink.campaigns(campaigns as Array<Record<string, unknown>>);
+  await deps.sink.campaigns(campaigns as Array<Record<string, unknown>>);
   const { streams: planned, skipped } = planStreams(selectCampaigns(campaigns, opts.campaigns), opts);
   for (const s of skipped)
     deps.events?.warning?.(`campaign ${s.name} (${s.id}) has type ${s.type}, which campaign-sync does not know how to read: skipped`);
@@ -85,7 +85,7 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   // commit failed, in which case nothing more was written and that failure is the pass's (exit 74).
   let flushError: unknown;
   try {
-    deps.sink.flush();
+    await deps.sink.flush();
   } catch (err) {
     flushError = err;
   }

@@ -66,7 +66,7 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
   const started = Date.now();
   const counter: RequestCounter = { requests: 0, bytes: 0 };
   const backfill = opts.since !== undefined || opts.until !== undefined;
-  deps.sink.openStream(id);
+  await deps.sink.openStream(id);
   const stored = deps.state.cursor(id);
   let cursor = opts.full || backfill ? undefined : stored;
   // Where this stream's checkpoint stands in the database: every move is a compare-and-set from it.
@@ -121,7 +121,7 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
       }
       // Backfills leave checkpoints alone; an empty last page leaves it where it was.
       const checkpoint = backfill || last === undefined ? undefined : last;
-      const counts = deps.sink.commitPage(id, checked, checkpoint === undefined ? undefined : { from: committed, to: checkpoint });
+      const counts = await deps.sink.commitPage(id, checked, checkpoint === undefined ? undefined : { from: committed, to: checkpoint });
       if (checkpoint !== undefined) result.cursor = committed = checkpoint;
       result.records += checked.length;
       result.inserted += counts.inserted;
@@ -133,7 +133,7 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
       if (deps.signal?.aborted) throw new AbortedError();
       cursor = step.next;
     }
-    deps.sink.endStream(id, undefined, new Date().toISOString());
+    await deps.sink.endStream(id, undefined, new Date().toISOString());
   } catch (err) {
     if (err instanceof AuthError) throw err;
     if (isAbort(err) && deps.signal?.aborted) {
@@ -144,7 +144,7 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
       result.error = err.message;
       result.errorKind = err.kind;
       // A storage failure here (the sink stopped) is thrown on: fatal for the whole pass.
-      deps.sink.endStream(id, err.message, new Date().toISOString());
+      await deps.sink.endStream(id, err.message, new Date().toISOString());
     }
   } finally {
     result.requests = counter.requests;

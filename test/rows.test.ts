@@ -1,0 +1,121 @@
+/** Record -> row as pure data (store/rows.ts): values line up with their table's columns, no database involved. */
+import { describe, expect, it } from 'vitest';
+import { toJson } from '../src/core/json.js';
+import type { CheckedRecord } from '../src/core/types.js';
+import { COLUMNS, campaignRow, evalRows, roleRow, scoreDetailRows, sessionRow } from '../src/store/rows.js';
+
+const evalResult = {
+  score: '4.5',
+  skill: { key: 'JUDGMENT', label: 'Judgment' },
+  rationale: 'ok',
+  evaluated_at: '2026-01-02T00:00:00Z',
+  evaluation_id: 'e1',
+};
+const scenario = { id: 's1', name: 'Angry client', type: { key: 'EMAIL', label: 'Email' } };
+
+function checked(record: Record<string, unknown>, orderIndex: bigint): CheckedRecord {
+  return { record, id: record.id as string, orderIndex, raw: toJson(record) };
+}
+
+const byColumn = (table: keyof typeof COLUMNS, values: unknown[]) => Object.fromEntries(COLUMNS[table].map((c, i) => [c, values[i]]));
+
+describe('rows', () => {
+  it('a session record fills every session_results column, int64 exact', () => {
+    const r = checked(
+      {
+        id: 'r1',
+        score: 3.5,
+        campaign: { id: 'c1', name: 'x' },
+        user: { id: 'u1', email: 'a@b.c' },
+        session: { id: 'sess' },
+        scenario,
+        eval_results: [evalResult],
+        feedback: null,
+        additional_scores: { cefr: { score: 'B2' } },
+        created_at: '2026-01-01T00:00:00Z',
+        updated_at: '2026-01-01T00:00:01',
+        order_index: 2n ** 62n,
+      },
+      2n ** 62n,
+    );
+    const values = sessionRow(r, 'c1');
+    expect(values).toHaveLength(COLUMNS.session_results.length);
+    expect(byColumn('session_results', values)).toEqual({
+      campaign_id: 'c1',
+      user_id: 'u1',
+      user_email: 'a@b.c',
+      session_id: 'sess',
+      scenario_id: 's1',
+      scenario_name: 'Angry client',
+      scenario_type: 'EMAIL',
+      score: 3.5,
+      cefr: 'B2',
+      feedback: null,
+      additional_scores: '{"cefr":{"score":"B2"}}',
+      created_at: '2026-01-01T00:00:00Z',
+      updated_at: '2026-01-01T00:00:01',
+      order_index: 2n ** 62n,
+      raw: r.raw,
+    });
+  });
+
+  it('role, score detail, eval and campaign rows line up with their columns', () => {
+    const r = checked(
+      {
+        id: 'r2',
+        recommendation_status: 'RECOMMENDED',
+        overall_score: 4,
+        user: { id: 'u2', email: 'x@y.z' },
+        score_details: [
+          {
+            id: 'd1',
+            user: { id: 'u2', email: 'x@y.z' },
+            scenario,
+            session: { id: 's' },
+            score: 2,
+            eval_results: [evalResult],
+            feedback: null,
+          },
+          { no: 'id' },
+        ],
+        order_index: 7,
+      },
+      7n,
+    );
+    expect(byColumn('role_results', roleRow(r, 'c2', 'DETAILED'))).toMatchObject({
+      recommendation_status: 'RECOMMENDED',
+      overall_score: 4,
+      cefr: null,
+      report_type: 'DETAILED',
+      order_index: 7n,
+    });
+    const details = scoreDetailRows(r, 'c2');
+    expect(details).toHaveLength(1);
+    expect(details[0]?.values).toHaveLength(COLUMNS.score_details.length);
+    expect(byColumn('score_details', details[0]?.values ?? [])).toMatchObject({ role_result_id: 'r2', scenario_type: 'EMAIL', score: 2 });
+    const evals = evalRows('score_detail', 'd1', details[0]?.evals, 'c2');
+    expect(evals.map((v) => byColumn('eval_results', v))).toEqual([
+      {
+        parent_type: 'score_detail',
+        parent_id: 'd1',
+        evaluation_id: 'e1',
+        skill_key: 'JUDGMENT',
+        skill_label: 'Judgment',
+        score: 4.5,
+        score_text: '4.5',
+        rationale: 'ok',
+        evaluated_at: '2026-01-02T00:00:00Z',
+        campaign_id: 'c2',
+      },
+    ]);
+    expect(evalRows('session_result', 'x', null, 'c')).toEqual([]);
+    expect(byColumn('campaigns', campaignRow({ id: 'c', name: 'n', type: 'ROLE_SUBMISSION', extra: 1 }, 'now'))).toEqual({
+      name: 'n',
+      display_name: null,
+      type: 'ROLE_SUBMISSION',
+      created_at: null,
+      raw: '{"id":"c","name":"n","type":"ROLE_SUBMISSION","extra":1}',
+      seen_at: 'now',
+    });
+  });
+});
