@@ -62,7 +62,7 @@ function imports(path: string): string[] {
   return found.filter((spec) => spec.startsWith('.'));
 }
 
-export function violations(): string[] {
+function violations(): string[] {
   const out: string[] = [];
   for (const file of files(SRC)) {
     const from = layerOf(file);

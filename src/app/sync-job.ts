@@ -86,9 +86,7 @@ export class SyncJob {
       db = openDatabase(dbPath);
       const state = new SyncState(db);
       const out = resolve(flags.out ?? './campaign-sync-out');
-      state.claimDestination(format === 'ndjson' ? `ndjson:${out}` : 'sqlite', (d) =>
-        d === 'sqlite' ? '--format sqlite' : `--format ndjson --out ${d.slice('ndjson:'.length)}`,
-      );
+      state.claimDestination(format === 'ndjson' ? { kind: 'ndjson', out } : { kind: 'sqlite' });
       const sink = format === 'ndjson' ? new NdjsonSink(db, state, out) : new SqliteSink(db, state);
       const client = createClient(config, { signal, onRetry: hooks.onRetry });
       return new SyncJob(dbPath, db, state, sink, client, options, config.warnings ?? [], lock, signal, hooks);

@@ -10,7 +10,7 @@ import type { Db } from './db.js';
 type Row = Record<string, unknown>;
 
 /** A text column: strings as they are, other scalars as text, objects as JSON. */
-function text(v: unknown): string | null {
+export function text(v: unknown): string | null {
   if (v === undefined || v === null) return null;
   if (typeof v === 'string') return v;
   if (typeof v === 'object') return toJson(v);
@@ -80,11 +80,6 @@ function prepareStatements(db: Db) {
       "DELETE FROM eval_results WHERE parent_type = 'score_detail' AND parent_id IN (SELECT id FROM score_details WHERE role_result_id = ?)",
     ),
     deleteDetails: db.prepare('DELETE FROM score_details WHERE role_result_id = ?'),
-    upsertCampaign: db.prepare(
-      `INSERT INTO campaigns (id, name, display_name, type, created_at, raw, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (id) DO UPDATE SET name = excluded.name, display_name = excluded.display_name, type = excluded.type,
-           created_at = excluded.created_at, raw = excluded.raw, seen_at = excluded.seen_at`,
-    ),
   };
 }
 
@@ -93,15 +88,6 @@ export class Mirror {
 
   constructor(readonly db: Db) {
     this.s = prepareStatements(db);
-  }
-
-  /** Upserts campaigns (in the caller's transaction if there is one). */
-  upsertCampaigns(campaigns: Row[], seenAt: string): void {
-    this.db.transaction(() => {
-      for (const c of campaigns) {
-        this.s.upsertCampaign.run(text(c.id), text(c.name), text(c.display_name), text(c.type), text(c.created_at), toJson(c), seenAt);
-      }
-    })();
   }
 
   /** Upserts session results and their eval results. Call inside a transaction. */

@@ -1,0 +1,120 @@
+/**
+ * Checkpoints and stream health (`sync_state`). Cursors are int64: read with safe integers on so
+ * values past 2^53 come back exact.
+ */
+import type { CheckpointMove, Destination, Endpoint, StreamId } from '../core/types.js';
+import { StorageError, UsageError } from '../errors.js';
+import type { Db } from './db.js';
+import { decodeDestination, describeDestination, encodeDestination } from './destination.js';
+
+export interface StreamRow {
+  stream: string;
+  campaign_id: string;
+  endpoint: Endpoint;
+  report_type: string | null;
+  cursor: bigint | null;
+  records: bigint;
+  last_success_at: string | null;
+  last_error: string | null;
+  last_error_at: string | null;
+}
+
+function prepare(db: Db) {
+  return {
+    ensure: db.prepare(
+      'INSERT INTO sync_state (stream, campaign_id, endpoint, report_type) VALUES (?, ?, ?, ?) ON CONFLICT (stream) DO NOTHING',
+    ),
+    cursor: db.prepare('SELECT cursor FROM sync_state WHERE stream = ?').pluck().safeIntegers(true),
+    // Compare-and-set: the checkpoint moves only from the cursor this stream last committed.
+    advance: db.prepare('UPDATE sync_state SET cursor = ?, records = records + ? WHERE stream = ? AND cursor IS ?'),
+    count: db.prepare('UPDATE sync_state SET records = records + ? WHERE stream = ?'),
+    success: db.prepare('UPDATE sync_state SET last_success_at = ?, last_error = NULL, last_error_at = NULL WHERE stream = ?'),
+    failure: db.prepare('UPDATE sync_state SET last_error = ?, last_error_at = ? WHERE stream = ?'),
+    all: db.prepare('SELECT * FROM sync_state ORDER BY campaign_id, endpoint, report_type').safeIntegers(true),
+    hasStreams: db.prepare('SELECT 1 FROM sync_state WHERE campaign_id = ? LIMIT 1').pluck(),
+    destination: db.prepare("SELECT value FROM meta WHERE key = 'destination'").pluck(),
+    setDestination: db.prepare(
+      "INSERT INTO meta (key, value) VALUES ('destination', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    ),
+    cursors: db.prepare('SELECT count(*) FROM sync_state WHERE cursor IS NOT NULL').pluck(),
+    resetAll: db.prepare('UPDATE sync_state SET cursor = NULL WHERE cursor IS NOT NULL'),
+    resetCampaign: db.prepare('UPDATE sync_state SET cursor = NULL WHERE campaign_id = ? AND cursor IS NOT NULL'),
+  };
+}
+
+/** Checkpoints and stream health of one database. */
+export class Checkpoints {
+  private readonly s: ReturnType<typeof prepare>;
+
+  constructor(readonly db: Db) {
+    this.s = prepare(db);
+  }
+
+  ensure(id: StreamId): void {
+    this.s.ensure.run(id.key, id.campaignId, id.endpoint, id.reportType);
+  }
+
+  cursor(id: StreamId): bigint | undefined {
+    const v = this.s.cursor.get(id.key) as bigint | null | undefined;
+    return v ?? undefined;
+  }
+
+  /**
+   * Moves the checkpoint from `move.from` (the cursor this stream last committed) to `move.to`, or
+   * only counts records when there is no move. Call inside the page's transaction. A checkpoint that
+   * is not where the stream left it means something else wrote it (or a rolled-back group was not
+   * noticed): a StorageError, never a silent skip.
+   */
+  advance(id: StreamId, move: CheckpointMove | undefined, newRecords: number): void {
+    if (move === undefined) {
+      this.s.count.run(newRecords, id.key);
+      return;
+    }
+    if (this.s.advance.run(move.to, newRecords, id.key, move.from ?? null).changes === 1) return;
+    const found = this.cursor(id);
+    throw new StorageError(
+      `checkpoint of stream ${id.key} is at ${found ?? 'none'}, not at ${move.from ?? 'none'} where this process left it: another process or a restore changed ${this.db.name}; nothing more was written`,
+    );
+  }
+
+  success(id: StreamId, at: string): void {
+    this.s.success.run(at, id.key);
+  }
+
+  failure(id: StreamId, message: string, at: string): void {
+    this.s.failure.run(message, at, id.key);
+  }
+
+  all(): StreamRow[] {
+    return this.s.all.all() as StreamRow[];
+  }
+
+  /**
+   * Checkpoints only make sense for the destination whose records they count: sqlite, or one
+   * NDJSON folder. Records `destination` while there are no checkpoints; with checkpoints, another
+   * destination is a usage error (it would quietly receive nothing).
+   */
+  claimDestination(destination: Destination): void {
+    const stored = this.s.destination.get() as string | undefined;
+    const wanted = encodeDestination(destination);
+    if (stored === wanted) return;
+    if (stored !== undefined && (this.s.cursors.get() as number) > 0) {
+      throw new UsageError(
+        `this database's checkpoints are for ${describeDestination(decodeDestination(stored))}, not ${describeDestination(destination)}: a pull would find nothing new; use the same destination, another --db, or \`campaign-sync reset\` to re-read everything into the new one`,
+      );
+    }
+    this.s.setDestination.run(wanted);
+  }
+
+  /** Whether any stream of the campaign has a row (a checkpoint, or one to come). */
+  hasStreams(campaignId: string): boolean {
+    return this.s.hasStreams.get(campaignId) !== undefined;
+  }
+
+  /** Forgets checkpoints (not data, not counts) of every stream or of the given campaigns. */
+  reset(campaignIds: string[]): number {
+    // With no checkpoint left, claimDestination lets the database feed another destination.
+    if (campaignIds.length === 0) return this.s.resetAll.run().changes;
+    return this.db.transaction(() => campaignIds.reduce((n, id) => n + this.s.resetCampaign.run(id).changes, 0))();
+  }
+}
