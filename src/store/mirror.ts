@@ -1,7 +1,7 @@
 /**
  * Upserts into the mirror (PRODUCT.md §5): records by id, a record read again replaces the stored
  * one and its child rows (score details, eval results). Statements are prepared once; callers wrap
- * a page in one transaction (see sync/sink.ts).
+ * a page in one transaction (see store/sink.ts). Campaigns are in store/campaigns.ts.
  */
 import { toJson } from '../core/json.js';
 import type { CheckedRecord } from '../core/types.js';
@@ -86,7 +86,7 @@ function prepareStatements(db: Db) {
 export class Mirror {
   private readonly s: ReturnType<typeof prepareStatements>;
 
-  constructor(readonly db: Db) {
+  constructor(db: Db) {
     this.s = prepareStatements(db);
   }
 
