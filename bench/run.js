@@ -20,9 +20,9 @@ import { request } from 'undici';
 import { RequestBudget } from '../dist/api/budget.js';
 import { ApiClient } from '../dist/api/client.js';
 import { startSimulator } from '../dist/simulator/server.js';
+import { Checkpoints } from '../dist/store/checkpoints.js';
 import { openDatabase } from '../dist/store/db.js';
 import { SqliteSink } from '../dist/store/sink.js';
-import { SyncState } from '../dist/store/state.js';
 import { runPass } from '../dist/sync/pass.js';
 import { peakRssMb } from './peak-rss.js';
 
@@ -210,7 +210,7 @@ async function pullVsFloor() {
       for (let round = 0; round < 6; round++) {
         const dbPath = join(work, `pull-${k.kind}-${round}.db`);
         const db = openDatabase(dbPath);
-        const state = new SyncState(db);
+        const state = new Checkpoints(db);
         const client = clientFor(server);
         const t0 = performance.now();
         const result = await runPass(
@@ -273,7 +273,7 @@ async function budget() {
   const rate = { count: 20, windowMs: 1000 };
   const sim = await startSimulator({ seed: 5, campaigns: 8, records: 1000, rateLimit: rate });
   const db = openDatabase(join(work, 'budget.db'));
-  const state = new SyncState(db);
+  const state = new Checkpoints(db);
   const client = new ApiClient(
     { baseUrl: new URL(sim.url), apiKey: sim.apiKey, rate, timeoutMs: 30_000, maxRetries: 5, maxRetryWaitMs: 120_000 },
     { budget: new RequestBudget(rate) },

@@ -16,16 +16,16 @@ import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
 import { exitCodeForPass } from '../src/errors.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
+import { Checkpoints } from '../src/store/checkpoints.js';
 import { openDatabase } from '../src/store/db.js';
 import { NdjsonSink, NdjsonStateError } from '../src/store/sink.js';
-import { SyncState } from '../src/store/state.js';
 import { runPass } from '../src/sync/pass.js';
 import { cli, clientConfig, servedRecords, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
 
 async function pullNdjson(s: RunningSimulator, dbPath: string, out: string, pageSize = 100) {
   const db = openDatabase(dbPath);
-  const state = new SyncState(db);
+  const state = new Checkpoints(db);
   const sink = new NdjsonSink(db, state, out);
   const client = new ApiClient(clientConfig(s), { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) });
   try {
@@ -111,7 +111,7 @@ describe('NDJSON output', () => {
     const file = join(out, 'role_results.ndjson');
     truncateSync(file, 100);
     const db = openDatabase(join(dir, 'state.db'));
-    expect(() => new NdjsonSink(db, new SyncState(db), out)).toThrow(NdjsonStateError);
+    expect(() => new NdjsonSink(db, new Checkpoints(db), out)).toThrow(NdjsonStateError);
     db.close();
     expect(statSync(file).size).toBe(100);
     const run = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'state.db')], {
@@ -190,7 +190,7 @@ describe('an NDJSON file is cut back only to what this database committed (issue
     const out = join(dir, 'out');
     const dbPath = join(dir, 'state.db');
     const db = openDatabase(dbPath);
-    await new NdjsonSink(db, new SyncState(db), out).close();
+    await new NdjsonSink(db, new Checkpoints(db), out).close();
     expect(db.prepare('SELECT committed_bytes FROM ndjson_files ORDER BY path').pluck().all()).toEqual([0, 0, 0]);
     db.close();
     // What a kill -9 between the first append and its commit leaves.

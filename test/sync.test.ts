@@ -6,10 +6,10 @@ import { ApiClient } from '../src/api/client.js';
 import { resolvePassOptions } from '../src/app/sync-job.js';
 import { exitCodeForPass } from '../src/errors.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
+import { Checkpoints } from '../src/store/checkpoints.js';
 import { openDatabase } from '../src/store/db.js';
 import { RunLock } from '../src/store/lock.js';
 import { SqliteSink } from '../src/store/sink.js';
-import { SyncState } from '../src/store/state.js';
 import { type PassOptions, runPass } from '../src/sync/pass.js';
 import { clientConfig, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
@@ -20,7 +20,7 @@ function clientFor(s: RunningSimulator) {
 
 function store(dbPath = join(tempDir(), 'm.db')) {
   const db = openDatabase(dbPath);
-  const state = new SyncState(db);
+  const state = new Checkpoints(db);
   return { dbPath, db, state, sink: new SqliteSink(db, state) };
 }
 

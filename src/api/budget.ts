@@ -32,8 +32,6 @@ export class RequestBudget {
   private pausedUntil = 0;
   /** Wakes waiters when a slot whose request was in flight becomes free. */
   private waiters: Array<() => void> = [];
-  /** How many requests were let through. */
-  granted = 0;
 
   constructor(
     readonly rate: Rate,
@@ -94,7 +92,6 @@ export class RequestBudget {
   }
 
   private grant(): Release {
-    this.granted++;
     let released = false;
     return () => {
       if (released) return;

@@ -11,10 +11,10 @@ import { parseSettings, syncSchema } from '../config/schema.js';
 import type { RunEvents } from '../core/events.js';
 import type { Endpoint } from '../core/types.js';
 import { UsageError } from '../errors.js';
+import { Checkpoints } from '../store/checkpoints.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { RunLock } from '../store/lock.js';
 import { NdjsonSink, type Sink, SqliteSink } from '../store/sink.js';
-import { SyncState } from '../store/state.js';
 import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { createClient } from './client.js';
 
@@ -74,7 +74,7 @@ export class SyncJob {
   private constructor(
     readonly dbPath: string,
     readonly db: Db,
-    readonly state: SyncState,
+    readonly state: Checkpoints,
     readonly sink: Sink,
     readonly client: ApiClient,
     readonly options: PassOptions,
@@ -94,11 +94,9 @@ export class SyncJob {
     let db: Db | undefined;
     try {
       db = openDatabase(dbPath);
-      const state = new SyncState(db);
+      const state = new Checkpoints(db);
       const out = resolve(outDir);
-      state.claimDestination(format === 'ndjson' ? `ndjson:${out}` : 'sqlite', (d) =>
-        d === 'sqlite' ? '--format sqlite' : `--format ndjson --out ${d.slice('ndjson:'.length)}`,
-      );
+      state.claimDestination(format === 'ndjson' ? { kind: 'ndjson', out } : { kind: 'sqlite' });
       const sink = format === 'ndjson' ? new NdjsonSink(db, state, out) : new SqliteSink(db, state);
       const client = createClient(config, { signal, events: hooks.events });
       return new SyncJob(dbPath, db, state, sink, client, options, config.warnings ?? [], lock, signal, hooks);

@@ -1,8 +1,8 @@
 import type { ApiClient } from '../api/client.js';
 import { createClient } from '../app/client.js';
 import { type ApiFlags, resolveApiConfig, resolveDbPath } from '../config/config.js';
+import { Campaigns } from '../store/campaigns.js';
 import { openDatabase } from '../store/db.js';
-import { Mirror } from '../store/mirror.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { renderTable } from '../ui/table.js';
 
@@ -25,7 +25,7 @@ export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Pro
   // The campaigns table is small and written in one transaction: no run lock needed.
   const db = openDatabase(resolveDbPath(flags.db));
   try {
-    new Mirror(db).upsertCampaigns(list, new Date().toISOString());
+    new Campaigns(db).upsert(list, new Date().toISOString());
   } finally {
     db.close();
   }

@@ -1,8 +1,9 @@
 import { resolveDbPath } from '../config/config.js';
 import { UsageError } from '../errors.js';
-import { type Db, openDatabase } from '../store/db.js';
+import { Campaigns } from '../store/campaigns.js';
+import { Checkpoints } from '../store/checkpoints.js';
+import { openDatabase } from '../store/db.js';
 import { RunLock } from '../store/lock.js';
-import { SyncState } from '../store/state.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 
 export interface ResetFlags extends OutputFlags {
@@ -11,12 +12,10 @@ export interface ResetFlags extends OutputFlags {
 }
 
 /** Campaign ids for ids or names, as `pull --campaign` takes them; one that matches nothing is a usage error. */
-function resolveCampaigns(db: Db, selectors: string[]): string[] {
-  const byName = db.prepare('SELECT id FROM campaigns WHERE name = ?').pluck();
-  const known = db.prepare('SELECT 1 FROM sync_state WHERE campaign_id = ? LIMIT 1').pluck();
+function resolveCampaigns(checkpoints: Checkpoints, campaigns: Campaigns, selectors: string[]): string[] {
   return selectors.map((sel) => {
-    if (known.get(sel)) return sel;
-    const ids = byName.all(sel) as string[];
+    if (checkpoints.hasStreams(sel)) return sel;
+    const ids = campaigns.idsNamed(sel);
     if (ids.length === 1) return ids[0] as string;
     if (ids.length > 1) throw new UsageError(`--campaign: "${sel}" names ${ids.length} campaigns; use the id`);
     throw new UsageError(
@@ -34,8 +33,9 @@ export async function reset(flags: ResetFlags): Promise<number> {
   let lock: RunLock | undefined;
   try {
     lock = RunLock.acquire(dbPath);
-    const campaigns = resolveCampaigns(db, flags.campaign ?? []);
-    const changed = new SyncState(db).reset(campaigns);
+    const checkpoints = new Checkpoints(db);
+    const campaigns = resolveCampaigns(checkpoints, new Campaigns(db), flags.campaign ?? []);
+    const changed = checkpoints.reset(campaigns);
     out.document({ reset: changed, campaigns });
     out.print(
       `Forgot ${changed} checkpoint${changed === 1 ? '' : 's'}${campaigns.length ? ` of ${campaigns.join(', ')}` : ''}; the next pull re-reads (stored records are kept).`,

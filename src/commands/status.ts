@@ -1,6 +1,7 @@
 import { resolveDbPath } from '../config/config.js';
+import { Campaigns } from '../store/campaigns.js';
+import { Checkpoints } from '../store/checkpoints.js';
 import { openDatabase } from '../store/db.js';
-import { SyncState } from '../store/state.js';
 import { showText } from '../ui/escape.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { formatCount, renderTable } from '../ui/table.js';
@@ -14,20 +15,13 @@ export async function status(flags: StatusFlags): Promise<number> {
   const out = new Output(flags);
   const db = openDatabase(resolveDbPath(flags.db), { mustExist: true, readonly: true });
   try {
-    const names = new Map(
-      (db.prepare('SELECT id, coalesce(name, display_name, id) AS name FROM campaigns').all() as Array<{ id: string; name: string }>).map(
-        (r) => [r.id, r.name],
-      ),
-    );
+    const campaigns = new Campaigns(db);
+    const names = campaigns.names();
     const nameOf = (id: string) => names.get(id) ?? id;
-    const rows = new SyncState(db)
+    const rows = new Checkpoints(db)
       .all()
       .sort((a, b) => nameOf(a.campaign_id).localeCompare(nameOf(b.campaign_id)) || a.stream.localeCompare(b.stream));
-    const skipped = db
-      .prepare(
-        "SELECT id, name, type FROM campaigns WHERE type IS NULL OR type NOT IN ('SESSION_COMPLETION', 'ROLE_SUBMISSION') ORDER BY name",
-      )
-      .all() as Array<{ id: string; name: string | null; type: string | null }>;
+    const skipped = campaigns.skipped();
     out.document({
       streams: rows.map((r) => ({
         stream: r.stream,

@@ -35,3 +35,6 @@ export interface CheckpointMove {
   from: bigint | undefined;
   to: bigint;
 }
+
+/** Where a pull sends records: the SQLite mirror, or NDJSON files in one folder (absolute). */
+export type Destination = { kind: 'sqlite' } | { kind: 'ndjson'; out: string };

@@ -13,6 +13,19 @@ import { migrate, SCHEMA_VERSION } from './schema.js';
 export type Db = Database.Database;
 
 /**
+ * How long a statement waits for another connection's lock before SQLITE_BUSY. `status` and
+ * `export` read while a pull commits; a group commit (store/group.ts) and a WAL checkpoint take
+ * well under a second, so ten seconds only runs out when something is truly stuck.
+ */
+export const BUSY_TIMEOUT_MS = 10_000;
+
+/**
+ * WAL pages before SQLite copies them back into the database (its default is 1000, ~4 MB). A pull
+ * writes in bulk: checkpointing every ~40 MB instead keeps group commits from waiting on copies.
+ */
+const WAL_AUTOCHECKPOINT_PAGES = 10_000;
+
+/**
  * Checks where a database goes before anything is created there or beside it (the lock file): the
  * folder must exist and the path must not be a folder.
  */
@@ -71,7 +84,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     throw openFailure(err, path, opts);
   }
   try {
-    db.pragma('busy_timeout = 10000');
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     if (opts.readonly) {
       const version = db.pragma('user_version', { simple: true }) as number;
       if (version > SCHEMA_VERSION) throw new UsageError(`${path} was written by a newer campaign-sync (schema ${version}); upgrade`);
@@ -81,7 +94,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     // NORMAL in WAL mode: a process crash (kill -9 included) loses no committed page; only a power
     // loss may drop the last pages, and never leaves records and checkpoints out of step.
     db.pragma('synchronous = NORMAL');
-    db.pragma('wal_autocheckpoint = 10000');
+    db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     db.pragma('foreign_keys = OFF');
     migrate(db, path);
     for (const suffix of ['-wal', '-shm']) if (existsSync(path + suffix)) chmodSync(path + suffix, 0o600);

@@ -24,7 +24,7 @@ export interface GroupLimits {
   ms: number;
 }
 
-export const DEFAULT_GROUP: GroupLimits = { records: 1000, bytes: 2 * 1024 * 1024, ms: 1000 };
+const DEFAULT_GROUP: GroupLimits = { records: 1000, bytes: 2 * 1024 * 1024, ms: 1000 };
 
 export class GroupCommit {
   private open = false;

@@ -2,35 +2,16 @@
  * Upserts into the SQLite mirror (PRODUCT.md §5): records by id, a record read again replaces the
  * stored one and its child rows (score details, eval results). The values come from store/rows.ts;
  * the statements are built from its column lists and prepared once. Callers wrap a page in one
- * transaction (store/group.ts).
+ * transaction (store/group.ts). Campaigns are in store/campaigns.ts.
  */
 import type { CheckedRecord } from '../core/types.js';
 import type { Db } from './db.js';
-import { COLUMNS, campaignRow, evalRows, roleRow, scoreDetailRows, sessionRow, type Table, text } from './rows.js';
+import { COLUMNS, evalRows, roleRow, scoreDetailRows, sessionRow } from './rows.js';
+import { insertIgnore, placeholders, update, upsert } from './sql.js';
 
 export interface UpsertCounts {
   inserted: number;
   updated: number;
-}
-
-/*
- * The key goes last in every statement below, so one array of values binds the insert and the update
- * alike (`[...values, id]`), without spreading arguments per row.
- */
-const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(', ');
-
-function insertIgnore(table: Table): string {
-  const cols = COLUMNS[table];
-  return `INSERT INTO ${table} (${cols.join(', ')}, id) VALUES (${placeholders(cols.length + 1)}) ON CONFLICT (id) DO NOTHING`;
-}
-
-function update(table: Table): string {
-  return `UPDATE ${table} SET ${COLUMNS[table].map((c) => `${c} = ?`).join(', ')} WHERE id = ?`;
-}
-
-function upsert(table: Table): string {
-  const cols = COLUMNS[table];
-  return `${insertIgnore(table).replace(/DO NOTHING$/, 'DO UPDATE SET ')}${cols.map((c) => `${c} = excluded.${c}`).join(', ')}`;
 }
 
 function prepareStatements(db: Db) {
@@ -48,26 +29,14 @@ function prepareStatements(db: Db) {
       "DELETE FROM eval_results WHERE parent_type = 'score_detail' AND parent_id IN (SELECT id FROM score_details WHERE role_result_id = ?)",
     ),
     deleteDetails: db.prepare('DELETE FROM score_details WHERE role_result_id = ?'),
-    upsertCampaign: db.prepare(upsert('campaigns')),
   };
 }
 
 export class Mirror {
   private readonly s: ReturnType<typeof prepareStatements>;
 
-  constructor(readonly db: Db) {
+  constructor(db: Db) {
     this.s = prepareStatements(db);
-  }
-
-  /** Upserts campaigns (in the caller's transaction if there is one). */
-  upsertCampaigns(campaigns: Array<Record<string, unknown>>, seenAt: string): void {
-    this.db.transaction(() => {
-      for (const c of campaigns) {
-        const values = campaignRow(c, seenAt);
-        values.push(text(c.id));
-        this.s.upsertCampaign.run(values);
-      }
-    })();
   }
 
   /** Upserts session results and their eval results. Call inside a transaction. */

@@ -11,12 +11,13 @@
 import { toJson } from '../core/json.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../core/types.js';
 import { type StorageError, storageError } from '../errors.js';
+import { Campaigns } from './campaigns.js';
+import type { Checkpoints } from './checkpoints.js';
 import type { Db } from './db.js';
 import { GroupCommit, type GroupLimits } from './group.js';
 import { Mirror, type UpsertCounts } from './mirror.js';
 import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from './ndjson-file.js';
 import { NdjsonOffsets } from './offsets.js';
-import type { SyncState } from './state.js';
 
 export { NDJSON_FILES, NdjsonStateError };
 
@@ -41,14 +42,16 @@ export interface Sink {
 abstract class GroupedSink implements Sink {
   protected readonly group: GroupCommit;
   protected readonly mirror: Mirror;
+  protected readonly campaignRows: Campaigns;
 
   constructor(
     db: Db,
-    protected readonly state: SyncState,
+    protected readonly state: Checkpoints,
     limits?: GroupLimits,
   ) {
     this.group = new GroupCommit(db, limits);
     this.mirror = new Mirror(db);
+    this.campaignRows = new Campaigns(db);
   }
 
   abstract commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
@@ -95,7 +98,7 @@ export class SqliteSink extends GroupedSink {
 
   async campaigns(list: Array<Record<string, unknown>>): Promise<void> {
     const seenAt = new Date().toISOString();
-    this.group.write(() => this.mirror.upsertCampaigns(list, seenAt), 0, 0);
+    this.group.write(() => this.campaignRows.upsert(list, seenAt), 0, 0);
   }
 }
 
@@ -116,7 +119,7 @@ export class NdjsonSink extends GroupedSink {
   private readonly files = new Map<keyof typeof NDJSON_FILES, NdjsonFile>();
   private readonly offsets: NdjsonOffsets;
 
-  constructor(db: Db, state: SyncState, dir: string, options: NdjsonSinkOptions = {}) {
+  constructor(db: Db, state: Checkpoints, dir: string, options: NdjsonSinkOptions = {}) {
     super(db, state, options.limits);
     this.offsets = new NdjsonOffsets(db);
     const folder = openOutputFolder(dir);
@@ -200,7 +203,7 @@ export class NdjsonSink extends GroupedSink {
       changed.map((c) => c.raw),
       () => {
         for (const c of changed) this.offsets.setCampaignLine(path, c.id, c.raw);
-        this.mirror.upsertCampaigns(list, seenAt);
+        this.campaignRows.upsert(list, seenAt);
       },
     );
   }

@@ -9,8 +9,8 @@ import type { Progress, RunEvents } from '../core/events.js';
 import type { ReportType, StreamId } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
+import type { Checkpoints } from '../store/checkpoints.js';
 import type { Sink } from '../store/sink.js';
-import type { SyncState } from '../store/state.js';
 import { nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
 import { checkPage } from './records.js';
@@ -26,7 +26,7 @@ export interface StreamOptions {
 export interface StreamDeps {
   client: ApiClient;
   sink: Sink;
-  state: SyncState;
+  state: Checkpoints;
   signal?: AbortSignal | undefined;
   /** Pages and warnings are reported here (core/events.ts). */
   events?: RunEvents | undefined;

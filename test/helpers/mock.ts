@@ -4,9 +4,9 @@ import { RequestBudget } from '../../src/api/budget.js';
 import { ApiClient, type ClientOptions } from '../../src/api/client.js';
 import type { ApiConfig } from '../../src/config/config.js';
 import type { Clock } from '../../src/core/clock.js';
+import { Checkpoints } from '../../src/store/checkpoints.js';
 import { openDatabase } from '../../src/store/db.js';
 import { NdjsonSink, type Sink, SqliteSink } from '../../src/store/sink.js';
-import { SyncState } from '../../src/store/state.js';
 import { type PassOptions, runPass } from '../../src/sync/pass.js';
 import { tempDir } from './index.js';
 
@@ -65,7 +65,7 @@ export function testStore(format: 'sqlite' | 'ndjson' = 'sqlite') {
   const dir = tempDir();
   const dbPath = join(dir, 'mirror.db');
   const db = openDatabase(dbPath);
-  const state = new SyncState(db);
+  const state = new Checkpoints(db);
   const outDir = join(dir, 'out');
   const sink: Sink = format === 'ndjson' ? new NdjsonSink(db, state, outDir) : new SqliteSink(db, state);
   return { dir, dbPath, outDir, db, state, sink };

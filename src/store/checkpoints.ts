@@ -2,9 +2,10 @@
  * Checkpoints and stream health (`sync_state`). Cursors are int64: read with safe integers on so
  * values past 2^53 come back exact.
  */
-import type { CheckpointMove, Endpoint, StreamId } from '../core/types.js';
+import type { CheckpointMove, Destination, Endpoint, StreamId } from '../core/types.js';
 import { StorageError, UsageError } from '../errors.js';
 import type { Db } from './db.js';
+import { decodeDestination, describeDestination, encodeDestination } from './destination.js';
 
 export interface StreamRow {
   stream: string;
@@ -30,10 +31,19 @@ function prepare(db: Db) {
     success: db.prepare('UPDATE sync_state SET last_success_at = ?, last_error = NULL, last_error_at = NULL WHERE stream = ?'),
     failure: db.prepare('UPDATE sync_state SET last_error = ?, last_error_at = ? WHERE stream = ?'),
     all: db.prepare('SELECT * FROM sync_state ORDER BY campaign_id, endpoint, report_type').safeIntegers(true),
+    hasStreams: db.prepare('SELECT 1 FROM sync_state WHERE campaign_id = ? LIMIT 1').pluck(),
+    destination: db.prepare("SELECT value FROM meta WHERE key = 'destination'").pluck(),
+    setDestination: db.prepare(
+      "INSERT INTO meta (key, value) VALUES ('destination', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    ),
+    cursors: db.prepare('SELECT count(*) FROM sync_state WHERE cursor IS NOT NULL').pluck(),
+    resetAll: db.prepare('UPDATE sync_state SET cursor = NULL WHERE cursor IS NOT NULL'),
+    resetCampaign: db.prepare('UPDATE sync_state SET cursor = NULL WHERE campaign_id = ? AND cursor IS NOT NULL'),
   };
 }
 
-export class SyncState {
+/** Checkpoints and stream health of one database. */
+export class Checkpoints {
   private readonly s: ReturnType<typeof prepare>;
 
   constructor(readonly db: Db) {
@@ -84,26 +94,27 @@ export class SyncState {
    * NDJSON folder. Records `destination` while there are no checkpoints; with checkpoints, another
    * destination is a usage error (it would quietly receive nothing).
    */
-  claimDestination(destination: string, describe: (d: string) => string): void {
-    const stored = this.db.prepare("SELECT value FROM meta WHERE key = 'destination'").pluck().get() as string | undefined;
-    const cursors = this.db.prepare('SELECT count(*) FROM sync_state WHERE cursor IS NOT NULL').pluck().get() as number;
-    if (stored !== undefined && stored !== destination && cursors > 0) {
+  claimDestination(destination: Destination): void {
+    const stored = this.s.destination.get() as string | undefined;
+    const wanted = encodeDestination(destination);
+    if (stored === wanted) return;
+    if (stored !== undefined && (this.s.cursors.get() as number) > 0) {
       throw new UsageError(
-        `this database's checkpoints are for ${describe(stored)}, not ${describe(destination)}: a pull would find nothing new; use the same destination, another --db, or \`campaign-sync reset\` to re-read everything into the new one`,
+        `this database's checkpoints are for ${describeDestination(decodeDestination(stored))}, not ${describeDestination(destination)}: a pull would find nothing new; use the same destination, another --db, or \`campaign-sync reset\` to re-read everything into the new one`,
       );
     }
-    if (stored !== destination) {
-      this.db
-        .prepare("INSERT INTO meta (key, value) VALUES ('destination', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
-        .run(destination);
-    }
+    this.s.setDestination.run(wanted);
+  }
+
+  /** Whether any stream of the campaign has a row (a checkpoint, or one to come). */
+  hasStreams(campaignId: string): boolean {
+    return this.s.hasStreams.get(campaignId) !== undefined;
   }
 
   /** Forgets checkpoints (not data, not counts) of every stream or of the given campaigns. */
   reset(campaignIds: string[]): number {
     // With no checkpoint left, claimDestination lets the database feed another destination.
-    if (campaignIds.length === 0) return this.db.prepare('UPDATE sync_state SET cursor = NULL WHERE cursor IS NOT NULL').run().changes;
-    const stmt = this.db.prepare('UPDATE sync_state SET cursor = NULL WHERE campaign_id = ? AND cursor IS NOT NULL');
-    return this.db.transaction(() => campaignIds.reduce((n, id) => n + stmt.run(id).changes, 0))();
+    if (campaignIds.length === 0) return this.s.resetAll.run().changes;
+    return this.db.transaction(() => campaignIds.reduce((n, id) => n + this.s.resetCampaign.run(id).changes, 0))();
   }
 }

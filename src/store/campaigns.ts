@@ -1,0 +1,60 @@
+/**
+ * The campaign list as the service last sent it (`campaigns`): upserts, names for people, lookups by
+ * name, and the campaigns a pull skips because spec/paths.ts routes no endpoint for their type.
+ */
+import { ROUTES } from '../spec/paths.js';
+import type { Db } from './db.js';
+import { campaignRow, text } from './rows.js';
+import { upsert } from './sql.js';
+
+/** A campaign a pull skips, as stored. */
+export interface SkippedCampaign {
+  id: string;
+  name: string | null;
+  type: string | null;
+}
+
+export class Campaigns {
+  private readonly s;
+
+  constructor(private readonly db: Db) {
+    // The supported types are the routing table's: a type added there stops being listed here.
+    const routed = Object.keys(ROUTES);
+    this.s = {
+      upsert: db.prepare(upsert('campaigns')),
+      names: db.prepare('SELECT id, coalesce(name, display_name, id) AS name FROM campaigns'),
+      named: db.prepare('SELECT id FROM campaigns WHERE name = ?').pluck(),
+      skipped: db.prepare(
+        `SELECT id, name, type FROM campaigns WHERE type IS NULL OR type NOT IN (${routed.map(() => '?').join(', ')}) ORDER BY name`,
+      ),
+      routed,
+    };
+  }
+
+  /** Upserts campaigns (in the caller's transaction if there is one). */
+  upsert(campaigns: Array<Record<string, unknown>>, seenAt: string): void {
+    this.db.transaction(() => {
+      for (const c of campaigns) {
+        const values = campaignRow(c, seenAt);
+        values.push(text(c.id));
+        this.s.upsert.run(values);
+      }
+    })();
+  }
+
+  /** Campaign id -> the name people know it by: its name, else its display name, else its id. */
+  names(): Map<string, string> {
+    const rows = this.s.names.all() as Array<{ id: string; name: string }>;
+    return new Map(rows.map((r) => [r.id, r.name]));
+  }
+
+  /** The ids of the campaigns called `name` (names are not unique). */
+  idsNamed(name: string): string[] {
+    return this.s.named.all(name) as string[];
+  }
+
+  /** Campaigns of a type no endpoint reads (or of no type), by name. */
+  skipped(): SkippedCampaign[] {
+    return this.s.skipped.all(...this.s.routed) as SkippedCampaign[];
+  }
+}
