@@ -61,6 +61,8 @@ export interface ClientOptions {
   dispatcher?: Dispatcher;
   maxBodyBytes?: number;
   random?: () => number;
+  /** Backoff steps (default 500 ms doubling to 30 s); tests shorten them so a faulty service takes seconds, not minutes. */
+  retry?: { baseMs?: number; capMs?: number };
   /** Called before each retry wait, for logging. */
   onRetry?: (err: Error, delayMs: number, attempt: number) => void;
 }
@@ -134,7 +136,7 @@ export class ApiClient {
         const decision = retryDecision(
           err,
           attempt,
-          { maxRetries: this.config.maxRetries, maxRetryAfterMs: this.config.maxRetryWaitMs },
+          { ...this.opts.retry, maxRetries: this.config.maxRetries, maxRetryAfterMs: this.config.maxRetryWaitMs },
           this.opts.random,
         );
         if (!decision.retry) {
