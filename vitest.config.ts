@@ -19,6 +19,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Most files wait on sockets, timers and child processes, not the CPU: two at a time on two cores.
+    maxWorkers: 2,
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     // dist/ is rebuilt before every run: the spawned CLI must never be a stale build.
     globalSetup: ['./test/global-setup.ts'],
