@@ -139,7 +139,7 @@ describe('a faulty service', () => {
   // In-process with short backoff: the real client, pass and SQLite sink against the real simulator,
   // minus the minutes of real backoff (the backoff schedule itself is unit-tested in client.test.ts).
   it('with over 25% of requests failing (500, 503, 429, resets, truncations, slow) the pull completes and the mirror is exact', async () => {
-    const s = await sim({ campaigns: CAMPAIGNS, records: 300, faults: parseFaults('0.35'), slowMs: 300 });
+    const s = await sim({ campaigns: CAMPAIGNS, records: 300, faults: parseFaults('0.35'), slowMs: 300, faultRetryAfterS: 0 });
     // Pages of 10: over 120 requests, so every kind of fault shows up.
     const dir = tempDir();
     const dbPath = join(dir, 'm.db');
