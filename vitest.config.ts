@@ -1,13 +1,36 @@
 import { defineConfig } from 'vitest/config';
 
+/** In-process tests with mocks: no simulator, no files, no spawned CLI (`npm run test:unit`). */
+const UNIT = [
+  'src/**/*.test.ts',
+  'test/architecture.test.ts',
+  'test/client.test.ts',
+  'test/docs.test.ts',
+  'test/group.test.ts',
+  'test/hostile.test.ts',
+  'test/output.test.ts',
+  'test/units.test.ts',
+];
+/** Kill -9 rounds and million-row exports: left out of `npm run test:fast`, always run by `npm test` and CI. */
+const SLOW = ['test/reliability.test.ts', 'test/export.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Most files wait on sockets, timers and child processes, not the CPU: two at a time on two cores.
+    maxWorkers: 2,
     reporters: ['default', './test/helpers/summary-reporter.ts'],
+    // dist/ is rebuilt before every run: the spawned CLI must never be a stale build.
+    globalSetup: ['./test/global-setup.ts'],
     // Any connection off loopback is a bug in a test: the helpers only ever use 127.0.0.1.
     env: { CAMPAIGN_SYNC_BASE_URL: '', CAMPAIGN_SYNC_API_KEY: '' },
+    projects: [
+      { extends: true, test: { name: 'unit', include: UNIT } },
+      // The simulator on loopback, real files and SQLite, the spawned CLI.
+      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...SLOW] } },
+      { extends: true, test: { name: 'slow', include: SLOW } },
+    ],
   },
 });

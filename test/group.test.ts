@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { openDatabase } from '../src/store/db.js';
 import { GroupCommit } from '../src/store/group.js';
 import { tempDir } from './helpers/index.js';
@@ -34,11 +34,19 @@ describe('group commit', () => {
 
   it('commits a quiet group after its time limit', async () => {
     const { db, committed, insert } = setup();
-    const group = new GroupCommit(db, { records: 1000, bytes: 1e9, ms: 50 });
-    group.write(() => insert.run(1), 1, 1);
-    expect(committed()).toBe(0);
-    await new Promise((r) => setTimeout(r, 120));
-    expect(committed()).toBe(1);
+    // Fake timers: the time limit is proved without waiting it out.
+    vi.useFakeTimers();
+    try {
+      const group = new GroupCommit(db, { records: 1000, bytes: 1e9, ms: 50 });
+      group.write(() => insert.run(1), 1, 1);
+      expect(committed()).toBe(0);
+      await vi.advanceTimersByTimeAsync(49);
+      expect(committed()).toBe(0);
+      await vi.advanceTimersByTimeAsync(71);
+      expect(committed()).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a page that fails is rolled back alone; the pages before it stay in the group', () => {
@@ -65,10 +73,15 @@ describe('group commit', () => {
     db.pragma('foreign_keys = ON');
     db.exec('CREATE TABLE parent (id INTEGER PRIMARY KEY)');
     db.exec('CREATE TABLE child (p INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)');
+    vi.useFakeTimers();
     const group = new GroupCommit(db, { records: 1000, bytes: 1e9, ms: 30 });
     group.write(() => insert.run(1), 1, 1);
     group.write(() => db.exec('INSERT INTO child VALUES (42)'), 1, 1);
-    await new Promise((r) => setTimeout(r, 80));
+    try {
+      await vi.advanceTimersByTimeAsync(80);
+    } finally {
+      vi.useRealTimers();
+    }
     expect(db.inTransaction).toBe(false);
     expect(committed()).toBe(0);
     expect(() => group.write(() => insert.run(2), 1, 1)).toThrow(/FOREIGN KEY/);

@@ -8,10 +8,17 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { RequestBudget } from '../src/api/budget.js';
+import { ApiClient } from '../src/api/client.js';
 import { parseFaults } from '../src/simulator/faults.js';
 import { prng } from '../src/simulator/random.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
-import { cli, servedRecords, sim, startCli, tempDir } from './helpers/index.js';
+import { openDatabase } from '../src/store/db.js';
+import { SqliteSink } from '../src/store/sink.js';
+import { SyncState } from '../src/store/state.js';
+import { runPass } from '../src/sync/pass.js';
+import { cli, clientConfig, servedRecords, sim, startCli, tempDir } from './helpers/index.js';
+import { passDefaults } from './helpers/mock.js';
 
 const KILLS = Number(process.env.CRASH_KILLS ?? 20);
 const CAMPAIGNS = 4;
@@ -129,25 +136,40 @@ describe('crash safety: kill -9 at random instants', () => {
 });
 
 describe('a faulty service', () => {
+  // In-process with short backoff: the real client, pass and SQLite sink against the real simulator,
+  // minus the minutes of real backoff (the backoff schedule itself is unit-tested in client.test.ts).
   it('with over 25% of requests failing (500, 503, 429, resets, truncations, slow) the pull completes and the mirror is exact', async () => {
-    const s = await sim({ campaigns: CAMPAIGNS, records: 300, faults: parseFaults('0.35'), slowMs: 300 });
+    const s = await sim({ campaigns: CAMPAIGNS, records: 300, faults: parseFaults('0.35'), slowMs: 300, faultRetryAfterS: 0 });
     // Pages of 10: over 120 requests, so every kind of fault shows up.
     const dir = tempDir();
     const dbPath = join(dir, 'm.db');
-    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
-    const run = await cli(['pull', '--db', dbPath, '--page-size', '10', '--max-retries', '12', '--json'], { env, timeoutMs: 240_000 });
-    expect(run.code, run.stderr).toBe(0);
+    const rate = { count: 100_000, windowMs: 1000 };
+    const client = new ApiClient(clientConfig(s, { rate, maxRetries: 12 }), {
+      budget: new RequestBudget(rate),
+      retry: { baseMs: 5, capMs: 50 },
+    });
+    const db = openDatabase(dbPath);
+    const state = new SyncState(db);
+    let result: Awaited<ReturnType<typeof runPass>>;
+    try {
+      result = await runPass({ client, sink: new SqliteSink(db, state), state }, { ...passDefaults, pageSize: 10 });
+    } finally {
+      await client.close();
+      db.close();
+    }
+    expect(result.exitCode, JSON.stringify(result.streams.map((r) => r.error))).toBe(0);
+    expect(result.streams.every((r) => r.status === 'ok')).toBe(true);
     expect(Object.keys(s.stats.faults).sort()).toEqual(['429', '500', '503', 'reset', 'slow', 'truncate']);
     const faults = Object.values(s.stats.faults).reduce((a, b) => a + b, 0);
     expect(faults / s.stats.requests).toBeGreaterThanOrEqual(0.25);
-    const db = new Database(dbPath, { readonly: true });
-    expect(db.prepare('PRAGMA integrity_check').pluck().get()).toBe('ok');
+    const check = new Database(dbPath, { readonly: true });
+    expect(check.prepare('PRAGMA integrity_check').pluck().get()).toBe('ok');
     const ids = [
-      ...(db.prepare('SELECT id FROM session_results').pluck().all() as string[]),
-      ...(db.prepare('SELECT id FROM role_results').pluck().all() as string[]),
+      ...(check.prepare('SELECT id FROM session_results').pluck().all() as string[]),
+      ...(check.prepare('SELECT id FROM role_results').pluck().all() as string[]),
     ];
     expect(ids.length).toBe(CAMPAIGNS * 300);
     expect(new Set(ids).size).toBe(ids.length);
-    db.close();
+    check.close();
   }, 300_000);
 });

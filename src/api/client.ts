@@ -64,6 +64,8 @@ export interface ClientOptions {
   random?: () => number;
   /** Requests, retries and budget waits are reported here (core/events.ts). */
   events?: RunEvents | undefined;
+  /** Backoff steps (default 500 ms doubling to 30 s); tests shorten them so a faulty service takes seconds, not minutes. */
+  retry?: { baseMs?: number; capMs?: number };
 }
 
 function requestFacts(info: RequestInfo, attempt: number, sentAt: number, endedAt: number) {
@@ -155,7 +157,7 @@ export class ApiClient {
         const decision = retryDecision(
           err,
           attempt,
-          { maxRetries: this.config.maxRetries, maxRetryAfterMs: this.config.maxRetryWaitMs },
+          { ...this.opts.retry, maxRetries: this.config.maxRetries, maxRetryAfterMs: this.config.maxRetryWaitMs },
           this.opts.random,
         );
         if (!decision.retry) {

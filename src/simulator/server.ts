@@ -36,6 +36,8 @@ export interface SimulatorOptions {
   faults?: FaultPlan;
   /** Delay of a `slow` fault. */
   slowMs?: number;
+  /** Retry-After, in whole seconds, of a `429` or `503` fault (default 1; tests set 0 to skip the wait). */
+  faultRetryAfterS?: number;
   orderIndexStart?: bigint;
   unknownTypeCampaigns?: number;
   quirks?: Quirks;
@@ -214,8 +216,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     const fault: FaultKind | undefined = chooseFault(faults, faultDraw());
     if (fault) stats.faults[fault] = (stats.faults[fault] ?? 0) + 1;
     if (fault === '500') return send(res, 500, errorBody(500, 'Internal server error'));
-    if (fault === '503') return send(res, 503, errorBody(503, 'Service unavailable'), { 'retry-after': '1' });
-    if (fault === '429') return send(res, 429, errorBody(429, 'Too many requests'), { 'retry-after': '1' });
+    const faultRetryAfter = String(options.faultRetryAfterS ?? 1);
+    if (fault === '503') return send(res, 503, errorBody(503, 'Service unavailable'), { 'retry-after': faultRetryAfter });
+    if (fault === '429') return send(res, 429, errorBody(429, 'Too many requests'), { 'retry-after': faultRetryAfter });
     if (fault === 'reset') return req.socket.destroy();
 
     let status = 200;

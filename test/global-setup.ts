@@ -1,0 +1,16 @@
+/**
+ * Builds dist/ once before any test runs: the e2e tests spawn bin/campaign-sync.js, which imports
+ * dist/, so a run against a stale build would test old code. Also makes `npx vitest` enough.
+ */
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+export default function setup(): void {
+  // Each project may inherit this setup; one build per vitest process is enough.
+  if (process.env.CAMPAIGN_SYNC_TEST_BUILT === '1') return;
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+  process.env.CAMPAIGN_SYNC_TEST_BUILT = '1';
+}
