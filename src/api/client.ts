@@ -2,6 +2,10 @@
  * The service's HTTP client: undici `request` over one keep-alive pool, bearer auth, no redirects,
  * a cap on body size, a timeout over the whole request (headers and body), the shared request
  * budget and the retry policy. Every error names the request, never the key.
+ *
+ * Over 250 lines on purpose: one request's life reads top to bottom here (budget, attempt, body cap,
+ * timeout, status -> error). The error-body helpers at the end are the first to move out when the
+ * request log (issue 13) or compression (issue 14) adds to it.
  */
 import { type Dispatcher, Pool, request } from 'undici';
 import { type Clock, realClock } from '../core/clock.js';

@@ -23,8 +23,8 @@ export interface SimulateOptions {
 
 const QUIRKS = ['string-order-index', 'last-record-id', 'no-cursor-field', 'unknown-type'] as const;
 
-/** Turns the simulate flags into simulator options (exported for tests). */
-export function simulatorOptions(opts: SimulateOptions) {
+/** Turns the simulate flags into simulator options. */
+function simulatorOptions(opts: SimulateOptions) {
   const quirkList = (opts.quirks ?? '')
     .split(',')
     .map((q) => q.trim())

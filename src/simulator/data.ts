@@ -5,6 +5,9 @@
  * Time: record i of a campaign is created at `historyStart + i * spacing`, so `created_at` grows
  * with `order_index` (the spec's "newest first" and "by order_index" orders agree). Records added by
  * --growth arrive after the server started and carry their arrival time.
+ *
+ * Over 250 lines because every field of the spec is generated here, each a pure function of
+ * (seed, campaign, index); the vocabulary tables are the first to move out (simulator/vocabulary.ts).
  */
 
 import type { ReportType } from '../core/types.js';

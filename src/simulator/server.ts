@@ -1,6 +1,10 @@
 /**
  * The simulator's HTTP server: the three GET endpoints of spec/service-interface.md §4 over
  * SimData, with the spec's auth, errors (§7) and rate limit (§8), plus optional growth and faults.
+ *
+ * Over 250 lines because routing, query parsing and the fault injector share one request's state;
+ * query parsing is the first to move out (simulator/query.ts) when the documented shapes of issue 12
+ * add their own routes.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';

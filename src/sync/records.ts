@@ -10,6 +10,12 @@ import { NumberText, toJson } from '../core/json.js';
 import type { CheckedRecord } from '../core/types.js';
 import { DataError } from '../errors.js';
 
+/**
+ * Longest id accepted. The spec's ids are UUIDs (36 characters); anything past a few hundred is not an
+ * id but a bug or an attack, and it would be stored, indexed and printed in every error about it.
+ */
+const MAX_ID_LENGTH = 200;
+
 /** How a bad value reads in an error message. */
 export function show(value: unknown): string {
   if (value === undefined) return 'missing';
@@ -38,7 +44,8 @@ export function checkPage(data: unknown[], ctx: PageContext): CheckedRecord[] {
       throw new DataError(`${at}: not an object`);
     }
     const id = record.id;
-    if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw new DataError(`${at}: id: ${show(id)} is not a usable id`);
+    if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID_LENGTH)
+      throw new DataError(`${at}: id: ${show(id)} is not a usable id`);
     const orderIndex = toInt64(record.order_index);
     if (orderIndex === undefined) {
       throw new DataError(`${at} (id ${id}): order_index: ${show(record.order_index)} is not a non-negative int64`);
