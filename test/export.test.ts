@@ -316,6 +316,10 @@ a newline, row ' || i, '2026-01-01T00:00:00Z', 'c' FROM n`);
     });
     const peakMb = await peakRssMb(child);
     expect(peakMb).toBeGreaterThan(0);
-    expect(peakMb).toBeLessThan(150);
+    // Node 24's V8 grows the young generation to a larger ceiling: the same export measured 121 MB at
+    // 100k rows, 224 MB at 1M and 224 MB at 3M (flat: no leak), and 106 MB with
+    // --max-semi-space-size=8. Node 20 and 22 stay near 110 MB.
+    const limitMb = Number(process.versions.node.split('.')[0]) >= 24 ? 256 : 150;
+    expect(peakMb).toBeLessThan(limitMb);
   }, 120_000);
 });
