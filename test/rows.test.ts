@@ -39,7 +39,9 @@ describe('rows', () => {
       2n ** 62n,
     );
     const values = sessionRow(r, 'c1');
-    expect(values).toHaveLength(COLUMNS.session_results.length);
+    // The columns' values, then the key: the order the statements bind.
+    expect(values).toHaveLength(COLUMNS.session_results.length + 1);
+    expect(values.at(-1)).toBe('r1');
     expect(byColumn('session_results', values)).toEqual({
       campaign_id: 'c1',
       user_id: 'u1',
@@ -91,7 +93,9 @@ describe('rows', () => {
     });
     const details = scoreDetailRows(r, 'c2');
     expect(details).toHaveLength(1);
-    expect(details[0]?.values).toHaveLength(COLUMNS.score_details.length);
+    expect(details[0]?.values).toHaveLength(COLUMNS.score_details.length + 1);
+    expect(details[0]?.values.at(-1)).toBe('d1');
+    expect(roleRow(r, 'c2', 'DETAILED').at(-1)).toBe('r2');
     expect(byColumn('score_details', details[0]?.values ?? [])).toMatchObject({ role_result_id: 'r2', scenario_type: 'EMAIL', score: 2 });
     const evals = evalRows('score_detail', 'd1', details[0]?.evals, 'c2');
     expect(evals.map((v) => byColumn('eval_results', v))).toEqual([
@@ -109,7 +113,9 @@ describe('rows', () => {
       },
     ]);
     expect(evalRows('session_result', 'x', null, 'c')).toEqual([]);
-    expect(byColumn('campaigns', campaignRow({ id: 'c', name: 'n', type: 'ROLE_SUBMISSION', extra: 1 }, 'now'))).toEqual({
+    const campaign = campaignRow({ id: 'c', name: 'n', type: 'ROLE_SUBMISSION', extra: 1 }, 'now');
+    expect(campaign.at(-1)).toBe('c');
+    expect(byColumn('campaigns', campaign)).toEqual({
       name: 'n',
       display_name: null,
       type: 'ROLE_SUBMISSION',

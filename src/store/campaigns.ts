@@ -4,7 +4,7 @@
  */
 import { ROUTES } from '../spec/paths.js';
 import type { Db } from './db.js';
-import { campaignRow, text } from './rows.js';
+import { campaignRow } from './rows.js';
 import { upsert } from './sql.js';
 
 /** A campaign a pull skips, as stored. */
@@ -35,9 +35,7 @@ export class Campaigns {
   upsert(campaigns: Array<Record<string, unknown>>, seenAt: string): void {
     this.db.transaction(() => {
       for (const c of campaigns) {
-        const values = campaignRow(c, seenAt);
-        values.push(text(c.id));
-        this.s.upsert.run(values);
+        this.s.upsert.run(...campaignRow(c, seenAt));
       }
     })();
   }

@@ -44,10 +44,9 @@ export class Mirror {
     const counts = { inserted: 0, updated: 0 };
     for (const r of records) {
       const values = sessionRow(r, campaignId);
-      values.push(r.id);
-      if (this.s.insertSession.run(values).changes === 1) counts.inserted++;
+      if (this.s.insertSession.run(...values).changes === 1) counts.inserted++;
       else {
-        this.s.updateSession.run(values);
+        this.s.updateSession.run(...values);
         this.s.deleteEvals.run('session_result', r.id);
         counts.updated++;
       }
@@ -61,11 +60,10 @@ export class Mirror {
     const counts = { inserted: 0, updated: 0 };
     for (const r of records) {
       const values = roleRow(r, campaignId, reportType);
-      values.push(r.id);
-      const inserted = this.s.insertRole.run(values).changes === 1;
+      const inserted = this.s.insertRole.run(...values).changes === 1;
       if (inserted) counts.inserted++;
       else {
-        this.s.updateRole.run(values);
+        this.s.updateRole.run(...values);
         counts.updated++;
       }
       // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
@@ -75,8 +73,7 @@ export class Mirror {
         this.s.deleteDetails.run(r.id);
       }
       for (const detail of scoreDetailRows(r, campaignId)) {
-        detail.values.push(detail.id);
-        this.s.upsertDetail.run(detail.values);
+        this.s.upsertDetail.run(...detail.values);
         this.insertEvals(evalRows('score_detail', detail.id, detail.evals, campaignId));
       }
     }
@@ -84,6 +81,6 @@ export class Mirror {
   }
 
   private insertEvals(rows: unknown[][]): void {
-    for (const values of rows) this.s.insertEval.run(values);
+    for (const values of rows) this.s.insertEval.run(...values);
   }
 }

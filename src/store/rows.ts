@@ -72,7 +72,10 @@ export const COLUMNS = {
 } as const;
 
 export type Table = keyof typeof COLUMNS;
-/** A row's values in the order of its table's COLUMNS. */
+/**
+ * A row's values in the order of its table's COLUMNS, then its key (`id`) for the keyed tables: the
+ * order the statements of store/sql.ts bind, built in one array literal (no push, no copy per row).
+ */
 export type Values = unknown[];
 
 /** A text column: strings as they are, other scalars as text, objects as JSON. */
@@ -106,7 +109,7 @@ function cefrOf(additional: unknown): string | null {
   return text(obj(obj(additional).cefr).score);
 }
 
-/** session_results values of a session record. */
+/** session_results values of a session record, then its id. */
 export function sessionRow(r: CheckedRecord, campaignId: string): Values {
   const x = r.record;
   const user = obj(x.user);
@@ -127,10 +130,11 @@ export function sessionRow(r: CheckedRecord, campaignId: string): Values {
     text(x.updated_at),
     r.orderIndex,
     r.raw,
+    r.id,
   ];
 }
 
-/** role_results values of a role record (OVERALL or DETAILED). */
+/** role_results values of a role record (OVERALL or DETAILED), then its id. */
 export function roleRow(r: CheckedRecord, campaignId: string, reportType: string): Values {
   const x = r.record;
   const user = obj(x.user);
@@ -147,10 +151,11 @@ export function roleRow(r: CheckedRecord, campaignId: string, reportType: string
     text(x.updated_at),
     r.orderIndex,
     r.raw,
+    r.id,
   ];
 }
 
-/** A DETAILED record's score details, each as its id and score_details values (entries without an id are skipped). */
+/** A DETAILED record's score details, each as its id and score_details values then id (entries without an id are skipped). */
 export function scoreDetailRows(r: CheckedRecord, campaignId: string): Array<{ id: string; values: Values; evals: unknown }> {
   const details = r.record.score_details;
   if (!Array.isArray(details)) return [];
@@ -178,6 +183,7 @@ export function scoreDetailRows(r: CheckedRecord, campaignId: string): Array<{ i
         text(detail.created_at),
         text(detail.updated_at),
         toJson(detail),
+        id,
       ],
     });
   }
@@ -205,7 +211,7 @@ export function evalRows(parentType: 'session_result' | 'score_detail', parentId
   });
 }
 
-/** campaigns values of a campaign from the list. */
+/** campaigns values of a campaign from the list, then its id. */
 export function campaignRow(c: Obj, seenAt: string): Values {
-  return [text(c.name), text(c.display_name), text(c.type), text(c.created_at), toJson(c), seenAt];
+  return [text(c.name), text(c.display_name), text(c.type), text(c.created_at), toJson(c), seenAt, text(c.id)];
 }

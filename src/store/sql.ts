@@ -4,8 +4,9 @@
 import { COLUMNS, type Table } from './rows.js';
 
 /*
- * The key goes last in every statement below, so one array of values binds the insert and the update
- * alike (`[...values, id]`), without spreading arguments per row.
+ * The key goes last in every statement below, so one row of store/rows.ts (its values, then its key)
+ * binds the insert and the update alike. Rows are bound as spread arguments: measured faster than
+ * binding one array with better-sqlite3 12.
  */
 export const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
