@@ -54,7 +54,10 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
       if (signal.aborted || result?.interrupted) return ExitCode.ok;
       if (maxCycles !== undefined && cycle >= maxCycles) return lastCode;
       try {
-        await sleep(Math.max(0, nextStart(startedAt, intervalMs) - Date.now()), signal);
+        // Timers run on the monotonic clock and may end a millisecond before the wall clock reaches
+        // the target: wait until it has, so passes are never closer than --interval start to start.
+        const target = nextStart(startedAt, intervalMs);
+        while (Date.now() < target) await sleep(target - Date.now(), signal);
       } catch (err) {
         if (isAbort(err)) return ExitCode.ok;
         throw err;
