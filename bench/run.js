@@ -22,7 +22,7 @@ import { ApiClient } from '../dist/api/client.js';
 import { startSimulator } from '../dist/simulator/server.js';
 import { Checkpoints } from '../dist/store/checkpoints.js';
 import { openDatabase } from '../dist/store/db.js';
-import { SqliteSink } from '../dist/store/sink.js';
+import { SqliteSink } from '../dist/store/sinks/sqlite.js';
 import { runPass } from '../dist/sync/pass.js';
 import { peakRssMb } from './peak-rss.js';
 

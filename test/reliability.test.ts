@@ -16,7 +16,7 @@ import { prng } from '../src/simulator/random.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { Checkpoints } from '../src/store/checkpoints.js';
 import { openDatabase } from '../src/store/db.js';
-import { SqliteSink } from '../src/store/sink.js';
+import { SqliteSink } from '../src/store/sinks/sqlite.js';
 import { runPass } from '../src/sync/pass.js';
 import { cli, clientConfig, servedRecords, sim, startCli, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';

@@ -9,7 +9,7 @@ import type { RunningSimulator } from '../src/simulator/server.js';
 import { Checkpoints } from '../src/store/checkpoints.js';
 import { openDatabase } from '../src/store/db.js';
 import { RunLock } from '../src/store/lock.js';
-import { SqliteSink } from '../src/store/sink.js';
+import { SqliteSink } from '../src/store/sinks/sqlite.js';
 import { type PassOptions, runPass } from '../src/sync/pass.js';
 import { clientConfig, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';

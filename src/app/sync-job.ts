@@ -14,7 +14,9 @@ import { UsageError } from '../errors.js';
 import { Checkpoints } from '../store/checkpoints.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { RunLock } from '../store/lock.js';
-import { NdjsonSink, type Sink, SqliteSink } from '../store/sink.js';
+import { NdjsonSink } from '../store/sinks/ndjson.js';
+import type { Sink } from '../store/sinks/sink.js';
+import { SqliteSink } from '../store/sinks/sqlite.js';
 import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { createClient } from './client.js';
 

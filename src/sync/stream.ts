@@ -10,7 +10,7 @@ import type { ReportType, StreamId } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
 import type { Checkpoints } from '../store/checkpoints.js';
-import type { Sink } from '../store/sink.js';
+import type { Sink } from '../store/sinks/sink.js';
 import { nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
 import { checkPage } from './records.js';

@@ -6,7 +6,9 @@ import type { ApiConfig } from '../../src/config/config.js';
 import type { Clock } from '../../src/core/clock.js';
 import { Checkpoints } from '../../src/store/checkpoints.js';
 import { openDatabase } from '../../src/store/db.js';
-import { NdjsonSink, type Sink, SqliteSink } from '../../src/store/sink.js';
+import { NdjsonSink } from '../../src/store/sinks/ndjson.js';
+import type { Sink } from '../../src/store/sinks/sink.js';
+import { SqliteSink } from '../../src/store/sinks/sqlite.js';
 import { type PassOptions, runPass } from '../../src/sync/pass.js';
 import { tempDir } from './index.js';
 

@@ -1,0 +1,75 @@
+/**
+ * Where a page goes: the Sink port, asynchronous so that a store over the network (PostgreSQL) can
+ * implement it; the SQLite and NDJSON sinks do their work synchronously inside it. Either way, a page's records and the stream's new checkpoint are written
+ * together in one savepoint of the current group transaction (store/group.ts): rows into the mirror
+ * (sqlite), or "append + fsync the lines, then record the file's new length" (ndjson). A crash at any
+ * instant loses nothing committed and duplicates nothing.
+ *
+ * Every write of a sync (pages, stream rows and outcomes, campaigns) goes through the group, so after
+ * one failed write or commit the process writes nothing more: each later call throws that failure.
+ */
+import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
+import type { StorageError } from '../../errors.js';
+import { Campaigns } from '../campaigns.js';
+import type { Checkpoints } from '../checkpoints.js';
+import type { Db } from '../db.js';
+import { GroupCommit, type GroupLimits } from '../group.js';
+import { Mirror, type UpsertCounts } from '../mirror.js';
+
+export interface Sink {
+  /** Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined), atomically. */
+  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
+  /** Stores the campaign list (and, for NDJSON, appends the campaigns new or changed for this folder). */
+  campaigns(list: Array<Record<string, unknown>>): Promise<void>;
+  /** Makes sure the stream has its row in `sync_state`. */
+  openStream(id: StreamId): Promise<void>;
+  /** Records how the stream's pass ended: a success time, or the error. */
+  endStream(id: StreamId, error: string | undefined, at: string): Promise<void>;
+  /** Commits what the current group holds (see store/group.ts). */
+  flush(): Promise<void>;
+  /** Flushes and releases files; the database stays open. After a storage failure, only releases. */
+  close(): Promise<void>;
+  /** The storage failure that stopped this sink's writes, if one did. */
+  readonly failure: StorageError | undefined;
+}
+
+/** What both sinks share: the group every write goes through, and the stream rows. */
+export abstract class GroupedSink implements Sink {
+  protected readonly group: GroupCommit;
+  protected readonly mirror: Mirror;
+  protected readonly campaignRows: Campaigns;
+
+  constructor(
+    db: Db,
+    protected readonly state: Checkpoints,
+    limits?: GroupLimits,
+  ) {
+    this.group = new GroupCommit(db, limits);
+    this.mirror = new Mirror(db);
+    this.campaignRows = new Campaigns(db);
+  }
+
+  abstract commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
+  abstract campaigns(list: Array<Record<string, unknown>>): Promise<void>;
+
+  get failure(): StorageError | undefined {
+    return this.group.failure;
+  }
+
+  async openStream(id: StreamId): Promise<void> {
+    this.group.write(() => this.state.ensure(id), 0, 0);
+  }
+
+  async endStream(id: StreamId, error: string | undefined, at: string): Promise<void> {
+    this.group.write(() => (error === undefined ? this.state.success(id, at) : this.state.failure(id, error, at)), 0, 0);
+  }
+
+  async flush(): Promise<void> {
+    this.group.commit();
+  }
+
+  async close(): Promise<void> {
+    // After a storage failure there is nothing left to commit, and the failure was already reported.
+    if (!this.failure) this.group.commit();
+  }
+}

@@ -1,0 +1,33 @@
+/** Records into the SQLite mirror, through the group commit of the Sink port (sinks/sink.ts). */
+import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
+import type { UpsertCounts } from '../mirror.js';
+import { GroupedSink } from './sink.js';
+
+/** Records into the SQLite mirror. */
+export class SqliteSink extends GroupedSink {
+  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
+    return this.group.write(
+      () => {
+        const counts =
+          id.endpoint === 'session'
+            ? this.mirror.upsertSessionResults(records, id.campaignId)
+            : this.mirror.upsertRoleResults(records, id.campaignId, id.reportType ?? 'DETAILED');
+        this.state.advance(id, move, counts.inserted);
+        return counts;
+      },
+      records.length,
+      rawBytes(records),
+    );
+  }
+
+  async campaigns(list: Array<Record<string, unknown>>): Promise<void> {
+    const seenAt = new Date().toISOString();
+    this.group.write(() => this.campaignRows.upsert(list, seenAt), 0, 0);
+  }
+}
+
+function rawBytes(records: CheckedRecord[]): number {
+  let n = 0;
+  for (const r of records) n += r.raw.length;
+  return n;
+}
