@@ -134,11 +134,12 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         program
           .command('reset')
           .description('forget checkpoints (not data) so the next pull re-reads')
-          .option('--campaign <id>', 'only this campaign (repeatable)', collect),
+          .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect)
+          .option('--all', 'forget every checkpoint (without it, reset asks on a terminal and refuses elsewhere)'),
       ),
     ),
     'campaign-sync reset --campaign 5c8e0b4e-2f7a-4c1e-9d3b-0a1b2c3d4e5f',
-    'campaign-sync reset',
+    'campaign-sync reset --all',
   ).action(async (opts) => done(await (await import('./commands/reset.js')).reset(opts)));
 
   example(

@@ -137,7 +137,7 @@ describe('checkpoints belong to one destination', () => {
     const other = await cli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'b')], { env });
     expect(other.code).toBe(2);
     expect((await cli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'a')], { env })).code).toBe(0);
-    expect((await cli(['reset', '--db', db])).code).toBe(0);
+    expect((await cli(['reset', '--all', '--db', db])).code).toBe(0);
     const moved = await cli(['pull', '--db', db, '--json'], { env });
     expect(moved.code).toBe(0);
     expect(JSON.parse(moved.stdout).records).toBe(30);
@@ -221,7 +221,7 @@ describe('an NDJSON file is cut back only to what this database committed (issue
     // A SQLite pull, then a reset, then NDJSON into a new folder from the same database.
     const db2 = join(dir, 'two.db');
     expect((await cli(['pull', '--db', db2], { env: env(s) })).code).toBe(0);
-    expect((await cli(['reset', '--db', db2])).code).toBe(0);
+    expect((await cli(['reset', '--all', '--db', db2])).code).toBe(0);
     const out2 = join(dir, 'out2');
     expect((await cli(['pull', '--format', 'ndjson', '--out', out2, '--db', db2], { env: env(s) })).code).toBe(0);
     expect(lines(join(out2, 'campaigns.ndjson')).length).toBe(6);

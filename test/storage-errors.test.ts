@@ -89,7 +89,7 @@ describe('storage failures at open and lock time exit 74', () => {
     mkdirSync(adir);
     expectStorageFailure(await cli(['pull', '--db', adir], { env: deadApi }), new RegExp(`${adir} is a folder, not a database file`));
     expect(existsSync(`${adir}.lock`)).toBe(false);
-    for (const args of [['status'], ['export', '--table', 'campaigns'], ['reset']]) {
+    for (const args of [['status'], ['export', '--table', 'campaigns'], ['reset', '--all']]) {
       expectStorageFailure(await cli([...args, '--db', adir]), new RegExp(`${adir} is a folder, not a database file`));
     }
   });
@@ -98,7 +98,7 @@ describe('storage failures at open and lock time exit 74', () => {
     const dir = tempDir();
     const { db, env } = await mirror(dir);
     writeFileSync(`${db}.lock`, 'this is not a lock file, it is garbage from somewhere else\n'.repeat(20));
-    for (const args of [['pull'], ['reset']]) {
+    for (const args of [['pull'], ['reset', '--all']]) {
       const r = await cli([...args, '--db', db], { env });
       expectStorageFailure(r, new RegExp(`${db}\\.lock is not a campaign-sync lock file.*remove it if no campaign-sync is running`));
     }
@@ -144,7 +144,7 @@ describe('a mirror on read-only storage', () => {
 
       const pull = await cli(['pull', '--db', db], { env });
       expectStorageFailure(pull, new RegExp(`${db}.*read-only file system \\(EROFS\\)`));
-      const reset = await cli(['reset', '--db', db]);
+      const reset = await cli(['reset', '--all', '--db', db]);
       expectStorageFailure(reset, new RegExp(`cannot open ${db} for writing: read-only file system \\(EROFS\\)`));
       expect(reset.stderr).not.toMatch(/cannot create/);
     } finally {
@@ -186,7 +186,7 @@ describe('permission denied', () => {
       const exported = await cliAsUser(['export', '--db', db, '--table', 'campaigns', '--format', 'ndjson']);
       expect(exported.code, exported.stderr).toBe(0);
       expect(exported.stdout.trim().split('\n')).toHaveLength(2);
-      const reset = await cliAsUser(['reset', '--db', db]);
+      const reset = await cliAsUser(['reset', '--all', '--db', db]);
       expectStorageFailure(reset, new RegExp(`cannot open ${db} for writing: permission denied \\(EACCES\\)`));
       const pull = await cliAsUser(['pull', '--db', db], env);
       expectStorageFailure(pull, new RegExp(`cannot lock ${db}: the folder ${dir} is not writable`));

@@ -95,7 +95,7 @@ describe('cli: against the simulator', () => {
     expect(unknown.stderr).toMatch(/no stream of a campaign with the id or name "no-such-campaign"/);
     const byName = await cli(['reset', '--db', db, '--campaign', JSON.parse(campaigns.stdout).data[0].name, '--json']);
     expect(JSON.parse(byName.stdout).reset).toBe(1);
-    const reset = await cli(['reset', '--db', db]);
+    const reset = await cli(['reset', '--all', '--db', db]);
     expect(reset.code).toBe(0);
     expect(reset.stdout).toMatch(/Forgot 2 checkpoints/);
     const after = JSON.parse((await cli(['status', '--db', db, '--json'])).stdout);

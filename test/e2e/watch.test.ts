@@ -50,7 +50,7 @@ describe('run lock', () => {
     );
     const watch2 = await cli(['watch', '--db', db, '--max-cycles', '1'], { env: envFor(s.url) });
     expect(watch2.code).toBe(75);
-    const reset = await cli(['reset', '--db', db]);
+    const reset = await cli(['reset', '--all', '--db', db]);
     expect(reset.code).toBe(75);
 
     holder.child.kill('SIGKILL');
