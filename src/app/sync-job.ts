@@ -45,15 +45,14 @@ function syncSettings(flags: SyncFlags) {
   });
 }
 
-/** Validates the pass flags (exported for tests). */
-export function resolvePassOptions(flags: SyncFlags): PassOptions {
+/** Validates the pass flags (exported for tests); `settings` when the caller parsed them already. */
+export function resolvePassOptions(flags: SyncFlags, settings = syncSettings(flags)): PassOptions {
   const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
   const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
   if (flags.full && (since || until)) throw new UsageError('--full re-reads everything; it does not go with --since/--until');
   if (flags.type !== undefined && flags.type !== 'session' && flags.type !== 'role')
     throw new UsageError('--type: must be session or role');
-  const settings = syncSettings(flags);
   return {
     campaigns: flags.campaign ?? [],
     type: flags.type as Endpoint | undefined,
@@ -88,8 +87,9 @@ export class SyncJob {
   ) {}
 
   static open(flags: SyncFlags, signal: AbortSignal | undefined, hooks: JobHooks = {}, api?: ApiConfig): SyncJob {
-    const options = resolvePassOptions(flags);
-    const { format, out: outDir } = syncSettings(flags);
+    const settings = syncSettings(flags);
+    const options = resolvePassOptions(flags, settings);
+    const { format, out: outDir } = settings;
     const config = api ?? resolveApiConfig(flags);
     const dbPath = resolveDbPath(flags.db);
     const lock = RunLock.acquire(dbPath);

@@ -1,10 +1,9 @@
 import { type SyncFlags, SyncJob } from '../app/sync-job.js';
 import { exitCodeForPass } from '../errors.js';
 import { commandEvents } from '../ui/events.js';
-import { failureLines } from '../ui/failures.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
-import { passDocument, passTable } from '../ui/summary.js';
+import { failureLines, passDocument, passTable } from '../ui/summary.js';
 
 /** What `pull` takes: the sync settings and the output options. */
 export type PullFlags = SyncFlags & OutputFlags;

@@ -4,9 +4,8 @@ import { sleep } from '../core/clock.js';
 import { AuthError, CampaignSyncError, ExitCode, exitCodeFor, exitCodeForPass, isAbort, StorageError, UsageError } from '../errors.js';
 import type { PassResult } from '../sync/pass.js';
 import { commandEvents } from '../ui/events.js';
-import { failureLines } from '../ui/failures.js';
 import { Output, type OutputFlags } from '../ui/output.js';
-import { passDocument, passLine } from '../ui/summary.js';
+import { failureLines, passDocument, passLine } from '../ui/summary.js';
 
 export interface WatchFlags extends SyncFlags, OutputFlags {
   interval?: string;

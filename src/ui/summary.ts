@@ -9,6 +9,19 @@ function typeOf(s: StreamResult): string {
   return s.id.endpoint === 'role' ? `role ${s.id.reportType}` : 'session';
 }
 
+/** `<campaign> (<endpoint>[ <report type>]): <error>`, escaped: a failed stream on one line. */
+function failureLine(s: StreamResult): string {
+  return showText(`${s.campaignName} (${typeOf(s)}): ${s.error}`);
+}
+
+/**
+ * The failed streams of a pass, one line each (without the `error:` prefix Output adds): what
+ * `--quiet` still prints on stderr, so that cron mails a failed sync (PRODUCT.md §1).
+ */
+export function failureLines(result: PassResult): string[] {
+  return result.streams.filter((s) => s.status === 'failed').map(failureLine);
+}
+
 /** The `--json` document of PRODUCT.md §2 (cursor as a string: it is an int64). */
 export function passDocument(result: PassResult) {
   return {
@@ -66,7 +79,7 @@ export function passTable(result: PassResult): string {
     passLine(result),
   ];
   // Names, ids, types and errors come from the service: escaped, but not cut (the whole error helps).
-  for (const s of result.streams) if (s.error) lines.push(`  failed: ${showText(`${s.campaignName} (${typeOf(s)}): ${s.error}`)}`);
+  for (const s of result.streams) if (s.error) lines.push(`  failed: ${failureLine(s)}`);
   for (const s of result.skipped) lines.push(`  skipped: ${showText(`${s.name} (${s.id}): type ${s.type}`)} is not supported`);
   return lines.join('\n');
 }

@@ -14,7 +14,7 @@ import { Campaigns } from '../campaigns.js';
 import type { Checkpoints } from '../checkpoints.js';
 import type { Db } from '../db.js';
 import { GroupCommit, type GroupLimits } from '../group.js';
-import { Mirror, type UpsertCounts } from '../mirror.js';
+import type { UpsertCounts } from '../mirror.js';
 
 export interface Sink {
   /** Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined), atomically. */
@@ -36,7 +36,6 @@ export interface Sink {
 /** What both sinks share: the group every write goes through, and the stream rows. */
 export abstract class GroupedSink implements Sink {
   protected readonly group: GroupCommit;
-  protected readonly mirror: Mirror;
   protected readonly campaignRows: Campaigns;
 
   constructor(
@@ -45,7 +44,6 @@ export abstract class GroupedSink implements Sink {
     limits?: GroupLimits,
   ) {
     this.group = new GroupCommit(db, limits);
-    this.mirror = new Mirror(db);
     this.campaignRows = new Campaigns(db);
   }
 

@@ -1,10 +1,21 @@
 /** Records into the SQLite mirror, through the group commit of the Sink port (sinks/sink.ts). */
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
-import type { UpsertCounts } from '../mirror.js';
+import type { Checkpoints } from '../checkpoints.js';
+import type { Db } from '../db.js';
+import type { GroupLimits } from '../group.js';
+import { Mirror, type UpsertCounts } from '../mirror.js';
 import { GroupedSink } from './sink.js';
 
 /** Records into the SQLite mirror. */
 export class SqliteSink extends GroupedSink {
+  // Only this sink writes the mirror's tables: the NDJSON sink prepares none of their statements.
+  private readonly mirror: Mirror;
+
+  constructor(db: Db, state: Checkpoints, limits?: GroupLimits) {
+    super(db, state, limits);
+    this.mirror = new Mirror(db);
+  }
+
   async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
     return this.group.write(
       () => {
