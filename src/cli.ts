@@ -59,7 +59,11 @@ function syncOptions(cmd: Command): Command {
     .option('--concurrency <n>', `streams synced at once (one shared request budget)${shownDefault('concurrency')}`)
     .option('--since <date>', 'backfill from this day (YYYY-MM-DD); checkpoints untouched')
     .option('--until <date>', 'backfill up to this day (YYYY-MM-DD); checkpoints untouched')
-    .option('--full', 'ignore checkpoints, re-read everything, then set them');
+    .option('--full', 'ignore checkpoints, re-read everything, then set them')
+    .option(
+      '--lookback <duration>',
+      'after the incremental read, re-read results created since now minus this (e.g. 7d); checkpoints untouched',
+    );
 }
 
 /** Builds the program; actions record their exit code in `result`. */
@@ -95,7 +99,8 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   example(
     outputOptions(syncOptions(dbOption(apiOptions(program.command('watch').description('pull again and again; stops on SIGINT/SIGTERM')))))
       .option('--interval <duration>', `time from the start of one pass to the next${shownDefault('interval')}`)
-      .option('--max-cycles <n>', 'stop after this many passes'),
+      .option('--max-cycles <n>', 'stop after this many passes')
+      .option('--lookback-every <duration>', `with --lookback: re-read the window at most this often${shownDefault('lookbackEvery')}`),
     'campaign-sync watch --interval 2m',
     'campaign-sync watch --max-cycles 3 --interval 10s --json',
   ).action(async (opts) => done(await (await import('./commands/watch.js')).watch(opts, signal)));

@@ -11,6 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import { toJson } from '../core/json.js';
 import type { Rate } from '../core/rate.js';
+import { SimChanges } from './changes.js';
 import { type SimCampaign, SimData } from './data.js';
 import { chooseFault, type FaultKind, type FaultPlan } from './faults.js';
 import { hash32, prng, seedNumber } from './random.js';
@@ -67,6 +68,8 @@ export interface RunningSimulator {
   port: number;
   apiKey: string;
   data: SimData;
+  /** Re-scores, late arrivals and deletions applied to the data (simulator/changes.ts). */
+  changes: SimChanges;
   stats: SimulatorStats;
   close(): Promise<void>;
 }
@@ -152,6 +155,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     now(),
     growthPerMs,
   );
+  const changes = new SimChanges(data);
   const limiter = options.rateLimit ? new SlidingWindow(options.rateLimit.count, options.rateLimit.windowMs) : undefined;
   const faults = options.faults ?? {};
   const faultDraw = prng(hash32(seed, 0xfa));
@@ -183,7 +187,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     let hi = q.endDate ? data.firstCreatedAtOrAfter(Date.parse(`${q.endDate}T00:00:00Z`) + 86_400_000, count) : count;
     const indexes: number[] = [];
     let hasMore: boolean;
-    if (q.sort === 'asc') {
+    let records: Array<Record<string, unknown>> = [];
+    if (changes.any) {
+      const page = changes.page(campaign, endpoint, q, lo, hi);
+      records = page.records;
+      hasMore = page.hasMore;
+    } else if (q.sort === 'asc') {
       if (q.startingAfter !== undefined) lo = Math.max(lo, data.firstAfter(campaign, q.startingAfter));
       for (let i = lo; i < hi && indexes.length < q.limit; i++) indexes.push(i);
       hasMore = lo + indexes.length < hi;
@@ -192,9 +201,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       for (let i = hi - 1; i >= lo && indexes.length < q.limit; i--) indexes.push(i);
       hasMore = hi - indexes.length > lo;
     }
-    const records = indexes.map((i) =>
-      endpoint === 'session' ? data.sessionResult(campaign, i) : data.roleResult(campaign, i, q.reportType),
-    );
+    if (!changes.any)
+      records = indexes.map((i) => (endpoint === 'session' ? data.sessionResult(campaign, i) : data.roleResult(campaign, i, q.reportType)));
     if (quirks.stringOrderIndex) for (const r of records) r.order_index = String(r.order_index);
     const last = records.length > 0 ? (records[records.length - 1] as Record<string, unknown>).order_index : null;
     const envelope: Record<string, unknown> = { data: records, has_more: hasMore };
@@ -280,6 +288,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     port: address.port,
     apiKey,
     data,
+    changes,
     stats,
     close: () =>
       new Promise<void>((resolve) => {

@@ -90,7 +90,9 @@ export class Mirror {
 
   /** The ids of the records stored for a stream. */
   ids(id: StreamId): string[] {
-    return (id.endpoint === 'session' ? this.s.sessionIds.all(id.campaignId) : this.s.roleIds.all(id.campaignId, id.reportType)) as string[];
+    return (
+      id.endpoint === 'session' ? this.s.sessionIds.all(id.campaignId) : this.s.roleIds.all(id.campaignId, id.reportType)
+    ) as string[];
   }
 
   /** Deletes results with their score details and eval results. Call inside a transaction. */

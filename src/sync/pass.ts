@@ -9,7 +9,15 @@ import type { Progress } from '../core/events.js';
 import type { Endpoint } from '../core/types.js';
 import { ApiError, AuthError, CampaignSyncError } from '../errors.js';
 import { type PlannedStream, planStreams, type SkippedCampaign, selectCampaigns } from './plan.js';
-import { type StreamDeps, type StreamOptions, type StreamResult, syncStream } from './stream.js';
+import {
+  type DateWindow,
+  emptyCounts,
+  type StreamDeps,
+  type StreamOptions,
+  type StreamResult,
+  syncStream,
+  type WalkCounts,
+} from './stream.js';
 
 export type { Progress, SkippedCampaign, StreamResult };
 
@@ -31,6 +39,8 @@ export interface PassResult {
   bytes: number;
   durationMs: number;
   interrupted: boolean;
+  /** The lookback's window and its counts over all streams, when it ran (its requests are in `requests` too). */
+  lookback?: (WalkCounts & { window: DateWindow }) | undefined;
 }
 
 /** Runs one pass; 401 throws AuthError, a failed campaign list throws ApiError (exit 5). */
@@ -95,7 +105,16 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
 
   const streams = results.filter(Boolean);
   const interrupted = deps.signal?.aborted === true;
+  let lookback: PassResult['lookback'];
+  if (opts.lookback) {
+    lookback = { window: opts.lookback, ...emptyCounts() };
+    for (const s of streams) {
+      if (!s.lookback) continue;
+      for (const k of ['records', 'inserted', 'updated', 'pages', 'requests', 'bytes'] as const) lookback[k] += s.lookback[k];
+    }
+  }
   return {
+    lookback,
     streams,
     skipped,
     requests: deps.client.requests - requestsBefore,
