@@ -148,6 +148,29 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   ).action(async (opts) => done(await (await import('./commands/reset.js')).reset(opts)));
 
   example(
+    outputOptions(
+      dbOption(
+        apiOptions(
+          program
+            .command('reconcile')
+            .description('re-read every stream from the start and report records added, changed and gone (deleted by the service)'),
+        ),
+      ),
+    )
+      .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect)
+      .addOption(new Option('--type <type>', 'only this kind of campaign').choices(['session', 'role']))
+      .addOption(new Option('--report-type <type>', `role report to compare${shownDefault('reportType')}`).choices(['DETAILED', 'OVERALL']))
+      .addOption(
+        new Option('--format <format>', 'destination to compare (default: the one this database feeds)').choices(['sqlite', 'ndjson']),
+      )
+      .option('--out <dir>', 'NDJSON folder (default: the one this database feeds)')
+      .option('--page-size <n>', `records per request, 1 to 100${shownDefault('pageSize')}`)
+      .option('--prune', 'delete gone records from the mirror (NDJSON: append one tombstone line each)'),
+    'campaign-sync reconcile',
+    'campaign-sync reconcile --campaign support-emea --prune --json',
+  ).action(async (opts) => done(await (await import('./commands/reconcile.js')).reconcileStreams(opts, signal)));
+
+  example(
     program
       .command('simulate')
       .description('run a local simulator of the service until stopped')

@@ -9,7 +9,7 @@ import { type ApiConfig, type ApiFlags, resolveApiConfig, resolveDbPath } from '
 import { parseDate } from '../config/duration.js';
 import { parseSettings, syncSchema } from '../config/schema.js';
 import type { RunEvents } from '../core/events.js';
-import type { Endpoint } from '../core/types.js';
+import type { Destination, Endpoint } from '../core/types.js';
 import { UsageError } from '../errors.js';
 import { Checkpoints } from '../store/checkpoints.js';
 import { type Db, openDatabase } from '../store/db.js';
@@ -18,6 +18,7 @@ import { NdjsonSink } from '../store/sinks/ndjson.js';
 import type { Sink } from '../store/sinks/sink.js';
 import { SqliteSink } from '../store/sinks/sqlite.js';
 import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
+import { type ReconcileResult, reconcile } from '../sync/reconcile.js';
 import type { DateWindow } from '../sync/stream.js';
 import { createClient } from './client.js';
 
@@ -110,9 +111,11 @@ export class SyncJob {
     try {
       db = openDatabase(dbPath);
       const state = new Checkpoints(db);
-      const out = resolve(outDir);
-      state.claimDestination(format === 'ndjson' ? { kind: 'ndjson', out } : { kind: 'sqlite' });
-      const sink = format === 'ndjson' ? new NdjsonSink(db, state, out) : new SqliteSink(db, state);
+      // Without --format and --out, the database keeps feeding the destination it fed last.
+      const remembered = flags.format === undefined && flags.out === undefined ? state.destination() : undefined;
+      const destination: Destination = remembered ?? (format === 'ndjson' ? { kind: 'ndjson', out: resolve(outDir) } : { kind: 'sqlite' });
+      state.claimDestination(destination);
+      const sink = destination.kind === 'ndjson' ? new NdjsonSink(db, state, destination.out) : new SqliteSink(db, state);
       const client = createClient(config, { signal, events: hooks.events });
       return new SyncJob(dbPath, db, state, sink, client, options, settings.lookback, config.warnings ?? [], lock, signal, hooks);
     } catch (err) {
@@ -134,6 +137,14 @@ export class SyncJob {
         events: this.hooks.events,
       },
       { ...this.options, lookback: window },
+    );
+  }
+
+  /** `reconcile`: re-walk every planned stream from the start and compare (sync/reconcile.ts). */
+  reconcile(prune: boolean): Promise<ReconcileResult> {
+    return reconcile(
+      { client: this.client, sink: this.sink, state: this.state, signal: this.signal, events: this.hooks.events },
+      { ...this.options, prune },
     );
   }
 

@@ -33,10 +33,10 @@ export class NdjsonIndex {
     this.s = {
       get: db.prepare('SELECT digest FROM ndjson_records WHERE path = ? AND report_type = ? AND id = ?').pluck(),
       set: db.prepare(
-        'INSERT INTO ndjson_records (path, report_type, id, digest) VALUES (?, ?, ?, ?) ON CONFLICT (path, report_type, id) DO UPDATE SET digest = excluded.digest',
+        'INSERT INTO ndjson_records (path, report_type, id, campaign_id, digest) VALUES (?, ?, ?, ?, ?) ON CONFLICT (path, report_type, id) DO UPDATE SET digest = excluded.digest',
       ),
       remove: db.prepare('DELETE FROM ndjson_records WHERE path = ? AND report_type = ? AND id = ?'),
-      ids: db.prepare('SELECT id FROM ndjson_records WHERE path = ? AND report_type = ?').pluck(),
+      ids: db.prepare('SELECT id FROM ndjson_records WHERE path = ? AND report_type = ? AND campaign_id = ?').pluck(),
       indexed: db.prepare('SELECT indexed FROM ndjson_files WHERE path = ?').pluck(),
       markIndexed: db.prepare('UPDATE ndjson_files SET indexed = 1 WHERE path = ?'),
       clear: db.prepare('DELETE FROM ndjson_records WHERE path = ?'),
@@ -49,8 +49,8 @@ export class NdjsonIndex {
   }
 
   /** Records the line just written for a record. Call inside the write's transaction. */
-  set(path: string, reportType: string, id: string, digest: string): void {
-    this.s.set.run(path, reportType, id, digest);
+  set(path: string, reportType: string, id: string, campaignId: string, digest: string): void {
+    this.s.set.run(path, reportType, id, campaignId, digest);
   }
 
   /** Forgets a record (a tombstone was written, or its lines were erased). Call inside a transaction. */
@@ -58,9 +58,9 @@ export class NdjsonIndex {
     this.s.remove.run(path, reportType, id);
   }
 
-  /** Every record the file holds for one report type. */
-  ids(path: string, reportType: string): string[] {
-    return this.s.ids.all(path, reportType) as string[];
+  /** Every record the file holds for one campaign and report type. */
+  ids(path: string, reportType: string, campaignId: string): string[] {
+    return this.s.ids.all(path, reportType, campaignId) as string[];
   }
 
   /**
@@ -69,7 +69,7 @@ export class NdjsonIndex {
    */
   ensureIndexed(path: string, committed: number, reportTypeOf: (record: Record<string, unknown>) => string): void {
     if (this.s.indexed.get(path) !== 0) return;
-    const entries = new Map<string, { reportType: string; id: string; digest: string | undefined }>();
+    const entries = new Map<string, { reportType: string; id: string; campaignId: string; digest: string | undefined }>();
     try {
       forEachLine(path, committed, (line) => {
         let record: unknown;
@@ -86,14 +86,16 @@ export class NdjsonIndex {
           return;
         }
         const reportType = reportTypeOf(r);
-        entries.set(`${reportType}\n${r.id}`, { reportType, id: r.id, digest: lineDigest(line) });
+        const campaign = r.campaign as { id?: unknown } | null | undefined;
+        const campaignId = String((campaign && typeof campaign === 'object' ? campaign.id : undefined) ?? r.campaign_id ?? '');
+        entries.set(`${reportType}\n${r.id}`, { reportType, id: r.id, campaignId, digest: lineDigest(line) });
       });
     } catch (err) {
       throw storageError(err, `cannot read ${path}`);
     }
     this.db.transaction(() => {
       this.s.clear.run(path);
-      for (const e of entries.values()) if (e.digest !== undefined) this.s.set.run(path, e.reportType, e.id, e.digest);
+      for (const e of entries.values()) if (e.digest !== undefined) this.s.set.run(path, e.reportType, e.id, e.campaignId, e.digest);
       this.s.markIndexed.run(path);
     })();
   }

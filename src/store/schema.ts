@@ -133,6 +133,7 @@ CREATE TABLE ndjson_records (
   path TEXT NOT NULL,
   report_type TEXT NOT NULL,
   id TEXT NOT NULL,
+  campaign_id TEXT NOT NULL,
   digest TEXT NOT NULL,
   PRIMARY KEY (path, report_type, id)
 ) WITHOUT ROWID;

@@ -43,10 +43,14 @@ export interface PassResult {
   lookback?: (WalkCounts & { window: DateWindow }) | undefined;
 }
 
-/** Runs one pass; 401 throws AuthError, a failed campaign list throws ApiError (exit 5). */
-export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassResult> {
-  const started = Date.now();
-  const requestsBefore = deps.client.requests;
+/**
+ * Lists the campaigns, stores them, and plans the streams the options ask for. 401 throws AuthError;
+ * a failed campaign list throws a CampaignSyncError with the list's own exit code (nothing can sync).
+ */
+export async function listAndPlan(
+  deps: PassDeps,
+  opts: Pick<PassOptions, 'campaigns' | 'type' | 'reportType'>,
+): Promise<{ planned: PlannedStream[]; skipped: SkippedCampaign[] }> {
   let campaigns: Campaign[];
   try {
     campaigns = await deps.client.listCampaigns();
@@ -62,6 +66,14 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   const { streams: planned, skipped } = planStreams(selectCampaigns(campaigns, opts.campaigns), opts);
   for (const s of skipped)
     deps.events?.warning?.(`campaign ${s.name} (${s.id}) has type ${s.type}, which campaign-sync does not know how to read: skipped`);
+  return { planned, skipped };
+}
+
+/** Runs one pass; 401 throws AuthError, a failed campaign list throws ApiError (exit 5). */
+export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassResult> {
+  const started = Date.now();
+  const requestsBefore = deps.client.requests;
+  const { planned, skipped } = await listAndPlan(deps, opts);
 
   // A 401, or an error that is not the stream's own (a full disk, a bug), stops every stream; the
   // workers never reject, so none is left writing after the pass has returned.

@@ -169,6 +169,24 @@ export async function walkStream(
   return committed;
 }
 
+/**
+ * What an error does to a stream: the stream's own failure (the service's answer, bad data) is
+ * recorded and returned; an abort by the user interrupts it; a 401, a storage failure or a bug is
+ * thrown on, fatal for the whole pass.
+ */
+export async function streamFailure(
+  err: unknown,
+  id: StreamId,
+  deps: StreamDeps,
+): Promise<{ status: StreamStatus; error?: string; errorKind?: ErrorKind }> {
+  if (err instanceof AuthError) throw err;
+  if (isAbort(err) && deps.signal?.aborted) return { status: 'interrupted' };
+  if (!(err instanceof ApiError || err instanceof DataError)) throw err;
+  // A storage failure here (the sink stopped) is thrown on: fatal for the whole pass.
+  await deps.sink.endStream(id, err.message, new Date().toISOString());
+  return { status: 'failed', error: err.message, errorKind: err.kind };
+}
+
 export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts: StreamOptions, totals: Progress): Promise<StreamResult> {
   const { id } = planned;
   const started = Date.now();
@@ -201,17 +219,7 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
     }
     await deps.sink.endStream(id, undefined, new Date().toISOString());
   } catch (err) {
-    if (err instanceof AuthError) throw err;
-    if (isAbort(err) && deps.signal?.aborted) {
-      result.status = 'interrupted';
-    } else {
-      if (!(err instanceof ApiError || err instanceof DataError)) throw err;
-      result.status = 'failed';
-      result.error = err.message;
-      result.errorKind = err.kind;
-      // A storage failure here (the sink stopped) is thrown on: fatal for the whole pass.
-      await deps.sink.endStream(id, err.message, new Date().toISOString());
-    }
+    Object.assign(result, await streamFailure(err, id, deps));
   } finally {
     // The checkpoint is what the database holds now (a walk that failed half-way committed some
     // pages); after a storage failure, what it held before is all that can be said.

@@ -112,7 +112,7 @@ export class NdjsonSink extends GroupedSink {
       digests.push([r.id, digest]);
     }
     this.write(id.endpoint, lines, () => {
-      for (const [recordId, digest] of digests) this.index.set(path, key, recordId, digest);
+      for (const [recordId, digest] of digests) this.index.set(path, key, recordId, id.campaignId, digest);
       this.state.advance(id, move, counts.inserted);
     });
     return counts;
@@ -138,7 +138,7 @@ export class NdjsonSink extends GroupedSink {
 
   /** The records this folder's file holds for a stream. */
   async storedIds(id: StreamId): Promise<string[]> {
-    return this.index.ids((this.files.get(id.endpoint) as NdjsonFile).path, indexKey(id));
+    return this.index.ids((this.files.get(id.endpoint) as NdjsonFile).path, indexKey(id), id.campaignId);
   }
 
   async campaigns(list: Array<Record<string, unknown>>): Promise<void> {
