@@ -22,7 +22,8 @@ const CLEAR = `${ESC}[2J${ESC}[H`;
 const C1_CSI = '\x9b31m';
 
 /** Anything a terminal could act on: C0 but LF, DEL, C1, bidi overrides and isolates, line separators. */
-const UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/;
+// Line feeds and tabs (TSV tables in pipes) are ours; every other control character must arrive escaped.
+const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/;
 
 const SESSION_ID = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa';
 const ROLE_ID = 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb';
@@ -196,8 +197,8 @@ describe('a hostile service reaches no terminal', () => {
     expect(campaigns.stdout).toContain('sess\\x1b]52;c;');
     expect(campaigns.stdout).toContain('\\x1b]0;you have been owned\\x07Support EMEA');
     expect(campaigns.stdout).toContain('WEIRD\\x1b[31m');
-    expect(campaigns.stdout).toContain('…');
-    expect(campaigns.stdout).not.toContain('evil');
+    // In a pipe the table is TSV: nothing is cut, every control character still escaped.
+    expect(campaigns.stdout.split('\n')[0]).toBe('id\tname\tdisplay name\ttype\tcreated');
 
     svc.failLists = 1;
     const pull = await run('pull', ['pull', '--db', db, '--max-retries', '1']);

@@ -36,6 +36,9 @@ export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Pro
       : renderTable(
           ['id', 'name', 'display name', 'type', 'created'],
           list.map((c) => [c.id, c.name ?? '', c.display_name ?? '', c.type ?? '', c.created_at ?? '']),
+          [],
+          [],
+          out.tableStyle,
         ),
   );
   return 0;

@@ -48,7 +48,7 @@ export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<numbe
       progress.stop();
       code = exitCodeForPass(result);
       out.document({ ...passDocument(result), db: resolve(db) });
-      out.print(passTable(result));
+      out.print(passTable(result, out.tableStyle));
     } finally {
       progress.stop();
       await session.close();

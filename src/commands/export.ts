@@ -10,6 +10,7 @@ import { EXPORT_TABLES, type ExportTable, exportQuery } from '../export/tables.j
 import { csvTransform, ndjsonTransform, rowStream } from '../export/writers.js';
 import { openDatabase } from '../store/db.js';
 import { Output } from '../ui/output.js';
+import { formatCount } from '../ui/table.js';
 
 export interface ExportFlags {
   db?: string;
@@ -79,7 +80,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     if (partial !== undefined) {
       partial.commit();
       partial = undefined;
-      out.info(`wrote ${rows} rows of ${flags.table} to ${target}`);
+      out.info(`wrote ${formatCount(rows)} rows of ${flags.table} to ${target}`);
     }
     return 0;
   } catch (err) {

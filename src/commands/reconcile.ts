@@ -22,7 +22,7 @@ export async function reconcileStreams(flags: ReconcileFlags, signal: AbortSigna
     const result = await job.reconcile(prune);
     progress.stop();
     out.document(reconcileDocument(result, prune));
-    out.print(reconcileTable(result, prune));
+    out.print(reconcileTable(result, prune, out.tableStyle));
     if (out.quiet || out.json) for (const line of reconcileFailures(result)) out.error(line);
     return exitCodeForPass(result);
   } finally {

@@ -54,6 +54,7 @@ export async function status(flags: StatusFlags): Promise<number> {
           [],
           // An error is cut later than a name: its end (status, message, request id) is what helps.
           [undefined, undefined, undefined, undefined, undefined, undefined, 160],
+          out.tableStyle,
         ),
       );
     }

@@ -11,8 +11,8 @@
  * surrogates (not text at all).
  */
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]|\p{Cs}/gu;
-/** The same, but a line feed is kept: for blocks of our own lines (tables, hints). */
-const UNSAFE_BUT_LF = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]|\p{Cs}/gu;
+/** The same, but line feeds and tabs are kept: for blocks of our own lines (tables, TSV, hints). */
+const UNSAFE_BUT_LF = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]|\p{Cs}/gu;
 /** What JSON.stringify leaves raw but a terminal would act on: its output keeps meaning with these as \uXXXX. */
 const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
 
@@ -35,7 +35,7 @@ export function showText(text: string): string {
   return text.replace(UNSAFE, escapeChar);
 }
 
-/** Like showText, but line feeds stay line feeds: for a block of lines we composed (a table). */
+/** Like showText, but line feeds and tabs stay: for a block of lines we composed (a table, TSV). */
 export function showLines(text: string): string {
   return text.replace(UNSAFE_BUT_LF, escapeChar);
 }

@@ -6,6 +6,7 @@
  */
 import { readEnv } from '../config/env.js';
 import { safeJson, showLines, showText } from './escape.js';
+import type { TableStyle } from './table.js';
 
 export interface OutputFlags {
   json?: boolean;
@@ -13,7 +14,7 @@ export interface OutputFlags {
 }
 
 export interface Streams {
-  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   stderr: NodeJS.WritableStream & { isTTY?: boolean };
 }
 
@@ -23,6 +24,8 @@ export class Output {
   /** Spinners only on a TTY, and never with --json, --quiet or CI. */
   readonly interactive: boolean;
   readonly color: boolean;
+  /** Tables on a terminal are boxed to its width; in a pipe or file they are TSV (ui/table.ts). */
+  readonly tableStyle: TableStyle;
 
   constructor(
     flags: OutputFlags,
@@ -34,6 +37,7 @@ export class Output {
     const tty = streams.stderr.isTTY === true;
     this.interactive = tty && !this.json && !this.quiet && readEnv('ci', env) === undefined;
     this.color = tty && readEnv('noColor', env) === undefined;
+    this.tableStyle = streams.stdout.isTTY === true ? { tsv: false, width: streams.stdout.columns } : { tsv: true };
   }
 
   /** Human output on stdout (tables, summaries); silent with --json or --quiet. */

@@ -2,7 +2,7 @@
 import { exitCodeForPass } from '../errors.js';
 import type { ReconcileResult, ReconcileStream } from '../sync/reconcile.js';
 import { showText } from './escape.js';
-import { formatCount, formatMs, plural, renderTable } from './table.js';
+import { formatCount, formatMs, plural, renderTable, type TableStyle } from './table.js';
 
 function typeOf(s: ReconcileStream): string {
   return s.id.endpoint === 'role' ? `role ${s.id.reportType}` : 'session';
@@ -41,7 +41,7 @@ export function reconcileDocument(result: ReconcileResult, prune: boolean) {
   };
 }
 
-export function reconcileTable(result: ReconcileResult, prune: boolean): string {
+export function reconcileTable(result: ReconcileResult, prune: boolean, style?: TableStyle): string {
   const rows = result.streams.map((s) => [
     s.campaignName,
     typeOf(s),
@@ -58,17 +58,13 @@ export function reconcileTable(result: ReconcileResult, prune: boolean): string 
   const lines = [
     result.streams.length === 0
       ? 'No streams to reconcile.'
-      : renderTable(['campaign', 'type', 'served', 'stored', 'added', 'changed', 'gone', 'pruned', 'status'], rows, [
-          'left',
-          'left',
-          'right',
-          'right',
-          'right',
-          'right',
-          'right',
-          'right',
-          'left',
-        ]),
+      : renderTable(
+          ['campaign', 'type', 'served', 'stored', 'added', 'changed', 'gone', 'pruned', 'status'],
+          rows,
+          ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'left'],
+          [],
+          style,
+        ),
     [
       plural(result.streams.length, 'stream'),
       `${formatCount(gone)} gone`,

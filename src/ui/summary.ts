@@ -4,7 +4,7 @@ import { exitCodeForPass } from '../errors.js';
 import type { PassResult, StreamResult } from '../sync/pass.js';
 import type { WalkCounts } from '../sync/stream.js';
 import { showText } from './escape.js';
-import { formatCount, formatMs, plural, renderTable } from './table.js';
+import { formatCount, formatMs, plural, renderTable, type TableStyle } from './table.js';
 
 function typeOf(s: StreamResult): string {
   return s.id.endpoint === 'role' ? `role ${s.id.reportType}` : 'session';
@@ -61,7 +61,7 @@ function countsDocument(c: WalkCounts) {
 }
 
 /** The table printed at the end of `pull`, followed by failures and skipped campaigns. */
-export function passTable(result: PassResult): string {
+export function passTable(result: PassResult, style?: TableStyle): string {
   const rows = result.streams.map((s) => [
     s.campaignName,
     typeOf(s),
@@ -75,16 +75,13 @@ export function passTable(result: PassResult): string {
   const lines = [
     result.streams.length === 0
       ? 'No streams to sync.'
-      : renderTable(['campaign', 'type', 'new', 'updated', 'pages', 'requests', 'time', 'status'], rows, [
-          'left',
-          'left',
-          'right',
-          'right',
-          'right',
-          'right',
-          'right',
-          'left',
-        ]),
+      : renderTable(
+          ['campaign', 'type', 'new', 'updated', 'pages', 'requests', 'time', 'status'],
+          rows,
+          ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'left'],
+          [],
+          style,
+        ),
     passLine(result),
   ];
   // Names, ids, types and errors come from the service: escaped, but not cut (the whole error helps).

@@ -2,6 +2,23 @@ import Table from 'cli-table3';
 import { CELL_MAX, cell } from './escape.js';
 
 /**
+ * How tables come out: on a terminal, boxed and fitted to its width; anywhere else (a pipe, a file),
+ * tab-separated values with a header row and no box drawing, as gh does, so `cut` and `awk` work.
+ */
+export interface TableStyle {
+  tsv: boolean;
+  /** Terminal columns, when known. */
+  width?: number | undefined;
+}
+
+const BOXED: TableStyle = { tsv: false };
+/** Narrowest a column is cut to when a table must fit the terminal. */
+const MIN_COLUMN = 6;
+
+/** A count as a person writes it (`1,234`): in TSV, the digits alone. */
+const GROUPED = /^\d{1,3}(,\d{3})+$/;
+
+/**
  * A plain table for people (no colours in the borders, so logs and pipes stay clean). Every cell is
  * escaped and cut (escape.ts): cells often hold what the service sent. `max` widens a column's cut.
  */
@@ -10,15 +27,39 @@ export function renderTable(
   rows: Array<Array<string | number>>,
   align: Array<'left' | 'right'> = [],
   max: Array<number | undefined> = [],
+  style: TableStyle = BOXED,
 ): string {
+  const cells = rows.map((row) => row.map((v, i) => cell(String(v), style.tsv ? Number.POSITIVE_INFINITY : (max[i] ?? CELL_MAX))));
+  if (style.tsv) {
+    return [head, ...cells.map((row) => row.map((v) => (GROUPED.test(v) ? v.replace(/,/g, '') : v)))].map((r) => r.join('\t')).join('\n');
+  }
+  const widths = fitWidths(head, cells, style.width);
+  const cut = (text: string, i: number) => cell(text, widths[i] ?? CELL_MAX);
   const table = new Table({
-    head,
+    head: head.map(cut),
     style: { head: [], border: [] },
     colAligns: align,
     chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
   });
-  for (const row of rows) table.push(row.map((v, i) => cell(String(v), max[i] ?? CELL_MAX)));
+  for (const row of cells) table.push(row.map(cut));
   return table.toString();
+}
+
+/** Column widths that fit `width` (borders and padding included), narrowing the widest first. */
+function fitWidths(head: string[], cells: string[][], width: number | undefined): number[] {
+  const length = (s: string) => Array.from(s).length;
+  const widths = head.map((h, i) => Math.max(length(h), ...cells.map((row) => length(row[i] ?? ''))));
+  if (!width) return widths;
+  const budget = width - (3 * head.length + 1);
+  let total = widths.reduce((a, b) => a + b, 0);
+  while (total > budget) {
+    let widest = 0;
+    for (let i = 1; i < widths.length; i++) if ((widths[i] as number) > (widths[widest] as number)) widest = i;
+    if ((widths[widest] as number) <= MIN_COLUMN) break;
+    widths[widest] = (widths[widest] as number) - 1;
+    total--;
+  }
+  return widths;
 }
 
 export function formatCount(n: number | bigint): string {
