@@ -59,7 +59,11 @@ function syncOptions(cmd: Command): Command {
     .option('--concurrency <n>', `streams synced at once (one shared request budget)${shownDefault('concurrency')}`)
     .option('--since <date>', 'backfill from this day (YYYY-MM-DD); checkpoints untouched')
     .option('--until <date>', 'backfill up to this day (YYYY-MM-DD); checkpoints untouched')
-    .option('--full', 'ignore checkpoints, re-read everything, then set them');
+    .option('--full', 'ignore checkpoints, re-read everything, then set them')
+    .option(
+      '--lookback <duration>',
+      'after the incremental read, re-read results created since now minus this (e.g. 7d); checkpoints untouched',
+    );
 }
 
 /** Builds the program; actions record their exit code in `result`. */
@@ -95,7 +99,8 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   example(
     outputOptions(syncOptions(dbOption(apiOptions(program.command('watch').description('pull again and again; stops on SIGINT/SIGTERM')))))
       .option('--interval <duration>', `time from the start of one pass to the next${shownDefault('interval')}`)
-      .option('--max-cycles <n>', 'stop after this many passes'),
+      .option('--max-cycles <n>', 'stop after this many passes')
+      .option('--lookback-every <duration>', `with --lookback: re-read the window at most this often${shownDefault('lookbackEvery')}`),
     'campaign-sync watch --interval 2m',
     'campaign-sync watch --max-cycles 3 --interval 10s --json',
   ).action(async (opts) => done(await (await import('./commands/watch.js')).watch(opts, signal)));
@@ -141,6 +146,29 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     'campaign-sync reset --campaign 5c8e0b4e-2f7a-4c1e-9d3b-0a1b2c3d4e5f',
     'campaign-sync reset --all',
   ).action(async (opts) => done(await (await import('./commands/reset.js')).reset(opts)));
+
+  example(
+    outputOptions(
+      dbOption(
+        apiOptions(
+          program
+            .command('reconcile')
+            .description('re-read every stream from the start and report records added, changed and gone (deleted by the service)'),
+        ),
+      ),
+    )
+      .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect)
+      .addOption(new Option('--type <type>', 'only this kind of campaign').choices(['session', 'role']))
+      .addOption(new Option('--report-type <type>', `role report to compare${shownDefault('reportType')}`).choices(['DETAILED', 'OVERALL']))
+      .addOption(
+        new Option('--format <format>', 'destination to compare (default: the one this database feeds)').choices(['sqlite', 'ndjson']),
+      )
+      .option('--out <dir>', 'NDJSON folder (default: the one this database feeds)')
+      .option('--page-size <n>', `records per request, 1 to 100${shownDefault('pageSize')}`)
+      .option('--prune', 'delete gone records from the mirror (NDJSON: append one tombstone line each)'),
+    'campaign-sync reconcile',
+    'campaign-sync reconcile --campaign support-emea --prune --json',
+  ).action(async (opts) => done(await (await import('./commands/reconcile.js')).reconcileStreams(opts, signal)));
 
   example(
     program

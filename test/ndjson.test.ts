@@ -131,14 +131,18 @@ describe('checkpoints belong to one destination', () => {
     const db = join(dir, 'state.db');
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
     expect((await cli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'a')], { env })).code).toBe(0);
-    const sqlite = await cli(['pull', '--db', db], { env });
+    // Without --format/--out the database keeps feeding its folder.
+    const again = await cli(['pull', '--db', db, '--json'], { env });
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout).records).toBe(0);
+    const sqlite = await cli(['pull', '--db', db, '--format', 'sqlite'], { env });
     expect(sqlite.code).toBe(2);
     expect(sqlite.stderr).toContain(`checkpoints are for --format ndjson --out ${join(dir, 'a')}, not --format sqlite`);
     const other = await cli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'b')], { env });
     expect(other.code).toBe(2);
     expect((await cli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'a')], { env })).code).toBe(0);
     expect((await cli(['reset', '--all', '--db', db])).code).toBe(0);
-    const moved = await cli(['pull', '--db', db, '--json'], { env });
+    const moved = await cli(['pull', '--db', db, '--format', 'sqlite', '--json'], { env });
     expect(moved.code).toBe(0);
     expect(JSON.parse(moved.stdout).records).toBe(30);
   });

@@ -59,6 +59,8 @@ function injecting(sink: Sink, after: number, fault: () => void) {
       }
     },
     campaigns: (list) => sink.campaigns(list),
+    storedIds: (id) => sink.storedIds(id),
+    prune: (id, ids, at) => sink.prune(id, ids, at),
     openStream: (id) => sink.openStream(id),
     endStream: (id, error, at) => sink.endStream(id, error, at),
     flush: () => sink.flush(),

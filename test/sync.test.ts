@@ -9,6 +9,7 @@ import type { RunningSimulator } from '../src/simulator/server.js';
 import { Checkpoints } from '../src/store/checkpoints.js';
 import { openDatabase } from '../src/store/db.js';
 import { RunLock } from '../src/store/lock.js';
+import { SCHEMA_VERSION } from '../src/store/schema.js';
 import { SqliteSink } from '../src/store/sinks/sqlite.js';
 import { type PassOptions, runPass } from '../src/sync/pass.js';
 import { clientConfig, sim, tempDir } from './helpers/index.js';
@@ -131,7 +132,8 @@ describe('sync against the simulator', () => {
     await pullOnce(s, st);
     const cursors = st.state.all().map((r) => r.cursor);
     const again = await pullOnce(s, st, { since: day });
-    expect(again.streams.every((x) => x.inserted === 0 && x.updated > 0)).toBe(true);
+    // Read again unchanged: neither new nor updated.
+    expect(again.streams.every((x) => x.records > 0 && x.inserted === 0 && x.updated === 0)).toBe(true);
     expect(st.state.all().map((r) => r.cursor)).toEqual(cursors);
   });
 
@@ -142,11 +144,22 @@ describe('sync against the simulator', () => {
     const evals = count(st, 'SELECT count(*) FROM eval_results');
     const details = count(st, 'SELECT count(*) FROM score_details');
     st.db.prepare('UPDATE sync_state SET cursor = 5').run();
+    // Unchanged records are read again but not rewritten.
+    const same = await pullOnce(s, st, { full: true });
+    expect(same.streams.map((x) => [x.records, x.inserted, x.updated])).toEqual([
+      [60, 0, 0],
+      [60, 0, 0],
+    ]);
+    // Records whose stored copy differs are rewritten with their children, none duplicated.
+    st.db.exec("UPDATE session_results SET raw = '{}'; UPDATE role_results SET raw = '{}' WHERE rowid % 2 = 0");
+    const changed = count(st, "SELECT count(*) FROM role_results WHERE raw = '{}'");
+    st.db.prepare('UPDATE sync_state SET cursor = 5').run();
     const full = await pullOnce(s, st, { full: true });
     expect(full.streams.map((x) => [x.inserted, x.updated])).toEqual([
       [0, 60],
-      [0, 60],
+      [0, changed],
     ]);
+    expect(count(st, "SELECT count(*) FROM session_results WHERE raw = '{}'")).toBe(0);
     expect(count(st, 'SELECT count(*) FROM eval_results')).toBe(evals);
     expect(count(st, 'SELECT count(*) FROM score_details')).toBe(details);
     expect(st.state.all().every((r) => (r.cursor ?? 0n) > 5n)).toBe(true);
@@ -279,15 +292,17 @@ describe('schema migrations', () => {
   it('upgrades a version-1 database in place', async () => {
     const dbPath = join(tempDir(), 'old.db');
     const fresh = openDatabase(dbPath);
-    expect(fresh.pragma('user_version', { simple: true })).toBe(3);
+    expect(fresh.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     // Turn it back into what release 1 wrote.
     fresh.exec('DROP TABLE meta');
     fresh.exec('DROP TABLE ndjson_campaigns');
+    fresh.exec('DROP TABLE ndjson_records');
+    fresh.exec('ALTER TABLE ndjson_files DROP COLUMN indexed');
     fresh.pragma('user_version = 1');
     fresh.prepare("INSERT INTO sync_state (stream, campaign_id, endpoint, cursor) VALUES ('c/session', 'c', 'session', 42)").run();
     fresh.close();
     const upgraded = openDatabase(dbPath);
-    expect(upgraded.pragma('user_version', { simple: true })).toBe(3);
+    expect(upgraded.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     expect(upgraded.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").pluck().get()).toBe(1);
     expect(upgraded.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'ndjson_campaigns'").pluck().get()).toBe(1);
     expect(upgraded.prepare('SELECT cursor FROM sync_state').pluck().get()).toBe(42);
@@ -302,6 +317,8 @@ describe('schema migrations', () => {
     const dbPath = join(tempDir(), 'v2.db');
     const fresh = openDatabase(dbPath);
     fresh.exec('DROP TABLE ndjson_campaigns');
+    fresh.exec('DROP TABLE ndjson_records');
+    fresh.exec('ALTER TABLE ndjson_files DROP COLUMN indexed');
     fresh.pragma('user_version = 2');
     fresh.prepare("INSERT INTO campaigns (id, name, raw) VALUES ('c1', 'one', '{\"id\":\"c1\"}'), ('c2', 'two', '{\"id\":\"c2\"}')").run();
     fresh

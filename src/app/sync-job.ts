@@ -9,7 +9,7 @@ import { type ApiConfig, type ApiFlags, resolveApiConfig, resolveDbPath } from '
 import { parseDate } from '../config/duration.js';
 import { parseSettings, syncSchema } from '../config/schema.js';
 import type { RunEvents } from '../core/events.js';
-import type { Endpoint } from '../core/types.js';
+import type { Destination, Endpoint } from '../core/types.js';
 import { UsageError } from '../errors.js';
 import { Checkpoints } from '../store/checkpoints.js';
 import { type Db, openDatabase } from '../store/db.js';
@@ -18,6 +18,8 @@ import { NdjsonSink } from '../store/sinks/ndjson.js';
 import type { Sink } from '../store/sinks/sink.js';
 import { SqliteSink } from '../store/sinks/sqlite.js';
 import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
+import { type ReconcileResult, reconcile } from '../sync/reconcile.js';
+import type { DateWindow } from '../sync/stream.js';
 import { createClient } from './client.js';
 
 export interface SyncFlags extends ApiFlags {
@@ -32,6 +34,7 @@ export interface SyncFlags extends ApiFlags {
   since?: string;
   until?: string;
   full?: boolean;
+  lookback?: string;
 }
 
 /** The pass's settings with their defaults (config/schema.ts). */
@@ -42,6 +45,7 @@ function syncSettings(flags: SyncFlags) {
     out: flags.out,
     pageSize: flags.pageSize,
     concurrency: flags.concurrency,
+    lookback: flags.lookback,
   });
 }
 
@@ -51,6 +55,8 @@ export function resolvePassOptions(flags: SyncFlags, settings = syncSettings(fla
   const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
   if (flags.full && (since || until)) throw new UsageError('--full re-reads everything; it does not go with --since/--until');
+  if (settings.lookback !== undefined && (flags.full || since || until))
+    throw new UsageError('--lookback re-reads a recent window after the incremental read; it does not go with --full or --since/--until');
   if (flags.type !== undefined && flags.type !== 'session' && flags.type !== 'role')
     throw new UsageError('--type: must be session or role');
   return {
@@ -63,6 +69,12 @@ export function resolvePassOptions(flags: SyncFlags, settings = syncSettings(fla
     until,
     full: flags.full === true,
   };
+}
+
+/** The days a lookback of `ms` re-reads at `now`: from the UTC day of now − ms through today (UTC). */
+export function lookbackWindow(ms: number, now: number): DateWindow {
+  const day = (t: number) => new Date(t).toISOString().slice(0, 10);
+  return { since: day(now - ms), until: day(now) };
 }
 
 export interface JobHooks {
@@ -79,6 +91,8 @@ export class SyncJob {
     readonly sink: Sink,
     readonly client: ApiClient,
     readonly options: PassOptions,
+    /** `--lookback` in milliseconds, if given. */
+    readonly lookbackMs: number | undefined,
     /** Warnings of the configuration (a key file others can read), for the command to print once. */
     readonly warnings: string[],
     private readonly lock: RunLock,
@@ -97,11 +111,13 @@ export class SyncJob {
     try {
       db = openDatabase(dbPath);
       const state = new Checkpoints(db);
-      const out = resolve(outDir);
-      state.claimDestination(format === 'ndjson' ? { kind: 'ndjson', out } : { kind: 'sqlite' });
-      const sink = format === 'ndjson' ? new NdjsonSink(db, state, out) : new SqliteSink(db, state);
+      // Without --format and --out, the database keeps feeding the destination it fed last.
+      const remembered = flags.format === undefined && flags.out === undefined ? state.destination() : undefined;
+      const destination: Destination = remembered ?? (format === 'ndjson' ? { kind: 'ndjson', out: resolve(outDir) } : { kind: 'sqlite' });
+      state.claimDestination(destination);
+      const sink = destination.kind === 'ndjson' ? new NdjsonSink(db, state, destination.out) : new SqliteSink(db, state);
       const client = createClient(config, { signal, events: hooks.events });
-      return new SyncJob(dbPath, db, state, sink, client, options, config.warnings ?? [], lock, signal, hooks);
+      return new SyncJob(dbPath, db, state, sink, client, options, settings.lookback, config.warnings ?? [], lock, signal, hooks);
     } catch (err) {
       db?.close();
       lock.release();
@@ -109,7 +125,9 @@ export class SyncJob {
     }
   }
 
-  pass(): Promise<PassResult> {
+  /** One pass; with `lookback` (default: whenever --lookback was given) it re-reads the lookback window too. */
+  pass(lookback = this.lookbackMs !== undefined): Promise<PassResult> {
+    const window = lookback && this.lookbackMs !== undefined ? lookbackWindow(this.lookbackMs, Date.now()) : undefined;
     return runPass(
       {
         client: this.client,
@@ -118,7 +136,15 @@ export class SyncJob {
         signal: this.signal,
         events: this.hooks.events,
       },
-      this.options,
+      { ...this.options, lookback: window },
+    );
+  }
+
+  /** `reconcile`: re-walk every planned stream from the start and compare (sync/reconcile.ts). */
+  reconcile(prune: boolean): Promise<ReconcileResult> {
+    return reconcile(
+      { client: this.client, sink: this.sink, state: this.state, signal: this.signal, events: this.hooks.events },
+      { ...this.options, prune },
     );
   }
 

@@ -10,6 +10,7 @@ import { failureLines, passDocument, passLine } from '../ui/summary.js';
 export interface WatchFlags extends SyncFlags, OutputFlags {
   interval?: string;
   maxCycles?: string;
+  lookbackEvery?: string;
 }
 
 /** Start-to-start spacing with up to 5% jitter, so many installations do not poll in lockstep. */
@@ -24,17 +25,31 @@ export function nextStart(startedAt: number, intervalMs: number, random: () => n
  */
 export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
-  const { interval: intervalMs, maxCycles } = parseSettings(watchSchema, { interval: flags.interval, maxCycles: flags.maxCycles });
+  const {
+    interval: intervalMs,
+    maxCycles,
+    lookbackEvery,
+  } = parseSettings(watchSchema, { interval: flags.interval, maxCycles: flags.maxCycles, lookbackEvery: flags.lookbackEvery });
+  // Every pass would re-read everything (or the same window) and spend the budget on it.
+  if (flags.full) throw new UsageError('watch --full would re-read everything on every pass; run `campaign-sync pull --full` once instead');
+  if (flags.since !== undefined || flags.until !== undefined)
+    throw new UsageError(
+      'watch --since/--until would re-read the same window on every pass; run `campaign-sync pull --since …` once instead',
+    );
   const session = SyncJob.open(flags, signal, { events: commandEvents(out) });
   for (const w of session.warnings) out.warn(w);
   const stamp = () => new Date().toISOString();
   let lastCode: number = ExitCode.ok;
+  // The lookback window is re-read on the first pass, then at most every --lookback-every.
+  let lastLookback = Number.NEGATIVE_INFINITY;
   try {
     for (let cycle = 1; ; cycle++) {
       const startedAt = Date.now();
       let result: PassResult | undefined;
       try {
-        result = await session.pass();
+        const lookback = session.lookbackMs !== undefined && startedAt - lastLookback >= lookbackEvery;
+        result = await session.pass(lookback);
+        if (lookback) lastLookback = startedAt;
         lastCode = exitCodeForPass(result);
         if (out.json) out.jsonLine({ at: stamp(), started_at: new Date(startedAt).toISOString(), pass: cycle, ...passDocument(result) });
         else out.print(`${stamp()} pass ${cycle}: ${passLine(result)}`);

@@ -14,6 +14,7 @@ export const DEFAULTS = {
   pageSize: '100',
   concurrency: '4',
   interval: '2m',
+  lookbackEvery: '1h',
   exportFormat: 'csv',
   demoDb: './campaign-sync-demo.db',
   seed: '1',

@@ -49,11 +49,13 @@ export const syncSchema = z.object({
   out: z.string().prefault(DEFAULTS.out),
   pageSize: parsed((t) => parseIntIn(t, '--page-size', 1, 100)).prefault(DEFAULTS.pageSize),
   concurrency: parsed((t) => parseIntIn(t, '--concurrency', 1, 64)).prefault(DEFAULTS.concurrency),
+  lookback: parsed((t) => parseDuration(t, '--lookback')).optional(),
 });
 
 export const watchSchema = z.object({
   interval: parsed((t) => parseDuration(t, '--interval')).prefault(DEFAULTS.interval),
   maxCycles: parsed((t) => parseIntIn(t, '--max-cycles', 1, Number.MAX_SAFE_INTEGER)).optional(),
+  lookbackEvery: parsed((t) => parseDuration(t, '--lookback-every')).prefault(DEFAULTS.lookbackEvery),
 });
 
 export const exportSchema = z.object({

@@ -293,10 +293,9 @@ export class SimData {
     return v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
   }
 
-  /** A session result record (§2.11). */
-  sessionResult(c: SimCampaign, i: number): Record<string, unknown> {
+  /** A session result record (§2.11); `created` overrides the creation time (late arrivals). */
+  sessionResult(c: SimCampaign, i: number, created = this.createdAt(i)): Record<string, unknown> {
     const rand = prng(hash32(this.opts.seed, c.index, i, 0x5e));
-    const created = this.createdAt(i);
     const record: Record<string, unknown> = {
       id: uuidFrom(rand),
       score: Math.round(rand() * 500) / 100,
@@ -316,9 +315,8 @@ export class SimData {
   }
 
   /** A role result record: §2.4 (OVERALL) or §2.5 (DETAILED, with score_details). */
-  roleResult(c: SimCampaign, i: number, report: ReportType): Record<string, unknown> {
+  roleResult(c: SimCampaign, i: number, report: ReportType, created = this.createdAt(i)): Record<string, unknown> {
     const rand = prng(hash32(this.opts.seed, c.index, i, 0x70));
-    const created = this.createdAt(i);
     const user = this.person(rand);
     const overall = Math.round(rand() * 500) / 100;
     const record: Record<string, unknown> = {

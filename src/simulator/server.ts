@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import { toJson } from '../core/json.js';
 import type { Rate } from '../core/rate.js';
+import { SimChanges } from './changes.js';
 import { type SimCampaign, SimData } from './data.js';
 import { chooseFault, type FaultKind, type FaultPlan } from './faults.js';
 import { errorBody, HttpError, parseCampaignQuery, parseQuery } from './query.js';
@@ -64,6 +65,8 @@ export interface RunningSimulator {
   data: SimData;
   /** The quirks it serves with (shapes.ts shapes a record the same way). */
   quirks: Quirks;
+  /** Re-scores, late arrivals and deletions applied to the data (simulator/changes.ts). */
+  changes: SimChanges;
   stats: SimulatorStats;
   close(): Promise<void>;
 }
@@ -86,6 +89,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     now(),
     growthPerMs,
   );
+  const changes = new SimChanges(data);
   const limiter = options.rateLimit ? new SlidingWindow(options.rateLimit.count, options.rateLimit.windowMs) : undefined;
   const faults = options.faults ?? {};
   const faultDraw = prng(hash32(seed, 0xfa));
@@ -143,7 +147,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     };
     const indexes: number[] = [];
     let hasMore = false;
-    if (q.sort === 'asc') {
+    let records: Array<Record<string, unknown>> = [];
+    if (changes.any) {
+      const page = changes.page(campaign, endpoint, q, lo, hi, ranged ? undefined : inWindow);
+      records = page.records;
+      hasMore = page.hasMore;
+    } else if (q.sort === 'asc') {
       if (q.startingAfter !== undefined) lo = Math.max(lo, data.firstAfter(campaign, q.startingAfter));
       for (let i = lo; i < hi; i++) {
         if (!inWindow(i)) continue;
@@ -164,9 +173,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
         indexes.push(i);
       }
     }
-    const records = indexes.map((i) =>
-      shapeRecord(endpoint === 'session' ? data.sessionResult(campaign, i) : data.roleResult(campaign, i, q.reportType), endpoint, quirks),
-    );
+    if (!changes.any)
+      records = indexes.map((i) => (endpoint === 'session' ? data.sessionResult(campaign, i) : data.roleResult(campaign, i, q.reportType)));
+    records = records.map((r) => shapeRecord(r, endpoint, quirks));
     if (quirks.bareArray) return toJson(records);
     const last = records.length > 0 ? (records[records.length - 1] as Record<string, unknown>).order_index : null;
     const envelope: Record<string, unknown> = { data: records, has_more: hasMore };
@@ -253,6 +262,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     apiKey,
     data,
     quirks,
+    changes,
     stats,
     close: () =>
       new Promise<void>((resolve) => {

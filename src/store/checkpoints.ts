@@ -106,6 +106,12 @@ export class Checkpoints {
     this.s.setDestination.run(wanted);
   }
 
+  /** The destination this database's checkpoints were last claimed for, if any. */
+  destination(): Destination | undefined {
+    const stored = this.s.destination.get() as string | undefined;
+    return stored === undefined ? undefined : decodeDestination(stored);
+  }
+
   /** Whether any stream of the campaign has a row (a checkpoint, or one to come). */
   hasStreams(campaignId: string): boolean {
     return this.s.hasStreams.get(campaignId) !== undefined;

@@ -4,22 +4,28 @@
  * the statements are built from its column lists and prepared once. Callers wrap a page in one
  * transaction (store/group.ts). Campaigns are in store/campaigns.ts.
  */
-import type { CheckedRecord } from '../core/types.js';
+import type { CheckedRecord, Endpoint, StreamId } from '../core/types.js';
 import type { Db } from './db.js';
 import { COLUMNS, evalRows, roleRow, scoreDetailRows, sessionRow } from './rows.js';
 import { insertIgnore, placeholders, update, upsert } from './sql.js';
 
+/** What a page did to the mirror: records new to it, and records whose content changed (a record read again unchanged is neither). */
 export interface UpsertCounts {
   inserted: number;
   updated: number;
 }
 
+/** Only a record whose content differs from the stored one is rewritten (and counted as updated). */
+function updateIfChanged(table: 'session_results' | 'role_results'): string {
+  return `${update(table)} AND raw IS NOT ?`;
+}
+
 function prepareStatements(db: Db) {
   return {
     insertSession: db.prepare(insertIgnore('session_results')),
-    updateSession: db.prepare(update('session_results')),
+    updateSession: db.prepare(updateIfChanged('session_results')),
     insertRole: db.prepare(insertIgnore('role_results')),
-    updateRole: db.prepare(update('role_results')),
+    updateRole: db.prepare(updateIfChanged('role_results')),
     upsertDetail: db.prepare(upsert('score_details')),
     insertEval: db.prepare(
       `INSERT INTO eval_results (${COLUMNS.eval_results.join(', ')}) VALUES (${placeholders(COLUMNS.eval_results.length)})`,
@@ -29,6 +35,10 @@ function prepareStatements(db: Db) {
       "DELETE FROM eval_results WHERE parent_type = 'score_detail' AND parent_id IN (SELECT id FROM score_details WHERE role_result_id = ?)",
     ),
     deleteDetails: db.prepare('DELETE FROM score_details WHERE role_result_id = ?'),
+    deleteSession: db.prepare('DELETE FROM session_results WHERE id = ?'),
+    deleteRole: db.prepare('DELETE FROM role_results WHERE id = ?'),
+    sessionIds: db.prepare('SELECT id FROM session_results WHERE campaign_id = ?').pluck(),
+    roleIds: db.prepare('SELECT id FROM role_results WHERE campaign_id = ? AND report_type IS ?').pluck(),
   };
 }
 
@@ -45,11 +55,10 @@ export class Mirror {
     for (const r of records) {
       const values = sessionRow(r, campaignId);
       if (this.s.insertSession.run(...values).changes === 1) counts.inserted++;
-      else {
-        this.s.updateSession.run(...values);
+      else if (this.s.updateSession.run(...values, r.raw).changes === 1) {
         this.s.deleteEvals.run('session_result', r.id);
         counts.updated++;
-      }
+      } else continue;
       this.insertEvals(evalRows('session_result', r.id, r.record.eval_results, campaignId));
     }
     return counts;
@@ -62,10 +71,9 @@ export class Mirror {
       const values = roleRow(r, campaignId, reportType);
       const inserted = this.s.insertRole.run(...values).changes === 1;
       if (inserted) counts.inserted++;
-      else {
-        this.s.updateRole.run(...values);
-        counts.updated++;
-      }
+      else if (this.s.updateRole.run(...values, r.raw).changes === 1) counts.updated++;
+      // Unchanged: its score details and eval results are what this same raw stored.
+      else continue;
       // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
       if (!Array.isArray(r.record.score_details)) continue;
       if (!inserted) {
@@ -78,6 +86,29 @@ export class Mirror {
       }
     }
     return counts;
+  }
+
+  /** The ids of the records stored for a stream. */
+  ids(id: StreamId): string[] {
+    return (
+      id.endpoint === 'session' ? this.s.sessionIds.all(id.campaignId) : this.s.roleIds.all(id.campaignId, id.reportType)
+    ) as string[];
+  }
+
+  /** Deletes results with their score details and eval results. Call inside a transaction. */
+  remove(endpoint: Endpoint, ids: string[]): number {
+    let n = 0;
+    for (const id of ids) {
+      if (endpoint === 'session') {
+        this.s.deleteEvals.run('session_result', id);
+        n += this.s.deleteSession.run(id).changes;
+      } else {
+        this.s.deleteDetailEvals.run(id);
+        this.s.deleteDetails.run(id);
+        n += this.s.deleteRole.run(id).changes;
+      }
+    }
+    return n;
   }
 
   private insertEvals(rows: unknown[][]): void {

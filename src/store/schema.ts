@@ -122,8 +122,27 @@ INSERT INTO ndjson_campaigns (path, campaign_id, raw)
   SELECT f.path, c.id, c.raw FROM ndjson_files f, campaigns c WHERE f.path LIKE '%/campaigns.ndjson' AND f.committed_bytes > 0;
 `;
 
+/**
+ * Version 4: what each NDJSON file holds of each record (a digest of its last line), so a record read
+ * again (lookback, --full, reconcile) is appended only when it changed, and reconcile knows which
+ * records a folder holds. Files written before have no entries yet: `indexed = 0` makes the NDJSON
+ * sink build them from the file's committed lines once (store/ndjson-index.ts).
+ */
+const V4 = `
+CREATE TABLE ndjson_records (
+  path TEXT NOT NULL,
+  report_type TEXT NOT NULL,
+  id TEXT NOT NULL,
+  campaign_id TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  PRIMARY KEY (path, report_type, id)
+) WITHOUT ROWID;
+ALTER TABLE ndjson_files ADD COLUMN indexed INTEGER NOT NULL DEFAULT 1;
+UPDATE ndjson_files SET indexed = 0;
+`;
+
 /** MIGRATIONS[i] takes a database from version i to i + 1. */
-const MIGRATIONS: string[] = [V1, V2, V3];
+const MIGRATIONS: string[] = [V1, V2, V3, V4];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 export function migrate(db: Database.Database, path: string): void {

@@ -9,7 +9,15 @@ import type { Progress } from '../core/events.js';
 import type { Endpoint } from '../core/types.js';
 import { ApiError, AuthError, CampaignSyncError } from '../errors.js';
 import { type PlannedStream, planStreams, type SkippedCampaign, selectCampaigns } from './plan.js';
-import { type StreamDeps, type StreamOptions, type StreamResult, syncStream } from './stream.js';
+import {
+  type DateWindow,
+  emptyCounts,
+  type StreamDeps,
+  type StreamOptions,
+  type StreamResult,
+  syncStream,
+  type WalkCounts,
+} from './stream.js';
 
 export type { Progress, SkippedCampaign, StreamResult };
 
@@ -31,12 +39,18 @@ export interface PassResult {
   bytes: number;
   durationMs: number;
   interrupted: boolean;
+  /** The lookback's window and its counts over all streams, when it ran (its requests are in `requests` too). */
+  lookback?: (WalkCounts & { window: DateWindow }) | undefined;
 }
 
-/** Runs one pass; 401 throws AuthError, a failed campaign list throws ApiError (exit 5). */
-export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassResult> {
-  const started = Date.now();
-  const requestsBefore = deps.client.requests;
+/**
+ * Lists the campaigns, stores them, and plans the streams the options ask for. 401 throws AuthError;
+ * a failed campaign list throws a CampaignSyncError with the list's own exit code (nothing can sync).
+ */
+export async function listAndPlan(
+  deps: PassDeps,
+  opts: Pick<PassOptions, 'campaigns' | 'type' | 'reportType'>,
+): Promise<{ planned: PlannedStream[]; skipped: SkippedCampaign[] }> {
   let campaigns: Campaign[];
   try {
     campaigns = await deps.client.listCampaigns();
@@ -52,6 +66,14 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   const { streams: planned, skipped } = planStreams(selectCampaigns(campaigns, opts.campaigns), opts);
   for (const s of skipped)
     deps.events?.warning?.(`campaign ${s.name} (${s.id}) has type ${s.type}, which campaign-sync does not know how to read: skipped`);
+  return { planned, skipped };
+}
+
+/** Runs one pass; 401 throws AuthError, a failed campaign list throws ApiError (exit 5). */
+export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassResult> {
+  const started = Date.now();
+  const requestsBefore = deps.client.requests;
+  const { planned, skipped } = await listAndPlan(deps, opts);
 
   // A 401, or an error that is not the stream's own (a full disk, a bug), stops every stream; the
   // workers never reject, so none is left writing after the pass has returned.
@@ -95,7 +117,16 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
 
   const streams = results.filter(Boolean);
   const interrupted = deps.signal?.aborted === true;
+  let lookback: PassResult['lookback'];
+  if (opts.lookback) {
+    lookback = { window: opts.lookback, ...emptyCounts() };
+    for (const s of streams) {
+      if (!s.lookback) continue;
+      for (const k of ['records', 'inserted', 'updated', 'pages', 'requests', 'bytes'] as const) lookback[k] += s.lookback[k];
+    }
+  }
   return {
+    lookback,
     streams,
     skipped,
     requests: deps.client.requests - requestsBefore,

@@ -6,7 +6,7 @@
  */
 import type { ApiClient, RequestCounter } from '../api/client.js';
 import type { Progress, RunEvents } from '../core/events.js';
-import type { ReportType, StreamId } from '../core/types.js';
+import type { CheckedRecord, ReportType, StreamId } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
 import type { Checkpoints } from '../store/checkpoints.js';
@@ -15,12 +15,23 @@ import { nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
 import { checkPage } from './records.js';
 
+/** A date window sent as `start_date`/`end_date` (inclusive days, YYYY-MM-DD). */
+export interface DateWindow {
+  since?: string | undefined;
+  until?: string | undefined;
+}
+
 export interface StreamOptions {
   reportType: ReportType;
   pageSize: number;
   since?: string | undefined;
   until?: string | undefined;
   full: boolean;
+  /**
+   * `--lookback`: after the incremental read, re-read this window (checkpoint untouched), so records
+   * updated since they were read, or arriving below the checkpoint, reach the mirror.
+   */
+  lookback?: DateWindow | undefined;
 }
 
 export interface StreamDeps {
@@ -34,19 +45,27 @@ export interface StreamDeps {
 
 export type StreamStatus = 'ok' | 'failed' | 'interrupted';
 
-export interface StreamResult {
-  id: StreamId;
-  campaignName: string;
-  status: StreamStatus;
-  /** Records read and written in this pass. */
+/** What one walk over a stream's pages read and did. */
+export interface WalkCounts {
+  /** Records read. */
   records: number;
+  /** Records new to the destination. */
   inserted: number;
+  /** Records whose stored content changed. */
   updated: number;
   pages: number;
   requests: number;
   bytes: number;
+}
+
+export interface StreamResult extends WalkCounts {
+  id: StreamId;
+  campaignName: string;
+  status: StreamStatus;
   /** The checkpoint after the pass. */
   cursor: bigint | undefined;
+  /** The lookback's own counts, when it ran (its records are not in the counts above). */
+  lookback?: WalkCounts | undefined;
   error?: string | undefined;
   /** The kind of the error that failed the stream (`unavailable`: the service was unreachable or failing). */
   errorKind?: ErrorKind | undefined;
@@ -61,31 +80,40 @@ function letRequestOut(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts: StreamOptions, totals: Progress): Promise<StreamResult> {
-  const { id } = planned;
-  const started = Date.now();
-  const counter: RequestCounter = { requests: 0, bytes: 0 };
-  const backfill = opts.since !== undefined || opts.until !== undefined;
-  await deps.sink.openStream(id);
-  const stored = deps.state.cursor(id);
-  let cursor = opts.full || backfill ? undefined : stored;
-  // Where this stream's checkpoint stands in the database: every move is a compare-and-set from it.
-  let committed = stored;
-  const result: StreamResult = {
-    id,
-    campaignName: planned.campaignName,
-    status: 'ok',
-    records: 0,
-    inserted: 0,
-    updated: 0,
-    pages: 0,
-    requests: 0,
-    bytes: 0,
-    cursor: stored,
-    durationMs: 0,
-  };
-  const path = resultsPath(id.endpoint);
+export function emptyCounts(): WalkCounts {
+  return { records: 0, inserted: 0, updated: 0, pages: 0, requests: 0, bytes: 0 };
+}
 
+/** How one walk reads: from where, in which window, and whether it moves the checkpoint. */
+export interface Walk {
+  /** `starting_after` of the first request. */
+  from: bigint | undefined;
+  window: DateWindow;
+  /** Move the checkpoint with each page (an incremental or full read), or leave it (backfill, lookback, reconcile). */
+  checkpoint: boolean;
+  /** Called with each page's records after they are stored (reconcile collects the ids served). */
+  onPage?: ((records: CheckedRecord[]) => void) | undefined;
+}
+
+/**
+ * Reads a stream's pages from `walk.from`, checks each page, commits its records (with the checkpoint
+ * move, if the walk moves it) and asks for the next page while this one is stored. Throws the
+ * stream's errors; `counts` holds what was done up to them. Returns the checkpoint.
+ */
+export async function walkStream(
+  id: StreamId,
+  deps: StreamDeps,
+  opts: { pageSize: number; reportType: ReportType },
+  walk: Walk,
+  counts: WalkCounts,
+  totals: Progress,
+  committedAtStart: bigint | undefined,
+): Promise<bigint | undefined> {
+  const counter: RequestCounter = { requests: 0, bytes: 0 };
+  const path = resultsPath(id.endpoint);
+  let cursor = walk.from;
+  // Where this stream's checkpoint stands in the database: every move is a compare-and-set from it.
+  let committed = committedAtStart;
   const fetchPage = (after: bigint | undefined) => {
     const request = deps.client.resultsPage(
       {
@@ -94,8 +122,8 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
         limit: opts.pageSize,
         reportType: id.endpoint === 'role' ? opts.reportType : undefined,
         startingAfter: after,
-        startDate: opts.since,
-        endDate: opts.until,
+        startDate: walk.window.since,
+        endDate: walk.window.until,
       },
       counter,
     );
@@ -109,8 +137,8 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
     let pending = fetchPage(cursor);
     for (;;) {
       const { page } = await pending;
-      result.pages++;
-      const where = `${describeRequest({ method: 'GET', path, campaignId: id.campaignId })}, page ${result.pages}`;
+      counts.pages++;
+      const where = `${describeRequest({ method: 'GET', path, campaignId: id.campaignId })}, page ${counts.pages}`;
       const checked = checkPage(page.data, { where, campaignId: id.campaignId, after: cursor });
       const last = checked.at(-1)?.orderIndex;
       const step = nextStep(page, { where, sent: cursor, records: checked.length, last, limit: opts.pageSize });
@@ -119,13 +147,14 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
         pending = fetchPage(step.next);
         await letRequestOut();
       }
-      // Backfills leave checkpoints alone; an empty last page leaves it where it was.
-      const checkpoint = backfill || last === undefined ? undefined : last;
-      const counts = await deps.sink.commitPage(id, checked, checkpoint === undefined ? undefined : { from: committed, to: checkpoint });
-      if (checkpoint !== undefined) result.cursor = committed = checkpoint;
-      result.records += checked.length;
-      result.inserted += counts.inserted;
-      result.updated += counts.updated;
+      // An empty last page leaves the checkpoint where it was.
+      const checkpoint = !walk.checkpoint || last === undefined ? undefined : last;
+      const done = await deps.sink.commitPage(id, checked, checkpoint === undefined ? undefined : { from: committed, to: checkpoint });
+      if (checkpoint !== undefined) committed = checkpoint;
+      walk.onPage?.(checked);
+      counts.records += checked.length;
+      counts.inserted += done.inserted;
+      counts.updated += done.updated;
       totals.records += checked.length;
       totals.requests = deps.client.requests;
       deps.events?.page?.({ stream: id, records: checked.length, progress: { ...totals } });
@@ -133,22 +162,70 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
       if (deps.signal?.aborted) throw new AbortedError();
       cursor = step.next;
     }
+  } finally {
+    counts.requests += counter.requests;
+    counts.bytes += counter.bytes;
+  }
+  return committed;
+}
+
+/**
+ * What an error does to a stream: the stream's own failure (the service's answer, bad data) is
+ * recorded and returned; an abort by the user interrupts it; a 401, a storage failure or a bug is
+ * thrown on, fatal for the whole pass.
+ */
+export async function streamFailure(
+  err: unknown,
+  id: StreamId,
+  deps: StreamDeps,
+): Promise<{ status: StreamStatus; error?: string; errorKind?: ErrorKind }> {
+  if (err instanceof AuthError) throw err;
+  if (isAbort(err) && deps.signal?.aborted) return { status: 'interrupted' };
+  if (!(err instanceof ApiError || err instanceof DataError)) throw err;
+  // A storage failure here (the sink stopped) is thrown on: fatal for the whole pass.
+  await deps.sink.endStream(id, err.message, new Date().toISOString());
+  return { status: 'failed', error: err.message, errorKind: err.kind };
+}
+
+export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts: StreamOptions, totals: Progress): Promise<StreamResult> {
+  const { id } = planned;
+  const started = Date.now();
+  const backfill = opts.since !== undefined || opts.until !== undefined;
+  await deps.sink.openStream(id);
+  const stored = deps.state.cursor(id);
+  const result: StreamResult = {
+    id,
+    campaignName: planned.campaignName,
+    status: 'ok',
+    ...emptyCounts(),
+    cursor: stored,
+    durationMs: 0,
+  };
+  try {
+    const from = opts.full || backfill ? undefined : stored;
+    const window = { since: opts.since, until: opts.until };
+    result.cursor = await walkStream(id, deps, opts, { from, window, checkpoint: !backfill }, result, totals, stored);
+    if (opts.lookback && !backfill && !opts.full) {
+      result.lookback = emptyCounts();
+      await walkStream(
+        id,
+        deps,
+        opts,
+        { from: undefined, window: opts.lookback, checkpoint: false },
+        result.lookback,
+        totals,
+        result.cursor,
+      );
+    }
     await deps.sink.endStream(id, undefined, new Date().toISOString());
   } catch (err) {
-    if (err instanceof AuthError) throw err;
-    if (isAbort(err) && deps.signal?.aborted) {
-      result.status = 'interrupted';
-    } else {
-      if (!(err instanceof ApiError || err instanceof DataError)) throw err;
-      result.status = 'failed';
-      result.error = err.message;
-      result.errorKind = err.kind;
-      // A storage failure here (the sink stopped) is thrown on: fatal for the whole pass.
-      await deps.sink.endStream(id, err.message, new Date().toISOString());
-    }
+    Object.assign(result, await streamFailure(err, id, deps));
   } finally {
-    result.requests = counter.requests;
-    result.bytes = counter.bytes;
+    // The checkpoint is what the database holds now (a walk that failed half-way committed some
+    // pages); after a storage failure, what it held before is all that can be said.
+    try {
+      result.cursor = deps.state.cursor(id);
+    } catch {}
     result.durationMs = Date.now() - started;
   }
   return result;

@@ -2,6 +2,7 @@
 
 import { exitCodeForPass } from '../errors.js';
 import type { PassResult, StreamResult } from '../sync/pass.js';
+import type { WalkCounts } from '../sync/stream.js';
 import { showText } from './escape.js';
 import { formatCount, formatMs, plural, renderTable } from './table.js';
 
@@ -40,7 +41,11 @@ export function passDocument(result: PassResult) {
       status: s.status,
       error: s.error ?? null,
       duration_ms: s.durationMs,
+      lookback: s.lookback ? countsDocument(s.lookback) : null,
     })),
+    lookback: result.lookback
+      ? { since: result.lookback.window.since, until: result.lookback.window.until, ...countsDocument(result.lookback) }
+      : null,
     skipped: result.skipped,
     requests: result.requests,
     records: result.records,
@@ -49,6 +54,10 @@ export function passDocument(result: PassResult) {
     interrupted: result.interrupted,
     exit_code: exitCodeForPass(result),
   };
+}
+
+function countsDocument(c: WalkCounts) {
+  return { records: c.records, new: c.inserted, updated: c.updated, pages: c.pages, requests: c.requests, bytes: c.bytes };
 }
 
 /** The table printed at the end of `pull`, followed by failures and skipped campaigns. */
@@ -97,6 +106,12 @@ export function passLine(result: PassResult): string {
   ];
   if (failed > 0) parts.push(`${failed} failed`);
   if (result.skipped.length > 0) parts.push(`${result.skipped.length} skipped`);
+  if (result.lookback) parts.push(lookbackText(result.lookback));
   if (result.interrupted) parts.push('interrupted');
   return parts.join(', ');
+}
+
+/** `lookback since 2026-11-16: 120 re-read (1 new, 2 updated), 4 requests` */
+function lookbackText(l: NonNullable<PassResult['lookback']>): string {
+  return `lookback since ${l.window.since}: ${formatCount(l.records)} re-read (${formatCount(l.inserted)} new, ${formatCount(l.updated)} updated), ${plural(l.requests, 'request')}`;
 }

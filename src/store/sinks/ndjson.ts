@@ -10,6 +10,7 @@ import type { Db } from '../db.js';
 import type { GroupLimits } from '../group.js';
 import type { UpsertCounts } from '../mirror.js';
 import { NDJSON_FILES, NdjsonFile, openOutputFolder } from '../ndjson-file.js';
+import { lineDigest, NdjsonIndex } from '../ndjson-index.js';
 import { NdjsonOffsets } from '../offsets.js';
 import { GroupedSink } from './sink.js';
 
@@ -23,10 +24,12 @@ export interface NdjsonSinkOptions {
 export class NdjsonSink extends GroupedSink {
   private readonly files = new Map<keyof typeof NDJSON_FILES, NdjsonFile>();
   private readonly offsets: NdjsonOffsets;
+  private readonly index: NdjsonIndex;
 
   constructor(db: Db, state: Checkpoints, dir: string, options: NdjsonSinkOptions = {}) {
     super(db, state, options.limits);
     this.offsets = new NdjsonOffsets(db);
+    this.index = new NdjsonIndex(db);
     const folder = openOutputFolder(dir);
     try {
       const unclaimed: string[] = [];
@@ -35,6 +38,7 @@ export class NdjsonSink extends GroupedSink {
         const committed = this.offsets.committed(path);
         if (committed === undefined) unclaimed.push(path);
         this.files.set(kind as keyof typeof NDJSON_FILES, new NdjsonFile(path, committed, options.write));
+        if (committed !== undefined && kind !== 'campaigns') this.index.ensureIndexed(path, committed, indexKeyOfLine(kind));
       }
       // A file this database is about to write is claimed (committed length 0) before its first
       // byte: a crash before the first commit then leaves a tail this database can prove is its own.
@@ -88,13 +92,53 @@ export class NdjsonSink extends GroupedSink {
     file.offset = end;
   }
 
+  /**
+   * Appends the page's records that are new to this file or changed since their last line (a record
+   * read again unchanged adds nothing), and moves the checkpoint with the file's new length.
+   */
   async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
+    const path = (this.files.get(id.endpoint) as NdjsonFile).path;
+    const key = indexKey(id);
+    const lines: string[] = [];
+    const digests: Array<[string, string]> = [];
+    const counts = { inserted: 0, updated: 0 };
+    for (const r of records) {
+      const digest = lineDigest(r.raw);
+      const stored = this.index.digest(path, key, r.id);
+      if (stored === digest) continue;
+      if (stored === undefined) counts.inserted++;
+      else counts.updated++;
+      lines.push(r.raw);
+      digests.push([r.id, digest]);
+    }
+    this.write(id.endpoint, lines, () => {
+      for (const [recordId, digest] of digests) this.index.set(path, key, recordId, id.campaignId, digest);
+      this.state.advance(id, move, counts.inserted);
+    });
+    return counts;
+  }
+
+  /**
+   * Appends one tombstone line per record the service no longer serves (reconcile --prune) and
+   * forgets them, exactly once: the lines and the index commit with the file's new length.
+   */
+  async prune(id: StreamId, recordIds: string[], at: string): Promise<number> {
+    const path = (this.files.get(id.endpoint) as NdjsonFile).path;
+    const key = indexKey(id);
+    const gone = recordIds.filter((r) => this.index.digest(path, key, r) !== undefined);
     this.write(
       id.endpoint,
-      records.map((r) => r.raw),
-      () => this.state.advance(id, move, records.length),
+      gone.map((r) => toJson({ id: r, campaign_id: id.campaignId, _deleted_at: at })),
+      () => {
+        for (const r of gone) this.index.remove(path, key, r);
+      },
     );
-    return { inserted: records.length, updated: 0 };
+    return gone.length;
+  }
+
+  /** The records this folder's file holds for a stream. */
+  async storedIds(id: StreamId): Promise<string[]> {
+    return this.index.ids((this.files.get(id.endpoint) as NdjsonFile).path, indexKey(id), id.campaignId);
   }
 
   async campaigns(list: Array<Record<string, unknown>>): Promise<void> {
@@ -125,4 +169,15 @@ export class NdjsonSink extends GroupedSink {
     for (const f of this.files.values()) f.close();
     this.files.clear();
   }
+}
+
+/** The index's key for a stream's records: its report type, or `session`. */
+function indexKey(id: StreamId): string {
+  return id.reportType ?? 'session';
+}
+
+/** The same key, for a line of a file written before the index existed. */
+function indexKeyOfLine(kind: string): (record: Record<string, unknown>) => string {
+  if (kind === 'session') return () => 'session';
+  return (record) => (Array.isArray(record.score_details) ? 'DETAILED' : 'OVERALL');
 }

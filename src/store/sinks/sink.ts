@@ -19,6 +19,13 @@ import type { UpsertCounts } from '../mirror.js';
 export interface Sink {
   /** Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined), atomically. */
   commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
+  /** The ids of the records this destination holds for a stream (reconcile). */
+  storedIds(id: StreamId): Promise<string[]>;
+  /**
+   * Removes records the service no longer serves (reconcile --prune): deleted from the mirror with
+   * their child rows, or one tombstone line each in NDJSON. Returns how many were removed.
+   */
+  prune(id: StreamId, recordIds: string[], at: string): Promise<number>;
   /** Stores the campaign list (and, for NDJSON, appends the campaigns new or changed for this folder). */
   campaigns(list: Array<Record<string, unknown>>): Promise<void>;
   /** Makes sure the stream has its row in `sync_state`. */
@@ -49,6 +56,8 @@ export abstract class GroupedSink implements Sink {
 
   abstract commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
   abstract campaigns(list: Array<Record<string, unknown>>): Promise<void>;
+  abstract storedIds(id: StreamId): Promise<string[]>;
+  abstract prune(id: StreamId, recordIds: string[], at: string): Promise<number>;
 
   get failure(): StorageError | undefined {
     return this.group.failure;

@@ -31,6 +31,14 @@ export class SqliteSink extends GroupedSink {
     );
   }
 
+  async storedIds(id: StreamId): Promise<string[]> {
+    return this.mirror.ids(id);
+  }
+
+  async prune(id: StreamId, recordIds: string[], _at: string): Promise<number> {
+    return this.group.write(() => this.mirror.remove(id.endpoint, recordIds), recordIds.length, 0);
+  }
+
   async campaigns(list: Array<Record<string, unknown>>): Promise<void> {
     const seenAt = new Date().toISOString();
     this.group.write(() => this.campaignRows.upsert(list, seenAt), 0, 0);

@@ -1,0 +1,32 @@
+import { type SyncFlags, SyncJob } from '../app/sync-job.js';
+import { exitCodeForPass } from '../errors.js';
+import { commandEvents } from '../ui/events.js';
+import { Output, type OutputFlags } from '../ui/output.js';
+import { startProgress } from '../ui/progress.js';
+import { reconcileDocument, reconcileFailures, reconcileTable } from '../ui/reconcile.js';
+
+export type ReconcileFlags = Omit<SyncFlags, 'since' | 'until' | 'full' | 'lookback'> & OutputFlags & { prune?: boolean };
+
+/**
+ * `campaign-sync reconcile`: re-walk every stream from the start, upsert, and report what is served,
+ * stored, added, changed and gone; `--prune` removes (or tombstones) what is gone. Exit 4 when a
+ * stream fails (nothing of it is pruned), as a pull's.
+ */
+export async function reconcileStreams(flags: ReconcileFlags, signal: AbortSignal): Promise<number> {
+  const out = new Output(flags);
+  const prune = flags.prune === true;
+  const progress = await startProgress(out, 'listing campaigns');
+  const job = SyncJob.open(flags, signal, { events: commandEvents(out, progress) });
+  for (const w of job.warnings) out.warn(w);
+  try {
+    const result = await job.reconcile(prune);
+    progress.stop();
+    out.document(reconcileDocument(result, prune));
+    out.print(reconcileTable(result, prune));
+    if (out.quiet || out.json) for (const line of reconcileFailures(result)) out.error(line);
+    return exitCodeForPass(result);
+  } finally {
+    progress.stop();
+    await job.close();
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * `reconcile` (PRODUCT.md §2): re-walks each stream from the start, upserts what it reads, and
+ * compares what the service serves with what the destination holds. A record stored but no longer
+ * served is `gone`; with `prune` it is removed (SQLite: the row with its score details and eval
+ * results) or tombstoned (NDJSON: one line, exactly once). Checkpoints are left alone. A stream whose
+ * walk fails is reported and nothing of it is pruned: what was not read cannot be called gone.
+ */
+import type { Progress } from '../core/events.js';
+import type { StreamId } from '../core/types.js';
+import { listAndPlan, type PassDeps, type PassOptions } from './pass.js';
+import { emptyCounts, type StreamStatus, streamFailure, walkStream } from './stream.js';
+
+export type ReconcileOptions = Pick<PassOptions, 'campaigns' | 'type' | 'reportType' | 'pageSize'> & { prune: boolean };
+
+export interface ReconcileStream {
+  id: StreamId;
+  campaignName: string;
+  status: StreamStatus;
+  /** Records the service serves now. */
+  served: number;
+  /** Records the destination held before. */
+  stored: number;
+  /** Served and not stored before. */
+  added: number;
+  /** Stored with other content. */
+  changed: number;
+  /** Stored but no longer served: the ids. */
+  gone: string[];
+  /** Removed (SQLite) or tombstoned (NDJSON) by --prune. */
+  pruned: number;
+  pages: number;
+  requests: number;
+  error?: string | undefined;
+  errorKind?: import('../errors.js').ErrorKind | undefined;
+  durationMs: number;
+}
+
+export interface ReconcileResult {
+  streams: ReconcileStream[];
+  requests: number;
+  durationMs: number;
+  interrupted: boolean;
+}
+
+export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise<ReconcileResult> {
+  const started = Date.now();
+  const requestsBefore = deps.client.requests;
+  const { planned } = await listAndPlan(deps, opts);
+  const totals: Progress = { streamsDone: 0, streams: planned.length, records: 0, requests: deps.client.requests };
+  const streams: ReconcileStream[] = [];
+  // One stream at a time: the request budget, not the CPU, bounds a full re-read.
+  for (const { id, campaignName } of planned) {
+    if (deps.signal?.aborted) break;
+    const streamStarted = Date.now();
+    await deps.sink.openStream(id);
+    const stored = new Set(await deps.sink.storedIds(id));
+    const served = new Set<string>();
+    const counts = emptyCounts();
+    const result: ReconcileStream = {
+      id,
+      campaignName,
+      status: 'ok',
+      served: 0,
+      stored: stored.size,
+      added: 0,
+      changed: 0,
+      gone: [],
+      pruned: 0,
+      pages: 0,
+      requests: 0,
+      durationMs: 0,
+    };
+    try {
+      const walk = {
+        from: undefined,
+        window: {},
+        checkpoint: false,
+        onPage: (records: Array<{ id: string }>) => {
+          for (const r of records) served.add(r.id);
+        },
+      };
+      await walkStream(id, deps, opts, walk, counts, totals, deps.state.cursor(id));
+      result.gone = [...stored].filter((r) => !served.has(r));
+      if (opts.prune && result.gone.length > 0) result.pruned = await deps.sink.prune(id, result.gone, new Date().toISOString());
+      await deps.sink.endStream(id, undefined, new Date().toISOString());
+    } catch (err) {
+      Object.assign(result, await streamFailure(err, id, deps));
+    }
+    result.served = served.size;
+    result.added = counts.inserted;
+    result.changed = counts.updated;
+    result.pages = counts.pages;
+    result.requests = counts.requests;
+    result.durationMs = Date.now() - streamStarted;
+    streams.push(result);
+    totals.streamsDone++;
+    deps.events?.streamDone?.({ stream: id, status: result.status, progress: { ...totals, requests: deps.client.requests } });
+  }
+  await deps.sink.flush();
+  return {
+    streams,
+    requests: deps.client.requests - requestsBefore,
+    durationMs: Date.now() - started,
+    interrupted: deps.signal?.aborted === true,
+  };
+}

@@ -1,0 +1,85 @@
+/** How a reconcile is shown: a table for people, a document for --json. */
+import { exitCodeForPass } from '../errors.js';
+import type { ReconcileResult, ReconcileStream } from '../sync/reconcile.js';
+import { showText } from './escape.js';
+import { formatCount, formatMs, plural, renderTable } from './table.js';
+
+function typeOf(s: ReconcileStream): string {
+  return s.id.endpoint === 'role' ? `role ${s.id.reportType}` : 'session';
+}
+
+/** The failed streams, one line each (what --quiet and --json still print on stderr). */
+export function reconcileFailures(result: ReconcileResult): string[] {
+  return result.streams.filter((s) => s.status === 'failed').map((s) => showText(`${s.campaignName} (${typeOf(s)}): ${s.error}`));
+}
+
+export function reconcileDocument(result: ReconcileResult, prune: boolean) {
+  return {
+    streams: result.streams.map((s) => ({
+      campaign_id: s.id.campaignId,
+      campaign_name: s.campaignName,
+      endpoint: s.id.endpoint,
+      report_type: s.id.reportType,
+      served: s.served,
+      stored: s.stored,
+      added: s.added,
+      changed: s.changed,
+      gone: s.gone.length,
+      gone_ids: s.gone,
+      pruned: s.pruned,
+      pages: s.pages,
+      requests: s.requests,
+      status: s.status,
+      error: s.error ?? null,
+      duration_ms: s.durationMs,
+    })),
+    prune,
+    requests: result.requests,
+    duration_ms: result.durationMs,
+    interrupted: result.interrupted,
+    exit_code: exitCodeForPass(result),
+  };
+}
+
+export function reconcileTable(result: ReconcileResult, prune: boolean): string {
+  const rows = result.streams.map((s) => [
+    s.campaignName,
+    typeOf(s),
+    formatCount(s.served),
+    formatCount(s.stored),
+    formatCount(s.added),
+    formatCount(s.changed),
+    formatCount(s.gone.length),
+    prune ? formatCount(s.pruned) : '-',
+    s.status,
+  ]);
+  const gone = result.streams.reduce((n, s) => n + s.gone.length, 0);
+  const pruned = result.streams.reduce((n, s) => n + s.pruned, 0);
+  const lines = [
+    result.streams.length === 0
+      ? 'No streams to reconcile.'
+      : renderTable(['campaign', 'type', 'served', 'stored', 'added', 'changed', 'gone', 'pruned', 'status'], rows, [
+          'left',
+          'left',
+          'right',
+          'right',
+          'right',
+          'right',
+          'right',
+          'right',
+          'left',
+        ]),
+    [
+      plural(result.streams.length, 'stream'),
+      `${formatCount(gone)} gone`,
+      prune ? `${formatCount(pruned)} pruned` : gone > 0 ? 'nothing pruned (add --prune to remove them)' : undefined,
+      plural(result.requests, 'request'),
+      formatMs(result.durationMs),
+      result.interrupted ? 'interrupted' : undefined,
+    ]
+      .filter(Boolean)
+      .join(', '),
+  ];
+  for (const line of reconcileFailures(result)) lines.push(`  failed: ${line}`);
+  return lines.join('\n');
+}
