@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
+import { lookbackWindow } from '../src/app/sync-job.js';
 import { toJson } from '../src/core/json.js';
 import { exitCodeForPass, UsageError } from '../src/errors.js';
 import { DOCS_QUIRKS, parseQuirks } from '../src/simulator/quirks.js';
@@ -15,6 +16,7 @@ import { Checkpoints } from '../src/store/checkpoints.js';
 import { openDatabase } from '../src/store/db.js';
 import { SqliteSink } from '../src/store/sinks/sqlite.js';
 import { type PassOptions, runPass } from '../src/sync/pass.js';
+import { reconcile } from '../src/sync/reconcile.js';
 import { clientConfig, get, servedObjects, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
 
@@ -278,5 +280,45 @@ describe('the simulator under --quirks', () => {
     expect(Array.isArray(page.json)).toBe(true);
     expect(page.json.length).toBe(5);
     expect(Object.keys(page.json[0])).toEqual(expect.arrayContaining(['campaign_id', 'user_id', 'email', 'session_id', 'scenario_score']));
+  });
+});
+
+describe('the documented shapes with lookback and reconcile', () => {
+  it('under --quirks docs, a lookback counts a re-scored flat record as updated and nothing else; reconcile finds a deleted one', async () => {
+    const s = await sim({ campaigns: 2, records: 200, quirkNames: 'docs' });
+    const st = store();
+    await pull(s, st, { pageSize: 20 });
+    const today = s.data.createdAt(190);
+    const window = lookbackWindow(3 * 86_400_000, today);
+    const day = (i: number) => new Date(s.data.createdAt(i)).toISOString().slice(0, 10);
+    const inWindow = Array.from({ length: 200 }, (_, i) => i).filter(
+      (i) => day(i) >= (window.since ?? '') && day(i) <= (window.until ?? ''),
+    );
+    expect(inWindow.length).toBeGreaterThan(3);
+    const session = s.data.campaigns[0] as NonNullable<(typeof s.data.campaigns)[0]>;
+    const changed = inWindow[1] as number;
+    s.changes.rescore(session, changed, Date.parse('2026-11-23T08:00:00Z'));
+    const { result } = await pull(s, st, { pageSize: 20, lookback: window });
+    expect(result.lookback).toMatchObject({ records: 2 * inWindow.length, inserted: 0, updated: 1 });
+    const id = s.data.sessionResult(session, changed).id;
+    const row = st.db.prepare('SELECT score, updated_at, raw FROM session_results WHERE id = ?').get(id) as Row;
+    expect(row.updated_at).toBe('2026-11-23T08:00:00.000Z');
+    expect(row.score).toBe(JSON.parse(row.raw as string).scenario_score);
+    expect(row.score).not.toBe(s.data.sessionResult(session, changed).score);
+
+    s.changes.remove(session, 7);
+    const client = new ApiClient(clientConfig(s), { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) });
+    try {
+      const rec = await reconcile(
+        { client, sink: st.sink, state: st.state },
+        { campaigns: [], reportType: 'DETAILED', pageSize: 20, prune: false },
+      );
+      expect(rec.streams.map((x) => [x.status, x.served, x.gone.length, x.changed])).toEqual([
+        ['ok', 199, 1, 0],
+        ['ok', 200, 0, 0],
+      ]);
+    } finally {
+      await client.close();
+    }
   });
 });
