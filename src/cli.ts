@@ -171,6 +171,19 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   ).action(async (opts) => done(await (await import('./commands/reconcile.js')).reconcileStreams(opts, signal)));
 
   example(
+    outputOptions(
+      dbOption(
+        program
+          .command('forget')
+          .description('erase one candidate from the local copy: their rows in every table and their lines in the NDJSON files')
+          .option('--user <email-or-id>', 'the candidate: user id, or e-mail (any case)'),
+      ),
+    ),
+    'campaign-sync forget --user jane.doe@example.com',
+    'campaign-sync forget --user 0b6f2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b --json',
+  ).action(async (opts) => done(await (await import('./commands/forget.js')).forget(opts)));
+
+  example(
     program
       .command('simulate')
       .description('run a local simulator of the service until stopped')

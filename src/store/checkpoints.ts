@@ -27,7 +27,7 @@ function prepare(db: Db) {
     cursor: db.prepare('SELECT cursor FROM sync_state WHERE stream = ?').pluck().safeIntegers(true),
     // Compare-and-set: the checkpoint moves only from the cursor this stream last committed.
     advance: db.prepare('UPDATE sync_state SET cursor = ?, records = records + ? WHERE stream = ? AND cursor IS ?'),
-    count: db.prepare('UPDATE sync_state SET records = records + ? WHERE stream = ?'),
+    count: db.prepare('UPDATE sync_state SET records = max(0, records + ?) WHERE stream = ?'),
     success: db.prepare('UPDATE sync_state SET last_success_at = ?, last_error = NULL, last_error_at = NULL WHERE stream = ?'),
     failure: db.prepare('UPDATE sync_state SET last_error = ?, last_error_at = ? WHERE stream = ?'),
     all: db.prepare('SELECT * FROM sync_state ORDER BY campaign_id, endpoint, report_type').safeIntegers(true),

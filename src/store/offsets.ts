@@ -11,6 +11,7 @@ export class NdjsonOffsets {
   constructor(db: Db) {
     this.s = {
       get: db.prepare('SELECT committed_bytes FROM ndjson_files WHERE path = ?').pluck(),
+      files: db.prepare('SELECT path, committed_bytes FROM ndjson_files ORDER BY path'),
       set: db.prepare(
         'INSERT INTO ndjson_files (path, committed_bytes) VALUES (?, ?) ON CONFLICT (path) DO UPDATE SET committed_bytes = excluded.committed_bytes',
       ),
@@ -19,6 +20,14 @@ export class NdjsonOffsets {
         'INSERT INTO ndjson_campaigns (path, campaign_id, raw) VALUES (?, ?, ?) ON CONFLICT (path, campaign_id) DO UPDATE SET raw = excluded.raw',
       ),
     };
+  }
+
+  /** Every file this database wrote, with its committed length. */
+  files(): Array<{ path: string; committed: number }> {
+    return (this.s.files.all() as Array<{ path: string; committed_bytes: number }>).map((f) => ({
+      path: f.path,
+      committed: Number(f.committed_bytes),
+    }));
   }
 
   /** The committed length of `path`, or undefined when this database never wrote it. */

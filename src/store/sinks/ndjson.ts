@@ -7,6 +7,7 @@ import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.j
 import { storageError } from '../../errors.js';
 import type { Checkpoints } from '../checkpoints.js';
 import type { Db } from '../db.js';
+import { finishRewrites } from '../erase.js';
 import type { GroupLimits } from '../group.js';
 import type { UpsertCounts } from '../mirror.js';
 import { NDJSON_FILES, NdjsonFile, openOutputFolder } from '../ndjson-file.js';
@@ -30,6 +31,13 @@ export class NdjsonSink extends GroupedSink {
     super(db, state, options.limits);
     this.offsets = new NdjsonOffsets(db);
     this.index = new NdjsonIndex(db);
+    // A rewrite by `forget` that a crash interrupted is finished before any file is opened (and cut).
+    try {
+      finishRewrites(db);
+    } catch (err) {
+      this.release();
+      throw err;
+    }
     const folder = openOutputFolder(dir);
     try {
       const unclaimed: string[] = [];
@@ -131,6 +139,7 @@ export class NdjsonSink extends GroupedSink {
       gone.map((r) => toJson({ id: r, campaign_id: id.campaignId, _deleted_at: at })),
       () => {
         for (const r of gone) this.index.remove(path, key, r);
+        this.state.advance(id, undefined, -gone.length);
       },
     );
     return gone.length;

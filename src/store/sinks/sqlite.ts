@@ -36,7 +36,15 @@ export class SqliteSink extends GroupedSink {
   }
 
   async prune(id: StreamId, recordIds: string[], _at: string): Promise<number> {
-    return this.group.write(() => this.mirror.remove(id.endpoint, recordIds), recordIds.length, 0);
+    return this.group.write(
+      () => {
+        const removed = this.mirror.remove(id.endpoint, recordIds);
+        this.state.advance(id, undefined, -removed);
+        return removed;
+      },
+      recordIds.length,
+      0,
+    );
   }
 
   async campaigns(list: Array<Record<string, unknown>>): Promise<void> {

@@ -1,0 +1,59 @@
+import { resolveDbPath } from '../config/config.js';
+import { storageError, UsageError } from '../errors.js';
+import { openDatabase } from '../store/db.js';
+import { eraseFromFile, eraseFromMirror, finishRewrites, removeStrayRewrites, scrub } from '../store/erase.js';
+import { RunLock } from '../store/lock.js';
+import { NdjsonOffsets } from '../store/offsets.js';
+import { showText } from '../ui/escape.js';
+import { Output, type OutputFlags } from '../ui/output.js';
+import { formatCount } from '../ui/table.js';
+
+export interface ForgetFlags extends OutputFlags {
+  db?: string;
+  user?: string;
+}
+
+/**
+ * `campaign-sync forget --user <email or id>`: erases one candidate from the database and from the
+ * NDJSON files it wrote (store/erase.ts). A user found nowhere is a usage error (exit 2): a typo
+ * must not read as "erased".
+ */
+export async function forget(flags: ForgetFlags): Promise<number> {
+  const out = new Output(flags);
+  const user = flags.user?.trim() ?? '';
+  if (user === '') throw new UsageError('forget: give the candidate with --user <email or id>');
+  const dbPath = resolveDbPath(flags.db);
+  const db = openDatabase(dbPath, { mustExist: true });
+  let lock: RunLock | undefined;
+  try {
+    // A pull running meanwhile could write the user's records back: take the lock.
+    lock = RunLock.acquire(dbPath);
+    finishRewrites(db);
+    const rows = eraseFromMirror(db, user);
+    const files: Array<{ path: string; lines: number }> = [];
+    for (const f of new NdjsonOffsets(db).files()) {
+      if (f.path.endsWith('/campaigns.ndjson')) continue;
+      removeStrayRewrites(f.path);
+      const lines = eraseFromFile(db, f.path, f.committed, user);
+      if (lines > 0) files.push({ path: f.path, lines });
+    }
+    const total = rows.session_results + rows.role_results + rows.score_details + files.reduce((n, f) => n + f.lines, 0);
+    if (total > 0) scrub(db);
+    if (total === 0) {
+      throw new UsageError(
+        `forget: no record of the candidate "${showText(user)}" in ${dbPath} or the NDJSON files it wrote (match: user id, or e-mail ignoring case)`,
+      );
+    }
+    out.document({ user, removed: rows, files });
+    out.print(
+      `Erased ${showText(user)}: ${formatCount(rows.session_results)} session results, ${formatCount(rows.role_results)} role results, ${formatCount(rows.score_details)} score details, ${formatCount(rows.eval_results)} eval results from ${dbPath}${files.map((f) => `; ${formatCount(f.lines)} lines from ${f.path}`).join('')}.`,
+    );
+    return 0;
+  } catch (err) {
+    // A full disk during the rewrite is a storage failure (exit 74), named, never "internal error".
+    throw storageError(err, `forget: cannot write ${dbPath}`);
+  } finally {
+    lock?.release();
+    db.close();
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * Erasing one candidate from the local copy (`forget --user`), as a data controller must on an
+ * erasure request: every row of theirs in every table (score details and eval results included) and
+ * every line of theirs in the NDJSON files this database wrote, nothing else.
+ *
+ * The database deletes with `secure_delete` on, is rebuilt by VACUUM and its WAL truncated, so the
+ * deleted bytes are overwritten rather than left in free space, free pages or the log. An NDJSON file is rewritten without the
+ * user's lines into a new file that replaces it by rename; the file's new committed length and the
+ * pending rename are committed first, so a crash at any instant leaves either the old file with its
+ * old length or a rename that the next open finishes (`finishRewrites`), never a file the database
+ * would cut.
+ */
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, existsSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { storageError } from '../errors.js';
+import type { Db } from './db.js';
+import { NdjsonStateError } from './ndjson-file.js';
+import { forEachLine } from './ndjson-index.js';
+
+type Obj = Record<string, unknown>;
+
+export interface Erased {
+  session_results: number;
+  role_results: number;
+  score_details: number;
+  eval_results: number;
+  /** NDJSON files rewritten, with the lines removed from each. */
+  files: Array<{ path: string; lines: number }>;
+}
+
+const REWRITE_KEY = 'ndjson_rewrite:';
+
+/** Whether a record (nested or flat shape) is the user's: by id, or by e-mail ignoring case. */
+function isUsers(record: Obj, user: string): boolean {
+  const u = record.user as Obj | null | undefined;
+  const nested = u && typeof u === 'object' ? u : {};
+  const email = nested.email ?? record.email ?? record.user_email;
+  const id = nested.id ?? record.user_id;
+  return id === user || (typeof email === 'string' && email.toLowerCase() === user.toLowerCase());
+}
+
+/** Erases a user's rows from the mirror's tables. Runs in one transaction. */
+export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
+  const match = '(user_id = @user OR lower(user_email) = lower(@user))';
+  // Deleted cells are overwritten with zeros, not left in the pages.
+  db.pragma('secure_delete = ON');
+  return db.transaction(() => {
+    const sessions = db.prepare(`SELECT id, campaign_id FROM session_results WHERE ${match}`).all({ user }) as Array<{
+      id: string;
+      campaign_id: string;
+    }>;
+    const roles = db.prepare(`SELECT id, campaign_id, report_type FROM role_results WHERE ${match}`).all({ user }) as Array<{
+      id: string;
+      campaign_id: string;
+      report_type: string;
+    }>;
+    let evals = 0;
+    let details = 0;
+    const deleteEvals = db.prepare('DELETE FROM eval_results WHERE parent_type = ? AND parent_id = ?');
+    const uncount = db.prepare('UPDATE sync_state SET records = max(0, records - 1) WHERE stream = ?');
+    for (const s of sessions) {
+      evals += deleteEvals.run('session_result', s.id).changes;
+      db.prepare('DELETE FROM session_results WHERE id = ?').run(s.id);
+      uncount.run(`${s.campaign_id}/session`);
+    }
+    const detailIds = db.prepare('SELECT id FROM score_details WHERE role_result_id = ?').pluck();
+    for (const r of roles) {
+      for (const d of detailIds.all(r.id) as string[]) evals += deleteEvals.run('score_detail', d).changes;
+      details += db.prepare('DELETE FROM score_details WHERE role_result_id = ?').run(r.id).changes;
+      db.prepare('DELETE FROM role_results WHERE id = ?').run(r.id);
+      uncount.run(`${r.campaign_id}/role/${r.report_type}`);
+    }
+    // Their score details under another record, if any: theirs too.
+    for (const d of db.prepare(`SELECT id FROM score_details WHERE ${match}`).pluck().all({ user }) as string[]) {
+      evals += deleteEvals.run('score_detail', d).changes;
+      details += db.prepare('DELETE FROM score_details WHERE id = ?').run(d).changes;
+    }
+    return { session_results: sessions.length, role_results: roles.length, score_details: details, eval_results: evals };
+  })();
+}
+
+/**
+ * Leaves no byte of the erased rows in the database's files. `secure_delete` zeroes the deleted cells,
+ * but earlier page splits left stale copies of cells in other pages' free space; VACUUM rebuilds every
+ * page, and the WAL is then checkpointed and truncated. Costs a rewrite of the database (time and
+ * free space about its size): an erasure request is rare and must be complete.
+ */
+export function scrub(db: Db): void {
+  db.exec('VACUUM');
+  db.pragma('wal_checkpoint(TRUNCATE)');
+}
+
+/**
+ * Rewrites one NDJSON file without the user's lines (and without tombstones of their records), and
+ * commits its new length and index with the pending rename before the rename. Returns the lines removed.
+ */
+export function eraseFromFile(db: Db, path: string, committed: number, user: string): number {
+  if (!existsSync(path)) return 0;
+  const size = statSync(path).size;
+  if (size < committed)
+    throw new NdjsonStateError(
+      `${path} holds ${size} bytes but ${committed} were committed: it was changed outside campaign-sync; nothing was erased from it`,
+    );
+  const keep: string[] = [];
+  const theirs = new Set<string>();
+  let removed = 0;
+  forEachLine(path, committed, (line) => {
+    let record: unknown;
+    try {
+      record = JSON.parse(line);
+    } catch {
+      keep.push(line);
+      return;
+    }
+    const r = (record ?? {}) as Obj;
+    if (isUsers(r, user) || (typeof r._deleted_at === 'string' && theirs.has(String(r.id)))) {
+      if (typeof r.id === 'string') theirs.add(r.id);
+      removed++;
+      return;
+    }
+    keep.push(line);
+  });
+  if (removed === 0) return 0;
+  const temp = join(dirname(path), `.${basename(path)}.forget-${randomBytes(6).toString('hex')}`);
+  const text = keep.length > 0 ? `${keep.join('\n')}\n` : '';
+  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+  try {
+    const buf = Buffer.from(text, 'utf8');
+    let done = 0;
+    while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, done);
+    fsyncSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    unlinkSync(temp);
+    throw err;
+  }
+  closeSync(fd);
+  const length = Buffer.byteLength(text);
+  const uncount = db.prepare(
+    "UPDATE sync_state SET records = max(0, records - 1) WHERE stream = (SELECT n.campaign_id || CASE n.report_type WHEN 'session' THEN '/session' ELSE '/role/' || n.report_type END FROM ndjson_records n WHERE n.path = ? AND n.id = ? LIMIT 1)",
+  );
+  db.transaction(() => {
+    db.prepare('UPDATE ndjson_files SET committed_bytes = ? WHERE path = ?').run(length, path);
+    const forget = db.prepare('DELETE FROM ndjson_records WHERE path = ? AND id = ?');
+    for (const id of theirs) {
+      uncount.run(path, id);
+      forget.run(path, id);
+    }
+    db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
+      REWRITE_KEY + path,
+      temp,
+    );
+  })();
+  finishRewrites(db);
+  return removed;
+}
+
+/**
+ * Finishes rewrites a crash interrupted: a committed rewrite whose new file is still beside the old
+ * one is renamed into place. Call before opening the NDJSON files (the old file is longer than its
+ * new committed length, and would otherwise be cut). Also removes this database's stray rewrite
+ * files that never committed.
+ */
+export function finishRewrites(db: Db): void {
+  const pending = db.prepare('SELECT key, value FROM meta WHERE key LIKE ?').all(`${REWRITE_KEY}%`) as Array<{
+    key: string;
+    value: string;
+  }>;
+  for (const { key, value: temp } of pending) {
+    const path = key.slice(REWRITE_KEY.length);
+    try {
+      if (existsSync(temp)) {
+        renameSync(temp, path);
+        const dir = openSync(dirname(path), 'r');
+        try {
+          fsyncSync(dir);
+        } finally {
+          closeSync(dir);
+        }
+      }
+    } catch (err) {
+      throw storageError(err, `cannot finish erasing from ${path}`);
+    }
+    db.prepare('DELETE FROM meta WHERE key = ?').run(key);
+  }
+}
+
+/** Removes rewrite files of `path` left by a process that died before committing them. */
+export function removeStrayRewrites(path: string): void {
+  const prefix = `.${basename(path)}.forget-`;
+  let names: string[] = [];
+  try {
+    names = readdirSync(dirname(path));
+  } catch {
+    return;
+  }
+  for (const name of names) if (name.startsWith(prefix)) unlinkSync(join(dirname(path), name));
+}

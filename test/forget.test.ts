@@ -1,0 +1,122 @@
+/**
+ * `forget --user` (issue 12): an erasure request leaves no trace of the candidate in the database
+ * files (WAL included) or the NDJSON files, changes nothing else, and survives a crash mid-rewrite.
+ */
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { RunningSimulator } from '../src/simulator/server.js';
+import { openDatabase } from '../src/store/db.js';
+import { cli, sim, tempDir } from './helpers/index.js';
+
+async function run(s: RunningSimulator, args: string[]) {
+  return cli(args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url } });
+}
+
+/** Every byte of the database's files. */
+function dbBytes(db: string): string {
+  return ['', '-wal']
+    .map((suffix) => {
+      try {
+        return readFileSync(db + suffix).toString('latin1');
+      } catch {
+        return '';
+      }
+    })
+    .join('');
+}
+
+const count = (db: string, sql: string, ...args: unknown[]) => {
+  const m = openDatabase(db);
+  try {
+    return m
+      .prepare(sql)
+      .pluck()
+      .get(...args) as number;
+  } finally {
+    m.close();
+  }
+};
+
+describe('forget --user', () => {
+  it('erases a candidate from every table and from the bytes of the database files; others stay', async () => {
+    const s = await sim({ campaigns: 2, records: 50 });
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    expect((await run(s, ['pull', '--db', db])).code).toBe(0);
+    const [session, role] = s.data.campaigns as [(typeof s.data.campaigns)[0], (typeof s.data.campaigns)[0]];
+    const a = s.data.sessionResult(session, 7) as { id: string; user: { id: string; email: string } };
+    const b = s.data.roleResult(role, 3, 'DETAILED') as { id: string; user: { id: string; email: string }; score_details: unknown[] };
+    expect(dbBytes(db)).toContain(a.user.email);
+
+    // By e-mail, in another case.
+    const byEmail = await run(s, ['forget', '--db', db, '--user', a.user.email.toUpperCase(), '--json']);
+    expect(byEmail.code, byEmail.stderr).toBe(0);
+    const doc = JSON.parse(byEmail.stdout);
+    expect(doc.removed).toMatchObject({ session_results: 1, role_results: 0, score_details: 0 });
+    expect(doc.removed.eval_results).toBeGreaterThan(0);
+    // By id.
+    const byId = await run(s, ['forget', '--db', db, '--user', b.user.id]);
+    expect(byId.code, byId.stderr).toBe(0);
+    expect(byId.stdout).toMatch(/Erased .*: 0 session results, 1 role results, \d+ score details/);
+
+    for (const text of [a.user.email, a.user.id, a.id, b.user.email, b.user.id, b.id]) expect(dbBytes(db)).not.toContain(text);
+    expect(count(db, 'SELECT count(*) FROM session_results')).toBe(49);
+    expect(count(db, 'SELECT count(*) FROM role_results')).toBe(49);
+    expect(count(db, "SELECT count(*) FROM eval_results WHERE parent_type = 'session_result' AND parent_id = ?", a.id)).toBe(0);
+    expect(count(db, 'SELECT count(*) FROM score_details WHERE role_result_id = ?', b.id)).toBe(0);
+    expect(count(db, 'SELECT sum(records) FROM sync_state')).toBe(98);
+    expect(count(db, 'PRAGMA integrity_check')).toBe('ok' as unknown as number);
+
+    // A user found nowhere is a usage error, not a silent success.
+    const missing = await run(s, ['forget', '--db', db, '--user', a.user.email]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/no record of the candidate/);
+    expect((await run(s, ['forget', '--db', db])).code).toBe(2);
+  });
+
+  it('rewrites the NDJSON files without their lines, nothing else changed, and the next pull goes on', async () => {
+    const s = await sim({ campaigns: 2, records: 30 });
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    const out = join(dir, 'out');
+    expect((await run(s, ['pull', '--db', db, '--format', 'ndjson', '--out', out])).code).toBe(0);
+    const file = join(out, 'role_results.ndjson');
+    const before = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+    const victim = s.data.roleResult(s.data.campaigns[1]!, 12, 'DETAILED') as { id: string; user: { email: string } };
+    const r = await run(s, ['forget', '--db', db, '--user', victim.user.email, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).files).toEqual([{ path: file, lines: 1 }]);
+    const after = readFileSync(file, 'utf8');
+    expect(after).not.toContain(victim.user.email);
+    expect(after.split('\n').filter(Boolean)).toEqual(before.filter((l) => !l.includes(victim.id)));
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(dbBytes(db)).not.toContain(victim.id);
+    // The committed length follows the file: the next pull neither fails nor appends.
+    const next = await run(s, ['pull', '--db', db, '--json']);
+    expect(next.code, next.stderr).toBe(0);
+    expect(readFileSync(file, 'utf8')).toBe(after);
+  });
+
+  it('a rewrite committed before a crash is finished by the next run, not cut', async () => {
+    const s = await sim({ campaigns: 2, records: 20 });
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    const out = join(dir, 'out');
+    expect((await run(s, ['pull', '--db', db, '--format', 'ndjson', '--out', out])).code).toBe(0);
+    const file = join(out, 'session_results.ndjson');
+    const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+    const kept = `${lines.slice(1).join('\n')}\n`;
+    // The state of a forget killed between its commit and its rename.
+    const temp = join(out, '.session_results.ndjson.forget-0123456789ab');
+    writeFileSync(temp, kept, { mode: 0o600 });
+    const m = openDatabase(db);
+    m.prepare('UPDATE ndjson_files SET committed_bytes = ? WHERE path = ?').run(Buffer.byteLength(kept), file);
+    m.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run(`ndjson_rewrite:${file}`, temp);
+    m.close();
+    const next = await run(s, ['pull', '--db', db]);
+    expect(next.code, next.stderr).toBe(0);
+    expect(readFileSync(file, 'utf8')).toBe(kept);
+    expect(() => statSync(temp)).toThrow();
+  });
+});
