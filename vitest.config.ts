@@ -4,6 +4,7 @@ import { defineConfig } from 'vitest/config';
 const UNIT = [
   'src/**/*.test.ts',
   'test/architecture.test.ts',
+  'test/campaign-list.test.ts',
   'test/client.test.ts',
   'test/docs.test.ts',
   'test/group.test.ts',

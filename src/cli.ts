@@ -196,12 +196,16 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       .option('--rate-limit <rate>', `per-key limit, N/DURATION, or 'off'${shownDefault('simulatorRateLimit')}`)
       .option('--growth <rate>', 'new results per campaign, N/DURATION (e.g. 5/1m)')
       .option('--faults <spec>', 'share of faulty replies: 0.2, or 500=0.05,503=0.05,429=0.02,reset=0.02,slow=0.05,truncate=0.02')
-      .option('--quirks <list>', 'sample-style deviations: string-order-index, last-record-id, no-cursor-field, unknown-type')
+      .option(
+        '--quirks <list>',
+        'shapes the docs and samples show, comma-separated: docs (= bare-array, flat-session, docs-feedback, campaigns-paged, unordered-times), string-order-index, last-record-id, no-cursor-field, campaigns-bare-array, unknown-type',
+      )
       .option('--order-index-start <n>', 'first order_index (e.g. 9007199254740993 to rehearse int64 past 2^53)')
       .option('--quiet', 'print only errors'),
     'campaign-sync simulate --port 8080',
     'curl -H "Authorization: Bearer demo-key" "http://127.0.0.1:8080/v1/campaigns"',
     'campaign-sync simulate --growth 5/1m --faults 0.1',
+    'campaign-sync simulate --quirks docs',
   ).action(async (opts) => done(await (await import('./commands/simulate.js')).simulate(opts, signal)));
 
   example(

@@ -117,6 +117,16 @@ describe('client: guards against bad pages', () => {
     ['no id', { ...sessionRecord(1), id: undefined }, /id: missing/],
     ['no campaign', { ...sessionRecord(1), campaign: null }, /campaign\.id: missing/],
     ['another campaign', sessionRecord(1, 'x', 'other'), /not the campaign asked for/],
+    [
+      'another campaign in a flat campaign_id',
+      { ...sessionRecord(1), campaign: undefined, campaign_id: 'other' },
+      /campaign_id: other is not the campaign asked for/,
+    ],
+    [
+      'an empty flat campaign_id',
+      { ...sessionRecord(1), campaign: undefined, campaign_id: '' },
+      /campaign_id: "" is not a usable campaign id/,
+    ],
     ['a negative order_index', sessionRecord(-5), /order_index: -5/],
     ['an order_index past int64', { ...sessionRecord(0), order_index: '9223372036854775808' }, /order_index: "9223372036854775808"/],
     ['a float order_index', sessionRecord(1.5), /order_index: 1.5/],

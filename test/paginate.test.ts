@@ -9,6 +9,9 @@ import { nextStep, type PageEnvelope, type PageFacts } from '../src/sync/paginat
 const where = 'GET /v1/campaigns/session/results (campaign c), page 2';
 const facts = (over: Partial<PageFacts>): PageFacts => ({ where, sent: 100n, records: 3, last: 130n, ...over });
 
+/** A bare-array page, as the client normalises it. */
+const bare: PageEnvelope = { has_more: undefined };
+
 interface Row {
   name: string;
   page: PageEnvelope;
@@ -75,6 +78,35 @@ const table: Row[] = [
     want: { error: /last_record_id: "x" is not a non-negative int64/ },
   },
   { name: 'float cursor', page: { has_more: true, last_record_index: 1.5 }, facts: {}, want: { error: /is not a non-negative int64/ } },
+  // A bare-array page (no envelope): the full-page rule.
+  { name: 'bare array: a full page goes on after its last record', page: bare, facts: { records: 3, limit: 3 }, want: { next: 130n } },
+  { name: 'bare array: a short page is the end', page: bare, facts: { records: 2, limit: 3 }, want: { done: true } },
+  {
+    name: 'bare array: an empty page after a full one is a clean end',
+    page: bare,
+    facts: { records: 0, last: undefined, limit: 3 },
+    want: { done: true },
+  },
+  {
+    name: 'bare array: an empty first page is the end',
+    page: bare,
+    facts: { sent: undefined, records: 0, last: undefined, limit: 3 },
+    want: { done: true },
+  },
+  { name: 'bare array: a page longer than the limit counts as full', page: bare, facts: { records: 4, limit: 3 }, want: { next: 130n } },
+  {
+    name: 'bare array: int64 past 2^53 exact',
+    page: bare,
+    facts: { sent: 9007199254740990n, last: 9007199254740993n, records: 3, limit: 3 },
+    want: { next: 9007199254740993n },
+  },
+  {
+    name: 'bare array: a full page that does not advance',
+    page: bare,
+    facts: { last: 100n, limit: 3 },
+    want: { error: /did not advance/ },
+  },
+  { name: 'bare array: no limit known', page: bare, facts: { limit: undefined }, want: { error: /without the limit/ } },
 ];
 
 describe('nextStep: next cursor or stop', () => {

@@ -20,6 +20,52 @@ function checked(record: Record<string, unknown>, orderIndex: bigint): CheckedRe
 const byColumn = (table: keyof typeof COLUMNS, values: unknown[]) => Object.fromEntries(COLUMNS[table].map((c, i) => [c, values[i]]));
 
 describe('rows', () => {
+  it('a flat session record (the session reference) fills the same columns; nested values win over flat ones', () => {
+    const feedback = {
+      key_strengths: [{ title: 'Tone', strength: 'Calm' }],
+      areas_for_growths: [{ title: 'Pace', improvement_area: 'Slower' }],
+    };
+    const flat = checked(
+      {
+        id: 'r2',
+        campaign_id: 'c1',
+        user_id: 'u1',
+        email: 'a@b.c',
+        session_id: 'sess',
+        scenario_score: 0,
+        scenario_name: 'Angry client',
+        scenario_type: { key: 'CHAT', label: 'Chat' },
+        feedback,
+        order_index: 7,
+      },
+      7n,
+    );
+    expect(byColumn('session_results', sessionRow(flat, 'c1'))).toMatchObject({
+      campaign_id: 'c1',
+      user_id: 'u1',
+      user_email: 'a@b.c',
+      session_id: 'sess',
+      scenario_id: null,
+      scenario_name: 'Angry client',
+      scenario_type: 'CHAT',
+      score: 0,
+      feedback: toJson(feedback),
+      raw: flat.raw,
+    });
+    const both = checked({ id: 'r3', user: { id: 'nested' }, user_id: 'flat', scenario_type: 'VOICE_CHAT', order_index: 8 }, 8n);
+    expect(byColumn('session_results', sessionRow(both, 'c1'))).toMatchObject({
+      user_id: 'nested',
+      user_email: null,
+      scenario_type: 'VOICE_CHAT',
+    });
+    expect(
+      byColumn('role_results', roleRow(checked({ id: 'r4', user_id: 'u9', email: 'z@y.x', order_index: 9 }, 9n), 'c1', 'OVERALL')),
+    ).toMatchObject({
+      user_id: 'u9',
+      user_email: 'z@y.x',
+    });
+  });
+
   it('a session record fills every session_results column, int64 exact', () => {
     const r = checked(
       {

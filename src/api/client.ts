@@ -14,7 +14,8 @@ import { parseJson } from '../core/json.js';
 import type { ReportType } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
 import type { RequestBudget } from './budget.js';
-import { type Campaign, formatIssues, identityCampaignList, identityPage, type Page } from './envelopes.js';
+import { nextCampaignStep, parseCampaignPage } from './campaign-list.js';
+import { type Campaign, formatIssues, type Page, toPage } from './envelopes.js';
 import { parseRetryAfter, retryDecision } from './retry.js';
 
 /** 64 MiB: a page of 100 DETAILED records is well under 1 MiB; more means something is wrong. */
@@ -106,13 +107,29 @@ export class ApiClient {
     if (this.ownsDispatcher) await this.dispatcher.close();
   }
 
-  /** GET /v1/campaigns */
+  /**
+   * GET /v1/campaigns, every page of it (api/campaign-list.ts decides what follows a page). A
+   * campaign listed twice is kept once, as first listed.
+   */
   async listCampaigns(counter?: RequestCounter): Promise<Campaign[]> {
     const info: RequestInfo = { method: 'GET', path: '/v1/campaigns' };
-    const { value } = await this.get(info, '', counter);
-    const parsed = identityCampaignList.safeParse(value);
-    if (!parsed.success) throw new ApiError(info, `unexpected response: ${formatIssues(parsed.error)}`, { invalid: true });
-    return parsed.data.data;
+    const out: Campaign[] = [];
+    const ids = new Set<string>();
+    const sent = new Set<string>();
+    let query = '';
+    for (let n = 1; ; n++) {
+      const { value } = await this.get(info, query, counter);
+      const page = parseCampaignPage(value, info);
+      for (const c of page.campaigns) {
+        if (ids.has(c.id)) continue;
+        ids.add(c.id);
+        out.push(c);
+      }
+      const step = nextCampaignStep(page, { info, page: n, sent });
+      if (step.done) return out;
+      sent.add(step.next);
+      query = `?${new URLSearchParams({ starting_after: step.next })}`;
+    }
   }
 
   /** One page of results, in ascending order. */
@@ -124,7 +141,7 @@ export class ApiClient {
     if (q.startDate) params.set('start_date', q.startDate);
     if (q.endDate) params.set('end_date', q.endDate);
     const { value, bytes } = await this.get(info, `?${params}`, counter);
-    const parsed = identityPage.safeParse(value);
+    const parsed = toPage(value);
     if (!parsed.success) throw new ApiError(info, `unexpected page: ${formatIssues(parsed.error)}`, { invalid: true });
     return { page: parsed.data, bytes };
   }

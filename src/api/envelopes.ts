@@ -14,8 +14,6 @@ export const identityCampaign = z.looseObject({
   created_at: z.string().nullish(),
 });
 export type Campaign = z.infer<typeof identityCampaign>;
-export const identityCampaignList = z.looseObject({ data: z.array(identityCampaign) });
-
 /** The envelope of a results page; records are checked one by one (see sync/records.ts). */
 export const identityPage = z.looseObject({
   data: z.array(z.unknown()),
@@ -23,7 +21,22 @@ export const identityPage = z.looseObject({
   last_record_index: z.unknown().optional(),
   last_record_id: z.unknown().optional(),
 });
-export type Page = z.infer<typeof identityPage>;
+/**
+ * A results page as the sync sees it: the envelope, or a bare JSON array of records normalised to
+ * `{ data, has_more: undefined }` (sync/paginate.ts pages those by the full-page rule).
+ */
+export interface Page {
+  data: unknown[];
+  has_more: boolean | undefined;
+  last_record_index?: unknown;
+  last_record_id?: unknown;
+}
+
+/** A results body as a Page: a bare array is the page's records with no envelope. */
+export function toPage(value: unknown): z.ZodSafeParseResult<Page> {
+  if (Array.isArray(value)) return { success: true, data: { data: value, has_more: undefined } };
+  return identityPage.safeParse(value);
+}
 
 /** Reports a zod error as `path: message` lines joined by `; `. */
 export function formatIssues(error: z.ZodError): string {

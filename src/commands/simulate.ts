@@ -3,7 +3,8 @@ import { parseSettings, simulateSchema } from '../config/schema.js';
 import { formatRate, type Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 import { parseFaults } from '../simulator/faults.js';
-import { type Quirks, startSimulator } from '../simulator/server.js';
+import { parseQuirks } from '../simulator/quirks.js';
+import { startSimulator } from '../simulator/server.js';
 import { Output } from '../ui/output.js';
 
 export interface SimulateOptions {
@@ -21,23 +22,9 @@ export interface SimulateOptions {
   quiet?: boolean;
 }
 
-const QUIRKS = ['string-order-index', 'last-record-id', 'no-cursor-field', 'unknown-type'] as const;
-
 /** Turns the simulate flags into simulator options. */
 function simulatorOptions(opts: SimulateOptions) {
-  const quirkList = (opts.quirks ?? '')
-    .split(',')
-    .map((q) => q.trim())
-    .filter(Boolean);
-  for (const q of quirkList) {
-    if (!QUIRKS.includes(q as (typeof QUIRKS)[number]))
-      throw new UsageError(`--quirks: unknown quirk "${q}" (known: ${QUIRKS.join(', ')})`);
-  }
-  const quirks: Quirks = {
-    stringOrderIndex: quirkList.includes('string-order-index'),
-    lastRecordId: quirkList.includes('last-record-id'),
-    noCursorField: quirkList.includes('no-cursor-field'),
-  };
+  const { quirks, unknownTypeCampaigns } = parseQuirks(opts.quirks);
   let orderIndexStart: bigint | undefined;
   if (opts.orderIndexStart !== undefined) {
     if (!/^\d{1,19}$/.test(opts.orderIndexStart) || BigInt(opts.orderIndexStart) > 2n ** 63n - 1n) {
@@ -59,7 +46,7 @@ function simulatorOptions(opts: SimulateOptions) {
     growth: opts.growth ? parseRate(opts.growth, '--growth') : undefined,
     faults: opts.faults ? parseFaults(opts.faults) : {},
     quirks,
-    unknownTypeCampaigns: quirkList.includes('unknown-type') ? 1 : 0,
+    unknownTypeCampaigns,
     orderIndexStart,
   };
 }

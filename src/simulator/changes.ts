@@ -72,9 +72,10 @@ export class SimChanges {
 
   /**
    * One page of campaign `c`'s records with the changes applied: base indexes in [lo, hi) (the date
-   * filter on base records) merged with the late records in the window, by order_index.
+   * filter on base records) merged with the late records in the window, by order_index. `keep`
+   * tests each base index against the date filter where [lo, hi) cannot (the unordered-times quirk).
    */
-  page(c: SimCampaign, endpoint: 'session' | 'role', q: ResultsQuery, lo: number, hi: number) {
+  page(c: SimCampaign, endpoint: 'session' | 'role', q: ResultsQuery, lo: number, hi: number, keep?: (i: number) => boolean) {
     const startMs = q.startDate ? Date.parse(`${q.startDate}T00:00:00Z`) : Number.NEGATIVE_INFINITY;
     const endMs = q.endDate ? Date.parse(`${q.endDate}T00:00:00Z`) + DAY : Number.POSITIVE_INFINITY;
     const asc = q.sort === 'asc';
@@ -89,7 +90,7 @@ export class SimChanges {
     const out: Array<Record<string, unknown>> = [];
     let j = 0;
     for (;;) {
-      while (inRange(i) && this.deleted.has(`${c.index}:${i}`)) i += step;
+      while (inRange(i) && (this.deleted.has(`${c.index}:${i}`) || (keep !== undefined && !keep(i)))) i += step;
       const base = inRange(i) ? this.data.orderIndex(c, i) : undefined;
       const next = late[j];
       if (base === undefined && next === undefined) break;

@@ -4,7 +4,10 @@
  *
  * Time: record i of a campaign is created at `historyStart + i * spacing`, so `created_at` grows
  * with `order_index` (the spec's "newest first" and "by order_index" orders agree). Records added by
- * --growth arrive after the server started and carry their arrival time.
+ * --growth arrive after the server started and carry their arrival time. With `unorderedTimes` (the
+ * order the provider's docs warn of) each history record is created up to two spacings earlier, so
+ * about one neighbour in eight has a higher `order_index` and an earlier `created_at`, and one
+ * record in four was updated before it was created; every other value is the same.
  *
  * Over 250 lines because every field of the spec is generated here, each a pure function of
  * (seed, campaign, index); the vocabulary tables are the first to move out (simulator/vocabulary.ts).
@@ -22,6 +25,8 @@ export interface DataOptions {
   orderIndexStart: bigint;
   /** Campaigns of a type the spec does not name, to rehearse the client's skip path. */
   unknownTypeCampaigns: number;
+  /** `created_at` does not follow `order_index`; `updated_at` may come before `created_at`. */
+  unorderedTimes?: boolean;
 }
 
 export interface SimCampaign {
@@ -198,13 +203,27 @@ export class SimData {
   }
 
   createdAt(i: number): number {
-    if (i < this.opts.records) return this.historyStart + i * this.spacing;
+    if (i < this.opts.records) {
+      const t = this.historyStart + i * this.spacing;
+      return this.opts.unorderedTimes ? t - (hash32(this.opts.seed, i, 0x7e) % (2 * this.spacing + 1)) : t;
+    }
     // Growth: spread evenly from the server's start.
     const n = i - this.opts.records;
     return this.startedAt + Math.floor(n / this.growthPerMs);
   }
 
-  /** The first record index created on or after `ms` (created_at is monotonic in the index). */
+  /** Whether `created_at` rises with the index (not so with `unorderedTimes`). */
+  get timesOrdered(): boolean {
+    return !this.opts.unorderedTimes;
+  }
+
+  /** `updated_at` of record i: `after` ms past its creation, or as long before it (unorderedTimes, one in four). */
+  private updatedAt(c: SimCampaign, i: number, created: number, after: number): string {
+    const before = this.opts.unorderedTimes && hash32(this.opts.seed, c.index, i, 0x7f) % 4 === 0;
+    return iso(before ? created - after : created + after);
+  }
+
+  /** The first record index created on or after `ms` (only while created_at is monotonic in the index). */
   firstCreatedAtOrAfter(ms: number, count: number): number {
     let lo = 0;
     let hi = count;
@@ -290,7 +309,7 @@ export class SimData {
     const extra = this.additionalScores(rand);
     if (extra !== undefined) record.additional_scores = extra;
     record.created_at = iso(created);
-    record.updated_at = iso(created + Math.floor(rand() * 3_600_000));
+    record.updated_at = this.updatedAt(c, i, created, Math.floor(rand() * 3_600_000));
     record.order_index = this.orderIndexValue(c, i);
     return record;
   }
@@ -311,7 +330,7 @@ export class SimData {
     const extra = this.additionalScores(rand);
     if (extra !== undefined) record.additional_scores = extra;
     record.created_at = iso(created);
-    record.updated_at = iso(created + 60_000);
+    record.updated_at = this.updatedAt(c, i, created, 60_000);
     record.order_index = this.orderIndexValue(c, i);
     if (report === 'DETAILED') {
       // Drawn after the OVERALL fields so both reports of a record agree on those.

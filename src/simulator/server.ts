@@ -2,11 +2,9 @@
  * The simulator's HTTP server: the three GET endpoints of spec/service-interface.md §4 over
  * SimData, with the spec's auth, errors (§7) and rate limit (§8), plus optional growth and faults.
  *
- * Over 250 lines because routing, query parsing and the fault injector share one request's state;
- * query parsing is the first to move out (simulator/query.ts) when the documented shapes of issue 12
- * add their own routes.
+ * Query parsing is in query.ts, the documented shapes (quirks.ts) in shapes.ts. Over 250 lines
+ * because routing, paging and the fault injector share one request's state.
  */
-import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { toJson } from '../core/json.js';
@@ -14,18 +12,13 @@ import type { Rate } from '../core/rate.js';
 import { SimChanges } from './changes.js';
 import { type SimCampaign, SimData } from './data.js';
 import { chooseFault, type FaultKind, type FaultPlan } from './faults.js';
+import { errorBody, HttpError, parseCampaignQuery, parseQuery } from './query.js';
+import type { Quirks } from './quirks.js';
 import { hash32, prng, seedNumber } from './random.js';
+import { shapeRecord } from './shapes.js';
 import { SlidingWindow } from './window.js';
 
-/** Deviations from the spec that published samples show, for rehearsing a client against them. */
-export interface Quirks {
-  /** order_index as a decimal string, as some of the service's samples show. */
-  stringOrderIndex?: boolean;
-  /** The envelope names the cursor `last_record_id` (one guide's name) instead of `last_record_index`. */
-  lastRecordId?: boolean;
-  /** The envelope carries no cursor field at all: the client must use the last record's order_index. */
-  noCursorField?: boolean;
-}
+export type { Quirks };
 
 export interface SimulatorOptions {
   port?: number;
@@ -46,6 +39,8 @@ export interface SimulatorOptions {
   orderIndexStart?: bigint;
   unknownTypeCampaigns?: number;
   quirks?: Quirks;
+  /** Campaigns per page of a paged campaign list (the `campaignsPaged` quirk) when no `limit` is sent. */
+  campaignPageSize?: number;
   /** Keep rendered page bodies in memory (benchmarks: the server should not be what is measured). */
   cachePages?: boolean;
   /** Clock, for tests. */
@@ -68,74 +63,12 @@ export interface RunningSimulator {
   port: number;
   apiKey: string;
   data: SimData;
+  /** The quirks it serves with (shapes.ts shapes a record the same way). */
+  quirks: Quirks;
   /** Re-scores, late arrivals and deletions applied to the data (simulator/changes.ts). */
   changes: SimChanges;
   stats: SimulatorStats;
   close(): Promise<void>;
-}
-
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const INT64 = /^-?\d{1,19}$/;
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-  }
-}
-
-function errorBody(status: number, message: string): string {
-  return JSON.stringify({ error: { message, status_code: status, request_id: randomUUID() } });
-}
-
-function parseQuery(url: URL, allowed: { reportType: boolean }) {
-  const q = url.searchParams;
-  const one = (name: string): string | undefined => {
-    const all = q.getAll(name);
-    if (all.length > 1) throw new HttpError(400, `${name} must be given once`);
-    return all[0];
-  };
-  const limitText = one('limit');
-  let limit = 10;
-  if (limitText !== undefined) {
-    if (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 100) {
-      throw new HttpError(400, 'limit must be an integer from 1 to 100');
-    }
-    limit = Number(limitText);
-  }
-  const sort = one('sort') ?? 'desc';
-  if (sort !== 'asc' && sort !== 'desc') throw new HttpError(400, 'sort must be asc or desc');
-  const startDate = one('start_date');
-  const endDate = one('end_date');
-  for (const [name, v] of [
-    ['start_date', startDate],
-    ['end_date', endDate],
-  ] as const) {
-    if (v !== undefined && (!DATE.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`)))) {
-      throw new HttpError(400, `${name} must be a date in the form YYYY-MM-DD`);
-    }
-  }
-  const afterText = one('starting_after');
-  let startingAfter: bigint | undefined;
-  if (afterText !== undefined) {
-    const v = INT64.test(afterText) ? BigInt(afterText) : undefined;
-    if (v === undefined || v < INT64_MIN || v > INT64_MAX) throw new HttpError(400, 'starting_after must be an int64 order_index');
-    startingAfter = v;
-  }
-  let reportType: 'DETAILED' | 'OVERALL' = 'OVERALL';
-  if (allowed.reportType) {
-    const r = one('report_type') ?? 'OVERALL';
-    if (r !== 'DETAILED' && r !== 'OVERALL') throw new HttpError(400, 'report_type must be DETAILED or OVERALL');
-    reportType = r;
-  }
-  const campaignId = one('campaign_id');
-  if (campaignId === undefined || campaignId === '') throw new HttpError(400, 'campaign_id is required');
-  return { limit, sort, startDate, endDate, startingAfter, reportType, campaignId };
 }
 
 /** Starts the simulator; port 0 (the default) picks a free port. */
@@ -151,6 +84,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       records: options.records ?? 250,
       orderIndexStart: options.orderIndexStart ?? 1000n,
       unknownTypeCampaigns: options.unknownTypeCampaigns ?? 0,
+      unorderedTimes: options.quirks?.unorderedTimes === true,
     },
     now(),
     growthPerMs,
@@ -171,10 +105,27 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     res.end(body);
   };
 
-  const campaignsBody = (): string =>
-    JSON.stringify({
-      data: data.campaigns.map((c) => ({ id: c.id, name: c.name, display_name: c.display_name, type: c.type, created_at: c.created_at })),
-    });
+  const campaignsBody = (url: URL): string => {
+    const all = data.campaigns.map((c) => ({
+      id: c.id,
+      name: c.name,
+      display_name: c.display_name,
+      type: c.type,
+      created_at: c.created_at,
+    }));
+    if (quirks.campaignsBareArray) return JSON.stringify(all);
+    if (!quirks.campaignsPaged) return JSON.stringify({ data: all });
+    // Paged by id: `starting_after` names the last campaign already read.
+    const q = parseCampaignQuery(url, options.campaignPageSize ?? 4);
+    let from = 0;
+    if (q.startingAfter !== undefined) {
+      from = all.findIndex((c) => c.id === q.startingAfter) + 1;
+      if (from === 0) throw new HttpError(400, 'starting_after must be the id of a campaign');
+    }
+    const page = all.slice(from, from + q.limit);
+    const hasMore = from + page.length < all.length;
+    return JSON.stringify({ data: page, has_more: hasMore, last_record_id: page.at(-1)?.id ?? null });
+  };
 
   const resultsBody = (url: URL, endpoint: 'session' | 'role'): string => {
     const q = parseQuery(url, { reportType: endpoint === 'role' });
@@ -183,27 +134,49 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     if (!campaign || campaign.type !== wanted) throw new HttpError(404, 'Not found');
     const count = data.count(now());
     // The index range allowed by the date filters (inclusive UTC days of created_at).
-    let lo = q.startDate ? data.firstCreatedAtOrAfter(Date.parse(`${q.startDate}T00:00:00Z`), count) : 0;
-    let hi = q.endDate ? data.firstCreatedAtOrAfter(Date.parse(`${q.endDate}T00:00:00Z`) + 86_400_000, count) : count;
+    const from = q.startDate ? Date.parse(`${q.startDate}T00:00:00Z`) : -Infinity;
+    const until = q.endDate ? Date.parse(`${q.endDate}T00:00:00Z`) + 86_400_000 : Infinity;
+    // Ordered times: the window is an index range. Unordered: every index is tested against it.
+    const ranged = data.timesOrdered || (q.startDate === undefined && q.endDate === undefined);
+    let lo = ranged && q.startDate ? data.firstCreatedAtOrAfter(from, count) : 0;
+    let hi = ranged && q.endDate ? data.firstCreatedAtOrAfter(until, count) : count;
+    const inWindow = (i: number) => {
+      if (ranged) return true;
+      const t = data.createdAt(i);
+      return t >= from && t < until;
+    };
     const indexes: number[] = [];
-    let hasMore: boolean;
+    let hasMore = false;
     let records: Array<Record<string, unknown>> = [];
     if (changes.any) {
-      const page = changes.page(campaign, endpoint, q, lo, hi);
+      const page = changes.page(campaign, endpoint, q, lo, hi, ranged ? undefined : inWindow);
       records = page.records;
       hasMore = page.hasMore;
     } else if (q.sort === 'asc') {
       if (q.startingAfter !== undefined) lo = Math.max(lo, data.firstAfter(campaign, q.startingAfter));
-      for (let i = lo; i < hi && indexes.length < q.limit; i++) indexes.push(i);
-      hasMore = lo + indexes.length < hi;
+      for (let i = lo; i < hi; i++) {
+        if (!inWindow(i)) continue;
+        if (indexes.length === q.limit) {
+          hasMore = true;
+          break;
+        }
+        indexes.push(i);
+      }
     } else {
       if (q.startingAfter !== undefined) hi = Math.min(hi, data.firstAfter(campaign, q.startingAfter - 1n));
-      for (let i = hi - 1; i >= lo && indexes.length < q.limit; i--) indexes.push(i);
-      hasMore = hi - indexes.length > lo;
+      for (let i = hi - 1; i >= lo; i--) {
+        if (!inWindow(i)) continue;
+        if (indexes.length === q.limit) {
+          hasMore = true;
+          break;
+        }
+        indexes.push(i);
+      }
     }
     if (!changes.any)
       records = indexes.map((i) => (endpoint === 'session' ? data.sessionResult(campaign, i) : data.roleResult(campaign, i, q.reportType)));
-    if (quirks.stringOrderIndex) for (const r of records) r.order_index = String(r.order_index);
+    records = records.map((r) => shapeRecord(r, endpoint, quirks));
+    if (quirks.bareArray) return toJson(records);
     const last = records.length > 0 ? (records[records.length - 1] as Record<string, unknown>).order_index : null;
     const envelope: Record<string, unknown> = { data: records, has_more: hasMore };
     if (quirks.lastRecordId) envelope.last_record_id = last;
@@ -240,7 +213,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       const cached = cache?.get(key);
       if (cached !== undefined) body = cached;
       else {
-        if (url.pathname === '/v1/campaigns') body = campaignsBody();
+        if (url.pathname === '/v1/campaigns') body = campaignsBody(url);
         else if (url.pathname === '/v1/campaigns/session/results') body = resultsBody(url, 'session');
         else if (url.pathname === '/v1/campaigns/role/results') body = resultsBody(url, 'role');
         else throw new HttpError(404, 'Not found');
@@ -288,6 +261,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     port: address.port,
     apiKey,
     data,
+    quirks,
     changes,
     stats,
     close: () =>

@@ -101,28 +101,41 @@ function json(v: unknown): string | null {
   return v === undefined || v === null ? null : toJson(v);
 }
 
+/** Shared by every missing object: no allocation per record for a field that is not there. */
+const NONE: Obj = Object.freeze({});
+
 function obj(v: unknown): Obj {
-  return v !== null && typeof v === 'object' ? (v as Obj) : {};
+  return v !== null && typeof v === 'object' ? (v as Obj) : NONE;
+}
+
+/** A scenario type's key: `{key, label}` as the spec shows it (a bare string is taken as the key). */
+function typeKey(v: unknown): string | null {
+  return typeof v === 'string' ? v : text(obj(v).key);
 }
 
 function cefrOf(additional: unknown): string | null {
   return text(obj(obj(additional).cefr).score);
 }
 
-/** session_results values of a session record, then its id. */
+/**
+ * session_results values of a session record, then its id. Two shapes fill the same columns: the
+ * interface's nested `user`, `session`, `scenario` and `score`, and the session reference's flat
+ * `user_id`, `email`, `session_id`, `scenario_name`, `scenario_type` and `scenario_score`; the nested
+ * value wins where a record carries both.
+ */
 export function sessionRow(r: CheckedRecord, campaignId: string): Values {
   const x = r.record;
   const user = obj(x.user);
   const scenario = obj(x.scenario);
   return [
     campaignId,
-    text(user.id),
-    text(user.email),
-    text(obj(x.session).id),
-    text(scenario.id),
-    text(scenario.name),
-    text(obj(scenario.type).key),
-    real(x.score),
+    text(user.id ?? x.user_id),
+    text(user.email ?? x.email),
+    text(obj(x.session).id ?? x.session_id),
+    text(scenario.id ?? x.scenario_id),
+    text(scenario.name ?? x.scenario_name),
+    typeKey(scenario.type ?? x.scenario_type),
+    real(x.score ?? x.scenario_score),
     cefrOf(x.additional_scores),
     json(x.feedback),
     json(x.additional_scores),
@@ -134,14 +147,14 @@ export function sessionRow(r: CheckedRecord, campaignId: string): Values {
   ];
 }
 
-/** role_results values of a role record (OVERALL or DETAILED), then its id. */
+/** role_results values of a role record (OVERALL or DETAILED), then its id; a flat `user_id`/`email` is read too. */
 export function roleRow(r: CheckedRecord, campaignId: string, reportType: string): Values {
   const x = r.record;
   const user = obj(x.user);
   return [
     campaignId,
-    text(user.id),
-    text(user.email),
+    text(user.id ?? x.user_id),
+    text(user.email ?? x.email),
     text(x.recommendation_status),
     real(x.overall_score),
     cefrOf(x.additional_scores),

@@ -4,6 +4,10 @@
  * (or `last_record_id`, which one guide names), else the last record's `order_index`. A page that
  * says there is more but cannot move the cursor forward stops the stream with an error: never an
  * endless loop.
+ *
+ * A bare-array page (the session reference's sample: no envelope, so no `has_more`) follows the
+ * full-page rule: a page as long as the `limit` asked for may have more after it; a shorter one,
+ * or an empty one, is the end.
  */
 import { toInt64 } from '../core/int64.js';
 import { DataError } from '../errors.js';
@@ -11,7 +15,8 @@ import { show } from './records.js';
 
 /** What a page says about paging. */
 export interface PageEnvelope {
-  has_more: boolean;
+  /** The envelope's `has_more`; undefined for a bare-array page, which pages by the full-page rule. */
+  has_more: boolean | undefined;
   last_record_index?: unknown;
   last_record_id?: unknown;
 }
@@ -25,6 +30,8 @@ export interface PageFacts {
   records: number;
   /** The `order_index` of the page's last record. */
   last: bigint | undefined;
+  /** The `limit` the page was asked for with: a bare-array page cannot be paged without it. */
+  limit?: number | undefined;
 }
 
 export type PagingStep = { done: true } | { done: false; next: bigint };
@@ -46,6 +53,7 @@ export function nextStep(page: PageEnvelope, facts: PageFacts): PagingStep {
   const { where, sent, last } = facts;
   // A bad cursor field is an error even on the last page: the envelope is not what it claims.
   const next = envelopeCursor(page, where) ?? last;
+  if (page.has_more === undefined) return fullPageStep(facts);
   if (!page.has_more) return { done: true };
   if (facts.records === 0) {
     throw new DataError(`${where}: has_more is true but the page is empty; stopped to avoid an endless loop`);
@@ -56,4 +64,16 @@ export function nextStep(page: PageEnvelope, facts: PageFacts): PagingStep {
     );
   }
   return { done: false, next };
+}
+
+/** A bare-array page: more may follow only a full page, and then after its last record. */
+function fullPageStep(facts: PageFacts): PagingStep {
+  const { where, sent, last, limit } = facts;
+  if (limit === undefined) throw new DataError(`${where}: a page without has_more cannot be paged without the limit it was asked for`);
+  // A short page is the end; so is an empty page after a full one (a clean end, not the has_more error).
+  if (facts.records < limit || last === undefined) return { done: true };
+  if (sent !== undefined && last <= sent) {
+    throw new DataError(`${where}: the cursor did not advance (sent ${sent}, page ends at ${last}); stopped to avoid an endless loop`);
+  }
+  return { done: false, next: last };
 }

@@ -1,7 +1,7 @@
 /**
  * The identity rules of PRODUCT.md §4, checked on every record of a page before anything of the
  * page is written: a usable `id`, an int64 `order_index` past the cursor and rising, and the
- * stream's campaign id. Everything else is lenient and kept as sent.
+ * stream's campaign id (`campaign.id`, or a flat record's `campaign_id`). Everything else is lenient and kept as sent.
  *
  * Hand-written rather than zod: this runs on every record and must not walk or copy large objects.
  */
@@ -50,13 +50,16 @@ export function checkPage(data: unknown[], ctx: PageContext): CheckedRecord[] {
     if (orderIndex === undefined) {
       throw new DataError(`${at} (id ${id}): order_index: ${show(record.order_index)} is not a non-negative int64`);
     }
+    // Nested `campaign.id` (the interface), else flat `campaign_id` (the session reference's sample).
     const campaign = record.campaign as { id?: unknown } | null | undefined;
-    const campaignId = campaign && typeof campaign === 'object' ? campaign.id : undefined;
-    if (typeof campaignId !== 'string' || campaignId.length === 0) {
-      throw new DataError(`${at} (id ${id}): campaign.id: ${show(campaignId)} is not a usable campaign id`);
-    }
+    const nested = campaign !== null && typeof campaign === 'object';
+    const campaignId = nested ? campaign.id : record.campaign_id;
     if (campaignId !== ctx.campaignId) {
-      throw new DataError(`${at} (id ${id}): campaign.id: ${campaignId} is not the campaign asked for`);
+      const field = nested || record.campaign_id === undefined ? 'campaign.id' : 'campaign_id';
+      if (typeof campaignId !== 'string' || campaignId.length === 0) {
+        throw new DataError(`${at} (id ${id}): ${field}: ${show(campaignId)} is not a usable campaign id`);
+      }
+      throw new DataError(`${at} (id ${id}): ${field}: ${campaignId} is not the campaign asked for`);
     }
     if (previous !== undefined && orderIndex <= previous) {
       throw new DataError(

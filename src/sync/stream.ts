@@ -141,7 +141,7 @@ export async function walkStream(
       const where = `${describeRequest({ method: 'GET', path, campaignId: id.campaignId })}, page ${counts.pages}`;
       const checked = checkPage(page.data, { where, campaignId: id.campaignId, after: cursor });
       const last = checked.at(-1)?.orderIndex;
-      const step = nextStep(page, { where, sent: cursor, records: checked.length, last });
+      const step = nextStep(page, { where, sent: cursor, records: checked.length, last, limit: opts.pageSize });
       // The next page is on its way while this one is stored: the network overlaps the disk.
       if (!step.done && !deps.signal?.aborted) {
         pending = fetchPage(step.next);

@@ -7,14 +7,26 @@ import { request } from 'undici';
 import { afterAll } from 'vitest';
 import type { ApiConfig } from '../../src/config/config.js';
 import { toJson } from '../../src/core/json.js';
+import { parseQuirks } from '../../src/simulator/quirks.js';
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from '../../src/simulator/server.js';
+import { shapeRecord } from '../../src/simulator/shapes.js';
 
 const started: RunningSimulator[] = [];
 const dirs: string[] = [];
 
-/** A simulator on a free loopback port, closed after the file's tests. */
-export async function sim(options: SimulatorOptions = {}): Promise<RunningSimulator> {
-  const s = await startSimulator({ rateLimit: undefined, ...options });
+/**
+ * A simulator on a free loopback port, closed after the file's tests. `quirkNames` takes the
+ * names `simulate --quirks` takes (`docs`, `bare-array,flat-session`, …), on top of `quirks`.
+ */
+export async function sim(options: SimulatorOptions & { quirkNames?: string } = {}): Promise<RunningSimulator> {
+  const { quirkNames, ...rest } = options;
+  const named = quirkNames === undefined ? undefined : parseQuirks(quirkNames);
+  const s = await startSimulator({
+    rateLimit: undefined,
+    ...rest,
+    quirks: { ...rest.quirks, ...named?.quirks },
+    unknownTypeCampaigns: rest.unknownTypeCampaigns ?? named?.unknownTypeCampaigns,
+  });
   started.push(s);
   return s;
 }
@@ -120,15 +132,26 @@ export function startCli(args: string[], opts: { env?: Record<string, string | u
   };
 }
 
+/** What the simulator serves (in its quirks' shapes) for each of the first `records` records of every campaign, by id. */
+export function servedObjects(s: RunningSimulator, records: number): Map<string, Record<string, unknown>> {
+  const byId = new Map<string, Record<string, unknown>>();
+  for (const c of s.data.campaigns) {
+    if (c.type !== 'SESSION_COMPLETION' && c.type !== 'ROLE_SUBMISSION') continue;
+    for (let i = 0; i < records; i++) {
+      const r =
+        c.type === 'SESSION_COMPLETION'
+          ? shapeRecord(s.data.sessionResult(c, i), 'session', s.quirks)
+          : shapeRecord(s.data.roleResult(c, i, 'DETAILED'), 'role', s.quirks);
+      byId.set(r.id as string, r);
+    }
+  }
+  return byId;
+}
+
 /** What the simulator serves for each of the first `records` records of every campaign, as JSON text by id. */
 export function servedRecords(s: RunningSimulator, records: number): Map<string, string> {
   const byId = new Map<string, string>();
-  for (const c of s.data.campaigns) {
-    for (let i = 0; i < records; i++) {
-      const r = c.type === 'SESSION_COMPLETION' ? s.data.sessionResult(c, i) : s.data.roleResult(c, i, 'DETAILED');
-      byId.set(r.id as string, toJson(r));
-    }
-  }
+  for (const [id, r] of servedObjects(s, records)) byId.set(id, toJson(r));
   return byId;
 }
 
