@@ -195,6 +195,10 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       .option('--api-key <key>', `the key clients must send${shownDefault('simulatorApiKey')}`)
       .option('--rate-limit <rate>', `per-key limit, N/DURATION, or 'off'${shownDefault('simulatorRateLimit')}`)
       .option('--growth <rate>', 'new results per campaign, N/DURATION (e.g. 5/1m)')
+      .option(
+        '--churn <rate>',
+        'changes to served results, N/DURATION: re-scores, late arrivals, deletions (rehearse --lookback and reconcile)',
+      )
       .option('--faults <spec>', 'share of faulty replies: 0.2, or 500=0.05,503=0.05,429=0.02,reset=0.02,slow=0.05,truncate=0.02')
       .option(
         '--quirks <list>',

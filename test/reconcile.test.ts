@@ -212,3 +212,18 @@ describe('reconcile into NDJSON', () => {
     expect(all.length - tombstones.length).toBe(300);
   });
 });
+
+describe('simulate --churn', () => {
+  it('changes served results over time, which reconcile and the next pass see', async () => {
+    const s = await sim({ campaigns: 2, records: 100, churn: { count: 20, windowMs: 100 } });
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    await pullCli(s, ['--db', db]);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(s.changes.any).toBe(true);
+    const r = await reconcileCli(s, ['--db', db]);
+    expect(r.code, r.stderr).toBe(0);
+    const streams = JSON.parse(r.stdout).streams as Array<Record<string, number>>;
+    expect(streams.reduce((n, x) => n + (x.added ?? 0) + (x.changed ?? 0) + (x.gone ?? 0), 0)).toBeGreaterThan(0);
+  });
+});

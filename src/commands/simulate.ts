@@ -16,6 +16,7 @@ export interface SimulateOptions {
   apiKey?: string;
   rateLimit?: string;
   growth?: string;
+  churn?: string;
   faults?: string;
   quirks?: string;
   orderIndexStart?: string;
@@ -44,6 +45,7 @@ function simulatorOptions(opts: SimulateOptions) {
     apiKey: settings.apiKey,
     rateLimit,
     growth: opts.growth ? parseRate(opts.growth, '--growth') : undefined,
+    churn: opts.churn ? parseRate(opts.churn, '--churn') : undefined,
     faults: opts.faults ? parseFaults(opts.faults) : {},
     quirks,
     unknownTypeCampaigns,

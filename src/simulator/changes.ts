@@ -39,6 +39,28 @@ export class SimChanges {
 
   constructor(private readonly data: SimData) {}
 
+  /**
+   * One random change, as the real service sees them (`simulate --churn`): mostly a re-score of a
+   * recent result, sometimes a late arrival created `now`, sometimes a deletion. Recent: among the
+   * newest tenth of the campaign's results, where a lookback window would find them.
+   */
+  churn(now: number, count: number, rand: () => number): void {
+    const campaigns = this.data.campaigns.filter((c) => c.type === 'SESSION_COMPLETION' || c.type === 'ROLE_SUBMISSION');
+    const c = campaigns[Math.floor(rand() * campaigns.length)];
+    if (!c || count < 2) return;
+    const recent = Math.max(1, Math.floor(count / 10));
+    const i = count - 1 - Math.floor(rand() * recent);
+    const kind = rand();
+    if (kind < 0.6) this.rescore(c, i, now);
+    else if (kind < 0.8) {
+      try {
+        this.arriveLate(c, Math.max(1, i), now);
+      } catch {
+        // That slot already holds a late record: this tick changes nothing.
+      }
+    } else this.remove(c, i);
+  }
+
   /** Whether anything changed (when not, the server takes its direct path). */
   get any(): boolean {
     return this.deleted.size > 0 || this.rescored.size > 0 || this.late.size > 0;

@@ -31,6 +31,8 @@ export interface SimulatorOptions {
   rateLimit?: Rate | undefined;
   /** New records per campaign per window. */
   growth?: Rate | undefined;
+  /** Changes to served results per window: re-scores, late arrivals, deletions (simulator/changes.ts). */
+  churn?: Rate | undefined;
   faults?: FaultPlan;
   /** Delay of a `slow` fault. */
   slowMs?: number;
@@ -90,6 +92,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     growthPerMs,
   );
   const changes = new SimChanges(data);
+  let churnTimer: NodeJS.Timeout | undefined;
+  if (options.churn) {
+    const churnDraw = prng(hash32(seed, 0xc4));
+    churnTimer = setInterval(() => changes.churn(now(), data.count(now()), churnDraw), options.churn.windowMs / options.churn.count);
+    churnTimer.unref();
+  }
   const limiter = options.rateLimit ? new SlidingWindow(options.rateLimit.count, options.rateLimit.windowMs) : undefined;
   const faults = options.faults ?? {};
   const faultDraw = prng(hash32(seed, 0xfa));
@@ -266,6 +274,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     stats,
     close: () =>
       new Promise<void>((resolve) => {
+        clearInterval(churnTimer);
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),
