@@ -41,7 +41,17 @@ function apiOptions(cmd: Command): Command {
 }
 
 function dbOption(cmd: Command): Command {
-  return cmd.option('--db <path>', `SQLite database (env CAMPAIGN_SYNC_DB)${shownDefault('db')}`);
+  return cmd
+    .option('--db <path>', `SQLite database (env CAMPAIGN_SYNC_DB)${shownDefault('db')}`)
+    .option('--config <file>', 'config file with [profiles.NAME] (default: ./campaign-sync.toml, then ~/.config/campaign-sync/config.toml)')
+    .option('--profile <name>', 'profile of the config file to use (env CAMPAIGN_SYNC_PROFILE)');
+}
+
+/** The command's options with the config file's profile filled in under flags and environment (config/profile.ts). */
+async function configured<T extends object>(cmd: Command, opts: T): Promise<T> {
+  const { applyProfile } = await import('./config/profile.js');
+  await applyProfile(opts as Record<string, unknown>, new Set(cmd.options.map((o) => o.attributeName())));
+  return opts;
 }
 
 function outputOptions(cmd: Command): Command {
@@ -84,7 +94,9 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     outputOptions(dbOption(apiOptions(program.command('campaigns').description('list the campaigns the key can access and store them')))),
     'campaign-sync campaigns --base-url https://api.example.com --api-key-file ~/.campaign-sync-key',
     'campaign-sync campaigns --json | jq ".data[].name"',
-  ).action(async (opts) => done(await (await import('./commands/campaigns.js')).campaigns(opts, signal)));
+  ).action(async (opts, cmd: Command) =>
+    done(await (await import('./commands/campaigns.js')).campaigns(await configured(cmd, opts), signal)),
+  );
 
   example(
     outputOptions(
@@ -94,7 +106,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     'campaign-sync pull --campaign support-emea --report-type OVERALL',
     'campaign-sync pull --format ndjson --out ./warehouse-drop',
     'campaign-sync pull --since 2026-01-01 --until 2026-01-31',
-  ).action(async (opts) => done(await (await import('./commands/pull.js')).pull(opts, signal)));
+  ).action(async (opts, cmd: Command) => done(await (await import('./commands/pull.js')).pull(await configured(cmd, opts), signal)));
 
   example(
     outputOptions(syncOptions(dbOption(apiOptions(program.command('watch').description('pull again and again; stops on SIGINT/SIGTERM')))))
@@ -103,13 +115,13 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       .option('--lookback-every <duration>', `with --lookback: re-read the window at most this often${shownDefault('lookbackEvery')}`),
     'campaign-sync watch --interval 2m',
     'campaign-sync watch --max-cycles 3 --interval 10s --json',
-  ).action(async (opts) => done(await (await import('./commands/watch.js')).watch(opts, signal)));
+  ).action(async (opts, cmd: Command) => done(await (await import('./commands/watch.js')).watch(await configured(cmd, opts), signal)));
 
   example(
     outputOptions(dbOption(program.command('status').description('show each stream: cursor, records, last success, last error'))),
     'campaign-sync status',
     'campaign-sync status --json',
-  ).action(async (opts) => done(await (await import('./commands/status.js')).status(opts)));
+  ).action(async (opts, cmd: Command) => done(await (await import('./commands/status.js')).status(await configured(cmd, opts))));
 
   example(
     dbOption(
@@ -131,7 +143,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     ),
     'campaign-sync export --table session-results --format csv -o results.csv',
     'campaign-sync export --table role-results --format ndjson --since 2026-01-01 | gzip > roles.ndjson.gz',
-  ).action(async (opts) => done(await (await import('./commands/export.js')).exportTable(opts)));
+  ).action(async (opts, cmd: Command) => done(await (await import('./commands/export.js')).exportTable(await configured(cmd, opts))));
 
   example(
     outputOptions(
@@ -145,7 +157,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     ),
     'campaign-sync reset --campaign 5c8e0b4e-2f7a-4c1e-9d3b-0a1b2c3d4e5f',
     'campaign-sync reset --all',
-  ).action(async (opts) => done(await (await import('./commands/reset.js')).reset(opts)));
+  ).action(async (opts, cmd: Command) => done(await (await import('./commands/reset.js')).reset(await configured(cmd, opts))));
 
   example(
     outputOptions(
@@ -168,7 +180,9 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       .option('--prune', 'delete gone records from the mirror (NDJSON: append one tombstone line each)'),
     'campaign-sync reconcile',
     'campaign-sync reconcile --campaign support-emea --prune --json',
-  ).action(async (opts) => done(await (await import('./commands/reconcile.js')).reconcileStreams(opts, signal)));
+  ).action(async (opts, cmd: Command) =>
+    done(await (await import('./commands/reconcile.js')).reconcileStreams(await configured(cmd, opts), signal)),
+  );
 
   example(
     outputOptions(
@@ -181,7 +195,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     ),
     'campaign-sync forget --user jane.doe@example.com',
     'campaign-sync forget --user 0b6f2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b --json',
-  ).action(async (opts) => done(await (await import('./commands/forget.js')).forget(opts)));
+  ).action(async (opts, cmd: Command) => done(await (await import('./commands/forget.js')).forget(await configured(cmd, opts))));
 
   example(
     program

@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import { type ApiConfig, type ApiFlags, resolveApiConfig, resolveDbPath } from '../config/config.js';
 import { parseDate } from '../config/duration.js';
+import { readEnv } from '../config/env.js';
 import { parseSettings, syncSchema } from '../config/schema.js';
 import type { RunEvents } from '../core/events.js';
 import type { Destination, Endpoint } from '../core/types.js';
@@ -41,8 +42,8 @@ export interface SyncFlags extends ApiFlags {
 function syncSettings(flags: SyncFlags) {
   return parseSettings(syncSchema, {
     reportType: flags.reportType,
-    format: flags.format,
-    out: flags.out,
+    format: flags.format ?? readEnv('format'),
+    out: flags.out ?? readEnv('out'),
     pageSize: flags.pageSize,
     concurrency: flags.concurrency,
     lookback: flags.lookback,
@@ -112,7 +113,8 @@ export class SyncJob {
       db = openDatabase(dbPath);
       const state = new Checkpoints(db);
       // Without --format and --out, the database keeps feeding the destination it fed last.
-      const remembered = flags.format === undefined && flags.out === undefined ? state.destination() : undefined;
+      const chosen = flags.format ?? readEnv('format') ?? flags.out ?? readEnv('out');
+      const remembered = chosen === undefined ? state.destination() : undefined;
       const destination: Destination = remembered ?? (format === 'ndjson' ? { kind: 'ndjson', out: resolve(outDir) } : { kind: 'sqlite' });
       state.claimDestination(destination);
       const sink = destination.kind === 'ndjson' ? new NdjsonSink(db, state, destination.out) : new SqliteSink(db, state);

@@ -7,6 +7,13 @@ export const ENV = {
   apiKey: { name: 'CAMPAIGN_SYNC_API_KEY', doc: 'API key (flag --api-key-file reads it from a file)' },
   db: { name: 'CAMPAIGN_SYNC_DB', doc: 'SQLite database path (flag --db); default ./campaign-sync.db' },
   rateLimit: { name: 'CAMPAIGN_SYNC_RATE_LIMIT', doc: 'request budget such as 100/1m (flag --rate-limit)' },
+  format: { name: 'CAMPAIGN_SYNC_FORMAT', doc: 'where pull and watch send records, sqlite or ndjson (flag --format)' },
+  out: { name: 'CAMPAIGN_SYNC_OUT', doc: 'NDJSON folder (flag --out)' },
+  profile: { name: 'CAMPAIGN_SYNC_PROFILE', doc: 'profile of the config file (flag --profile)' },
+  xdgConfigHome: {
+    name: 'XDG_CONFIG_HOME',
+    doc: 'where the user config file is looked for: $XDG_CONFIG_HOME/campaign-sync/config.toml (default ~/.config)',
+  },
   ci: { name: 'CI', doc: 'when set, no spinners' },
   noColor: { name: 'NO_COLOR', doc: 'when set, no colours' },
 } as const;

@@ -1,0 +1,157 @@
+/**
+ * The config file and its profiles (an agency holds several keys): `campaign-sync.toml` in the
+ * working directory, else `$XDG_CONFIG_HOME/campaign-sync/config.toml` (`~/.config/…`), or
+ * `--config <file>`; `[profiles.NAME]` tables chosen by `--profile NAME`, `CAMPAIGN_SYNC_PROFILE`, or
+ * the file's `default_profile`. A profile fills only what neither a flag nor the environment gave:
+ * flags > environment > profile > defaults (config/defaults.ts). The file is validated whole: an
+ * unknown key is an error naming the file, profile and key, and a literal API key is refused (a
+ * config file is shared and backed up; the key belongs in its own 0600 file).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { UsageError } from '../errors.js';
+import { type EnvKey, readEnv } from './env.js';
+
+/** Each key a profile may hold, and the command option it fills (commander's attribute name). */
+const PROFILE_KEYS = {
+  base_url: 'baseUrl',
+  api_key_file: 'apiKeyFile',
+  db: 'db',
+  rate_limit: 'rateLimit',
+  timeout: 'timeout',
+  max_retries: 'maxRetries',
+  max_retry_wait: 'maxRetryWait',
+  format: 'format',
+  out: 'out',
+  page_size: 'pageSize',
+  concurrency: 'concurrency',
+  report_type: 'reportType',
+  lookback: 'lookback',
+  interval: 'interval',
+  lookback_every: 'lookbackEvery',
+} as const;
+type ProfileKey = keyof typeof PROFILE_KEYS;
+
+/** The environment variable that beats a profile's value for an option, where there is one. */
+const ENV_OF: Partial<Record<string, EnvKey>> = {
+  baseUrl: 'baseUrl',
+  apiKeyFile: 'apiKey',
+  db: 'db',
+  rateLimit: 'rateLimit',
+  format: 'format',
+  out: 'out',
+};
+
+/** Paths in a profile are relative to the file that holds them; `~/` is the home folder. */
+const PATH_KEYS = new Set<ProfileKey>(['api_key_file', 'db', 'out']);
+const LITERAL_KEYS = ['api_key', 'key', 'token', 'apikey', 'api-key'];
+
+const value = z.union([z.string(), z.number()]);
+const profileSchema = z.strictObject(
+  Object.fromEntries(Object.keys(PROFILE_KEYS).map((k) => [k, value.optional()])) as Record<ProfileKey, z.ZodOptional<typeof value>>,
+);
+const fileSchema = z.strictObject({
+  default_profile: z.string().optional(),
+  profiles: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
+});
+
+/** The config file to read: `--config`, else the working directory's, else the user's; none is fine. */
+export function findConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv, cwd = process.cwd()): string | undefined {
+  if (flag !== undefined) {
+    const path = resolve(cwd, flag);
+    if (!existsSync(path)) throw new UsageError(`--config: ${path} does not exist`);
+    return path;
+  }
+  const local = join(cwd, 'campaign-sync.toml');
+  if (existsSync(local)) return local;
+  const base = readEnv('xdgConfigHome', env) ?? join(homedir(), '.config');
+  const user = join(base, 'campaign-sync', 'config.toml');
+  return existsSync(user) ? user : undefined;
+}
+
+function expandPath(text: string, file: string): string {
+  if (text === '~') return homedir();
+  if (text.startsWith('~/')) return join(homedir(), text.slice(2));
+  return isAbsolute(text) ? text : resolve(dirname(file), text);
+}
+
+/** Reads and validates a config file; returns its profiles. */
+async function readConfig(file: string): Promise<{ defaultProfile?: string; profiles: Record<string, Record<string, string | number>> }> {
+  let data: unknown;
+  try {
+    const { parse } = await import('smol-toml');
+    data = parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    const message = (err as Error).message.split('\n')[0];
+    throw new UsageError(`${file}: not a valid TOML config file: ${message}`);
+  }
+  const parsed = fileSchema.safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const key = issue?.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue?.path.join('.');
+    throw new UsageError(`${file}: unknown or invalid top-level key ${key} (allowed: default_profile, [profiles.NAME])`);
+  }
+  const profiles: Record<string, Record<string, string | number>> = {};
+  for (const [name, profile] of Object.entries(parsed.data.profiles ?? {})) {
+    const literal = Object.keys(profile).find((k) => LITERAL_KEYS.includes(k.toLowerCase()));
+    if (literal) {
+      throw new UsageError(
+        `${file}: profiles.${name}: "${literal}" would keep the API key in the config file; put the key alone in a 0600 file and name it with api_key_file`,
+      );
+    }
+    const checked = profileSchema.safeParse(profile);
+    if (!checked.success) {
+      const issue = checked.error.issues[0];
+      if (issue?.code === 'unrecognized_keys') {
+        throw new UsageError(
+          `${file}: profiles.${name}: unknown key ${issue.keys.map((k) => `"${k}"`).join(', ')} (allowed: ${Object.keys(PROFILE_KEYS).join(', ')})`,
+        );
+      }
+      throw new UsageError(`${file}: profiles.${name}.${issue?.path.join('.')}: must be a string or a number`);
+    }
+    profiles[name] = checked.data as Record<string, string | number>;
+  }
+  return { defaultProfile: parsed.data.default_profile, profiles };
+}
+
+/**
+ * Fills `flags` (a command's parsed options) from the chosen profile, for the options the command has
+ * (`accepted`) that neither a flag nor the environment set. Returns the profile used, if any.
+ */
+export async function applyProfile(
+  flags: Record<string, unknown>,
+  accepted: ReadonlySet<string>,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): Promise<{ file: string; profile: string } | undefined> {
+  const file = findConfigFile(flags.config as string | undefined, env, cwd);
+  const wanted = (flags.profile as string | undefined) ?? readEnv('profile', env);
+  if (file === undefined) {
+    if (wanted !== undefined) {
+      throw new UsageError(
+        `--profile ${wanted}: no config file (./campaign-sync.toml, $XDG_CONFIG_HOME/campaign-sync/config.toml, or --config <file>)`,
+      );
+    }
+    return undefined;
+  }
+  const config = await readConfig(file);
+  const name = wanted ?? config.defaultProfile;
+  if (name === undefined) return undefined;
+  const profile = config.profiles[name];
+  if (profile === undefined) {
+    const names = Object.keys(config.profiles);
+    throw new UsageError(`--profile: ${file} has no profile "${name}" (profiles: ${names.length ? names.join(', ') : 'none'})`);
+  }
+  for (const [key, raw] of Object.entries(profile)) {
+    const option = PROFILE_KEYS[key as ProfileKey];
+    if (!accepted.has(option) || flags[option] !== undefined) continue;
+    const envKey = ENV_OF[option];
+    if (envKey !== undefined && readEnv(envKey, env) !== undefined) continue;
+    const text = String(raw);
+    flags[option] = PATH_KEYS.has(key as ProfileKey) ? expandPath(text, file) : text;
+  }
+  return { file, profile: name };
+}

@@ -1,0 +1,112 @@
+/**
+ * The config file and its profiles (issue 14): found where documented, validated whole, filling only
+ * what flags and environment left unset, and never holding a literal key.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { applyProfile } from '../src/config/profile.js';
+import { cli, sim, tempDir } from './helpers/index.js';
+
+const ALL = new Set(['baseUrl', 'apiKeyFile', 'db', 'rateLimit', 'format', 'out', 'pageSize', 'concurrency', 'reportType', 'lookback']);
+
+function project(toml: string): string {
+  const dir = tempDir();
+  writeFileSync(join(dir, 'campaign-sync.toml'), toml);
+  return dir;
+}
+
+const TOML = `
+default_profile = "a"
+
+[profiles.a]
+base_url = "https://a.example.com"
+api_key_file = "keys/a.key"
+db = "~/mirrors/a.db"
+page_size = 50
+rate_limit = "60/1m"
+
+[profiles.b]
+base_url = "https://b.example.com"
+format = "ndjson"
+out = "/srv/drop/b"
+`;
+
+describe('config profiles', () => {
+  it('fills what flags and environment left unset: flags > environment > profile > defaults', async () => {
+    const dir = project(TOML);
+    const flags: Record<string, unknown> = { pageSize: '10' };
+    const used = await applyProfile(flags, ALL, { CAMPAIGN_SYNC_RATE_LIMIT: '5/1s' }, dir);
+    expect(used).toEqual({ file: join(dir, 'campaign-sync.toml'), profile: 'a' });
+    expect(flags).toEqual({
+      pageSize: '10',
+      baseUrl: 'https://a.example.com',
+      // Relative to the file's folder; ~ is the home folder.
+      apiKeyFile: join(dir, 'keys/a.key'),
+      db: join(process.env.HOME ?? '', 'mirrors/a.db'),
+    });
+    // --profile beats default_profile; CAMPAIGN_SYNC_PROFILE too; options the command lacks are left out.
+    const b: Record<string, unknown> = { profile: 'b' };
+    await applyProfile(b, new Set(['baseUrl', 'format']), {}, dir);
+    expect(b).toEqual({ profile: 'b', baseUrl: 'https://b.example.com', format: 'ndjson' });
+    const viaEnv: Record<string, unknown> = {};
+    await applyProfile(viaEnv, ALL, { CAMPAIGN_SYNC_PROFILE: 'b', CAMPAIGN_SYNC_OUT: '/elsewhere' }, dir);
+    expect(viaEnv).toEqual({ baseUrl: 'https://b.example.com', format: 'ndjson' });
+  });
+
+  it('finds the user file under XDG_CONFIG_HOME, or --config; none at all is fine', async () => {
+    const xdg = tempDir();
+    mkdirSync(join(xdg, 'campaign-sync'));
+    writeFileSync(join(xdg, 'campaign-sync', 'config.toml'), '[profiles.x]\nbase_url = "https://x.example.com"\n');
+    const empty = tempDir();
+    const flags: Record<string, unknown> = { profile: 'x' };
+    await applyProfile(flags, ALL, { XDG_CONFIG_HOME: xdg }, empty);
+    expect(flags.baseUrl).toBe('https://x.example.com');
+    const other = project(TOML);
+    const viaFlag: Record<string, unknown> = { config: join(other, 'campaign-sync.toml'), profile: 'b' };
+    await applyProfile(viaFlag, ALL, {}, empty);
+    expect(viaFlag.baseUrl).toBe('https://b.example.com');
+    expect(await applyProfile({}, ALL, { XDG_CONFIG_HOME: tempDir() }, empty)).toBeUndefined();
+  });
+
+  it('names the file, profile and key of every mistake', async () => {
+    const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+      ['[profiles.a]\nbase_ur = "x"\n', {}, /campaign-sync\.toml: profiles\.a: unknown key "base_ur" \(allowed: base_url/],
+      ['[profiles.a]\napi_key = "sk_live_123"\n', {}, /profiles\.a: "api_key" would keep the API key in the config file; .*api_key_file/],
+      ['[profiles.a]\npage_size = [1]\n', {}, /profiles\.a\.page_size: must be a string or a number/],
+      ['colour = "red"\n', {}, /unknown or invalid top-level key colour/],
+      ['[profiles.a\n', {}, /not a valid TOML config file/],
+      ['[profiles.a]\n', { profile: 'zz' }, /has no profile "zz" \(profiles: a\)/],
+    ];
+    for (const [toml, flags, message] of cases) {
+      const dir = project(toml);
+      await expect(applyProfile({ ...flags }, ALL, {}, dir)).rejects.toThrow(message);
+    }
+    await expect(applyProfile({ profile: 'a' }, ALL, { XDG_CONFIG_HOME: tempDir() }, tempDir())).rejects.toThrow(
+      /--profile a: no config file/,
+    );
+    await expect(applyProfile({ config: 'nope.toml' }, ALL, {}, tempDir())).rejects.toThrow(/--config: .*nope\.toml does not exist/);
+  });
+
+  it('a spawned pull uses the profile; a bad file is exit 2 and the key is never printed', async () => {
+    const s = await sim({ campaigns: 2, records: 5 });
+    const dir = tempDir();
+    writeFileSync(join(dir, 'agency.key'), `${s.apiKey}\n`, { mode: 0o600 });
+    writeFileSync(
+      join(dir, 'campaign-sync.toml'),
+      `[profiles.agency]\nbase_url = "${s.url}"\napi_key_file = "agency.key"\ndb = "agency.db"\npage_size = 2\n`,
+    );
+    const r = await cli(['pull', '--profile', 'agency', '--json'], { cwd: dir, env: { XDG_CONFIG_HOME: dir } });
+    expect(r.code, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.records).toBe(10);
+    expect(doc.streams[0].pages).toBe(3);
+    const status = await cli(['status', '--json'], { cwd: dir, env: { CAMPAIGN_SYNC_PROFILE: 'agency' } });
+    expect(JSON.parse(status.stdout).streams).toHaveLength(2);
+    writeFileSync(join(dir, 'campaign-sync.toml'), `[profiles.agency]\napi_key = "${s.apiKey}"\n`);
+    const bad = await cli(['pull', '--profile', 'agency'], { cwd: dir });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/would keep the API key in the config file/);
+    expect(bad.stderr + bad.stdout).not.toContain(s.apiKey);
+  });
+});
