@@ -240,5 +240,30 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     'campaign-sync demo --db /tmp/try.db --records 2000',
   ).action(async (opts) => done(await (await import('./commands/demo.js')).demo(opts, signal)));
 
+  example(
+    program
+      .command('completion')
+      .description('print a shell completion script (bash, zsh or fish)')
+      .argument('<shell>', 'bash, zsh or fish'),
+    'source <(campaign-sync completion bash)',
+    'campaign-sync completion zsh > "${fpath[1]}/_campaign-sync"',
+    'campaign-sync completion fish > ~/.config/fish/completions/campaign-sync.fish',
+  ).action(async (shell: string) => {
+    const commands = program.commands.map((c) => ({
+      name: c.name(),
+      description: c.description(),
+      options: [
+        ...c.options,
+        ...[{ long: '--help', required: false, optional: false, argChoices: undefined, description: 'show help' }],
+      ].map((o) => ({
+        flag: o.long as string,
+        value: o.required || o.optional,
+        choices: o.argChoices ?? [],
+        description: o.description,
+      })),
+    }));
+    done((await import('./commands/completion.js')).completion(shell, commands, (text) => process.stdout.write(text)));
+  });
+
   return program;
 }

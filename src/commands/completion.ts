@@ -1,0 +1,129 @@
+/**
+ * `campaign-sync completion bash|zsh|fish`: a completion script for the shell, built from the
+ * program's own commands and options (cli.ts passes them), so it can never fall behind them.
+ */
+import { UsageError } from '../errors.js';
+
+export interface CompletionOption {
+  /** `--report-type` */
+  flag: string;
+  /** Takes a value. */
+  value: boolean;
+  /** Allowed values, when fixed. */
+  choices: string[];
+  description: string;
+}
+
+export interface CompletionCommand {
+  name: string;
+  description: string;
+  options: CompletionOption[];
+}
+
+const SHELLS = ['bash', 'zsh', 'fish'] as const;
+
+/** Single-quoted for a POSIX shell. */
+function quote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+function bash(commands: CompletionCommand[]): string {
+  const cases = commands
+    .map((c) => {
+      const valued = c.options.filter((o) => o.value);
+      const choiceCases = valued
+        .filter((o) => o.choices.length > 0)
+        .map((o) => `        ${o.flag}) COMPREPLY=($(compgen -W ${quote(o.choices.join(' '))} -- "$cur")); return ;;`);
+      const fileCases = valued.filter((o) => o.choices.length === 0).map((o) => o.flag);
+      return [
+        `    ${c.name})`,
+        '      case "$prev" in',
+        ...choiceCases,
+        ...(fileCases.length > 0 ? [`        ${fileCases.join('|')}) COMPREPLY=($(compgen -f -- "$cur")); return ;;`] : []),
+        '      esac',
+        `      COMPREPLY=($(compgen -W ${quote(c.options.map((o) => o.flag).join(' '))} -- "$cur")); return ;;`,
+      ].join('\n');
+    })
+    .join('\n');
+  return `# bash completion for campaign-sync. Load it with:
+#   source <(campaign-sync completion bash)
+# or save it as ~/.local/share/bash-completion/completions/campaign-sync
+_campaign_sync() {
+  local cur prev cmd
+  cur="\${COMP_WORDS[COMP_CWORD]}"
+  prev="\${COMP_WORDS[COMP_CWORD-1]}"
+  cmd="\${COMP_WORDS[1]}"
+  if [ "$COMP_CWORD" -eq 1 ]; then
+    COMPREPLY=($(compgen -W ${quote(['help', '--help', '--version', ...commands.map((c) => c.name)].join(' '))} -- "$cur"))
+    return
+  fi
+  case "$cmd" in
+${cases}
+  esac
+}
+complete -F _campaign_sync campaign-sync
+`;
+}
+
+function zsh(commands: CompletionCommand[]): string {
+  const bracket = (t: string) => t.replace(/[[\]:'\\]/g, (c) => `\\${c}`);
+  const subs = commands.map((c) => `    ${quote(`${c.name}:${bracket(c.description)}`)}`).join('\n');
+  const cases = commands
+    .map((c) => {
+      const args = c.options.map((o) => {
+        const action = o.choices.length > 0 ? `:value:(${o.choices.join(' ')})` : o.value ? ':value:_files' : '';
+        return `        ${quote(`${o.flag}[${bracket(o.description)}]${action}`)}`;
+      });
+      return [`    ${c.name})`, '      _arguments \\', `${args.join(' \\\n')}`, '      ;;'].join('\n');
+    })
+    .join('\n');
+  return `#compdef campaign-sync
+# zsh completion for campaign-sync. Save it as _campaign-sync in a folder of $fpath, or:
+#   source <(campaign-sync completion zsh)
+_campaign_sync() {
+  local -a subcommands
+  subcommands=(
+${subs}
+  )
+  if (( CURRENT == 2 )); then
+    _describe 'command' subcommands
+    return
+  fi
+  local cmd=$words[2]
+  shift words
+  (( CURRENT-- ))
+  case $cmd in
+${cases}
+  esac
+}
+compdef _campaign_sync campaign-sync
+`;
+}
+
+function fish(commands: CompletionCommand[]): string {
+  const lines = [
+    '# fish completion for campaign-sync. Save it as ~/.config/fish/completions/campaign-sync.fish',
+    'complete -c campaign-sync -f',
+  ];
+  const names = commands.map((c) => c.name).join(' ');
+  for (const c of commands) {
+    lines.push(`complete -c campaign-sync -n ${quote(`not __fish_seen_subcommand_from ${names}`)} -a ${c.name} -d ${quote(c.description)}`);
+    for (const o of c.options) {
+      const parts = [`complete -c campaign-sync -n ${quote(`__fish_seen_subcommand_from ${c.name}`)} -l ${o.flag.replace(/^--/, '')}`];
+      if (o.choices.length > 0) parts.push(`-x -a ${quote(o.choices.join(' '))}`);
+      else if (o.value) parts.push('-r -F');
+      parts.push(`-d ${quote(o.description)}`);
+      lines.push(parts.join(' '));
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** Prints the script for `shell`; an unknown shell is a usage error. */
+export function completion(shell: string | undefined, commands: CompletionCommand[], write: (text: string) => void): number {
+  const name = (shell ?? '').toLowerCase();
+  if (!(SHELLS as readonly string[]).includes(name))
+    throw new UsageError(`completion: the shell must be ${SHELLS.join(', ')} (got "${shell ?? ''}")`);
+  write(name === 'bash' ? bash(commands) : name === 'zsh' ? zsh(commands) : fish(commands));
+  return 0;
+}
