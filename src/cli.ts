@@ -246,7 +246,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       .description('print a shell completion script (bash, zsh or fish)')
       .argument('<shell>', 'bash, zsh or fish'),
     'source <(campaign-sync completion bash)',
-    'campaign-sync completion zsh > "${fpath[1]}/_campaign-sync"',
+    'campaign-sync completion zsh > ~/.zsh/completions/_campaign-sync',
     'campaign-sync completion fish > ~/.config/fish/completions/campaign-sync.fish',
   ).action(async (shell: string) => {
     const commands = program.commands.map((c) => ({
