@@ -3,7 +3,7 @@
  * when that command runs, so `campaign-sync --help` loads nothing heavy (STYLE.md rule 1).
  */
 import { readFileSync } from 'node:fs';
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { shownDefault } from './config/defaults.js';
 
 /** Our own version (npm_package_version would be the version of whatever project runs npx). */
@@ -21,6 +21,20 @@ export interface RunResult {
 }
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/**
+ * An option with a fixed set of values, taken in any case (`--report-type detailed`), with `_` for
+ * `-` (`--table session_results`, the SQL name): the value passed on is the listed spelling. The
+ * choices stay on the option for --help and the completion scripts.
+ */
+function enumOption(flags: string, description: string, values: readonly string[]): Option {
+  const norm = (v: string) => v.toLowerCase().replace(/_/g, '-');
+  return new Option(flags, description).choices(values).argParser((given: string) => {
+    const hit = values.find((v) => norm(v) === norm(given.trim()));
+    if (hit === undefined) throw new InvalidArgumentError(`must be one of ${values.join(', ')}.`);
+    return hit;
+  });
+}
 
 function example(cmd: Command, ...lines: string[]): Command {
   return cmd.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
@@ -61,9 +75,9 @@ function outputOptions(cmd: Command): Command {
 function syncOptions(cmd: Command): Command {
   return cmd
     .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect)
-    .addOption(new Option('--type <type>', 'only this kind of campaign').choices(['session', 'role']))
-    .addOption(new Option('--report-type <type>', `role report to mirror${shownDefault('reportType')}`).choices(['DETAILED', 'OVERALL']))
-    .addOption(new Option('--format <format>', `where records go${shownDefault('format')}`).choices(['sqlite', 'ndjson']))
+    .addOption(enumOption('--type <type>', 'only this kind of campaign', ['session', 'role']))
+    .addOption(enumOption('--report-type <type>', `role report to mirror${shownDefault('reportType')}`, ['DETAILED', 'OVERALL']))
+    .addOption(enumOption('--format <format>', `where records go${shownDefault('format')}`, ['sqlite', 'ndjson']))
     .option('--out <dir>', `NDJSON folder (with --format ndjson)${shownDefault('out')}`)
     .option('--page-size <n>', `records per request, 1 to 100${shownDefault('pageSize')}`)
     .option('--concurrency <n>', `streams synced at once (one shared request budget)${shownDefault('concurrency')}`)
@@ -82,7 +96,16 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     .description('Mirror the Campaign Evaluation Results Service into SQLite or NDJSON.')
     .version(version(), '-V, --version')
     .exitOverride()
-    .showHelpAfterError('(add --help for usage)')
+    // Commander's errors in our one-line style: `campaign-sync: unknown option '--bogus' (add --help for usage)`.
+    .configureOutput({
+      outputError: (text, write) =>
+        write(
+          `campaign-sync: ${text
+            .replace(/^error: /, '')
+            .replace(/\s+/g, ' ')
+            .trim()} (add --help for usage)\n`,
+        ),
+    })
     .configureHelp({ sortOptions: false })
     .addHelpText('after', '\nNew here? `campaign-sync demo` mirrors a built-in simulator of the service: no key, no network.\n');
 
@@ -129,16 +152,21 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         .command('export')
         .description('stream a table of the mirror as CSV or NDJSON')
         .addOption(
-          new Option('--table <table>', 'what to export')
-            .choices(['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results'])
-            .makeOptionMandatory(),
+          enumOption('--table <table>', 'what to export', [
+            'campaigns',
+            'session-results',
+            'role-results',
+            'score-details',
+            'eval-results',
+          ]).makeOptionMandatory(),
         )
-        .addOption(new Option('--format <format>', `output format${shownDefault('exportFormat')}`).choices(['csv', 'ndjson']))
+        .addOption(enumOption('--format <format>', `output format${shownDefault('exportFormat')}`, ['csv', 'ndjson']))
         .option('-o, --output <file>', 'write to this file (0600) instead of stdout')
-        .option('--campaign <id>', 'only rows of this campaign')
+        .option('--campaign <id-or-name>', 'only rows of this campaign')
         .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
         .option('--until <date>', 'only rows created on or before this day (YYYY-MM-DD)')
         .option('--raw-csv', 'do not neutralise cells that spreadsheets would run as formulas')
+        .option('--json', 'with -o: print a summary document (table, format, rows, path) on stdout')
         .option('--quiet', 'print only errors'),
     ),
     'campaign-sync export --table session-results --format csv -o results.csv',
@@ -170,11 +198,9 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       ),
     )
       .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect)
-      .addOption(new Option('--type <type>', 'only this kind of campaign').choices(['session', 'role']))
-      .addOption(new Option('--report-type <type>', `role report to compare${shownDefault('reportType')}`).choices(['DETAILED', 'OVERALL']))
-      .addOption(
-        new Option('--format <format>', 'destination to compare (default: the one this database feeds)').choices(['sqlite', 'ndjson']),
-      )
+      .addOption(enumOption('--type <type>', 'only this kind of campaign', ['session', 'role']))
+      .addOption(enumOption('--report-type <type>', `role report to compare${shownDefault('reportType')}`, ['DETAILED', 'OVERALL']))
+      .addOption(enumOption('--format <format>', 'destination to compare (default: the one this database feeds)', ['sqlite', 'ndjson']))
       .option('--out <dir>', 'NDJSON folder (default: the one this database feeds)')
       .option('--page-size <n>', `records per request, 1 to 100${shownDefault('pageSize')}`)
       .option('--prune', 'delete gone records from the mirror (NDJSON: append one tombstone line each)'),

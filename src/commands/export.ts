@@ -8,7 +8,8 @@ import { errorCode, storageError, UsageError } from '../errors.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery } from '../export/tables.js';
 import { csvTransform, ndjsonTransform, rowStream } from '../export/writers.js';
-import { openDatabase } from '../store/db.js';
+import { Campaigns } from '../store/campaigns.js';
+import { type Db, openDatabase } from '../store/db.js';
 import { Output } from '../ui/output.js';
 import { formatCount } from '../ui/table.js';
 
@@ -22,6 +23,7 @@ export interface ExportFlags {
   until?: string;
   rawCsv?: boolean;
   quiet?: boolean;
+  json?: boolean;
 }
 
 /** An existing folder given as -o is a bad flag value, found before any work. */
@@ -35,9 +37,19 @@ function checkOutput(path: string): void {
   if (isFolder) throw new UsageError(`-o ${path}: is a folder; give a file name`);
 }
 
+/** `--campaign`: an id or a name, as `pull` and `reset` take it; one that matches nothing is exit 2. */
+function campaignId(db: Db, selector: string): string {
+  const ids = new Campaigns(db).idsFor(selector);
+  if (ids.length === 1) return ids[0] as string;
+  if (ids.length > 1) throw new UsageError(`--campaign: "${selector}" names ${ids.length} campaigns; use the id`);
+  throw new UsageError(`--campaign: no campaign with the id or name "${selector}" in this database (see \`campaign-sync status\`)`);
+}
+
 /** `campaign-sync export`: streams one table of the mirror to a file (0600) or stdout. */
 export async function exportTable(flags: ExportFlags, stdout: Writable = process.stdout): Promise<number> {
-  const out = new Output({ quiet: flags.quiet });
+  const out = new Output({ quiet: flags.quiet, json: flags.json });
+  // The data goes to stdout without -o: there is no room for a document beside it.
+  if (flags.json && flags.output === undefined) throw new UsageError('--json prints a summary of the export: give -o <file> for the data');
   if (!(flags.table in EXPORT_TABLES)) throw new UsageError(`--table: must be one of ${Object.keys(EXPORT_TABLES).join(', ')}`);
   const { format } = parseSettings(exportSchema, { format: flags.format });
   const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
@@ -54,7 +66,8 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   let rows = 0;
   let iterator: IterableIterator<Record<string, unknown>> | undefined;
   try {
-    const { sql, params } = exportQuery(flags.table as ExportTable, { campaign: flags.campaign, since, until });
+    const campaign = flags.campaign === undefined ? undefined : campaignId(db, flags.campaign);
+    const { sql, params } = exportQuery(flags.table as ExportTable, { campaign, since, until });
     const stmt = db.prepare(sql).safeIntegers(true);
     const columns = stmt.columns().map((c) => c.name);
     iterator = stmt.iterate(...params) as IterableIterator<Record<string, unknown>>;
@@ -81,6 +94,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
       partial.commit();
       partial = undefined;
       out.info(`wrote ${formatCount(rows)} rows of ${flags.table} to ${target}`);
+      out.document({ table: flags.table, format, rows, path: target });
     }
     return 0;
   } catch (err) {

@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../config/defaults.js';
 import { parseRate } from '../config/duration.js';
 import { parseSettings, simulateSchema } from '../config/schema.js';
 import { formatRate, type Rate } from '../core/rate.js';
@@ -70,8 +71,13 @@ export async function simulate(opts: SimulateOptions, signal: AbortSignal): Prom
   out.info(
     `simulator listening on ${sim.url} (seed ${options.seed}, ${sim.data.campaigns.length} campaigns, ${options.records} records each, rate limit ${limit})`,
   );
-  out.info(`try: curl -H "Authorization: Bearer <your --api-key>" ${sim.url}/v1/campaigns`);
-  out.info(`or:  campaign-sync pull --base-url ${sim.url} (with CAMPAIGN_SYNC_API_KEY set to the key)`);
+  // Hints that work when pasted: a wildcard address is reached over loopback (pull refuses plain http
+  // elsewhere), and the default key is shown as it is (a chosen one stays out of the terminal's history).
+  const wildcard = ['0.0.0.0', '::', '[::]'].includes(options.host);
+  const url = wildcard ? `http://127.0.0.1:${sim.port}` : sim.url;
+  const key = options.apiKey === DEFAULTS.simulatorApiKey ? options.apiKey : '<your --api-key>';
+  out.info(`try: curl -H "Authorization: Bearer ${key}" ${url}/v1/campaigns`);
+  out.info(`or:  CAMPAIGN_SYNC_API_KEY=${key} campaign-sync pull --base-url ${url}`);
   out.info('stop with Ctrl-C');
   await new Promise<void>((resolve) => {
     if (signal.aborted) resolve();

@@ -106,7 +106,9 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
     key === undefined ? '--api-key-file or CAMPAIGN_SYNC_API_KEY' : undefined,
   ].filter(Boolean);
   if (missing.length > 0) {
-    throw new UsageError(`missing ${missing.join(' and ')} (try \`campaign-sync demo\` to run without a key)`);
+    // With a key at hand the user has a real service in mind: the demo would be no answer.
+    const hint = key === undefined ? ' (try `campaign-sync demo` to run without a key)' : '';
+    throw new UsageError(`missing ${missing.join(' and ')}${hint}`);
   }
   const settings = parseSettings(apiSchema, {
     rateLimit: flags.rateLimit ?? readEnv('rateLimit', env),

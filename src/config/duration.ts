@@ -13,23 +13,50 @@ export function parseDuration(text: string, what: string): number {
   return Math.round(ms);
 }
 
-/** Parses `100`, `100/1m`, `20/2s`, `5/s`. A bare number means per minute. */
+/** Unit words people type in a rate (`100/minute`), as the duration units. */
+const UNIT_WORDS: Record<string, string> = {
+  second: 's',
+  seconds: 's',
+  sec: 's',
+  secs: 's',
+  minute: 'm',
+  minutes: 'm',
+  min: 'm',
+  mins: 'm',
+  hour: 'h',
+  hours: 'h',
+  hr: 'h',
+  day: 'd',
+  days: 'd',
+};
+
+/** Parses `100`, `100/1m`, `20/2s`, `5/s`, `100/minute`. A bare number means per minute. */
 export function parseRate(text: string, what: string): Rate {
+  const bad = () => new UsageError(`${what}: "${text}" is not a rate (examples: 100, 100/1m, 100/minute, 20/2s)`);
   const m = /^(\d+)(?:\/(.+))?$/.exec(text.trim());
-  if (!m) throw new UsageError(`${what}: "${text}" is not a rate (examples: 100, 100/1m, 20/2s)`);
+  if (!m) throw bad();
   const count = Number(m[1]);
   if (!Number.isSafeInteger(count) || count < 1) throw new UsageError(`${what}: "${text}" needs at least 1 request`);
-  const unit = m[2] ?? '1m';
-  const windowMs = parseDuration(/^\d/.test(unit) ? unit : `1${unit}`, what);
-  return { count, windowMs };
+  const given = (m[2] ?? '1m').trim().toLowerCase();
+  const word = /^(\d*(?:\.\d+)?)\s*([a-z]+)$/.exec(given);
+  const unit = word ? `${word[1] || '1'}${UNIT_WORDS[word[2] as string] ?? word[2]}` : given;
+  try {
+    return { count, windowMs: parseDuration(unit, what) };
+  } catch {
+    throw bad();
+  }
 }
 
 /** Parses a `YYYY-MM-DD` calendar date (checked to exist) and returns it unchanged. */
 export function parseDate(text: string, what: string): string {
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
-  const d = m ? new Date(`${text}T00:00:00Z`) : undefined;
-  if (!m || !d || Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== text) {
-    throw new UsageError(`${what}: "${text}" is not a date in the form YYYY-MM-DD`);
+  if (!m) throw new UsageError(`${what}: "${text}" is not a date in the form YYYY-MM-DD`);
+  const d = new Date(`${text}T00:00:00Z`);
+  if (Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== text) {
+    const month = Number(m[2]);
+    if (month < 1 || month > 12) throw new UsageError(`${what}: "${text}" has no month ${m[2]}`);
+    const days = new Date(Date.UTC(Number(m[1]), month, 0)).getUTCDate();
+    throw new UsageError(`${what}: "${text}" is not a day of the calendar (${m[1]}-${m[2]} has ${days} days)`);
   }
   return text;
 }

@@ -27,10 +27,11 @@ function parsed<T>(parse: (text: string) => T) {
   });
 }
 
-/** One of `values`, case as listed. */
+/** One of `values`, in any case (a profile or the environment may write `detailed`); the listed spelling comes out. */
 function oneOf<const V extends readonly [string, ...string[]]>(values: V, flag: string) {
   return z
     .string()
+    .transform((v) => values.find((x) => x.toLowerCase() === v.trim().toLowerCase()) ?? v)
     .refine((v): v is V[number] => (values as readonly string[]).includes(v), { message: `${flag}: must be ${values.join(' or ')}` });
 }
 

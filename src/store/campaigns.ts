@@ -24,6 +24,7 @@ export class Campaigns {
       upsert: db.prepare(upsert('campaigns')),
       names: db.prepare('SELECT id, coalesce(name, display_name, id) AS name FROM campaigns'),
       named: db.prepare('SELECT id FROM campaigns WHERE name = ?').pluck(),
+      byIdOrName: db.prepare('SELECT id FROM campaigns WHERE id = ? OR name = ?').pluck(),
       skipped: db.prepare(
         `SELECT id, name, type FROM campaigns WHERE type IS NULL OR type NOT IN (${routed.map(() => '?').join(', ')}) ORDER BY name`,
       ),
@@ -49,6 +50,11 @@ export class Campaigns {
   /** The ids of the campaigns called `name` (names are not unique). */
   idsNamed(name: string): string[] {
     return this.s.named.all(name) as string[];
+  }
+
+  /** The campaigns a selector names: its id, or its name (which several may share). */
+  idsFor(selector: string): string[] {
+    return this.s.byIdOrName.all(selector, selector) as string[];
   }
 
   /** Campaigns of a type no endpoint reads (or of no type), by name. */
