@@ -26,6 +26,19 @@ function dbBytes(db: string): string {
     .join('');
 }
 
+/** How many results of each kind the simulator serves for a candidate (candidates recur across results and campaigns). */
+function resultsOf(s: RunningSimulator, records: number, match: (u: { id: string; email: string }) => boolean) {
+  let session = 0;
+  let role = 0;
+  for (const c of s.data.campaigns) {
+    for (let i = 0; i < records; i++) {
+      if (c.type === 'SESSION_COMPLETION') session += match(s.data.sessionResult(c, i).user as { id: string; email: string }) ? 1 : 0;
+      else role += match(s.data.roleResult(c, i, 'DETAILED').user as { id: string; email: string }) ? 1 : 0;
+    }
+  }
+  return { session, role };
+}
+
 const count = (db: string, sql: string, ...args: unknown[]) => {
   const m = openDatabase(db);
   try {
@@ -53,19 +66,22 @@ describe('forget --user', () => {
     const byEmail = await run(s, ['forget', '--db', db, '--user', a.user.email.toUpperCase(), '--json']);
     expect(byEmail.code, byEmail.stderr).toBe(0);
     const doc = JSON.parse(byEmail.stdout);
-    expect(doc.removed).toMatchObject({ session_results: 1, role_results: 0, score_details: 0 });
+    const ofA = resultsOf(s, 50, (u) => u.email === a.user.email);
+    const ofB = resultsOf(s, 50, (u) => u.id === b.user.id);
+    expect(ofA.session).toBeGreaterThan(0);
+    expect(doc.removed).toMatchObject({ session_results: ofA.session, role_results: ofA.role });
     expect(doc.removed.eval_results).toBeGreaterThan(0);
     // By id.
     const byId = await run(s, ['forget', '--db', db, '--user', b.user.id]);
     expect(byId.code, byId.stderr).toBe(0);
-    expect(byId.stdout).toMatch(/Erased .*: 0 session results, 1 role results, \d+ score details/);
+    expect(byId.stdout).toMatch(new RegExp(`Erased .*: ${ofB.session} session results, ${ofB.role} role results, \\d+ score details`));
 
     for (const text of [a.user.email, a.user.id, a.id, b.user.email, b.user.id, b.id]) expect(dbBytes(db)).not.toContain(text);
-    expect(count(db, 'SELECT count(*) FROM session_results')).toBe(49);
-    expect(count(db, 'SELECT count(*) FROM role_results')).toBe(49);
+    expect(count(db, 'SELECT count(*) FROM session_results')).toBe(50 - ofA.session - ofB.session);
+    expect(count(db, 'SELECT count(*) FROM role_results')).toBe(50 - ofA.role - ofB.role);
     expect(count(db, "SELECT count(*) FROM eval_results WHERE parent_type = 'session_result' AND parent_id = ?", a.id)).toBe(0);
     expect(count(db, 'SELECT count(*) FROM score_details WHERE role_result_id = ?', b.id)).toBe(0);
-    expect(count(db, 'SELECT sum(records) FROM sync_state')).toBe(98);
+    expect(count(db, 'SELECT sum(records) FROM sync_state')).toBe(100 - ofA.session - ofA.role - ofB.session - ofB.role);
     expect(count(db, 'PRAGMA integrity_check')).toBe('ok' as unknown as number);
 
     // A user found nowhere is a usage error, not a silent success.
@@ -84,12 +100,17 @@ describe('forget --user', () => {
     const file = join(out, 'role_results.ndjson');
     const before = readFileSync(file, 'utf8').split('\n').filter(Boolean);
     const victim = s.data.roleResult(s.data.campaigns[1]!, 12, 'DETAILED') as { id: string; user: { email: string } };
+    const theirs = resultsOf(s, 30, (u) => u.email === victim.user.email);
     const r = await run(s, ['forget', '--db', db, '--user', victim.user.email, '--json']);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout).files).toEqual([{ path: file, lines: 1 }]);
+    expect(JSON.parse(r.stdout).files).toEqual([
+      ...(theirs.role > 0 ? [{ path: file, lines: theirs.role }] : []),
+      ...(theirs.session > 0 ? [{ path: join(out, 'session_results.ndjson'), lines: theirs.session }] : []),
+    ]);
     const after = readFileSync(file, 'utf8');
     expect(after).not.toContain(victim.user.email);
-    expect(after.split('\n').filter(Boolean)).toEqual(before.filter((l) => !l.includes(victim.id)));
+    expect(readFileSync(join(out, 'session_results.ndjson'), 'utf8')).not.toContain(victim.user.email);
+    expect(after.split('\n').filter(Boolean)).toEqual(before.filter((l) => !l.includes(victim.user.email)));
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(dbBytes(db)).not.toContain(victim.id);
     // The committed length follows the file: the next pull neither fails nor appends.

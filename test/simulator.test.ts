@@ -275,3 +275,36 @@ describe('simulator: errors', () => {
     expect(() => parseFaults('1.5')).toThrow(/share/);
   });
 });
+
+describe('data analysts can rehearse on', () => {
+  it('candidates recur across results and campaigns; a scenario has one id and one type; the seed decides', async () => {
+    const s = await sim({ campaigns: 4, records: 200 });
+    const users = new Map<string, { email: string; campaigns: Set<string> }>();
+    const scenarios = new Map<string, string>();
+    for (const c of s.data.campaigns) {
+      for (let i = 0; i < 200; i++) {
+        const r = (c.type === 'SESSION_COMPLETION' ? s.data.sessionResult(c, i) : s.data.roleResult(c, i, 'DETAILED')) as {
+          user: { id: string; email: string };
+          scenario?: { id: string; name: string; type: { key: string } };
+          score_details?: Array<{ scenario: { id: string; name: string; type: { key: string } } }>;
+        };
+        const u = users.get(r.user.id) ?? { email: r.user.email, campaigns: new Set<string>() };
+        expect(u.email).toBe(r.user.email);
+        u.campaigns.add(c.id);
+        users.set(r.user.id, u);
+        for (const sc of [r.scenario, ...(r.score_details ?? []).map((d) => d.scenario)]) {
+          if (!sc) continue;
+          const seen = `${sc.id}|${sc.type.key}`;
+          expect(scenarios.get(sc.name) ?? seen).toBe(seen);
+          scenarios.set(sc.name, seen);
+        }
+      }
+    }
+    // 800 results from far fewer people, many of them in several campaigns (retakes, several roles).
+    expect(users.size).toBeLessThan(400);
+    expect([...users.values()].filter((u) => u.campaigns.size > 1).length).toBeGreaterThan(50);
+    expect(new Set([...users.values()].map((u) => u.email)).size).toBe(users.size);
+    const again = await sim({ campaigns: 4, records: 200 });
+    expect(again.data.sessionResult(again.data.campaigns[0]!, 17)).toEqual(s.data.sessionResult(s.data.campaigns[0]!, 17));
+  });
+});

@@ -151,6 +151,8 @@ export class SimData {
   readonly byId: Map<string, SimCampaign>;
   private readonly spacing: number;
   private readonly historyStart: number;
+  /** How many distinct candidates the results are drawn from. */
+  private readonly poolSize: number;
 
   constructor(
     readonly opts: DataOptions,
@@ -160,6 +162,7 @@ export class SimData {
     readonly growthPerMs: number,
   ) {
     this.historyStart = HISTORY_END - HISTORY_DAYS * DAY;
+    this.poolSize = Math.max(10, Math.floor(0.4 * opts.records * Math.max(1, opts.campaigns)));
     this.spacing = Math.min(6 * 3_600_000, Math.floor((HISTORY_DAYS * DAY) / Math.max(1, opts.records)));
     this.campaigns = [];
     const total = opts.campaigns + opts.unknownTypeCampaigns;
@@ -235,7 +238,17 @@ export class SimData {
     return lo;
   }
 
+  /**
+   * A candidate drawn from a pool about 40% the size of the results: people recur, retaking a
+   * campaign or applying to several, so "latest result per candidate" and retakes can be tried.
+   */
   private person(rand: () => number): { id: string; email: string } {
+    return this.candidate(Math.floor(rand() * this.poolSize));
+  }
+
+  /** Candidate `n` of the pool: the same person wherever they appear. */
+  private candidate(n: number): { id: string; email: string } {
+    const rand = prng(hash32(this.opts.seed, n, 0xca7));
     const first = pick(rand, FIRST);
     const last = pick(rand, LAST);
     // E-mail local parts stay ASCII: accents dropped, names with no Latin letters left out.
@@ -245,12 +258,16 @@ export class SimData {
         .replace(/[^A-Za-z]/g, '')
         .toLowerCase();
     const local = [ascii(first), ascii(last)].filter(Boolean).join('.') || 'candidate';
-    return { id: uuidFrom(rand), email: `${local}${Math.floor(rand() * 1000)}@${pick(rand, DOMAINS)}` };
+    // The pool index keeps every candidate's e-mail their own.
+    return { id: uuidFrom(rand), email: `${local}${n}@${pick(rand, DOMAINS)}` };
   }
 
+  /** A scenario of the catalogue: each name has one stable id and one type, as on the real service. */
   private scenario(rand: () => number) {
-    const key = pick(rand, SCENARIO_TYPE_KEYS);
-    return { id: uuidFrom(rand), name: pick(rand, SCENARIO_NAMES), type: { key, label: SCENARIO_LABELS[key] as string } };
+    const n = Math.floor(rand() * SCENARIO_NAMES.length);
+    const fixed = prng(hash32(this.opts.seed, n, 0x5c));
+    const key = pick(fixed, SCENARIO_TYPE_KEYS);
+    return { id: uuidFrom(fixed), name: SCENARIO_NAMES[n] as string, type: { key, label: SCENARIO_LABELS[key] as string } };
   }
 
   private evalResults(rand: () => number, at: number) {
