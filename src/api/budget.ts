@@ -11,9 +11,14 @@
  *
  * Cost: each slot idles for one response time per window, e.g. 10 ms per second (1%) at 20/1s.
  * A 429's Retry-After pauses everyone.
+ *
+ * Across processes: with a ledger (core/rate.ts), the budget starts from the requests the previous
+ * processes with the same key made within the window (their slots are busy until a window after
+ * they ended) and records its own as it goes, so back-to-back cron runs or a restarted watch stay
+ * within the rate together.
  */
 import { type Clock, realClock } from '../core/clock.js';
-import type { Rate } from '../core/rate.js';
+import type { Rate, RequestLedger } from '../core/rate.js';
 import { AbortedError } from '../errors.js';
 
 /** Ends a request's hold on its slot; call when the response has ended (or failed). */
@@ -36,10 +41,17 @@ export class RequestBudget {
   constructor(
     readonly rate: Rate,
     private readonly clock: Clock = realClock,
+    private readonly ledger?: RequestLedger,
   ) {
     this.unused = rate.count;
     // A hair of margin for servers that round their clock.
     this.windowMs = rate.windowMs + Math.min(100, Math.ceil(rate.windowMs * 0.002));
+    if (ledger) {
+      // The last `count` requests of earlier processes hold their slots as if they were ours.
+      const ends = ledger.recent(this.clock.now() - this.windowMs).slice(-rate.count);
+      this.free.push(...ends);
+      this.unused -= ends.length;
+    }
   }
 
   /**
@@ -93,10 +105,14 @@ export class RequestBudget {
 
   private grant(): Release {
     let released = false;
+    // A process killed with the request in flight leaves its slot busy for one more window.
+    const id = this.ledger?.begin(this.clock.now() + this.windowMs);
     return () => {
       if (released) return;
       released = true;
-      this.free.push(this.clock.now());
+      const now = this.clock.now();
+      if (id !== undefined) this.ledger?.end(id, now);
+      this.free.push(now);
       const woken = this.waiters;
       this.waiters = [];
       for (const w of woken) w();

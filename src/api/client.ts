@@ -69,6 +69,8 @@ export interface ClientOptions {
   random?: () => number;
   /** Requests, retries and budget waits are reported here (core/events.ts). */
   events?: RunEvents | undefined;
+  /** Called once the client is closed (app/client.ts closes the budget's ledger). */
+  onClose?: () => void;
   /** Backoff steps (default 500 ms doubling to 30 s); tests shorten them so a faulty service takes seconds, not minutes. */
   retry?: { baseMs?: number; capMs?: number };
 }
@@ -104,7 +106,11 @@ export class ApiClient {
   }
 
   async close(): Promise<void> {
-    if (this.ownsDispatcher) await this.dispatcher.close();
+    try {
+      if (this.ownsDispatcher) await this.dispatcher.close();
+    } finally {
+      this.opts.onClose?.();
+    }
   }
 
   /**

@@ -6,8 +6,10 @@ import type { Dispatcher } from 'undici';
 import { RequestBudget } from '../api/budget.js';
 import { ApiClient } from '../api/client.js';
 import type { ApiConfig } from '../config/config.js';
+import { stateDir } from '../config/env.js';
 import type { Clock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
+import { BudgetLedger, ledgerFingerprint } from '../store/budget-ledger.js';
 
 export interface ClientHooks {
   signal?: AbortSignal | undefined;
@@ -17,7 +19,26 @@ export interface ClientHooks {
   events?: RunEvents | undefined;
 }
 
+/**
+ * The budget starts from the requests earlier processes made with the same key (store/budget-ledger.ts);
+ * when the ledger cannot be opened, the budget is this process's alone, with one warning.
+ */
 export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiClient {
-  const budget = new RequestBudget(config.rate, hooks.clock);
-  return new ApiClient(config, { budget, ...hooks });
+  let ledger: BudgetLedger | undefined;
+  const dir = stateDir();
+  try {
+    ledger = BudgetLedger.open(dir, ledgerFingerprint(config.baseUrl.href, config.apiKey), hooks.clock?.now() ?? Date.now());
+  } catch (err) {
+    const code = (err as { code?: string }).code ?? 'error';
+    hooks.events?.warning?.(`the request budget is not shared with other runs: cannot write ${dir} (${code})`);
+  }
+  const budget = new RequestBudget(config.rate, hooks.clock, ledger);
+  return new ApiClient(config, {
+    budget,
+    ...hooks,
+    onClose: () => {
+      ledger?.close();
+      ledger = undefined;
+    },
+  });
 }

@@ -1,3 +1,6 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
 /**
  * Every environment variable campaign-sync reads, in one list (flags beat all of them).
  * The README's configuration table is checked against this list by a test.
@@ -10,6 +13,10 @@ export const ENV = {
   format: { name: 'CAMPAIGN_SYNC_FORMAT', doc: 'where pull and watch send records, sqlite or ndjson (flag --format)' },
   out: { name: 'CAMPAIGN_SYNC_OUT', doc: 'NDJSON folder (flag --out)' },
   profile: { name: 'CAMPAIGN_SYNC_PROFILE', doc: 'profile of the config file (flag --profile)' },
+  xdgStateHome: {
+    name: 'XDG_STATE_HOME',
+    doc: 'where the request budget is remembered across runs: $XDG_STATE_HOME/campaign-sync/budget.db (default ~/.local/state)',
+  },
   xdgConfigHome: {
     name: 'XDG_CONFIG_HOME',
     doc: 'where the user config file is looked for: $XDG_CONFIG_HOME/campaign-sync/config.toml (default ~/.config)',
@@ -24,4 +31,9 @@ export type EnvKey = keyof typeof ENV;
 export function readEnv(key: EnvKey, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const value = env[ENV[key].name];
   return value === undefined || value === '' ? undefined : value;
+}
+
+/** The user's state folder for campaign-sync (the request budget's ledger). */
+export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
+  return join(readEnv('xdgStateHome', env) ?? join(homedir(), '.local', 'state'), 'campaign-sync');
 }
