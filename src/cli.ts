@@ -245,6 +245,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         'shapes the docs and samples show, comma-separated: docs (= bare-array, flat-session, docs-feedback, campaigns-paged, unordered-times), string-order-index, last-record-id, no-cursor-field, campaigns-bare-array, unknown-type',
       )
       .option('--order-index-start <n>', 'first order_index (e.g. 9007199254740993 to rehearse int64 past 2^53)')
+      .option('--json', 'print where it listens (url, port, key) as one JSON line on stdout, and no hints')
       .option('--quiet', 'print only errors'),
     'campaign-sync simulate --port 8080',
     'curl -H "Authorization: Bearer demo-key" "http://127.0.0.1:8080/v1/campaigns"',

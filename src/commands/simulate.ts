@@ -22,6 +22,7 @@ export interface SimulateOptions {
   quirks?: string;
   orderIndexStart?: string;
   quiet?: boolean;
+  json?: boolean;
 }
 
 /** Turns the simulate flags into simulator options. */
@@ -56,7 +57,7 @@ function simulatorOptions(opts: SimulateOptions) {
 
 /** `campaign-sync simulate`: serves until SIGINT/SIGTERM. */
 export async function simulate(opts: SimulateOptions, signal: AbortSignal): Promise<number> {
-  const out = new Output({ quiet: opts.quiet });
+  const out = new Output({ quiet: opts.quiet, json: opts.json });
   let sim: Awaited<ReturnType<typeof startSimulator>>;
   const options = simulatorOptions(opts);
   try {
@@ -68,6 +69,16 @@ export async function simulate(opts: SimulateOptions, signal: AbortSignal): Prom
     throw err;
   }
   const limit = options.rateLimit ? formatRate(options.rateLimit) : 'none';
+  // For scripts: where it listens and with which key, as one JSON line on stdout (--port 0 picks the port).
+  out.jsonLine({
+    url: sim.url,
+    port: sim.port,
+    api_key: options.apiKey,
+    seed: options.seed,
+    campaigns: sim.data.campaigns.length,
+    records: options.records,
+    rate_limit: options.rateLimit ? limit : null,
+  });
   out.info(
     `simulator listening on ${sim.url} (seed ${options.seed}, ${sim.data.campaigns.length} campaigns, ${options.records} records each, rate limit ${limit})`,
   );

@@ -78,4 +78,30 @@ describe('consistency', () => {
       await run.exited;
     }
   });
+
+  it('simulate --json prints where it listens, for scripts; every command but completion has --json', async () => {
+    const run = startCli(['simulate', '--port', '0', '--records', '4', '--campaigns', '2', '--json']);
+    try {
+      await run.waitFor(/"url":/);
+      const info = JSON.parse(run.stdout().split('\n')[0] as string);
+      expect(info).toMatchObject({ port: expect.any(Number), api_key: 'demo-key', campaigns: 2, records: 4, rate_limit: '100/1m' });
+      expect(run.stderr()).toBe('');
+      const pulled = await cli(['pull', '--base-url', info.url, '--db', join(tempDir(), 's.db'), '--json'], {
+        env: { CAMPAIGN_SYNC_API_KEY: info.api_key },
+      });
+      expect(JSON.parse(pulled.stdout).records).toBe(8);
+    } finally {
+      run.child.kill('SIGINT');
+      await run.exited;
+    }
+    const { buildProgram } = await import('../../src/cli.js');
+    const program = buildProgram(new AbortController().signal, { exitCode: 0 });
+    for (const cmd of program.commands) {
+      if (cmd.name() === 'completion') continue;
+      expect(
+        cmd.options.map((o) => o.long),
+        cmd.name(),
+      ).toContain('--json');
+    }
+  });
 });
