@@ -1,25 +1,18 @@
 /** How a reconcile is shown: a table for people, a document for --json. */
 import { exitCodeForPass } from '../errors.js';
-import type { ReconcileResult, ReconcileStream } from '../sync/reconcile.js';
-import { showText } from './escape.js';
+import type { ReconcileResult } from '../sync/reconcile.js';
+import { failureLine, streamFields, typeOf } from './summary.js';
 import { formatCount, formatMs, plural, renderTable, type TableStyle } from './table.js';
-
-function typeOf(s: ReconcileStream): string {
-  return s.id.endpoint === 'role' ? `role ${s.id.reportType}` : 'session';
-}
 
 /** The failed streams, one line each (what --quiet and --json still print on stderr). */
 export function reconcileFailures(result: ReconcileResult): string[] {
-  return result.streams.filter((s) => s.status === 'failed').map((s) => showText(`${s.campaignName} (${typeOf(s)}): ${s.error}`));
+  return result.streams.filter((s) => s.status === 'failed').map(failureLine);
 }
 
 export function reconcileDocument(result: ReconcileResult, prune: boolean) {
   return {
     streams: result.streams.map((s) => ({
-      campaign_id: s.id.campaignId,
-      campaign_name: s.campaignName,
-      endpoint: s.id.endpoint,
-      report_type: s.id.reportType,
+      ...streamFields(s),
       served: s.served,
       stored: s.stored,
       added: s.added,

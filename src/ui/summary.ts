@@ -1,18 +1,32 @@
 /** How a pass is shown: a table for people, a document for --json, a one-liner for watch logs. */
 
+import type { StreamId } from '../core/types.js';
 import { exitCodeForPass } from '../errors.js';
-import type { PassResult, StreamResult } from '../sync/pass.js';
+import type { PassResult } from '../sync/pass.js';
 import type { WalkCounts } from '../sync/stream.js';
 import { showText } from './escape.js';
 import { formatCount, formatMs, plural, renderTable, type TableStyle } from './table.js';
 
-function typeOf(s: StreamResult): string {
+/** What pass and reconcile results say of each stream. */
+interface StreamFacts {
+  id: StreamId;
+  campaignName: string;
+  error?: string | undefined;
+}
+
+/** `session` or `role DETAILED`: a stream's kind as a table shows it. */
+export function typeOf(s: StreamFacts): string {
   return s.id.endpoint === 'role' ? `role ${s.id.reportType}` : 'session';
 }
 
 /** `<campaign> (<endpoint>[ <report type>]): <error>`, escaped: a failed stream on one line. */
-function failureLine(s: StreamResult): string {
+export function failureLine(s: StreamFacts): string {
   return showText(`${s.campaignName} (${typeOf(s)}): ${s.error}`);
+}
+
+/** The fields naming a stream in --json documents. */
+export function streamFields(s: StreamFacts) {
+  return { campaign_id: s.id.campaignId, campaign_name: s.campaignName, endpoint: s.id.endpoint, report_type: s.id.reportType };
 }
 
 /**
@@ -27,10 +41,7 @@ export function failureLines(result: PassResult): string[] {
 export function passDocument(result: PassResult) {
   return {
     streams: result.streams.map((s) => ({
-      campaign_id: s.id.campaignId,
-      campaign_name: s.campaignName,
-      endpoint: s.id.endpoint,
-      report_type: s.id.reportType,
+      ...streamFields(s),
       records: s.records,
       new: s.inserted,
       updated: s.updated,
