@@ -195,6 +195,21 @@ describe('permission denied', () => {
     }
   });
 
+  it('a copy without its -wal/-shm files in a folder we may not write: the same message as on read-only storage', async () => {
+    const dir = sharedDir();
+    const { db } = await mirror(dir);
+    const bare = sharedDir();
+    copyFileSync(db, join(bare, 'm.db'));
+    if (ROOT) chownSync(join(bare, 'm.db'), NOBODY, NOBODY);
+    chmodSync(bare, 0o555);
+    try {
+      const r = await cliAsUser(['status', '--db', join(bare, 'm.db')]);
+      expectStorageFailure(r, /on read-only storage: its m\.db-wal and m\.db-shm files are missing/);
+    } finally {
+      chmodSync(bare, 0o755);
+    }
+  });
+
   it("another user's private database: status names it and says permission denied (74)", async () => {
     const dir = sharedDir();
     const { db } = await mirror(dir);

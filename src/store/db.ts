@@ -114,7 +114,8 @@ function openFailure(err: unknown, path: string, opts: OpenOptions): unknown {
   // A WAL database is read through its -wal and -shm files; SQLite creates them when they are
   // missing, which read-only storage (or a folder we may not write to) does not allow.
   const missing = ['-wal', '-shm'].filter((suffix) => !existsSync(path + suffix)).map((suffix) => basename(path) + suffix);
-  if (!notOurs && opts.readonly && code.startsWith('SQLITE_CANTOPEN') && missing.length > 0) {
+  const cannotCreate = code.startsWith('SQLITE_CANTOPEN') || code === 'SQLITE_READONLY_DIRECTORY';
+  if (!notOurs && opts.readonly && cannotCreate && missing.length > 0) {
     return new StorageError(
       `cannot read ${path} on read-only storage: its ${missing.join(' and ')} ${missing.length > 1 ? 'files are' : 'file is'} missing ` +
         'and cannot be created there; copy the database to writable storage, or run `campaign-sync status` on it once where it is writable',
