@@ -191,6 +191,7 @@ describe('--lookback from the command line', () => {
     for (const [args, message] of [
       [['pull', '--lookback', '1d', '--full'], /--lookback .* does not go with --full/],
       [['pull', '--lookback', '7x'], /--lookback: "7x" is not a duration/],
+      [['pull', '--lookback', '100000d'], /--lookback: "100000d" reaches back more than 3650d/],
       [['watch', '--full'], /watch --full .* pull --full/],
       [['watch', '--since', '2026-01-01'], /watch --since\/--until .* pull --since/],
     ] as const) {

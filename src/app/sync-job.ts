@@ -56,6 +56,9 @@ export function resolvePassOptions(flags: SyncFlags, settings = syncSettings(fla
   const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
   if (flags.full && (since || until)) throw new UsageError('--full re-reads everything; it does not go with --since/--until');
+  // Ten years back is before any campaign; more is a typo (and dates before year 0 are not dates).
+  if (settings.lookback !== undefined && settings.lookback > 3650 * 86_400_000)
+    throw new UsageError(`--lookback: "${flags.lookback}" reaches back more than 3650d; use pull --full to re-read everything`);
   if (settings.lookback !== undefined && (flags.full || since || until))
     throw new UsageError('--lookback re-reads a recent window after the incremental read; it does not go with --full or --since/--until');
   if (flags.type !== undefined && flags.type !== 'session' && flags.type !== 'role')
