@@ -8,6 +8,7 @@ import { ApiClient } from '../api/client.js';
 import type { ApiConfig } from '../config/config.js';
 import type { Clock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
+import { userAgent } from '../core/version.js';
 
 export interface ClientHooks {
   signal?: AbortSignal | undefined;
@@ -19,5 +20,5 @@ export interface ClientHooks {
 
 export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiClient {
   const budget = new RequestBudget(config.rate, hooks.clock);
-  return new ApiClient(config, { budget, ...hooks });
+  return new ApiClient({ ...config, userAgent: userAgent() }, { budget, ...hooks });
 }
