@@ -127,7 +127,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const gzipCache = cache ? new Map<string, Buffer>() : undefined;
   const send = (res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}) => {
     stats.byStatus[status] = (stats.byStatus[status] ?? 0) + 1;
-    const agent = res.req?.headers['user-agent'] ?? '';
+    // Bounded: a client sending a new User-Agent every time must not grow the stats without end.
+    let agent = res.req?.headers['user-agent'] ?? '';
+    if (stats.userAgents[agent] === undefined && Object.keys(stats.userAgents).length >= 100) agent = '(other)';
     stats.userAgents[agent] = (stats.userAgents[agent] ?? 0) + 1;
     const type = { 'content-type': 'application/json; charset=utf-8' };
     if (!acceptsGzip(res.req?.headers['accept-encoding'])) {
