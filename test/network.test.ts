@@ -64,6 +64,18 @@ describe('proxies', () => {
     expect(s.stats.requests).toBe(0);
   });
 
+  it('a proxy that wants credentials (407) fails at once, not retried, saying what to check', async () => {
+    const s = await sim({ apiKey: KEY, campaigns: 1, records: 5 });
+    const proxy = await startProxy('auth');
+    const db = join(tempDir(), 'auth.db');
+    const r = await cli(['pull', '--base-url', s.url, '--db', db], {
+      env: { ...NO_PROXY_ENV, CAMPAIGN_SYNC_API_KEY: KEY, http_proxy: proxy.url },
+    });
+    expect(r.code).toBe(ExitCode.unavailable);
+    expect(r.stderr).toContain(`proxy ${proxy.url} (http_proxy) answered 407 to CONNECT; not retried: check HTTPS_PROXY`);
+    expect(proxy.seen).toHaveLength(1);
+  });
+
   it('a proxy that refuses connections names the proxy', async () => {
     const s = await sim({ apiKey: KEY, campaigns: 1, records: 5 });
     const proxy = await startProxy();

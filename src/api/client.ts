@@ -234,7 +234,7 @@ export class ApiClient {
       const message = String((err as Error).message ?? err);
       if (this.proxy === undefined) return new NetworkError(info, code, `${code}: ${message}`, err);
       const refused = /^Proxy response \((\d+)\)/.exec(message);
-      if (refused) return new NetworkError(info, 'PROXY', `proxy ${this.proxy} answered ${refused[1]} to CONNECT`, err);
+      if (refused) return new NetworkError(info, `PROXY_${refused[1]}`, `proxy ${this.proxy} answered ${refused[1]} to CONNECT`, err);
       return new NetworkError(info, code, `${code}: ${message} (through proxy ${this.proxy})`, err);
     };
     let res: Dispatcher.ResponseData;

@@ -8,11 +8,11 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { gzipSync } from 'node:zlib';
 import { toJson } from '../core/json.js';
 import type { Rate } from '../core/rate.js';
 import { SimChanges } from './changes.js';
 import { type SimCampaign, SimData } from './data.js';
+import { acceptsGzip, gzipBody } from './encoding.js';
 import { chooseFault, type FaultKind, type FaultPlan } from './faults.js';
 import { errorBody, HttpError, parseCampaignQuery, parseQuery } from './query.js';
 import type { Quirks } from './quirks.js';
@@ -138,11 +138,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       res.end(body);
       return;
     }
-    let zipped = gzipCache?.get(body);
-    if (zipped === undefined) {
-      zipped = gzipSync(body);
-      gzipCache?.set(body, zipped);
-    }
+    const zipped = gzipBody(body, gzipCache);
     stats.gzipped++;
     stats.bodyBytes += zipped.length;
     res.writeHead(status, { ...type, 'content-encoding': 'gzip', vary: 'accept-encoding', 'content-length': zipped.length, ...headers });
@@ -316,15 +312,4 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
         server.close(() => resolve());
       }),
   };
-}
-
-/** True when an Accept-Encoding header accepts gzip (`gzip`, `x-gzip` or `*`, without q=0). */
-export function acceptsGzip(header: string | undefined): boolean {
-  if (!header) return false;
-  return header.split(',').some((part) => {
-    const [coding = '', ...params] = part.trim().toLowerCase().split(';');
-    const q = params.map((x) => x.trim()).find((x) => x.startsWith('q='));
-    if (q !== undefined && Number(q.slice(2)) === 0) return false;
-    return coding === 'gzip' || coding === 'x-gzip' || coding === '*';
-  });
 }

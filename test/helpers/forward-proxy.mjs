@@ -3,7 +3,7 @@
  * It forwards absolute-URI requests (`GET http://host/path`) and tunnels CONNECT, and prints one JSON
  * line per thing it proxied ({"kind":"connect","target":"127.0.0.1:4000"} or {"kind":"forward",...,
  * "authorization":true}); its first line is {"port":N}. Mode `refuse` answers every request and
- * CONNECT with 500. Loopback only: it refuses any target off 127.0.0.1/localhost.
+ * CONNECT with 500, mode `auth` with 407 (Proxy Authentication Required). Loopback only: it refuses any target off 127.0.0.1/localhost.
  */
 import { createServer, request } from 'node:http';
 import { connect } from 'node:net';
@@ -41,6 +41,10 @@ const server = createServer((req, res) => {
 server.on('connect', (req, socket, head) => {
   const [host = '', port = ''] = (req.url ?? '').split(/:(?=\d+$)/);
   report({ kind: 'connect', target: req.url, authorization: req.headers.authorization !== undefined });
+  if (mode === 'auth') {
+    socket.end('HTTP/1.1 407 Proxy Authentication Required\r\nproxy-authenticate: Basic realm="test"\r\ncontent-length: 0\r\n\r\n');
+    return;
+  }
   if (mode === 'refuse' || !loopback(host)) {
     socket.end('HTTP/1.1 500 Proxy Refuses\r\ncontent-length: 0\r\n\r\n');
     return;

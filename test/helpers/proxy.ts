@@ -20,7 +20,7 @@ afterAll(() => {
   for (const p of running.splice(0)) p.stop();
 });
 
-export function startProxy(mode: 'ok' | 'refuse' = 'ok'): Promise<RunningProxy> {
+export function startProxy(mode: 'ok' | 'refuse' | 'auth' = 'ok'): Promise<RunningProxy> {
   const script = fileURLToPath(new URL('./forward-proxy.mjs', import.meta.url));
   const child = spawn(process.execPath, [script, mode], { stdio: ['ignore', 'pipe', 'inherit'] });
   const seen: ProxyLine[] = [];
