@@ -51,6 +51,7 @@ function apiOptions(cmd: Command): Command {
       '--max-retry-wait <duration>',
       `longest Retry-After to wait; a longer one fails the stream at once${shownDefault('maxRetryWait')}`,
     )
+    .option('--compression <mode>', `gzip response bodies: auto (all but loopback hosts), gzip or off${shownDefault('compression')}`)
     .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host');
 }
 
@@ -245,6 +246,8 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         'shapes the docs and samples show, comma-separated: docs (= bare-array, flat-session, docs-feedback, campaigns-paged, unordered-times), string-order-index, last-record-id, no-cursor-field, campaigns-bare-array, unknown-type',
       )
       .option('--order-index-start <n>', 'first order_index (e.g. 9007199254740993 to rehearse int64 past 2^53)')
+      .option('--tls-cert <file>', 'serve https with this PEM certificate (with --tls-key; rehearse a private CA)')
+      .option('--tls-key <file>', "the certificate's PEM private key")
       .option('--json', 'print where it listens (url, port, key) as one JSON line on stdout, and no hints')
       .option('--quiet', 'print only errors'),
     'campaign-sync simulate --port 8080',

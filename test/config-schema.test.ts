@@ -44,6 +44,7 @@ describe('one place for defaults', () => {
       timeout: 30_000,
       maxRetries: 5,
       maxRetryWait: 120_000,
+      compression: 'auto',
     });
     expect(parseSettings(watchSchema, {})).toEqual({ interval: 120_000, lookbackEvery: 3_600_000 });
     expect(parseSettings(exportSchema, {})).toEqual({ format: 'csv' });

@@ -7,14 +7,16 @@
  * timeout, status -> error). The error-body helpers at the end are the first to move out when the
  * request log (issue 13) or compression (issue 14) adds to it.
  */
-import { type Dispatcher, Pool, request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import { type Clock, realClock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
 import { parseJson } from '../core/json.js';
 import type { ReportType } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
+import { readBody } from './body.js';
 import type { RequestBudget } from './budget.js';
 import { nextCampaignStep, parseCampaignPage } from './campaign-list.js';
+import { createRoute } from './dispatcher.js';
 import { type Campaign, formatIssues, type Page, toPage } from './envelopes.js';
 import { parseRetryAfter, retryDecision } from './retry.js';
 
@@ -39,14 +41,6 @@ export interface RequestCounter {
   bytes: number;
 }
 
-/**
- * Connections to the service at most. Requests wait on the budget, not on sockets: 4 streams with a
- * prefetch each and a retry in flight fit well within 16, and 16 is far below any server's limit.
- */
-const MAX_CONNECTIONS = 16;
-/** An idle connection is kept this long: enough for the pages of a pass, shorter than a watch interval. */
-const KEEP_ALIVE_MS = 30_000;
-
 /** What the client needs to reach the service (built from the config by app/client.ts). */
 export interface ClientConfig {
   /** The `{base_url}` of the spec, without /v1. */
@@ -57,14 +51,20 @@ export interface ClientConfig {
   maxRetries: number;
   /** Longest Retry-After honoured; a longer one fails the request at once. */
   maxRetryWaitMs: number;
+  /** Send `Accept-Encoding: gzip` (config.ts decides from --compression and the host). */
+  gzip?: boolean | undefined;
+  /** Sent on every request (core/version.ts); app/client.ts sets it. */
+  userAgent?: string | undefined;
 }
 
 export interface ClientOptions {
   budget: RequestBudget;
   signal?: AbortSignal | undefined;
   clock?: Clock;
-  /** undici dispatcher; tests pass a MockAgent. Default: a keep-alive Pool for the base URL's origin. */
+  /** undici dispatcher; tests pass a MockAgent. Default: api/dispatcher.ts (a keep-alive Pool, or the proxy). */
   dispatcher?: Dispatcher;
+  /** The environment the proxy variables are read from (default: process.env). */
+  env?: NodeJS.ProcessEnv;
   maxBodyBytes?: number;
   random?: () => number;
   /** Requests, retries and budget waits are reported here (core/events.ts). */
@@ -88,6 +88,9 @@ interface Response {
 export class ApiClient {
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
+  /** The proxy requests go through, for error messages (never with its password). */
+  private readonly proxy: string | undefined;
+  private readonly headers: Record<string, string>;
   private readonly clock: Clock;
   private readonly basePath: string;
   /** Every attempt made, retries included. */
@@ -101,7 +104,12 @@ export class ApiClient {
     this.clock = opts.clock ?? realClock;
     this.events = opts.events;
     this.ownsDispatcher = opts.dispatcher === undefined;
-    this.dispatcher = opts.dispatcher ?? new Pool(config.baseUrl.origin, { connections: MAX_CONNECTIONS, keepAliveTimeout: KEEP_ALIVE_MS });
+    const route = opts.dispatcher ? { dispatcher: opts.dispatcher, proxy: undefined } : createRoute(config.baseUrl, opts.env);
+    this.dispatcher = route.dispatcher;
+    this.proxy = route.proxy;
+    this.headers = { authorization: `Bearer ${config.apiKey}`, accept: 'application/json' };
+    if (config.gzip) this.headers['accept-encoding'] = 'gzip';
+    if (config.userAgent) this.headers['user-agent'] = config.userAgent;
     this.basePath = config.baseUrl.pathname.replace(/\/+$/, '');
   }
 
@@ -229,14 +237,18 @@ export class ApiClient {
       if (this.opts.signal?.aborted) return new AbortedError();
       if (timedOut()) return new NetworkError(info, 'TIMEOUT', `no complete answer within ${this.config.timeoutMs} ms`, err);
       const code = (err as { code?: string }).code ?? 'ERROR';
-      return new NetworkError(info, code, `${code}: ${(err as Error).message ?? err}`, err);
+      const message = String((err as Error).message ?? err);
+      if (this.proxy === undefined) return new NetworkError(info, code, `${code}: ${message}`, err);
+      const refused = /^Proxy response \((\d+)\)/.exec(message);
+      if (refused) return new NetworkError(info, `PROXY_${refused[1]}`, `proxy ${this.proxy} answered ${refused[1]} to CONNECT`, err);
+      return new NetworkError(info, code, `${code}: ${message} (through proxy ${this.proxy})`, err);
     };
     let res: Dispatcher.ResponseData;
     try {
       res = await request(url, {
         dispatcher: this.dispatcher,
         method: 'GET',
-        headers: { authorization: `Bearer ${this.config.apiKey}`, accept: 'application/json' },
+        headers: this.headers,
         signal,
       });
     } catch (err) {
@@ -245,24 +257,9 @@ export class ApiClient {
     const status = res.statusCode;
     const maxBytes = this.opts.maxBodyBytes ?? MAX_BODY_BYTES;
     let text: string;
-    let total = 0;
+    let total: number;
     try {
-      const declared = Number(res.headers['content-length']);
-      if (declared > maxBytes)
-        throw new ApiError(info, `${status}: response body of ${declared} bytes is over the ${maxBytes}-byte cap`, { invalid: true });
-      if (declared >= 0 && declared <= maxBytes) {
-        // undici fails a body that does not match its Content-Length, so the cap holds as declared.
-        text = await res.body.text();
-        total = declared;
-      } else {
-        const chunks: Buffer[] = [];
-        for await (const chunk of res.body) {
-          total += (chunk as Buffer).length;
-          if (total > maxBytes) throw new ApiError(info, `${status}: response body is over the ${maxBytes}-byte cap`, { invalid: true });
-          chunks.push(chunk as Buffer);
-        }
-        text = Buffer.concat(chunks, total).toString('utf8');
-      }
+      ({ text, wireBytes: total } = await readBody(res, info, maxBytes));
     } catch (err) {
       res.body.destroy();
       throw err instanceof ApiError ? err : failed(err);

@@ -51,6 +51,11 @@ export function retryDecision(err: unknown, attempt: number, opts: RetryOptions,
         "not retried: check the server's certificate (expiry, issuer, the host name in --base-url) and that the port speaks HTTPS; for a private CA, set NODE_EXTRA_CA_CERTS to the CA's certificate file",
     };
   }
+  // A proxy that refuses the tunnel (407 wants credentials, 403 forbids the host) says the same in 13 s.
+  const proxyStatus = err instanceof NetworkError ? /^PROXY_(\d{3})$/.exec(err.code)?.[1] : undefined;
+  if (proxyStatus !== undefined && Number(proxyStatus) < 500 && !RETRYABLE_STATUS.has(Number(proxyStatus))) {
+    return { retry: false, reason: 'not retried: check HTTPS_PROXY / HTTP_PROXY (and any credentials in them) and NO_PROXY' };
+  }
   const retryable =
     err instanceof NetworkError || (err instanceof ApiError && err.status !== undefined && RETRYABLE_STATUS.has(err.status));
   if (!retryable) return { retry: false };

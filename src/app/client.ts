@@ -9,6 +9,7 @@ import type { ApiConfig } from '../config/config.js';
 import { stateDir } from '../config/env.js';
 import type { Clock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
+import { userAgent } from '../core/version.js';
 import { BudgetLedger, ledgerFingerprint } from '../store/budget-ledger.js';
 
 export interface ClientHooks {
@@ -33,12 +34,15 @@ export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiCli
     hooks.events?.warning?.(`the request budget is not shared with other runs: cannot write ${dir} (${code})`);
   }
   const budget = new RequestBudget(config.rate, hooks.clock, ledger);
-  return new ApiClient(config, {
-    budget,
-    ...hooks,
-    onClose: () => {
-      ledger?.close();
-      ledger = undefined;
+  return new ApiClient(
+    { ...config, userAgent: userAgent() },
+    {
+      budget,
+      ...hooks,
+      onClose: () => {
+        ledger?.close();
+        ledger = undefined;
+      },
     },
-  });
+  );
 }

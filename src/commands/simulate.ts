@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { DEFAULTS } from '../config/defaults.js';
 import { parseRate } from '../config/duration.js';
 import { parseSettings, simulateSchema } from '../config/schema.js';
@@ -21,6 +22,8 @@ export interface SimulateOptions {
   faults?: string;
   quirks?: string;
   orderIndexStart?: string;
+  tlsCert?: string;
+  tlsKey?: string;
   quiet?: boolean;
   json?: boolean;
 }
@@ -52,7 +55,22 @@ function simulatorOptions(opts: SimulateOptions) {
     quirks,
     unknownTypeCampaigns,
     orderIndexStart,
+    tls: tlsFiles(opts),
   };
+}
+
+/** --tls-cert and --tls-key, read (both or neither). */
+function tlsFiles(opts: SimulateOptions): { cert: Buffer; key: Buffer } | undefined {
+  if (opts.tlsCert === undefined && opts.tlsKey === undefined) return undefined;
+  if (opts.tlsCert === undefined || opts.tlsKey === undefined) throw new UsageError('--tls-cert and --tls-key go together');
+  const read = (flag: string, path: string) => {
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw new UsageError(`${flag}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  };
+  return { cert: read('--tls-cert', opts.tlsCert), key: read('--tls-key', opts.tlsKey) };
 }
 
 /** `campaign-sync simulate`: serves until SIGINT/SIGTERM. */
@@ -85,7 +103,7 @@ export async function simulate(opts: SimulateOptions, signal: AbortSignal): Prom
   // Hints that work when pasted: a wildcard address is reached over loopback (pull refuses plain http
   // elsewhere), and the default key is shown as it is (a chosen one stays out of the terminal's history).
   const wildcard = ['0.0.0.0', '::', '[::]'].includes(options.host);
-  const url = wildcard ? `http://127.0.0.1:${sim.port}` : sim.url;
+  const url = wildcard ? `${options.tls ? 'https' : 'http'}://127.0.0.1:${sim.port}` : sim.url;
   const key = options.apiKey === DEFAULTS.simulatorApiKey ? options.apiKey : '<your --api-key>';
   out.info(`try: curl -H "Authorization: Bearer ${key}" ${url}/v1/campaigns`);
   out.info(`or:  CAMPAIGN_SYNC_API_KEY=${key} campaign-sync pull --base-url ${url}`);

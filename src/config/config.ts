@@ -14,6 +14,7 @@ export interface ApiFlags {
   timeout?: string;
   maxRetries?: string;
   maxRetryWait?: string;
+  compression?: string;
   allowInsecureHttp?: boolean;
 }
 
@@ -28,6 +29,8 @@ export interface ApiConfig {
   warnings?: string[];
   /** Longest Retry-After honoured (--max-retry-wait); a longer one fails the request at once. Unset: the default. */
   maxRetryWaitMs: number;
+  /** Ask for gzip bodies: --compression gzip, or auto to any host but loopback (where inflating costs more CPU than it saves). */
+  gzip?: boolean;
 }
 
 const baseUrlSchema = z
@@ -115,15 +118,18 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
     timeout: flags.timeout,
     maxRetries: flags.maxRetries,
     maxRetryWait: flags.maxRetryWait,
+    compression: flags.compression,
   });
+  const baseUrl = resolveBaseUrl(baseText as string, flags.allowInsecureHttp === true);
   return {
-    baseUrl: resolveBaseUrl(baseText as string, flags.allowInsecureHttp === true),
+    baseUrl,
     apiKey: key as string,
     rate: settings.rateLimit,
     timeoutMs: settings.timeout,
     maxRetries: settings.maxRetries,
     warnings: fromFile?.warnings ?? [],
     maxRetryWaitMs: settings.maxRetryWait,
+    gzip: settings.compression === 'gzip' || (settings.compression === 'auto' && !isLoopbackHost(baseUrl.hostname)),
   };
 }
 

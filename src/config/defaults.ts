@@ -8,6 +8,7 @@ export const DEFAULTS = {
   timeout: '30s',
   maxRetries: '5',
   maxRetryWait: '2m',
+  compression: 'auto',
   reportType: 'DETAILED',
   format: 'sqlite',
   out: './campaign-sync-out',

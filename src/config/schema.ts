@@ -41,6 +41,7 @@ export const apiSchema = z.object({
   timeout: parsed((t) => parseDuration(t, '--timeout')).prefault(DEFAULTS.timeout),
   maxRetries: parsed((t) => parseIntIn(t, '--max-retries', 0, 100)).prefault(DEFAULTS.maxRetries),
   maxRetryWait: parsed((t) => parseDuration(t, '--max-retry-wait')).prefault(DEFAULTS.maxRetryWait),
+  compression: oneOf(['auto', 'gzip', 'off'] as const, '--compression').prefault(DEFAULTS.compression),
 });
 
 /** Settings of `pull` and `watch` (a pass). */

@@ -6,11 +6,13 @@
  * because routing, paging and the fault injector share one request's state.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { toJson } from '../core/json.js';
 import type { Rate } from '../core/rate.js';
 import { SimChanges } from './changes.js';
 import { type SimCampaign, SimData } from './data.js';
+import { acceptsGzip, gzipBody } from './encoding.js';
 import { chooseFault, type FaultKind, type FaultPlan } from './faults.js';
 import { errorBody, HttpError, parseCampaignQuery, parseQuery } from './query.js';
 import type { Quirks } from './quirks.js';
@@ -45,6 +47,8 @@ export interface SimulatorOptions {
   campaignPageSize?: number;
   /** Keep rendered page bodies in memory (benchmarks: the server should not be what is measured). */
   cachePages?: boolean;
+  /** Serve https with this certificate and key (PEM), e.g. to rehearse a private CA with NODE_EXTRA_CA_CERTS. */
+  tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
   /** Clock, for tests. */
   now?: () => number;
 }
@@ -57,6 +61,10 @@ export interface SimulatorStats {
   /** When the first and the latest request arrived (ms since the epoch), for throughput figures. */
   firstRequestAt: number;
   lastRequestAt: number;
+  /** Answers sent gzip-compressed (the request's Accept-Encoding asked for gzip). */
+  gzipped: number;
+  /** Requests by User-Agent header ('' when none was sent). */
+  userAgents: Record<string, number>;
 }
 
 export interface RunningSimulator {
@@ -103,14 +111,38 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const faultDraw = prng(hash32(seed, 0xfa));
   const quirks = options.quirks ?? {};
   const cache = options.cachePages ? new Map<string, string>() : undefined;
-  const stats: SimulatorStats = { requests: 0, byStatus: {}, faults: {}, bodyBytes: 0, firstRequestAt: 0, lastRequestAt: 0 };
+  const stats: SimulatorStats = {
+    requests: 0,
+    byStatus: {},
+    faults: {},
+    bodyBytes: 0,
+    firstRequestAt: 0,
+    lastRequestAt: 0,
+    gzipped: 0,
+    userAgents: {},
+  };
   const sockets = new Set<Socket>();
 
+  // Cached pages keep their compressed form too (same string, same Buffer): the bench measures the client, not gzip here.
+  const gzipCache = cache ? new Map<string, Buffer>() : undefined;
   const send = (res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}) => {
     stats.byStatus[status] = (stats.byStatus[status] ?? 0) + 1;
-    stats.bodyBytes += Buffer.byteLength(body);
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), ...headers });
-    res.end(body);
+    // Bounded: a client sending a new User-Agent every time must not grow the stats without end.
+    let agent = res.req?.headers['user-agent'] ?? '';
+    if (stats.userAgents[agent] === undefined && Object.keys(stats.userAgents).length >= 100) agent = '(other)';
+    stats.userAgents[agent] = (stats.userAgents[agent] ?? 0) + 1;
+    const type = { 'content-type': 'application/json; charset=utf-8' };
+    if (!acceptsGzip(res.req?.headers['accept-encoding'])) {
+      stats.bodyBytes += Buffer.byteLength(body);
+      res.writeHead(status, { ...type, 'content-length': Buffer.byteLength(body), ...headers });
+      res.end(body);
+      return;
+    }
+    const zipped = gzipBody(body, gzipCache);
+    stats.gzipped++;
+    stats.bodyBytes += zipped.length;
+    res.writeHead(status, { ...type, 'content-encoding': 'gzip', vary: 'accept-encoding', 'content-length': zipped.length, ...headers });
+    res.end(zipped);
   };
 
   const campaignsBody = (url: URL): string => {
@@ -246,14 +278,15 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     send(res, status, body);
   };
 
-  const server = createServer((req, res) => {
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
     try {
       handle(req, res);
     } catch (err) {
       send(res, 500, errorBody(500, 'Internal server error'));
       console.error(err);
     }
-  });
+  };
+  const server = options.tls ? createTlsServer({ cert: options.tls.cert, key: options.tls.key }, listener) : createServer(listener);
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -265,7 +298,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
-    url: `http://${host}:${address.port}`,
+    url: `${options.tls ? 'https' : 'http'}://${host}:${address.port}`,
     port: address.port,
     apiKey,
     data,

@@ -1,0 +1,92 @@
+/**
+ * How requests reach the service: straight to the origin over one keep-alive Pool (the fast path),
+ * or, when HTTPS_PROXY / HTTP_PROXY (or their lower-case forms) name a proxy for the origin and
+ * NO_PROXY does not exempt it, through undici's EnvHttpProxyAgent. The proxy agent opens a CONNECT
+ * tunnel for every origin, https or not, so the key is never sent to the proxy in clear.
+ *
+ * The proxy is chosen here with undici's own rules (lower case first; HTTPS_PROXY falls back to
+ * HTTP_PROXY; NO_PROXY entries are host names, domain suffixes, `host:port`, or `*`), so an error can
+ * name the proxy it went through.
+ */
+import { type Dispatcher, EnvHttpProxyAgent, Pool } from 'undici';
+import { UsageError } from '../errors.js';
+
+/**
+ * Connections to the service at most. Requests wait on the budget, not on sockets: 4 streams with a
+ * prefetch each and a retry in flight fit well within 16, and 16 is far below any server's limit.
+ */
+const MAX_CONNECTIONS = 16;
+/** An idle connection is kept this long: enough for the pages of a pass, shorter than a watch interval. */
+const KEEP_ALIVE_MS = 30_000;
+
+export interface Route {
+  dispatcher: Dispatcher;
+  /** The proxy's URL without any user name or password, e.g. `http://proxy.corp:3128 (HTTPS_PROXY)`. */
+  proxy?: string | undefined;
+}
+
+const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443 };
+
+function firstSet(env: NodeJS.ProcessEnv, names: string[]): { name: string; value: string } | undefined {
+  for (const name of names) {
+    const value = env[name];
+    if (value) return { name, value };
+  }
+  return undefined;
+}
+
+/** True when NO_PROXY exempts `origin` (undici's EnvHttpProxyAgent semantics). */
+export function noProxyMatches(origin: URL, noProxy: string): boolean {
+  if (noProxy.trim() === '*') return true;
+  const hostname = origin.host.replace(/:\d*$/, '').toLowerCase();
+  const port = Number.parseInt(origin.port, 10) || DEFAULT_PORTS[origin.protocol] || 0;
+  for (const entry of noProxy.split(/[,\s]/)) {
+    if (!entry) continue;
+    const parsed = entry.match(/^(.+):(\d+)$/);
+    const host = (parsed ? (parsed[1] as string) : entry).replace(/^\*?\./, '').toLowerCase();
+    const entryPort = parsed ? Number.parseInt(parsed[2] as string, 10) : 0;
+    if (entryPort && entryPort !== port) continue;
+    if (hostname === host || hostname.endsWith(`.${host}`)) return true;
+  }
+  return false;
+}
+
+function proxyVars(env: NodeJS.ProcessEnv) {
+  const http = firstSet(env, ['http_proxy', 'HTTP_PROXY']);
+  const https = firstSet(env, ['https_proxy', 'HTTPS_PROXY']) ?? http;
+  return { http, https, noProxy: env.no_proxy ?? env.NO_PROXY ?? '' };
+}
+
+/** The proxy variable that applies to `origin`, if any. */
+export function proxyFor(origin: URL, env: NodeJS.ProcessEnv = process.env): { name: string; value: string } | undefined {
+  const vars = proxyVars(env);
+  const chosen = origin.protocol === 'https:' ? vars.https : vars.http;
+  if (!chosen || noProxyMatches(origin, vars.noProxy)) return undefined;
+  return chosen;
+}
+
+/** A proxy URL fit for a message: no user name or password. */
+function describeProxy(value: string, name: string): string {
+  try {
+    const url = new URL(value);
+    return `${url.protocol}//${url.host} (${name})`;
+  } catch {
+    return `the proxy in ${name}`;
+  }
+}
+
+/** The dispatcher for `origin`: a Pool, or the proxy agent when a proxy applies. */
+export function createRoute(origin: URL, env: NodeJS.ProcessEnv = process.env): Route {
+  const limits = { connections: MAX_CONNECTIONS, keepAliveTimeout: KEEP_ALIVE_MS };
+  const proxy = proxyFor(origin, env);
+  if (!proxy) return { dispatcher: new Pool(origin.origin, limits) };
+  const vars = proxyVars(env);
+  let dispatcher: Dispatcher;
+  try {
+    dispatcher = new EnvHttpProxyAgent({ ...limits, httpProxy: vars.http?.value, httpsProxy: vars.https?.value, noProxy: vars.noProxy });
+  } catch {
+    // The value may carry a proxy password: name the variable only.
+    throw new UsageError(`${proxy.name} is not a proxy URL (example: http://proxy.example.com:3128)`);
+  }
+  return { dispatcher, proxy: describeProxy(proxy.value, proxy.name) };
+}

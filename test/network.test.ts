@@ -1,0 +1,197 @@
+/**
+ * Networks people have: a forward proxy (a real proxy process on loopback), a private CA (a TLS
+ * simulator with a certificate made here by openssl), gzip over real HTTP, and the User-Agent.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../src/errors.js';
+import { cli, sim, startCli, tempDir } from './helpers/index.js';
+import { startProxy } from './helpers/proxy.js';
+
+const KEY = 'net-secret-key-123';
+/** No proxy setting of the tester's shell leaks in; each test sets its own. */
+const NO_PROXY_ENV = {
+  HTTP_PROXY: undefined,
+  HTTPS_PROXY: undefined,
+  NO_PROXY: undefined,
+  http_proxy: undefined,
+  https_proxy: undefined,
+  no_proxy: undefined,
+};
+
+function pull(url: string, env: Record<string, string | undefined> = {}, extra: string[] = []) {
+  const db = join(tempDir(), 'net.db');
+  return cli(['pull', '--base-url', url, '--db', db, '--max-retries', '0', ...extra], {
+    env: { ...NO_PROXY_ENV, CAMPAIGN_SYNC_API_KEY: KEY, ...env },
+  });
+}
+
+describe('proxies', () => {
+  it('HTTP_PROXY sends every request through the proxy, in a CONNECT tunnel (the key never in clear)', async () => {
+    const s = await sim({ apiKey: KEY, campaigns: 2, records: 30 });
+    const proxy = await startProxy();
+    const r = await pull(s.url, { HTTP_PROXY: proxy.url });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(s.stats.requests).toBeGreaterThan(0);
+    expect(proxy.seen.length).toBeGreaterThan(0);
+    expect(proxy.seen.every((l) => l.kind === 'connect' && l.target === `127.0.0.1:${s.port}` && !l.authorization)).toBe(true);
+  });
+
+  it('lower-case http_proxy too; NO_PROXY=127.0.0.1 goes straight to the service', async () => {
+    const s = await sim({ apiKey: KEY, campaigns: 2, records: 10 });
+    const proxy = await startProxy();
+    const lower = await pull(s.url, { http_proxy: proxy.url });
+    expect(lower.code).toBe(0);
+    const through = proxy.seen.length;
+    expect(through).toBeGreaterThan(0);
+    const before = s.stats.requests;
+    const bypass = await pull(s.url, { HTTP_PROXY: proxy.url, NO_PROXY: '127.0.0.1' });
+    expect(bypass.code).toBe(0);
+    expect(s.stats.requests).toBeGreaterThan(before);
+    expect(proxy.seen.length).toBe(through);
+  });
+
+  it('a proxy that answers 500 is a clear error naming the proxy, never the key', async () => {
+    const s = await sim({ apiKey: KEY, campaigns: 1, records: 5 });
+    const proxy = await startProxy('refuse');
+    const r = await pull(s.url, { HTTPS_PROXY: undefined, HTTP_PROXY: proxy.url });
+    expect(r.code).toBe(ExitCode.unavailable);
+    expect(r.stderr).toContain(`proxy ${proxy.url} (HTTP_PROXY) answered 500 to CONNECT`);
+    expect(r.stderr + r.stdout).not.toContain(KEY);
+    expect(s.stats.requests).toBe(0);
+  });
+
+  it('a proxy that wants credentials (407) fails at once, not retried, saying what to check', async () => {
+    const s = await sim({ apiKey: KEY, campaigns: 1, records: 5 });
+    const proxy = await startProxy('auth');
+    const db = join(tempDir(), 'auth.db');
+    const r = await cli(['pull', '--base-url', s.url, '--db', db], {
+      env: { ...NO_PROXY_ENV, CAMPAIGN_SYNC_API_KEY: KEY, http_proxy: proxy.url },
+    });
+    expect(r.code).toBe(ExitCode.unavailable);
+    expect(r.stderr).toContain(`proxy ${proxy.url} (http_proxy) answered 407 to CONNECT; not retried: check HTTPS_PROXY`);
+    expect(proxy.seen).toHaveLength(1);
+  });
+
+  it('a proxy that refuses connections names the proxy', async () => {
+    const s = await sim({ apiKey: KEY, campaigns: 1, records: 5 });
+    const proxy = await startProxy();
+    proxy.stop();
+    await new Promise((r) => setTimeout(r, 200));
+    const r = await pull(s.url, { HTTP_PROXY: proxy.url });
+    expect(r.code).toBe(ExitCode.unavailable);
+    expect(r.stderr).toMatch(new RegExp(`ECONNREFUSED.*through proxy ${proxy.url.replace(/[.]/g, '\\.')} \\(HTTP_PROXY\\)`));
+    expect(r.stderr).not.toContain(KEY);
+  });
+});
+
+/** A self-signed certificate for 127.0.0.1 and localhost, made by the openssl CLI. */
+function selfSigned(): { cert: string; key: string } {
+  const dir = tempDir();
+  const cert = join(dir, 'cert.pem');
+  const key = join(dir, 'key.pem');
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    ],
+    { stdio: 'ignore' },
+  );
+  return { cert, key };
+}
+
+describe('a private CA', () => {
+  const files = selfSigned();
+
+  it('NODE_EXTRA_CA_CERTS makes a pull over https to a self-signed service work; without it, a TLS error not retried', async () => {
+    const s = await sim({ apiKey: KEY, campaigns: 2, records: 10, tls: { cert: readFileSync(files.cert), key: readFileSync(files.key) } });
+    expect(s.url).toMatch(/^https:\/\/127\.0\.0\.1:/);
+    const ok = await pull(s.url, { NODE_EXTRA_CA_CERTS: files.cert });
+    expect(ok.stderr).toBe('');
+    expect(ok.code).toBe(0);
+    const requests = s.stats.requests;
+    expect(requests).toBeGreaterThan(0);
+    const bad = await cli(['pull', '--base-url', s.url, '--db', join(tempDir(), 'x.db')], {
+      env: { ...NO_PROXY_ENV, CAMPAIGN_SYNC_API_KEY: KEY },
+    });
+    expect(bad.code).toBe(ExitCode.unavailable);
+    expect(bad.stderr).toMatch(/SELF_SIGNED|self-signed/i);
+    expect(bad.stderr).toContain('NODE_EXTRA_CA_CERTS');
+    expect(s.stats.requests).toBe(requests);
+  });
+
+  it('through a proxy too: HTTPS_PROXY tunnels to the TLS service', async () => {
+    const s = await sim({ apiKey: KEY, campaigns: 1, records: 5, tls: { cert: readFileSync(files.cert), key: readFileSync(files.key) } });
+    const proxy = await startProxy();
+    const r = await pull(s.url, { NODE_EXTRA_CA_CERTS: files.cert, HTTPS_PROXY: proxy.url });
+    expect(r.code).toBe(0);
+    expect(proxy.seen.length).toBeGreaterThan(0);
+    expect(proxy.seen.every((l) => l.kind === 'connect')).toBe(true);
+  });
+
+  it('simulate --tls-cert/--tls-key serves https', async () => {
+    const run = startCli(['simulate', '--port', '0', '--tls-cert', files.cert, '--tls-key', files.key]);
+    await run.waitFor(/listening on https:\/\/127\.0\.0\.1:\d+/);
+    const url = /listening on (https:\/\/127\.0\.0\.1:\d+)/.exec(run.stdout() + run.stderr())?.[1] as string;
+    const r = await pull(url, { NODE_EXTRA_CA_CERTS: files.cert, CAMPAIGN_SYNC_API_KEY: 'demo-key' });
+    run.child.kill('SIGTERM');
+    await run.exited;
+    expect(r.code).toBe(0);
+    const half = await cli(['simulate', '--tls-cert', files.cert]);
+    expect(half.code).toBe(ExitCode.usage);
+    expect(half.stderr).toContain('--tls-cert and --tls-key go together');
+  });
+});
+
+describe('compression and User-Agent over real HTTP', () => {
+  it('--compression gzip: the simulator compresses, the mirror is the same, fewer bytes on the wire', async () => {
+    const plain = await sim({ apiKey: KEY, campaigns: 2, records: 200 });
+    const zipped = await sim({ apiKey: KEY, campaigns: 2, records: 200 });
+    const off = await pull(plain.url, {}, ['--compression', 'off']);
+    const on = await pull(zipped.url, {}, ['--compression', 'gzip']);
+    expect([off.code, on.code]).toEqual([0, 0]);
+    expect(plain.stats.gzipped).toBe(0);
+    expect(zipped.stats.gzipped).toBe(zipped.stats.requests);
+    expect(zipped.stats.bodyBytes * 3).toBeLessThan(plain.stats.bodyBytes);
+    const rows = (text: string) => /\d[\d,]* (new|rows|records)/.exec(text)?.[0];
+    expect(rows(off.stdout + off.stderr)).toMatch(/^400 records$/);
+    expect(rows(on.stdout + on.stderr)).toBe(rows(off.stdout + off.stderr));
+  });
+
+  it('--help shows --compression and its default', async () => {
+    const help = await cli(['pull', '--help']);
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain(
+      '--compression <mode> gzip response bodies: auto (all but loopback hosts), gzip or off (default: auto)',
+    );
+  });
+
+  it('auto does not compress on loopback', async () => {
+    const s = await sim({ apiKey: KEY, campaigns: 1, records: 10 });
+    expect((await pull(s.url)).code).toBe(0);
+    expect(s.stats.gzipped).toBe(0);
+  });
+
+  it('every request carries User-Agent campaign-sync/<version> (node <version>)', async () => {
+    const s = await sim({ apiKey: KEY, campaigns: 2, records: 10 });
+    expect((await pull(s.url)).code).toBe(0);
+    const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    expect(s.stats.userAgents).toEqual({ [`campaign-sync/${version} (node ${process.versions.node})`]: s.stats.requests });
+  });
+});
