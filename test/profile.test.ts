@@ -94,9 +94,11 @@ describe('config profiles', () => {
     writeFileSync(join(dir, 'agency.key'), `${s.apiKey}\n`, { mode: 0o600 });
     writeFileSync(
       join(dir, 'campaign-sync.toml'),
-      `[profiles.agency]\nbase_url = "${s.url}"\napi_key_file = "agency.key"\ndb = "agency.db"\npage_size = 2\n`,
+      `[profiles.agency]\nbase_url = "${s.url}"\napi_key_file = "agency.key"\ndb = "agency.db"\npage_size = 2\ncompression = "gzip"\n`,
     );
     const r = await cli(['pull', '--profile', 'agency', '--json'], { cwd: dir, env: { XDG_CONFIG_HOME: dir } });
+    // compression = "gzip" in the profile: the simulator was asked for gzip (loopback is off by default).
+    expect(s.stats.gzipped).toBeGreaterThan(0);
     expect(r.code, r.stderr).toBe(0);
     const doc = JSON.parse(r.stdout);
     expect(doc.records).toBe(10);

@@ -23,6 +23,7 @@ const PROFILE_KEYS = {
   timeout: 'timeout',
   max_retries: 'maxRetries',
   max_retry_wait: 'maxRetryWait',
+  compression: 'compression',
   format: 'format',
   out: 'out',
   page_size: 'pageSize',
