@@ -40,6 +40,10 @@ function example(cmd: Command, ...lines: string[]): Command {
   return cmd.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
 }
 
+// Issue 13: the request log, on every command that calls the API.
+const VERBOSE = '-v, --verbose';
+const VERBOSE_HELP = 'log every HTTP attempt, retry and rate-limit pause on stderr (JSON lines with --json)';
+
 function apiOptions(cmd: Command): Command {
   return cmd
     .option('--base-url <url>', 'API base URL without /v1 (env CAMPAIGN_SYNC_BASE_URL)')
@@ -51,7 +55,8 @@ function apiOptions(cmd: Command): Command {
       '--max-retry-wait <duration>',
       `longest Retry-After to wait; a longer one fails the stream at once${shownDefault('maxRetryWait')}`,
     )
-    .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host');
+    .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host')
+    .option(VERBOSE, VERBOSE_HELP);
 }
 
 function dbOption(cmd: Command): Command {
@@ -261,7 +266,8 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         .option('--db <path>', `SQLite database${shownDefault('demoDb')}`)
         .option('--seed <seed>', `simulator seed${shownDefault('seed')}`)
         .option('--campaigns <n>', `simulated campaigns${shownDefault('campaigns')}`)
-        .option('--records <n>', `results per campaign${shownDefault('records')}`),
+        .option('--records <n>', `results per campaign${shownDefault('records')}`)
+        .option(VERBOSE, VERBOSE_HELP),
     ),
     'campaign-sync demo',
     'campaign-sync demo --db /tmp/try.db --records 2000',

@@ -96,7 +96,15 @@ describe('commandEvents', () => {
     expect(events.page).toBeUndefined();
     expect(events.streamDone).toBeUndefined();
     events.warning?.('careful');
-    events.retry?.({ error: new Error('503 busy'), delayMs: 1500, attempt: 1 });
+    events.retry?.({
+      error: new Error('503 busy'),
+      delayMs: 1500,
+      attempt: 1,
+      maxAttempts: 4,
+      method: 'GET',
+      path: '/v1/campaigns',
+      retryAfter: false,
+    });
     expect(err.join('')).toBe('warning: careful\nretrying in 1.5 s: 503 busy\n');
     const shown: string[] = [];
     const spinning = commandEvents(out, { active: true, update: (t) => shown.push(t), stop() {} });

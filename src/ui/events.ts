@@ -6,6 +6,7 @@
 import type { Progress as PassProgress, RunEvents } from '../core/events.js';
 import type { Output } from './output.js';
 import type { Progress } from './progress.js';
+import { requestLog } from './request-log.js';
 import { formatCount, formatMs } from './table.js';
 
 function progressText(p: PassProgress): string {
@@ -19,5 +20,7 @@ export function commandEvents(out: Output, progress?: Progress): RunEvents {
     retry: (e) => out.info(`retrying in ${formatMs(e.delayMs)}: ${e.error.message}`),
     page: show,
     streamDone: show,
+    // --verbose: the request log replaces the short retry line.
+    ...requestLog(out),
   };
 }
