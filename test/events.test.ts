@@ -113,6 +113,6 @@ describe('commandEvents', () => {
       records: 3,
       progress: { streamsDone: 1, streams: 4, records: 1234, requests: 9 },
     });
-    expect(shown).toEqual(['1/4 streams, 1,234 records, 9 requests']);
+    expect(shown).toEqual(['1/4 streams, 1,234 records, 1 page, 0 requests, 0 s']);
   });
 });
