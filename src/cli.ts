@@ -146,9 +146,12 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   ).action(async (opts, cmd: Command) => done(await (await import('./commands/watch.js')).watch(await configured(cmd, opts), signal)));
 
   example(
-    outputOptions(dbOption(program.command('status').description('show each stream: cursor, records, last success, last error'))),
+    outputOptions(dbOption(program.command('status').description('show each stream: cursor, records, last success, last error')))
+      .option('--check', 'for monitoring: exit 0 if every stream is fresh and none failing, 4 if some are not, 5 if none is')
+      .option('--max-age <duration>', `with --check: longest time since a stream's last success${shownDefault('maxAge')}`),
     'campaign-sync status',
     'campaign-sync status --json',
+    'campaign-sync status --check --max-age 15m',
   ).action(async (opts, cmd: Command) => done(await (await import('./commands/status.js')).status(await configured(cmd, opts))));
 
   example(
