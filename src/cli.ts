@@ -40,6 +40,10 @@ function example(cmd: Command, ...lines: string[]): Command {
   return cmd.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
 }
 
+// Issue 13: the request log, on every command that calls the API.
+const VERBOSE = '-v, --verbose';
+const VERBOSE_HELP = 'log every HTTP attempt, retry and rate-limit pause on stderr (JSON lines with --json)';
+
 function apiOptions(cmd: Command): Command {
   return cmd
     .option('--base-url <url>', 'API base URL without /v1 (env CAMPAIGN_SYNC_BASE_URL)')
@@ -52,7 +56,8 @@ function apiOptions(cmd: Command): Command {
       `longest Retry-After to wait; a longer one fails the stream at once${shownDefault('maxRetryWait')}`,
     )
     .option('--compression <mode>', `gzip response bodies: auto (all but loopback hosts), gzip or off${shownDefault('compression')}`)
-    .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host');
+    .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host')
+    .option(VERBOSE, VERBOSE_HELP);
 }
 
 function dbOption(cmd: Command): Command {
@@ -142,9 +147,12 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   ).action(async (opts, cmd: Command) => done(await (await import('./commands/watch.js')).watch(await configured(cmd, opts), signal)));
 
   example(
-    outputOptions(dbOption(program.command('status').description('show each stream: cursor, records, last success, last error'))),
+    outputOptions(dbOption(program.command('status').description('show each stream: cursor, records, last success, last error')))
+      .option('--check', 'for monitoring: exit 0 if every stream is fresh and none failing, 4 if some are not, 5 if none is')
+      .option('--max-age <duration>', `with --check: longest time since a stream's last success${shownDefault('maxAge')}`),
     'campaign-sync status',
     'campaign-sync status --json',
+    'campaign-sync status --check --max-age 15m',
   ).action(async (opts, cmd: Command) => done(await (await import('./commands/status.js')).status(await configured(cmd, opts))));
 
   example(
@@ -264,7 +272,8 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         .option('--db <path>', `SQLite database${shownDefault('demoDb')}`)
         .option('--seed <seed>', `simulator seed${shownDefault('seed')}`)
         .option('--campaigns <n>', `simulated campaigns${shownDefault('campaigns')}`)
-        .option('--records <n>', `results per campaign${shownDefault('records')}`),
+        .option('--records <n>', `results per campaign${shownDefault('records')}`)
+        .option(VERBOSE, VERBOSE_HELP),
     ),
     'campaign-sync demo',
     'campaign-sync demo --db /tmp/try.db --records 2000',

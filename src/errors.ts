@@ -90,6 +90,11 @@ export function exitCodeForPass(pass: { streams: readonly StreamOutcome[]; inter
   return allUnavailable ? ExitCode.unavailable : ExitCode.partial;
 }
 
+/** `status --check` and /healthz (sync/health.ts): 0 all healthy, 4 some stale or failing, 5 none healthy. */
+export function exitCodeForHealth(verdict: 'ok' | 'degraded' | 'down'): ExitCodeValue {
+  return verdict === 'ok' ? ExitCode.ok : verdict === 'degraded' ? ExitCode.partial : ExitCode.unavailable;
+}
+
 /** Bad flag, bad environment value, missing setting. */
 export class UsageError extends CampaignSyncError {
   override readonly name = 'UsageError';

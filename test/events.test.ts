@@ -96,7 +96,15 @@ describe('commandEvents', () => {
     expect(events.page).toBeUndefined();
     expect(events.streamDone).toBeUndefined();
     events.warning?.('careful');
-    events.retry?.({ error: new Error('503 busy'), delayMs: 1500, attempt: 1 });
+    events.retry?.({
+      error: new Error('503 busy'),
+      delayMs: 1500,
+      attempt: 1,
+      maxAttempts: 4,
+      method: 'GET',
+      path: '/v1/campaigns',
+      retryAfter: false,
+    });
     expect(err.join('')).toBe('warning: careful\nretrying in 1.5 s: 503 busy\n');
     const shown: string[] = [];
     const spinning = commandEvents(out, { active: true, update: (t) => shown.push(t), stop() {} });
@@ -105,6 +113,6 @@ describe('commandEvents', () => {
       records: 3,
       progress: { streamsDone: 1, streams: 4, records: 1234, requests: 9 },
     });
-    expect(shown).toEqual(['1/4 streams, 1,234 records, 9 requests']);
+    expect(shown).toEqual(['1/4 streams, 1,234 records, 1 page, 0 requests, 0 s']);
   });
 });

@@ -119,6 +119,18 @@ export class RequestBudget {
     };
   }
 
+  /**
+   * About how long a request asked for now would wait: until the pause ends or the oldest free slot
+   * comes round; 0 when a slot is free now or every slot is in flight (its end is unknown).
+   */
+  waitEstimate(): number {
+    const now = this.clock.now();
+    const pause = this.pausedUntil - now;
+    let slot = 0;
+    if (this.unused === 0 && this.head < this.free.length) slot = (this.free[this.head] as number) + this.windowMs - now;
+    return Math.max(0, pause, slot);
+  }
+
   /** Holds every stream back for `ms` (after a 429). */
   pause(ms: number): void {
     this.pausedUntil = Math.max(this.pausedUntil, this.clock.now() + ms);

@@ -75,8 +75,16 @@ export interface ClientOptions {
   retry?: { baseMs?: number; capMs?: number };
 }
 
-function requestFacts(info: RequestInfo, attempt: number, sentAt: number, endedAt: number) {
-  return { method: info.method, path: info.path, campaignId: info.campaignId, attempt: attempt + 1, ms: endedAt - sentAt };
+function requestFacts(info: RequestInfo, query: string, attempt: number, maxAttempts: number, sentAt: number, endedAt: number) {
+  return {
+    method: info.method,
+    path: info.path,
+    query,
+    campaignId: info.campaignId,
+    attempt: attempt + 1,
+    maxAttempts,
+    ms: endedAt - sentAt,
+  };
 }
 
 interface Response {
@@ -166,29 +174,41 @@ export class ApiClient {
       if (this.opts.signal?.aborted) throw new AbortedError();
       // No await before the request is sent when a slot is free: see RequestBudget.tryAcquire.
       let release = this.opts.budget.tryAcquire();
+      let budgetWaitMs = 0;
       if (release === undefined) {
         const waitFrom = this.clock.now();
+        this.events?.budgetWaitStart?.({ ms: this.opts.budget.waitEstimate() });
         release = await this.opts.budget.acquire(this.opts.signal);
-        this.events?.budgetWait?.({ ms: this.clock.now() - waitFrom });
+        budgetWaitMs = this.clock.now() - waitFrom;
+        this.events?.budgetWait?.({ ms: budgetWaitMs });
       }
       this.requests++;
       if (counter) counter.requests++;
       const sentAt = this.clock.now();
+      const maxAttempts = this.config.maxRetries + 1;
       try {
         const res = await this.once(info, query);
         release();
         if (counter) counter.bytes += res.bytes;
-        this.events?.request?.({ ...requestFacts(info, attempt, sentAt, this.clock.now()), status: res.status, bytes: res.bytes });
+        this.events?.request?.({
+          ...requestFacts(info, query, attempt, maxAttempts, sentAt, this.clock.now()),
+          status: res.status,
+          bytes: res.bytes,
+          budgetWaitMs,
+        });
         return res;
       } catch (err) {
         release();
-        if (err instanceof AbortedError) throw err;
+        // Still one request event: the log's lines and the summary's request count must agree.
         this.events?.request?.({
-          ...requestFacts(info, attempt, sentAt, this.clock.now()),
+          ...requestFacts(info, query, attempt, maxAttempts, sentAt, this.clock.now()),
           status: err instanceof ApiError ? err.status : undefined,
           bytes: 0,
+          budgetWaitMs,
+          requestId: err instanceof ApiError ? err.requestId : undefined,
           error: (err as Error).message,
         });
+        if (err instanceof AbortedError) throw err;
         const decision = retryDecision(
           err,
           attempt,
@@ -203,7 +223,16 @@ export class ApiClient {
         const delay = decision.delayMs;
         // A 429 means the server counts differently than we do: hold every stream back.
         if (err instanceof ApiError && err.status === 429) this.opts.budget.pause(delay);
-        this.events?.retry?.({ error: err as Error, delayMs: delay, attempt: attempt + 1 });
+        this.events?.retry?.({
+          error: err as Error,
+          delayMs: delay,
+          attempt: attempt + 1,
+          maxAttempts,
+          method: info.method,
+          path: info.path,
+          status: err instanceof ApiError ? err.status : undefined,
+          retryAfter: err instanceof ApiError && err.retryAfterMs !== undefined,
+        });
         await this.clock.sleep(delay, this.opts.signal);
       }
     }

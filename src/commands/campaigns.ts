@@ -3,6 +3,7 @@ import { createClient } from '../app/client.js';
 import { type ApiFlags, resolveApiConfig, resolveDbPath } from '../config/config.js';
 import { Campaigns } from '../store/campaigns.js';
 import { openDatabase } from '../store/db.js';
+import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { renderTable } from '../ui/table.js';
 
@@ -15,7 +16,7 @@ export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Pro
   const out = new Output(flags);
   const config = resolveApiConfig(flags);
   for (const w of config.warnings ?? []) out.warn(w);
-  const client = createClient(config, { signal });
+  const client = createClient(config, { signal, events: commandEvents(out) });
   let list: Awaited<ReturnType<ApiClient['listCampaigns']>>;
   try {
     list = await client.listCampaigns();

@@ -1,19 +1,33 @@
 import { resolveDbPath } from '../config/config.js';
+import { parseSettings, statusSchema } from '../config/schema.js';
+import { exitCodeForHealth, UsageError } from '../errors.js';
 import { Campaigns } from '../store/campaigns.js';
 import { Checkpoints } from '../store/checkpoints.js';
 import { openDatabase } from '../store/db.js';
+import { lockHolder } from '../store/lock.js';
+import { assessHealth } from '../sync/health.js';
 import { showText } from '../ui/escape.js';
+import { healthDocument, healthLines, relativeTime } from '../ui/health.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { formatCount, renderTable } from '../ui/table.js';
 
 export interface StatusFlags extends OutputFlags {
   db?: string;
+  check?: boolean;
+  maxAge?: string;
 }
 
-/** `campaign-sync status`: one row per stream, plus campaigns skipped for their type. */
+/**
+ * `campaign-sync status`: one row per stream, plus campaigns skipped for their type. With --check,
+ * the health rule of sync/health.ts instead: one line per unhealthy stream and exit 0, 4 or 5.
+ */
 export async function status(flags: StatusFlags): Promise<number> {
   const out = new Output(flags);
-  const db = openDatabase(resolveDbPath(flags.db), { mustExist: true, readonly: true });
+  const { maxAge } = parseSettings(statusSchema, { maxAge: flags.maxAge });
+  if (flags.maxAge !== undefined && !flags.check) throw new UsageError('--max-age goes with --check');
+  const dbPath = resolveDbPath(flags.db);
+  const db = openDatabase(dbPath, { mustExist: true, readonly: true });
+  const now = Date.now();
   try {
     const campaigns = new Campaigns(db);
     const names = campaigns.names();
@@ -21,8 +35,18 @@ export async function status(flags: StatusFlags): Promise<number> {
     const rows = new Checkpoints(db)
       .all()
       .sort((a, b) => nameOf(a.campaign_id).localeCompare(nameOf(b.campaign_id)) || a.stream.localeCompare(b.stream));
+    if (flags.check) {
+      const health = assessHealth(rows, now, maxAge);
+      const label = (r: (typeof rows)[number]) => `${nameOf(r.campaign_id)} (${r.endpoint}${r.report_type ? ` ${r.report_type}` : ''})`;
+      out.document(healthDocument(health, label, now));
+      // On stdout: what Nagios and a cron wrapper read; --quiet keeps only the exit code.
+      for (const line of healthLines(health, label, now)) out.print(line);
+      return exitCodeForHealth(health.verdict);
+    }
     const skipped = campaigns.skipped();
+    const holder = lockHolder(dbPath);
     out.document({
+      sync_in_progress: holder ? { pid: holder.pid, host: holder.host, since: holder.since } : null,
       streams: rows.map((r) => ({
         stream: r.stream,
         campaign_id: r.campaign_id,
@@ -37,6 +61,12 @@ export async function status(flags: StatusFlags): Promise<number> {
       })),
       skipped: skipped.map((s) => ({ id: s.id, name: s.name, type: s.type, reason: 'campaign type not supported' })),
     });
+    if (holder)
+      out.print(
+        showText(
+          `sync in progress (pid ${holder.pid}${holder.host ? ` on ${holder.host}` : ''}, since ${holder.since}, ${relativeTime(holder.since, now)})`,
+        ),
+      );
     if (rows.length === 0) out.print('No streams yet: run `campaign-sync pull`.');
     else {
       out.print(
@@ -48,8 +78,8 @@ export async function status(flags: StatusFlags): Promise<number> {
             r.report_type ?? '',
             r.cursor === null ? '' : r.cursor.toString(),
             formatCount(r.records),
-            r.last_success_at ?? 'never',
-            r.last_error ? `${r.last_error_at}: ${r.last_error}` : '',
+            relativeTime(r.last_success_at, now),
+            r.last_error ? `${relativeTime(r.last_error_at, now)}: ${r.last_error}` : '',
           ]),
           [],
           // An error is cut later than a name: its end (status, message, request id) is what helps.

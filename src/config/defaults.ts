@@ -16,6 +16,7 @@ export const DEFAULTS = {
   concurrency: '4',
   interval: '2m',
   lookbackEvery: '1h',
+  maxAge: '10m',
   exportFormat: 'csv',
   demoDb: './campaign-sync-demo.db',
   seed: '1',

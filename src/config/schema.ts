@@ -60,6 +60,10 @@ export const watchSchema = z.object({
   lookbackEvery: parsed((t) => parseDuration(t, '--lookback-every')).prefault(DEFAULTS.lookbackEvery),
 });
 
+export const statusSchema = z.object({
+  maxAge: parsed((t) => parseDuration(t, '--max-age')).prefault(DEFAULTS.maxAge),
+});
+
 export const exportSchema = z.object({
   format: oneOf(['csv', 'ndjson'] as const, '--format').prefault(DEFAULTS.exportFormat),
 });

@@ -17,12 +17,20 @@ export interface Progress {
 export interface RequestEvent {
   method: string;
   path: string;
+  /** The query string as sent, with its `?` (empty when none). Never holds the key: that is a header. */
+  query: string;
   campaignId?: string | undefined;
   /** 1 for the first try. */
   attempt: number;
+  /** Attempts allowed in all: 1 + --max-retries. */
+  maxAttempts: number;
   status?: number | undefined;
   ms: number;
   bytes: number;
+  /** Time this attempt waited for the request budget (or a 429's pause) before it was sent. */
+  budgetWaitMs: number;
+  /** The `request_id` of the service's error body, when it sent one. */
+  requestId?: string | undefined;
   error?: string | undefined;
 }
 
@@ -31,6 +39,14 @@ export interface RetryEvent {
   delayMs: number;
   /** The retry about to be made: 1 for the first. */
   attempt: number;
+  /** Attempts allowed in all: 1 + --max-retries. */
+  maxAttempts: number;
+  method: string;
+  path: string;
+  /** The status that caused it (429: a rate-limit pause for every stream), if the server answered. */
+  status?: number | undefined;
+  /** True when the wait is the server's Retry-After rather than our backoff. */
+  retryAfter: boolean;
 }
 
 export interface PageEvent {
@@ -51,6 +67,11 @@ export interface RunEvents {
   retry?(e: RetryEvent): void;
   /** A request waited this long for the request budget (or a 429's pause) before it could go. */
   budgetWait?(e: { ms: number }): void;
+  /**
+   * A request is about to wait for the request budget (or a 429's pause) for about `ms` (an
+   * estimate: 0 when it waits for a request in flight to end). Followed by budgetWait when it goes.
+   */
+  budgetWaitStart?(e: { ms: number }): void;
   page?(e: PageEvent): void;
   streamDone?(e: StreamDoneEvent): void;
   warning?(text: string): void;

@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
 import { errorCode, LockedError, StorageError, storageError } from '../errors.js';
 import { checkDbPath, createPrivateFile } from './db.js';
 
-interface Holder {
+export interface Holder {
   pid: number;
   host: string;
   since: string;
@@ -55,6 +55,29 @@ export class RunLock {
     rmSync(this.infoPath, { force: true });
     this.db.exec('ROLLBACK');
     this.db.close();
+  }
+}
+
+/**
+ * Who holds the lock of `dbPath` now, for `status`: read from `<db>.lock.info` without touching the
+ * lock itself (taking it, even for a moment, could make a starting pull fail with exit 75). A file
+ * left by a process killed with -9 is ignored when that pid no longer runs on this host.
+ */
+export function lockHolder(dbPath: string): Holder | undefined {
+  let h: Holder;
+  try {
+    h = JSON.parse(readFileSync(`${dbPath}.lock.info`, 'utf8')) as Holder;
+  } catch {
+    return undefined;
+  }
+  if (typeof h?.pid !== 'number') return undefined;
+  if (h.host !== hostname()) return h;
+  try {
+    process.kill(h.pid, 0);
+    return h;
+  } catch (err) {
+    // EPERM: it runs, under another user.
+    return (err as { code?: string }).code === 'EPERM' ? h : undefined;
   }
 }
 

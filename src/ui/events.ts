@@ -3,21 +3,32 @@
  * warnings and retries as lines on stderr, live counts on the spinner. Counts are only formatted
  * while a spinner is shown, so --quiet, --json, CI and pipes pay nothing per page.
  */
-import type { Progress as PassProgress, RunEvents } from '../core/events.js';
+import type { RunEvents } from '../core/events.js';
+import { liveProgress } from './live-progress.js';
 import type { Output } from './output.js';
 import type { Progress } from './progress.js';
-import { formatCount, formatMs } from './table.js';
-
-function progressText(p: PassProgress): string {
-  return `${p.streamsDone}/${p.streams} streams, ${formatCount(p.records)} records, ${formatCount(p.requests)} requests`;
-}
+import { requestLog } from './request-log.js';
+import { formatMs } from './table.js';
 
 export function commandEvents(out: Output, progress?: Progress): RunEvents {
-  const show = progress?.active ? (e: { progress: PassProgress }) => progress.update(progressText(e.progress)) : undefined;
+  const live = liveProgress(progress);
+  const log = requestLog(out);
   return {
     warning: (text) => out.warn(text),
-    retry: (e) => out.info(`retrying in ${formatMs(e.delayMs)}: ${e.error.message}`),
-    page: show,
-    streamDone: show,
+    // --verbose: the request log's retry line replaces the short one.
+    retry: both(log.retry ?? ((e) => out.info(`retrying in ${formatMs(e.delayMs)}: ${e.error.message}`)), live.retry),
+    request: both(log.request, live.request),
+    budgetWaitStart: both(log.budgetWaitStart, live.budgetWaitStart),
+    page: live.page,
+    streamDone: live.streamDone,
+  };
+}
+
+/** One listener calling both (either may be absent). */
+function both<E>(a?: (e: E) => void, b?: (e: E) => void): ((e: E) => void) | undefined {
+  if (!a || !b) return a ?? b;
+  return (e) => {
+    a(e);
+    b(e);
   };
 }

@@ -11,6 +11,8 @@ import type { TableStyle } from './table.js';
 export interface OutputFlags {
   json?: boolean;
   quiet?: boolean;
+  /** The request log on stderr (ui/request-log.ts); it turns the spinner off, so lines never tear. */
+  verbose?: boolean;
 }
 
 export interface Streams {
@@ -21,6 +23,7 @@ export interface Streams {
 export class Output {
   readonly json: boolean;
   readonly quiet: boolean;
+  readonly verbose: boolean;
   /** Spinners only on a TTY, and never with --json, --quiet or CI. */
   readonly interactive: boolean;
   readonly color: boolean;
@@ -34,8 +37,9 @@ export class Output {
   ) {
     this.json = flags.json === true;
     this.quiet = flags.quiet === true;
+    this.verbose = flags.verbose === true;
     const tty = streams.stderr.isTTY === true;
-    this.interactive = tty && !this.json && !this.quiet && readEnv('ci', env) === undefined;
+    this.interactive = tty && !this.json && !this.quiet && !this.verbose && readEnv('ci', env) === undefined;
     this.color = tty && readEnv('noColor', env) === undefined;
     this.tableStyle = streams.stdout.isTTY === true ? { tsv: false, width: streams.stdout.columns } : { tsv: true };
   }
@@ -58,6 +62,16 @@ export class Output {
   /** A line for people on stderr (progress, hints); silent with --json or --quiet. One line: a line feed is escaped too. */
   info(text: string): void {
     if (!this.json && !this.quiet) this.streams.stderr.write(`${showText(text)}\n`);
+  }
+
+  /**
+   * A line of the --verbose log on stderr: text, or one compact JSON object. Printed with --quiet
+   * too: asking for the log is explicit.
+   */
+  trace(line: string | object): void {
+    if (!this.verbose) return;
+    const text = typeof line === 'string' ? showText(line) : safeJson(JSON.stringify(line, bigintReplacer));
+    this.streams.stderr.write(`${text}\n`);
   }
 
   /** A warning on stderr; silent only with --quiet. */

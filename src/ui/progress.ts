@@ -23,11 +23,18 @@ export async function startProgress(out: Output, text: string): Promise<Progress
     // Left alone, the terminal delivers Ctrl-C as the very SIGINT that main.ts handles.
     discardStdin: false,
   }).start();
+  let active = true;
   return {
-    active: true,
-    update: (t) => {
-      spinner.text = t;
+    // False once stopped, so a ticker (ui/live-progress.ts) stops redrawing.
+    get active() {
+      return active;
     },
-    stop: () => spinner.stop(),
+    update: (t) => {
+      if (active) spinner.text = t;
+    },
+    stop: () => {
+      active = false;
+      spinner.stop();
+    },
   };
 }

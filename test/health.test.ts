@@ -1,0 +1,127 @@
+/**
+ * status --check (issue 13): exit 0 when every stream succeeded within --max-age and none is
+ * failing, 4 when some are stale or failing, 5 when none is healthy; one line per unhealthy stream.
+ * The rule is one pure function (sync/health.ts), also behind watch's /healthz.
+ */
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { status } from '../src/commands/status.js';
+import { streamId } from '../src/core/types.js';
+import { Checkpoints } from '../src/store/checkpoints.js';
+import { openDatabase } from '../src/store/db.js';
+import { RunLock } from '../src/store/lock.js';
+import { assessHealth } from '../src/sync/health.js';
+import { relativeTime } from '../src/ui/health.js';
+import { tempDir } from './helpers/index.js';
+
+const MIN = 60_000;
+const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
+
+/** A database whose streams last succeeded (or failed) at the given times. */
+function mirror(streams: Array<{ success?: number; error?: string }>): string {
+  const path = join(tempDir(), 'm.db');
+  const db = openDatabase(path);
+  const state = new Checkpoints(db);
+  streams.forEach((s, i) => {
+    const id = streamId(`c${i}`, 'session', null);
+    state.ensure(id);
+    if (s.success !== undefined) state.success(id, ago(s.success));
+    if (s.error !== undefined) state.failure(id, s.error, ago(MIN));
+  });
+  db.close();
+  return path;
+}
+
+async function check(db: string, extra: Record<string, unknown> = {}) {
+  const written: string[] = [];
+  const spy = vi.spyOn(process.stdout, 'write').mockImplementation((t) => written.push(String(t)) > 0);
+  try {
+    const code = await status({ db, check: true, ...extra });
+    return { code, stdout: written.join('') };
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+afterEach(() => vi.restoreAllMocks());
+
+describe('status --check', () => {
+  it('healthy: exit 0 and one OK line', async () => {
+    const r = await check(mirror([{ success: MIN }, { success: 2 * MIN }]));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('OK: 2 of 2 streams healthy (max age 10m)\n');
+  });
+
+  it('stale: exit 4, naming the stream and its age', async () => {
+    const r = await check(mirror([{ success: MIN }, { success: 42 * MIN }]));
+    expect(r.code).toBe(4);
+    expect(r.stdout).toContain('c1 (session): stale: last success 42 min ago, older than --max-age 10m\n');
+    expect(r.stdout).toContain('WARNING: 1 of 2 streams healthy');
+    // A longer --max-age makes it fresh again.
+    expect((await check(mirror([{ success: MIN }, { success: 42 * MIN }]), { maxAge: '1h' })).code).toBe(0);
+  });
+
+  it('failing: exit 4 with the error', async () => {
+    const r = await check(mirror([{ success: MIN }, { success: MIN, error: 'GET …: 503 busy [request_id r-9]' }]));
+    expect(r.code).toBe(4);
+    expect(r.stdout).toContain('c1 (session): failing since 1 min ago: GET …: 503 busy [request_id r-9]');
+  });
+
+  it('none healthy: exit 5 (no streams at all too)', async () => {
+    const r = await check(mirror([{ success: 60 * MIN }, {}]));
+    expect(r.code).toBe(5);
+    expect(r.stdout).toContain('c1 (session): never synced successfully');
+    expect(r.stdout).toContain('CRITICAL: 0 of 2 streams healthy');
+    expect((await check(mirror([]))).code).toBe(5);
+  });
+
+  it('--json: one document with the verdict and each unhealthy stream', async () => {
+    const r = await check(mirror([{ success: MIN }, { success: 42 * MIN }]), { json: true });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      status: 'degraded',
+      exit_code: 4,
+      healthy: 1,
+      streams: 2,
+      unhealthy: [{ reason: 'stale' }],
+    });
+  });
+
+  it('--max-age without --check is a usage error', async () => {
+    await expect(status({ db: mirror([]), maxAge: '5m' })).rejects.toThrow(/--max-age goes with --check/);
+  });
+});
+
+describe('the health rule', () => {
+  it('is pure: the same rows at another time give another verdict', () => {
+    const rows = [{ stream: 's', last_success_at: '2026-01-01T00:00:00Z', last_error: null, last_error_at: null }];
+    const t = Date.parse('2026-01-01T00:00:00Z');
+    expect(assessHealth(rows, t + 9 * MIN, 10 * MIN).verdict).toBe('ok');
+    expect(assessHealth(rows, t + 11 * MIN, 10 * MIN).verdict).toBe('down');
+  });
+});
+
+describe('human status', () => {
+  it('shows relative times and the sync in progress', async () => {
+    const db = mirror([{ success: 4 * MIN }]);
+    const lock = RunLock.acquire(db);
+    const written: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((t) => written.push(String(t)) > 0);
+    try {
+      expect(await status({ db })).toBe(0);
+    } finally {
+      spy.mockRestore();
+      lock.release();
+    }
+    const text = written.join('');
+    expect(text).toMatch(new RegExp(`^sync in progress \\(pid ${process.pid} on .+, since \\d{4}-.+Z, 0 s ago\\)$`, 'm'));
+    expect(text).toContain('4 min ago');
+  });
+
+  it('relative times', () => {
+    const now = Date.parse('2026-01-03T00:00:00Z');
+    expect(relativeTime(null, now)).toBe('never');
+    expect(relativeTime('2026-01-02T23:59:48Z', now)).toBe('12 s ago');
+    expect(relativeTime('2026-01-02T21:00:00Z', now)).toBe('3 h ago');
+    expect(relativeTime('2026-01-01T00:00:00Z', now)).toBe('2 d ago');
+  });
+});
