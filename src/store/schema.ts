@@ -4,6 +4,7 @@
  */
 import type Database from 'better-sqlite3';
 import { UsageError } from '../errors.js';
+import { V5_INDEXES, V5_VIEWS } from './views.js';
 
 const V1 = `
 CREATE TABLE campaigns (
@@ -142,7 +143,7 @@ UPDATE ndjson_files SET indexed = 0;
 `;
 
 /** MIGRATIONS[i] takes a database from version i to i + 1. */
-const MIGRATIONS: string[] = [V1, V2, V3, V4];
+const MIGRATIONS: string[] = [V1, V2, V3, V4, V5_VIEWS + V5_INDEXES];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 export function migrate(db: Database.Database, path: string): void {
