@@ -164,3 +164,59 @@ describe('analyst indexes', () => {
     expect(plan(db, "SELECT * FROM session_results WHERE created_at >= '2026-01-01'")).toMatch(/session_results_created/);
   });
 });
+
+describe('declared links (schema 5)', () => {
+  it('results link to campaigns and score details to role results; a pulled mirror has no dangling link', async () => {
+    const db = await mirror();
+    const fks = (t: string) =>
+      (db.pragma(`foreign_key_list(${t})`) as Array<{ table: string; from: string; to: string }>).map(
+        (f) => `${f.from}->${f.table}.${f.to}`,
+      );
+    expect(fks('session_results')).toEqual(['campaign_id->campaigns.id']);
+    expect(fks('role_results')).toEqual(['campaign_id->campaigns.id']);
+    expect(fks('score_details').sort()).toEqual(['campaign_id->campaigns.id', 'role_result_id->role_results.id']);
+    expect(db.pragma('foreign_key_check')).toEqual([]);
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(0); // declared, not enforced (README)
+  });
+
+  it('a version-4 database is rebuilt in place: rows, indexes and raw kept, links and views added', async () => {
+    const Database = (await import('better-sqlite3')).default;
+    const { migrate } = await import('../src/store/schema.js');
+    const dbPath = join(tempDir(), 'v4.db');
+    const old = new Database(dbPath);
+    migrate(old, dbPath, 4);
+    expect(old.pragma('foreign_key_list(session_results)')).toEqual([]);
+    old.exec(`INSERT INTO campaigns (id, name, raw) VALUES ('c1', 'one', '{}');
+      INSERT INTO session_results (id, campaign_id, user_email, score, created_at, order_index, raw)
+        VALUES ('s1', 'c1', 'a@x', 2.5, '2026-01-01T00:00:00Z', 9007199254740993, '{"id":"s1","order_index":9007199254740993}');
+      INSERT INTO role_results (id, campaign_id, user_email, overall_score, order_index, raw) VALUES ('r1', 'c1', 'a@x', 4, 2, '{}');
+      INSERT INTO score_details (id, role_result_id, campaign_id, score, raw) VALUES ('d1', 'r1', 'c1', 3, '{}');
+      INSERT INTO eval_results (parent_type, parent_id, skill_key, score, campaign_id) VALUES ('score_detail', 'd1', 'grammar', 3, 'c1');`);
+    old.close();
+    const db = openDatabase(dbPath);
+    db.defaultSafeIntegers(true);
+    expect(db.prepare('SELECT order_index, raw FROM session_results').get()).toEqual({
+      order_index: 9007199254740993n,
+      raw: '{"id":"s1","order_index":9007199254740993}',
+    });
+    db.defaultSafeIntegers(false);
+    expect(db.pragma('foreign_key_list(score_details)')).toHaveLength(2);
+    expect(
+      db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'session_results' AND sql IS NOT NULL ORDER BY 1")
+        .pluck()
+        .all(),
+    ).toEqual(['session_results_campaign', 'session_results_created', 'session_results_email', 'session_results_user']);
+    expect(db.prepare("SELECT kind, result_id FROM results WHERE candidate_email = 'a@x' ORDER BY 1").all()).toEqual([
+      { kind: 'role', result_id: 'r1' },
+      { kind: 'session', result_id: 's1' },
+    ]);
+    expect(db.prepare('SELECT candidate_email, result_id, score_detail_id FROM skill_scores').get()).toEqual({
+      candidate_email: 'a@x',
+      result_id: 'r1',
+      score_detail_id: 'd1',
+    });
+    expect(db.pragma('foreign_key_check')).toEqual([]);
+    expect(db.prepare("SELECT count(*) FROM sqlite_master WHERE name LIKE '%_v5'").pluck().get()).toBe(0);
+  });
+});
