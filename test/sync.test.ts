@@ -288,12 +288,23 @@ describe('files', () => {
   });
 });
 
+/** Undo version 5 (views and indexes) on a fresh database, to stand for one an older release wrote. */
+function dropV5(db: ReturnType<typeof openDatabase>) {
+  const objs = db
+    .prepare(
+      "SELECT type, name FROM sqlite_master WHERE type = 'view' OR (type = 'index' AND sql IS NOT NULL AND name NOT IN ('session_results_campaign', 'role_results_campaign', 'score_details_role', 'eval_results_parent'))",
+    )
+    .all() as Array<{ type: string; name: string }>;
+  for (const o of objs) db.exec(`DROP ${o.type.toUpperCase()} ${o.name}`);
+}
+
 describe('schema migrations', () => {
   it('upgrades a version-1 database in place', async () => {
     const dbPath = join(tempDir(), 'old.db');
     const fresh = openDatabase(dbPath);
     expect(fresh.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     // Turn it back into what release 1 wrote.
+    dropV5(fresh);
     fresh.exec('DROP TABLE meta');
     fresh.exec('DROP TABLE ndjson_campaigns');
     fresh.exec('DROP TABLE ndjson_records');
@@ -306,6 +317,12 @@ describe('schema migrations', () => {
     expect(upgraded.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").pluck().get()).toBe(1);
     expect(upgraded.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'ndjson_campaigns'").pluck().get()).toBe(1);
     expect(upgraded.prepare('SELECT cursor FROM sync_state').pluck().get()).toBe(42);
+    expect(upgraded.prepare("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name").pluck().all()).toEqual([
+      'latest_results',
+      'results',
+      'score_detail_feedback',
+      'skill_scores',
+    ]);
     upgraded.close();
     const future = openDatabase(dbPath);
     future.pragma('user_version = 99');
@@ -316,6 +333,7 @@ describe('schema migrations', () => {
   it('version 3 seeds what a v2 NDJSON database wrote to campaigns.ndjson from its campaigns table', () => {
     const dbPath = join(tempDir(), 'v2.db');
     const fresh = openDatabase(dbPath);
+    dropV5(fresh);
     fresh.exec('DROP TABLE ndjson_campaigns');
     fresh.exec('DROP TABLE ndjson_records');
     fresh.exec('ALTER TABLE ndjson_files DROP COLUMN indexed');

@@ -4,6 +4,8 @@
  */
 import type Database from 'better-sqlite3';
 import { UsageError } from '../errors.js';
+import { V5_LINKS } from './links.js';
+import { V5_INDEXES, V5_VIEWS } from './views.js';
 
 const V1 = `
 CREATE TABLE campaigns (
@@ -142,10 +144,11 @@ UPDATE ndjson_files SET indexed = 0;
 `;
 
 /** MIGRATIONS[i] takes a database from version i to i + 1. */
-const MIGRATIONS: string[] = [V1, V2, V3, V4];
+const MIGRATIONS: string[] = [V1, V2, V3, V4, V5_LINKS + V5_VIEWS + V5_INDEXES];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-export function migrate(db: Database.Database, path: string): void {
+/** Brings `db` to `target` (the current version; tests pass an older one to build what a release wrote). */
+export function migrate(db: Database.Database, path: string, target = SCHEMA_VERSION): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > SCHEMA_VERSION) {
     throw new UsageError(`${path} was written by a newer campaign-sync (schema ${version}, this one knows ${SCHEMA_VERSION}); upgrade`);
@@ -155,7 +158,7 @@ export function migrate(db: Database.Database, path: string): void {
     const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
     if (tables.n > 0) throw new UsageError(`${path} already holds tables that are not campaign-sync's; pick another --db`);
   }
-  for (let v = version; v < SCHEMA_VERSION; v++) {
+  for (let v = version; v < target; v++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[v] as string);
       db.pragma(`user_version = ${v + 1}`);
