@@ -143,7 +143,11 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       .option('--lookback-every <duration>', `with --lookback: re-read the window at most this often${shownDefault('lookbackEvery')}`)
       .option('--metrics-listen <host:port>', 'serve Prometheus /metrics and /healthz here (loopback; port 0 picks one)')
       .option('--metrics-allow-remote', 'allow --metrics-listen on a non-loopback address (no authentication)')
-      .option('--max-age <duration>', `/healthz: longest time since a stream's last success${shownDefault('maxAge')}`),
+      .option('--max-age <duration>', `/healthz: longest time since a stream's last success${shownDefault('maxAge')}`)
+      .option(
+        '--max-staleness <duration>',
+        `when a pass cannot afford every stream: check each at least this often, active ones first${shownDefault('maxStaleness')}`,
+      ),
     'campaign-sync watch --interval 2m',
     'campaign-sync watch --max-cycles 3 --interval 10s --json',
   ).action(async (opts, cmd: Command) => done(await (await import('./commands/watch.js')).watch(await configured(cmd, opts), signal)));

@@ -9,6 +9,8 @@ import { AuthError, CampaignSyncError, ExitCode, exitCodeFor, exitCodeForPass, i
 import { Campaigns } from '../store/campaigns.js';
 import { assessHealth } from '../sync/health.js';
 import type { PassResult } from '../sync/pass.js';
+import type { PlannedStream } from '../sync/plan.js';
+import { passBudget, type StreamTimes, scheduleStreams } from '../sync/schedule.js';
 import { commandEvents } from '../ui/events.js';
 import { healthDocument } from '../ui/health.js';
 import { Output, type OutputFlags } from '../ui/output.js';
@@ -21,6 +23,7 @@ export interface WatchFlags extends SyncFlags, OutputFlags {
   metricsListen?: string;
   metricsAllowRemote?: boolean;
   maxAge?: string;
+  maxStaleness?: string;
 }
 
 /** Start-to-start spacing with up to 5% jitter, so many installations do not poll in lockstep. */
@@ -40,7 +43,9 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
     maxCycles,
     lookbackEvery,
     maxAge,
+    maxStaleness,
   } = parseSettings(watchSchema, {
+    maxStaleness: flags.maxStaleness,
     interval: flags.interval,
     maxCycles: flags.maxCycles,
     lookbackEvery: flags.lookbackEvery,
@@ -57,6 +62,10 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
   const session = SyncJob.open(flags, signal, { events: mergeEvents(commandEvents(out), metrics?.events()) });
   for (const w of session.warnings) out.warn(w);
   let server: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
+  // Per-stream times for the scheduler, in memory; a restart starts from each stream's last success.
+  const times = new Map<string, StreamTimes>();
+  for (const r of session.state.all()) if (r.last_success_at !== null) times.set(r.stream, { checkedAt: Date.parse(r.last_success_at) });
+  const budget = passBudget(session.rate, intervalMs);
   const stamp = () => new Date().toISOString();
   let lastCode: number = ExitCode.ok;
   // The lookback window is re-read on the first pass, then at most every --lookback-every.
@@ -85,7 +94,24 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
       let result: PassResult | undefined;
       try {
         const lookback = session.lookbackMs !== undefined && startedAt - lastLookback >= lookbackEvery;
-        result = await session.pass(lookback);
+        // More streams than the interval's budget: check the due, then the active, then the oldest.
+        const select = (planned: PlannedStream[]) => {
+          const keep = new Set(
+            scheduleStreams(
+              planned.map((p) => p.id.key),
+              (k) => times.get(k) ?? {},
+              startedAt,
+              { budget, intervalMs, maxStalenessMs: maxStaleness },
+            ).check,
+          );
+          return planned.filter((p) => keep.has(p.id.key));
+        };
+        result = await session.pass(lookback, select);
+        for (const st of result.streams) {
+          if (st.status !== 'ok') continue;
+          const before = times.get(st.id.key);
+          times.set(st.id.key, { checkedAt: startedAt, activeAt: st.inserted > 0 ? startedAt : before?.activeAt });
+        }
         if (lookback) lastLookback = startedAt;
         lastCode = exitCodeForPass(result);
         metrics?.pass(result, session.state.all());
