@@ -141,7 +141,14 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     outputOptions(syncOptions(dbOption(apiOptions(program.command('watch').description('pull again and again; stops on SIGINT/SIGTERM')))))
       .option('--interval <duration>', `time from the start of one pass to the next${shownDefault('interval')}`)
       .option('--max-cycles <n>', 'stop after this many passes')
-      .option('--lookback-every <duration>', `with --lookback: re-read the window at most this often${shownDefault('lookbackEvery')}`),
+      .option('--lookback-every <duration>', `with --lookback: re-read the window at most this often${shownDefault('lookbackEvery')}`)
+      .option('--metrics-listen <host:port>', 'serve Prometheus /metrics and /healthz here (loopback; port 0 picks one)')
+      .option('--metrics-allow-remote', 'allow --metrics-listen on a non-loopback address (no authentication)')
+      .option('--max-age <duration>', `/healthz: longest time since a stream's last success${shownDefault('maxAge')}`)
+      .option(
+        '--max-staleness <duration>',
+        `when a pass cannot afford every stream: check each at least this often, active ones first${shownDefault('maxStaleness')}`,
+      ),
     'campaign-sync watch --interval 2m',
     'campaign-sync watch --max-cycles 3 --interval 10s --json',
   ).action(async (opts, cmd: Command) => done(await (await import('./commands/watch.js')).watch(await configured(cmd, opts), signal)));

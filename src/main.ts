@@ -6,7 +6,7 @@
 import { CommanderError } from 'commander';
 import { buildProgram, type RunResult } from './cli.js';
 import { CampaignSyncError, ExitCode, exitCodeFor, isAbort, isStorageFailure, type StorageError, storageError } from './errors.js';
-import { showLines, showText } from './ui/escape.js';
+import { safeJson, showLines, showText } from './ui/escape.js';
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -28,6 +28,20 @@ export function uncaughtStorageError(err: unknown): StorageError | undefined {
   return undefined;
 }
 
+/** Whether the command line asks for --json (options end at `--`). */
+function wantsJson(argv: string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end < 0 ? argv : argv.slice(0, end)).includes('--json');
+}
+
+/**
+ * With --json a script reads stdout: a fatal error (401, the service down, a full disk) is one JSON
+ * document there too, `{ "error": …, "exit_code": … }`, besides the line on stderr.
+ */
+function errorDocument(argv: string[], message: string, exitCode: number): void {
+  if (wantsJson(argv)) process.stdout.write(`${safeJson(JSON.stringify({ error: message, exit_code: exitCode }))}\n`);
+}
+
 /** Runs the CLI and returns the exit code (tests call this; the launcher exits with it). */
 export async function run(argv: string[], signal: AbortSignal): Promise<number> {
   const result: RunResult = { exitCode: ExitCode.ok };
@@ -45,9 +59,11 @@ export async function run(argv: string[], signal: AbortSignal): Promise<number> 
     if (failure) {
       // One terminal-safe line: a message may quote what the service sent (ui/escape.ts).
       process.stderr.write(`campaign-sync: ${showText(messageOf(failure))}\n`);
+      errorDocument(argv, messageOf(failure), exitCodeFor(failure));
       return exitCodeFor(failure);
     }
     process.stderr.write(`campaign-sync: internal error: ${showText(messageOf(err))}\n`);
+    errorDocument(argv, `internal error: ${messageOf(err)}`, ExitCode.internal);
     if (process.env.CAMPAIGN_SYNC_DEBUG) process.stderr.write(`${showLines((err as Error)?.stack ?? '')}\n`);
     return ExitCode.internal;
   }

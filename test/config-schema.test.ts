@@ -46,7 +46,12 @@ describe('one place for defaults', () => {
       maxRetryWait: 120_000,
       compression: 'auto',
     });
-    expect(parseSettings(watchSchema, {})).toEqual({ interval: 120_000, lookbackEvery: 3_600_000 });
+    expect(parseSettings(watchSchema, {})).toEqual({
+      interval: 120_000,
+      lookbackEvery: 3_600_000,
+      maxAge: 600_000,
+      maxStaleness: 1_800_000,
+    });
     expect(parseSettings(exportSchema, {})).toEqual({ format: 'csv' });
     expect(parseSettings(demoSchema, {})).toEqual({ db: DEFAULTS.demoDb, seed: '1', campaigns: 6, records: 250 });
     expect(parseSettings(simulateSchema, { port: '0' })).toMatchObject({

@@ -102,6 +102,8 @@ export class SyncJob {
     private readonly lock: RunLock,
     private readonly signal: AbortSignal | undefined,
     private readonly hooks: JobHooks,
+    /** The request budget's rate (watch's scheduler plans passes within it). */
+    readonly rate: ApiConfig['rate'],
   ) {}
 
   static open(flags: SyncFlags, signal: AbortSignal | undefined, hooks: JobHooks = {}, api?: ApiConfig): SyncJob {
@@ -122,7 +124,20 @@ export class SyncJob {
       state.claimDestination(destination);
       const sink = destination.kind === 'ndjson' ? new NdjsonSink(db, state, destination.out) : new SqliteSink(db, state);
       const client = createClient(config, { signal, events: hooks.events });
-      return new SyncJob(dbPath, db, state, sink, client, options, settings.lookback, config.warnings ?? [], lock, signal, hooks);
+      return new SyncJob(
+        dbPath,
+        db,
+        state,
+        sink,
+        client,
+        options,
+        settings.lookback,
+        config.warnings ?? [],
+        lock,
+        signal,
+        hooks,
+        config.rate,
+      );
     } catch (err) {
       db?.close();
       lock.release();
@@ -131,7 +146,7 @@ export class SyncJob {
   }
 
   /** One pass; with `lookback` (default: whenever --lookback was given) it re-reads the lookback window too. */
-  pass(lookback = this.lookbackMs !== undefined): Promise<PassResult> {
+  pass(lookback = this.lookbackMs !== undefined, select?: PassOptions['select']): Promise<PassResult> {
     const window = lookback && this.lookbackMs !== undefined ? lookbackWindow(this.lookbackMs, Date.now()) : undefined;
     return runPass(
       {
@@ -141,7 +156,7 @@ export class SyncJob {
         signal: this.signal,
         events: this.hooks.events,
       },
-      { ...this.options, lookback: window },
+      { ...this.options, lookback: window, select },
     );
   }
 

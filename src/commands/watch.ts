@@ -1,9 +1,18 @@
+import { SyncMetrics } from '../app/metrics.js';
+import { startMetricsServer } from '../app/metrics-server.js';
 import { type SyncFlags, SyncJob } from '../app/sync-job.js';
+import { parseListen } from '../config/listen.js';
 import { parseSettings, watchSchema } from '../config/schema.js';
 import { sleep } from '../core/clock.js';
+import { mergeEvents } from '../core/events.js';
 import { AuthError, CampaignSyncError, ExitCode, exitCodeFor, exitCodeForPass, isAbort, StorageError, UsageError } from '../errors.js';
+import { Campaigns } from '../store/campaigns.js';
+import { assessHealth } from '../sync/health.js';
 import type { PassResult } from '../sync/pass.js';
+import type { PlannedStream } from '../sync/plan.js';
+import { passBudget, type StreamTimes, scheduleStreams } from '../sync/schedule.js';
 import { commandEvents } from '../ui/events.js';
+import { healthDocument } from '../ui/health.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { failureLines, passDocument, passLine } from '../ui/summary.js';
 
@@ -11,6 +20,10 @@ export interface WatchFlags extends SyncFlags, OutputFlags {
   interval?: string;
   maxCycles?: string;
   lookbackEvery?: string;
+  metricsListen?: string;
+  metricsAllowRemote?: boolean;
+  maxAge?: string;
+  maxStaleness?: string;
 }
 
 /** Start-to-start spacing with up to 5% jitter, so many installations do not poll in lockstep. */
@@ -29,28 +42,79 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
     interval: intervalMs,
     maxCycles,
     lookbackEvery,
-  } = parseSettings(watchSchema, { interval: flags.interval, maxCycles: flags.maxCycles, lookbackEvery: flags.lookbackEvery });
+    maxAge,
+    maxStaleness,
+  } = parseSettings(watchSchema, {
+    maxStaleness: flags.maxStaleness,
+    interval: flags.interval,
+    maxCycles: flags.maxCycles,
+    lookbackEvery: flags.lookbackEvery,
+    maxAge: flags.maxAge,
+  });
+  const metricsAt = flags.metricsListen === undefined ? undefined : parseListen(flags.metricsListen, flags.metricsAllowRemote === true);
+  const metrics = metricsAt ? new SyncMetrics() : undefined;
   // Every pass would re-read everything (or the same window) and spend the budget on it.
   if (flags.full) throw new UsageError('watch --full would re-read everything on every pass; run `campaign-sync pull --full` once instead');
   if (flags.since !== undefined || flags.until !== undefined)
     throw new UsageError(
       'watch --since/--until would re-read the same window on every pass; run `campaign-sync pull --since …` once instead',
     );
-  const session = SyncJob.open(flags, signal, { events: commandEvents(out) });
+  const session = SyncJob.open(flags, signal, { events: mergeEvents(commandEvents(out), metrics?.events()) });
   for (const w of session.warnings) out.warn(w);
+  let server: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
+  // Per-stream times for the scheduler, in memory; a restart starts from each stream's last success.
+  const times = new Map<string, StreamTimes>();
+  for (const r of session.state.all()) if (r.last_success_at !== null) times.set(r.stream, { checkedAt: Date.parse(r.last_success_at) });
+  const budget = passBudget(session.rate, intervalMs);
   const stamp = () => new Date().toISOString();
   let lastCode: number = ExitCode.ok;
   // The lookback window is re-read on the first pass, then at most every --lookback-every.
   let lastLookback = Number.NEGATIVE_INFINITY;
   try {
+    if (metrics && metricsAt) {
+      server = await startMetricsServer(metricsAt, {
+        metrics: async () => ({ body: await metrics.registry.metrics(), contentType: metrics.registry.contentType }),
+        // The rule of `status --check`; 503 only when no stream is healthy (one failing campaign
+        // should not get the whole watch restarted by an orchestrator).
+        health: () => {
+          const now = Date.now();
+          const names = new Campaigns(session.db).names();
+          const h = assessHealth(session.state.all(), now, maxAge);
+          return {
+            body: healthDocument(h, (r) => `${names.get(r.campaign_id) ?? r.campaign_id} (${r.endpoint})`, now),
+            ok: h.verdict !== 'down',
+          };
+        },
+      });
+      metrics.streams(session.state.all());
+      out.notice(`metrics on ${server.url}/metrics, health on ${server.url}/healthz`);
+    }
     for (let cycle = 1; ; cycle++) {
       const startedAt = Date.now();
       let result: PassResult | undefined;
       try {
         const lookback = session.lookbackMs !== undefined && startedAt - lastLookback >= lookbackEvery;
-        result = await session.pass(lookback);
+        // More streams than the interval's budget: check the due, then the active, then the oldest.
+        const select = (planned: PlannedStream[]) => {
+          const keep = new Set(
+            scheduleStreams(
+              planned.map((p) => p.id.key),
+              (k) => times.get(k) ?? {},
+              startedAt,
+              { budget, intervalMs, maxStalenessMs: maxStaleness },
+            ).check,
+          );
+          return planned.filter((p) => keep.has(p.id.key));
+        };
+        result = await session.pass(lookback, select);
+        for (const st of result.streams) {
+          if (st.status !== 'ok') continue;
+          const before = times.get(st.id.key);
+          times.set(st.id.key, { checkedAt: startedAt, activeAt: st.inserted > 0 ? startedAt : before?.activeAt });
+        }
         if (lookback) lastLookback = startedAt;
         lastCode = exitCodeForPass(result);
+        metrics?.pass(result, session.state.all());
         if (out.json) out.jsonLine({ at: stamp(), started_at: new Date(startedAt).toISOString(), pass: cycle, ...passDocument(result) });
         else out.print(`${stamp()} pass ${cycle}: ${passLine(result)}`);
         // An error, not a warning: --quiet must still report it (the pass line above is silent then).
@@ -62,6 +126,7 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
         if (!(err instanceof CampaignSyncError)) throw err;
         // The service is down or failing: log it and try again at the next interval.
         lastCode = exitCodeFor(err);
+        metrics?.failedPass(Date.now() - startedAt, lastCode);
         if (out.json) out.jsonLine({ at: stamp(), pass: cycle, error: err.message, exit_code: exitCodeFor(err) });
         else out.error(`${stamp()} pass ${cycle} failed: ${err.message}`);
       }
@@ -79,6 +144,10 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
     }
     return ExitCode.ok;
   } finally {
-    await session.close();
+    try {
+      await server?.close();
+    } finally {
+      await session.close();
+    }
   }
 }

@@ -17,6 +17,7 @@ export const DEFAULTS = {
   interval: '2m',
   lookbackEvery: '1h',
   maxAge: '10m',
+  maxStaleness: '30m',
   exportFormat: 'csv',
   demoDb: './campaign-sync-demo.db',
   seed: '1',

@@ -58,6 +58,8 @@ export const watchSchema = z.object({
   interval: parsed((t) => parseDuration(t, '--interval')).prefault(DEFAULTS.interval),
   maxCycles: parsed((t) => parseIntIn(t, '--max-cycles', 1, Number.MAX_SAFE_INTEGER)).optional(),
   lookbackEvery: parsed((t) => parseDuration(t, '--lookback-every')).prefault(DEFAULTS.lookbackEvery),
+  maxAge: parsed((t) => parseDuration(t, '--max-age')).prefault(DEFAULTS.maxAge),
+  maxStaleness: parsed((t) => parseDuration(t, '--max-staleness')).prefault(DEFAULTS.maxStaleness),
 });
 
 export const statusSchema = z.object({

@@ -76,3 +76,22 @@ export interface RunEvents {
   streamDone?(e: StreamDoneEvent): void;
   warning?(text: string): void;
 }
+
+/** One RunEvents calling every listener of each (a command's own and, say, watch's metrics). */
+export function mergeEvents(...all: Array<RunEvents | undefined>): RunEvents {
+  const list = all.filter((e): e is RunEvents => e !== undefined);
+  const merged: Record<string, (e: never) => void> = {};
+  for (const events of list) {
+    for (const [name, fn] of Object.entries(events) as Array<[string, ((e: never) => void) | undefined]>) {
+      if (!fn) continue;
+      const before = merged[name];
+      merged[name] = before
+        ? (e) => {
+            before(e);
+            fn(e);
+          }
+        : fn;
+    }
+  }
+  return merged as RunEvents;
+}

@@ -27,6 +27,8 @@ export interface PassOptions extends StreamOptions {
   type?: Endpoint | undefined;
   /** Streams synced at once, over one request budget. */
   concurrency: number;
+  /** Which planned streams to check this pass (watch's scheduler, sync/schedule.ts); default all. */
+  select?: ((planned: PlannedStream[]) => PlannedStream[]) | undefined;
 }
 
 export type PassDeps = StreamDeps;
@@ -39,6 +41,8 @@ export interface PassResult {
   bytes: number;
   durationMs: number;
   interrupted: boolean;
+  /** Streams planned but left for a later pass by `select` (0 without it). */
+  unchecked?: number | undefined;
   /** The lookback's window and its counts over all streams, when it ran (its requests are in `requests` too). */
   lookback?: (WalkCounts & { window: DateWindow }) | undefined;
 }
@@ -73,7 +77,9 @@ export async function listAndPlan(
 export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassResult> {
   const started = Date.now();
   const requestsBefore = deps.client.requests;
-  const { planned, skipped } = await listAndPlan(deps, opts);
+  const listed = await listAndPlan(deps, opts);
+  const { skipped } = listed;
+  const planned = opts.select ? opts.select(listed.planned) : listed.planned;
 
   // A 401, or an error that is not the stream's own (a full disk, a bug), stops every stream; the
   // workers never reject, so none is left writing after the pass has returned.
@@ -127,6 +133,7 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   }
   return {
     lookback,
+    unchecked: listed.planned.length - planned.length,
     streams,
     skipped,
     requests: deps.client.requests - requestsBefore,

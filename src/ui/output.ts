@@ -74,6 +74,11 @@ export class Output {
     this.streams.stderr.write(`${text}\n`);
   }
 
+  /** A line for people on stderr that --json keeps (where watch serves metrics); silent only with --quiet. */
+  notice(text: string): void {
+    if (!this.quiet) this.streams.stderr.write(`${showText(text)}\n`);
+  }
+
   /** A warning on stderr; silent only with --quiet. */
   warn(text: string): void {
     if (!this.quiet) this.streams.stderr.write(`${this.paint('warning:', 33)} ${showText(text)}\n`);

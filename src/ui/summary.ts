@@ -63,6 +63,8 @@ export function passDocument(result: PassResult) {
     bytes: result.bytes,
     duration_ms: result.durationMs,
     interrupted: result.interrupted,
+    checked: result.streams.length,
+    unchecked: result.unchecked ?? 0,
     exit_code: exitCodeForPass(result),
   };
 }
@@ -114,6 +116,7 @@ export function passLine(result: PassResult): string {
   ];
   if (failed > 0) parts.push(`${failed} failed`);
   if (result.skipped.length > 0) parts.push(`${result.skipped.length} skipped`);
+  if (result.unchecked) parts.push(`${formatCount(result.unchecked)} left for a later pass (request budget)`);
   if (result.lookback) parts.push(lookbackText(result.lookback));
   if (result.interrupted) parts.push('interrupted');
   return parts.join(', ');

@@ -1,0 +1,61 @@
+/**
+ * Failures visible everywhere (issue 13): with --json a fatal error (401, the service down) is still
+ * one JSON document on stdout with the error and exit code; watch --quiet still logs each failed
+ * stream of each pass.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { cli, sim, tempDir } from './helpers/index.js';
+
+describe('--json on fatal errors', () => {
+  it('401: one JSON document with the error and exit code 3, and never the key', async () => {
+    const s = await sim({ campaigns: 1, records: 1 });
+    const r = await cli(['pull', '--json', '--base-url', s.url, '--db', `${tempDir()}/m.db`], {
+      env: { CAMPAIGN_SYNC_API_KEY: 'ops2-wrong-key-123' },
+    });
+    expect(r.code).toBe(3);
+    const doc = JSON.parse(r.stdout) as { error: string; exit_code: number };
+    expect(doc.exit_code).toBe(3);
+    expect(doc.error).toMatch(/401/);
+    expect(r.stdout + r.stderr).not.toContain('ops2-wrong');
+  });
+
+  it('the service down: exit 5, one JSON document', async () => {
+    const r = await cli(['pull', '--json', '--max-retries', '0', '--base-url', 'http://127.0.0.1:9', '--db', `${tempDir()}/m.db`], {
+      env: { CAMPAIGN_SYNC_API_KEY: 'k' },
+    });
+    expect(r.code).toBe(5);
+    expect(JSON.parse(r.stdout)).toMatchObject({ exit_code: 5 });
+  });
+
+  it('watch --quiet: one error line per failed stream per pass', async () => {
+    const server = createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (req.url?.startsWith('/v1/campaigns?') || req.url === '/v1/campaigns') {
+        res.end(JSON.stringify({ data: [{ id: '11111111-1111-4111-8111-111111111111', name: 'gone', type: 'SESSION_COMPLETION' }] }));
+        return;
+      }
+      res.statusCode = 404;
+      res.end(JSON.stringify({ error: { message: 'no such campaign', status_code: 404, request_id: 'req-gone-1' } }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const r = await cli(
+        ['watch', '--quiet', '--max-cycles', '2', '--interval', '100ms', '--base-url', url, '--db', `${tempDir()}/m.db`],
+        {
+          env: { CAMPAIGN_SYNC_API_KEY: 'k' },
+        },
+      );
+      expect(r.code).toBe(4);
+      expect(r.stdout).toBe('');
+      const lines = r.stderr.trimEnd().split('\n');
+      expect(lines).toHaveLength(2);
+      expect(lines[0]).toMatch(/^error: \S+Z pass 1: gone \(session\): .*404 no such campaign \[request_id req-gone-1\]$/);
+      expect(lines[1]).toMatch(/^error: \S+Z pass 2: gone \(session\): /);
+    } finally {
+      server.close();
+    }
+  });
+});

@@ -1,0 +1,108 @@
+/**
+ * Polling many campaigns within the budget (issue 13): on a fake clock, every stream is checked at
+ * least every --max-staleness, active ones far more often, and no pass checks more than its budget.
+ */
+import { describe, expect, it } from 'vitest';
+import { passBudget, type StreamTimes, scheduleStreams } from '../src/sync/schedule.js';
+
+const MIN = 60_000;
+
+describe('scheduleStreams', () => {
+  it('checks everything when the budget allows', () => {
+    const s = scheduleStreams(['a', 'b'], () => ({}), 0, { budget: 5, intervalMs: 2 * MIN, maxStalenessMs: 30 * MIN });
+    expect(s).toEqual({ check: ['a', 'b'], skipped: [] });
+  });
+
+  it('200 streams, 10 active, budget 100/1m, interval 2m: nobody older than 30m, actives every pass', () => {
+    const keys = Array.from({ length: 200 }, (_, i) => `s${i}`);
+    const active = new Set(keys.slice(0, 10));
+    const times = new Map<string, StreamTimes>();
+    const budget = Math.floor(passBudget({ count: 100, windowMs: MIN }, 2 * MIN) / 2); // a tight 99 checks per pass
+    const opts = { budget, intervalMs: 2 * MIN, maxStalenessMs: 30 * MIN };
+    const activeChecks = new Map<string, number>();
+    let worstAge = 0;
+    let passes = 0;
+    for (let now = 0; now < 6 * 60 * MIN; now += opts.intervalMs) {
+      const { check, skipped } = scheduleStreams(keys, (k) => times.get(k) ?? {}, now, opts);
+      expect(check.length).toBeLessThanOrEqual(budget);
+      expect(check.length + skipped.length).toBe(200);
+      for (const k of keys) {
+        const at = times.get(k)?.checkedAt;
+        if (at !== undefined) worstAge = Math.max(worstAge, now - at);
+      }
+      for (const k of check) {
+        const found = active.has(k);
+        times.set(k, { checkedAt: now, activeAt: found ? now : times.get(k)?.activeAt });
+        if (found && now > 0) activeChecks.set(k, (activeChecks.get(k) ?? 0) + 1);
+      }
+      passes++;
+    }
+    // The age a stream reaches just before it is checked again.
+    expect(worstAge).toBeLessThanOrEqual(30 * MIN);
+    // Active streams were checked on (almost) every pass after they were found.
+    for (const k of active) expect(activeChecks.get(k) ?? 0).toBeGreaterThanOrEqual(passes - 3);
+  });
+
+  it('due streams come first, then active, then the longest unchecked', () => {
+    const times: Record<string, StreamTimes> = {
+      fresh: { checkedAt: 100 * MIN },
+      old: { checkedAt: 90 * MIN },
+      busy: { checkedAt: 100 * MIN, activeAt: 100 * MIN },
+      due: { checkedAt: 72 * MIN },
+      never: {},
+    };
+    const s = scheduleStreams(Object.keys(times), (k) => times[k] ?? {}, 102 * MIN, {
+      budget: 4,
+      intervalMs: 2 * MIN,
+      maxStalenessMs: 30 * MIN,
+    });
+    expect(s.check).toEqual(['never', 'due', 'busy', 'old']);
+    expect(s.skipped).toEqual(['fresh']);
+  });
+});
+
+describe('passBudget', () => {
+  it('is the interval share of the rate minus the campaign list', () => {
+    expect(passBudget({ count: 100, windowMs: MIN }, 2 * MIN)).toBe(199);
+    expect(passBudget({ count: 100, windowMs: MIN }, 10_000)).toBe(99);
+  });
+});
+
+describe('watch within the budget', () => {
+  it('checks what the interval can afford, reports the rest, and checks those first on the next pass', async () => {
+    const { cli, sim, tempDir } = await import('./helpers/index.js');
+    const s = await sim({ campaigns: 6, records: 5 });
+    // 5 requests a second, a pass every second: 4 streams after the campaign list.
+    const r = await cli(
+      [
+        'watch',
+        '--json',
+        '--max-cycles',
+        '2',
+        '--interval',
+        '1s',
+        '--rate-limit',
+        '5/1s',
+        '--base-url',
+        s.url,
+        '--db',
+        `${tempDir()}/m.db`,
+      ],
+      { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const passes = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { checked: number; unchecked: number; streams: Array<{ campaign_id: string; endpoint: string }> });
+    expect(passes.map((p) => [p.checked, p.unchecked])).toEqual([
+      [4, 2],
+      [4, 2],
+    ]);
+    const key = (x: { campaign_id: string; endpoint: string }) => `${x.campaign_id}/${x.endpoint}`;
+    const first = new Set(passes[0]?.streams.map(key));
+    // The two left out of pass 1 were never checked: due, so first in pass 2.
+    const second = passes[1]?.streams.map(key) ?? [];
+    expect(second.filter((k) => !first.has(k))).toHaveLength(2);
+  });
+});
