@@ -66,11 +66,12 @@ describe('the budget ledger', () => {
 
 describe('back-to-back processes with one key', () => {
   it('stay within the server limit together: zero 429 (and without the shared ledger, 429s)', async () => {
-    // Each pull makes 5 requests (the list, 2 pages per stream); the server allows 6 per 3 s.
+    // Each pull makes 5 requests (the list, 2 pages per stream); the server allows 6 per 8 s (a window
+    // long enough that two slow processes on a loaded machine still fall in one).
     const run = async (state: string, secondState: string, db: string) => {
-      const s = await sim({ campaigns: 2, records: 10, rateLimit: { count: 6, windowMs: 3000 } });
+      const s = await sim({ campaigns: 2, records: 10, rateLimit: { count: 6, windowMs: 8000 } });
       const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state };
-      const args = ['pull', '--db', db, '--page-size', '5', '--rate-limit', '6/3s', '--max-retries', '0', '--json'];
+      const args = ['pull', '--db', db, '--page-size', '5', '--rate-limit', '6/8s', '--max-retries', '0', '--json'];
       const first = await cli(args, { env });
       const second = await cli([...args, '--full'], { env: { ...env, XDG_STATE_HOME: secondState } });
       return { first, second, tooMany: s.stats.byStatus[429] ?? 0 };

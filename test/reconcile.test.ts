@@ -219,7 +219,7 @@ describe('simulate --churn', () => {
     const dir = tempDir();
     const db = join(dir, 'm.db');
     await pullCli(s, ['--db', db]);
-    await new Promise((r) => setTimeout(r, 400));
+    for (const t0 = Date.now(); !s.changes.any && Date.now() - t0 < 10_000; ) await new Promise((r) => setTimeout(r, 50));
     expect(s.changes.any).toBe(true);
     const r = await reconcileCli(s, ['--db', db]);
     expect(r.code, r.stderr).toBe(0);
