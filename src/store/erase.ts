@@ -59,22 +59,26 @@ export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
     let details = 0;
     const deleteEvals = db.prepare('DELETE FROM eval_results WHERE parent_type = ? AND parent_id = ?');
     const uncount = db.prepare('UPDATE sync_state SET records = max(0, records - 1) WHERE stream = ?');
+    const deleteSession = db.prepare('DELETE FROM session_results WHERE id = ?');
+    const deleteRole = db.prepare('DELETE FROM role_results WHERE id = ?');
+    const deleteDetailsOf = db.prepare('DELETE FROM score_details WHERE role_result_id = ?');
+    const deleteDetail = db.prepare('DELETE FROM score_details WHERE id = ?');
     for (const s of sessions) {
       evals += deleteEvals.run('session_result', s.id).changes;
-      db.prepare('DELETE FROM session_results WHERE id = ?').run(s.id);
+      deleteSession.run(s.id);
       uncount.run(`${s.campaign_id}/session`);
     }
     const detailIds = db.prepare('SELECT id FROM score_details WHERE role_result_id = ?').pluck();
     for (const r of roles) {
       for (const d of detailIds.all(r.id) as string[]) evals += deleteEvals.run('score_detail', d).changes;
-      details += db.prepare('DELETE FROM score_details WHERE role_result_id = ?').run(r.id).changes;
-      db.prepare('DELETE FROM role_results WHERE id = ?').run(r.id);
+      details += deleteDetailsOf.run(r.id).changes;
+      deleteRole.run(r.id);
       uncount.run(`${r.campaign_id}/role/${r.report_type}`);
     }
     // Their score details under another record, if any: theirs too.
     for (const d of db.prepare(`SELECT id FROM score_details WHERE ${match}`).pluck().all({ user }) as string[]) {
       evals += deleteEvals.run('score_detail', d).changes;
-      details += db.prepare('DELETE FROM score_details WHERE id = ?').run(d).changes;
+      details += deleteDetail.run(d).changes;
     }
     return { session_results: sessions.length, role_results: roles.length, score_details: details, eval_results: evals };
   })();
