@@ -10,6 +10,8 @@ import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { CHUNK, type Sink } from './sink.js';
 import { timestampMicros } from './timestamp.js';
 
+const CREATED_BY = 'campaign-sync';
+
 export type ParquetKind = 'int64' | 'double' | 'timestamp' | 'string';
 
 export interface ParquetColumn {
@@ -20,7 +22,7 @@ export interface ParquetColumn {
 /** A row group closes at this many rows, or earlier once its text reaches GROUP_CHARS. */
 export const GROUP_ROWS = 10_000;
 /** DETAILED role results carry kilobytes of `raw` each: a group of them is cut at 32 M characters. */
-export const GROUP_CHARS = 32 * 1024 * 1024;
+export const GROUP_CHARS = 4 * 1024 * 1024;
 
 /** The Parquet type of a mirror column, from its name and declared SQLite type. */
 export function parquetKind(name: string, declared: string | null): ParquetKind {
@@ -70,8 +72,25 @@ class SinkWriter extends ByteWriter {
     return ok;
   }
 
+  /** Set before finish() when no row was written (see fixEmptyFooter). */
+  empty = false;
+
   override finish(): void {
+    if (this.empty) this.fixEmptyFooter();
     this.push();
+  }
+
+  /**
+   * hyparquet-writer 0.17 writes the footer's empty row-group list with element type 0, which
+   * arrow-rs (parquet-wasm, and so DataFusion and Polars) rejects: "Expected list element type of
+   * Struct". With no rows the whole file is still in the buffer, so the list header is set to
+   * "0 structs" (0x0C) in place: num_rows 0 (0x16 0x00), then row_groups (0x19) and its header,
+   * then created_by (0x28, length 13, "campaign-sync").
+   */
+  fixEmptyFooter(): void {
+    const bytes = new Uint8Array(this.buffer, 0, this.index);
+    const at = Buffer.from(bytes.buffer, 0, this.index).lastIndexOf(Buffer.from([0x16, 0x00, 0x19, 0x00, 0x28, CREATED_BY.length]));
+    if (at >= 0) bytes[at + 3] = 0x0c;
   }
 }
 
@@ -104,7 +123,7 @@ export interface ParquetResult {
 export async function writeParquet(columns: ParquetColumn[], rows: Iterable<unknown[]>, sink: Sink): Promise<ParquetResult> {
   const writer = new SinkWriter(sink);
   const schema: SchemaElement[] = [{ name: 'root', num_children: columns.length }, ...columns.map(element)];
-  const parquet = new ParquetWriter({ writer, schema, createdBy: 'campaign-sync' });
+  const parquet = new ParquetWriter({ writer, schema, createdBy: CREATED_BY });
   const invalid = new Map<string, number>();
   const kinds = columns.map((c) => c.kind);
   let data: unknown[][] = columns.map(() => []);
@@ -141,6 +160,7 @@ export async function writeParquet(columns: ParquetColumn[], rows: Iterable<unkn
     if (inGroup >= GROUP_ROWS || chars >= GROUP_CHARS) await writeGroup();
   }
   if (inGroup > 0) await writeGroup();
+  writer.empty = total === 0;
   await parquet.finish();
   return { rows: total, invalid };
 }

@@ -70,10 +70,11 @@ export class StreamSink implements Sink {
     if (this.close) {
       this.stream.end();
       await this.until('finish');
+      this.stream.off('error', this.onError);
     } else {
+      // stdout keeps the listener: a reader that goes away after the last write (EPIPE) is no crash.
       await this.drain();
     }
-    this.stream.off('error', this.onError);
   }
 
   private until(event: 'drain' | 'finish'): Promise<void> {
