@@ -60,12 +60,17 @@ function timed(cmd, args, outFile) {
   const fd = openSync(outFile, 'w', 0o600);
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', fd, 'inherit'] });
+    // stderr is kept for a failure only: the CLI's "wrote N rows" line is part of what is timed.
+    const child = spawn(cmd, args, { stdio: ['ignore', fd, 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     child.on('error', reject);
     child.on('close', (code) => {
       const ms = performance.now() - t0;
       closeSync(fd);
-      code === 0 ? resolve(ms) : reject(new Error(`${cmd} exited with code ${code}`));
+      code === 0 ? resolve(ms) : reject(new Error(`${cmd} exited with code ${code}: ${stderr}`));
     });
   });
 }
@@ -96,7 +101,7 @@ export async function exportVsSqlite(opts = {}) {
     const runCli = () =>
       timed(
         process.execPath,
-        [BIN, 'export', '--db', dbPath, '--table', table, '--format', format, '-o', cliOut, '--quiet'],
+        [BIN, 'export', '--db', dbPath, '--table', table, '--format', format, '-o', cliOut],
         join(work, 'cli.stdout'),
       );
     const runSqlite = () => timed(SQLITE3, ['-csv', '-header', dbPath, sql], sqliteOut);

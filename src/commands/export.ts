@@ -7,14 +7,11 @@ import { exportSchema, parseSettings } from '../config/schema.js';
 import { errorCode, storageError, UsageError } from '../errors.js';
 import { writeCsv } from '../export/csv.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
-import { parquetKind, writeParquet } from '../export/parquet.js';
 import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery } from '../export/tables.js';
-import { ndjsonTransform, rowStream } from '../export/writers.js';
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { Output } from '../ui/output.js';
-import { formatCount } from '../ui/table.js';
 
 export interface ExportFlags {
   db?: string;
@@ -91,6 +88,10 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
         if (format === 'csv') {
           rows = await writeCsv(columns, raw, sink, { raw: flags.rawCsv === true });
         } else {
+          // Loaded only here: hyparquet-writer (like cli-table3 and lossless-json below) costs a CSV
+          // export tens of milliseconds of module loading it never uses (bench/export.js).
+          const { parquetKind, writeParquet } = await import('../export/parquet.js');
+          const { formatCount } = await import('../ui/table.js');
           const result = await writeParquet(
             described.map((c) => ({ name: c.name, kind: parquetKind(c.name, c.type) })),
             raw,
@@ -109,6 +110,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
         }
         await sink.end();
       } else {
+        const { ndjsonTransform, rowStream } = await import('../export/writers.js');
         const source = stmt.iterate(...params) as IterableIterator<Record<string, unknown>>;
         iterator = source;
         const counted = (function* () {
@@ -127,7 +129,10 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     if (partial !== undefined) {
       partial.commit();
       partial = undefined;
-      out.info(`wrote ${formatCount(rows)} rows of ${flags.table} to ${target}`);
+      if (!out.quiet && !out.json) {
+        const { formatCount } = await import('../ui/table.js');
+        out.info(`wrote ${formatCount(rows)} rows of ${flags.table} to ${target}`);
+      }
       out.document({ table: flags.table, format, rows, path: target });
     }
     return 0;
