@@ -1,7 +1,7 @@
 /**
  * CSV export (RFC 4180): a header row, CRLF line ends, UTF-8 without a BOM; a cell holding a comma, a
  * quote or any line break (CRLF, bare LF, bare CR) is quoted with its quotes doubled; int64 exact.
- * Hand-written over raw row arrays, encoded straight into ~1 MB buffers that go to the sink whole:
+ * Hand-written over raw row arrays, encoded a line at a time into ~1 MB buffers that go to the sink whole:
  * csv-stringify's per-cell machinery (an object per row, casts, option checks, a stream step per
  * record) cost 3-4x the query itself (issue 15, README Performance).
  */
@@ -9,9 +9,6 @@ import { CHUNK, type Sink } from './sink.js';
 
 const NEEDS_QUOTES = /[",\r\n]/;
 const QUOTE = /"/g;
-const COMMA = 44;
-const CR = 13;
-const LF = 10;
 
 /** A text cell a spreadsheet would run as a formula starts with `=`, `+`, `-`, `@`, tab or CR (OWASP "CSV injection"). */
 export function isFormula(s: string): boolean {
@@ -40,8 +37,11 @@ class Encoder {
 
   constructor(private readonly sink: Sink) {}
 
-  /** Appends one cell's text; a cell bigger than the buffer goes out on its own. */
-  text(s: string): void {
+  /**
+   * Appends one line: built as a string and encoded with one call per row (a native call per cell
+   * cost 12% more CPU); a line bigger than the buffer goes out on its own.
+   */
+  line(s: string): void {
     // UTF-8 takes at most 3 bytes per UTF-16 code unit.
     if (this.off + s.length * 3 > this.buf.length) {
       this.flush();
@@ -51,11 +51,6 @@ class Encoder {
       }
     }
     this.off += this.buf.write(s, this.off);
-  }
-
-  byte(b: number): void {
-    if (this.off >= this.buf.length) this.flush();
-    this.buf[this.off++] = b;
   }
 
   /** True when a chunk is full and should go out. */
@@ -71,35 +66,28 @@ class Encoder {
     this.off = 0;
     return ok;
   }
-
-  row(row: readonly unknown[], raw: boolean): void {
-    for (let i = 0; i < row.length; i++) {
-      if (i > 0) this.byte(COMMA);
-      const v = row[i];
-      if (typeof v === 'string') {
-        if (v.length > 0) this.text(textCell(v, raw));
-      } else if (v !== null) {
-        this.text(otherCell(v, raw));
-      }
-    }
-    this.byte(CR);
-    this.byte(LF);
-  }
 }
 
-/** One row as a CSV line with its CRLF (for tests and small uses). */
+/** One row as a CSV line with its CRLF. */
 export function csvLine(row: readonly unknown[], raw: boolean): string {
-  return `${row.map((v) => (typeof v === 'string' ? textCell(v, raw) : otherCell(v, raw))).join(',')}\r\n`;
+  let line = '';
+  for (let i = 0; i < row.length; i++) {
+    if (i > 0) line += ',';
+    const v = row[i];
+    if (typeof v === 'string') line += textCell(v, raw);
+    else if (v !== null) line += otherCell(v, raw);
+  }
+  return `${line}\r\n`;
 }
 
 /** Writes the header and every row to `sink`, waiting for it to drain; returns the number of rows. */
 export async function writeCsv(columns: string[], rows: Iterable<unknown[]>, sink: Sink, opts: { raw: boolean }): Promise<number> {
   const enc = new Encoder(sink);
   // Column names are ours, never neutralised.
-  enc.row(columns, true);
+  enc.line(csvLine(columns, true));
   let n = 0;
   for (const row of rows) {
-    enc.row(row, opts.raw);
+    enc.line(csvLine(row, opts.raw));
     n++;
     if (enc.full && !enc.flush()) await sink.drain();
   }
