@@ -10,6 +10,7 @@ import { EXPORT_TABLES, type ExportTable, exportQuery } from '../export/tables.j
 import { csvTransform, ndjsonTransform, rowStream } from '../export/writers.js';
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
+import { schemaVersion } from '../store/schema.js';
 import { Output } from '../ui/output.js';
 import { formatCount } from '../ui/table.js';
 
@@ -67,7 +68,8 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   let iterator: IterableIterator<Record<string, unknown>> | undefined;
   try {
     const campaign = flags.campaign === undefined ? undefined : campaignId(db, flags.campaign);
-    const { sql, params } = exportQuery(flags.table as ExportTable, { campaign, since, until });
+    const schema = schemaVersion(db);
+    const { sql, params } = exportQuery(flags.table as ExportTable, { campaign, since, until, schema });
     const stmt = db.prepare(sql).safeIntegers(true);
     const columns = stmt.columns().map((c) => c.name);
     iterator = stmt.iterate(...params) as IterableIterator<Record<string, unknown>>;
