@@ -50,6 +50,8 @@ function prepareStatements(db: Db) {
 
 export class Mirror {
   private readonly s: ReturnType<typeof prepareStatements>;
+  /** Characters of JSON text written since takeBytes() last ran (sizes the group commit). */
+  private bytes = 0;
 
   constructor(db: Db) {
     this.s = prepareStatements(db);
@@ -60,6 +62,7 @@ export class Mirror {
     const counts = { inserted: 0, updated: 0 };
     for (const r of records) {
       const values = sessionRow(r, campaignId);
+      this.bytes += r.raw.length;
       if (this.s.insertSession.run(...values).changes === 1) counts.inserted++;
       else if (this.s.updateSession.run(...values, r.raw).changes === 1) {
         this.s.deleteEvals.run('session_result', r.id);
@@ -80,6 +83,7 @@ export class Mirror {
       // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
       const split = Array.isArray(r.record.score_details) ? splitDetailed(r, campaignId) : undefined;
       const values = roleRow(r, campaignId, reportType, split?.raw);
+      this.bytes += (values[values.length - 2] as string).length;
       const inserted = this.s.insertRole.run(...values).changes === 1;
       if (inserted) counts.inserted++;
       else if (this.changed(r, values, split)) counts.updated++;
@@ -118,11 +122,19 @@ export class Mirror {
   private insertDetails(r: CheckedRecord, split: SplitRecord): void {
     let lost = false;
     for (const detail of split.details) {
+      this.bytes += (detail.values[detail.values.length - 3] as string).length;
       if (this.s.upsertDetail.run(...detail.values).changes === 1) this.insertEvals(detail.evals);
       else lost = true;
     }
     // A detail id held by another result cannot be rebuilt from this one's rows: keep its whole text.
     if (lost && split.stripped) this.s.setRoleRaw.run(r.raw, r.id);
+  }
+
+  /** The JSON text written since the last call, in characters. */
+  takeBytes(): number {
+    const n = this.bytes;
+    this.bytes = 0;
+    return n;
   }
 
   /** The ids of the records stored for a stream. */
