@@ -54,7 +54,11 @@ beforeAll(async () => {
 /** What each exported row must read back as: the table's rows in rowid order, cells as export writes them. */
 function databaseRows(table: string, raw: boolean): string[][] {
   const db = openDatabase(dbPath, { readonly: true });
-  const stmt = db.prepare(`SELECT * FROM ${table} ORDER BY rowid`).safeIntegers(true);
+  // DETAILED records are stored once (schema 6): export gives their raw as the service sent it.
+  const sql = ['role_results', 'score_details'].includes(table)
+    ? `SELECT f.* FROM ${table} t JOIN ${table}_full f ON f.id = t.id ORDER BY t.rowid`
+    : `SELECT * FROM ${table} ORDER BY rowid`;
+  const stmt = db.prepare(sql).safeIntegers(true);
   const header = stmt.columns().map((c) => c.name);
   const rows = (stmt.raw(true).all() as unknown[][]).map((r) =>
     r.map((v) => (v === null ? '' : typeof v === 'string' ? (raw ? v : neutralise(v)) : String(v))),

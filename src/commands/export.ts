@@ -11,6 +11,7 @@ import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery } from '../export/tables.js';
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
+import { schemaVersion } from '../store/schema.js';
 import { Output } from '../ui/output.js';
 
 export interface ExportFlags {
@@ -72,7 +73,8 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   let iterator: IterableIterator<unknown> | undefined;
   try {
     const campaign = flags.campaign === undefined ? undefined : campaignId(db, flags.campaign);
-    const { sql, params } = exportQuery(flags.table as ExportTable, { campaign, since, until });
+    const schema = schemaVersion(db);
+    const { sql, params } = exportQuery(flags.table as ExportTable, { campaign, since, until, schema });
     const stmt = db.prepare(sql).safeIntegers(true);
     const described = stmt.columns();
     const columns = described.map((c) => c.name);
