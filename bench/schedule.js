@@ -3,7 +3,7 @@
 // down in time by `scale` (10: budget 100/6s, interval 12s, max-staleness 3m). The simulator runs
 // in this process, limited to the same rate; `campaign-sync watch` runs as its own process.
 //
-//   node bench/schedule.js [--scale 10] [--hours 2] [--campaigns 200] [--active 10]
+//   node bench/schedule.js [--scale 10] [--hours 2] [--campaigns 200] [--active 10] [--interval-minutes 2]
 //
 // Measured: the delay from a result's arrival at the simulator (its created_at) to its commit in the
 // mirror (the first poll of the database, every `pollMs`, that sees it), the 429 answers, the oldest
@@ -37,7 +37,8 @@ export async function scheduleBench(options = {}) {
   const perHour = options.perHour ?? 20;
   const pollMs = options.pollMs ?? 100;
   const rate = { count: 100, windowMs: MINUTE / scale };
-  const intervalMs = (2 * MINUTE) / scale;
+  const intervalMinutes = options.intervalMinutes ?? 2;
+  const intervalMs = (intervalMinutes * MINUTE) / scale;
   const maxStalenessMs = (30 * MINUTE) / scale;
   const durationMs = (hours * 60 * MINUTE) / scale;
   const work = mkdtempSync(join(tmpdir(), 'i15-bench-schedule-'));
@@ -159,6 +160,7 @@ export async function scheduleBench(options = {}) {
     perHour,
     pollMs,
     rate: `${rate.count}/${rate.windowMs / 1000}s`,
+    intervalMinutes,
     intervalMs,
     maxStalenessMs,
     passes: passes.length,
@@ -183,7 +185,7 @@ export function scheduleReport(r) {
   const sim = (ms) => `${((ms * r.scale) / 1000).toFixed(0)} s`;
   const real = (ms) => `${(ms / 1000).toFixed(1)} s real`;
   const lines = [
-    `scheduler: ${r.campaigns} campaigns, ${r.active} receiving ${r.perHour} results/h each, budget 100/1m, interval 2m, max-staleness 30m, ${r.hours} h — scaled ${r.scale}× (budget ${r.rate}, simulator limited the same), polled every ${r.pollMs} ms`,
+    `scheduler: ${r.campaigns} campaigns, ${r.active} receiving ${r.perHour} results/h each, budget 100/1m, interval ${r.intervalMinutes}m, max-staleness 30m, ${r.hours} h — scaled ${r.scale}× (budget ${r.rate}, simulator limited the same), polled every ${r.pollMs} ms`,
     `  passes ${r.passes} (${r.failedPasses} failed), streams checked per pass min/median/max ${r.checked.min}/${r.checked.median}/${r.checked.max}, left ${r.unchecked.min}/${r.unchecked.median}/${r.unchecked.max}`,
     `  arrival → commit (simulated): p50 ${sim(r.p50DelayMs)}, p95 ${sim(r.p95DelayMs)}, max ${sim(r.maxDelayMs)} (${real(r.p50DelayMs)} / ${real(r.p95DelayMs)}); ${r.mirrored} of ${r.arrived} arrived results mirrored`,
     `  429 responses: ${r.throttled} of ${r.requests} requests`,
@@ -208,6 +210,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     hours: flag('--hours'),
     campaigns: flag('--campaigns'),
     active: flag('--active'),
+    intervalMinutes: flag('--interval-minutes'),
   });
   const { lines, checks } = scheduleReport(r);
   for (const l of lines) console.log(l);
