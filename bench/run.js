@@ -381,7 +381,7 @@ try {
     target('scheduler: 429 responses', String(r.throttled), '0', report.checks.throttled);
     target('scheduler: oldest stream (simulated)', s(r.worstAgeMs), `≤ ${s(r.maxStalenessMs)}`, report.checks.staleness);
     target('scheduler: arrived results mirrored', `${r.mirrored}/${r.arrived}`, 'all', report.checks.mirrored);
-    target('scheduler: arrival → commit p50 / p95 (simulated)', `${s(r.p50DelayMs)} / ${s(r.p95DelayMs)}`, '(reported)', true);
+    target('scheduler: arrival → commit p50 / p95 (simulated)', `${s(r.p50DelayMs)} / ${s(r.p95DelayMs)}`, '(reported)', undefined);
   }
   // Another helper owns bench/export.js; when it is there, its figure joins the table.
   const exportBench = fileURLToPath(new URL('./export.js', import.meta.url));
@@ -404,9 +404,12 @@ try {
 
   console.log('\n| target | measured | goal | |');
   console.log('|---|---:|---:|:---:|');
-  for (const [name, measured, goal, ok] of targets) console.log(`| ${name} | ${measured} | ${goal} | ${mark(ok)} |`);
-  const failed = targets.filter((t) => !t[3]).length;
-  console.log(`\n${targets.length - failed} of ${targets.length} targets met`);
+  for (const [name, measured, goal, ok] of targets)
+    console.log(`| ${name} | ${measured} | ${goal} | ${ok === undefined ? '' : mark(ok)} |`);
+  // A figure only reported (ok undefined) is not a target.
+  const judged = targets.filter((t) => t[3] !== undefined);
+  const failed = judged.filter((t) => !t[3]).length;
+  console.log(`\n${judged.length - failed} of ${judged.length} targets met`);
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
