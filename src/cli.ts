@@ -252,6 +252,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       .option('--api-key <key>', `the key clients must send${shownDefault('simulatorApiKey')}`)
       .option('--rate-limit <rate>', `per-key limit, N/DURATION, or 'off'${shownDefault('simulatorRateLimit')}`)
       .option('--growth <rate>', 'new results per campaign, N/DURATION (e.g. 5/1m)')
+      .option('--growth-campaigns <n>', 'only the first N campaigns receive --growth (the rest stay as they started)')
       .option(
         '--churn <rate>',
         'changes to served results, N/DURATION: re-scores, late arrivals, deletions (rehearse --lookback and reconcile)',

@@ -187,6 +187,24 @@ describe('simulator: query semantics', () => {
     expect(fresh.json.data.length).toBe(5);
   });
 
+  it('growthCampaigns: only the first N campaigns grow, the rest keep their records', async () => {
+    let now = Date.UTC(2026, 10, 1);
+    const s = await sim({ campaigns: 4, records: 10, growth: { count: 5, windowMs: 60_000 }, growthCampaigns: 2, now: () => now });
+    const { session, role } = await campaignsOf(s);
+    const count = async (path: string, id: string | undefined) =>
+      (await readAll(s, `/v1/campaigns/${path}/results?campaign_id=${id}${path === 'role' ? '&report_type=OVERALL' : ''}`, 'asc', 100))
+        .records.length;
+    now += 60_000;
+    // Campaigns alternate session, role: the first two are session[0] and role[0].
+    expect(await count('session', session[0]?.id)).toBe(15);
+    expect(await count('role', role[0]?.id)).toBe(15);
+    expect(await count('session', session[1]?.id)).toBe(10);
+    expect(await count('role', role[1]?.id)).toBe(10);
+    // The new records carry their arrival time, as with --growth on every campaign.
+    const { json } = await get(s, `/v1/campaigns/session/results?campaign_id=${session[0]?.id}&sort=desc&limit=1`);
+    expect(Date.parse(json.data[0].created_at)).toBeGreaterThan(Date.UTC(2026, 10, 1));
+  });
+
   it('order_index past 2^53 is served as an exact integer', async () => {
     const s = await sim({ campaigns: 1, records: 3, orderIndexStart: 2n ** 60n });
     const { session } = await campaignsOf(s);

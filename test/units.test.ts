@@ -8,6 +8,7 @@ import { parseDate, parseDuration, parseRate } from '../src/config/duration.js';
 import { NumberText, parseJson, toJson } from '../src/core/json.js';
 import { ApiError, AuthError, NetworkError, UsageError } from '../src/errors.js';
 import { SlidingWindow } from '../src/simulator/window.js';
+import { formatCount } from '../src/ui/table.js';
 import { tempDir } from './helpers/index.js';
 
 const req = { method: 'GET', path: '/v1/campaigns' };
@@ -206,5 +207,13 @@ describe('lossless JSON', () => {
     const w = parseJson('{"last_record_index":10.0,"x":1.0}') as Record<string, unknown>;
     expect(w.last_record_index).toBeInstanceOf(NumberText);
     expect(w.x).toBe(1);
+  });
+});
+
+describe('formatCount', () => {
+  it('groups digits exactly as toLocaleString("en-US") does, without loading ICU for integers', () => {
+    const values = [0, 7, 999, 1000, -1000, 12345, 999_999, 1_000_000, -1_234_567, 2 ** 53 - 1, 1.5, -0.25, 123456.789];
+    for (const n of values) expect(formatCount(n), String(n)).toBe(n.toLocaleString('en-US'));
+    for (const n of [0n, 1234n, -98765n, 2n ** 63n - 1n]) expect(formatCount(n), String(n)).toBe(n.toLocaleString('en-US'));
   });
 });

@@ -7,7 +7,7 @@
  * timeout, status -> error). The error-body helpers at the end are the first to move out when the
  * request log (issue 13) or compression (issue 14) adds to it.
  */
-import { type Dispatcher, request } from 'undici';
+import type { Dispatcher } from 'undici';
 import { type Clock, realClock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
 import { parseJson } from '../core/json.js';
@@ -19,6 +19,7 @@ import { nextCampaignStep, parseCampaignPage } from './campaign-list.js';
 import { createRoute } from './dispatcher.js';
 import { type Campaign, formatIssues, type Page, toPage } from './envelopes.js';
 import { parseRetryAfter, retryDecision } from './retry.js';
+import { request } from './undici.js';
 
 /** 64 MiB: a page of 100 DETAILED records is well under 1 MiB; more means something is wrong. */
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;

@@ -8,8 +8,9 @@
  * HTTP_PROXY; NO_PROXY entries are host names, domain suffixes, `host:port`, or `*`), so an error can
  * name the proxy it went through.
  */
-import { type Dispatcher, EnvHttpProxyAgent, Pool } from 'undici';
+import type { Dispatcher } from 'undici';
 import { UsageError } from '../errors.js';
+import { envHttpProxyAgent, Pool } from './undici.js';
 
 /**
  * Connections to the service at most. Requests wait on the budget, not on sockets: 4 streams with a
@@ -83,6 +84,7 @@ export function createRoute(origin: URL, env: NodeJS.ProcessEnv = process.env): 
   const vars = proxyVars(env);
   let dispatcher: Dispatcher;
   try {
+    const EnvHttpProxyAgent = envHttpProxyAgent();
     dispatcher = new EnvHttpProxyAgent({ ...limits, httpProxy: vars.http?.value, httpsProxy: vars.https?.value, noProxy: vars.noProxy });
   } catch {
     // The value may carry a proxy password: name the variable only.

@@ -18,7 +18,8 @@ export async function pull(flags: PullFlags, signal: AbortSignal): Promise<numbe
     const result = await session.pass();
     progress.stop();
     out.document(passDocument(result));
-    out.print(passTable(result, out.tableStyle));
+    // Built only when printed: a cron pull is --quiet, and the table costs more than a no-op pass (issue 15).
+    if (!out.quiet && !out.json) out.print(passTable(result, out.tableStyle));
     // The table lists failures; without it (--quiet, --json) each failed stream still gets one line.
     if (out.quiet || out.json) for (const line of failureLines(result)) out.error(line);
     return exitCodeForPass(result);

@@ -18,6 +18,7 @@ export interface SimulateOptions {
   apiKey?: string;
   rateLimit?: string;
   growth?: string;
+  growthCampaigns?: string;
   churn?: string;
   faults?: string;
   quirks?: string;
@@ -40,6 +41,7 @@ function simulatorOptions(opts: SimulateOptions) {
   }
   const settings = parseSettings(simulateSchema, opts);
   if (!settings.apiKey) throw new UsageError('--api-key: must not be empty');
+  if (settings.growthCampaigns !== undefined && opts.growth === undefined) throw new UsageError('--growth-campaigns needs --growth');
   const rateLimit: Rate | undefined = settings.rateLimit === 'off' ? undefined : parseRate(settings.rateLimit, '--rate-limit');
   return {
     port: settings.port,
@@ -50,6 +52,7 @@ function simulatorOptions(opts: SimulateOptions) {
     apiKey: settings.apiKey,
     rateLimit,
     growth: opts.growth ? parseRate(opts.growth, '--growth') : undefined,
+    growthCampaigns: settings.growthCampaigns,
     churn: opts.churn ? parseRate(opts.churn, '--churn') : undefined,
     faults: opts.faults ? parseFaults(opts.faults) : {},
     quirks,

@@ -1,5 +1,4 @@
-import { resolveDbPath } from '../config/config.js';
-import { parseSettings, statusSchema } from '../config/schema.js';
+import { resolveDbPath } from '../config/env.js';
 import { exitCodeForHealth, UsageError } from '../errors.js';
 import { Campaigns } from '../store/campaigns.js';
 import { Checkpoints } from '../store/checkpoints.js';
@@ -17,14 +16,20 @@ export interface StatusFlags extends OutputFlags {
   maxAge?: string;
 }
 
+async function checkMaxAge(given: string | undefined): Promise<number> {
+  const { parseSettings, statusSchema } = await import('../config/schema.js');
+  return parseSettings(statusSchema, { maxAge: given }).maxAge;
+}
+
 /**
  * `campaign-sync status`: one row per stream, plus campaigns skipped for their type. With --check,
  * the health rule of sync/health.ts instead: one line per unhealthy stream and exit 0, 4 or 5.
  */
 export async function status(flags: StatusFlags): Promise<number> {
   const out = new Output(flags);
-  const { maxAge } = parseSettings(statusSchema, { maxAge: flags.maxAge });
   if (flags.maxAge !== undefined && !flags.check) throw new UsageError('--max-age goes with --check');
+  // The settings' schemas (zod) only for --check: plain `status` stays a light process (issue 15).
+  const maxAge = flags.check ? await checkMaxAge(flags.maxAge) : 0;
   const dbPath = resolveDbPath(flags.db);
   const db = openDatabase(dbPath, { mustExist: true, readonly: true });
   const now = Date.now();

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 import { readEnv } from './env.js';
-import { apiSchema, DEFAULTS, parseSettings } from './schema.js';
+import { apiSchema, parseSettings } from './schema.js';
 
 /** Options shared by every command that calls the API (the raw strings commander gives us). */
 export interface ApiFlags {
@@ -133,7 +133,5 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
   };
 }
 
-/** The database path: flag, then CAMPAIGN_SYNC_DB, then the default (config/schema.ts). */
-export function resolveDbPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  return flag ?? readEnv('db', env) ?? DEFAULTS.db;
-}
+/** The database path (in env.ts, which loads no zod). */
+export { resolveDbPath } from './env.js';

@@ -1,5 +1,6 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { DEFAULTS } from './defaults.js';
 
 /**
  * Every environment variable campaign-sync reads, in one list (flags beat all of them).
@@ -36,4 +37,9 @@ export function readEnv(key: EnvKey, env: NodeJS.ProcessEnv = process.env): stri
 /** The user's state folder for campaign-sync (the request budget's ledger). */
 export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(readEnv('xdgStateHome', env) ?? join(homedir(), '.local', 'state'), 'campaign-sync');
+}
+
+/** The database path: flag, then CAMPAIGN_SYNC_DB, then the default (here, not in config.ts: `status` loads no zod). */
+export function resolveDbPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  return flag ?? readEnv('db', env) ?? DEFAULTS.db;
 }

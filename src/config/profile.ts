@@ -10,7 +10,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import { type EnvKey, readEnv } from './env.js';
 
@@ -49,14 +48,23 @@ const ENV_OF: Partial<Record<string, EnvKey>> = {
 const PATH_KEYS = new Set<ProfileKey>(['api_key_file', 'db', 'out']);
 const LITERAL_KEYS = ['api_key', 'key', 'token', 'apikey', 'api-key'];
 
-const value = z.union([z.string(), z.number()]);
-const profileSchema = z.strictObject(
-  Object.fromEntries(Object.keys(PROFILE_KEYS).map((k) => [k, value.optional()])) as Record<ProfileKey, z.ZodOptional<typeof value>>,
-);
-const fileSchema = z.strictObject({
-  default_profile: z.string().optional(),
-  profiles: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
-});
+/** The file's schemas, built on first use: without a config file, zod is never loaded (startup, issue 15). */
+async function schemas() {
+  const { z } = await import('zod');
+  const value = z.union([z.string(), z.number()]);
+  return {
+    profileSchema: z.strictObject(
+      Object.fromEntries(Object.keys(PROFILE_KEYS).map((k) => [k, value.optional()])) as Record<
+        ProfileKey,
+        ReturnType<typeof value.optional>
+      >,
+    ),
+    fileSchema: z.strictObject({
+      default_profile: z.string().optional(),
+      profiles: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
+    }),
+  };
+}
 
 /** The config file to read: `--config`, else the working directory's, else the user's; none is fine. */
 export function findConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv, cwd = process.cwd()): string | undefined {
@@ -89,6 +97,7 @@ async function readConfig(file: string): Promise<{ defaultProfile?: string; prof
     const message = (err as Error).message.split('\n')[0];
     throw new UsageError(`${file}: not a valid TOML config file: ${message}`);
   }
+  const { fileSchema, profileSchema } = await schemas();
   const parsed = fileSchema.safeParse(data);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -78,6 +78,7 @@ export const simulateSchema = z.object({
   records: parsed((t) => parseIntIn(t, '--records', 0, 100_000_000)).prefault(DEFAULTS.records),
   apiKey: z.string().prefault(DEFAULTS.simulatorApiKey),
   rateLimit: z.string().prefault(DEFAULTS.simulatorRateLimit),
+  growthCampaigns: parsed((t) => parseIntIn(t, '--growth-campaigns', 0, 10_000)).optional(),
 });
 
 export const demoSchema = z.object({

@@ -44,10 +44,12 @@ export class SimChanges {
    * recent result, sometimes a late arrival created `now`, sometimes a deletion. Recent: among the
    * newest tenth of the campaign's results, where a lookback window would find them.
    */
-  churn(now: number, count: number, rand: () => number): void {
+  churn(now: number, countOf: (c: SimCampaign) => number, rand: () => number): void {
     const campaigns = this.data.campaigns.filter((c) => c.type === 'SESSION_COMPLETION' || c.type === 'ROLE_SUBMISSION');
     const c = campaigns[Math.floor(rand() * campaigns.length)];
-    if (!c || count < 2) return;
+    if (!c) return;
+    const count = countOf(c);
+    if (count < 2) return;
     const recent = Math.max(1, Math.floor(count / 10));
     const i = count - 1 - Math.floor(rand() * recent);
     const kind = rand();

@@ -27,6 +27,8 @@ export interface DataOptions {
   unknownTypeCampaigns: number;
   /** `created_at` does not follow `order_index`; `updated_at` may come before `created_at`. */
   unorderedTimes?: boolean;
+  /** Only the first N campaigns grow with --growth (--growth-campaigns); undefined: all of them. */
+  growthCampaigns?: number | undefined;
 }
 
 export interface SimCampaign {
@@ -187,10 +189,19 @@ export class SimData {
     this.byId = new Map(this.campaigns.map((c) => [c.id, c]));
   }
 
-  /** How many records campaign c holds at time `now` (grows with --growth). */
-  count(now: number): number {
+  /**
+   * How many records a campaign holds at time `now` (grows with --growth). Given campaign `c`, one
+   * past the first `growthCampaigns` keeps its starting records; without `c`, a growing campaign's.
+   */
+  count(now: number, c?: SimCampaign): number {
+    if (c !== undefined && !this.grows(c)) return this.opts.records;
     const grown = this.growthPerMs > 0 ? Math.floor((now - this.startedAt) * this.growthPerMs) : 0;
     return this.opts.records + Math.max(0, grown);
+  }
+
+  /** Whether campaign `c` receives --growth (the first `growthCampaigns`, or all). */
+  grows(c: SimCampaign): boolean {
+    return this.opts.growthCampaigns === undefined || c.index < this.opts.growthCampaigns;
   }
 
   orderIndex(c: SimCampaign, i: number): bigint {
@@ -210,9 +221,10 @@ export class SimData {
       const t = this.historyStart + i * this.spacing;
       return this.opts.unorderedTimes ? t - (hash32(this.opts.seed, i, 0x7e) % (2 * this.spacing + 1)) : t;
     }
-    // Growth: spread evenly from the server's start.
+    // Growth: spread evenly from the server's start. Grown record n is served from the moment
+    // count() reaches n + 1, and that moment is its arrival.
     const n = i - this.opts.records;
-    return this.startedAt + Math.floor(n / this.growthPerMs);
+    return this.startedAt + Math.ceil((n + 1) / this.growthPerMs);
   }
 
   /** Whether `created_at` rises with the index (not so with `unorderedTimes`). */

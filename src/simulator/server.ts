@@ -33,6 +33,8 @@ export interface SimulatorOptions {
   rateLimit?: Rate | undefined;
   /** New records per campaign per window. */
   growth?: Rate | undefined;
+  /** Only the first N campaigns grow (`simulate --growth-campaigns`): results arrive on some campaigns only. */
+  growthCampaigns?: number | undefined;
   /** Changes to served results per window: re-scores, late arrivals, deletions (simulator/changes.ts). */
   churn?: Rate | undefined;
   faults?: FaultPlan;
@@ -95,6 +97,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       orderIndexStart: options.orderIndexStart ?? 1000n,
       unknownTypeCampaigns: options.unknownTypeCampaigns ?? 0,
       unorderedTimes: options.quirks?.unorderedTimes === true,
+      growthCampaigns: options.growthCampaigns,
     },
     now(),
     growthPerMs,
@@ -103,7 +106,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   let churnTimer: NodeJS.Timeout | undefined;
   if (options.churn) {
     const churnDraw = prng(hash32(seed, 0xc4));
-    churnTimer = setInterval(() => changes.churn(now(), data.count(now()), churnDraw), options.churn.windowMs / options.churn.count);
+    churnTimer = setInterval(
+      () => changes.churn(now(), (c) => data.count(now(), c), churnDraw),
+      options.churn.windowMs / options.churn.count,
+    );
     churnTimer.unref();
   }
   const limiter = options.rateLimit ? new SlidingWindow(options.rateLimit.count, options.rateLimit.windowMs) : undefined;
@@ -172,7 +178,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     const campaign: SimCampaign | undefined = data.byId.get(q.campaignId);
     const wanted = endpoint === 'session' ? 'SESSION_COMPLETION' : 'ROLE_SUBMISSION';
     if (!campaign || campaign.type !== wanted) throw new HttpError(404, 'Not found');
-    const count = data.count(now());
+    const count = data.count(now(), campaign);
     // The index range allowed by the date filters (inclusive UTC days of created_at).
     const from = q.startDate ? Date.parse(`${q.startDate}T00:00:00Z`) : -Infinity;
     const until = q.endDate ? Date.parse(`${q.endDate}T00:00:00Z`) + 86_400_000 : Infinity;
