@@ -137,3 +137,11 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
 export function resolveDbPath(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   return flag ?? readEnv('db', env) ?? DEFAULTS.db;
 }
+
+/** --pg-schema (PostgreSQL mirrors): a plain lower-case identifier, default campaign_sync. */
+export function resolvePgSchema(flag: string | undefined): string {
+  const name = flag ?? DEFAULTS.pgSchema;
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name))
+    throw new UsageError(`--pg-schema: "${name}" is not a plain lower-case identifier (a-z, 0-9, _)`);
+  return name;
+}
