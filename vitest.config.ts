@@ -14,7 +14,7 @@ const UNIT = [
   'test/units.test.ts',
 ];
 /** Kill -9 rounds and million-row exports: left out of `npm run test:fast`, always run by `npm test` and CI. */
-const SLOW = ['test/reliability.test.ts', 'test/export.test.ts'];
+const SLOW = ['test/reliability.test.ts', 'test/export.test.ts', 'test/pg-reliability.test.ts'];
 
 export default defineConfig({
   test: {

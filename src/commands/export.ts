@@ -10,11 +10,13 @@ import { EXPORT_TABLES, type ExportTable, exportQuery } from '../export/tables.j
 import { csvTransform, ndjsonTransform, rowStream } from '../export/writers.js';
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
+import { isPgUrl } from '../store/pg/url.js';
 import { Output } from '../ui/output.js';
 import { formatCount } from '../ui/table.js';
 
 export interface ExportFlags {
   db?: string;
+  pgSchema?: string;
   table: string;
   format?: string;
   output?: string;
@@ -59,6 +61,11 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   if (target !== undefined) checkOutput(target);
 
   const dbPath = resolveDbPath(flags.db);
+  if (isPgUrl(dbPath)) {
+    const table = flags.table as ExportTable;
+    const job = { url: dbPath, pgSchema: flags.pgSchema, table, format, campaign: flags.campaign, since, until, target };
+    return (await import('./export-pg.js')).exportFromPg({ ...job, rawCsv: flags.rawCsv === true }, out, stdout);
+  }
   const db = openDatabase(dbPath, { mustExist: true, readonly: true });
   // Written to a private temporary file and renamed at the end (export/file.ts), so a failed export
   // never leaves half a file where a complete one is expected.
