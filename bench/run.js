@@ -77,9 +77,10 @@ function floor(bodies, kind) {
   const db = openDatabase(join(work, `floor-${kind}-${Date.now()}.db`));
   const session = db.prepare('INSERT INTO session_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
   const role = db.prepare('INSERT INTO role_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-  const detail = db.prepare('INSERT INTO score_details VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-  const evalRow = db.prepare('INSERT INTO eval_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  const detail = db.prepare('INSERT INTO score_details VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  const evalRow = db.prepare('INSERT INTO eval_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
   const evals = (type, parent, list, campaign) => {
+    let position = 0;
     for (const e of list)
       evalRow.run(
         type,
@@ -92,6 +93,7 @@ function floor(bodies, kind) {
         e.rationale,
         e.evaluated_at,
         campaign,
+        position++,
       );
   };
   const started = performance.now();
@@ -134,8 +136,10 @@ function floor(bodies, kind) {
             r.created_at,
             r.updated_at,
             r.order_index,
-            JSON.stringify(r),
+            // The mirror stores a DETAILED record once (schema 6): its raw without the score details.
+            JSON.stringify(kind === 'detailed' ? { ...r, score_details: [] } : r),
           );
+          let position = 0;
           for (const d of r.score_details ?? []) {
             detail.run(
               d.id,
@@ -151,7 +155,8 @@ function floor(bodies, kind) {
               d.feedback == null ? null : JSON.stringify(d.feedback),
               d.created_at,
               d.updated_at,
-              JSON.stringify(d),
+              JSON.stringify({ ...d, eval_results: [] }),
+              position++,
             );
             evals('score_detail', d.id, d.eval_results, r.campaign.id);
           }

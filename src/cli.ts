@@ -167,7 +167,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     dbOption(
       program
         .command('export')
-        .description('stream a table of the mirror as CSV or NDJSON')
+        .description('stream a table of the mirror as CSV, NDJSON or Parquet')
         .addOption(
           enumOption('--table <table>', 'what to export', [
             'campaigns',
@@ -177,7 +177,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
             'eval-results',
           ]).makeOptionMandatory(),
         )
-        .addOption(enumOption('--format <format>', `output format${shownDefault('exportFormat')}`, ['csv', 'ndjson']))
+        .addOption(enumOption('--format <format>', `output format${shownDefault('exportFormat')}`, ['csv', 'ndjson', 'parquet']))
         .option('-o, --output <file>', 'write to this file (0600) instead of stdout')
         .option('--campaign <id-or-name>', 'only rows of this campaign')
         .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
@@ -188,6 +188,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     ),
     'campaign-sync export --table session-results --format csv -o results.csv',
     'campaign-sync export --table role-results --format ndjson --since 2026-01-01 | gzip > roles.ndjson.gz',
+    'campaign-sync export --table eval-results --format parquet -o evals.parquet',
   ).action(async (opts, cmd: Command) => done(await (await import('./commands/export.js')).exportTable(await configured(cmd, opts))));
 
   example(

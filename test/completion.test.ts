@@ -33,7 +33,7 @@ describe('completion', () => {
       ).trim();
     expect(complete(['campaign-sync', '']).split(' ')).toEqual(expect.arrayContaining(program.commands.map((c) => c.name())));
     expect(complete(['campaign-sync', 'pull', '--report-type', ''])).toBe('DETAILED OVERALL');
-    expect(complete(['campaign-sync', 'export', '--format', ''])).toBe('csv ndjson');
+    expect(complete(['campaign-sync', 'export', '--format', ''])).toBe('csv ndjson parquet');
     for (const cmd of program.commands) {
       const offered = complete(['campaign-sync', cmd.name(), '--']).split(' ');
       for (const opt of cmd.options) expect(offered, `${cmd.name()} ${opt.long}`).toContain(opt.long);

@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { toJson } from '../src/core/json.js';
 import type { CheckedRecord } from '../src/core/types.js';
-import { COLUMNS, campaignRow, evalRows, roleRow, scoreDetailRows, sessionRow } from '../src/store/rows.js';
+import { splitDetailed } from '../src/store/compact.js';
+import { COLUMNS, campaignRow, evalRows, roleRow, sessionRow } from '../src/store/rows.js';
 
 const evalResult = {
   score: '4.5',
@@ -137,13 +138,13 @@ describe('rows', () => {
       report_type: 'DETAILED',
       order_index: 7n,
     });
-    const details = scoreDetailRows(r, 'c2');
+    const details = splitDetailed(r, 'c2').details;
     expect(details).toHaveLength(1);
     expect(details[0]?.values).toHaveLength(COLUMNS.score_details.length + 1);
     expect(details[0]?.values.at(-1)).toBe('d1');
     expect(roleRow(r, 'c2', 'DETAILED').at(-1)).toBe('r2');
     expect(byColumn('score_details', details[0]?.values ?? [])).toMatchObject({ role_result_id: 'r2', scenario_type: 'EMAIL', score: 2 });
-    const evals = evalRows('score_detail', 'd1', details[0]?.evals, 'c2');
+    const evals = details[0]?.evals ?? [];
     expect(evals.map((v) => byColumn('eval_results', v))).toEqual([
       {
         parent_type: 'score_detail',
@@ -156,6 +157,7 @@ describe('rows', () => {
         rationale: 'ok',
         evaluated_at: '2026-01-02T00:00:00Z',
         campaign_id: 'c2',
+        position: 0,
       },
     ]);
     expect(evalRows('session_result', 'x', null, 'c')).toEqual([]);

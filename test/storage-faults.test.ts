@@ -104,7 +104,7 @@ function expectExactSqlite(s: RunningSimulator, db: Db) {
   const expected = servedRecords(s, RECORDS);
   const rows = [
     ...(db.prepare('SELECT id, raw FROM session_results').all() as Array<{ id: string; raw: string }>),
-    ...(db.prepare('SELECT id, raw FROM role_results').all() as Array<{ id: string; raw: string }>),
+    ...(db.prepare('SELECT id, raw FROM role_results_full').all() as Array<{ id: string; raw: string }>),
   ];
   expect(rows.length).toBe(CAMPAIGNS * RECORDS);
   for (const r of rows) expect(r.raw).toBe(expected.get(r.id));

@@ -6,9 +6,11 @@ import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { resolvePgSchema } from '../config/config.js';
 import { errorCode, StorageError, storageError, UsageError } from '../errors.js';
+import { csvLine } from '../export/csv.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
+import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { EXPORT_TABLES, type ExportTable } from '../export/tables.js';
-import { csvTransform, ndjsonTransform } from '../export/writers.js';
+import { ndjsonTransform } from '../export/writers.js';
 import { campaignIdsFor } from '../store/pg/campaigns.js';
 import { PgDatabase } from '../store/pg/database.js';
 import { pgExportRows } from '../store/pg/export.js';
@@ -19,7 +21,7 @@ export interface PgExportJob {
   url: string;
   pgSchema: string | undefined;
   table: ExportTable;
-  format: 'csv' | 'ndjson';
+  format: 'csv' | 'ndjson' | 'parquet';
   campaign: string | undefined;
   since: string | undefined;
   until: string | undefined;
@@ -28,6 +30,7 @@ export interface PgExportJob {
 }
 
 export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writable): Promise<number> {
+  if (job.format === 'parquet') throw new UsageError('--format parquet: not yet from a PostgreSQL mirror; use csv or ndjson');
   const db = await PgDatabase.open(job.url, resolvePgSchema(job.pgSchema), { connections: 2, mustExist: true });
   let partial: PartialFile | undefined;
   let rows = 0;
@@ -44,19 +47,29 @@ export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writab
     }
     const spec = EXPORT_TABLES[job.table];
     const source = await pgExportRows(db, { ...spec, campaign, since: job.since, until: job.until });
-    const counted = (async function* () {
-      for await (const row of source.rows) {
-        rows++;
-        yield row;
-      }
-    })();
-    const encoder = job.format === 'csv' ? csvTransform(source.columns, { raw: job.rawCsv }) : ndjsonTransform();
     if (job.target !== undefined) {
       cleanStalePartials(job.target);
       partial = new PartialFile(job.target);
     }
     try {
-      await pipeline(counted, encoder, partial?.stream ?? stdout, { end: partial !== undefined });
+      if (job.format === 'csv') {
+        const sink: Sink = partial !== undefined ? new FileSink(partial.fd) : new StreamSink(stdout);
+        // Column names are ours, never neutralised.
+        sink.write(csvLine(source.columns, true));
+        for await (const row of source.rows) {
+          if (!sink.write(csvLine(Object.values(row), job.rawCsv))) await sink.drain();
+          rows++;
+        }
+        await sink.end();
+      } else {
+        const counted = (async function* () {
+          for await (const row of source.rows) {
+            rows++;
+            yield row;
+          }
+        })();
+        await pipeline(counted, ndjsonTransform(), partial?.stream ?? stdout, { end: partial !== undefined });
+      }
     } catch (err) {
       // `export … | head` closes the pipe early: that is the reader's choice, not an error.
       if (errorCode(err) === 'EPIPE' && partial === undefined) return 0;

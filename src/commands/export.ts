@@ -5,14 +5,15 @@ import { resolveDbPath } from '../config/config.js';
 import { parseDate } from '../config/duration.js';
 import { exportSchema, parseSettings } from '../config/schema.js';
 import { errorCode, storageError, UsageError } from '../errors.js';
+import { writeCsv } from '../export/csv.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
+import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery } from '../export/tables.js';
-import { csvTransform, ndjsonTransform, rowStream } from '../export/writers.js';
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { isPgUrl } from '../store/pg/url.js';
+import { schemaVersion } from '../store/schema.js';
 import { Output } from '../ui/output.js';
-import { formatCount } from '../ui/table.js';
 
 export interface ExportFlags {
   db?: string;
@@ -59,6 +60,11 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
   const target = flags.output;
   if (target !== undefined) checkOutput(target);
+  // Parquet is binary, and only whole once its footer is written: to a file, or to a pipe or a
+  // redirect, never onto a terminal.
+  if (format === 'parquet' && target === undefined && (stdout as { isTTY?: boolean }).isTTY === true) {
+    throw new UsageError('--format parquet writes binary data: give -o <file>, or redirect stdout to a file or a pipe');
+  }
 
   const dbPath = resolveDbPath(flags.db);
   if (isPgUrl(dbPath)) {
@@ -71,27 +77,59 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   // never leaves half a file where a complete one is expected.
   let partial: PartialFile | undefined;
   let rows = 0;
-  let iterator: IterableIterator<Record<string, unknown>> | undefined;
+  let iterator: IterableIterator<unknown> | undefined;
   try {
     const campaign = flags.campaign === undefined ? undefined : campaignId(db, flags.campaign);
-    const { sql, params } = exportQuery(flags.table as ExportTable, { campaign, since, until });
+    const schema = schemaVersion(db);
+    const { sql, params } = exportQuery(flags.table as ExportTable, { campaign, since, until, schema });
     const stmt = db.prepare(sql).safeIntegers(true);
-    const columns = stmt.columns().map((c) => c.name);
-    iterator = stmt.iterate(...params) as IterableIterator<Record<string, unknown>>;
-    const source = iterator;
-    const counted = (function* () {
-      for (const row of source) {
-        rows++;
-        yield row;
-      }
-    })();
-    const encoder = format === 'csv' ? csvTransform(columns, { raw: flags.rawCsv === true }) : ndjsonTransform();
+    const described = stmt.columns();
+    const columns = described.map((c) => c.name);
     if (target !== undefined) {
       cleanStalePartials(target);
       partial = new PartialFile(target);
     }
     try {
-      await pipeline(rowStream(counted), encoder, partial?.stream ?? stdout, { end: partial !== undefined });
+      if (format === 'csv' || format === 'parquet') {
+        const raw = stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>;
+        iterator = raw;
+        const sink: Sink = partial !== undefined ? new FileSink(partial.fd) : new StreamSink(stdout);
+        if (format === 'csv') {
+          rows = await writeCsv(columns, raw, sink, { raw: flags.rawCsv === true });
+        } else {
+          // Loaded only here: hyparquet-writer (like cli-table3 and lossless-json below) costs a CSV
+          // export tens of milliseconds of module loading it never uses (bench/export.js).
+          const { parquetKind, writeParquet } = await import('../export/parquet.js');
+          const { formatCount } = await import('../ui/table.js');
+          const result = await writeParquet(
+            described.map((c) => ({ name: c.name, kind: parquetKind(c.name, c.type) })),
+            raw,
+            sink,
+          );
+          rows = result.rows;
+          for (const [column, n] of result.invalid) {
+            const what =
+              parquetKind(column, described.find((c) => c.name === column)?.type ?? null) === 'timestamp'
+                ? 'ISO 8601 date-times'
+                : "of the column's type";
+            out.warn(
+              `${column}: ${formatCount(n)} value${n === 1 ? ' is' : 's are'} not ${what}; written as null (CSV and NDJSON keep them as stored)`,
+            );
+          }
+        }
+        await sink.end();
+      } else {
+        const { ndjsonTransform, rowStream } = await import('../export/writers.js');
+        const source = stmt.iterate(...params) as IterableIterator<Record<string, unknown>>;
+        iterator = source;
+        const counted = (function* () {
+          for (const row of source) {
+            rows++;
+            yield row;
+          }
+        })();
+        await pipeline(rowStream(counted), ndjsonTransform(), partial?.stream ?? stdout, { end: partial !== undefined });
+      }
     } catch (err) {
       // `export … | head` closes the pipe early: that is the reader's choice, not an error.
       if (errorCode(err) === 'EPIPE' && partial === undefined) return 0;
@@ -100,7 +138,10 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     if (partial !== undefined) {
       partial.commit();
       partial = undefined;
-      out.info(`wrote ${formatCount(rows)} rows of ${flags.table} to ${target}`);
+      if (!out.quiet && !out.json) {
+        const { formatCount } = await import('../ui/table.js');
+        out.info(`wrote ${formatCount(rows)} rows of ${flags.table} to ${target}`);
+      }
       out.document({ table: flags.table, format, rows, path: target });
     }
     return 0;

@@ -67,7 +67,7 @@ export const statusSchema = z.object({
 });
 
 export const exportSchema = z.object({
-  format: oneOf(['csv', 'ndjson'] as const, '--format').prefault(DEFAULTS.exportFormat),
+  format: oneOf(['csv', 'ndjson', 'parquet'] as const, '--format').prefault(DEFAULTS.exportFormat),
 });
 
 export const simulateSchema = z.object({

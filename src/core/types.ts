@@ -22,12 +22,12 @@ export function streamId(campaignId: string, endpoint: Endpoint, reportType: str
   return { key, campaignId, endpoint, reportType: endpoint === 'role' ? reportType : null };
 }
 
-/** A record that passed the identity rules, with its JSON text as stored and written. */
+/** A record that passed the identity rules, with its JSON text as stored and written (made on first read). */
 export interface CheckedRecord {
-  record: Record<string, unknown>;
-  id: string;
-  orderIndex: bigint;
-  raw: string;
+  readonly record: Record<string, unknown>;
+  readonly id: string;
+  readonly orderIndex: bigint;
+  readonly raw: string;
 }
 
 /** A checkpoint move: from the cursor the stream last committed to the page's last order_index. */

@@ -87,18 +87,23 @@ export function cleanStalePartials(target: string, now = Date.now()): string[] {
   return removed;
 }
 
-/** An export's file in the making: write to `stream`, then commit() or discard(). */
+/** An export's file in the making: write to `fd` (synchronously) or to `stream`, then commit() or discard(). */
 export class PartialFile {
   readonly path: string;
-  readonly stream: WriteStream;
-  private readonly fd: number;
+  readonly fd: number;
+  private writeStream: WriteStream | undefined;
   private open = true;
 
   constructor(readonly target: string) {
     this.path = partialPath(target);
     this.fd = createPrivateFile(this.path);
+  }
+
+  /** A stream over the file, made on first use (NDJSON export pipes into it). */
+  get stream(): WriteStream {
     // autoClose off: commit() fsyncs the descriptor after the stream has finished.
-    this.stream = createWriteStream(this.path, { fd: this.fd, autoClose: false });
+    this.writeStream ??= createWriteStream(this.path, { fd: this.fd, autoClose: false });
+    return this.writeStream;
   }
 
   /** Once the stream has finished: to disk, then in place of the target in one step (a link there is replaced, not followed). */

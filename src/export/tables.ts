@@ -2,6 +2,17 @@
  * What `export --table` can stream, and how each table is filtered by campaign and by day.
  * Table and column names are fixed by PRODUCT.md §5.
  */
+import { detailRawSql, roleRawSql } from '../store/reassemble.js';
+import { COLUMNS } from '../store/rows.js';
+
+/** The schema version from which DETAILED records are stored once and `raw` is rebuilt (store/compact.ts). */
+export const COMPACT_SINCE = 6;
+
+/** `raw` as the service sent it, for the tables whose stored `raw` leaves out what other rows hold. */
+const FULL_RAW: Partial<Record<string, (alias: string) => string>> = {
+  role_results: roleRawSql,
+  score_details: detailRawSql,
+};
 export const EXPORT_TABLES = {
   campaigns: { table: 'campaigns', campaignColumn: 'id', dateColumn: 'created_at' },
   'session-results': { table: 'session_results', campaignColumn: 'campaign_id', dateColumn: 'created_at' },
@@ -20,6 +31,8 @@ export interface ExportFilter {
   campaign?: string | undefined;
   since?: string | undefined;
   until?: string | undefined;
+  /** The database's schema version: from COMPACT_SINCE on, `raw` is rebuilt. */
+  schema?: number | undefined;
 }
 
 /** The SELECT for a table and filter; days compare on the date as written (its first 10 characters). */
@@ -28,18 +41,28 @@ export function exportQuery(name: ExportTable, filter: ExportFilter): { sql: str
   const where: string[] = [];
   const params: string[] = [];
   if (filter.campaign !== undefined) {
-    where.push(`${spec.campaignColumn} = ?`);
+    where.push(`t.${spec.campaignColumn} = ?`);
     params.push(filter.campaign);
   }
   if (filter.since !== undefined) {
-    where.push(`substr(${spec.dateColumn}, 1, 10) >= ?`);
+    where.push(`substr(t.${spec.dateColumn}, 1, 10) >= ?`);
     params.push(filter.since);
   }
   if (filter.until !== undefined) {
-    where.push(`substr(${spec.dateColumn}, 1, 10) <= ?`);
+    where.push(`substr(t.${spec.dateColumn}, 1, 10) <= ?`);
     params.push(filter.until);
   }
   // rowid order is insertion order: stable, and free (no sort, no temp B-tree, constant memory).
-  const order = 'ORDER BY rowid';
-  return { sql: `SELECT * FROM ${spec.table}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ${order}`, params };
+  const order = 'ORDER BY t.rowid';
+  const full = FULL_RAW[spec.table];
+  // Every column in the table's order (its key, then store/rows.ts's list), `raw` rebuilt where it is stored apart.
+  const select =
+    full !== undefined && (filter.schema ?? COMPACT_SINCE) >= COMPACT_SINCE
+      ? [
+          't.id',
+          ...COLUMNS[spec.table as 'role_results' | 'score_details'].map((c) => (c === 'raw' ? `${full('t')} AS raw` : `t.${c}`)),
+        ].join(', ')
+      : 't.*';
+  const filtered = where.length ? ` WHERE ${where.join(' AND ')}` : '';
+  return { sql: `SELECT ${select} FROM ${spec.table} t${filtered} ${order}`, params };
 }

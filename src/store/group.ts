@@ -51,7 +51,7 @@ export class GroupCommit {
    * An error `fn` throws that is not a storage failure (a checkpoint conflict, bad data) rolls back
    * only that page; a storage failure rolls back the group and stops every later write.
    */
-  write<T>(fn: () => T, records: number, bytes: number): T {
+  write<T>(fn: () => T, records: number, bytes: number | (() => number)): T {
     this.check();
     let out: T;
     try {
@@ -75,7 +75,8 @@ export class GroupCommit {
       throw failure;
     }
     this.records += records;
-    this.bytes += bytes;
+    // A function is read after the writes: the bytes they stored.
+    this.bytes += typeof bytes === 'function' ? bytes() : bytes;
     if (this.records >= this.limits.records || this.bytes >= this.limits.bytes) this.commit();
     return out;
   }

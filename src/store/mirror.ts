@@ -5,8 +5,10 @@
  * transaction (store/group.ts). Campaigns are in store/campaigns.ts.
  */
 import type { CheckedRecord, Endpoint, StreamId } from '../core/types.js';
+import { type SplitRecord, splitDetailed } from './compact.js';
 import type { Db } from './db.js';
-import { COLUMNS, evalRows, roleRow, scoreDetailRows, sessionRow } from './rows.js';
+import { roleRawSql } from './reassemble.js';
+import { COLUMNS, evalRows, roleRow, sessionRow, type Values } from './rows.js';
 import { insertIgnore, placeholders, update, upsert } from './sql.js';
 
 /** What a page did to the mirror: records new to it, and records whose content changed (a record read again unchanged is neither). */
@@ -26,7 +28,11 @@ function prepareStatements(db: Db) {
     updateSession: db.prepare(updateIfChanged('session_results')),
     insertRole: db.prepare(insertIgnore('role_results')),
     updateRole: db.prepare(updateIfChanged('role_results')),
-    upsertDetail: db.prepare(upsert('score_details')),
+    rewriteRole: db.prepare(update('role_results')),
+    setRoleRaw: db.prepare('UPDATE role_results SET raw = ? WHERE id = ?'),
+    fullRoleRaw: db.prepare(`SELECT ${roleRawSql('r')} FROM role_results r WHERE r.id = ?`).pluck(),
+    // A detail id another result already holds stays with it (changes = 0): see upsertRoleResults.
+    upsertDetail: db.prepare(`${upsert('score_details')} WHERE score_details.role_result_id = excluded.role_result_id`),
     insertEval: db.prepare(
       `INSERT INTO eval_results (${COLUMNS.eval_results.join(', ')}) VALUES (${placeholders(COLUMNS.eval_results.length)})`,
     ),
@@ -44,6 +50,8 @@ function prepareStatements(db: Db) {
 
 export class Mirror {
   private readonly s: ReturnType<typeof prepareStatements>;
+  /** Characters of JSON text written since takeBytes() last ran (sizes the group commit). */
+  private bytes = 0;
 
   constructor(db: Db) {
     this.s = prepareStatements(db);
@@ -54,6 +62,7 @@ export class Mirror {
     const counts = { inserted: 0, updated: 0 };
     for (const r of records) {
       const values = sessionRow(r, campaignId);
+      this.bytes += r.raw.length;
       if (this.s.insertSession.run(...values).changes === 1) counts.inserted++;
       else if (this.s.updateSession.run(...values, r.raw).changes === 1) {
         this.s.deleteEvals.run('session_result', r.id);
@@ -64,28 +73,68 @@ export class Mirror {
     return counts;
   }
 
-  /** Upserts role results, and for DETAILED records their score details and eval results. Call inside a transaction. */
+  /**
+   * Upserts role results, and for DETAILED records their score details and eval results, stored once
+   * (store/compact.ts). Call inside a transaction.
+   */
   upsertRoleResults(records: CheckedRecord[], campaignId: string, reportType: string): UpsertCounts {
     const counts = { inserted: 0, updated: 0 };
     for (const r of records) {
-      const values = roleRow(r, campaignId, reportType);
+      // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
+      const split = Array.isArray(r.record.score_details) ? splitDetailed(r, campaignId) : undefined;
+      const values = roleRow(r, campaignId, reportType, split?.raw);
+      this.bytes += (values[values.length - 2] as string).length;
       const inserted = this.s.insertRole.run(...values).changes === 1;
       if (inserted) counts.inserted++;
-      else if (this.s.updateRole.run(...values, r.raw).changes === 1) counts.updated++;
-      // Unchanged: its score details and eval results are what this same raw stored.
+      else if (this.changed(r, values, split)) counts.updated++;
+      // Unchanged: its score details and eval results are what this same record stored.
       else continue;
-      // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
-      if (!Array.isArray(r.record.score_details)) continue;
+      if (split === undefined) continue;
       if (!inserted) {
         this.s.deleteDetailEvals.run(r.id);
         this.s.deleteDetails.run(r.id);
       }
-      for (const detail of scoreDetailRows(r, campaignId)) {
-        this.s.upsertDetail.run(...detail.values);
-        this.insertEvals(evalRows('score_detail', detail.id, detail.evals, campaignId));
-      }
+      this.insertDetails(r, split);
     }
     return counts;
+  }
+
+  /** Rewrites a stored DETAILED record into schema 6's shape (the migration). Call inside a transaction. */
+  restore(r: CheckedRecord, campaignId: string): void {
+    const split = splitDetailed(r, campaignId);
+    this.s.deleteDetailEvals.run(r.id);
+    this.s.deleteDetails.run(r.id);
+    this.s.setRoleRaw.run(split.raw, r.id);
+    this.insertDetails(r, split);
+  }
+
+  /**
+   * Rewrites a stored record that differs from `r`. A DETAILED record whose stripped text is the same
+   * may still differ in its details: its full text is rebuilt and compared (a re-read only).
+   */
+  private changed(r: CheckedRecord, values: Values, split: SplitRecord | undefined): boolean {
+    if (this.s.updateRole.run(...values, values[values.length - 2]).changes === 1) return true;
+    if (split?.stripped !== true || this.s.fullRoleRaw.get(r.id) === r.raw) return false;
+    this.s.rewriteRole.run(...values);
+    return true;
+  }
+
+  private insertDetails(r: CheckedRecord, split: SplitRecord): void {
+    let lost = false;
+    for (const detail of split.details) {
+      this.bytes += (detail.values[detail.values.length - 3] as string).length;
+      if (this.s.upsertDetail.run(...detail.values).changes === 1) this.insertEvals(detail.evals);
+      else lost = true;
+    }
+    // A detail id held by another result cannot be rebuilt from this one's rows: keep its whole text.
+    if (lost && split.stripped) this.s.setRoleRaw.run(r.raw, r.id);
+  }
+
+  /** The JSON text written since the last call, in characters. */
+  takeBytes(): number {
+    const n = this.bytes;
+    this.bytes = 0;
+    return n;
   }
 
   /** The ids of the records stored for a stream. */

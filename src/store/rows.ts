@@ -55,6 +55,7 @@ export const COLUMNS = {
     'created_at',
     'updated_at',
     'raw',
+    'position',
   ],
   eval_results: [
     'parent_type',
@@ -67,6 +68,7 @@ export const COLUMNS = {
     'rationale',
     'evaluated_at',
     'campaign_id',
+    'position',
   ],
   campaigns: ['name', 'display_name', 'type', 'created_at', 'raw', 'seen_at'],
 } as const;
@@ -147,8 +149,12 @@ export function sessionRow(r: CheckedRecord, campaignId: string): Values {
   ];
 }
 
-/** role_results values of a role record (OVERALL or DETAILED), then its id; a flat `user_id`/`email` is read too. */
-export function roleRow(r: CheckedRecord, campaignId: string, reportType: string): Values {
+/**
+ * role_results values of a role record (OVERALL or DETAILED), then its id; a flat `user_id`/`email` is
+ * read too. `raw` is the record's text, or a DETAILED record's text without its score details
+ * (store/compact.ts).
+ */
+export function roleRow(r: CheckedRecord, campaignId: string, reportType: string, raw: string = r.raw): Values {
   const x = r.record;
   const user = obj(x.user);
   return [
@@ -163,50 +169,39 @@ export function roleRow(r: CheckedRecord, campaignId: string, reportType: string
     text(x.created_at),
     text(x.updated_at),
     r.orderIndex,
-    r.raw,
+    raw,
     r.id,
   ];
 }
 
-/** A DETAILED record's score details, each as its id and score_details values then id (entries without an id are skipped). */
-export function scoreDetailRows(r: CheckedRecord, campaignId: string): Array<{ id: string; values: Values; evals: unknown }> {
-  const details = r.record.score_details;
-  if (!Array.isArray(details)) return [];
-  const out: Array<{ id: string; values: Values; evals: unknown }> = [];
-  for (const d of details as unknown[]) {
-    const detail = obj(d);
-    const id = text(detail.id);
-    if (id === null) continue;
-    const du = obj(detail.user);
-    const scenario = obj(detail.scenario);
-    out.push({
-      id,
-      evals: detail.eval_results,
-      values: [
-        r.id,
-        campaignId,
-        text(du.id),
-        text(du.email),
-        text(scenario.id),
-        text(scenario.name),
-        text(obj(scenario.type).key),
-        text(obj(detail.session).id),
-        real(detail.score),
-        json(detail.feedback),
-        text(detail.created_at),
-        text(detail.updated_at),
-        toJson(detail),
-        id,
-      ],
-    });
-  }
-  return out;
+/** score_details values of one entry of a DETAILED record's `score_details`, then its id (the caller checked it has one). */
+export function detailValues(resultId: string, campaignId: string, detail: Obj, raw: string, position: number): Values {
+  const du = obj(detail.user);
+  const scenario = obj(detail.scenario);
+  const id = text(detail.id);
+  return [
+    resultId,
+    campaignId,
+    text(du.id),
+    text(du.email),
+    text(scenario.id),
+    text(scenario.name),
+    text(obj(scenario.type).key),
+    text(obj(detail.session).id),
+    real(detail.score),
+    json(detail.feedback),
+    text(detail.created_at),
+    text(detail.updated_at),
+    raw,
+    position,
+    id,
+  ];
 }
 
 /** eval_results values of a parent's `eval_results` array (none when it is not an array). */
 export function evalRows(parentType: 'session_result' | 'score_detail', parentId: string, evals: unknown, campaignId: string): Values[] {
   if (!Array.isArray(evals)) return [];
-  return evals.map((e) => {
+  return evals.map((e, position) => {
     const ev = obj(e);
     const skill = obj(ev.skill);
     return [
@@ -220,6 +215,7 @@ export function evalRows(parentType: 'session_result' | 'score_detail', parentId
       text(ev.rationale),
       text(ev.evaluated_at),
       campaignId,
+      position,
     ];
   });
 }

@@ -5,6 +5,7 @@
 import type Database from 'better-sqlite3';
 import { UsageError } from '../errors.js';
 import { V5_LINKS } from './links.js';
+import { compactStored, V6_SQL } from './schema-v6.js';
 import { V5_INDEXES, V5_VIEWS } from './views.js';
 
 const V1 = `
@@ -143,9 +144,21 @@ ALTER TABLE ndjson_files ADD COLUMN indexed INTEGER NOT NULL DEFAULT 1;
 UPDATE ndjson_files SET indexed = 0;
 `;
 
-/** MIGRATIONS[i] takes a database from version i to i + 1. */
-const MIGRATIONS: string[] = [V1, V2, V3, V4, V5_LINKS + V5_VIEWS + V5_INDEXES];
+/** MIGRATIONS[i] takes a database from version i to i + 1: SQL, then a step of code where data moves. */
+const MIGRATIONS: Array<{ sql: string; run?: (db: Database.Database) => number }> = [
+  { sql: V1 },
+  { sql: V2 },
+  { sql: V3 },
+  { sql: V4 },
+  { sql: V5_LINKS + V5_VIEWS + V5_INDEXES },
+  { sql: V6_SQL, run: compactStored },
+];
 export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** The schema version a database holds (a read-only open does not migrate it). */
+export function schemaVersion(db: Database.Database): number {
+  return db.pragma('user_version', { simple: true }) as number;
+}
 
 /** Brings `db` to `target` (the current version; tests pass an older one to build what a release wrote). */
 export function migrate(db: Database.Database, path: string, target = SCHEMA_VERSION): void {
@@ -158,10 +171,27 @@ export function migrate(db: Database.Database, path: string, target = SCHEMA_VER
     const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
     if (tables.n > 0) throw new UsageError(`${path} already holds tables that are not campaign-sync's; pick another --db`);
   }
+  let moved = 0;
   for (let v = version; v < target; v++) {
+    const step = MIGRATIONS[v] as (typeof MIGRATIONS)[number];
     db.transaction(() => {
-      db.exec(MIGRATIONS[v] as string);
+      db.exec(step.sql);
+      if (step.run) moved += step.run(db);
       db.pragma(`user_version = ${v + 1}`);
     })();
+  }
+  if (moved > 0) giveBackSpace(db);
+}
+
+/**
+ * After a migration that rewrote rows, VACUUM hands the freed pages back to the file system. It needs
+ * free disk about the size of the database and no other reader: when it cannot run, the freed pages
+ * are reused by later writes instead, and nothing is lost.
+ */
+function giveBackSpace(db: Database.Database): void {
+  try {
+    db.exec('VACUUM');
+  } catch {
+    // SQLITE_FULL, SQLITE_BUSY: the migration itself is committed.
   }
 }

@@ -25,6 +25,26 @@ export function show(value: unknown): string {
   return text.length > 40 ? `${text.slice(0, 40)}…` : text;
 }
 
+/**
+ * A checked record whose JSON text is made on first use: the SQLite mirror stores a DETAILED record
+ * in parts (store/compact.ts) and reads the whole text only when a stored copy must be compared, so
+ * a pull does not stringify every record twice.
+ */
+class Checked implements CheckedRecord {
+  private text: string | undefined;
+
+  constructor(
+    readonly record: Record<string, unknown>,
+    readonly id: string,
+    readonly orderIndex: bigint,
+  ) {}
+
+  get raw(): string {
+    if (this.text === undefined) this.text = toJson(this.record);
+    return this.text;
+  }
+}
+
 export interface PageContext {
   /** Names the request, e.g. `GET /v1/campaigns/role/results (campaign …), page 3`. */
   where: string;
@@ -67,7 +87,7 @@ export function checkPage(data: unknown[], ctx: PageContext): CheckedRecord[] {
       );
     }
     previous = orderIndex;
-    out[i] = { record, id, orderIndex, raw: toJson(record) };
+    out[i] = new Checked(record, id, orderIndex);
   }
   return out;
 }

@@ -47,13 +47,14 @@ export async function pgExportRows(
     }
     return row;
   };
-  let client: pg.PoolClient;
-  try {
-    client = await db.pool.connect();
-  } catch (err) {
-    throw db.failure(err, 'cannot read');
-  }
   async function* rows(): AsyncGenerator<Record<string, unknown>> {
+    // Connected on the first row asked for: an export that fails before reading holds no connection.
+    let client: pg.PoolClient;
+    try {
+      client = await db.pool.connect();
+    } catch (err) {
+      throw db.failure(err, 'cannot read');
+    }
     let clean = false;
     try {
       await client.query('BEGIN READ ONLY');

@@ -5,9 +5,10 @@
  * transaction (sink.ts), in a handful of statements per page.
  */
 import type pg from 'pg';
+import { toJson } from '../../core/json.js';
 import type { CheckedRecord, Endpoint, StreamId } from '../../core/types.js';
 import type { UpsertCounts } from '../mirror.js';
-import { evalRows, roleRow, scoreDetailRows, sessionRow, type Values } from '../rows.js';
+import { detailValues, evalRows, roleRow, sessionRow, text, type Values } from '../rows.js';
 import { insertAll, toColumns, upsertChanged } from './statements.js';
 
 const SQL = {
@@ -22,6 +23,26 @@ const SQL = {
   deleteSession: 'DELETE FROM session_results WHERE id = ANY($1::text[])',
   deleteRole: 'DELETE FROM role_results WHERE id = ANY($1::text[])',
 };
+
+/**
+ * A DETAILED record's score details with their position in it (entries without an id, or repeating
+ * one, are skipped as the SQLite mirror skips them). PostgreSQL keeps every raw whole: jsonb already
+ * stores it compactly, so the SQLite mirror's compaction (store/compact.ts) is not needed here.
+ */
+function detailRows(r: CheckedRecord, campaignId: string): Array<{ id: string; values: Values; evals: unknown }> {
+  const entries = r.record.score_details as unknown[];
+  const seen = new Set<string>();
+  const out: Array<{ id: string; values: Values; evals: unknown }> = [];
+  entries.forEach((d, i) => {
+    if (d === null || typeof d !== 'object' || Array.isArray(d)) return;
+    const detail = d as Record<string, unknown>;
+    const id = text(detail.id);
+    if (id === null || seen.has(id)) return;
+    seen.add(id);
+    out.push({ id, values: detailValues(r.id, campaignId, detail, toJson(detail), i), evals: detail.eval_results });
+  });
+  return out;
+}
 
 /** The last record of each id (a page that repeats an id keeps its last copy, as the SQLite mirror ends up doing). */
 function lastOfEach(records: CheckedRecord[]): CheckedRecord[] {
@@ -82,7 +103,7 @@ export async function upsertRoles(
     await client.query(SQL.deleteDetails, [replaced]);
   }
   const details = new Map<string, { values: Values; evals: unknown }>();
-  for (const r of detailed) for (const d of scoreDetailRows(r, campaignId)) details.set(d.id, d);
+  for (const r of detailed) for (const d of detailRows(r, campaignId)) details.set(d.id, d);
   if (details.size > 0) {
     await client.query(
       SQL.detail,

@@ -53,13 +53,13 @@ CREATE INDEX role_results_campaign ON role_results (campaign_id, order_index);
 CREATE TABLE score_details (
   id text PRIMARY KEY, role_result_id text NOT NULL, campaign_id text, user_id text, user_email text, scenario_id text,
   scenario_name text, scenario_type text, session_id text, score double precision, feedback jsonb, created_at text,
-  updated_at text, raw jsonb NOT NULL
+  updated_at text, raw jsonb NOT NULL, position integer
 );
 CREATE INDEX score_details_role ON score_details (role_result_id);
 CREATE TABLE eval_results (
   parent_type text NOT NULL CHECK (parent_type IN ('session_result', 'score_detail')), parent_id text NOT NULL,
   evaluation_id text, skill_key text, skill_label text, score double precision, score_text text, rationale text,
-  evaluated_at timestamptz, campaign_id text
+  evaluated_at timestamptz, campaign_id text, position integer
 );
 CREATE INDEX eval_results_parent ON eval_results (parent_type, parent_id);
 CREATE TABLE sync_state (

@@ -6,12 +6,13 @@
  */
 import { COLUMNS, type Table, type Values } from '../rows.js';
 
-type PgType = 'text' | 'float8' | 'int8' | 'jsonb' | 'timestamptz';
+type PgType = 'text' | 'float8' | 'int4' | 'int8' | 'jsonb' | 'timestamptz';
 
 const TYPES: Record<string, PgType> = {
   score: 'float8',
   overall_score: 'float8',
   order_index: 'int8',
+  position: 'int4',
   raw: 'jsonb',
   feedback: 'jsonb',
   additional_scores: 'jsonb',

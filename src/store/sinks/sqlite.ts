@@ -27,7 +27,7 @@ export class SqliteSink extends GroupedSink {
         return counts;
       },
       records.length,
-      rawBytes(records),
+      () => this.mirror.takeBytes(),
     );
   }
 
@@ -51,10 +51,4 @@ export class SqliteSink extends GroupedSink {
     const seenAt = new Date().toISOString();
     this.group.write(() => this.campaignRows.upsert(list, seenAt), 0, 0);
   }
-}
-
-function rawBytes(records: CheckedRecord[]): number {
-  let n = 0;
-  for (const r of records) n += r.raw.length;
-  return n;
 }
