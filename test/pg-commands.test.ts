@@ -25,7 +25,7 @@ describePg('commands on a PostgreSQL mirror', () => {
     const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
     // No mirror yet: status names the database (password redacted) and fails.
     const none = await cli(['status', ...db]);
-    expect(none.code).not.toBe(0);
+    expect(none.code).toBe(2);
     expect(none.stderr).toContain('no campaign-sync mirror');
     expect((await cli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
     const status = await cli(['status', ...db, '--json']);
@@ -37,6 +37,9 @@ describePg('commands on a PostgreSQL mirror', () => {
       expect(row.cursor).toBe(String(s.data.orderIndex(c as NonNullable<typeof c>, 29)));
       expect(row.records).toBe(30);
     }
+    // CAMPAIGN_SYNC_DB selects PostgreSQL as --db does.
+    const viaEnv = await cli(['status', '--pg-schema', schema, '--json'], { env: { CAMPAIGN_SYNC_DB: PG_URL } });
+    expect(JSON.parse(viaEnv.stdout).streams).toHaveLength(2);
     const table = await cli(['status', ...db]);
     expect(table.stdout).toContain(s.data.campaigns[0]?.name as string);
     const check = await cli(['status', ...db, '--check']);

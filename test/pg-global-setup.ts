@@ -10,7 +10,12 @@ import { startPgServer } from './helpers/pg-server.js';
 
 function selectsPgTests(): boolean {
   const i = process.argv.findIndex((a) => a === 'run' || a.endsWith('vitest.mjs'));
-  const filters = process.argv.slice(i + 1).filter((a) => !a.startsWith('-') && a !== 'run');
+  const args = process.argv.slice(i + 1);
+  // File filters only: an argument right after a flag may be that flag's value (`--project slow`),
+  // and a doubt starts the server (a few seconds) rather than failing the PostgreSQL tests.
+  const filters = args.filter(
+    (a, j) => !a.startsWith('-') && a !== 'run' && !(j > 0 && args[j - 1]?.startsWith('-') && !args[j - 1]?.includes('=')),
+  );
   return filters.length === 0 || filters.some((f) => f.includes('pg'));
 }
 

@@ -21,6 +21,10 @@ describePg('stream locks in PostgreSQL', () => {
       expect(same.code).toBe(75);
       expect(same.stderr).toMatch(/another campaign-sync is syncing stream .* \(campaign-sync pid \d+ on /);
       expect(same.stderr).not.toContain(new URL(PG_URL).password);
+      // status names the worker syncing now, and reset of its stream waits for nobody: exit 75.
+      const status = JSON.parse((await cli(['status', '--db', PG_URL, '--pg-schema', schema, '--json'])).stdout);
+      expect(status.sync_in_progress?.pid).toBe(holder.child.pid);
+      expect((await cli(['reset', '--db', PG_URL, '--pg-schema', schema, '--campaign', a?.id as string])).code).toBe(75);
       const other = await cli(['pull', ...base, '--campaign', b?.id as string], env);
       expect(other.stderr).toBe('');
       expect(other.code).toBe(0);

@@ -8,6 +8,7 @@ import { Campaigns } from '../store/campaigns.js';
 import { Checkpoints } from '../store/checkpoints.js';
 import { openDatabase } from '../store/db.js';
 import { RunLock } from '../store/lock.js';
+import { campaignIdsNamed } from '../store/pg/campaigns.js';
 import { PgDatabase } from '../store/pg/database.js';
 import { PgLocks } from '../store/pg/lock.js';
 import { PgState } from '../store/pg/state.js';
@@ -33,8 +34,8 @@ export async function openCheckpointAdmin(flags: { db?: string | undefined; pgSc
     const locks = new PgLocks(db);
     return {
       name: db.name,
-      hasStreams: async (id) => (await db.query('SELECT 1 FROM sync_state WHERE campaign_id = $1 LIMIT 1', [id])).rowCount !== 0,
-      idsNamed: async (name) => (await db.query<{ id: string }>('SELECT id FROM campaigns WHERE name = $1', [name])).rows.map((r) => r.id),
+      hasStreams: (id) => state.hasStreams(id),
+      idsNamed: (name) => campaignIdsNamed(db, name),
       checkpointed: async () => (await state.all()).filter((r) => r.cursor !== null).length,
       async reset(campaignIds) {
         const all = await state.all();

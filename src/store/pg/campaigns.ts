@@ -15,6 +15,11 @@ export async function campaignIdsFor(db: PgDatabase, selector: string): Promise<
   return r.rows.map((row) => row.id);
 }
 
+/** The ids of the campaigns called `name` (names are not unique). */
+export async function campaignIdsNamed(db: PgDatabase, name: string): Promise<string[]> {
+  return (await db.query<{ id: string }>('SELECT id FROM campaigns WHERE name = $1', [name])).rows.map((r) => r.id);
+}
+
 /** Campaigns of a type no endpoint reads (or of no type), by name. */
 export async function skippedCampaigns(db: PgDatabase): Promise<SkippedCampaign[]> {
   const routed = Object.keys(ROUTES);

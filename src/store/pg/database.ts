@@ -5,7 +5,7 @@
  */
 import { hostname } from 'node:os';
 import pg from 'pg';
-import { CampaignSyncError, StorageError } from '../../errors.js';
+import { CampaignSyncError, StorageError, UsageError } from '../../errors.js';
 import { ident, migratePg } from './schema.js';
 import { redactUrl, scrub } from './url.js';
 
@@ -64,9 +64,8 @@ export class PgDatabase {
       this.schema,
     ]);
     if (r.rowCount === 0) {
-      throw new StorageError(`no campaign-sync mirror in ${this.name} (run \`campaign-sync pull --db …\` first, or pass --pg-schema)`, {
-        code: 'ENOENT',
-      });
+      // As a missing SQLite file: a wrong --db or --pg-schema (exit 2), not a storage failure.
+      throw new UsageError(`no campaign-sync mirror in ${this.name} (run \`campaign-sync pull --db …\` first, or pass --pg-schema)`);
     }
   }
 

@@ -44,6 +44,17 @@ function detailRows(r: CheckedRecord, campaignId: string): Array<{ id: string; v
   return out;
 }
 
+/** Runs a statement prepared once per connection (named): a page's statements skip parsing and planning. */
+export function prepared<R extends pg.QueryResultRow = pg.QueryResultRow>(client: pg.ClientBase, sql: string, values: unknown[]) {
+  let name = NAMES.get(sql);
+  if (name === undefined) {
+    name = `campaign_sync_${NAMES.size}`;
+    NAMES.set(sql, name);
+  }
+  return client.query<R>({ name, text: sql, values });
+}
+const NAMES = new Map<string, string>();
+
 /** The last record of each id (a page that repeats an id keeps its last copy, as the SQLite mirror ends up doing). */
 function lastOfEach(records: CheckedRecord[]): CheckedRecord[] {
   const byId = new Map<string, CheckedRecord>();
@@ -52,7 +63,7 @@ function lastOfEach(records: CheckedRecord[]): CheckedRecord[] {
 }
 
 async function upsert(client: pg.ClientBase, sql: string, table: 'session_results' | 'role_results', rows: Values[]) {
-  const written = await client.query<{ id: string; inserted: boolean }>(sql, toColumns(table, rows));
+  const written = await prepared<{ id: string; inserted: boolean }>(client, sql, toColumns(table, rows));
   return written.rows;
 }
 
@@ -73,7 +84,7 @@ export async function upsertSessions(client: pg.ClientBase, page: CheckedRecord[
   const changed = new Set(written.map((w) => w.id));
   const evals: Values[] = [];
   for (const r of records) if (changed.has(r.id)) evals.push(...evalRows('session_result', r.id, r.record.eval_results, campaignId));
-  if (evals.length > 0) await client.query(SQL.evals, toColumns('eval_results', evals));
+  if (evals.length > 0) await prepared(client, SQL.evals, toColumns('eval_results', evals));
   return counts;
 }
 
@@ -105,7 +116,8 @@ export async function upsertRoles(
   const details = new Map<string, { values: Values; evals: unknown }>();
   for (const r of detailed) for (const d of detailRows(r, campaignId)) details.set(d.id, d);
   if (details.size > 0) {
-    await client.query(
+    await prepared(
+      client,
       SQL.detail,
       toColumns(
         'score_details',
@@ -114,7 +126,7 @@ export async function upsertRoles(
     );
     const evals: Values[] = [];
     for (const [id, d] of details) evals.push(...evalRows('score_detail', id, d.evals, campaignId));
-    if (evals.length > 0) await client.query(SQL.evals, toColumns('eval_results', evals));
+    if (evals.length > 0) await prepared(client, SQL.evals, toColumns('eval_results', evals));
   }
   return counts;
 }

@@ -9,6 +9,7 @@ import type { CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
 import type { StreamRow } from '../checkpoints.js';
 import type { PgDatabase } from './database.js';
+import { prepared } from './mirror.js';
 
 type RawRow = Omit<StreamRow, 'cursor' | 'records' | 'last_success_at' | 'last_error_at'> & {
   cursor: string | null;
@@ -49,7 +50,8 @@ export class PgState {
       await client.query('UPDATE sync_state SET records = greatest(0, records + $1) WHERE stream = $2', [newRecords, id.key]);
       return () => {};
     }
-    const r = await client.query(
+    const r = await prepared(
+      client,
       'UPDATE sync_state SET cursor = $1, records = records + $2 WHERE stream = $3 AND cursor IS NOT DISTINCT FROM $4::bigint',
       [move.to, newRecords, id.key, move.from ?? null],
     );
@@ -87,6 +89,11 @@ export class PgState {
       last_success_at: iso(row.last_success_at),
       last_error_at: iso(row.last_error_at),
     }));
+  }
+
+  /** Whether any stream of the campaign has a row. */
+  async hasStreams(campaignId: string): Promise<boolean> {
+    return (await this.db.query('SELECT 1 FROM sync_state WHERE campaign_id = $1 LIMIT 1', [campaignId])).rowCount !== 0;
   }
 
   /** Forgets checkpoints (not data, not counts) of every stream or of the given campaigns. */
