@@ -76,6 +76,8 @@ describePg('pull into PostgreSQL', () => {
     expect(await scalar(schema, 'SELECT count(*) FROM results')).toBe(String(360));
     expect(Number(await scalar(schema, 'SELECT count(*) FROM latest_results'))).toBeGreaterThan(0);
     expect(Number(await scalar(schema, 'SELECT count(*) FROM skill_scores'))).toBe(evals);
+    expect(await scalar(schema, 'SELECT count(*) FROM score_details_full')).toBe(String(details));
+    expect(await scalar(schema, 'SELECT count(*) FROM eval_results WHERE position IS NULL')).toBe('0');
     // Again: nothing new, nothing duplicated.
     const second = await cli(args, env);
     expect(second.code).toBe(0);

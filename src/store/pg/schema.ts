@@ -11,6 +11,7 @@
  */
 import type pg from 'pg';
 import { UsageError } from '../../errors.js';
+import { COLUMNS } from '../rows.js';
 
 const feedbackTexts = (col: string, parts: Array<[string, string]>) => {
   const branches = parts
@@ -105,6 +106,10 @@ CREATE VIEW score_detail_feedback AS
     d.user_email AS candidate_email, d.scenario_id, d.scenario_name, d.score, d.feedback,
     ${strengths('d.feedback')} AS strengths, ${growths('d.feedback')} AS growths, d.created_at
   FROM score_details d;
+
+-- raw is whole here: schema 6's _full views of the SQLite mirror are the tables themselves.
+CREATE VIEW role_results_full AS SELECT id, ${COLUMNS.role_results.join(', ')} FROM role_results;
+CREATE VIEW score_details_full AS SELECT id, ${COLUMNS.score_details.join(', ')} FROM score_details;
 
 CREATE VIEW latest_results AS
   SELECT * FROM (
