@@ -14,7 +14,7 @@ const UNIT = [
   'test/units.test.ts',
 ];
 /** Kill -9 rounds and million-row exports: left out of `npm run test:fast`, always run by `npm test` and CI. */
-const SLOW = ['test/reliability.test.ts', 'test/export.test.ts'];
+const SLOW = ['test/reliability.test.ts', 'test/export.test.ts', 'test/pg-reliability.test.ts'];
 
 export default defineConfig({
   test: {
@@ -25,7 +25,7 @@ export default defineConfig({
     maxWorkers: 2,
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     // dist/ is rebuilt before every run: the spawned CLI must never be a stale build.
-    globalSetup: ['./test/global-setup.ts'],
+    globalSetup: ['./test/global-setup.ts', './test/pg-global-setup.ts'],
     // Any connection off loopback is a bug in a test: the helpers only ever use 127.0.0.1.
     env: { CAMPAIGN_SYNC_BASE_URL: '', CAMPAIGN_SYNC_API_KEY: '' },
     projects: [

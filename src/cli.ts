@@ -62,7 +62,8 @@ function apiOptions(cmd: Command): Command {
 
 function dbOption(cmd: Command): Command {
   return cmd
-    .option('--db <path>', `SQLite database (env CAMPAIGN_SYNC_DB)${shownDefault('db')}`)
+    .option('--db <path>', `SQLite database, or postgres://… for a team mirror in PostgreSQL (env CAMPAIGN_SYNC_DB)${shownDefault('db')}`)
+    .option('--pg-schema <name>', `with a postgres:// --db: the schema of the mirror${shownDefault('pgSchema')}`)
     .option('--config <file>', 'config file with [profiles.NAME] (default: ./campaign-sync.toml, then ~/.config/campaign-sync/config.toml)')
     .option('--profile <name>', 'profile of the config file to use (env CAMPAIGN_SYNC_PROFILE)');
 }

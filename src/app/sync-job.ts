@@ -3,28 +3,23 @@
  * changes nothing), then take the run lock, then open the database and the sink.
  */
 
-import { resolve } from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import { type ApiConfig, type ApiFlags, resolveApiConfig, resolveDbPath } from '../config/config.js';
+import { type ApiConfig, type ApiFlags, resolveApiConfig, resolveDbPath, resolvePgSchema } from '../config/config.js';
 import { parseDate } from '../config/duration.js';
 import { readEnv } from '../config/env.js';
 import { parseSettings, syncSchema } from '../config/schema.js';
 import type { RunEvents } from '../core/events.js';
-import type { Destination, Endpoint } from '../core/types.js';
+import type { Endpoint } from '../core/types.js';
 import { UsageError } from '../errors.js';
-import { Checkpoints } from '../store/checkpoints.js';
-import { type Db, openDatabase } from '../store/db.js';
-import { RunLock } from '../store/lock.js';
-import { NdjsonSink } from '../store/sinks/ndjson.js';
-import type { Sink } from '../store/sinks/sink.js';
-import { SqliteSink } from '../store/sinks/sqlite.js';
 import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { type ReconcileResult, reconcile } from '../sync/reconcile.js';
 import type { DateWindow } from '../sync/stream.js';
 import { createClient } from './client.js';
+import { type JobStore, openJobStore } from './job-store.js';
 
 export interface SyncFlags extends ApiFlags {
   db?: string;
+  pgSchema?: string;
   campaign?: string[];
   type?: string;
   reportType?: string;
@@ -86,97 +81,69 @@ export interface JobHooks {
   events?: RunEvents | undefined;
 }
 
-/** A locked database with its sink and an API client, ready for passes. */
+/** A locked mirror (SQLite or PostgreSQL) with its sink and an API client, ready for passes. */
 export class SyncJob {
   private constructor(
     readonly dbPath: string,
-    readonly db: Db,
-    readonly state: Checkpoints,
-    readonly sink: Sink,
+    /** The mirror and its checkpoints, whichever database holds them (app/job-store.ts). */
+    readonly store: JobStore,
     readonly client: ApiClient,
     readonly options: PassOptions,
     /** `--lookback` in milliseconds, if given. */
     readonly lookbackMs: number | undefined,
     /** Warnings of the configuration (a key file others can read), for the command to print once. */
     readonly warnings: string[],
-    private readonly lock: RunLock,
     private readonly signal: AbortSignal | undefined,
     private readonly hooks: JobHooks,
     /** The request budget's rate (watch's scheduler plans passes within it). */
     readonly rate: ApiConfig['rate'],
   ) {}
 
-  static open(flags: SyncFlags, signal: AbortSignal | undefined, hooks: JobHooks = {}, api?: ApiConfig): SyncJob {
+  static async open(flags: SyncFlags, signal: AbortSignal | undefined, hooks: JobHooks = {}, api?: ApiConfig): Promise<SyncJob> {
     const settings = syncSettings(flags);
     const options = resolvePassOptions(flags, settings);
-    const { format, out: outDir } = settings;
     const config = api ?? resolveApiConfig(flags);
     const dbPath = resolveDbPath(flags.db);
-    const lock = RunLock.acquire(dbPath);
-    let db: Db | undefined;
+    const store = await openJobStore({
+      db: dbPath,
+      pgSchema: resolvePgSchema(flags.pgSchema),
+      chosen: flags.format ?? readEnv('format') ?? flags.out ?? readEnv('out'),
+      format: settings.format,
+      out: settings.out,
+      concurrency: settings.concurrency,
+    });
     try {
-      db = openDatabase(dbPath);
-      const state = new Checkpoints(db);
-      // Without --format and --out, the database keeps feeding the destination it fed last.
-      const chosen = flags.format ?? readEnv('format') ?? flags.out ?? readEnv('out');
-      const remembered = chosen === undefined ? state.destination() : undefined;
-      const destination: Destination = remembered ?? (format === 'ndjson' ? { kind: 'ndjson', out: resolve(outDir) } : { kind: 'sqlite' });
-      state.claimDestination(destination);
-      const sink = destination.kind === 'ndjson' ? new NdjsonSink(db, state, destination.out) : new SqliteSink(db, state);
       const client = createClient(config, { signal, events: hooks.events });
-      return new SyncJob(
-        dbPath,
-        db,
-        state,
-        sink,
-        client,
-        options,
-        settings.lookback,
-        config.warnings ?? [],
-        lock,
-        signal,
-        hooks,
-        config.rate,
-      );
+      return new SyncJob(dbPath, store, client, options, settings.lookback, config.warnings ?? [], signal, hooks, config.rate);
     } catch (err) {
-      db?.close();
-      lock.release();
+      await store.close();
       throw err;
     }
+  }
+
+  private deps() {
+    return { client: this.client, sink: this.store.sink, state: this.store.cursors, signal: this.signal, events: this.hooks.events };
   }
 
   /** One pass; with `lookback` (default: whenever --lookback was given) it re-reads the lookback window too. */
   pass(lookback = this.lookbackMs !== undefined, select?: PassOptions['select']): Promise<PassResult> {
     const window = lookback && this.lookbackMs !== undefined ? lookbackWindow(this.lookbackMs, Date.now()) : undefined;
-    return runPass(
-      {
-        client: this.client,
-        sink: this.sink,
-        state: this.state,
-        signal: this.signal,
-        events: this.hooks.events,
-      },
-      { ...this.options, lookback: window, select },
-    );
+    return runPass(this.deps(), { ...this.options, lookback: window, select });
   }
 
   /** `reconcile`: re-walk every planned stream from the start and compare (sync/reconcile.ts). */
   reconcile(prune: boolean): Promise<ReconcileResult> {
-    return reconcile(
-      { client: this.client, sink: this.sink, state: this.state, signal: this.signal, events: this.hooks.events },
-      { ...this.options, prune },
-    );
+    return reconcile(this.deps(), { ...this.options, prune });
   }
 
   async close(): Promise<void> {
     try {
-      await this.sink.close();
+      await this.store.sink.close();
     } finally {
       try {
         await this.client.close();
       } finally {
-        this.db.close();
-        this.lock.release();
+        await this.store.close();
       }
     }
   }

@@ -1,8 +1,10 @@
 import type { ApiClient } from '../api/client.js';
 import { createClient } from '../app/client.js';
 import { type ApiFlags, resolveApiConfig, resolveDbPath } from '../config/config.js';
+import { UsageError } from '../errors.js';
 import { Campaigns } from '../store/campaigns.js';
 import { openDatabase } from '../store/db.js';
+import { isPgUrl } from '../store/pg/url.js';
 import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { renderTable } from '../ui/table.js';
@@ -14,6 +16,9 @@ export interface CampaignsFlags extends ApiFlags, OutputFlags {
 /** `campaign-sync campaigns`: lists the accessible campaigns and upserts them into `campaigns`. */
 export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
+  // A PostgreSQL mirror stores the campaign list on every pull; this command writes SQLite files only.
+  if (isPgUrl(resolveDbPath(flags.db)))
+    throw new UsageError('campaigns: --db postgres://… is not supported here; `pull` stores the campaign list in PostgreSQL');
   const config = resolveApiConfig(flags);
   for (const w of config.warnings ?? []) out.warn(w);
   const client = createClient(config, { signal, events: commandEvents(out) });

@@ -29,7 +29,7 @@ export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<numbe
   try {
     out.info(`simulator started on ${sim.url} (${campaigns} campaigns, ${formatCount(records)} results each, seed ${seed})`);
     const progress = await startProgress(out, 'pulling');
-    const session = SyncJob.open(
+    const session = await SyncJob.open(
       { db },
       signal,
       { events: commandEvents(out, progress) },

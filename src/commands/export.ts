@@ -11,11 +11,13 @@ import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery } from '../export/tables.js';
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
+import { isPgUrl } from '../store/pg/url.js';
 import { schemaVersion } from '../store/schema.js';
 import { Output } from '../ui/output.js';
 
 export interface ExportFlags {
   db?: string;
+  pgSchema?: string;
   table: string;
   format?: string;
   output?: string;
@@ -65,6 +67,11 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   }
 
   const dbPath = resolveDbPath(flags.db);
+  if (isPgUrl(dbPath)) {
+    const table = flags.table as ExportTable;
+    const job = { url: dbPath, pgSchema: flags.pgSchema, table, format, campaign: flags.campaign, since, until, target };
+    return (await import('./export-pg.js')).exportFromPg({ ...job, rawCsv: flags.rawCsv === true }, out, stdout);
+  }
   const db = openDatabase(dbPath, { mustExist: true, readonly: true });
   // Written to a private temporary file and renamed at the end (export/file.ts), so a failed export
   // never leaves half a file where a complete one is expected.

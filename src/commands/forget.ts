@@ -4,12 +4,14 @@ import { openDatabase } from '../store/db.js';
 import { eraseFromFile, eraseFromMirror, finishRewrites, removeStrayRewrites, scrub } from '../store/erase.js';
 import { RunLock } from '../store/lock.js';
 import { NdjsonOffsets } from '../store/offsets.js';
+import { isPgUrl } from '../store/pg/url.js';
 import { showText } from '../ui/escape.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { formatCount } from '../ui/table.js';
 
 export interface ForgetFlags extends OutputFlags {
   db?: string;
+  pgSchema?: string;
   user?: string;
 }
 
@@ -23,6 +25,7 @@ export async function forget(flags: ForgetFlags): Promise<number> {
   const user = flags.user?.trim() ?? '';
   if (user === '') throw new UsageError('forget: give the candidate with --user <email or id>');
   const dbPath = resolveDbPath(flags.db);
+  if (isPgUrl(dbPath)) return (await import('./forget-pg.js')).forgetInPg(dbPath, flags.pgSchema, user, out);
   const db = openDatabase(dbPath, { mustExist: true });
   let lock: RunLock | undefined;
   try {

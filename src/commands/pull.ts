@@ -12,7 +12,7 @@ export type PullFlags = SyncFlags & OutputFlags;
 export async function pull(flags: PullFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
   const progress = await startProgress(out, 'listing campaigns');
-  const session = SyncJob.open(flags, signal, { events: commandEvents(out, progress) });
+  const session = await SyncJob.open(flags, signal, { events: commandEvents(out, progress) });
   for (const w of session.warnings) out.warn(w);
   try {
     const result = await session.pass();

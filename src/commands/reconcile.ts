@@ -16,7 +16,7 @@ export async function reconcileStreams(flags: ReconcileFlags, signal: AbortSigna
   const out = new Output(flags);
   const prune = flags.prune === true;
   const progress = await startProgress(out, 'listing campaigns');
-  const job = SyncJob.open(flags, signal, { events: commandEvents(out, progress) });
+  const job = await SyncJob.open(flags, signal, { events: commandEvents(out, progress) });
   for (const w of job.warnings) out.warn(w);
   try {
     const result = await job.reconcile(prune);

@@ -1,9 +1,5 @@
-import { resolveDbPath } from '../config/env.js';
+import { openMirrorReader } from '../app/mirror-reader.js';
 import { exitCodeForHealth, UsageError } from '../errors.js';
-import { Campaigns } from '../store/campaigns.js';
-import { Checkpoints } from '../store/checkpoints.js';
-import { openDatabase } from '../store/db.js';
-import { lockHolder } from '../store/lock.js';
 import { assessHealth } from '../sync/health.js';
 import { showText } from '../ui/escape.js';
 import { healthDocument, healthLines, relativeTime } from '../ui/health.js';
@@ -12,6 +8,7 @@ import { formatCount, renderTable } from '../ui/table.js';
 
 export interface StatusFlags extends OutputFlags {
   db?: string;
+  pgSchema?: string;
   check?: boolean;
   maxAge?: string;
 }
@@ -30,16 +27,14 @@ export async function status(flags: StatusFlags): Promise<number> {
   if (flags.maxAge !== undefined && !flags.check) throw new UsageError('--max-age goes with --check');
   // The settings' schemas (zod) only for --check: plain `status` stays a light process (issue 15).
   const maxAge = flags.check ? await checkMaxAge(flags.maxAge) : 0;
-  const dbPath = resolveDbPath(flags.db);
-  const db = openDatabase(dbPath, { mustExist: true, readonly: true });
+  const mirror = await openMirrorReader(flags);
   const now = Date.now();
   try {
-    const campaigns = new Campaigns(db);
-    const names = campaigns.names();
+    const names = await mirror.campaignNames();
     const nameOf = (id: string) => names.get(id) ?? id;
-    const rows = new Checkpoints(db)
-      .all()
-      .sort((a, b) => nameOf(a.campaign_id).localeCompare(nameOf(b.campaign_id)) || a.stream.localeCompare(b.stream));
+    const rows = (await mirror.streams()).sort(
+      (a, b) => nameOf(a.campaign_id).localeCompare(nameOf(b.campaign_id)) || a.stream.localeCompare(b.stream),
+    );
     if (flags.check) {
       const health = assessHealth(rows, now, maxAge);
       const label = (r: (typeof rows)[number]) => `${nameOf(r.campaign_id)} (${r.endpoint}${r.report_type ? ` ${r.report_type}` : ''})`;
@@ -48,8 +43,8 @@ export async function status(flags: StatusFlags): Promise<number> {
       for (const line of healthLines(health, label, now)) out.print(line);
       return exitCodeForHealth(health.verdict);
     }
-    const skipped = campaigns.skipped();
-    const holder = lockHolder(dbPath);
+    const skipped = await mirror.skipped();
+    const holder = await mirror.holder();
     out.document({
       sync_in_progress: holder ? { pid: holder.pid, host: holder.host, since: holder.since } : null,
       streams: rows.map((r) => ({
@@ -98,6 +93,6 @@ export async function status(flags: StatusFlags): Promise<number> {
       out.print(`skipped: ${showText(`${s.name ?? s.id} (${s.id}): campaign type ${s.type ?? 'none'}`)} is not supported`);
     return 0;
   } finally {
-    db.close();
+    await mirror.close();
   }
 }

@@ -6,7 +6,6 @@ import { parseSettings, watchSchema } from '../config/schema.js';
 import { sleep } from '../core/clock.js';
 import { mergeEvents } from '../core/events.js';
 import { AuthError, CampaignSyncError, ExitCode, exitCodeFor, exitCodeForPass, isAbort, StorageError, UsageError } from '../errors.js';
-import { Campaigns } from '../store/campaigns.js';
 import { assessHealth } from '../sync/health.js';
 import type { PassResult } from '../sync/pass.js';
 import type { PlannedStream } from '../sync/plan.js';
@@ -59,12 +58,15 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
     throw new UsageError(
       'watch --since/--until would re-read the same window on every pass; run `campaign-sync pull --since …` once instead',
     );
-  const session = SyncJob.open(flags, signal, { events: mergeEvents(commandEvents(out), metrics?.events()) });
+  const session = await SyncJob.open(flags, signal, { events: mergeEvents(commandEvents(out), metrics?.events()) });
   for (const w of session.warnings) out.warn(w);
   let server: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   // Per-stream times for the scheduler, in memory; a restart starts from each stream's last success.
   const times = new Map<string, StreamTimes>();
-  for (const r of session.state.all()) if (r.last_success_at !== null) times.set(r.stream, { checkedAt: Date.parse(r.last_success_at) });
+  // The streams' rows as of the last pass: /healthz and the metrics read them without a query.
+  let rows = await session.store.streams();
+  let names = await session.store.campaignNames();
+  for (const r of rows) if (r.last_success_at !== null) times.set(r.stream, { checkedAt: Date.parse(r.last_success_at) });
   const budget = passBudget(session.rate, intervalMs);
   const stamp = () => new Date().toISOString();
   let lastCode: number = ExitCode.ok;
@@ -78,15 +80,14 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
         // should not get the whole watch restarted by an orchestrator).
         health: () => {
           const now = Date.now();
-          const names = new Campaigns(session.db).names();
-          const h = assessHealth(session.state.all(), now, maxAge);
+          const h = assessHealth(rows, now, maxAge);
           return {
             body: healthDocument(h, (r) => `${names.get(r.campaign_id) ?? r.campaign_id} (${r.endpoint})`, now),
             ok: h.verdict !== 'down',
           };
         },
       });
-      metrics.streams(session.state.all());
+      metrics.streams(rows);
       out.notice(`metrics on ${server.url}/metrics, health on ${server.url}/healthz`);
     }
     for (let cycle = 1; ; cycle++) {
@@ -114,7 +115,9 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
         }
         if (lookback) lastLookback = startedAt;
         lastCode = exitCodeForPass(result);
-        metrics?.pass(result, session.state.all());
+        rows = await session.store.streams();
+        names = await session.store.campaignNames();
+        metrics?.pass(result, rows);
         if (out.json) out.jsonLine({ at: stamp(), started_at: new Date(startedAt).toISOString(), pass: cycle, ...passDocument(result) });
         else out.print(`${stamp()} pass ${cycle}: ${passLine(result)}`);
         // An error, not a warning: --quiet must still report it (the pass line above is silent then).

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 import { readEnv } from './env.js';
-import { apiSchema, parseSettings } from './schema.js';
+import { apiSchema, DEFAULTS, parseSettings } from './schema.js';
 
 /** Options shared by every command that calls the API (the raw strings commander gives us). */
 export interface ApiFlags {
@@ -135,3 +135,11 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
 
 /** The database path (in env.ts, which loads no zod). */
 export { resolveDbPath } from './env.js';
+
+/** --pg-schema (PostgreSQL mirrors): a plain lower-case identifier, default campaign_sync. */
+export function resolvePgSchema(flag: string | undefined): string {
+  const name = flag ?? DEFAULTS.pgSchema;
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name))
+    throw new UsageError(`--pg-schema: "${name}" is not a plain lower-case identifier (a-z, 0-9, _)`);
+  return name;
+}

@@ -4,6 +4,7 @@
  */
 export const DEFAULTS = {
   db: './campaign-sync.db',
+  pgSchema: 'campaign_sync',
   rateLimit: '100/1m',
   timeout: '30s',
   maxRetries: '5',

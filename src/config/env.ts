@@ -9,7 +9,7 @@ import { DEFAULTS } from './defaults.js';
 export const ENV = {
   baseUrl: { name: 'CAMPAIGN_SYNC_BASE_URL', doc: 'API base URL, without /v1 (flag --base-url)' },
   apiKey: { name: 'CAMPAIGN_SYNC_API_KEY', doc: 'API key (flag --api-key-file reads it from a file)' },
-  db: { name: 'CAMPAIGN_SYNC_DB', doc: 'SQLite database path (flag --db); default ./campaign-sync.db' },
+  db: { name: 'CAMPAIGN_SYNC_DB', doc: 'SQLite database path or postgres:// URL (flag --db); default ./campaign-sync.db' },
   rateLimit: { name: 'CAMPAIGN_SYNC_RATE_LIMIT', doc: 'request budget such as 100/1m (flag --rate-limit)' },
   format: { name: 'CAMPAIGN_SYNC_FORMAT', doc: 'where pull and watch send records, sqlite or ndjson (flag --format)' },
   out: { name: 'CAMPAIGN_SYNC_OUT', doc: 'NDJSON folder (flag --out)' },

@@ -18,6 +18,7 @@ const PROFILE_KEYS = {
   base_url: 'baseUrl',
   api_key_file: 'apiKeyFile',
   db: 'db',
+  pg_schema: 'pgSchema',
   rate_limit: 'rateLimit',
   timeout: 'timeout',
   max_retries: 'maxRetries',
@@ -161,7 +162,9 @@ export async function applyProfile(
     const envKey = ENV_OF[option];
     if (envKey !== undefined && readEnv(envKey, env) !== undefined) continue;
     const text = String(raw);
-    flags[option] = PATH_KEYS.has(key as ProfileKey) ? expandPath(text, file) : text;
+    // A postgres:// (or other URL) `db` is not a path.
+    const isPath = PATH_KEYS.has(key as ProfileKey) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(text);
+    flags[option] = isPath ? expandPath(text, file) : text;
   }
   return { file, profile: name };
 }

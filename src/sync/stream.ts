@@ -9,8 +9,7 @@ import type { Progress, RunEvents } from '../core/events.js';
 import type { CheckedRecord, ReportType, StreamId } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
-import type { Checkpoints } from '../store/checkpoints.js';
-import type { Sink } from '../store/sinks/sink.js';
+import type { Cursors, Sink } from '../store/sinks/sink.js';
 import { nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
 import { checkPage } from './records.js';
@@ -37,7 +36,7 @@ export interface StreamOptions {
 export interface StreamDeps {
   client: ApiClient;
   sink: Sink;
-  state: Checkpoints;
+  state: Cursors;
   signal?: AbortSignal | undefined;
   /** Pages and warnings are reported here (core/events.ts). */
   events?: RunEvents | undefined;

@@ -16,6 +16,11 @@ import type { Db } from '../db.js';
 import { GroupCommit, type GroupLimits } from '../group.js';
 import type { UpsertCounts } from '../mirror.js';
 
+/** Where the sync engine reads a stream's committed checkpoint (SQLite: Checkpoints; PostgreSQL: pg/state.ts). */
+export interface Cursors {
+  cursor(id: StreamId): bigint | undefined;
+}
+
 export interface Sink {
   /** Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined), atomically. */
   commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;

@@ -1,0 +1,74 @@
+/**
+ * What `reset` needs of a mirror, whichever database holds it: find campaigns by id or name, count
+ * and forget checkpoints, under the lock (SQLite: the run lock; PostgreSQL: the locks of the streams
+ * it changes, so a worker syncing one of them makes reset exit 75 rather than be undone).
+ */
+import { resolveDbPath, resolvePgSchema } from '../config/config.js';
+import { Campaigns } from '../store/campaigns.js';
+import { Checkpoints } from '../store/checkpoints.js';
+import { openDatabase } from '../store/db.js';
+import { RunLock } from '../store/lock.js';
+import { campaignIdsNamed } from '../store/pg/campaigns.js';
+import { PgDatabase } from '../store/pg/database.js';
+import { PgLocks } from '../store/pg/lock.js';
+import { PgState } from '../store/pg/state.js';
+import { isPgUrl } from '../store/pg/url.js';
+
+export interface CheckpointAdmin {
+  /** The database as messages name it (a PostgreSQL URL without its password). */
+  readonly name: string;
+  hasStreams(campaignId: string): Promise<boolean>;
+  idsNamed(name: string): Promise<string[]>;
+  /** Streams that have a checkpoint. */
+  checkpointed(): Promise<number>;
+  /** Forgets the checkpoints of the campaigns (all when none), under the lock; returns how many. */
+  reset(campaignIds: string[]): Promise<number>;
+  close(): Promise<void>;
+}
+
+export async function openCheckpointAdmin(flags: { db?: string | undefined; pgSchema?: string | undefined }): Promise<CheckpointAdmin> {
+  const dbPath = resolveDbPath(flags.db);
+  if (isPgUrl(dbPath)) {
+    const db = await PgDatabase.open(dbPath, resolvePgSchema(flags.pgSchema), { connections: 3, mustExist: true });
+    const state = new PgState(db);
+    const locks = new PgLocks(db);
+    return {
+      name: db.name,
+      hasStreams: (id) => state.hasStreams(id),
+      idsNamed: (name) => campaignIdsNamed(db, name),
+      checkpointed: async () => (await state.all()).filter((r) => r.cursor !== null).length,
+      async reset(campaignIds) {
+        const all = await state.all();
+        for (const r of all) if (campaignIds.length === 0 || campaignIds.includes(r.campaign_id)) await locks.acquire(r.stream);
+        return state.reset(campaignIds);
+      },
+      async close() {
+        await locks.release();
+        await db.close();
+      },
+    };
+  }
+  const db = openDatabase(dbPath, { mustExist: true });
+  let lock: RunLock | undefined;
+  try {
+    // Changing checkpoints under a running pull would be undone by its next commit: take the lock.
+    lock = RunLock.acquire(dbPath);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  const checkpoints = new Checkpoints(db);
+  const campaigns = new Campaigns(db);
+  const held = lock;
+  return {
+    name: dbPath,
+    hasStreams: async (id) => checkpoints.hasStreams(id),
+    idsNamed: async (name) => campaigns.idsNamed(name),
+    checkpointed: async () => checkpoints.all().filter((r) => r.cursor !== null).length,
+    reset: async (ids) => checkpoints.reset(ids),
+    async close() {
+      held.release();
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,23 @@
+/** app/job-store.ts's PostgreSQL team mirror (issue 17), loaded only for a postgres:// --db. */
+import { UsageError } from '../errors.js';
+import { campaignNames } from '../store/pg/campaigns.js';
+import { openPgMirror } from '../store/pg/open.js';
+import type { JobStore, StoreChoice } from './job-store.js';
+
+export async function openPgStore(c: StoreChoice): Promise<JobStore> {
+  if (c.format === 'ndjson') throw new UsageError('--format ndjson writes files; with a postgres:// --db the records go to PostgreSQL');
+  const m = await openPgMirror(c.db, c.pgSchema, c.concurrency);
+  return {
+    sink: m.sink,
+    cursors: m.state,
+    streams: () => m.state.all(),
+    campaignNames: () => campaignNames(m.db),
+    async close() {
+      try {
+        await m.sink.close();
+      } finally {
+        await m.release();
+      }
+    },
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * Where a sync job keeps its mirror and checkpoints: a SQLite file (with its run lock, and either the
+ * SQLite or the NDJSON sink) or a PostgreSQL team mirror (issue 17, stream locks in the server). The
+ * commands see only this port, never the backend.
+ */
+import { resolve } from 'node:path';
+import type { Destination } from '../core/types.js';
+import { Campaigns } from '../store/campaigns.js';
+import { Checkpoints, type StreamRow } from '../store/checkpoints.js';
+import { type Db, openDatabase } from '../store/db.js';
+import { RunLock } from '../store/lock.js';
+import { isPgUrl } from '../store/pg/url.js';
+import { NdjsonSink } from '../store/sinks/ndjson.js';
+import type { Cursors, Sink } from '../store/sinks/sink.js';
+import { SqliteSink } from '../store/sinks/sqlite.js';
+
+export interface JobStore {
+  readonly sink: Sink;
+  readonly cursors: Cursors;
+  /** Every stream's checkpoint and health. */
+  streams(): Promise<StreamRow[]>;
+  /** Campaign id -> name, for people. */
+  campaignNames(): Promise<Map<string, string>>;
+  /** Flushes the sink, then releases the database and the lock. */
+  close(): Promise<void>;
+}
+
+export interface StoreChoice {
+  db: string;
+  pgSchema: string;
+  /** --format/--out as given (flag or environment), undefined when neither was. */
+  chosen: string | undefined;
+  format: string;
+  out: string;
+  concurrency: number;
+}
+
+export async function openJobStore(c: StoreChoice): Promise<JobStore> {
+  // pg is loaded only for a postgres:// --db: a SQLite pull's start stays light (issue 15).
+  return isPgUrl(c.db) ? (await import('./job-store-pg.js')).openPgStore(c) : openSqliteStore(c);
+}
+
+function openSqliteStore(c: StoreChoice): JobStore {
+  const lock = RunLock.acquire(c.db);
+  let db: Db | undefined;
+  try {
+    db = openDatabase(c.db);
+    const state = new Checkpoints(db);
+    // Without --format and --out, the database keeps feeding the destination it fed last.
+    const remembered = c.chosen === undefined ? state.destination() : undefined;
+    const destination: Destination = remembered ?? (c.format === 'ndjson' ? { kind: 'ndjson', out: resolve(c.out) } : { kind: 'sqlite' });
+    state.claimDestination(destination);
+    const sink = destination.kind === 'ndjson' ? new NdjsonSink(db, state, destination.out) : new SqliteSink(db, state);
+    const opened = db;
+    return {
+      sink,
+      cursors: state,
+      streams: async () => state.all(),
+      campaignNames: async () => new Campaigns(opened).names(),
+      async close() {
+        try {
+          await sink.close();
+        } finally {
+          opened.close();
+          lock.release();
+        }
+      },
+    };
+  } catch (err) {
+    db?.close();
+    lock.release();
+    throw err;
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * What `status` (and `status --check`) reads of a mirror, whichever database holds it: the streams,
+ * the campaigns' names, the campaigns skipped for their type, and who is syncing it now.
+ */
+// No zod and no pg here: `status` of a SQLite mirror stays a light process (issue 15); the
+// PostgreSQL reader (mirror-reader-pg.ts) is loaded only for a postgres:// --db.
+import { resolveDbPath } from '../config/env.js';
+import { Campaigns, type SkippedCampaign } from '../store/campaigns.js';
+import { Checkpoints, type StreamRow } from '../store/checkpoints.js';
+import { openDatabase } from '../store/db.js';
+import { type Holder, lockHolder } from '../store/lock.js';
+import { isPgUrl } from '../store/pg/url.js';
+
+export interface MirrorReader {
+  streams(): Promise<StreamRow[]>;
+  campaignNames(): Promise<Map<string, string>>;
+  skipped(): Promise<SkippedCampaign[]>;
+  /** A process syncing the mirror now (SQLite: the lock's holder; PostgreSQL: the first worker holding stream locks). */
+  holder(): Promise<Holder | undefined>;
+  close(): Promise<void>;
+}
+
+/** Opens the mirror of --db (and --pg-schema) for reading; a missing one is an error naming it. */
+export async function openMirrorReader(flags: { db?: string | undefined; pgSchema?: string | undefined }): Promise<MirrorReader> {
+  const dbPath = resolveDbPath(flags.db);
+  if (isPgUrl(dbPath)) return (await import('./mirror-reader-pg.js')).openPgReader(dbPath, flags.pgSchema);
+  const db = openDatabase(dbPath, { mustExist: true, readonly: true });
+  const campaigns = new Campaigns(db);
+  return {
+    streams: async () => new Checkpoints(db).all(),
+    campaignNames: async () => campaigns.names(),
+    skipped: async () => campaigns.skipped(),
+    holder: async () => lockHolder(dbPath),
+    close: async () => {
+      db.close();
+    },
+  };
+}

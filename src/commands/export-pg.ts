@@ -1,0 +1,92 @@
+/**
+ * `export` from a PostgreSQL team mirror (issue 17): the same tables, filters, formats and file
+ * handling as the SQLite export (commands/export.ts), the rows streamed from a server-side cursor.
+ */
+import type { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { resolvePgSchema } from '../config/config.js';
+import { errorCode, StorageError, storageError, UsageError } from '../errors.js';
+import { csvLine } from '../export/csv.js';
+import { cleanStalePartials, PartialFile } from '../export/file.js';
+import { FileSink, type Sink, StreamSink } from '../export/sink.js';
+import { EXPORT_TABLES, type ExportTable } from '../export/tables.js';
+import { ndjsonTransform } from '../export/writers.js';
+import { campaignIdsFor } from '../store/pg/campaigns.js';
+import { PgDatabase } from '../store/pg/database.js';
+import { pgExportRows } from '../store/pg/export.js';
+import type { Output } from '../ui/output.js';
+import { formatCount } from '../ui/table.js';
+
+export interface PgExportJob {
+  url: string;
+  pgSchema: string | undefined;
+  table: ExportTable;
+  format: 'csv' | 'ndjson' | 'parquet';
+  campaign: string | undefined;
+  since: string | undefined;
+  until: string | undefined;
+  rawCsv: boolean;
+  target: string | undefined;
+}
+
+export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writable): Promise<number> {
+  if (job.format === 'parquet') throw new UsageError('--format parquet: not yet from a PostgreSQL mirror; use csv or ndjson');
+  const db = await PgDatabase.open(job.url, resolvePgSchema(job.pgSchema), { connections: 2, mustExist: true });
+  let partial: PartialFile | undefined;
+  let rows = 0;
+  try {
+    let campaign: string | undefined;
+    if (job.campaign !== undefined) {
+      const ids = await campaignIdsFor(db, job.campaign);
+      if (ids.length > 1) throw new UsageError(`--campaign: "${job.campaign}" names ${ids.length} campaigns; use the id`);
+      if (ids.length === 0)
+        throw new UsageError(
+          `--campaign: no campaign with the id or name "${job.campaign}" in this database (see \`campaign-sync status\`)`,
+        );
+      campaign = ids[0];
+    }
+    const spec = EXPORT_TABLES[job.table];
+    const source = await pgExportRows(db, { ...spec, campaign, since: job.since, until: job.until });
+    if (job.target !== undefined) {
+      cleanStalePartials(job.target);
+      partial = new PartialFile(job.target);
+    }
+    try {
+      if (job.format === 'csv') {
+        const sink: Sink = partial !== undefined ? new FileSink(partial.fd) : new StreamSink(stdout);
+        // Column names are ours, never neutralised.
+        sink.write(csvLine(source.columns, true));
+        for await (const row of source.rows) {
+          if (!sink.write(csvLine(Object.values(row), job.rawCsv))) await sink.drain();
+          rows++;
+        }
+        await sink.end();
+      } else {
+        const counted = (async function* () {
+          for await (const row of source.rows) {
+            rows++;
+            yield row;
+          }
+        })();
+        await pipeline(counted, ndjsonTransform(), partial?.stream ?? stdout, { end: partial !== undefined });
+      }
+    } catch (err) {
+      // `export … | head` closes the pipe early: that is the reader's choice, not an error.
+      if (errorCode(err) === 'EPIPE' && partial === undefined) return 0;
+      throw err;
+    }
+    if (partial !== undefined) {
+      partial.commit();
+      partial = undefined;
+      out.info(`wrote ${formatCount(rows)} rows of ${job.table} to ${job.target}`);
+      out.document({ table: job.table, format: job.format, rows, path: job.target });
+    }
+    return 0;
+  } catch (err) {
+    partial?.discard();
+    if (err instanceof StorageError || err instanceof UsageError) throw err;
+    throw storageError(err, `cannot write ${job.target ?? 'stdout'}`);
+  } finally {
+    await db.close();
+  }
+}

@@ -1,0 +1,32 @@
+/** `forget --user` on a PostgreSQL team mirror (issue 17): the rows of store/pg/erase.ts, under every stream's lock. */
+import { resolvePgSchema } from '../config/config.js';
+import { UsageError } from '../errors.js';
+import { PgDatabase } from '../store/pg/database.js';
+import { allStreams, eraseFromPg } from '../store/pg/erase.js';
+import { PgLocks } from '../store/pg/lock.js';
+import { showText } from '../ui/escape.js';
+import type { Output } from '../ui/output.js';
+import { formatCount } from '../ui/table.js';
+
+export async function forgetInPg(url: string, pgSchema: string | undefined, user: string, out: Output): Promise<number> {
+  const db = await PgDatabase.open(url, resolvePgSchema(pgSchema), { connections: 2, mustExist: true });
+  const locks = new PgLocks(db);
+  try {
+    // A pull running meanwhile could write the user's records back: hold every stream.
+    for (const stream of await allStreams(db)) await locks.acquire(stream);
+    const rows = await eraseFromPg(db, user);
+    if (rows.session_results + rows.role_results + rows.score_details === 0) {
+      throw new UsageError(
+        `forget: no record of the candidate "${showText(user)}" in ${db.name} (match: user id, or e-mail ignoring case)`,
+      );
+    }
+    out.document({ user, removed: rows, files: [] });
+    out.print(
+      `Erased ${showText(user)}: ${formatCount(rows.session_results)} session results, ${formatCount(rows.role_results)} role results, ${formatCount(rows.score_details)} score details, ${formatCount(rows.eval_results)} eval results from ${db.name}.`,
+    );
+    return 0;
+  } finally {
+    await locks.release();
+    await db.close();
+  }
+}

@@ -1,0 +1,31 @@
+/** The campaign list in the PostgreSQL mirror: names for people and lookups by selector (as store/campaigns.ts). */
+import { ROUTES } from '../../spec/paths.js';
+import type { SkippedCampaign } from '../campaigns.js';
+import type { PgDatabase } from './database.js';
+
+/** Campaign id -> the name people know it by: its name, else its display name, else its id. */
+export async function campaignNames(db: PgDatabase): Promise<Map<string, string>> {
+  const r = await db.query<{ id: string; name: string }>('SELECT id, coalesce(name, display_name, id) AS name FROM campaigns');
+  return new Map(r.rows.map((row) => [row.id, row.name]));
+}
+
+/** The campaigns a selector names: its id, or its name (which several may share). */
+export async function campaignIdsFor(db: PgDatabase, selector: string): Promise<string[]> {
+  const r = await db.query<{ id: string }>('SELECT id FROM campaigns WHERE id = $1 OR name = $1', [selector]);
+  return r.rows.map((row) => row.id);
+}
+
+/** The ids of the campaigns called `name` (names are not unique). */
+export async function campaignIdsNamed(db: PgDatabase, name: string): Promise<string[]> {
+  return (await db.query<{ id: string }>('SELECT id FROM campaigns WHERE name = $1', [name])).rows.map((r) => r.id);
+}
+
+/** Campaigns of a type no endpoint reads (or of no type), by name. */
+export async function skippedCampaigns(db: PgDatabase): Promise<SkippedCampaign[]> {
+  const routed = Object.keys(ROUTES);
+  const r = await db.query<SkippedCampaign>(
+    'SELECT id, name, type FROM campaigns WHERE type IS NULL OR NOT (type = ANY($1::text[])) ORDER BY name NULLS FIRST',
+    [routed],
+  );
+  return r.rows;
+}

@@ -1,0 +1,77 @@
+/**
+ * Reading a table of the PostgreSQL mirror for `export` (issue 17): the rows as the SQLite mirror's
+ * export gives them (JSON columns as JSON text, int64 as bigint, times as ISO text), streamed from a
+ * server-side cursor in batches so memory stays flat. Days compare in UTC for timestamptz columns,
+ * on the text as written for the others (score details' times).
+ */
+import type pg from 'pg';
+import type { PgDatabase } from './database.js';
+
+export interface PgExportQuery {
+  table: string;
+  campaignColumn: string;
+  dateColumn: string;
+  campaign?: string | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+}
+
+const BATCH = 5000;
+
+/** Opens the export of a table: its columns, and its rows in order (keyed tables by id). */
+export async function pgExportRows(
+  db: PgDatabase,
+  q: PgExportQuery,
+): Promise<{ columns: string[]; rows: AsyncGenerator<Record<string, unknown>> }> {
+  const cols = await db.query<{ name: string; type: string }>(
+    'SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position',
+    [db.schema, q.table],
+  );
+  const types = new Map(cols.rows.map((c) => [c.name, c.type]));
+  const select = cols.rows.map((c) => (c.type === 'jsonb' || c.type === 'bigint' ? `${c.name}::text AS ${c.name}` : c.name)).join(', ');
+  const where: string[] = [];
+  const params: string[] = [];
+  const dateType = types.get(q.dateColumn);
+  const day = dateType?.startsWith('timestamp') ? `(${q.dateColumn} AT TIME ZONE 'UTC')::date::text` : `substr(${q.dateColumn}, 1, 10)`;
+  if (q.campaign !== undefined) where.push(`${q.campaignColumn} = $${params.push(q.campaign)}`);
+  if (q.since !== undefined) where.push(`${day} >= $${params.push(q.since)}`);
+  if (q.until !== undefined) where.push(`${day} <= $${params.push(q.until)}`);
+  const order = types.has('id') ? ' ORDER BY id' : '';
+  const sql = `SELECT ${select} FROM ${q.table}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${order}`;
+  const convert = (row: Record<string, unknown>) => {
+    for (const [name, type] of types) {
+      const v = row[name];
+      if (v === null || v === undefined) continue;
+      if (type === 'bigint') row[name] = BigInt(v as string);
+      else if (v instanceof Date) row[name] = v.toISOString();
+    }
+    return row;
+  };
+  async function* rows(): AsyncGenerator<Record<string, unknown>> {
+    // Connected on the first row asked for: an export that fails before reading holds no connection.
+    let client: pg.PoolClient;
+    try {
+      client = await db.pool.connect();
+    } catch (err) {
+      throw db.failure(err, 'cannot read');
+    }
+    let clean = false;
+    try {
+      await client.query('BEGIN READ ONLY');
+      await client.query(`DECLARE export_rows NO SCROLL CURSOR FOR ${sql}`, params);
+      for (;;) {
+        const batch = await client.query(`FETCH ${BATCH} FROM export_rows`);
+        for (const row of batch.rows) yield convert(row);
+        if (batch.rows.length < BATCH) break;
+      }
+      await client.query('COMMIT');
+      clean = true;
+    } catch (err) {
+      throw db.failure(err, 'cannot read');
+    } finally {
+      // A reader that stopped early (`| head`) leaves the transaction open: the connection is dropped.
+      client.release(!clean);
+    }
+  }
+  return { columns: cols.rows.map((c) => c.name), rows: rows() };
+}

@@ -1,0 +1,32 @@
+/**
+ * A PostgreSQL team mirror ready for a sync: the database (migrated), the stream locks, the
+ * checkpoints and the sink, released together.
+ */
+import { PgDatabase } from './database.js';
+import { PgLocks } from './lock.js';
+import { PgSink } from './sink.js';
+import { PgState } from './state.js';
+
+export interface PgMirror {
+  db: PgDatabase;
+  state: PgState;
+  sink: PgSink;
+  release(): Promise<void>;
+}
+
+/** Opens (creating or migrating) the mirror at `url`, schema `schema`, for `concurrency` streams at a time. */
+export async function openPgMirror(url: string, schema: string, concurrency: number): Promise<PgMirror> {
+  // One connection per concurrent stream, one for the locks, one for the rest.
+  const db = await PgDatabase.open(url, schema, { connections: concurrency + 2 });
+  const state = new PgState(db);
+  const locks = new PgLocks(db);
+  return {
+    db,
+    state,
+    sink: new PgSink(db, state, locks),
+    async release() {
+      await locks.release();
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * Records into the PostgreSQL mirror through the Sink port (store/sinks/sink.ts). Each page is one
+ * transaction: its rows (bulk statements, mirror.ts) and its checkpoint's compare-and-set commit
+ * together, so a kill -9 at any instant loses and duplicates nothing. Pages of concurrent streams run
+ * on connections of their own. A stream is opened under its advisory lock (lock.ts).
+ *
+ * As with SQLite, the first storage failure is final for the process: every later write throws it.
+ */
+import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
+import { StorageError } from '../../errors.js';
+import type { UpsertCounts } from '../mirror.js';
+import { campaignRow } from '../rows.js';
+import type { Sink } from '../sinks/sink.js';
+import type { PgDatabase } from './database.js';
+import type { PgLocks } from './lock.js';
+import { removeResults, storedIds, upsertRoles, upsertSessions } from './mirror.js';
+import type { PgState } from './state.js';
+import { toColumns, upsertChanged } from './statements.js';
+
+const UPSERT_CAMPAIGNS = upsertChanged('campaigns', false);
+
+export class PgSink implements Sink {
+  private broken: StorageError | undefined;
+
+  constructor(
+    private readonly db: PgDatabase,
+    private readonly state: PgState,
+    private readonly locks: PgLocks,
+  ) {}
+
+  get failure(): StorageError | undefined {
+    return this.broken;
+  }
+
+  /** Runs a write; a storage failure stops every later one. */
+  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.broken) throw this.broken;
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof StorageError) this.broken ??= err;
+      throw err;
+    }
+  }
+
+  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
+    return this.guard(async () => {
+      let moved = () => {};
+      const counts = await this.db.transaction(async (client) => {
+        const c =
+          id.endpoint === 'session'
+            ? await upsertSessions(client, records, id.campaignId)
+            : await upsertRoles(client, records, id.campaignId, id.reportType ?? 'DETAILED');
+        moved = await this.state.advance(client, id, move, c.inserted);
+        return c;
+      });
+      moved();
+      return counts;
+    });
+  }
+
+  async storedIds(id: StreamId): Promise<string[]> {
+    return this.guard(async () => {
+      try {
+        return await storedIds(this.db.pool, id);
+      } catch (err) {
+        throw this.db.failure(err, 'cannot read');
+      }
+    });
+  }
+
+  async prune(id: StreamId, recordIds: string[], _at: string): Promise<number> {
+    return this.guard(() =>
+      this.db.transaction(async (client) => {
+        const removed = await removeResults(client, id.endpoint, recordIds);
+        await this.state.advance(client, id, undefined, -removed);
+        return removed;
+      }),
+    );
+  }
+
+  async campaigns(list: Array<Record<string, unknown>>): Promise<void> {
+    const seenAt = new Date().toISOString();
+    // One row per id, in id order: two workers upserting the same campaigns take row locks in the same order.
+    const byId = new Map(list.map((c) => [String(c.id), c]));
+    const rows = [...byId.keys()].sort().map((k) => campaignRow(byId.get(k) as Record<string, unknown>, seenAt));
+    if (rows.length === 0) return;
+    await this.guard(() => this.db.query(UPSERT_CAMPAIGNS, toColumns('campaigns', rows), 'cannot write to'));
+  }
+
+  async openStream(id: StreamId): Promise<void> {
+    await this.guard(async () => {
+      await this.locks.acquire(id.key);
+      await this.state.open(id);
+    });
+  }
+
+  async endStream(id: StreamId, error: string | undefined, at: string): Promise<void> {
+    await this.guard(() => this.state.end(id, error, at));
+  }
+
+  /** Every page committed on its own: nothing is held back. */
+  async flush(): Promise<void> {
+    if (this.broken) throw this.broken;
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,111 @@
+/**
+ * Checkpoints and stream health of the PostgreSQL mirror (`sync_state`), with the semantics of
+ * store/checkpoints.ts. Cursors are bigint and travel as text, never through a JS number. The sync
+ * engine reads a stream's cursor synchronously: the cursors are kept in memory, read when a stream is
+ * opened (after its lock is taken, so no other worker moves it) and set when a page commits.
+ */
+import type pg from 'pg';
+import type { CheckpointMove, StreamId } from '../../core/types.js';
+import { StorageError } from '../../errors.js';
+import type { StreamRow } from '../checkpoints.js';
+import type { PgDatabase } from './database.js';
+import { prepared } from './mirror.js';
+
+type RawRow = Omit<StreamRow, 'cursor' | 'records' | 'last_success_at' | 'last_error_at'> & {
+  cursor: string | null;
+  records: string;
+  last_success_at: Date | null;
+  last_error_at: Date | null;
+};
+
+const iso = (d: Date | null) => (d === null ? null : d.toISOString());
+
+export class PgState {
+  private readonly cursors = new Map<string, bigint | undefined>();
+
+  constructor(private readonly db: PgDatabase) {}
+
+  cursor(id: StreamId): bigint | undefined {
+    return this.cursors.get(id.key);
+  }
+
+  /** Makes sure the stream has its row, and reads its cursor. */
+  async open(id: StreamId): Promise<void> {
+    await this.db.query(
+      'INSERT INTO sync_state (stream, campaign_id, endpoint, report_type) VALUES ($1, $2, $3, $4) ON CONFLICT (stream) DO NOTHING',
+      [id.key, id.campaignId, id.endpoint, id.reportType],
+      'cannot write to',
+    );
+    const r = await this.db.query<{ cursor: string | null }>('SELECT cursor FROM sync_state WHERE stream = $1', [id.key]);
+    const v = r.rows[0]?.cursor;
+    this.cursors.set(id.key, v === null || v === undefined ? undefined : BigInt(v));
+  }
+
+  /**
+   * In the page's transaction: moves the checkpoint from `move.from` to `move.to` (compare-and-set),
+   * or only counts records. Returns what to call once the transaction has committed.
+   */
+  async advance(client: pg.ClientBase, id: StreamId, move: CheckpointMove | undefined, newRecords: number): Promise<() => void> {
+    if (move === undefined) {
+      await client.query('UPDATE sync_state SET records = greatest(0, records + $1) WHERE stream = $2', [newRecords, id.key]);
+      return () => {};
+    }
+    const r = await prepared(
+      client,
+      'UPDATE sync_state SET cursor = $1, records = records + $2 WHERE stream = $3 AND cursor IS NOT DISTINCT FROM $4::bigint',
+      [move.to, newRecords, id.key, move.from ?? null],
+    );
+    if (r.rowCount !== 1) {
+      const found = await client.query<{ cursor: string | null }>('SELECT cursor FROM sync_state WHERE stream = $1', [id.key]);
+      throw new StorageError(
+        `checkpoint of stream ${id.key} is at ${found.rows[0]?.cursor ?? 'none'}, not at ${move.from ?? 'none'} where this process left it: another process or a restore changed ${this.db.name}; nothing more was written`,
+      );
+    }
+    return () => this.cursors.set(id.key, move.to);
+  }
+
+  async end(id: StreamId, error: string | undefined, at: string): Promise<void> {
+    if (error === undefined)
+      await this.db.query(
+        'UPDATE sync_state SET last_success_at = $1, last_error = NULL, last_error_at = NULL WHERE stream = $2',
+        [at, id.key],
+        'cannot write to',
+      );
+    else
+      await this.db.query(
+        'UPDATE sync_state SET last_error = $1, last_error_at = $2 WHERE stream = $3',
+        [error, at, id.key],
+        'cannot write to',
+      );
+  }
+
+  /** Every stream's row, as store/checkpoints.ts returns them (bigint cursors, ISO times). */
+  async all(): Promise<StreamRow[]> {
+    const r = await this.db.query<RawRow>('SELECT * FROM sync_state ORDER BY campaign_id, endpoint, report_type NULLS FIRST');
+    return r.rows.map((row) => ({
+      ...row,
+      cursor: row.cursor === null ? null : BigInt(row.cursor),
+      records: BigInt(row.records),
+      last_success_at: iso(row.last_success_at),
+      last_error_at: iso(row.last_error_at),
+    }));
+  }
+
+  /** Whether any stream of the campaign has a row. */
+  async hasStreams(campaignId: string): Promise<boolean> {
+    return (await this.db.query('SELECT 1 FROM sync_state WHERE campaign_id = $1 LIMIT 1', [campaignId])).rowCount !== 0;
+  }
+
+  /** Forgets checkpoints (not data, not counts) of every stream or of the given campaigns. */
+  async reset(campaignIds: string[]): Promise<number> {
+    const r =
+      campaignIds.length === 0
+        ? await this.db.query('UPDATE sync_state SET cursor = NULL WHERE cursor IS NOT NULL', [], 'cannot write to')
+        : await this.db.query(
+            'UPDATE sync_state SET cursor = NULL WHERE campaign_id = ANY($1::text[]) AND cursor IS NOT NULL',
+            [campaignIds],
+            'cannot write to',
+          );
+    return r.rowCount ?? 0;
+  }
+}

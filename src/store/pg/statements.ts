@@ -1,0 +1,85 @@
+/**
+ * Bulk statements of the PostgreSQL mirror, built from the column lists of store/rows.ts: a page's
+ * rows go as one array per column through `unnest`, so a page is one INSERT … ON CONFLICT whatever
+ * its size (no parameter limit, one round trip). Values keep the SQLite mapping; only the column
+ * types differ (schema.ts), and times that are not date-times with a zone become NULL (raw keeps them).
+ */
+import { COLUMNS, type Table, type Values } from '../rows.js';
+
+type PgType = 'text' | 'float8' | 'int4' | 'int8' | 'jsonb' | 'timestamptz';
+
+const TYPES: Record<string, PgType> = {
+  score: 'float8',
+  overall_score: 'float8',
+  order_index: 'int8',
+  position: 'int4',
+  raw: 'jsonb',
+  feedback: 'jsonb',
+  additional_scores: 'jsonb',
+  created_at: 'timestamptz',
+  updated_at: 'timestamptz',
+  evaluated_at: 'timestamptz',
+  seen_at: 'timestamptz',
+};
+
+/** The PostgreSQL type of a column (score details' times are text: they may carry no zone). */
+function typeOf(table: Table, column: string): PgType {
+  if (table === 'score_details' && (column === 'created_at' || column === 'updated_at')) return 'text';
+  return TYPES[column] ?? 'text';
+}
+
+/** The table's columns in the order of its rows' values (the key last for keyed tables). */
+function columnsOf(table: Table): string[] {
+  return table === 'eval_results' ? [...COLUMNS[table]] : [...COLUMNS[table], 'id'];
+}
+
+const ZONED = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)$/i;
+
+/** A date-time with a zone as it came, else NULL: PostgreSQL would reject the page for one odd value. */
+function zoned(v: unknown): string | null {
+  return typeof v === 'string' && ZONED.test(v) && !Number.isNaN(Date.parse(v)) ? v : null;
+}
+
+/** A JSON text: PostgreSQL's jsonb cannot hold \u0000, so such a text is stored with it removed. */
+function jsonText(v: unknown): unknown {
+  return typeof v === 'string' && v.includes('\\u0000') ? v.replace(/(?<!\\)((?:\\\\)*)\\u0000/g, '$1') : v;
+}
+
+/** Rows (each in COLUMNS order) -> one array per column, converted where the PostgreSQL type needs it. */
+export function toColumns(table: Table, rows: Values[]): unknown[][] {
+  const cols = columnsOf(table);
+  const out: unknown[][] = cols.map(() => new Array(rows.length));
+  cols.forEach((c, j) => {
+    const type = typeOf(table, c);
+    const column = out[j] as unknown[];
+    for (let i = 0; i < rows.length; i++) {
+      const v = (rows[i] as Values)[j];
+      column[i] = type === 'timestamptz' ? zoned(v) : type === 'jsonb' ? jsonText(v) : v;
+    }
+  });
+  return out;
+}
+
+function unnest(table: Table): string {
+  return `SELECT * FROM unnest(${columnsOf(table)
+    .map((c, i) => `$${i + 1}::${typeOf(table, c)}[]`)
+    .join(', ')})`;
+}
+
+/**
+ * Inserts new rows and rewrites rows whose raw changed; returns the rows it wrote with `inserted`
+ * (xmax = 0: a fresh row). A row read again unchanged is left alone and not returned.
+ */
+export function upsertChanged(table: 'session_results' | 'role_results' | 'campaigns' | 'score_details', onlyChanged = true): string {
+  const cols = columnsOf(table);
+  const set = cols
+    .filter((c) => c !== 'id')
+    .map((c) => `${c} = excluded.${c}`)
+    .join(', ');
+  const where = onlyChanged ? ` WHERE ${table}.raw IS DISTINCT FROM excluded.raw` : '';
+  return `INSERT INTO ${table} (${cols.join(', ')}) ${unnest(table)} ON CONFLICT (id) DO UPDATE SET ${set}${where} RETURNING id, (xmax = 0) AS inserted`;
+}
+
+export function insertAll(table: 'eval_results'): string {
+  return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${unnest(table)}`;
+}

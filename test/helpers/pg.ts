@@ -1,0 +1,55 @@
+/**
+ * PostgreSQL for a test file: the run's server (test/pg-global-setup.ts), a schema of its own per
+ * test, and `describePg`, which fails loudly under CI when no server could be started and skips with
+ * a visible message elsewhere.
+ */
+import pg from 'pg';
+import { afterAll, describe, it } from 'vitest';
+
+export const PG_URL = process.env.CAMPAIGN_SYNC_TEST_PG_URL ?? '';
+const PG_ERROR = process.env.CAMPAIGN_SYNC_TEST_PG_ERROR ?? 'CAMPAIGN_SYNC_TEST_PG_URL is not set';
+
+/** `describe` for PostgreSQL tests: runs them, or fails (CI) / skips (elsewhere) saying why. */
+export function describePg(name: string, fn: () => void): void {
+  if (PG_URL) {
+    describe(name, fn);
+    return;
+  }
+  if (process.env.CI === 'true') {
+    describe(name, () => {
+      it('needs a PostgreSQL server', () => {
+        throw new Error(`no PostgreSQL server for the tests: ${PG_ERROR}`);
+      });
+    });
+    return;
+  }
+  console.warn(`SKIPPED PostgreSQL tests "${name}": ${PG_ERROR} (set CAMPAIGN_SYNC_TEST_PG_URL or install postgresql)`);
+  describe.skip(name, fn);
+}
+
+let counter = 0;
+const schemas: string[] = [];
+
+/** A schema name no other test uses (dropped after the file's tests). */
+export function freshSchema(): string {
+  const name = `t_${process.pid}_${Date.now().toString(36)}_${counter++}`;
+  schemas.push(name);
+  return name;
+}
+
+/** A client on the test server (the caller ends it). */
+export async function pgClient(): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  return c;
+}
+
+afterAll(async () => {
+  if (!PG_URL || schemas.length === 0) return;
+  const c = await pgClient();
+  try {
+    for (const s of schemas.splice(0)) await c.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+  } finally {
+    await c.end();
+  }
+});

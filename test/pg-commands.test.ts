@@ -1,0 +1,146 @@
+/**
+ * status, status --check, reset and reconcile against the PostgreSQL mirror (issue 17), through the
+ * built CLI, as the SQLite tests run them.
+ */
+import { expect, it } from 'vitest';
+import { cli, sim } from './helpers/index.js';
+import { describePg, freshSchema, PG_URL, pgClient } from './helpers/pg.js';
+import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
+
+async function query(schema: string, sql: string, values: unknown[] = []): Promise<Array<Record<string, unknown>>> {
+  const c = await pgClient();
+  try {
+    await c.query(`SET search_path TO ${schema}`);
+    return (await c.query(sql, values)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+describePg('commands on a PostgreSQL mirror', () => {
+  it('status lists the streams with exact cursors; --check is 0 when fresh; reset forgets checkpoints', async () => {
+    const s = await sim({ campaigns: 2, records: 30, orderIndexStart: 9_007_199_254_740_990n });
+    const schema = freshSchema();
+    const db = ['--db', PG_URL, '--pg-schema', schema];
+    const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
+    // No mirror yet: status names the database (password redacted) and fails.
+    const none = await cli(['status', ...db]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('no campaign-sync mirror');
+    expect((await cli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
+    const status = await cli(['status', ...db, '--json']);
+    expect(status.code).toBe(0);
+    const doc = JSON.parse(status.stdout) as { streams: Array<{ campaign_id: string; cursor: string; records: number }> };
+    expect(doc.streams).toHaveLength(2);
+    for (const row of doc.streams) {
+      const c = s.data.byId.get(row.campaign_id);
+      expect(row.cursor).toBe(String(s.data.orderIndex(c as NonNullable<typeof c>, 29)));
+      expect(row.records).toBe(30);
+    }
+    // CAMPAIGN_SYNC_DB selects PostgreSQL as --db does.
+    const viaEnv = await cli(['status', '--pg-schema', schema, '--json'], { env: { CAMPAIGN_SYNC_DB: PG_URL } });
+    expect(JSON.parse(viaEnv.stdout).streams).toHaveLength(2);
+    const table = await cli(['status', ...db]);
+    expect(table.stdout).toContain(s.data.campaigns[0]?.name as string);
+    const check = await cli(['status', ...db, '--check']);
+    expect(check.code).toBe(0);
+    // A failing stream makes --check say so (exit 4 when some are unhealthy).
+    await query(
+      schema,
+      "UPDATE sync_state SET last_error = 'HTTP 500', last_error_at = now() WHERE stream = (SELECT min(stream) FROM sync_state)",
+    );
+    expect((await cli(['status', ...db, '--check'])).code).toBe(4);
+    // reset --campaign forgets that campaign's checkpoint only; the next pull re-reads it, adding nothing.
+    const first = s.data.campaigns[0]?.id as string;
+    const reset = await cli(['reset', ...db, '--campaign', first]);
+    expect(reset.code, reset.stderr).toBe(0);
+    const cursors = await query(schema, 'SELECT campaign_id, cursor::text AS cursor FROM sync_state ORDER BY campaign_id');
+    expect(cursors.find((r) => r.campaign_id === first)?.cursor).toBeNull();
+    expect(cursors.filter((r) => r.cursor !== null)).toHaveLength(1);
+    const again = await cli(['pull', ...db, '--base-url', s.url, '--json'], env);
+    expect(again.code).toBe(0);
+    const streams = (JSON.parse(again.stdout) as { streams: Array<{ records: number; new: number }> }).streams;
+    expect(streams.reduce((n, x) => n + x.records, 0)).toBe(30);
+    expect(streams.reduce((n, x) => n + x.new, 0)).toBe(0);
+    expect((await query(schema, 'SELECT count(*)::int AS n FROM sync_state WHERE cursor IS NULL'))[0]?.n).toBe(0);
+    for (const r of [none, status, table, check, reset, again]) expect(r.stdout + r.stderr).not.toContain(TEST_PG_PASSWORD);
+  });
+
+  it('reconcile reports what is gone and --prune deletes it with its children', async () => {
+    const s = await sim({ campaigns: 2, records: 20 });
+    const schema = freshSchema();
+    const db = ['--db', PG_URL, '--pg-schema', schema];
+    const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
+    expect((await cli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
+    // Records the service no longer serves: rows only the mirror holds.
+    const session = s.data.campaigns.find((c) => c.type !== 'ROLE_SUBMISSION');
+    const sid = session?.id as string;
+    await query(
+      schema,
+      `INSERT INTO session_results (id, campaign_id, order_index, raw) VALUES ('gone-1', $1, 1, '{}'), ('gone-2', $1, 2, '{}')`,
+      [sid],
+    );
+    await query(schema, `INSERT INTO eval_results (parent_type, parent_id) VALUES ('session_result', 'gone-1')`);
+    const report = await cli(['reconcile', ...db, '--base-url', s.url, '--json'], env);
+    expect(report.code, report.stderr).toBe(0);
+    const streams = (JSON.parse(report.stdout) as { streams: Array<{ gone_ids: string[]; pruned: number }> }).streams;
+    expect(streams.flatMap((x) => x.gone_ids).sort()).toEqual(['gone-1', 'gone-2']);
+    expect((await query(schema, "SELECT count(*)::int AS n FROM session_results WHERE id LIKE 'gone-%'"))[0]?.n).toBe(2);
+    const prune = await cli(['reconcile', ...db, '--base-url', s.url, '--prune', '--json'], env);
+    expect(prune.code, prune.stderr).toBe(0);
+    expect((JSON.parse(prune.stdout) as { streams: Array<{ pruned: number }> }).streams.reduce((n, x) => n + x.pruned, 0)).toBe(2);
+    expect((await query(schema, "SELECT count(*)::int AS n FROM session_results WHERE id LIKE 'gone-%'"))[0]?.n).toBe(0);
+    expect((await query(schema, "SELECT count(*)::int AS n FROM eval_results WHERE parent_id = 'gone-1'"))[0]?.n).toBe(0);
+  });
+
+  it('export streams csv and ndjson from PostgreSQL: every row, int64 exact, JSON columns as JSON, filters by campaign', async () => {
+    const s = await sim({ campaigns: 2, records: 25, orderIndexStart: 9_007_199_254_740_990n });
+    const schema = freshSchema();
+    const db = ['--db', PG_URL, '--pg-schema', schema];
+    expect((await cli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    const session = s.data.campaigns.find((c) => c.type !== 'ROLE_SUBMISSION');
+    const nd = await cli(['export', ...db, '--table', 'session-results', '--format', 'ndjson']);
+    expect(nd.code, nd.stderr).toBe(0);
+    const lines = nd.stdout.trim().split('\n');
+    expect(lines).toHaveLength(25);
+    const served = new Set(Array.from({ length: 25 }, (_, i) => String(s.data.orderIndex(session as NonNullable<typeof session>, i))));
+    for (const line of lines) {
+      // order_index past 2^53 printed exactly, as a JSON number; raw embedded as an object.
+      const m = /"order_index":(\d+)/.exec(line);
+      expect(served.has(m?.[1] as string)).toBe(true);
+      expect(line).toMatch(/"raw":\{/);
+    }
+    const csv = await cli(['export', ...db, '--table', 'campaigns', '--campaign', session?.name as string]);
+    expect(csv.code, csv.stderr).toBe(0);
+    expect(csv.stdout.trim().split('\r\n')).toHaveLength(2);
+    expect(csv.stdout.split('\r\n')[0]).toBe('id,name,display_name,type,created_at,raw,seen_at');
+    const none = await cli(['export', ...db, '--table', 'campaigns', '--campaign', 'no-such-campaign']);
+    expect(none.code).toBe(2);
+  });
+
+  it('forget erases one candidate from PostgreSQL with their child rows; an unknown one is exit 2', async () => {
+    const s = await sim({ campaigns: 2, records: 15 });
+    const schema = freshSchema();
+    const db = ['--db', PG_URL, '--pg-schema', schema];
+    expect((await cli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    const [who] = await query(schema, 'SELECT user_email FROM role_results WHERE user_email IS NOT NULL LIMIT 1');
+    const email = String(who?.user_email);
+    const before = await query(schema, 'SELECT count(*)::int AS n FROM role_results WHERE lower(user_email) = lower($1)', [email]);
+    expect(before[0]?.n).toBeGreaterThan(0);
+    const r = await cli(['forget', ...db, '--user', email.toUpperCase(), '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as { removed: { role_results: number } }).removed.role_results).toBe(before[0]?.n);
+    for (const t of ['session_results', 'role_results', 'score_details'])
+      expect((await query(schema, `SELECT count(*)::int AS n FROM ${t} WHERE lower(user_email) = lower($1)`, [email]))[0]?.n).toBe(0);
+    const orphans = await query(
+      schema,
+      "SELECT count(*)::int AS n FROM eval_results e WHERE e.parent_type = 'score_detail' AND NOT EXISTS (SELECT 1 FROM score_details d WHERE d.id = e.parent_id)",
+    );
+    expect(orphans[0]?.n).toBe(0);
+    expect((await cli(['forget', ...db, '--user', 'nobody@example.invalid'])).code).toBe(2);
+    // The campaigns command writes SQLite only: a clear usage error, never the URL with its password.
+    const c = await cli(['campaigns', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    expect(c.code).toBe(2);
+    expect(c.stderr).not.toContain(TEST_PG_PASSWORD);
+  });
+});
