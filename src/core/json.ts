@@ -7,7 +7,19 @@
  * become bigints, and a cursor field that is not written as a plain integer is kept as its text
  * (a `NumberText`) so validation can reject it by name.
  */
-import { isInteger, type LosslessNumber, parse as losslessParse } from 'lossless-json';
+import { createRequire } from 'node:module';
+import type * as Lossless from 'lossless-json';
+import type { LosslessNumber } from 'lossless-json';
+
+/**
+ * lossless-json, loaded on the first page that needs it: most pages, and commands that only write
+ * JSON (status, export), never do (a light start, issue 15).
+ */
+let lossless: typeof Lossless | undefined;
+function losslessJson(): typeof Lossless {
+  lossless ??= createRequire(import.meta.url)('lossless-json') as typeof Lossless;
+  return lossless;
+}
 
 // A JSON number can only follow `:`, `,` or `[` (and whitespace): anchoring on those keeps the
 // scan at a fraction of JSON.parse's cost. A match inside a string only costs a lossless parse.
@@ -26,7 +38,7 @@ export class NumberText {
 function revive(key: string, value: unknown): unknown {
   if (value !== null && typeof value === 'object' && (value as LosslessNumber).isLosslessNumber === true) {
     const text = (value as LosslessNumber).value;
-    if (isInteger(text)) {
+    if (losslessJson().isInteger(text)) {
       const n = Number(text);
       return Number.isSafeInteger(n) ? n : BigInt(text);
     }
@@ -38,7 +50,7 @@ function revive(key: string, value: unknown): unknown {
 /** Parses JSON text; integers past 2^53 come back as bigints. Throws SyntaxError on bad JSON. */
 export function parseJson(text: string): unknown {
   if (!MAYBE_UNSAFE.test(text) && !CURSOR_NOT_PLAIN.test(text)) return JSON.parse(text);
-  return losslessParse(text, revive);
+  return losslessJson().parse(text, revive);
 }
 
 /** JSON text of a value that may hold bigints (written as bare integers, exactly). */

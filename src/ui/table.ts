@@ -1,4 +1,5 @@
-import Table from 'cli-table3';
+import { createRequire } from 'node:module';
+import type TableType from 'cli-table3';
 import { CELL_MAX, cell } from './escape.js';
 
 /**
@@ -19,6 +20,16 @@ const MIN_COLUMN = 6;
 const GROUPED = /^\d{1,3}(,\d{3})+$/;
 
 /**
+ * cli-table3, loaded on the first boxed table: a pipe's TSV and a quiet run never pay for it (a light
+ * `status`, issue 15).
+ */
+let TableClass: typeof TableType | undefined;
+function cliTable(): typeof TableType {
+  TableClass ??= createRequire(import.meta.url)('cli-table3') as typeof TableType;
+  return TableClass;
+}
+
+/**
  * A plain table for people (no colours in the borders, so logs and pipes stay clean). Every cell is
  * escaped and cut (escape.ts): cells often hold what the service sent. `max` widens a column's cut.
  */
@@ -35,7 +46,7 @@ export function renderTable(
   }
   const widths = fitWidths(head, cells, style.width);
   const cut = (text: string, i: number) => cell(text, widths[i] ?? CELL_MAX);
-  const table = new Table({
+  const table = new (cliTable())({
     head: head.map(cut),
     style: { head: [], border: [] },
     colAligns: align,
