@@ -49,7 +49,7 @@ describe('group commit', () => {
     }
   });
 
-  it('a page that fails is rolled back alone; the pages before it stay in the group', () => {
+  it('a page that fails rolls back the whole group and stops every later write', () => {
     const { db, committed, insert } = setup();
     const group = new GroupCommit(db, { records: 1000, bytes: 1e9, ms: 60_000 });
     group.write(() => insert.run(1), 1, 1);
@@ -62,9 +62,15 @@ describe('group commit', () => {
         1,
         1,
       ),
-    ).toThrow('bad page');
-    group.commit();
-    expect(committed()).toBe(1);
+    ).toThrow(/cannot write to .*g\.db: bad page/);
+    // Nothing of the group is committed or left open: the pages before it went with it, so every
+    // stream's checkpoint stays in step with its records.
+    expect(db.inTransaction).toBe(false);
+    expect(committed()).toBe(0);
+    expect(group.failure?.exitCode).toBe(74);
+    expect(() => group.write(() => insert.run(3), 1, 1)).toThrow(/bad page/);
+    expect(() => group.commit()).toThrow(/bad page/);
+    expect(committed()).toBe(0);
   });
 
   it('a failed timed commit rolls back and is reported by the next call', async () => {

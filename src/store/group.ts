@@ -1,19 +1,26 @@
 /**
- * Group commit. Each page is written at once, atomically, in a savepoint of a transaction that
- * stays open across pages; the transaction commits once it holds `records` records or `bytes` of
- * JSON, `ms` after it began (a timer, so a quiet stream still commits promptly), at the end of a
- * pass, and before the database closes.
+ * Group commit. Each page is written at once in a transaction that stays open across pages; the
+ * transaction commits once it holds `records` records or `bytes` of JSON, `ms` after it began (a
+ * timer, so a quiet stream still commits promptly), at the end of a pass, and before the database
+ * closes.
  *
  * Why: committing every page alone rewrites the scattered index pages of the random-UUID primary
  * keys on every commit, which costs more than the data itself. Grouping keeps every promise of a
  * per-page commit: a page's records and its checkpoint are in one transaction, and a crash only
  * loses work that was never committed — it is read again, never duplicated.
  *
- * A failed write or commit is final for this process: the whole group is rolled back (its pages and
- * their checkpoints together, so they stay in step) and every later write, commit or flush throws the
- * same StorageError without touching the database. Otherwise a stream whose pages were rolled back
- * with the group could go on from its in-memory cursor and commit a checkpoint past pages that were
- * never stored (issue: a full disk lost records for good).
+ * A page is not wrapped in a savepoint of its own: a savepoint copies every page of the database
+ * file it touches first into a statement journal (spilled to a temporary file past 64 KiB), and
+ * with random-UUID keys a page of records touches hundreds of them. That cost 1.5x the floor's CPU
+ * for role results (paired, process.cpuUsage, 20,000 records), more than the inserts themselves.
+ * Without it, any failure while a page is written (a storage failure, a checkpoint that moved under
+ * us, or anything unexpected) rolls back the whole group: its pages with their checkpoints, so they
+ * stay in step.
+ *
+ * A failed write or commit is final for this process: the group is rolled back and every later
+ * write, commit or flush throws the same StorageError without touching the database. Otherwise a
+ * stream whose pages were rolled back with the group could go on from its in-memory cursor and
+ * commit a checkpoint past pages that were never stored (issue: a full disk lost records for good).
  */
 import { StorageError, storageError } from '../errors.js';
 import type { Db } from './db.js';
@@ -47,9 +54,9 @@ export class GroupCommit {
   }
 
   /**
-   * Runs `fn` (one page's writes) atomically in the current group; commits the group when full.
-   * An error `fn` throws that is not a storage failure (a checkpoint conflict, bad data) rolls back
-   * only that page; a storage failure rolls back the group and stops every later write.
+   * Runs `fn` (one page's writes) in the current group; commits the group when full. Any error `fn`
+   * throws rolls back the group (this page and the uncommitted ones before it, with their
+   * checkpoints) and stops every later write: a StorageError, exit 74.
    */
   write<T>(fn: () => T, records: number, bytes: number | (() => number)): T {
     this.check();
@@ -67,12 +74,9 @@ export class GroupCommit {
         }, this.limits.ms);
         this.timer.unref();
       }
-      // Inside an open transaction better-sqlite3 runs this as a savepoint: all of it or none.
-      out = this.db.transaction(fn)();
+      out = fn();
     } catch (err) {
-      const failure = storageError(err, `cannot write to ${this.db.name}`);
-      if (failure instanceof StorageError) this.fail(failure);
-      throw failure;
+      throw this.failWith(err, `cannot write to ${this.db.name}`);
     }
     this.records += records;
     // A function is read after the writes: the bytes they stored.

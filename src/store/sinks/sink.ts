@@ -1,7 +1,7 @@
 /**
  * Where a page goes: the Sink port, asynchronous so that a store over the network (PostgreSQL) can
  * implement it; the SQLite and NDJSON sinks do their work synchronously inside it. Either way, a page's records and the stream's new checkpoint are written
- * together in one savepoint of the current group transaction (store/group.ts): rows into the mirror
+ * together in the current group transaction (store/group.ts): rows into the mirror
  * (sqlite), or "append + fsync the lines, then record the file's new length" (ndjson). A crash at any
  * instant loses nothing committed and duplicates nothing.
  *
