@@ -201,6 +201,31 @@ describe('lossless JSON', () => {
     expect(parseJson('{"a":1}')).toEqual({ a: 1 });
   });
 
+  it('finds an integer JSON.parse would round anywhere in a page: nested, in arrays, negative, at 2^53', () => {
+    const page = (n: string) => `{"data":[{"id":"a","x":{"y":[1,2,{"z":[${n}]}]}}],"has_more":false}`;
+    type Page = { data: Array<{ x: { y: [number, number, { z: unknown[] }] } }> };
+    const deep = (text: string) => (parseJson(text) as Page).data[0]?.x.y[2].z[0];
+    expect(deep(page('9007199254740993'))).toBe(9007199254740993n);
+    expect(deep(page('-9007199254740993'))).toBe(-9007199254740993n);
+    expect(deep(page('9007199254740992'))).toBe(9007199254740992n);
+    expect(deep(page('18446744073709551616'))).toBe(18446744073709551616n);
+    expect(toJson(parseJson(page('123456789012345678901234567890')))).toBe(page('123456789012345678901234567890'));
+    // Safe integers of 16 digits, and large or long floats, read the same either way.
+    expect(deep(page('1000000000000000'))).toBe(1000000000000000);
+    expect(deep(page('1e300'))).toBe(1e300);
+    expect(deep(page('0.12345678901234567890'))).toBe(0.12345678901234568);
+    // A number inside a string is text, never a reason to round anything.
+    expect(parseJson('{"s":"12345678901234567890","n":1}')).toEqual({ s: '12345678901234567890', n: 1 });
+  });
+
+  it('survives a depth JSON.parse accepts (no recursion in the check)', () => {
+    const depth = 200_000;
+    const text = `${'['.repeat(depth)}1${']'.repeat(depth)}`;
+    let v = parseJson(text);
+    for (let i = 0; i < depth; i++) v = (v as unknown[])[0];
+    expect(v).toBe(1);
+  });
+
   it('keeps a cursor written as 1e3 or 10.0 as text so validation can reject it', () => {
     const v = parseJson('{"order_index":1e3}') as Record<string, unknown>;
     expect(v.order_index).toBeInstanceOf(NumberText);
