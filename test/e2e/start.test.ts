@@ -13,7 +13,7 @@ const HOOK = fileURLToPath(new URL('../helpers/loaded-modules.mjs', import.meta.
 const DIST = fileURLToPath(new URL('../../dist/', import.meta.url));
 
 describe("a no-op pull's start", () => {
-  it('loads our code from the bundle, under 30 files, and no zod, pg, ora or prom-client', async () => {
+  it('loads our code from the bundle, under 30 files, no zod, pg, ora or prom-client, and no CommonJS as an ES module', async () => {
     const s = await sim({ campaigns: 4, records: 20 });
     const dir = tempDir();
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
@@ -32,5 +32,8 @@ describe("a no-op pull's start", () => {
       expect(packages, unused).not.toContain(unused);
     }
     expect(packages).toContain('better-sqlite3');
+    // better-sqlite3 is required, not imported (store/sqlite.ts): Node's CommonJS export lexer never starts.
+    expect(loaded.filter((m) => m.startsWith('builtin ')).length).toBeGreaterThan(20);
+    expect(loaded).not.toContain('builtin internal/deps/cjs-module-lexer/lexer');
   });
 });
