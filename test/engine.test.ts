@@ -33,8 +33,12 @@ function staysOnLiftoff(tuned: boolean): boolean {
   return JSON.parse(out) as boolean;
 }
 
+// Node 24's V8 freezes its flags once running: setFlagsFromString no longer changes them, and
+// tuneEngine does nothing there (README, Performance).
+const frozenFlags = Number(process.versions.node.split('.')[0]) >= 24;
+
 describe('the engine settings', () => {
-  it('keep a hot WebAssembly function on Liftoff, where V8 alone tiers it up', () => {
+  it.skipIf(frozenFlags)('keep a hot WebAssembly function on Liftoff, where V8 alone tiers it up', () => {
     expect(staysOnLiftoff(false)).toBe(false);
     expect(staysOnLiftoff(true)).toBe(true);
   });
