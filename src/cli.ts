@@ -2,18 +2,9 @@
  * The commander program. It only declares commands and options; each command's module is imported
  * when that command runs, so `campaign-sync --help` loads nothing heavy (STYLE.md rule 1).
  */
-import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { shownDefault } from './config/defaults.js';
-
-/** Our own version (npm_package_version would be the version of whatever project runs npx). */
-function version(): string {
-  try {
-    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-  } catch {
-    return 'unknown';
-  }
-}
+import { packageVersion } from './core/version.js';
 
 /** What an action leaves for main.ts: the exit code. */
 export interface RunResult {
@@ -101,7 +92,7 @@ function syncOptions(cmd: Command): Command {
 export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   const program = new Command('campaign-sync')
     .description('Mirror the Campaign Evaluation Results Service into SQLite or NDJSON.')
-    .version(version(), '-V, --version')
+    .version(packageVersion(), '-V, --version')
     .exitOverride()
     // Commander's errors in our one-line style: `campaign-sync: unknown option '--bogus' (add --help for usage)`.
     .configureOutput({

@@ -1,6 +1,7 @@
 /**
- * Builds dist/ once before any test runs: the e2e tests spawn bin/campaign-sync.js, which imports
- * dist/, so a run against a stale build would test old code. Also makes `npx vitest` enough.
+ * Builds dist/ once before any test runs, as `npm run build` does: tsc's modules (benches and a few
+ * tests import them) and the bundle (scripts/bundle.js) that bin/campaign-sync.js runs, which the e2e
+ * tests spawn, so a run against a stale build would test old code. Also makes `npx vitest` enough.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -18,5 +19,6 @@ export default function setup(): void {
   const root = fileURLToPath(new URL('..', import.meta.url));
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+  execFileSync(process.execPath, ['scripts/bundle.js'], { cwd: root, stdio: 'inherit' });
   process.env.CAMPAIGN_SYNC_TEST_BUILT = '1';
 }

@@ -9,20 +9,17 @@
  * other loop. A bare JSON array is the whole list (it carries no paging signal, and no `limit` is
  * sent to judge a full page by).
  */
-import { z } from 'zod';
 import { ApiError, type RequestInfo } from '../errors.js';
-import { type Campaign, formatIssues, identityCampaign } from './envelopes.js';
+import { type Campaign, formatIssues, identitySchemas, isCampaign, isObject } from './envelopes.js';
 
 /** At most this many list pages are followed (10,000 campaigns at the service's default page of 10). */
 export const MAX_CAMPAIGN_PAGES = 1000;
 
-const envelope = z.looseObject({
-  data: z.array(identityCampaign),
-  has_more: z.boolean().nullish(),
-  last_record_id: z.unknown().optional(),
-  last_record_index: z.unknown().optional(),
-});
-const bare = z.array(identityCampaign);
+/** The list's envelope as `identitySchemas().campaignList` accepts it (api/envelopes.ts). */
+function isCampaignList(value: unknown): value is { data: Campaign[]; has_more?: boolean | null; [key: string]: unknown } {
+  if (!isObject(value) || !Array.isArray(value.data) || !value.data.every(isCampaign)) return false;
+  return value.has_more === undefined || value.has_more === null || typeof value.has_more === 'boolean';
+}
 
 /** One page of the campaign list, as the paging rule needs it. */
 export interface CampaignPage {
@@ -35,13 +32,18 @@ export interface CampaignPage {
 /** Parses a campaign list body: `{ data, has_more?, last_record_id? | last_record_index? }` or a bare array. */
 export function parseCampaignPage(value: unknown, info: RequestInfo): CampaignPage {
   if (Array.isArray(value)) {
-    const parsed = bare.safeParse(value);
+    if (value.every(isCampaign)) return { campaigns: value, hasMore: false };
+    const parsed = identitySchemas().campaignArray.safeParse(value);
     if (!parsed.success) throw new ApiError(info, `unexpected response: ${formatIssues(parsed.error)}`, { invalid: true });
     return { campaigns: parsed.data, hasMore: false };
   }
-  const parsed = envelope.safeParse(value);
-  if (!parsed.success) throw new ApiError(info, `unexpected response: ${formatIssues(parsed.error)}`, { invalid: true });
-  const page = parsed.data;
+  let page: { data: Campaign[]; has_more?: boolean | null | undefined; [key: string]: unknown };
+  if (isCampaignList(value)) page = value;
+  else {
+    const parsed = identitySchemas().campaignList.safeParse(value);
+    if (!parsed.success) throw new ApiError(info, `unexpected response: ${formatIssues(parsed.error)}`, { invalid: true });
+    page = parsed.data;
+  }
   let cursorField: CampaignPage['cursorField'];
   for (const name of ['last_record_id', 'last_record_index'] as const) {
     const v = page[name];

@@ -3,6 +3,7 @@ import { exitCodeForHealth, UsageError } from '../errors.js';
 import { assessHealth } from '../sync/health.js';
 import { showText } from '../ui/escape.js';
 import { healthDocument, healthLines, relativeTime } from '../ui/health.js';
+import { compareNames } from '../ui/order.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { formatCount, renderTable } from '../ui/table.js';
 
@@ -33,7 +34,7 @@ export async function status(flags: StatusFlags): Promise<number> {
     const names = await mirror.campaignNames();
     const nameOf = (id: string) => names.get(id) ?? id;
     const rows = (await mirror.streams()).sort(
-      (a, b) => nameOf(a.campaign_id).localeCompare(nameOf(b.campaign_id)) || a.stream.localeCompare(b.stream),
+      (a, b) => compareNames(nameOf(a.campaign_id), nameOf(b.campaign_id)) || compareNames(a.stream, b.stream),
     );
     if (flags.check) {
       const health = assessHealth(rows, now, maxAge);

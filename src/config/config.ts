@@ -1,6 +1,5 @@
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { z } from 'zod';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 import { readEnv } from './env.js';
@@ -33,19 +32,25 @@ export interface ApiConfig {
   gzip?: boolean;
 }
 
-const baseUrlSchema = z
-  .string()
-  .transform((text, ctx) => {
-    try {
-      return new URL(text);
-    } catch {
-      ctx.addIssue({ code: 'custom', message: `"${text}" is not a URL (example: https://api.example.com)` });
-      return z.NEVER;
-    }
-  })
-  .refine((url) => url.protocol === 'http:' || url.protocol === 'https:', 'must start with http:// or https://')
-  .refine((url) => !url.username && !url.password, 'must not carry a user name or password')
-  .refine((url) => !url.search && !url.hash, 'must not carry a query or fragment');
+/** Parses --base-url (http or https, no credentials, no query): its first problem is a UsageError. Plain checks, no zod at start (issue 15). */
+function parseBaseUrl(text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(`--base-url: "${text}" is not a URL (example: https://api.example.com)`);
+  }
+  const problem =
+    url.protocol !== 'http:' && url.protocol !== 'https:'
+      ? 'must start with http:// or https://'
+      : url.username || url.password
+        ? 'must not carry a user name or password'
+        : url.search || url.hash
+          ? 'must not carry a query or fragment'
+          : undefined;
+  if (problem) throw new UsageError(`--base-url: ${problem}`);
+  return url;
+}
 
 /** True for 127.0.0.0/8, ::1 and localhost: the only hosts plain http is allowed to by default. */
 export function isLoopbackHost(hostname: string): boolean {
@@ -58,9 +63,7 @@ export function isLoopbackHost(hostname: string): boolean {
 
 /** Validates the base URL: http(s), no credentials; plain http only to loopback unless allowed. */
 export function resolveBaseUrl(text: string, allowInsecureHttp: boolean): URL {
-  const parsed = baseUrlSchema.safeParse(text);
-  if (!parsed.success) throw new UsageError(`--base-url: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-  const url = parsed.data;
+  const url = parseBaseUrl(text);
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !allowInsecureHttp) {
     throw new UsageError(
       `--base-url: plain http:// to ${url.hostname} would send the API key unencrypted; use https:// or pass --allow-insecure-http`,

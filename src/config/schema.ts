@@ -1,13 +1,18 @@
 /**
- * Every setting's default, and the one zod schema per command that turns what the user gave (flags,
+ * Every setting's default, and the one schema per command that turns what the user gave (flags,
  * then environment) into typed values. Nothing else declares a default: commander passes only what
  * was typed, so a value the user gave can be told from a default (what lets a config file's profile
  * sit between the environment and these defaults), and `--help` shows these (cli.ts).
  *
  * Each field parses with the same function and message as before (config/duration.ts), so every
  * error still names the flag: `--page-size: "0" must be a whole number from 1 to 100`.
+ *
+ * A schema is a table of fields, read directly for the text that flags, environment and profiles
+ * give (a no-op pull starts without loading zod, issue 15). Any other value (a number from code) goes
+ * through the same table as a zod schema, built on first use, so its message is zod's as before.
  */
-import { z } from 'zod';
+import { createRequire } from 'node:module';
+import type { z as Z } from 'zod';
 import { REPORT_TYPES } from '../core/types.js';
 import { UsageError } from '../errors.js';
 import { DEFAULTS } from './defaults.js';
@@ -15,87 +20,133 @@ import { parseDuration, parseIntIn, parseRate } from './duration.js';
 
 export { DEFAULTS };
 
-/** A text setting parsed by `parse`, whose UsageError message (naming the flag) becomes the issue. */
-function parsed<T>(parse: (text: string) => T) {
-  return z.string().transform((text, ctx) => {
-    try {
-      return parse(text);
-    } catch (err) {
-      ctx.addIssue({ code: 'custom', message: (err as Error).message });
-      return z.NEVER;
-    }
-  });
+/** One setting: its text parsed (throwing the message that names the flag), with the default text if it has one. */
+export interface Setting<T> {
+  readonly parse: (text: string) => T;
+  readonly fallback: string | undefined;
+}
+/** A command's settings, by option name, in the order their problems are reported. */
+export type Schema = Record<string, Setting<unknown>>;
+/** The typed values of a schema. */
+export type Settings<S extends Schema> = { [K in keyof S]: S[K] extends Setting<infer T> ? T : never };
+
+/** A setting parsed by `parse`, defaulting to `fallback` (as typed) when not given. */
+function parsed<T>(parse: (text: string) => T, fallback: string): Setting<T> {
+  return { parse, fallback };
+}
+
+/** A setting parsed by `parse`, undefined when not given. */
+function optional<T>(parse: (text: string) => T): Setting<T | undefined> {
+  return { parse, fallback: undefined };
+}
+
+/** Text as given. */
+function text(fallback: string): Setting<string> {
+  return { parse: (t) => t, fallback };
 }
 
 /** One of `values`, in any case (a profile or the environment may write `detailed`); the listed spelling comes out. */
-function oneOf<const V extends readonly [string, ...string[]]>(values: V, flag: string) {
-  return z
-    .string()
-    .transform((v) => values.find((x) => x.toLowerCase() === v.trim().toLowerCase()) ?? v)
-    .refine((v): v is V[number] => (values as readonly string[]).includes(v), { message: `${flag}: must be ${values.join(' or ')}` });
+function oneOf<const V extends readonly [string, ...string[]]>(values: V, flag: string, fallback: string): Setting<V[number]> {
+  return parsed((v) => {
+    const hit = values.find((x) => x.toLowerCase() === v.trim().toLowerCase()) ?? v;
+    if (!(values as readonly string[]).includes(hit)) throw new UsageError(`${flag}: must be ${values.join(' or ')}`);
+    return hit as V[number];
+  }, fallback);
 }
 
 /** Settings of every command that calls the API (the base URL and key are read in config.ts). */
-export const apiSchema = z.object({
-  rateLimit: parsed((t) => parseRate(t, '--rate-limit')).prefault(DEFAULTS.rateLimit),
-  timeout: parsed((t) => parseDuration(t, '--timeout')).prefault(DEFAULTS.timeout),
-  maxRetries: parsed((t) => parseIntIn(t, '--max-retries', 0, 100)).prefault(DEFAULTS.maxRetries),
-  maxRetryWait: parsed((t) => parseDuration(t, '--max-retry-wait')).prefault(DEFAULTS.maxRetryWait),
-  compression: oneOf(['auto', 'gzip', 'off'] as const, '--compression').prefault(DEFAULTS.compression),
-});
+export const apiSchema = {
+  rateLimit: parsed((t) => parseRate(t, '--rate-limit'), DEFAULTS.rateLimit),
+  timeout: parsed((t) => parseDuration(t, '--timeout'), DEFAULTS.timeout),
+  maxRetries: parsed((t) => parseIntIn(t, '--max-retries', 0, 100), DEFAULTS.maxRetries),
+  maxRetryWait: parsed((t) => parseDuration(t, '--max-retry-wait'), DEFAULTS.maxRetryWait),
+  compression: oneOf(['auto', 'gzip', 'off'] as const, '--compression', DEFAULTS.compression),
+};
 
 /** Settings of `pull` and `watch` (a pass). */
-export const syncSchema = z.object({
-  reportType: oneOf(REPORT_TYPES, '--report-type').prefault(DEFAULTS.reportType),
-  format: oneOf(['sqlite', 'ndjson'] as const, '--format').prefault(DEFAULTS.format),
-  out: z.string().prefault(DEFAULTS.out),
-  pageSize: parsed((t) => parseIntIn(t, '--page-size', 1, 100)).prefault(DEFAULTS.pageSize),
-  concurrency: parsed((t) => parseIntIn(t, '--concurrency', 1, 64)).prefault(DEFAULTS.concurrency),
-  lookback: parsed((t) => parseDuration(t, '--lookback')).optional(),
-});
+export const syncSchema = {
+  reportType: oneOf(REPORT_TYPES, '--report-type', DEFAULTS.reportType),
+  format: oneOf(['sqlite', 'ndjson'] as const, '--format', DEFAULTS.format),
+  out: text(DEFAULTS.out),
+  pageSize: parsed((t) => parseIntIn(t, '--page-size', 1, 100), DEFAULTS.pageSize),
+  concurrency: parsed((t) => parseIntIn(t, '--concurrency', 1, 64), DEFAULTS.concurrency),
+  lookback: optional((t) => parseDuration(t, '--lookback')),
+};
 
-export const watchSchema = z.object({
-  interval: parsed((t) => parseDuration(t, '--interval')).prefault(DEFAULTS.interval),
-  maxCycles: parsed((t) => parseIntIn(t, '--max-cycles', 1, Number.MAX_SAFE_INTEGER)).optional(),
-  lookbackEvery: parsed((t) => parseDuration(t, '--lookback-every')).prefault(DEFAULTS.lookbackEvery),
-  maxAge: parsed((t) => parseDuration(t, '--max-age')).prefault(DEFAULTS.maxAge),
-  maxStaleness: parsed((t) => parseDuration(t, '--max-staleness')).prefault(DEFAULTS.maxStaleness),
-});
+export const watchSchema = {
+  interval: parsed((t) => parseDuration(t, '--interval'), DEFAULTS.interval),
+  maxCycles: optional((t) => parseIntIn(t, '--max-cycles', 1, Number.MAX_SAFE_INTEGER)),
+  lookbackEvery: parsed((t) => parseDuration(t, '--lookback-every'), DEFAULTS.lookbackEvery),
+  maxAge: parsed((t) => parseDuration(t, '--max-age'), DEFAULTS.maxAge),
+  maxStaleness: parsed((t) => parseDuration(t, '--max-staleness'), DEFAULTS.maxStaleness),
+};
 
-export const statusSchema = z.object({
-  maxAge: parsed((t) => parseDuration(t, '--max-age')).prefault(DEFAULTS.maxAge),
-});
+export const statusSchema = {
+  maxAge: parsed((t) => parseDuration(t, '--max-age'), DEFAULTS.maxAge),
+};
 
-export const exportSchema = z.object({
-  format: oneOf(['csv', 'ndjson', 'parquet'] as const, '--format').prefault(DEFAULTS.exportFormat),
-});
+export const exportSchema = {
+  format: oneOf(['csv', 'ndjson', 'parquet'] as const, '--format', DEFAULTS.exportFormat),
+};
 
-export const simulateSchema = z.object({
-  port: parsed((t) => parseIntIn(t, '--port', 0, 65535)).prefault(DEFAULTS.port),
-  host: z.string().prefault(DEFAULTS.host),
-  seed: z.string().prefault(DEFAULTS.seed),
-  campaigns: parsed((t) => parseIntIn(t, '--campaigns', 0, 10_000)).prefault(DEFAULTS.campaigns),
-  records: parsed((t) => parseIntIn(t, '--records', 0, 100_000_000)).prefault(DEFAULTS.records),
-  apiKey: z.string().prefault(DEFAULTS.simulatorApiKey),
-  rateLimit: z.string().prefault(DEFAULTS.simulatorRateLimit),
-  growthCampaigns: parsed((t) => parseIntIn(t, '--growth-campaigns', 0, 10_000)).optional(),
-});
+export const simulateSchema = {
+  port: parsed((t) => parseIntIn(t, '--port', 0, 65535), DEFAULTS.port),
+  host: text(DEFAULTS.host),
+  seed: text(DEFAULTS.seed),
+  campaigns: parsed((t) => parseIntIn(t, '--campaigns', 0, 10_000), DEFAULTS.campaigns),
+  records: parsed((t) => parseIntIn(t, '--records', 0, 100_000_000), DEFAULTS.records),
+  apiKey: text(DEFAULTS.simulatorApiKey),
+  rateLimit: text(DEFAULTS.simulatorRateLimit),
+  growthCampaigns: optional((t) => parseIntIn(t, '--growth-campaigns', 0, 10_000)),
+};
 
-export const demoSchema = z.object({
-  db: z.string().prefault(DEFAULTS.demoDb),
-  seed: z.string().prefault(DEFAULTS.seed),
-  campaigns: parsed((t) => parseIntIn(t, '--campaigns', 1, 1000)).prefault(DEFAULTS.campaigns),
-  records: parsed((t) => parseIntIn(t, '--records', 0, 1_000_000)).prefault(DEFAULTS.records),
-});
+export const demoSchema = {
+  db: text(DEFAULTS.demoDb),
+  seed: text(DEFAULTS.seed),
+  campaigns: parsed((t) => parseIntIn(t, '--campaigns', 1, 1000), DEFAULTS.campaigns),
+  records: parsed((t) => parseIntIn(t, '--records', 0, 1_000_000), DEFAULTS.records),
+};
+
+/** The schema as zod, for values that are not text: zod's own messages (`Invalid input: expected string, …`). */
+function zodSchema(schema: Schema): Z.ZodType {
+  const { z } = createRequire(import.meta.url)('zod') as { z: typeof Z };
+  const field = (s: Setting<unknown>) => {
+    const checked = z.string().transform((t, ctx) => {
+      try {
+        return s.parse(t);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    });
+    return s.fallback === undefined ? checked.optional() : checked.prefault(s.fallback);
+  };
+  return z.object(Object.fromEntries(Object.entries(schema).map(([k, s]) => [k, field(s)])));
+}
 
 /**
  * Parses settings with `schema`; the first problem is a UsageError (exit 2) whose message names the
- * flag. `undefined` values count as not given.
+ * flag. `undefined` values count as not given; keys the schema does not name are ignored.
  */
-export function parseSettings<S extends z.ZodType>(schema: S, input: object): z.output<S> {
-  const given = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
-  const result = schema.safeParse(given);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  throw new UsageError(issue?.message ?? 'invalid settings');
+export function parseSettings<S extends Schema>(schema: S, input: object): Settings<S> {
+  const given = input as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [key, setting] of Object.entries(schema)) {
+    const value = given[key] === undefined ? setting.fallback : given[key];
+    if (value === undefined) continue;
+    if (typeof value !== 'string') return parseWithZod(schema, given);
+    try {
+      out[key] = setting.parse(value);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
+  return out as Settings<S>;
+}
+
+function parseWithZod<S extends Schema>(schema: S, given: Record<string, unknown>): Settings<S> {
+  const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
+  const result = zodSchema(schema).safeParse(defined);
+  if (result.success) return result.data as Settings<S>;
+  throw new UsageError(result.error.issues[0]?.message ?? 'invalid settings');
 }

@@ -1,6 +1,7 @@
 /**
- * Our own version, read from package.json beside src/ or dist/ (npm_package_version would be the
- * version of whatever project runs npx), and the User-Agent every request carries.
+ * Our own version, read from package.json two folders up: from src/core/, dist/core/ or the bundle's
+ * dist/bundle/ (scripts/bundle.js). npm_package_version would be the version of whatever project
+ * runs npx. And the User-Agent every request carries.
  */
 import { readFileSync } from 'node:fs';
 

@@ -11,8 +11,9 @@
 import { createHash } from 'node:crypto';
 import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import type { RequestLedger } from '../core/rate.js';
+import { Database } from './sqlite.js';
 
 /** Rows older than this are pruned when a ledger opens: no rate window is longer. */
 const KEEP_MS = 86_400_000;
@@ -26,7 +27,7 @@ export class BudgetLedger implements RequestLedger {
   private readonly s;
 
   private constructor(
-    private readonly db: Database.Database,
+    private readonly db: BetterSqlite3.Database,
     private readonly fingerprint: string,
   ) {
     this.s = {

@@ -6,11 +6,12 @@
  */
 import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../errors.js';
 import { migrate, SCHEMA_VERSION } from './schema.js';
+import { Database } from './sqlite.js';
 
-export type Db = Database.Database;
+export type Db = BetterSqlite3.Database;
 
 /**
  * How long a statement waits for another connection's lock before SQLITE_BUSY. `status` and

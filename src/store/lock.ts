@@ -7,9 +7,10 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { errorCode, LockedError, StorageError, storageError } from '../errors.js';
 import { checkDbPath, createPrivateFile } from './db.js';
+import { Database } from './sqlite.js';
 
 export interface Holder {
   pid: number;
@@ -19,7 +20,7 @@ export interface Holder {
 
 export class RunLock {
   private constructor(
-    private readonly db: Database.Database,
+    private readonly db: BetterSqlite3.Database,
     private readonly infoPath: string,
   ) {}
 
@@ -30,7 +31,7 @@ export class RunLock {
     const lockPath = `${dbPath}.lock`;
     const infoPath = `${lockPath}.info`;
     createPrivateFile(lockPath, `the lock file ${lockPath}`);
-    let db: Database.Database | undefined;
+    let db: BetterSqlite3.Database | undefined;
     try {
       db = new Database(lockPath);
       db.pragma('busy_timeout = 0');

@@ -1,0 +1,39 @@
+/**
+ * What a no-op pull's process loads (issue 15): the launcher runs the bundle (scripts/bundle.js), so
+ * our code comes from 27 files of dist/bundle/ rather than 66 of tsc's, and neither zod nor anything
+ * else a well-formed no-op pull does not use is loaded.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { cli, sim, tempDir } from '../helpers/index.js';
+
+const HOOK = fileURLToPath(new URL('../helpers/loaded-modules.mjs', import.meta.url));
+const DIST = fileURLToPath(new URL('../../dist/', import.meta.url));
+
+describe("a no-op pull's start", () => {
+  it('loads our code from the bundle, under 30 files, no zod, pg, ora or prom-client, and no CommonJS as an ES module', async () => {
+    const s = await sim({ campaigns: 4, records: 20 });
+    const dir = tempDir();
+    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+    const args = ['pull', '--db', join(dir, 'm.db'), '--quiet'];
+    expect((await cli(args, { env })).code).toBe(0);
+    const log = join(dir, 'loaded.txt');
+    const r = await cli(args, { env: { ...env, NODE_OPTIONS: `--import ${HOOK}`, LOADED_MODULES_FILE: log } });
+    expect(r.code, r.stderr).toBe(0);
+    const loaded = readFileSync(log, 'utf8').trim().split('\n');
+    const ours = loaded.filter((m) => m.includes(DIST));
+    expect(ours.length).toBeGreaterThan(0);
+    expect(ours.filter((m) => !m.includes(join(DIST, 'bundle/')))).toEqual([]);
+    expect(new Set(ours).size).toBeLessThanOrEqual(30);
+    const packages = new Set(loaded.flatMap((m) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(m)?.[1] ?? []));
+    for (const unused of ['zod', 'pg', 'ora', 'prom-client', 'hyparquet-writer', 'smol-toml', 'cli-table3', 'lossless-json']) {
+      expect(packages, unused).not.toContain(unused);
+    }
+    expect(packages).toContain('better-sqlite3');
+    // better-sqlite3 is required, not imported (store/sqlite.ts): Node's CommonJS export lexer never starts.
+    expect(loaded.filter((m) => m.startsWith('builtin ')).length).toBeGreaterThan(20);
+    expect(loaded).not.toContain('builtin internal/deps/cjs-module-lexer/lexer');
+  });
+});
