@@ -1,14 +1,15 @@
 import { statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { resolveDbPath } from '../config/config.js';
 import { parseDate } from '../config/duration.js';
 import { exportSchema, parseSettings } from '../config/schema.js';
 import { errorCode, storageError, UsageError } from '../errors.js';
-import { writeCsv } from '../export/csv.js';
+import { writeCsvRanges } from '../export/csv-ranges.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { FileSink, type Sink, StreamSink } from '../export/sink.js';
-import { EXPORT_TABLES, type ExportTable, exportQuery } from '../export/tables.js';
+import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery } from '../export/tables.js';
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { isPgUrl } from '../store/pg/url.js';
@@ -91,12 +92,15 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     }
     try {
       if (format === 'csv' || format === 'parquet') {
-        const raw = stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>;
-        iterator = raw;
         const sink: Sink = partial !== undefined ? new FileSink(partial.fd) : new StreamSink(stdout);
         if (format === 'csv') {
-          rows = await writeCsv(columns, raw, sink, { raw: flags.rawCsv === true });
+          // Read range by range in one snapshot, on two threads when the table is big (export/csv-ranges.ts).
+          const ranges = exportRangeQuery(flags.table as ExportTable, { campaign, since, until, schema });
+          const job = { dbPath, ...ranges, columns, raw: flags.rawCsv === true };
+          rows = (await writeCsvRanges(db, job, sink, { helper: availableParallelism() > 1 })).rows;
         } else {
+          const raw = stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>;
+          iterator = raw;
           // Loaded only here: hyparquet-writer (like cli-table3 and lossless-json below) costs a CSV
           // export tens of milliseconds of module loading it never uses (bench/export.js).
           const { parquetKind, writeParquet } = await import('../export/parquet.js');

@@ -12,8 +12,12 @@ import type { Writable } from 'node:stream';
 export const CHUNK = 1 << 20;
 
 export interface Sink {
-  /** Writes a chunk (the sink may keep it: do not reuse it); false asks the writer to await drain(). */
-  write(chunk: string | Uint8Array): boolean;
+  /**
+   * Writes a chunk, which the sink may keep until it calls `written` (a file: before returning; a
+   * stream: once the chunk is out): only then may the writer fill it again. False asks the writer to
+   * await drain().
+   */
+  write(chunk: string | Uint8Array, written?: () => void): boolean;
   /** Resolves once the sink has room again. */
   drain(): Promise<void>;
   /** Waits until every byte is handed over; a file's stream is ended, stdout stays open. */
@@ -24,11 +28,12 @@ export interface Sink {
 export class FileSink implements Sink {
   constructor(private readonly fd: number) {}
 
-  write(chunk: string | Uint8Array): boolean {
+  write(chunk: string | Uint8Array, written?: () => void): boolean {
     const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
     let done = 0;
     // write(2) may take part of a chunk; the rest follows until all of it is written.
     while (done < bytes.length) done += writeSync(this.fd, bytes, done, bytes.length - done);
+    written?.();
     return true;
   }
 
@@ -52,9 +57,10 @@ export class StreamSink implements Sink {
   }
 
   /** Writes a chunk; throws the stream's error if it has failed. Call drain() when this returns false. */
-  write(chunk: string | Uint8Array): boolean {
+  write(chunk: string | Uint8Array, written?: () => void): boolean {
     this.check();
-    return this.stream.write(chunk);
+    // A chunk the stream failed to write is not handed back: the export ends with the stream's error.
+    return this.stream.write(chunk, written === undefined ? undefined : (err) => err || written());
   }
 
   /** Resolves once the stream's buffer has room again (at once if it has). */

@@ -1,0 +1,107 @@
+/**
+ * The helper thread of a CSV export (export/helper.ts): opens its own read-only connection, opens a
+ * read transaction at once (its snapshot, which the main thread checks is the same as its own), then
+ * encodes the rowid ranges it is given, in order, and hands back each range's bytes (transferred, not
+ * copied). A range whose output passes `budget` bytes stops early and says where, so the main thread
+ * encodes the rest itself and no range holds more than about that much memory.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { openDatabase } from '../store/db.js';
+import { RangeReader } from '../store/snapshot.js';
+import { Encoder, encodeRows, newBuffer } from './csv.js';
+import type { HelperData, HelperReply, HelperRequest } from './helper.js';
+import type { Sink } from './sink.js';
+
+const data = workerData as HelperData;
+const port = parentPort;
+
+function reply(message: HelperReply, transfer: ArrayBuffer[] = []): void {
+  port?.postMessage(message, transfer);
+}
+
+/** Collects the encoder's chunks in memory until a range is done. */
+class Chunks implements Sink {
+  list: Uint8Array[] = [];
+  write(chunk: string | Uint8Array): boolean {
+    this.list.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
+    return true;
+  }
+  take(): Uint8Array[] {
+    const list = this.list;
+    this.list = [];
+    return list;
+  }
+  async drain(): Promise<void> {}
+  async end(): Promise<void> {}
+}
+
+/** Buffers the main thread has written and given back. */
+const free: ArrayBuffer[] = [];
+const alloc = (): Buffer => {
+  const buffer = free.pop();
+  return buffer === undefined ? newBuffer() : Buffer.from(buffer);
+};
+
+const chunks = new Chunks();
+// One encoder for every range: the buffer it holds after a range's last flush serves the next range.
+const enc = new Encoder(chunks, alloc);
+
+function encodeRange(reader: RangeReader, id: number, lo: bigint, hi: bigint): void {
+  const start = enc.written;
+  const rows = reader.rows(lo, hi);
+  let count = 0;
+  let next: bigint | undefined;
+  try {
+    for (;;) {
+      const step = encodeRows(rows, enc, data.raw, 1);
+      count += step.rows;
+      enc.flush();
+      if (step.done) break;
+      if (enc.written - start >= data.budget) {
+        next = (step.last as bigint) + 1n;
+        rows.return?.();
+        break;
+      }
+    }
+  } catch (err) {
+    rows.return?.();
+    throw err;
+  }
+  // Every chunk owns its ArrayBuffer (2 MB or more, never Buffer's shared pool): moved, not copied.
+  const list = chunks.take();
+  const buffers = [...new Set(list.map((c) => c.buffer as ArrayBuffer))];
+  reply({ type: 'range', id, rows: count, chunks: list, next }, buffers);
+}
+
+if (port) {
+  let db: ReturnType<typeof openDatabase> | undefined;
+  let reader: RangeReader | undefined;
+  const close = () => {
+    reader?.end();
+    db?.close();
+    port.close();
+  };
+  try {
+    db = openDatabase(data.dbPath, { mustExist: true, readonly: true });
+    reader = new RangeReader(db, data.sql, data.params);
+    reader.begin(data.spanSql);
+    reply({ type: 'ready' });
+  } catch (err) {
+    reply({ type: 'failed', message: (err as Error).message });
+    close();
+  }
+  port.on('message', (request: HelperRequest) => {
+    if (request.type === 'free') {
+      free.push(...request.buffers);
+      return;
+    }
+    if (request.type === 'stop' || reader === undefined) return close();
+    try {
+      encodeRange(reader, request.id, request.lo, request.hi);
+    } catch (err) {
+      // The main thread encodes the range itself, and reports the error if it is real.
+      reply({ type: 'failed', message: (err as Error).message });
+      close();
+    }
+  });
+}
