@@ -4,12 +4,12 @@
  * the helper's snapshot opens or while the ranges are read.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { writeCsv } from '../src/export/csv.js';
 import { type RangeOptions, writeCsvRanges } from '../src/export/csv-ranges.js';
-import type { Sink } from '../src/export/sink.js';
+import { FileSink, type Sink } from '../src/export/sink.js';
 import { type ExportTable, exportQuery, exportRangeQuery } from '../src/export/tables.js';
 import { openDatabase } from '../src/store/db.js';
 import { BIN, cli, tempDir } from './helpers/index.js';
@@ -214,5 +214,23 @@ describe('CSV export in ranges, on two threads', () => {
     const code = await new Promise((resolve) => child.on('close', resolve));
     expect(code).toBe(0);
     expect(Buffer.concat(chunks).equals(want)).toBe(true);
+  });
+});
+
+describe('the file sink', () => {
+  it("syncs in the background every 8 MB, and end() throws that sync's error (reported once by the kernel, never lost)", async () => {
+    // /dev/null takes writes but not fdatasync (EINVAL): the background sync's failure must surface.
+    const fd = openSync('/dev/null', 'w');
+    try {
+      const sink = new FileSink(fd);
+      const chunk = Buffer.alloc(1 << 20, 120);
+      for (let i = 0; i < 7; i++) sink.write(chunk);
+      await expect(sink.end()).resolves.toBeUndefined();
+      for (let i = 0; i < 2; i++) sink.write(chunk);
+      await expect(sink.end()).rejects.toMatchObject({ code: 'EINVAL' });
+      await sink.settle();
+    } finally {
+      closeSync(fd);
+    }
   });
 });

@@ -11,7 +11,7 @@ import { type Db, openDatabase } from '../store/db.js';
 import { dataVersion, RangeReader, type Span } from '../store/snapshot.js';
 import { csvLine, Encoder, encodeRows } from './csv.js';
 import { Helper, type RangeResult } from './helper.js';
-import { CHUNK, type Sink } from './sink.js';
+import { CHUNK, type Kept, MemorySink, type Sink } from './sink.js';
 
 export interface RangeJob {
   dbPath: string;
@@ -46,7 +46,11 @@ export const MIN_SPAN = 50_000n;
 interface Task {
   lo: bigint;
   hi: bigint;
+  /** A range given to the helper: its bytes, and whether they are in. */
   result?: Promise<RangeResult | undefined>;
+  arrived?: boolean;
+  /** A range of ours encoded into memory ahead of its turn, while a helper's range before it was not in yet. */
+  early?: { kept: Kept[]; rows: number };
 }
 
 /** Sizes the ranges to come from the bytes per rowid seen so far. */
@@ -99,44 +103,63 @@ export async function writeCsvRanges(db: Db, job: RangeJob, sink: Sink, opts: Ra
       if (opts.waitForHelper) await helper.settled;
     }
     const widths = new Widths(target);
+    const ahead = new MemorySink();
+    const aheadEnc = new Encoder(ahead);
     const queue: Task[] = [];
     let next = span.lo;
-    let turn = 0;
-    for (let index = 0; ; index++) {
+    for (let index = 0; ; ) {
       // Lets the helper's messages in (its "ready", its ranges) between two ranges of our own.
       await new Promise((resolve) => setImmediate(resolve));
-      // Three ranges ahead, alternating once the helper is trusted: it works on one while we do the other.
-      while (queue.length < 3 && next <= span.hi) {
+      // Four ranges ahead: the helper is given one whenever it has fewer than two to do, we take the
+      // others, so it never idles and the share of each follows their speeds.
+      while (queue.length < 4 && next <= span.hi) {
         const task = take(span, next, widths.width);
         next = task.hi;
-        if (helper?.state === 'ready' && turn++ % 2 === 0) task.result = helper.encode(task.lo, task.hi);
+        if (helper?.state === 'ready' && helper.busy < 2) {
+          task.result = helper.encode(task.lo, task.hi);
+          void task.result.then(() => {
+            task.arrived = true;
+          });
+        }
         queue.push(task);
       }
-      const task = queue.shift();
+      const task = queue[0];
       if (task === undefined) break;
+      if (task.result !== undefined && !task.arrived) {
+        // Rather than wait for the helper, encode a later range of ours into memory.
+        const later = queue.find((t) => t.result === undefined && t.early === undefined);
+        if (later !== undefined) {
+          const count = await encodeRange(reader, later.lo, later.hi, aheadEnc, ahead, job.raw);
+          later.early = { kept: ahead.take(), rows: count };
+          continue;
+        }
+      }
+      queue.shift();
       let from = task.lo;
       let bytes = -enc.written;
-      if (task.result !== undefined) {
-        const result = await task.result;
-        if (result !== undefined) {
-          helped = true;
-          // Once the sink is done with every chunk, the helper fills the buffers again.
-          let left = result.chunks.length;
-          const written = () => {
-            if (--left === 0) helper?.give(result.chunks);
-          };
-          for (const chunk of result.chunks) {
-            bytes += chunk.byteLength;
-            if (!sink.write(chunk, written)) await sink.drain();
-          }
-          rows += result.rows;
-          from = result.next ?? task.hi;
-          if (result.next !== undefined) split++;
-        }
+      const result = task.result === undefined ? undefined : await task.result;
+      if (result !== undefined) {
+        helped = true;
+        // Once the sink is done with every chunk, the helper fills the buffers again.
+        let left = result.chunks.length;
+        const written = () => {
+          if (--left === 0) helper?.give(result.chunks);
+        };
+        bytes += await writeAll(
+          sink,
+          result.chunks.map((chunk) => ({ chunk, written })),
+        );
+        rows += result.rows;
+        from = result.next ?? task.hi;
+        if (result.next !== undefined) split++;
+      } else if (task.early !== undefined) {
+        bytes += await writeAll(sink, task.early.kept);
+        rows += task.early.rows;
+        from = task.hi;
       }
       if (from < task.hi) rows += await encodeRange(reader, from, task.hi, enc, sink, job.raw);
       widths.learn(task.lo, task.hi, bytes + enc.written);
-      opts.onRange?.(index);
+      opts.onRange?.(index++);
     }
     return { rows, helped, split };
   } finally {
@@ -144,6 +167,16 @@ export async function writeCsvRanges(db: Db, job: RangeJob, sink: Sink, opts: Ra
     reader.end();
     checker?.close();
   }
+}
+
+/** Writes kept chunks in order; returns their bytes. */
+async function writeAll(sink: Sink, kept: readonly Kept[]): Promise<number> {
+  let bytes = 0;
+  for (const { chunk, written } of kept) {
+    bytes += chunk.byteLength;
+    if (!sink.write(chunk, written)) await sink.drain();
+  }
+  return bytes;
 }
 
 function take(span: Span, lo: bigint, width: bigint): Task {

@@ -10,29 +10,13 @@ import { openDatabase } from '../store/db.js';
 import { RangeReader } from '../store/snapshot.js';
 import { Encoder, encodeRows, newBuffer } from './csv.js';
 import type { HelperData, HelperReply, HelperRequest } from './helper.js';
-import type { Sink } from './sink.js';
+import { MemorySink } from './sink.js';
 
 const data = workerData as HelperData;
 const port = parentPort;
 
 function reply(message: HelperReply, transfer: ArrayBuffer[] = []): void {
   port?.postMessage(message, transfer);
-}
-
-/** Collects the encoder's chunks in memory until a range is done. */
-class Chunks implements Sink {
-  list: Uint8Array[] = [];
-  write(chunk: string | Uint8Array): boolean {
-    this.list.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
-    return true;
-  }
-  take(): Uint8Array[] {
-    const list = this.list;
-    this.list = [];
-    return list;
-  }
-  async drain(): Promise<void> {}
-  async end(): Promise<void> {}
 }
 
 /** Buffers the main thread has written and given back. */
@@ -42,7 +26,7 @@ const alloc = (): Buffer => {
   return buffer === undefined ? newBuffer() : Buffer.from(buffer);
 };
 
-const chunks = new Chunks();
+const chunks = new MemorySink();
 // One encoder for every range: the buffer it holds after a range's last flush serves the next range.
 const enc = new Encoder(chunks, alloc);
 
@@ -68,7 +52,7 @@ function encodeRange(reader: RangeReader, id: number, lo: bigint, hi: bigint): v
     throw err;
   }
   // Every chunk owns its ArrayBuffer (2 MB or more, never Buffer's shared pool): moved, not copied.
-  const list = chunks.take();
+  const list = chunks.take().map((kept) => kept.chunk);
   const buffers = [...new Set(list.map((c) => c.buffer as ArrayBuffer))];
   reply({ type: 'range', id, rows: count, chunks: list, next }, buffers);
 }

@@ -75,6 +75,11 @@ export class Helper {
     this.worker.on('exit', () => this.gone());
   }
 
+  /** Ranges asked for and not yet answered. */
+  get busy(): number {
+    return this.waiting.size;
+  }
+
   /** Asks for the range [lo, hi); resolves with its bytes, or undefined if the helper failed first. */
   encode(lo: bigint, hi: bigint): Promise<RangeResult | undefined> {
     const id = ++this.ids;
