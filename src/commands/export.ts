@@ -1,7 +1,6 @@
 import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { DEFAULTS } from '../config/defaults.js';
 import { parseDate } from '../config/duration.js';
 import { resolveDbPath } from '../config/env.js';
@@ -100,9 +99,9 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
       partial = new PartialFile(target);
     }
     try {
+      fileSink = partial !== undefined ? new FileSink(partial.fd) : undefined;
+      const sink: Sink = fileSink ?? new StreamSink(stdout);
       if (format === 'csv' || format === 'parquet') {
-        fileSink = partial !== undefined ? new FileSink(partial.fd) : undefined;
-        const sink: Sink = fileSink ?? new StreamSink(stdout);
         if (format === 'csv') {
           // Read range by range in one snapshot, on two threads when the table is big (export/csv-ranges.ts).
           const ranges = exportRangeQuery(flags.table as ExportTable, { campaign, since, until, schema });
@@ -133,16 +132,11 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
         }
         await sink.end();
       } else {
-        const { ndjsonTransform, rowStream } = await import('../export/writers.js');
-        const source = stmt.iterate(...params) as IterableIterator<Record<string, unknown>>;
-        iterator = source;
-        const counted = (function* () {
-          for (const row of source) {
-            rows++;
-            yield row;
-          }
-        })();
-        await pipeline(rowStream(counted), ndjsonTransform(), partial?.stream ?? stdout, { end: partial !== undefined });
+        const { writeNdjson } = await import('../export/writers.js');
+        const raw = stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>;
+        iterator = raw;
+        rows = await writeNdjson(columns, raw, sink);
+        await sink.end();
       }
     } catch (err) {
       // `export … | head` closes the pipe early: that is the reader's choice, not an error.
