@@ -7,6 +7,7 @@ import { resolveDbPath } from '../config/env.js';
 import { errorCode, storageError, UsageError } from '../errors.js';
 import { writeCsvRanges } from '../export/csv-ranges.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
+import { Helper } from '../export/helper.js';
 import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery } from '../export/tables.js';
 import { Campaigns } from '../store/campaigns.js';
@@ -80,7 +81,15 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     const job = { url: dbPath, pgSchema: flags.pgSchema, table, format, campaign: flags.campaign, since, until, target };
     return (await import('./export-pg.js')).exportFromPg({ ...job, rawCsv: flags.rawCsv === true }, out, stdout);
   }
-  const db = openDatabase(dbPath, { mustExist: true, readonly: true });
+  // CSV's helper thread starts now: its start-up overlaps ours (export/csv-ranges.ts).
+  const helper = format === 'csv' && availableParallelism() > 1 ? new Helper() : undefined;
+  let db: Db;
+  try {
+    db = openDatabase(dbPath, { mustExist: true, readonly: true });
+  } catch (err) {
+    helper?.stop();
+    throw err;
+  }
   // Written to a private temporary file and renamed at the end (export/file.ts), so a failed export
   // never leaves half a file where a complete one is expected.
   let partial: PartialFile | undefined;
@@ -106,7 +115,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
           // Read range by range in one snapshot, on two threads when the table is big (export/csv-ranges.ts).
           const ranges = exportRangeQuery(flags.table as ExportTable, { campaign, since, until, schema });
           const job = { dbPath, ...ranges, columns, raw: flags.rawCsv === true };
-          rows = (await writeCsvRanges(db, job, sink, { helper: availableParallelism() > 1 })).rows;
+          rows = (await writeCsvRanges(db, job, sink, { helper: helper ?? false })).rows;
         } else {
           const raw = stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>;
           iterator = raw;
@@ -161,6 +170,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     if (errorCode(err)?.startsWith('SQLITE_')) throw storageError(err, `cannot read ${dbPath}`);
     throw storageError(err, `cannot write ${target ?? 'stdout'}`);
   } finally {
+    helper?.stop();
     // The statement stays busy until its iterator ends, and a busy connection cannot close.
     iterator?.return?.();
     db.close();

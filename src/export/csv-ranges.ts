@@ -24,8 +24,8 @@ export interface RangeJob {
 }
 
 export interface RangeOptions {
-  /** Use a helper thread when the table spans at least `minSpan` rowids. */
-  helper: boolean;
+  /** A helper thread (one started early, or true to start one here) for a table of at least `minSpan` rowids. */
+  helper: boolean | Helper;
   minSpan?: bigint;
   /** Tests: the worker module (tests run src/, the worker is built into dist/). */
   workerUrl?: URL;
@@ -80,7 +80,7 @@ export interface RangesDone {
 /** Writes the header and every row of the job's table to `sink`. */
 export async function writeCsvRanges(db: Db, job: RangeJob, sink: Sink, opts: RangeOptions): Promise<RangesDone> {
   // Read before the main snapshot opens, and again once the helper's has: equal, nobody committed between.
-  const checker = opts.helper ? openDatabase(job.dbPath, { mustExist: true, readonly: true }) : undefined;
+  const checker = opts.helper !== false ? openDatabase(job.dbPath, { mustExist: true, readonly: true }) : undefined;
   const before = checker ? dataVersion(checker) : 0;
   const reader = new RangeReader(db, job.sql, job.params);
   const enc = new Encoder(sink);
@@ -99,7 +99,8 @@ export async function writeCsvRanges(db: Db, job: RangeJob, sink: Sink, opts: Ra
     if (span === undefined) return { rows, helped, split };
     if (checker && span.hi - span.lo >= (opts.minSpan ?? MIN_SPAN)) {
       const data = { dbPath: job.dbPath, sql: job.sql, params: job.params, spanSql: job.spanSql, raw: job.raw, budget: 8 * target };
-      helper = new Helper(data, () => dataVersion(checker) === before, opts.workerUrl);
+      helper = opts.helper instanceof Helper ? opts.helper : new Helper(opts.workerUrl);
+      helper.begin(data, () => dataVersion(checker) === before);
       if (opts.waitForHelper) await helper.settled;
     }
     const widths = new Widths(target);
@@ -164,6 +165,7 @@ export async function writeCsvRanges(db: Db, job: RangeJob, sink: Sink, opts: Ra
     return { rows, helped, split };
   } finally {
     helper?.stop();
+    if (opts.helper instanceof Helper) opts.helper.stop();
     reader.end();
     checker?.close();
   }

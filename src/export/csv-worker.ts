@@ -5,14 +5,13 @@
  * copied). A range whose output passes `budget` bytes stops early and says where, so the main thread
  * encodes the rest itself and no range holds more than about that much memory.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { openDatabase } from '../store/db.js';
 import { RangeReader } from '../store/snapshot.js';
 import { Encoder, encodeRows, newBuffer } from './csv.js';
 import type { HelperData, HelperReply, HelperRequest } from './helper.js';
 import { MemorySink } from './sink.js';
 
-const data = workerData as HelperData;
 const port = parentPort;
 
 function reply(message: HelperReply, transfer: ArrayBuffer[] = []): void {
@@ -30,7 +29,7 @@ const chunks = new MemorySink();
 // One encoder for every range: the buffer it holds after a range's last flush serves the next range.
 const enc = new Encoder(chunks, alloc);
 
-function encodeRange(reader: RangeReader, id: number, lo: bigint, hi: bigint): void {
+function encodeRange(data: HelperData, reader: RangeReader, id: number, lo: bigint, hi: bigint): void {
   const start = enc.written;
   const rows = reader.rows(lo, hi);
   let count = 0;
@@ -58,6 +57,7 @@ function encodeRange(reader: RangeReader, id: number, lo: bigint, hi: bigint): v
 }
 
 if (port) {
+  let data: HelperData | undefined;
   let db: ReturnType<typeof openDatabase> | undefined;
   let reader: RangeReader | undefined;
   const close = () => {
@@ -65,23 +65,27 @@ if (port) {
     db?.close();
     port.close();
   };
-  try {
-    db = openDatabase(data.dbPath, { mustExist: true, readonly: true });
-    reader = new RangeReader(db, data.sql, data.params);
-    reader.begin(data.spanSql);
-    reply({ type: 'ready' });
-  } catch (err) {
-    reply({ type: 'failed', message: (err as Error).message });
-    close();
-  }
   port.on('message', (request: HelperRequest) => {
     if (request.type === 'free') {
       free.push(...request.buffers);
       return;
     }
-    if (request.type === 'stop' || reader === undefined) return close();
+    if (request.type === 'job') {
+      try {
+        data = request.data;
+        db = openDatabase(data.dbPath, { mustExist: true, readonly: true });
+        reader = new RangeReader(db, data.sql, data.params);
+        reader.begin(data.spanSql);
+        reply({ type: 'ready' });
+      } catch (err) {
+        reply({ type: 'failed', message: (err as Error).message });
+        close();
+      }
+      return;
+    }
+    if (request.type === 'stop' || reader === undefined || data === undefined) return close();
     try {
-      encodeRange(reader, request.id, request.lo, request.hi);
+      encodeRange(data, reader, request.id, request.lo, request.hi);
     } catch (err) {
       // The main thread encodes the range itself, and reports the error if it is real.
       reply({ type: 'failed', message: (err as Error).message });

@@ -19,6 +19,8 @@ export interface HelperData {
 }
 
 export type HelperRequest =
+  /** What to read: the worker opens its connection and snapshot, then answers `ready`. */
+  | { type: 'job'; data: HelperData }
   | { type: 'range'; id: number; lo: bigint; hi: bigint }
   /** Buffers of earlier ranges, written: the helper fills them again (memory stays flat). */
   | { type: 'free'; buffers: ArrayBuffer[] }
@@ -45,13 +47,17 @@ export class Helper {
   private readonly worker: Worker;
   private readonly waiting = new Map<number, (result: RangeResult | undefined) => void>();
   private ids = 0;
+  private sameSnapshot: (() => boolean) | undefined;
 
-  /** @param sameSnapshot asked once the worker has opened its snapshot: true if it is the main thread's */
-  constructor(data: HelperData, sameSnapshot: () => boolean, url: URL = WORKER_URL) {
+  /**
+   * Starts the thread, which waits for its job (begin()): started early, its ~50 ms of start-up
+   * overlaps the main thread's own (the database opened, the query prepared).
+   */
+  constructor(url: URL = WORKER_URL) {
     this.settled = new Promise((resolve) => {
       this.settle = resolve;
     });
-    this.worker = new Worker(url, { workerData: data });
+    this.worker = new Worker(url);
     // The export never waits for a helper to exit.
     this.worker.unref();
     this.worker.on('message', (reply: HelperReply) => {
@@ -59,7 +65,7 @@ export class Helper {
         if (this.state !== 'starting') return;
         let same = false;
         try {
-          same = sameSnapshot();
+          same = this.sameSnapshot?.() === true;
         } catch {
           // Could not tell: not trusted.
         }
@@ -73,6 +79,12 @@ export class Helper {
     });
     this.worker.on('error', () => this.gone());
     this.worker.on('exit', () => this.gone());
+  }
+
+  /** Gives the job; `sameSnapshot` is asked once the worker has opened its snapshot: true if it is the main thread's. */
+  begin(data: HelperData, sameSnapshot: () => boolean): void {
+    this.sameSnapshot = sameSnapshot;
+    if (this.state !== 'gone') this.worker.postMessage({ type: 'job', data } satisfies HelperRequest);
   }
 
   /** Ranges asked for and not yet answered. */
