@@ -30,12 +30,27 @@ function otherCell(value: unknown, raw: boolean): string {
   return textCell(String(value), raw);
 }
 
-/** Encodes rows into buffers of about CHUNK bytes and hands each full one to the sink. */
-class Encoder {
-  private buf = Buffer.allocUnsafe(CHUNK * 2);
-  private off = 0;
+/** A buffer of twice CHUNK bytes: a chunk, and room for the line that fills it. */
+export const newBuffer = (): Buffer => Buffer.allocUnsafe(CHUNK * 2);
 
-  constructor(private readonly sink: Sink) {}
+/**
+ * Encodes rows into buffers of about CHUNK bytes and hands each full one to the sink. A buffer the sink
+ * is done with comes back to be filled again (a file's at once, a stream's once written), so a long
+ * export allocates a few buffers, not one per chunk; `alloc` makes the others.
+ */
+export class Encoder {
+  private readonly free: Buffer[] = [];
+  private buf: Buffer;
+  private off = 0;
+  /** Bytes handed to the sink so far. */
+  written = 0;
+
+  constructor(
+    private readonly sink: Sink,
+    private readonly alloc = newBuffer,
+  ) {
+    this.buf = alloc();
+  }
 
   /**
    * Appends one line: built as a string and encoded with one call per row (a native call per cell
@@ -46,7 +61,9 @@ class Encoder {
     if (this.off + s.length * 3 > this.buf.length) {
       this.flush();
       if (s.length * 3 > this.buf.length) {
-        this.sink.write(s);
+        const bytes = Buffer.from(s, 'utf8');
+        this.written += bytes.length;
+        this.sink.write(bytes);
         return;
       }
     }
@@ -61,17 +78,19 @@ class Encoder {
   /** Hands the filled part to the sink (which keeps it: a fresh buffer follows). Returns write()'s answer. */
   flush(): boolean {
     if (this.off === 0) return true;
-    const ok = this.sink.write(this.buf.subarray(0, this.off));
-    this.buf = Buffer.allocUnsafe(CHUNK * 2);
+    const buf = this.buf;
+    const ok = this.sink.write(buf.subarray(0, this.off), () => this.free.push(buf));
+    this.written += this.off;
+    this.buf = this.free.pop() ?? this.alloc();
     this.off = 0;
     return ok;
   }
 }
 
-/** One row as a CSV line with its CRLF. */
-export function csvLine(row: readonly unknown[], raw: boolean): string {
+/** One row as a CSV line with its CRLF: its first `cells` cells (all by default). */
+export function csvLine(row: readonly unknown[], raw: boolean, cells = row.length): string {
   let line = '';
-  for (let i = 0; i < row.length; i++) {
+  for (let i = 0; i < cells; i++) {
     if (i > 0) line += ',';
     const v = row[i];
     if (typeof v === 'string') line += textCell(v, raw);
@@ -80,17 +99,43 @@ export function csvLine(row: readonly unknown[], raw: boolean): string {
   return `${line}\r\n`;
 }
 
+/** Where encodeRows stopped: rows encoded, and whether the rows ran out. */
+export interface Encoded {
+  rows: number;
+  done: boolean;
+  /** The last cell of the last row encoded (the range readers' rowid). */
+  last: unknown;
+}
+
+/**
+ * Encodes rows (all cells but the last `skip`) until they run out or a chunk is full, so that the
+ * caller can hand it on (and wait for the sink) before the next call.
+ */
+export function encodeRows(rows: Iterator<unknown[]>, enc: Encoder, raw: boolean, skip = 0): Encoded {
+  let n = 0;
+  let last: unknown;
+  for (;;) {
+    const next = rows.next();
+    if (next.done) return { rows: n, done: true, last };
+    const row = next.value;
+    enc.line(csvLine(row, raw, row.length - skip));
+    if (skip > 0) last = row[row.length - 1];
+    n++;
+    if (enc.full) return { rows: n, done: false, last };
+  }
+}
+
 /** Writes the header and every row to `sink`, waiting for it to drain; returns the number of rows. */
 export async function writeCsv(columns: string[], rows: Iterable<unknown[]>, sink: Sink, opts: { raw: boolean }): Promise<number> {
   const enc = new Encoder(sink);
   // Column names are ours, never neutralised.
   enc.line(csvLine(columns, true));
+  const it = rows[Symbol.iterator]();
   let n = 0;
-  for (const row of rows) {
-    enc.line(csvLine(row, opts.raw));
-    n++;
-    if (enc.full && !enc.flush()) await sink.drain();
+  for (;;) {
+    const step = encodeRows(it, enc, opts.raw);
+    n += step.rows;
+    if (!enc.flush()) await sink.drain();
+    if (step.done) return n;
   }
-  enc.flush();
-  return n;
 }

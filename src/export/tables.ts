@@ -36,7 +36,7 @@ export interface ExportFilter {
 }
 
 /** The SELECT for a table and filter; days compare on the date as written (its first 10 characters). */
-export function exportQuery(name: ExportTable, filter: ExportFilter): { sql: string; params: string[] } {
+export function exportQuery(name: ExportTable, filter: ExportFilter): { sql: string; params: string[]; select: string; where: string[] } {
   const spec = EXPORT_TABLES[name];
   const where: string[] = [];
   const params: string[] = [];
@@ -64,5 +64,21 @@ export function exportQuery(name: ExportTable, filter: ExportFilter): { sql: str
         ].join(', ')
       : 't.*';
   const filtered = where.length ? ` WHERE ${where.join(' AND ')}` : '';
-  return { sql: `SELECT ${select} FROM ${spec.table} t${filtered} ${order}`, params };
+  return { sql: `SELECT ${select} FROM ${spec.table} t${filtered} ${order}`, params, select, where };
+}
+
+/**
+ * The same SELECT over one range of rowids (`rowid >= ? AND rowid < ?`, bound after `params`), the rowid
+ * added as a last column; and the table's rowid span. CSV export reads the table range by range in one
+ * read transaction (store/snapshot.ts), on one or two threads.
+ */
+export function exportRangeQuery(name: ExportTable, filter: ExportFilter): { sql: string; spanSql: string; params: string[] } {
+  const { select, where, params } = exportQuery(name, filter);
+  const table = EXPORT_TABLES[name].table;
+  const conditions = [...where, 't.rowid >= ?', 't.rowid < ?'].join(' AND ');
+  return {
+    sql: `SELECT ${select}, t.rowid FROM ${table} t WHERE ${conditions} ORDER BY t.rowid`,
+    spanSql: `SELECT min(rowid), max(rowid) FROM ${table}`,
+    params,
+  };
 }

@@ -1,0 +1,236 @@
+/**
+ * CSV export in rowid ranges on two threads (export/csv-ranges.ts): the bytes are the one-statement,
+ * one-thread export's bytes, and every row comes from one snapshot, whatever a writer commits before
+ * the helper's snapshot opens or while the ranges are read.
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { writeCsv } from '../src/export/csv.js';
+import { type RangeOptions, writeCsvRanges } from '../src/export/csv-ranges.js';
+import { FileSink, type Sink } from '../src/export/sink.js';
+import { type ExportTable, exportQuery, exportRangeQuery } from '../src/export/tables.js';
+import { openDatabase } from '../src/store/db.js';
+import { BIN, cli, tempDir } from './helpers/index.js';
+
+// The worker runs compiled: the global setup builds dist/ before any test.
+const WORKER = new URL('../dist/export/csv-worker.js', import.meta.url);
+const COLUMNS_OF = (dbPath: string, table: ExportTable) => {
+  const db = openDatabase(dbPath, { readonly: true });
+  const columns = db
+    .prepare(exportQuery(table, {}).sql)
+    .columns()
+    .map((c) => c.name);
+  db.close();
+  return columns;
+};
+
+/** Collects what an export writes. */
+class Memory implements Sink {
+  readonly chunks: Buffer[] = [];
+  write(chunk: string | Uint8Array, written?: () => void): boolean {
+    this.chunks.push(Buffer.from(typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk)));
+    written?.();
+    return true;
+  }
+  async drain(): Promise<void> {}
+  async end(): Promise<void> {}
+  get bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+}
+
+// Cells of every kind export must keep: quotes, commas, line breaks, formulas, non-ASCII, NUL,
+// int64 at its ends, reals that JavaScript and SQLite print differently, blobs, nulls, a 200 KB cell.
+const TEXTS = [
+  'plain',
+  'a,b',
+  'say "hi"',
+  'l1\nl2',
+  'cr\r',
+  'crlf\r\n',
+  '=1+1',
+  '-2',
+  '+x',
+  '@SUM(A1)',
+  '\tx',
+  'Réponse ✓ 日本語 🎉',
+  'nul\0inside',
+  '',
+];
+const SCORES = [null, 0, -0, 4.1, 2, 0.1 + 0.2, 1e21, 1.5e-7, -3.25, 123456789.123, 2 ** 53 + 2];
+
+function fill(dbPath: string, rows: number): void {
+  const db = openDatabase(dbPath);
+  const insert = db.prepare(
+    `INSERT INTO eval_results (parent_type, parent_id, evaluation_id, skill_key, skill_label, score, score_text, rationale, evaluated_at, campaign_id, position)
+     VALUES ('session_result', ?, ?, ?, ?, ?, ?, ?, '2026-01-02T03:04:05Z', ?, ?)`,
+  );
+  db.transaction(() => {
+    for (let i = 0; i < rows; i++) {
+      const text = TEXTS[i % TEXTS.length] as string;
+      const position = i % 5 === 0 ? 2n ** 63n - 1n : i % 5 === 1 ? -(2n ** 63n) : BigInt(i);
+      const label = i % 97 === 0 ? Buffer.from(`blob ${i}, é`) : `label ${i}`;
+      const rationale = i === 1234 ? `=${'big "cell", '.repeat(20_000)}` : `${text} ${i}`;
+      insert.run(`p${i}`, `e${i}`, text, label, SCORES[i % SCORES.length], text, rationale, i % 3 === 0 ? 'c1' : 'c2', position);
+    }
+  })();
+  // Gaps in the rowids, as deleted rows leave them.
+  db.prepare('DELETE FROM eval_results WHERE rowid % 50 BETWEEN 10 AND 30').run();
+  db.close();
+}
+
+/** The export as one statement on one thread, as it was written before ranges. */
+async function expected(dbPath: string, table: ExportTable, filter: { campaign?: string }, raw: boolean): Promise<Buffer> {
+  const db = openDatabase(dbPath, { readonly: true });
+  const { sql, params } = exportQuery(table, { ...filter, schema: 6 });
+  const stmt = db.prepare(sql).safeIntegers(true);
+  const columns = stmt.columns().map((c) => c.name);
+  const sink = new Memory();
+  await writeCsv(columns, stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>, sink, { raw });
+  db.close();
+  return sink.bytes;
+}
+
+async function ranges(dbPath: string, table: ExportTable, filter: { campaign?: string }, raw: boolean, opts: RangeOptions) {
+  const db = openDatabase(dbPath, { readonly: true });
+  const job = { dbPath, ...exportRangeQuery(table, { ...filter, schema: 6 }), columns: COLUMNS_OF(dbPath, table), raw };
+  const sink = new Memory();
+  try {
+    const result = await writeCsvRanges(db, job, sink, { workerUrl: WORKER, minSpan: 0n, target: 4096, ...opts });
+    return { ...result, bytes: sink.bytes };
+  } finally {
+    db.close();
+  }
+}
+
+const TWO: RangeOptions = { helper: true, waitForHelper: true };
+let dbPath: string;
+
+beforeAll(() => {
+  dbPath = join(tempDir(), 'ranges.db');
+  fill(dbPath, 6000);
+});
+
+describe('CSV export in ranges, on two threads', () => {
+  it('writes byte for byte what one statement on one thread writes: every cell kind, --raw-csv, a filter, a big cell', async () => {
+    for (const raw of [false, true]) {
+      for (const filter of [{}, { campaign: 'c1' }]) {
+        const want = await expected(dbPath, 'eval-results', filter, raw);
+        const two = await ranges(dbPath, 'eval-results', filter, raw, TWO);
+        expect(two.helped, JSON.stringify({ raw, filter })).toBe(true);
+        expect(two.bytes.equals(want), JSON.stringify({ raw, filter })).toBe(true);
+        const one = await ranges(dbPath, 'eval-results', filter, raw, { helper: false });
+        expect(one.helped).toBe(false);
+        expect(one.bytes.equals(want)).toBe(true);
+        expect(two.rows).toBe(one.rows);
+      }
+    }
+    // Every other table, `raw` rebuilt in SQL included (empty here, the header alone).
+    for (const table of ['campaigns', 'role-results', 'score-details'] as const) {
+      expect((await ranges(dbPath, table, {}, false, TWO)).bytes.equals(await expected(dbPath, table, {}, false))).toBe(true);
+    }
+  });
+
+  it('a commit between the main snapshot and the helper: the helper is refused, and the file is the first snapshot', async () => {
+    const path = join(tempDir(), 'between.db');
+    fill(path, 3000);
+    const before = await expected(path, 'eval-results', {}, false);
+    const writer = openDatabase(path);
+    const commit = () => {
+      writer.prepare("UPDATE eval_results SET rationale = 'changed'").run();
+      writer.prepare("INSERT INTO eval_results (parent_type, parent_id, rationale) VALUES ('session_result', 'new', 'new')").run();
+    };
+    const got = await ranges(path, 'eval-results', {}, false, { ...TWO, onSnapshot: commit });
+    writer.close();
+    expect(got.helped).toBe(false);
+    expect(got.bytes.equals(before)).toBe(true);
+    expect((await expected(path, 'eval-results', {}, false)).equals(before)).toBe(false);
+  });
+
+  it('commits while the ranges are read (rows changed, deleted, added) change nothing in the file', async () => {
+    const path = join(tempDir(), 'during.db');
+    fill(path, 3000);
+    const before = await expected(path, 'eval-results', {}, false);
+    const writer = openDatabase(path);
+    let commits = 0;
+    const commit = (index: number) => {
+      if (index % 3 !== 1) return;
+      commits++;
+      writer.prepare('UPDATE eval_results SET rationale = ?').run(`generation ${index}`);
+      writer.prepare('DELETE FROM eval_results WHERE rowid % 7 = 0').run();
+      writer.prepare("INSERT INTO eval_results (parent_type, parent_id, rationale) VALUES ('session_result', 'new', 'new')").run();
+    };
+    const got = await ranges(path, 'eval-results', {}, false, { ...TWO, onRange: commit });
+    writer.close();
+    expect(commits).toBeGreaterThan(2);
+    expect(got.helped).toBe(true);
+    expect(got.bytes.equals(before)).toBe(true);
+  });
+
+  it("a helper's range past its byte budget stops early and the main thread writes the rest", async () => {
+    const path = join(tempDir(), 'dense.db');
+    fill(path, 3000);
+    // A campaign absent from the first 3,000 rowids, then dense: the ranges widen over the empty
+    // stretch, and the first ones that reach the dense rows hold far more than their budget.
+    const db = openDatabase(path);
+    const insert = db.prepare(
+      "INSERT INTO eval_results (parent_type, parent_id, rationale, campaign_id) VALUES ('session_result', ?, ?, 'dense')",
+    );
+    db.transaction(() => {
+      for (let i = 0; i < 20_000; i++) insert.run(`d${i}`, `dense, "row" ${i} ${'x'.repeat(300)}`);
+    })();
+    db.close();
+    const want = await expected(path, 'eval-results', { campaign: 'dense' }, false);
+    const got = await ranges(path, 'eval-results', { campaign: 'dense' }, false, TWO);
+    expect(got.helped).toBe(true);
+    expect(got.split).toBeGreaterThan(0);
+    expect(got.bytes.equals(want)).toBe(true);
+  });
+
+  it('a helper that cannot start leaves the whole export to the main thread', async () => {
+    const got = await ranges(dbPath, 'eval-results', {}, false, {
+      ...TWO,
+      workerUrl: new URL('../dist/export/no-such-worker.js', import.meta.url),
+    });
+    expect(got.helped).toBe(false);
+    expect(got.bytes.equals(await expected(dbPath, 'eval-results', {}, false))).toBe(true);
+  });
+
+  it('the CLI writes the same bytes to a file and to stdout for a table big enough for the helper', async () => {
+    const path = join(tempDir(), 'big.db');
+    fill(path, 80_000);
+    const want = await expected(path, 'eval-results', {}, false);
+    const out = join(tempDir(), 'e.csv');
+    const r = await cli(['export', '--db', path, '--table', 'eval-results', '-o', out, '--quiet']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(out).equals(want)).toBe(true);
+    const child = spawn(process.execPath, [BIN, 'export', '--db', path, '--table', 'eval-results'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const chunks: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => chunks.push(c));
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect(code).toBe(0);
+    expect(Buffer.concat(chunks).equals(want)).toBe(true);
+  });
+});
+
+describe('the file sink', () => {
+  it("syncs in the background every 8 MB, and end() throws that sync's error (reported once by the kernel, never lost)", async () => {
+    // /dev/null takes writes but not fdatasync (EINVAL): the background sync's failure must surface.
+    const fd = openSync('/dev/null', 'w');
+    try {
+      const sink = new FileSink(fd);
+      const chunk = Buffer.alloc(1 << 20, 120);
+      for (let i = 0; i < 7; i++) sink.write(chunk);
+      await expect(sink.end()).resolves.toBeUndefined();
+      for (let i = 0; i < 2; i++) sink.write(chunk);
+      await expect(sink.end()).rejects.toMatchObject({ code: 'EINVAL' });
+      await sink.settle();
+    } finally {
+      closeSync(fd);
+    }
+  });
+});
