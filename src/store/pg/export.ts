@@ -37,7 +37,9 @@ export async function pgExportRows(
   if (q.since !== undefined) where.push(`${day} >= $${params.push(q.since)}`);
   if (q.until !== undefined) where.push(`${day} <= $${params.push(q.until)}`);
   const order = types.has('id') ? ' ORDER BY id' : '';
-  const sql = `SELECT ${select} FROM ${q.table}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${order}`;
+  // DETAILED records are stored once (compact.ts): their full raw comes from the _full views.
+  const from = q.table === 'role_results' || q.table === 'score_details' ? `${q.table}_full` : q.table;
+  const sql = `SELECT ${select} FROM ${from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${order}`;
   const convert = (row: Record<string, unknown>) => {
     for (const [name, type] of types) {
       const v = row[name];

@@ -1,7 +1,8 @@
 /**
  * Records into the PostgreSQL mirror through the Sink port (store/sinks/sink.ts). Each page is one
  * transaction: its rows (bulk statements, mirror.ts) and its checkpoint's compare-and-set commit
- * together, so a kill -9 at any instant loses and duplicates nothing. Pages of concurrent streams run
+ * together, so a kill -9 at any instant loses and duplicates nothing. A page that is one statement
+ * (role results without score details; the checkpoint is a CTE of it) runs without BEGIN/COMMIT. Pages of concurrent streams run
  * on connections of their own. A stream is opened under its advisory lock (lock.ts).
  *
  * As with SQLite, the first storage failure is final for the process: every later write throws it.
@@ -15,7 +16,7 @@ import type { PgDatabase } from './database.js';
 import type { PgLocks } from './lock.js';
 import { removeResults, storedIds, upsertRoles, upsertSessions } from './mirror.js';
 import type { PgState } from './state.js';
-import { toColumns, upsertChanged } from './statements.js';
+import { CHECKPOINT_CONFLICT, toColumns, upsertChanged } from './statements.js';
 
 const UPSERT_CAMPAIGNS = upsertChanged('campaigns', false);
 
@@ -45,16 +46,33 @@ export class PgSink implements Sink {
 
   async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
     return this.guard(async () => {
-      let moved = () => {};
-      const counts = await this.db.transaction(async (client) => {
-        const c =
-          id.endpoint === 'session'
-            ? await upsertSessions(client, records, id.campaignId)
-            : await upsertRoles(client, records, id.campaignId, id.reportType ?? 'DETAILED');
-        moved = await this.state.advance(client, id, move, c.inserted);
-        return c;
-      });
-      moved();
+      if (records.length === 0) {
+        let moved = () => {};
+        await this.db.transaction(async (client) => {
+          moved = await this.state.advance(client, id, move, 0);
+        });
+        moved();
+        return { inserted: 0, updated: 0 };
+      }
+      const cp = { stream: id.key, move };
+      const reportType = id.reportType ?? 'DETAILED';
+      // Rows without score details are one statement with the checkpoint: atomic without BEGIN/COMMIT.
+      const single = id.endpoint === 'role' && !records.some((r) => Array.isArray(r.record.score_details));
+      let counts: UpsertCounts;
+      try {
+        counts = single
+          ? await this.db.session((client) => upsertRoles(client, records, id.campaignId, reportType, cp))
+          : await this.db.transaction((client) =>
+              id.endpoint === 'session'
+                ? upsertSessions(client, records, id.campaignId, cp)
+                : upsertRoles(client, records, id.campaignId, reportType, cp),
+            );
+      } catch (err) {
+        if (move !== undefined && err instanceof Error && err.message.includes(CHECKPOINT_CONFLICT))
+          throw await this.state.conflict(id, move);
+        throw err;
+      }
+      this.state.moved(id, move);
       return counts;
     });
   }

@@ -41,8 +41,8 @@ function zoned(v: unknown): string | null {
 }
 
 /** A JSON text: PostgreSQL's jsonb cannot hold \u0000, so such a text is stored with it removed. */
-function jsonText(v: unknown): unknown {
-  return typeof v === 'string' && v.includes('\\u0000') ? v.replace(/(?<!\\)((?:\\\\)*)\\u0000/g, '$1') : v;
+export function jsonText<T>(v: T): T {
+  return typeof v === 'string' && v.includes('\\u0000') ? (v.replace(/(?<!\\)((?:\\\\)*)\\u0000/g, '$1') as T) : v;
 }
 
 /** Rows (each in COLUMNS order) -> one array per column, converted where the PostgreSQL type needs it. */
@@ -80,6 +80,32 @@ export function upsertChanged(table: 'session_results' | 'role_results' | 'campa
   return `INSERT INTO ${table} (${cols.join(', ')}) ${unnest(table)} ON CONFLICT (id) DO UPDATE SET ${set}${where} RETURNING id, (xmax = 0) AS inserted`;
 }
 
+/** Inserts the rows whose key is new; returns their ids. */
+export function insertNew(table: 'score_details'): string {
+  return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${unnest(table)} ON CONFLICT (id) DO NOTHING RETURNING id`;
+}
+
 export function insertAll(table: 'eval_results'): string {
   return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${unnest(table)}`;
+}
+
+/**
+ * `upsert` (an upsertChanged statement) with the page's checkpoint in the same statement: the
+ * compare-and-set of sync_state (cursor from `$n+3` to `$n+1`, or kept when `$n+4` is false, and the
+ * count of new rows added) as a data-modifying CTE. A last row with a NULL id says it moved; when it
+ * did not (another process moved the checkpoint), the statement fails with `CHECKPOINT_CONFLICT` in
+ * its message, so nothing of the page is written even outside a transaction.
+ */
+export function withCheckpoint(upsert: string, params: number): string {
+  const [to, stream, from, move] = [params + 1, params + 2, params + 3, params + 4];
+  return `WITH w AS (${upsert}), c AS (UPDATE sync_state SET cursor = CASE WHEN $${move}::boolean THEN $${to}::bigint ELSE cursor END, records = records + (SELECT count(*) FROM w WHERE inserted) WHERE stream = $${stream}::text AND (NOT $${move}::boolean OR cursor IS NOT DISTINCT FROM $${from}::bigint) RETURNING 1)
+SELECT id, inserted FROM w UNION ALL SELECT NULL, CASE WHEN (SELECT count(*) FROM c) = 1 THEN true ELSE ('${CHECKPOINT_CONFLICT} ' || (SELECT count(*) FROM c))::int > 0 END`;
+}
+
+/** In the message of the error a withCheckpoint statement fails with when the checkpoint moved. */
+export const CHECKPOINT_CONFLICT = 'campaign-sync checkpoint conflict';
+
+/** The parameters of withCheckpoint's CTE for a page of stream `stream`. */
+export function checkpointParams(stream: string, move: { from: bigint | undefined; to: bigint } | undefined): unknown[] {
+  return move === undefined ? [null, stream, null, false] : [move.to, stream, move.from ?? null, true];
 }
