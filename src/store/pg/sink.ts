@@ -10,15 +10,13 @@
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
 import type { UpsertCounts } from '../mirror.js';
-import { campaignRow } from '../rows.js';
 import type { Sink } from '../sinks/sink.js';
+import { upsertCampaigns } from './campaigns.js';
 import type { PgDatabase } from './database.js';
 import type { PgLocks } from './lock.js';
 import { removeResults, storedIds, upsertRoles, upsertSessions } from './mirror.js';
 import type { PgState } from './state.js';
-import { CHECKPOINT_CONFLICT, toColumns, upsertChanged } from './statements.js';
-
-const UPSERT_CAMPAIGNS = upsertChanged('campaigns', false);
+import { CHECKPOINT_CONFLICT } from './statements.js';
 
 export class PgSink implements Sink {
   private broken: StorageError | undefined;
@@ -98,12 +96,7 @@ export class PgSink implements Sink {
   }
 
   async campaigns(list: Array<Record<string, unknown>>): Promise<void> {
-    const seenAt = new Date().toISOString();
-    // One row per id, in id order: two workers upserting the same campaigns take row locks in the same order.
-    const byId = new Map(list.map((c) => [String(c.id), c]));
-    const rows = [...byId.keys()].sort().map((k) => campaignRow(byId.get(k) as Record<string, unknown>, seenAt));
-    if (rows.length === 0) return;
-    await this.guard(() => this.db.query(UPSERT_CAMPAIGNS, toColumns('campaigns', rows), 'cannot write to'));
+    await this.guard(() => upsertCampaigns(this.db, list, new Date().toISOString()));
   }
 
   async openStream(id: StreamId): Promise<void> {
