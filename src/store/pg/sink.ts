@@ -16,7 +16,7 @@ import type { PgDatabase } from './database.js';
 import type { PgLocks } from './lock.js';
 import { removeResults, storedIds, upsertRoles, upsertSessions } from './mirror.js';
 import type { PgState } from './state.js';
-import { CHECKPOINT_CONFLICT } from './statements.js';
+import { CHECKPOINT_CONFLICT, hasNul } from './statements.js';
 
 export class PgSink implements Sink {
   private broken: StorageError | undefined;
@@ -25,6 +25,8 @@ export class PgSink implements Sink {
     private readonly db: PgDatabase,
     private readonly state: PgState,
     private readonly locks: PgLocks,
+    /** Where the sink's warnings go (a record with U+0000); none: dropped. */
+    private readonly warn: (text: string) => void = () => {},
   ) {}
 
   get failure(): StorageError | undefined {
@@ -71,8 +73,19 @@ export class PgSink implements Sink {
         throw err;
       }
       this.state.moved(id, move);
+      this.warnNul(id, records);
       return counts;
     });
+  }
+
+  /** Not silent: the records of the page whose U+0000 became U+FFFD (statements.ts). */
+  private warnNul(id: StreamId, records: CheckedRecord[]): void {
+    const ids = records.filter((r) => hasNul(r.raw)).map((r) => r.id);
+    if (ids.length === 0) return;
+    const shown = ids.slice(0, 3).join(', ') + (ids.length > 3 ? `, and ${ids.length - 3} more` : '');
+    this.warn(
+      `stream ${id.key}: ${ids.length === 1 ? 'record' : `${ids.length} records`} ${shown} hold U+0000 in a string, which PostgreSQL cannot store: stored with U+FFFD in its place`,
+    );
   }
 
   async storedIds(id: StreamId): Promise<string[]> {

@@ -40,9 +40,27 @@ function zoned(v: unknown): string | null {
   return typeof v === 'string' && ZONED.test(v) && !Number.isNaN(Date.parse(v)) ? v : null;
 }
 
-/** A JSON text: PostgreSQL's jsonb cannot hold \u0000, so such a text is stored with it removed. */
+/**
+ * PostgreSQL cannot store U+0000 in text or jsonb (it rejects the whole statement): each one becomes
+ * U+FFFD, the replacement character, in every column of the row, so the record is kept and where a
+ * character was lost stays visible. The sink warns of each such page (sink.ts); README: team mirror.
+ */
+export const NUL_ESCAPE = /(?<!\\)((?:\\\\)*)\\u0000/g;
+
+/** A JSON text with each `\u0000` escape (not an escaped backslash before `u0000`) as `\ufffd`. */
 export function jsonText<T>(v: T): T {
-  return typeof v === 'string' && v.includes('\\u0000') ? (v.replace(/(?<!\\)((?:\\\\)*)\\u0000/g, '$1') as T) : v;
+  return typeof v === 'string' && v.includes('\\u0000') ? (v.replace(NUL_ESCAPE, '$1\\ufffd') as T) : v;
+}
+
+/** A text value with each U+0000 as U+FFFD. */
+function plainText(v: unknown): unknown {
+  return typeof v === 'string' && v.includes('\u0000') ? v.replaceAll('\u0000', '\ufffd') : v;
+}
+
+/** True when a record's JSON text holds U+0000 somewhere (a string or a key). */
+export function hasNul(raw: string): boolean {
+  NUL_ESCAPE.lastIndex = 0;
+  return raw.includes('\\u0000') && NUL_ESCAPE.test(raw);
 }
 
 /** Rows (each in COLUMNS order) -> one array per column, converted where the PostgreSQL type needs it. */
@@ -54,7 +72,7 @@ export function toColumns(table: Table, rows: Values[]): unknown[][] {
     const column = out[j] as unknown[];
     for (let i = 0; i < rows.length; i++) {
       const v = (rows[i] as Values)[j];
-      column[i] = type === 'timestamptz' ? zoned(v) : type === 'jsonb' ? jsonText(v) : v;
+      column[i] = type === 'timestamptz' ? zoned(v) : type === 'jsonb' ? jsonText(v) : type === 'text' ? plainText(v) : v;
     }
   });
   return out;
