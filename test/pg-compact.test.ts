@@ -172,4 +172,42 @@ describePg('DETAILED records stored once in PostgreSQL', () => {
       expect(details.rows).toEqual([]);
     }, schema);
   });
+
+  it('migrates a schema-1 mirror: stored DETAILED records compacted in place, every raw the same, a re-read changes nothing', async () => {
+    const s = await sim({ campaigns: 2, records: 40 });
+    const schema = freshSchema();
+    const args = ['pull', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url, '--page-size', '25', '--json'];
+    const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
+    expect((await cli(args, env)).code).toBe(0);
+    const served = servedRecords(s, 40);
+    await withDb(async (db) => {
+      // Back to what schema 1 stored: every raw whole, the _full views the tables themselves.
+      await db.query('UPDATE score_details d SET raw = f.raw FROM score_details_full f WHERE f.id = d.id');
+      await db.query('UPDATE role_results r SET raw = f.raw FROM role_results_full f WHERE f.id = r.id');
+      await db.query('CREATE OR REPLACE VIEW role_results_full AS SELECT * FROM role_results');
+      await db.query("UPDATE meta SET value = '1' WHERE key = 'schema_version'");
+      expect((await db.query("SELECT id FROM role_results WHERE raw -> 'score_details' = '[]'::jsonb")).rowCount).toBe(0);
+    }, schema);
+    // Opening it migrates.
+    await withDb(async (db) => {
+      expect((await db.query("SELECT value FROM meta WHERE key = 'schema_version'")).rows[0]?.value).toBe('2');
+      const roles = await db.query<{ id: string }>('SELECT id FROM role_results');
+      expect(roles.rowCount).toBeGreaterThan(0);
+      expect(
+        await differing(
+          db,
+          roles.rows.map((row) => checked(served.get(row.id) as string)),
+        ),
+      ).toEqual([]);
+      const stripped = await db.query("SELECT id FROM role_results WHERE raw -> 'score_details' = '[]'::jsonb");
+      expect(stripped.rowCount).toBe(roles.rowCount);
+      const whole = await db.query("SELECT id FROM score_details WHERE raw -> 'eval_results' <> '[]'::jsonb");
+      expect(whole.rows).toEqual([]);
+    }, schema);
+    // A full re-read finds every record as stored: nothing counted as changed.
+    const again = await cli([...args, '--full'], env);
+    expect(again.code, again.stderr).toBe(0);
+    const doc = JSON.parse(again.stdout) as { streams: Array<{ new: number; updated: number }> };
+    expect(doc.streams.every((x) => x.new === 0 && x.updated === 0)).toBe(true);
+  });
 });

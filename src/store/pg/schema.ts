@@ -128,12 +128,21 @@ const full = (table: 'role_results' | 'score_details', alias: string, raw: strin
     .join(', ')} FROM ${table} ${alias};`;
 
 /**
- * DETAILED records stored once (compact.ts), as SQLite's schema 6: the _full views rebuild `raw`.
- * Rows stored before stay whole (the views give a whole `raw` back as it is) until a pull rewrites them.
+ * DETAILED records stored once (compact.ts), as SQLite's schema 6: the _full views rebuild `raw`, and
+ * the rows already stored are compacted in place where the rebuild gives back the same jsonb value
+ * (details first, then the records that list them); any other row stays whole, which the views give
+ * back as it is.
  */
+const emptied = (key: string) => `jsonb_typeof(t.raw -> '${key}') = 'array' AND jsonb_array_length(t.raw -> '${key}') > 0`;
 const V2 = `
 ${full('role_results', 'r', roleRawPg('r'))}
 ${full('score_details', 'd', detailRawPg('d'))}
+UPDATE score_details d SET raw = x.raw
+  FROM (SELECT t.id, jsonb_set(t.raw, '{eval_results}', '[]'::jsonb) AS raw FROM score_details t WHERE ${emptied('eval_results')}) x
+  WHERE d.id = x.id AND ${detailRawPg('x')} = d.raw;
+UPDATE role_results r SET raw = x.raw
+  FROM (SELECT t.id, jsonb_set(t.raw, '{score_details}', '[]'::jsonb) AS raw FROM role_results t WHERE ${emptied('score_details')}) x
+  WHERE r.id = x.id AND ${roleRawPg('x')} = r.raw;
 `;
 
 const MIGRATIONS: string[] = [V1, V2];
