@@ -16,7 +16,7 @@ import type { PgDatabase } from './database.js';
 import type { PgLocks } from './lock.js';
 import { removeResults, storedIds, upsertRoles, upsertSessions } from './mirror.js';
 import type { PgState } from './state.js';
-import { CHECKPOINT_CONFLICT, hasNul } from './statements.js';
+import { CHECKPOINT_CONFLICT, hasUnstorable } from './statements.js';
 
 export class PgSink implements Sink {
   private broken: StorageError | undefined;
@@ -25,7 +25,7 @@ export class PgSink implements Sink {
     private readonly db: PgDatabase,
     private readonly state: PgState,
     private readonly locks: PgLocks,
-    /** Where the sink's warnings go (a record with U+0000); none: dropped. */
+    /** Where the sink's warnings go (a record with U+0000 or a lone surrogate); none: dropped. */
     private readonly warn: (text: string) => void = () => {},
   ) {}
 
@@ -78,13 +78,13 @@ export class PgSink implements Sink {
     });
   }
 
-  /** Not silent: the records of the page whose U+0000 became U+FFFD (statements.ts). */
+  /** Not silent: the records of the page whose U+0000 or lone surrogates became U+FFFD (statements.ts). */
   private warnNul(id: StreamId, records: CheckedRecord[]): void {
-    const ids = records.filter((r) => hasNul(r.raw)).map((r) => r.id);
+    const ids = records.filter((r) => hasUnstorable(r.raw)).map((r) => r.id);
     if (ids.length === 0) return;
     const shown = ids.slice(0, 3).join(', ') + (ids.length > 3 ? `, and ${ids.length - 3} more` : '');
     this.warn(
-      `stream ${id.key}: ${ids.length === 1 ? 'record' : `${ids.length} records`} ${shown} hold U+0000 in a string, which PostgreSQL cannot store: stored with U+FFFD in its place`,
+      `stream ${id.key}: ${ids.length === 1 ? 'record' : `${ids.length} records`} ${shown} hold U+0000 or a lone surrogate in a string, which PostgreSQL cannot store: stored with U+FFFD in its place`,
     );
   }
 

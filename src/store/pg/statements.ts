@@ -41,26 +41,28 @@ function zoned(v: unknown): string | null {
 }
 
 /**
- * PostgreSQL cannot store U+0000 in text or jsonb (it rejects the whole statement): each one becomes
- * U+FFFD, the replacement character, in every column of the row, so the record is kept and where a
- * character was lost stays visible. The sink warns of each such page (sink.ts); README: team mirror.
+ * PostgreSQL cannot store U+0000 in text or jsonb, nor a lone surrogate in jsonb (it rejects the whole
+ * statement): each one becomes U+FFFD, the replacement character, in every column of the row, so the
+ * record is kept and where a character was lost stays visible. The sink warns of each such page
+ * (sink.ts); README: team mirror. A record's JSON text (core/json.ts) writes a lone surrogate as a
+ * `\udXXX` escape (a pair is written as the character itself), and U+0000 as `\u0000`.
  */
-export const NUL_ESCAPE = /(?<!\\)((?:\\\\)*)\\u0000/g;
+export const UNSTORABLE = /(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/gi;
 
-/** A JSON text with each `\u0000` escape (not an escaped backslash before `u0000`) as `\ufffd`. */
+/** A JSON text with each unstorable escape (not an escaped backslash before `u…`) as `\ufffd`. */
 export function jsonText<T>(v: T): T {
-  return typeof v === 'string' && v.includes('\\u0000') ? (v.replace(NUL_ESCAPE, '$1\\ufffd') as T) : v;
+  return typeof v === 'string' && v.includes('\\u') ? (v.replace(UNSTORABLE, '$1\\ufffd') as T) : v;
 }
 
-/** A text value with each U+0000 as U+FFFD. */
+/** A text value with each U+0000 as U+FFFD (the driver's UTF-8 already writes a lone surrogate so). */
 function plainText(v: unknown): unknown {
   return typeof v === 'string' && v.includes('\u0000') ? v.replaceAll('\u0000', '\ufffd') : v;
 }
 
-/** True when a record's JSON text holds U+0000 somewhere (a string or a key). */
-export function hasNul(raw: string): boolean {
-  NUL_ESCAPE.lastIndex = 0;
-  return raw.includes('\\u0000') && NUL_ESCAPE.test(raw);
+/** True when a record's JSON text holds U+0000 or a lone surrogate somewhere (a string or a key). */
+export function hasUnstorable(raw: string): boolean {
+  UNSTORABLE.lastIndex = 0;
+  return raw.includes('\\u') && UNSTORABLE.test(raw);
 }
 
 /** Rows (each in COLUMNS order) -> one array per column, converted where the PostgreSQL type needs it. */
