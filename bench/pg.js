@@ -6,7 +6,9 @@
 //
 // The server: CAMPAIGN_SYNC_BENCH_PG_URL if set, else a throwaway one (initdb + pg_ctl, default
 // settings: fsync and synchronous_commit on) on a free loopback port, removed at the end.
-// `benchPg({ url, records, rounds })` runs the same from another script and returns the figures.
+// `benchPg({ url, records, rounds })` runs the same from another script and returns the figures;
+// `pgThroughput({ records, rounds })` finds or starts the server too (npm run bench), and says
+// `{ skipped }` with the reason when there is none.
 import { execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -108,7 +110,7 @@ function pgBin() {
 }
 
 /** A throwaway server with default durability settings; returns its URL and a stop function. */
-async function startServer() {
+export async function startServer() {
   const bin = pgBin();
   if (!bin) throw new Error('no initdb found: install postgresql, or set CAMPAIGN_SYNC_BENCH_PG_URL');
   const root = process.getuid?.() === 0;
@@ -152,13 +154,31 @@ async function startServer() {
   };
 }
 
+/** The server of CAMPAIGN_SYNC_BENCH_PG_URL or CAMPAIGN_SYNC_TEST_PG_URL, else a throwaway one, else the reason there is none. */
+export async function pgThroughput({ records = 10_000, rounds = 3 } = {}) {
+  const given = process.env.CAMPAIGN_SYNC_BENCH_PG_URL || process.env.CAMPAIGN_SYNC_TEST_PG_URL;
+  let server;
+  if (!given) {
+    try {
+      server = await startServer();
+    } catch (err) {
+      return { skipped: `no server (${String(err.message ?? err).split('\n')[0]})` };
+    }
+  }
+  try {
+    return { rows: await benchPg({ url: given || server.url, records, rounds }) };
+  } finally {
+    server?.stop();
+  }
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   const flag = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
   const server = process.env.CAMPAIGN_SYNC_BENCH_PG_URL ? undefined : await startServer();
   try {
     const rows = await benchPg({
-      url: process.env.CAMPAIGN_SYNC_BENCH_PG_URL ?? server.url,
+      url: process.env.CAMPAIGN_SYNC_BENCH_PG_URL || server.url,
       records: flag('--records', 20_000),
       rounds: flag('--rounds', 3),
     });

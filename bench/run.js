@@ -4,6 +4,7 @@
 //   node bench/run.js [--records N] [--memory-records N] [--skip-memory] [--skip-budget]
 //                     [--skip-schedule] [--schedule-scale 10] [--schedule-hours 2]
 //                     [--process-rounds 21] [--scaling [10000,100000,500000]]
+//                     [--skip-pg] [--pg-records N]
 //
 // 1. Pull vs floor, per record kind (session ≤ 1.3×, role OVERALL ≤ 1.5×, role DETAILED ≤ 1.3×): a
 //    pull into a fresh database against pre-rendered pages, versus the floor measured in the same
@@ -17,7 +18,11 @@
 // 5. The --max-staleness scheduler of watch (bench/schedule.js): zero 429, no stream older than
 //    max-staleness, every arrived result mirrored; p50/p95 arrival → commit.
 // 6. Export CSV vs `sqlite3 -csv` ≤ 2×, when bench/export.js exists and exports exportVsSqlite.
-// 7. With --scaling: a role OVERALL pull's cost per record at 10k/100k/500k records (issue 15).
+// 7. PostgreSQL team mirror (bench/pg.js, issue 17): the same pull into PostgreSQL and into SQLite,
+//    per record kind, PostgreSQL/SQLite ≤ 2×, when a server is available (CAMPAIGN_SYNC_BENCH_PG_URL,
+//    CAMPAIGN_SYNC_TEST_PG_URL, or a throwaway initdb); "skipped: no server" otherwise.
+//    --skip-pg leaves it out; --pg-records N (default 10,000 per kind).
+// 8. With --scaling: a role OVERALL pull's cost per record at 10k/100k/500k records (issue 15).
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -398,6 +403,21 @@ try {
       results.export = e;
       console.log(`\nexport CSV vs sqlite3 -csv: ${ratio.toFixed(2)}× ${mark(ratio <= 2)} (target ≤ 2×)`);
       target('export CSV vs sqlite3 -csv', `${ratio.toFixed(2)}×`, '≤ 2×', ratio <= 2);
+    }
+  }
+  if (!args.includes('--skip-pg')) {
+    const { pgThroughput } = await import('./pg.js');
+    const pgRun = await pgThroughput({ records: numberFlag('--pg-records', 10_000) });
+    results.pg = pgRun;
+    if (pgRun.skipped) {
+      console.log(`\nPostgreSQL team mirror vs SQLite: skipped: ${pgRun.skipped}`);
+      target('PostgreSQL/SQLite pull', 'skipped: no server', '≤ 2×', undefined);
+    } else {
+      console.log('\nPostgreSQL team mirror vs SQLite, the same pull (median of paired rounds):');
+      for (const r of pgRun.rows) {
+        console.log(`  ${r.kind}: ${f0(r.pgMs)} / ${f0(r.sqliteMs)} ms = ${r.ratio.toFixed(2)}× ${mark(r.ratio <= 2)} (target ≤ 2×)`);
+        target(`PostgreSQL/SQLite pull, ${r.kind}`, `${r.ratio.toFixed(2)}×`, '≤ 2×', r.ratio <= 2);
+      }
     }
   }
   if (args.includes('--scaling')) {

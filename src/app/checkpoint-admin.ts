@@ -3,15 +3,11 @@
  * and forget checkpoints, under the lock (SQLite: the run lock; PostgreSQL: the locks of the streams
  * it changes, so a worker syncing one of them makes reset exit 75 rather than be undone).
  */
-import { resolveDbPath, resolvePgSchema } from '../config/config.js';
+import { resolveDbPath } from '../config/config.js';
 import { Campaigns } from '../store/campaigns.js';
 import { Checkpoints } from '../store/checkpoints.js';
 import { openDatabase } from '../store/db.js';
 import { RunLock } from '../store/lock.js';
-import { campaignIdsNamed } from '../store/pg/campaigns.js';
-import { PgDatabase } from '../store/pg/database.js';
-import { PgLocks } from '../store/pg/lock.js';
-import { PgState } from '../store/pg/state.js';
 import { isPgUrl } from '../store/pg/url.js';
 
 export interface CheckpointAdmin {
@@ -28,26 +24,8 @@ export interface CheckpointAdmin {
 
 export async function openCheckpointAdmin(flags: { db?: string | undefined; pgSchema?: string | undefined }): Promise<CheckpointAdmin> {
   const dbPath = resolveDbPath(flags.db);
-  if (isPgUrl(dbPath)) {
-    const db = await PgDatabase.open(dbPath, resolvePgSchema(flags.pgSchema), { connections: 3, mustExist: true });
-    const state = new PgState(db);
-    const locks = new PgLocks(db);
-    return {
-      name: db.name,
-      hasStreams: (id) => state.hasStreams(id),
-      idsNamed: (name) => campaignIdsNamed(db, name),
-      checkpointed: async () => (await state.all()).filter((r) => r.cursor !== null).length,
-      async reset(campaignIds) {
-        const all = await state.all();
-        for (const r of all) if (campaignIds.length === 0 || campaignIds.includes(r.campaign_id)) await locks.acquire(r.stream);
-        return state.reset(campaignIds);
-      },
-      async close() {
-        await locks.release();
-        await db.close();
-      },
-    };
-  }
+  // pg is loaded only for a postgres:// --db: `reset` on a SQLite file starts as light as a pull (issue 15).
+  if (isPgUrl(dbPath)) return (await import('./checkpoint-admin-pg.js')).openPgCheckpointAdmin(dbPath, flags.pgSchema);
   const db = openDatabase(dbPath, { mustExist: true });
   let lock: RunLock | undefined;
   try {

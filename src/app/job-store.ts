@@ -33,6 +33,8 @@ export interface StoreChoice {
   format: string;
   out: string;
   concurrency: number;
+  /** The store's warnings (a PostgreSQL mirror's record with U+0000), for the command's output. */
+  warning?: ((text: string) => void) | undefined;
 }
 
 export async function openJobStore(c: StoreChoice): Promise<JobStore> {

@@ -111,6 +111,7 @@ export class SyncJob {
       format: settings.format,
       out: settings.out,
       concurrency: settings.concurrency,
+      warning: (text) => hooks.events?.warning?.(text),
     });
     try {
       const client = createClient(config, { signal, events: hooks.events });

@@ -1,7 +1,6 @@
 import type { ApiClient } from '../api/client.js';
 import { createClient } from '../app/client.js';
-import { type ApiFlags, resolveApiConfig, resolveDbPath } from '../config/config.js';
-import { UsageError } from '../errors.js';
+import { type ApiFlags, resolveApiConfig, resolveDbPath, resolvePgSchema } from '../config/config.js';
 import { Campaigns } from '../store/campaigns.js';
 import { openDatabase } from '../store/db.js';
 import { isPgUrl } from '../store/pg/url.js';
@@ -11,14 +10,15 @@ import { renderTable } from '../ui/table.js';
 
 export interface CampaignsFlags extends ApiFlags, OutputFlags {
   db?: string;
+  pgSchema?: string;
 }
 
 /** `campaign-sync campaigns`: lists the accessible campaigns and upserts them into `campaigns`. */
 export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
-  // A PostgreSQL mirror stores the campaign list on every pull; this command writes SQLite files only.
-  if (isPgUrl(resolveDbPath(flags.db)))
-    throw new UsageError('campaigns: --db postgres://… is not supported here; `pull` stores the campaign list in PostgreSQL');
+  const dbPath = resolveDbPath(flags.db);
+  // Checked before the service is asked: a bad --pg-schema is a usage error, whatever the list.
+  const pgSchema = isPgUrl(dbPath) ? resolvePgSchema(flags.pgSchema) : undefined;
   const config = resolveApiConfig(flags);
   for (const w of config.warnings ?? []) out.warn(w);
   const client = createClient(config, { signal, events: commandEvents(out) });
@@ -29,11 +29,16 @@ export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Pro
     await client.close();
   }
   // The campaigns table is small and written in one transaction: no run lock needed.
-  const db = openDatabase(resolveDbPath(flags.db));
-  try {
-    new Campaigns(db).upsert(list, new Date().toISOString());
-  } finally {
-    db.close();
+  if (pgSchema !== undefined) {
+    // pg is loaded only for a postgres:// --db.
+    await (await import('../app/campaign-list-pg.js')).storeCampaignsPg(dbPath, pgSchema, list);
+  } else {
+    const db = openDatabase(dbPath);
+    try {
+      new Campaigns(db).upsert(list, new Date().toISOString());
+    } finally {
+      db.close();
+    }
   }
   out.document({ data: list });
   out.print(

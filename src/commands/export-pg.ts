@@ -29,8 +29,33 @@ export interface PgExportJob {
   target: string | undefined;
 }
 
+/**
+ * Parquet from PostgreSQL's column types, mapped as export/parquet.ts maps SQLite's: bigint and
+ * integer -> INT64, double precision -> DOUBLE, `*_at` (timestamptz, or score details' text) ->
+ * TIMESTAMP, jsonb and text -> UTF-8 string.
+ */
+async function writePgParquet(
+  source: { columns: string[]; types: string[]; rows: AsyncIterable<Record<string, unknown>> },
+  sink: Sink,
+  out: Output,
+) {
+  // Loaded only here, as the SQLite export loads it.
+  const { parquetKind, writeParquet } = await import('../export/parquet.js');
+  const columns = source.columns.map((name, i) => ({ name, kind: parquetKind(name, source.types[i] ?? null) }));
+  const arrays = (async function* () {
+    for await (const row of source.rows) yield Object.values(row);
+  })();
+  const result = await writeParquet(columns, arrays, sink);
+  for (const [column, n] of result.invalid) {
+    const what = columns.find((c) => c.name === column)?.kind === 'timestamp' ? 'ISO 8601 date-times' : "of the column's type";
+    out.warn(
+      `${column}: ${formatCount(n)} value${n === 1 ? ' is' : 's are'} not ${what}; written as null (CSV and NDJSON keep them as stored)`,
+    );
+  }
+  return result.rows;
+}
+
 export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writable): Promise<number> {
-  if (job.format === 'parquet') throw new UsageError('--format parquet: not yet from a PostgreSQL mirror; use csv or ndjson');
   const db = await PgDatabase.open(job.url, resolvePgSchema(job.pgSchema), { connections: 2, mustExist: true });
   let partial: PartialFile | undefined;
   let rows = 0;
@@ -60,6 +85,10 @@ export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writab
           if (!sink.write(csvLine(Object.values(row), job.rawCsv))) await sink.drain();
           rows++;
         }
+        await sink.end();
+      } else if (job.format === 'parquet') {
+        const sink: Sink = partial !== undefined ? new FileSink(partial.fd) : new StreamSink(stdout);
+        rows = await writePgParquet(source, sink, out);
         await sink.end();
       } else {
         const counted = (async function* () {

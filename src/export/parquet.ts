@@ -120,7 +120,11 @@ export interface ParquetResult {
 }
 
 /** Writes every row to `sink` as one Parquet file; waits for the sink between row groups. */
-export async function writeParquet(columns: ParquetColumn[], rows: Iterable<unknown[]>, sink: Sink): Promise<ParquetResult> {
+export async function writeParquet(
+  columns: ParquetColumn[],
+  rows: Iterable<unknown[]> | AsyncIterable<unknown[]>,
+  sink: Sink,
+): Promise<ParquetResult> {
   const writer = new SinkWriter(sink);
   const schema: SchemaElement[] = [{ name: 'root', num_children: columns.length }, ...columns.map(element)];
   const parquet = new ParquetWriter({ writer, schema, createdBy: CREATED_BY });
@@ -143,7 +147,8 @@ export async function writeParquet(columns: ParquetColumn[], rows: Iterable<unkn
     if (!writer.push()) await sink.drain();
   };
 
-  for (const row of rows) {
+  /** Adds a row to the group; true when the group is full. */
+  const add = (row: unknown[]): boolean => {
     for (let i = 0; i < kinds.length; i++) {
       const v = row[i];
       let out = convert(kinds[i] as ParquetKind, v);
@@ -157,7 +162,14 @@ export async function writeParquet(columns: ParquetColumn[], rows: Iterable<unkn
     }
     inGroup++;
     total++;
-    if (inGroup >= GROUP_ROWS || chars >= GROUP_CHARS) await writeGroup();
+    return inGroup >= GROUP_ROWS || chars >= GROUP_CHARS;
+  };
+
+  // Rows from SQLite come synchronously (no await per row); from PostgreSQL, asynchronously.
+  if (Symbol.asyncIterator in rows) {
+    for await (const row of rows) if (add(row)) await writeGroup();
+  } else {
+    for (const row of rows) if (add(row)) await writeGroup();
   }
   if (inGroup > 0) await writeGroup();
   writer.empty = total === 0;

@@ -1,7 +1,19 @@
-/** The campaign list in the PostgreSQL mirror: names for people and lookups by selector (as store/campaigns.ts). */
+/** The campaign list in the PostgreSQL mirror: its upsert, names for people and lookups by selector (as store/campaigns.ts). */
 import { ROUTES } from '../../spec/paths.js';
 import type { SkippedCampaign } from '../campaigns.js';
+import { campaignRow } from '../rows.js';
 import type { PgDatabase } from './database.js';
+import { toColumns, upsertChanged } from './statements.js';
+
+const UPSERT = upsertChanged('campaigns', false);
+
+/** Upserts the campaign list (a pull's, or `campaigns`'), one row per id. */
+export async function upsertCampaigns(db: PgDatabase, list: Array<Record<string, unknown>>, seenAt: string): Promise<void> {
+  // One row per id, in id order: two workers upserting the same campaigns take row locks in the same order.
+  const byId = new Map(list.map((c) => [String(c.id), c]));
+  const rows = [...byId.keys()].sort().map((k) => campaignRow(byId.get(k) as Record<string, unknown>, seenAt));
+  if (rows.length > 0) await db.query(UPSERT, toColumns('campaigns', rows), 'cannot write to');
+}
 
 /** Campaign id -> the name people know it by: its name, else its display name, else its id. */
 export async function campaignNames(db: PgDatabase): Promise<Map<string, string>> {

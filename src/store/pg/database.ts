@@ -82,6 +82,23 @@ export class PgDatabase {
     }
   }
 
+  /** Runs `fn` on one connection, outside a transaction (each statement commits on its own). */
+  async session<T>(fn: (client: pg.PoolClient) => Promise<T>, what = 'cannot write to'): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw this.failure(err, what);
+    }
+    try {
+      return await fn(client);
+    } catch (err) {
+      throw this.failure(err, what);
+    } finally {
+      client.release();
+    }
+  }
+
   /** Runs `fn` in one transaction on one connection: all of it commits, or none. */
   async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, what = 'cannot write to'): Promise<T> {
     let client: pg.PoolClient;

@@ -18,11 +18,11 @@ export interface PgExportQuery {
 
 const BATCH = 5000;
 
-/** Opens the export of a table: its columns, and its rows in order (keyed tables by id). */
+/** Opens the export of a table: its columns and their PostgreSQL types, and its rows in order (keyed tables by id). */
 export async function pgExportRows(
   db: PgDatabase,
   q: PgExportQuery,
-): Promise<{ columns: string[]; rows: AsyncGenerator<Record<string, unknown>> }> {
+): Promise<{ columns: string[]; types: string[]; rows: AsyncGenerator<Record<string, unknown>> }> {
   const cols = await db.query<{ name: string; type: string }>(
     'SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position',
     [db.schema, q.table],
@@ -37,7 +37,9 @@ export async function pgExportRows(
   if (q.since !== undefined) where.push(`${day} >= $${params.push(q.since)}`);
   if (q.until !== undefined) where.push(`${day} <= $${params.push(q.until)}`);
   const order = types.has('id') ? ' ORDER BY id' : '';
-  const sql = `SELECT ${select} FROM ${q.table}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${order}`;
+  // DETAILED records are stored once (compact.ts): their full raw comes from the _full views.
+  const from = q.table === 'role_results' || q.table === 'score_details' ? `${q.table}_full` : q.table;
+  const sql = `SELECT ${select} FROM ${from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${order}`;
   const convert = (row: Record<string, unknown>) => {
     for (const [name, type] of types) {
       const v = row[name];
@@ -73,5 +75,5 @@ export async function pgExportRows(
       client.release(!clean);
     }
   }
-  return { columns: cols.rows.map((c) => c.name), rows: rows() };
+  return { columns: cols.rows.map((c) => c.name), types: cols.rows.map((c) => c.type), rows: rows() };
 }

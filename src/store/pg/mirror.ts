@@ -2,19 +2,27 @@
  * Upserts into the PostgreSQL mirror, with the semantics of store/mirror.ts (SQLite): a record read
  * again replaces the stored one and its child rows only when its content changed; a DETAILED record's
  * score details replace the ones stored. Each call runs on the caller's connection, inside its
- * transaction (sink.ts), in a handful of statements per page.
+ * transaction (sink.ts), in a handful of statements per page; the first also moves the checkpoint, so
+ * a page of one statement (OVERALL) needs no transaction around it.
  */
 import type pg from 'pg';
-import { toJson } from '../../core/json.js';
-import type { CheckedRecord, Endpoint, StreamId } from '../../core/types.js';
+import type { CheckedRecord, CheckpointMove, Endpoint, StreamId } from '../../core/types.js';
 import type { UpsertCounts } from '../mirror.js';
-import { detailValues, evalRows, roleRow, sessionRow, text, type Values } from '../rows.js';
-import { insertAll, toColumns, upsertChanged } from './statements.js';
+import { COLUMNS, evalRows, roleRow, sessionRow, type Values } from '../rows.js';
+import { type PgSplit, roleRawPg, splitPg } from './compact.js';
+import { checkpointParams, insertAll, insertNew, jsonText, toColumns, upsertChanged, withCheckpoint } from './statements.js';
+
+/** The stream whose checkpoint a page moves, in the same statement as the page's first upsert. */
+export interface PageCheckpoint {
+  stream: string;
+  move: CheckpointMove | undefined;
+}
 
 const SQL = {
-  session: upsertChanged('session_results'),
-  role: upsertChanged('role_results'),
-  detail: upsertChanged('score_details', false),
+  session: withCheckpoint(upsertChanged('session_results'), COLUMNS.session_results.length + 1),
+  role: withCheckpoint(upsertChanged('role_results'), COLUMNS.role_results.length + 1),
+  // A detail id another result holds stays with it (the SQLite mirror's rule); not returned.
+  detail: insertNew('score_details'),
   evals: insertAll('eval_results'),
   deleteEvals: "DELETE FROM eval_results WHERE parent_type = 'session_result' AND parent_id = ANY($1::text[])",
   deleteDetailEvals:
@@ -22,27 +30,9 @@ const SQL = {
   deleteDetails: 'DELETE FROM score_details WHERE role_result_id = ANY($1::text[])',
   deleteSession: 'DELETE FROM session_results WHERE id = ANY($1::text[])',
   deleteRole: 'DELETE FROM role_results WHERE id = ANY($1::text[])',
+  changedFull: `SELECT x.id FROM unnest($1::text[], $2::text[]) AS x(id, raw) JOIN role_results r ON r.id = x.id WHERE ${roleRawPg('r')} IS DISTINCT FROM x.raw::jsonb`,
+  setRaw: 'UPDATE role_results r SET raw = x.raw::jsonb FROM unnest($1::text[], $2::text[]) AS x(id, raw) WHERE r.id = x.id',
 };
-
-/**
- * A DETAILED record's score details with their position in it (entries without an id, or repeating
- * one, are skipped as the SQLite mirror skips them). PostgreSQL keeps every raw whole: jsonb already
- * stores it compactly, so the SQLite mirror's compaction (store/compact.ts) is not needed here.
- */
-function detailRows(r: CheckedRecord, campaignId: string): Array<{ id: string; values: Values; evals: unknown }> {
-  const entries = r.record.score_details as unknown[];
-  const seen = new Set<string>();
-  const out: Array<{ id: string; values: Values; evals: unknown }> = [];
-  entries.forEach((d, i) => {
-    if (d === null || typeof d !== 'object' || Array.isArray(d)) return;
-    const detail = d as Record<string, unknown>;
-    const id = text(detail.id);
-    if (id === null || seen.has(id)) return;
-    seen.add(id);
-    out.push({ id, values: detailValues(r.id, campaignId, detail, toJson(detail), i), evals: detail.eval_results });
-  });
-  return out;
-}
 
 /** Runs a statement prepared once per connection (named): a page's statements skip parsing and planning. */
 export function prepared<R extends pg.QueryResultRow = pg.QueryResultRow>(client: pg.ClientBase, sql: string, values: unknown[]) {
@@ -62,20 +52,28 @@ function lastOfEach(records: CheckedRecord[]): CheckedRecord[] {
   return byId.size === records.length ? records : [...byId.values()];
 }
 
-async function upsert(client: pg.ClientBase, sql: string, table: 'session_results' | 'role_results', rows: Values[]) {
-  const written = await prepared<{ id: string; inserted: boolean }>(client, sql, toColumns(table, rows));
-  return written.rows;
+/** Upserts the rows and moves the checkpoint; returns the rows written (new or changed). */
+async function upsert(client: pg.ClientBase, sql: string, table: 'session_results' | 'role_results', rows: Values[], cp: PageCheckpoint) {
+  const params = [...toColumns(table, rows), ...checkpointParams(cp.stream, cp.move)];
+  const written = await prepared<{ id: string | null; inserted: boolean }>(client, sql, params);
+  // The last row (id NULL) says the checkpoint moved.
+  return written.rows.filter((w): w is { id: string; inserted: boolean } => w.id !== null);
 }
 
-/** Upserts session results and their eval results. */
-export async function upsertSessions(client: pg.ClientBase, page: CheckedRecord[], campaignId: string): Promise<UpsertCounts> {
+/** Upserts session results and their eval results, and moves the checkpoint (a page of at least one record). */
+export async function upsertSessions(
+  client: pg.ClientBase,
+  page: CheckedRecord[],
+  campaignId: string,
+  cp: PageCheckpoint,
+): Promise<UpsertCounts> {
   const records = lastOfEach(page);
-  if (records.length === 0) return { inserted: 0, updated: 0 };
   const written = await upsert(
     client,
     SQL.session,
     'session_results',
     records.map((r) => sessionRow(r, campaignId)),
+    cp,
   );
   const counts = count(written);
   if (written.length === 0) return counts;
@@ -88,45 +86,68 @@ export async function upsertSessions(client: pg.ClientBase, page: CheckedRecord[
   return counts;
 }
 
-/** Upserts role results, and for DETAILED records their score details and eval results. */
+/**
+ * Upserts role results, and for DETAILED records their score details and eval results, stored once
+ * (compact.ts), and moves the checkpoint (a page of at least one record). As in the SQLite mirror: a record read again whose stripped `raw` is the same is
+ * compared whole (its `raw` rebuilt) and rewritten only when it differs; a detail id another result
+ * already holds stays with it, and this record then keeps its whole `raw`.
+ */
 export async function upsertRoles(
   client: pg.ClientBase,
   page: CheckedRecord[],
   campaignId: string,
   reportType: string,
+  cp: PageCheckpoint,
 ): Promise<UpsertCounts> {
   const records = lastOfEach(page);
-  if (records.length === 0) return { inserted: 0, updated: 0 };
+  const taken = new Set<string>();
+  // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
+  const splits = new Map<string, PgSplit>();
+  for (const r of records) if (Array.isArray(r.record.score_details)) splits.set(r.id, splitPg(r, campaignId, taken));
   const written = await upsert(
     client,
     SQL.role,
     'role_results',
-    records.map((r) => roleRow(r, campaignId, reportType)),
+    records.map((r) => roleRow(r, campaignId, reportType, splits.get(r.id)?.raw)),
+    cp,
   );
-  const counts = count(written);
-  if (written.length === 0) return counts;
   const inserted = new Map(written.map((w) => [w.id, w.inserted]));
-  // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
-  const detailed = records.filter((r) => inserted.has(r.id) && Array.isArray(r.record.score_details));
+  const counts = count(written);
+  // Read again with the same stripped raw: its details may still differ.
+  const again = records.filter((r) => !inserted.has(r.id) && splits.get(r.id)?.stripped === true);
+  if (again.length > 0) {
+    const changed = await client.query<{ id: string }>(SQL.changedFull, [again.map((r) => r.id), again.map((r) => jsonText(r.raw))]);
+    for (const { id } of changed.rows) inserted.set(id, false);
+    counts.updated += changed.rows.length;
+  }
+  const detailed = records.filter((r) => inserted.has(r.id) && splits.has(r.id));
+  if (detailed.length === 0) return counts;
   const replaced = detailed.filter((r) => inserted.get(r.id) === false).map((r) => r.id);
   if (replaced.length > 0) {
     await client.query(SQL.deleteDetailEvals, [replaced]);
     await client.query(SQL.deleteDetails, [replaced]);
   }
-  const details = new Map<string, { values: Values; evals: unknown }>();
-  for (const r of detailed) for (const d of detailRows(r, campaignId)) details.set(d.id, d);
-  if (details.size > 0) {
-    await prepared(
-      client,
-      SQL.detail,
-      toColumns(
-        'score_details',
-        [...details.values()].map((d) => d.values),
-      ),
-    );
-    const evals: Values[] = [];
-    for (const [id, d] of details) evals.push(...evalRows('score_detail', id, d.evals, campaignId));
-    if (evals.length > 0) await prepared(client, SQL.evals, toColumns('eval_results', evals));
+  const details = detailed.flatMap((r) => (splits.get(r.id) as PgSplit).details);
+  if (details.length === 0) return counts;
+  const stored = await prepared<{ id: string }>(
+    client,
+    SQL.detail,
+    toColumns(
+      'score_details',
+      details.map((d) => d.values),
+    ),
+  );
+  const kept = new Set(stored.rows.map((row) => row.id));
+  const evals: Values[] = [];
+  for (const d of details) if (kept.has(d.id)) evals.push(...d.evals);
+  if (evals.length > 0) await prepared(client, SQL.evals, toColumns('eval_results', evals));
+  // A detail id held by another result cannot be rebuilt from this one's rows: keep its whole text.
+  if (kept.size < details.length) {
+    const lost = detailed.filter((r) => {
+      const split = splits.get(r.id) as PgSplit;
+      return split.stripped && split.details.some((d) => !kept.has(d.id));
+    });
+    if (lost.length > 0) await client.query(SQL.setRaw, [lost.map((r) => r.id), lost.map((r) => jsonText(r.raw))]);
   }
   return counts;
 }

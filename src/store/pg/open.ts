@@ -14,8 +14,8 @@ export interface PgMirror {
   release(): Promise<void>;
 }
 
-/** Opens (creating or migrating) the mirror at `url`, schema `schema`, for `concurrency` streams at a time. */
-export async function openPgMirror(url: string, schema: string, concurrency: number): Promise<PgMirror> {
+/** Opens (creating or migrating) the mirror at `url`, schema `schema`, for `concurrency` streams at a time; `warn` gets the sink's warnings. */
+export async function openPgMirror(url: string, schema: string, concurrency: number, warn?: (text: string) => void): Promise<PgMirror> {
   // One connection per concurrent stream, one for the locks, one for the rest.
   const db = await PgDatabase.open(url, schema, { connections: concurrency + 2 });
   const state = new PgState(db);
@@ -23,7 +23,7 @@ export async function openPgMirror(url: string, schema: string, concurrency: num
   return {
     db,
     state,
-    sink: new PgSink(db, state, locks),
+    sink: new PgSink(db, state, locks, warn),
     async release() {
       await locks.release();
       await db.close();

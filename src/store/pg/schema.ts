@@ -12,6 +12,7 @@
 import type pg from 'pg';
 import { UsageError } from '../../errors.js';
 import { COLUMNS } from '../rows.js';
+import { detailRawPg, roleRawPg } from './compact.js';
 
 const feedbackTexts = (col: string, parts: Array<[string, string]>) => {
   const branches = parts
@@ -107,7 +108,7 @@ CREATE VIEW score_detail_feedback AS
     ${strengths('d.feedback')} AS strengths, ${growths('d.feedback')} AS growths, d.created_at
   FROM score_details d;
 
--- raw is whole here: schema 6's _full views of the SQLite mirror are the tables themselves.
+-- raw is whole in version 1: the _full views are the tables themselves (version 2 rebuilds raw).
 CREATE VIEW role_results_full AS SELECT id, ${COLUMNS.role_results.join(', ')} FROM role_results;
 CREATE VIEW score_details_full AS SELECT id, ${COLUMNS.score_details.join(', ')} FROM score_details;
 
@@ -121,7 +122,30 @@ CREATE VIEW latest_results AS
   ) ranked WHERE rank_in_campaign = 1;
 `;
 
-const MIGRATIONS: string[] = [V1];
+const full = (table: 'role_results' | 'score_details', alias: string, raw: string) =>
+  `CREATE OR REPLACE VIEW ${table}_full AS SELECT ${alias}.id, ${COLUMNS[table]
+    .map((c) => (c === 'raw' ? `${raw} AS raw` : `${alias}.${c}`))
+    .join(', ')} FROM ${table} ${alias};`;
+
+/**
+ * DETAILED records stored once (compact.ts), as SQLite's schema 6: the _full views rebuild `raw`, and
+ * the rows already stored are compacted in place where the rebuild gives back the same jsonb value
+ * (details first, then the records that list them); any other row stays whole, which the views give
+ * back as it is.
+ */
+const emptied = (key: string) => `jsonb_typeof(t.raw -> '${key}') = 'array' AND jsonb_array_length(t.raw -> '${key}') > 0`;
+const V2 = `
+${full('role_results', 'r', roleRawPg('r'))}
+${full('score_details', 'd', detailRawPg('d'))}
+UPDATE score_details d SET raw = x.raw
+  FROM (SELECT t.id, jsonb_set(t.raw, '{eval_results}', '[]'::jsonb) AS raw FROM score_details t WHERE ${emptied('eval_results')}) x
+  WHERE d.id = x.id AND ${detailRawPg('x')} = d.raw;
+UPDATE role_results r SET raw = x.raw
+  FROM (SELECT t.id, jsonb_set(t.raw, '{score_details}', '[]'::jsonb) AS raw FROM role_results t WHERE ${emptied('score_details')}) x
+  WHERE r.id = x.id AND ${roleRawPg('x')} = r.raw;
+`;
+
+const MIGRATIONS: string[] = [V1, V2];
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;
 
 /** `name` quoted as an identifier (names are checked by url.ts's checkSchemaName first). */

@@ -1,7 +1,8 @@
 /**
  * Records into the PostgreSQL mirror through the Sink port (store/sinks/sink.ts). Each page is one
  * transaction: its rows (bulk statements, mirror.ts) and its checkpoint's compare-and-set commit
- * together, so a kill -9 at any instant loses and duplicates nothing. Pages of concurrent streams run
+ * together, so a kill -9 at any instant loses and duplicates nothing. A page that is one statement
+ * (role results without score details; the checkpoint is a CTE of it) runs without BEGIN/COMMIT. Pages of concurrent streams run
  * on connections of their own. A stream is opened under its advisory lock (lock.ts).
  *
  * As with SQLite, the first storage failure is final for the process: every later write throws it.
@@ -9,15 +10,13 @@
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
 import type { UpsertCounts } from '../mirror.js';
-import { campaignRow } from '../rows.js';
 import type { Sink } from '../sinks/sink.js';
+import { upsertCampaigns } from './campaigns.js';
 import type { PgDatabase } from './database.js';
 import type { PgLocks } from './lock.js';
 import { removeResults, storedIds, upsertRoles, upsertSessions } from './mirror.js';
 import type { PgState } from './state.js';
-import { toColumns, upsertChanged } from './statements.js';
-
-const UPSERT_CAMPAIGNS = upsertChanged('campaigns', false);
+import { CHECKPOINT_CONFLICT, hasUnstorable } from './statements.js';
 
 export class PgSink implements Sink {
   private broken: StorageError | undefined;
@@ -26,6 +25,8 @@ export class PgSink implements Sink {
     private readonly db: PgDatabase,
     private readonly state: PgState,
     private readonly locks: PgLocks,
+    /** Where the sink's warnings go (a record with U+0000 or a lone surrogate); none: dropped. */
+    private readonly warn: (text: string) => void = () => {},
   ) {}
 
   get failure(): StorageError | undefined {
@@ -45,18 +46,46 @@ export class PgSink implements Sink {
 
   async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
     return this.guard(async () => {
-      let moved = () => {};
-      const counts = await this.db.transaction(async (client) => {
-        const c =
-          id.endpoint === 'session'
-            ? await upsertSessions(client, records, id.campaignId)
-            : await upsertRoles(client, records, id.campaignId, id.reportType ?? 'DETAILED');
-        moved = await this.state.advance(client, id, move, c.inserted);
-        return c;
-      });
-      moved();
+      if (records.length === 0) {
+        let moved = () => {};
+        await this.db.transaction(async (client) => {
+          moved = await this.state.advance(client, id, move, 0);
+        });
+        moved();
+        return { inserted: 0, updated: 0 };
+      }
+      const cp = { stream: id.key, move };
+      const reportType = id.reportType ?? 'DETAILED';
+      // Rows without score details are one statement with the checkpoint: atomic without BEGIN/COMMIT.
+      const single = id.endpoint === 'role' && !records.some((r) => Array.isArray(r.record.score_details));
+      let counts: UpsertCounts;
+      try {
+        counts = single
+          ? await this.db.session((client) => upsertRoles(client, records, id.campaignId, reportType, cp))
+          : await this.db.transaction((client) =>
+              id.endpoint === 'session'
+                ? upsertSessions(client, records, id.campaignId, cp)
+                : upsertRoles(client, records, id.campaignId, reportType, cp),
+            );
+      } catch (err) {
+        if (move !== undefined && err instanceof Error && err.message.includes(CHECKPOINT_CONFLICT))
+          throw await this.state.conflict(id, move);
+        throw err;
+      }
+      this.state.moved(id, move);
+      this.warnNul(id, records);
       return counts;
     });
+  }
+
+  /** Not silent: the records of the page whose U+0000 or lone surrogates became U+FFFD (statements.ts). */
+  private warnNul(id: StreamId, records: CheckedRecord[]): void {
+    const ids = records.filter((r) => hasUnstorable(r.raw)).map((r) => r.id);
+    if (ids.length === 0) return;
+    const shown = ids.slice(0, 3).join(', ') + (ids.length > 3 ? `, and ${ids.length - 3} more` : '');
+    this.warn(
+      `stream ${id.key}: ${ids.length === 1 ? 'record' : `${ids.length} records`} ${shown} hold U+0000 or a lone surrogate in a string, which PostgreSQL cannot store: stored with U+FFFD in its place`,
+    );
   }
 
   async storedIds(id: StreamId): Promise<string[]> {
@@ -80,12 +109,7 @@ export class PgSink implements Sink {
   }
 
   async campaigns(list: Array<Record<string, unknown>>): Promise<void> {
-    const seenAt = new Date().toISOString();
-    // One row per id, in id order: two workers upserting the same campaigns take row locks in the same order.
-    const byId = new Map(list.map((c) => [String(c.id), c]));
-    const rows = [...byId.keys()].sort().map((k) => campaignRow(byId.get(k) as Record<string, unknown>, seenAt));
-    if (rows.length === 0) return;
-    await this.guard(() => this.db.query(UPSERT_CAMPAIGNS, toColumns('campaigns', rows), 'cannot write to'));
+    await this.guard(() => upsertCampaigns(this.db, list, new Date().toISOString()));
   }
 
   async openStream(id: StreamId): Promise<void> {

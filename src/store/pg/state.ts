@@ -55,13 +55,21 @@ export class PgState {
       'UPDATE sync_state SET cursor = $1, records = records + $2 WHERE stream = $3 AND cursor IS NOT DISTINCT FROM $4::bigint',
       [move.to, newRecords, id.key, move.from ?? null],
     );
-    if (r.rowCount !== 1) {
-      const found = await client.query<{ cursor: string | null }>('SELECT cursor FROM sync_state WHERE stream = $1', [id.key]);
-      throw new StorageError(
-        `checkpoint of stream ${id.key} is at ${found.rows[0]?.cursor ?? 'none'}, not at ${move.from ?? 'none'} where this process left it: another process or a restore changed ${this.db.name}; nothing more was written`,
-      );
-    }
-    return () => this.cursors.set(id.key, move.to);
+    if (r.rowCount !== 1) throw await this.conflict(id, move);
+    return () => this.moved(id, move);
+  }
+
+  /** After the page that moved the checkpoint committed. */
+  moved(id: StreamId, move: CheckpointMove | undefined): void {
+    if (move !== undefined) this.cursors.set(id.key, move.to);
+  }
+
+  /** The error of a page whose checkpoint another process moved (nothing of the page was written). */
+  async conflict(id: StreamId, move: CheckpointMove): Promise<StorageError> {
+    const found = await this.db.query<{ cursor: string | null }>('SELECT cursor FROM sync_state WHERE stream = $1', [id.key]);
+    return new StorageError(
+      `checkpoint of stream ${id.key} is at ${found.rows[0]?.cursor ?? 'none'}, not at ${move.from ?? 'none'} where this process left it: another process or a restore changed ${this.db.name}; nothing more was written`,
+    );
   }
 
   async end(id: StreamId, error: string | undefined, at: string): Promise<void> {

@@ -40,9 +40,29 @@ function zoned(v: unknown): string | null {
   return typeof v === 'string' && ZONED.test(v) && !Number.isNaN(Date.parse(v)) ? v : null;
 }
 
-/** A JSON text: PostgreSQL's jsonb cannot hold \u0000, so such a text is stored with it removed. */
-function jsonText(v: unknown): unknown {
-  return typeof v === 'string' && v.includes('\\u0000') ? v.replace(/(?<!\\)((?:\\\\)*)\\u0000/g, '$1') : v;
+/**
+ * PostgreSQL cannot store U+0000 in text or jsonb, nor a lone surrogate in jsonb (it rejects the whole
+ * statement): each one becomes U+FFFD, the replacement character, in every column of the row, so the
+ * record is kept and where a character was lost stays visible. The sink warns of each such page
+ * (sink.ts); README: team mirror. A record's JSON text (core/json.ts) writes a lone surrogate as a
+ * `\udXXX` escape (a pair is written as the character itself), and U+0000 as `\u0000`.
+ */
+export const UNSTORABLE = /(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/gi;
+
+/** A JSON text with each unstorable escape (not an escaped backslash before `u…`) as `\ufffd`. */
+export function jsonText<T>(v: T): T {
+  return typeof v === 'string' && v.includes('\\u') ? (v.replace(UNSTORABLE, '$1\\ufffd') as T) : v;
+}
+
+/** A text value with each U+0000 as U+FFFD (the driver's UTF-8 already writes a lone surrogate so). */
+function plainText(v: unknown): unknown {
+  return typeof v === 'string' && v.includes('\u0000') ? v.replaceAll('\u0000', '\ufffd') : v;
+}
+
+/** True when a record's JSON text holds U+0000 or a lone surrogate somewhere (a string or a key). */
+export function hasUnstorable(raw: string): boolean {
+  UNSTORABLE.lastIndex = 0;
+  return raw.includes('\\u') && UNSTORABLE.test(raw);
 }
 
 /** Rows (each in COLUMNS order) -> one array per column, converted where the PostgreSQL type needs it. */
@@ -54,7 +74,7 @@ export function toColumns(table: Table, rows: Values[]): unknown[][] {
     const column = out[j] as unknown[];
     for (let i = 0; i < rows.length; i++) {
       const v = (rows[i] as Values)[j];
-      column[i] = type === 'timestamptz' ? zoned(v) : type === 'jsonb' ? jsonText(v) : v;
+      column[i] = type === 'timestamptz' ? zoned(v) : type === 'jsonb' ? jsonText(v) : type === 'text' ? plainText(v) : v;
     }
   });
   return out;
@@ -80,6 +100,32 @@ export function upsertChanged(table: 'session_results' | 'role_results' | 'campa
   return `INSERT INTO ${table} (${cols.join(', ')}) ${unnest(table)} ON CONFLICT (id) DO UPDATE SET ${set}${where} RETURNING id, (xmax = 0) AS inserted`;
 }
 
+/** Inserts the rows whose key is new; returns their ids. */
+export function insertNew(table: 'score_details'): string {
+  return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${unnest(table)} ON CONFLICT (id) DO NOTHING RETURNING id`;
+}
+
 export function insertAll(table: 'eval_results'): string {
   return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${unnest(table)}`;
+}
+
+/**
+ * `upsert` (an upsertChanged statement) with the page's checkpoint in the same statement: the
+ * compare-and-set of sync_state (cursor from `$n+3` to `$n+1`, or kept when `$n+4` is false, and the
+ * count of new rows added) as a data-modifying CTE. A last row with a NULL id says it moved; when it
+ * did not (another process moved the checkpoint), the statement fails with `CHECKPOINT_CONFLICT` in
+ * its message, so nothing of the page is written even outside a transaction.
+ */
+export function withCheckpoint(upsert: string, params: number): string {
+  const [to, stream, from, move] = [params + 1, params + 2, params + 3, params + 4];
+  return `WITH w AS (${upsert}), c AS (UPDATE sync_state SET cursor = CASE WHEN $${move}::boolean THEN $${to}::bigint ELSE cursor END, records = records + (SELECT count(*) FROM w WHERE inserted) WHERE stream = $${stream}::text AND (NOT $${move}::boolean OR cursor IS NOT DISTINCT FROM $${from}::bigint) RETURNING 1)
+SELECT id, inserted FROM w UNION ALL SELECT NULL, CASE WHEN (SELECT count(*) FROM c) = 1 THEN true ELSE ('${CHECKPOINT_CONFLICT} ' || (SELECT count(*) FROM c))::int > 0 END`;
+}
+
+/** In the message of the error a withCheckpoint statement fails with when the checkpoint moved. */
+export const CHECKPOINT_CONFLICT = 'campaign-sync checkpoint conflict';
+
+/** The parameters of withCheckpoint's CTE for a page of stream `stream`. */
+export function checkpointParams(stream: string, move: { from: bigint | undefined; to: bigint } | undefined): unknown[] {
+  return move === undefined ? [null, stream, null, false] : [move.to, stream, move.from ?? null, true];
 }

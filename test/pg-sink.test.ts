@@ -1,0 +1,51 @@
+/**
+ * The PostgreSQL sink's pages (store/pg/sink.ts): a page's rows and its checkpoint's compare-and-set
+ * commit together or not at all, both for a page of one statement (OVERALL role results: the
+ * checkpoint is a CTE of the upsert, no BEGIN/COMMIT) and for a page in a transaction (DETAILED).
+ */
+import { expect, it } from 'vitest';
+import { toJson } from '../src/core/json.js';
+import { type CheckedRecord, streamId } from '../src/core/types.js';
+import { StorageError } from '../src/errors.js';
+import { openPgMirror } from '../src/store/pg/open.js';
+import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
+
+function role(id: string, orderIndex: bigint, detailed: boolean): CheckedRecord {
+  const record: Record<string, unknown> = { id, order_index: Number(orderIndex), overall_score: 3 };
+  if (detailed) record.score_details = [{ id: `${id}-d`, score: 1, eval_results: [] }];
+  return { record, id, orderIndex, raw: toJson(record) };
+}
+
+const count = async (m: Awaited<ReturnType<typeof openPgMirror>>, sql: string) => Number((await m.db.query(sql)).rows[0]?.n);
+
+describePg('PostgreSQL sink pages', () => {
+  for (const detailed of [false, true]) {
+    const kind = detailed ? 'DETAILED (a transaction)' : 'OVERALL (one statement)';
+    it(`${kind}: rows and checkpoint commit together; a moved checkpoint writes nothing`, async () => {
+      const m = await openPgMirror(PG_URL, freshSchema(), 1);
+      try {
+        const id = streamId('c1', 'role', detailed ? 'DETAILED' : 'OVERALL');
+        await m.sink.openStream(id);
+        const first = await m.sink.commitPage(id, [role('r1', 1n, detailed), role('r2', 2n, detailed)], { from: undefined, to: 2n });
+        expect(first).toEqual({ inserted: 2, updated: 0 });
+        expect(m.state.cursor(id)).toBe(2n);
+        const row = (await m.db.query('SELECT cursor::text AS c, records::text AS n FROM sync_state WHERE stream = $1', [id.key])).rows[0];
+        expect(row).toEqual({ c: '2', n: '2' });
+        // A backfill page (no move) counts new records and leaves the cursor.
+        expect(await m.sink.commitPage(id, [role('r0', 0n, detailed)], undefined)).toEqual({ inserted: 1, updated: 0 });
+        expect(await count(m, 'SELECT records AS n FROM sync_state')).toBe(3);
+        // Another process moved the checkpoint: the page is refused whole.
+        await m.db.query('UPDATE sync_state SET cursor = 9 WHERE stream = $1', [id.key]);
+        const err = await m.sink.commitPage(id, [role('r3', 3n, detailed)], { from: 2n, to: 3n }).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(StorageError);
+        expect((err as Error).message).toMatch(/checkpoint of stream c1\/role\/\w+ is at 9, not at 2 where this process left it/);
+        expect(await count(m, "SELECT count(*) AS n FROM role_results WHERE id = 'r3'")).toBe(0);
+        expect(await count(m, 'SELECT count(*) AS n FROM score_details')).toBe(detailed ? 3 : 0);
+        expect(await count(m, 'SELECT records AS n FROM sync_state')).toBe(3);
+        expect(m.state.cursor(id)).toBe(2n);
+      } finally {
+        await m.release();
+      }
+    });
+  }
+});
