@@ -5,7 +5,6 @@ import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
 import { parseJson, toJson } from '../src/core/json.js';
-import type { CheckedRecord } from '../src/core/types.js';
 import { Checkpoints } from '../src/store/checkpoints.js';
 import { openDatabase } from '../src/store/db.js';
 import { Mirror } from '../src/store/mirror.js';
@@ -13,21 +12,7 @@ import { SqliteSink } from '../src/store/sinks/sqlite.js';
 import { runPass } from '../src/sync/pass.js';
 import { cli, clientConfig, servedObjects, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
-
-/** A record as the sync hands it to the mirror: parsed losslessly, `raw` its JSON text. */
-function checked(text: string): CheckedRecord {
-  const record = parseJson(text) as Record<string, unknown>;
-  return { record, id: String(record.id), orderIndex: 1n, raw: toJson(record) };
-}
-
-const evalOf = (n: number, over: Record<string, unknown> = {}) => ({
-  score: `${n}.5`,
-  skill: { key: `SKILL_${n}`, label: `Skill ${n}` },
-  rationale: `because ${n}`,
-  evaluated_at: '2026-01-02T00:00:00.000Z',
-  evaluation_id: `e${n}`,
-  ...over,
-});
+import { checked, evalOf } from './helpers/records.js';
 
 const detailOf = (id: string, evals: unknown[] | null, over: Record<string, unknown> = {}) => ({
   id,

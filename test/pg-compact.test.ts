@@ -4,7 +4,7 @@
  * out, and a record read again is rewritten only when its content changed, details included.
  */
 import { expect, it } from 'vitest';
-import { parseJson, toJson } from '../src/core/json.js';
+import { toJson } from '../src/core/json.js';
 import type { CheckedRecord } from '../src/core/types.js';
 import type { UpsertCounts } from '../src/store/mirror.js';
 import { PgDatabase } from '../src/store/pg/database.js';
@@ -12,20 +12,11 @@ import { pgExportRows } from '../src/store/pg/export.js';
 import { upsertRoles } from '../src/store/pg/mirror.js';
 import { cli, servedRecords, sim } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
+import { checked, evalOf as specEval } from './helpers/records.js';
 
-function checked(text: string): CheckedRecord {
-  const record = parseJson(text) as Record<string, unknown>;
-  return { record, id: String(record.id), orderIndex: 1n, raw: toJson(record) };
-}
-
-const evalOf = (n: number, over: Record<string, unknown> = {}) => ({
-  score: `${n}.5`,
-  skill: { key: `SKILL_${n}`, label: `Skill ${n}` },
-  rationale: `because ${n}`,
-  evaluated_at: '2026-01-02T03:04:05.678Z',
-  evaluation_id: `e${n}`,
-  ...over,
-});
+// A time with milliseconds: an eval result is split out only when its `evaluated_at` reads back from
+// timestamptz as written.
+const evalOf = (n: number, over: Record<string, unknown> = {}) => specEval(n, { evaluated_at: '2026-01-02T03:04:05.678Z', ...over });
 
 const detailOf = (id: string, evals: unknown[] | null, over: Record<string, unknown> = {}) => ({
   id,

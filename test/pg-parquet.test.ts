@@ -8,18 +8,8 @@ import { join } from 'node:path';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { expect, it } from 'vitest';
 import { cli, sim, tempDir } from './helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgClient } from './helpers/pg.js';
+import { describePg, freshSchema, PG_URL, pgRows } from './helpers/pg.js';
 import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
-
-async function query(schema: string, sql: string): Promise<Array<Record<string, unknown>>> {
-  const c = await pgClient();
-  try {
-    await c.query(`SET search_path TO ${schema}`);
-    return (await c.query(sql)).rows;
-  } finally {
-    await c.end();
-  }
-}
 
 async function readParquet(path: string) {
   const bytes = readFileSync(path);
@@ -49,7 +39,7 @@ describePg('export --format parquet and campaigns with PostgreSQL', () => {
       expect(r.code, `${name}: ${r.stderr}`).toBe(0);
       expect((statSync(out).mode & 0o777).toString(8)).toBe('600');
       const { rows, schema: elements } = await readParquet(out);
-      const count = await query(schema, `SELECT count(*)::int AS n FROM ${table}`);
+      const count = await pgRows(schema, `SELECT count(*)::int AS n FROM ${table}`);
       expect(rows.length, name).toBe(count[0]?.n);
       expect(rows.length, name).toBeGreaterThan(0);
       const types = new Map(elements.map((e) => [e.name, e.type]));
@@ -57,12 +47,12 @@ describePg('export --format parquet and campaigns with PostgreSQL', () => {
         expect(types.get('order_index')).toBe('INT64');
         expect(types.get('created_at')).toBe('INT64');
         // order_index past 2^53, exact, as the server holds it.
-        const byId = new Map((await query(schema, `SELECT id, order_index::text AS o FROM ${table}`)).map((x) => [x.id, x.o]));
+        const byId = new Map((await pgRows(schema, `SELECT id, order_index::text AS o FROM ${table}`)).map((x) => [x.id, x.o]));
         for (const row of rows) expect(String(row.order_index)).toBe(byId.get(row.id));
         expect(rows.some((row) => (row.order_index as bigint) > 2n ** 53n)).toBe(true);
         // Timestamps: UTC microseconds of the stored instant.
         const times = new Map(
-          (await query(schema, `SELECT id, (extract(epoch FROM created_at) * 1000000)::bigint::text AS t FROM ${table}`)).map((x) => [
+          (await pgRows(schema, `SELECT id, (extract(epoch FROM created_at) * 1000000)::bigint::text AS t FROM ${table}`)).map((x) => [
             x.id,
             x.t,
           ]),
@@ -87,14 +77,14 @@ describePg('export --format parquet and campaigns with PostgreSQL', () => {
     });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout + r.stderr).not.toContain(TEST_PG_PASSWORD);
-    const stored = await query(schema, 'SELECT id, name FROM campaigns ORDER BY id');
+    const stored = await pgRows(schema, 'SELECT id, name FROM campaigns ORDER BY id');
     expect(stored.map((x) => x.id)).toEqual(s.data.campaigns.map((c) => c.id).sort());
     // Again: the same rows, no duplicates; a bad --pg-schema is a usage error before the service is asked.
     expect(
       (await cli(['campaigns', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } }))
         .code,
     ).toBe(0);
-    expect((await query(schema, 'SELECT count(*)::int AS n FROM campaigns'))[0]?.n).toBe(3);
+    expect((await pgRows(schema, 'SELECT count(*)::int AS n FROM campaigns'))[0]?.n).toBe(3);
     const bad = await cli(['campaigns', '--db', PG_URL, '--pg-schema', 'Bad-Name', '--base-url', s.url], {
       env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
     });

@@ -6,7 +6,7 @@
 import { createServer } from 'node:net';
 import { expect, it } from 'vitest';
 import { cli, sim } from './helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgClient } from './helpers/pg.js';
+import { describePg, freshSchema, PG_URL, pgClient, pgRows } from './helpers/pg.js';
 import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
 
 async function scalar(schema: string, sql: string): Promise<string> {
@@ -15,16 +15,6 @@ async function scalar(schema: string, sql: string): Promise<string> {
     const r = await c.query(`SET search_path TO ${schema}; ${sql}`);
     const rows = (Array.isArray(r) ? r.at(-1) : r).rows as Array<Record<string, unknown>>;
     return String(Object.values(rows[0] ?? {})[0]);
-  } finally {
-    await c.end();
-  }
-}
-
-async function rows(schema: string, sql: string): Promise<Array<Record<string, unknown>>> {
-  const c = await pgClient();
-  try {
-    await c.query(`SET search_path TO ${schema}`);
-    return (await c.query(sql)).rows;
   } finally {
     await c.end();
   }
@@ -59,14 +49,14 @@ describePg('pull into PostgreSQL', () => {
     expect(await scalar(schema, 'SELECT count(*) FROM score_details')).toBe(String(details));
     expect(await scalar(schema, 'SELECT count(*) FROM eval_results')).toBe(String(evals));
     // Cursors and order_index exact: compared as text, never through a JS number.
-    const state = await rows(schema, 'SELECT campaign_id, cursor::text AS cursor, records::text AS records FROM sync_state');
+    const state = await pgRows(schema, 'SELECT campaign_id, cursor::text AS cursor, records::text AS records FROM sync_state');
     expect(state.length).toBe(3);
     for (const row of state) {
       const c = s.data.byId.get(row.campaign_id as string);
       expect(row.cursor).toBe(String(s.data.orderIndex(c as NonNullable<typeof c>, 119)));
       expect(row.records).toBe('120');
     }
-    const top = await rows(
+    const top = await pgRows(
       schema,
       'SELECT max(order_index)::text AS m FROM (SELECT order_index FROM session_results UNION ALL SELECT order_index FROM role_results) x',
     );

@@ -44,6 +44,17 @@ export async function pgClient(): Promise<pg.Client> {
   return c;
 }
 
+/** The rows of `sql` run in `schema`, on a client of its own. */
+export async function pgRows(schema: string, sql: string): Promise<Array<Record<string, unknown>>> {
+  const c = await pgClient();
+  try {
+    await c.query(`SET search_path TO ${schema}`);
+    return (await c.query(sql)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
 afterAll(async () => {
   if (!PG_URL || schemas.length === 0) return;
   const c = await pgClient();
