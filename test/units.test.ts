@@ -8,6 +8,7 @@ import { parseDate, parseDuration, parseRate } from '../src/config/duration.js';
 import { NumberText, parseJson, toJson } from '../src/core/json.js';
 import { ApiError, AuthError, NetworkError, UsageError } from '../src/errors.js';
 import { SlidingWindow } from '../src/simulator/window.js';
+import { holdsUnstorable, UNSTORABLE } from '../src/store/pg/statements.js';
 import { formatCount } from '../src/ui/table.js';
 import { tempDir } from './helpers/index.js';
 
@@ -232,6 +233,28 @@ describe('lossless JSON', () => {
     const w = parseJson('{"last_record_index":10.0,"x":1.0}') as Record<string, unknown>;
     expect(w.last_record_index).toBeInstanceOf(NumberText);
     expect(w.x).toBe(1);
+  });
+});
+
+describe('what PostgreSQL cannot store (team mirror)', () => {
+  it('finds U+0000 and lone surrogates in a parsed record exactly where its JSON text has the escapes it rewrites', () => {
+    const strings = ['plain', 'a\u0000b', '\ud800', 'x\udfffy', '\ud83d\ude00', '\ude00\ud83d', 'C:\\u0000dir', '', '\u0001', '\ufffd'];
+    const shapes = (s: string) => [
+      { s },
+      { [s]: 1 },
+      { a: [1, { b: [s] }] },
+      [null, s, 2n],
+      { n: new NumberText('1.0'), deep: { deeper: s } },
+    ];
+    for (const s of strings) {
+      for (const value of shapes(s)) {
+        const text = toJson(value);
+        UNSTORABLE.lastIndex = 0;
+        expect(holdsUnstorable(value), JSON.stringify(text)).toBe(UNSTORABLE.test(text));
+      }
+    }
+    expect(holdsUnstorable({ a: 'a\u0000b' })).toBe(true);
+    expect(holdsUnstorable({ a: '\ud83d\ude00' })).toBe(false);
   });
 });
 

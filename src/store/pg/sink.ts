@@ -16,7 +16,7 @@ import type { PgDatabase } from './database.js';
 import type { PgLocks } from './lock.js';
 import { removeResults, storedIds, upsertRoles, upsertSessions } from './mirror.js';
 import type { PgState } from './state.js';
-import { CHECKPOINT_CONFLICT, hasUnstorable } from './statements.js';
+import { CHECKPOINT_CONFLICT, holdsUnstorable } from './statements.js';
 
 export class PgSink implements Sink {
   private broken: StorageError | undefined;
@@ -80,7 +80,7 @@ export class PgSink implements Sink {
 
   /** Not silent: the records of the page whose U+0000 or lone surrogates became U+FFFD (statements.ts). */
   private warnNul(id: StreamId, records: CheckedRecord[]): void {
-    const ids = records.filter((r) => hasUnstorable(r.raw)).map((r) => r.id);
+    const ids = records.filter((r) => holdsUnstorable(r.record)).map((r) => r.id);
     if (ids.length === 0) return;
     const shown = ids.slice(0, 3).join(', ') + (ids.length > 3 ? `, and ${ids.length - 3} more` : '');
     this.warn(

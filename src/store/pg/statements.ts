@@ -59,10 +59,31 @@ function plainText(v: unknown): unknown {
   return typeof v === 'string' && v.includes('\u0000') ? v.replaceAll('\u0000', '\ufffd') : v;
 }
 
-/** True when a record's JSON text holds U+0000 or a lone surrogate somewhere (a string or a key). */
-export function hasUnstorable(raw: string): boolean {
-  UNSTORABLE.lastIndex = 0;
-  return raw.includes('\\u') && UNSTORABLE.test(raw);
+/** U+0000, or a surrogate that is not half of a pair (with the `u` flag a pair is one code point). */
+const UNSTORABLE_CHAR = /[\0\p{Cs}]/u;
+
+/**
+ * True when a string or key anywhere in a parsed record holds U+0000 or a lone surrogate: exactly the
+ * records whose JSON text holds an escape UNSTORABLE rewrites. Walked rather than read from the
+ * record's text, which a DETAILED record stored once never needs whole (a stringify per record).
+ */
+export function holdsUnstorable(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (UNSTORABLE_CHAR.test(v)) return true;
+    } else if (Array.isArray(v)) {
+      for (const x of v) if (x !== null && (typeof x === 'object' || typeof x === 'string')) stack.push(x);
+    } else if (v !== null && typeof v === 'object') {
+      for (const k in v) {
+        if (UNSTORABLE_CHAR.test(k)) return true;
+        const x = (v as Record<string, unknown>)[k];
+        if (x !== null && (typeof x === 'object' || typeof x === 'string')) stack.push(x);
+      }
+    }
+  }
+  return false;
 }
 
 /** Rows (each in COLUMNS order) -> one array per column, converted where the PostgreSQL type needs it. */
