@@ -28,6 +28,8 @@ function cliAsUser(args: string[], env: Record<string, string> = {}): Promise<Cl
     });
     let stdout = '';
     let stderr = '';
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);

@@ -83,6 +83,10 @@ export function cli(
     const child = spawnCli(args, opts);
     let stdout = '';
     let stderr = '';
+    // Decoded as a stream: a pipe may cut a multi-byte character between two reads, and decoding each
+    // read alone turned "é" into two U+FFFD (seen on Node 22 with export's 1 MB writes).
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000);
@@ -108,6 +112,8 @@ export function startCli(args: string[], opts: { env?: Record<string, string | u
   const child = spawnCli(args, opts);
   let out = '';
   let err = '';
+  child.stdout?.setEncoding('utf8');
+  child.stderr?.setEncoding('utf8');
   child.stdout?.on('data', (d) => (out += d));
   child.stderr?.on('data', (d) => (err += d));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>

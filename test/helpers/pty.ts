@@ -59,6 +59,7 @@ export function ptyCli(args: string[], opts: { env: NodeJS.ProcessEnv; cwd?: str
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   let screen = '';
+  child.stdout.setEncoding('utf8');
   child.stdout.on('data', (d) => (screen += d));
   let done = false;
   const exited = new Promise<number | null>((resolve) =>
