@@ -131,6 +131,16 @@ export async function walkStream(
     return request;
   };
 
+  // The page whose commit is under way: a store over the network (PostgreSQL) writes page N while
+  // page N+1 is read and checked. One commit at a time, in page order: page N+1 is handed to the
+  // sink only once page N's commit has succeeded, so a failed page stops the stream before the next
+  // one is written, and each checkpoint move starts where the last committed one ended.
+  let committing: Promise<void> | undefined;
+  const settle = async () => {
+    const inFlight = committing;
+    committing = undefined;
+    if (inFlight) await inFlight;
+  };
   try {
     if (deps.signal?.aborted) throw new AbortedError();
     let pending = fetchPage(cursor);
@@ -146,24 +156,36 @@ export async function walkStream(
         pending = fetchPage(step.next);
         await letRequestOut();
       }
+      await settle();
       // An empty last page leaves the checkpoint where it was.
       const checkpoint = !walk.checkpoint || last === undefined ? undefined : last;
-      const done = await deps.sink.commitPage(id, checked, checkpoint === undefined ? undefined : { from: committed, to: checkpoint });
-      if (checkpoint !== undefined) committed = checkpoint;
-      walk.onPage?.(checked);
-      counts.records += checked.length;
-      counts.inserted += done.inserted;
-      counts.updated += done.updated;
-      totals.records += checked.length;
-      totals.requests = deps.client.requests;
-      deps.events?.page?.({ stream: id, records: checked.length, progress: { ...totals } });
+      const move = checkpoint === undefined ? undefined : { from: committed, to: checkpoint };
+      committing = deps.sink.commitPage(id, checked, move).then((done) => {
+        if (checkpoint !== undefined) committed = checkpoint;
+        walk.onPage?.(checked);
+        counts.records += checked.length;
+        counts.inserted += done.inserted;
+        counts.updated += done.updated;
+        totals.records += checked.length;
+        totals.requests = deps.client.requests;
+        deps.events?.page?.({ stream: id, records: checked.length, progress: { ...totals } });
+      });
+      // Awaited by settle() (or dropped if the stream stops first): never an unhandled rejection.
+      committing.catch(() => {});
       if (step.done) break;
       if (deps.signal?.aborted) throw new AbortedError();
       cursor = step.next;
     }
+    await settle();
   } finally {
-    counts.requests += counter.requests;
-    counts.bytes += counter.bytes;
+    // A stream that stops (an abort, a bad page) still waits for the page being committed, so what it
+    // reports is what the destination holds; that page's own failure is the one thrown, if it failed.
+    try {
+      await settle();
+    } finally {
+      counts.requests += counter.requests;
+      counts.bytes += counter.bytes;
+    }
   }
   return committed;
 }
