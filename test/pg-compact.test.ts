@@ -10,6 +10,7 @@ import type { UpsertCounts } from '../src/store/mirror.js';
 import { PgDatabase } from '../src/store/pg/database.js';
 import { pgExportRows } from '../src/store/pg/export.js';
 import { upsertRoles } from '../src/store/pg/mirror.js';
+import { PG_SCHEMA_VERSION } from '../src/store/pg/schema.js';
 import { cli, servedRecords, sim } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
 import { checked, evalOf as specEval } from './helpers/records.js';
@@ -181,7 +182,7 @@ describePg('DETAILED records stored once in PostgreSQL', () => {
     }, schema);
     // Opening it migrates.
     await withDb(async (db) => {
-      expect((await db.query("SELECT value FROM meta WHERE key = 'schema_version'")).rows[0]?.value).toBe('2');
+      expect((await db.query("SELECT value FROM meta WHERE key = 'schema_version'")).rows[0]?.value).toBe(String(PG_SCHEMA_VERSION));
       const roles = await db.query<{ id: string }>('SELECT id FROM role_results');
       expect(roles.rowCount).toBeGreaterThan(0);
       expect(

@@ -49,3 +49,44 @@ describePg('PostgreSQL sink pages', () => {
     });
   }
 });
+
+/** The storage options of the tables that hold records' raw. */
+async function tableOptions(m: Awaited<ReturnType<typeof openPgMirror>>, schema: string) {
+  const sql =
+    "SELECT relname, reloptions FROM pg_class WHERE relnamespace = $1::regnamespace AND relname IN ('session_results', 'role_results', 'score_details') ORDER BY relname";
+  return (await m.db.query<{ relname: string; reloptions: string[] | null }>(sql, [schema])).rows;
+}
+const TARGET = ['role_results', 'score_details', 'session_results'].map((relname) => ({
+  relname,
+  reloptions: ['toast_tuple_target=8160'],
+}));
+
+describePg('PostgreSQL storage of records', () => {
+  it('keeps a record of a few KB inline and uncompressed, as SQLite does (schema 3), on a new mirror and a migrated one', async () => {
+    const schema = freshSchema();
+    const m = await openPgMirror(PG_URL, schema, 1);
+    try {
+      expect(await tableOptions(m, schema)).toEqual(TARGET);
+      const id = streamId('c1', 'role', 'OVERALL');
+      await m.sink.openStream(id);
+      const record = { id: 'big', order_index: 1, overall_score: 3, notes: 'x'.repeat(3000) };
+      await m.sink.commitPage(id, [{ record, id: 'big', orderIndex: 1n, raw: toJson(record) }], { from: undefined, to: 1n });
+      const version = Number((await m.db.query('SHOW server_version_num')).rows[0]?.server_version_num);
+      // pg_column_compression (PostgreSQL 14+): NULL for a value stored as it is.
+      if (version >= 140000) {
+        expect((await m.db.query("SELECT pg_column_compression(raw) AS c FROM role_results WHERE id = 'big'")).rows).toEqual([{ c: null }]);
+      }
+      // A schema-2 mirror gets the same setting when it is opened.
+      for (const t of ['session_results', 'role_results', 'score_details']) await m.db.query(`ALTER TABLE ${t} RESET (toast_tuple_target)`);
+      await m.db.query("UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+    } finally {
+      await m.release();
+    }
+    const again = await openPgMirror(PG_URL, schema, 1);
+    try {
+      expect(await tableOptions(again, schema)).toEqual(TARGET);
+    } finally {
+      await again.release();
+    }
+  });
+});

@@ -145,7 +145,14 @@ UPDATE role_results r SET raw = x.raw
   WHERE r.id = x.id AND ${roleRawPg('x')} = r.raw;
 `;
 
-const MIGRATIONS: string[] = [V1, V2];
+/**
+ * Records stored inline and uncompressed up to a whole page (8160 bytes), as SQLite stores them: with
+ * the default target (2032 bytes) a session result's `raw` (~2 KB) was pglz-compressed on most
+ * inserts, a quarter of the server's CPU for a session pull. Rows already stored stay as they are.
+ */
+const V3 = ['session_results', 'role_results', 'score_details'].map((t) => `ALTER TABLE ${t} SET (toast_tuple_target = 8160);`).join('\n');
+
+const MIGRATIONS: string[] = [V1, V2, V3];
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;
 
 /** `name` quoted as an identifier (names are checked by url.ts's checkSchemaName first). */
