@@ -8,7 +8,7 @@ import { parseDate, parseDuration, parseRate } from '../src/config/duration.js';
 import { NumberText, parseJson, toJson } from '../src/core/json.js';
 import { ApiError, AuthError, NetworkError, UsageError } from '../src/errors.js';
 import { SlidingWindow } from '../src/simulator/window.js';
-import { holdsUnstorable, toPage, UNSTORABLE } from '../src/store/pg/statements.js';
+import { holdsUnstorable, rowParams, UNSTORABLE } from '../src/store/pg/statements.js';
 import { COLUMNS } from '../src/store/rows.js';
 import { formatCount } from '../src/ui/table.js';
 import { tempDir } from './helpers/index.js';
@@ -259,29 +259,48 @@ describe('what PostgreSQL cannot store (team mirror)', () => {
   });
 });
 
-describe("a page as PostgreSQL's one jsonb parameter (team mirror)", () => {
-  it('writes each cell as the column reads it back: text exact but for U+0000 and lone surrogates, jsonb as it is, int64 exact', () => {
-    const hostile = 'q"uo\\te\n\ttab </x> \ud83d\ude00 é';
-    const evalRow = ['score_detail', 'd-1', hostile, 'a\u0000b', 'x\ud800y\udc00', 0.1, '12', null, '2026-01-02 03:04', 'c-1', 3];
-    const page = JSON.parse(toPage('eval_results', [evalRow, evalRow.map(() => null)]));
-    expect(page[0]).toEqual(['score_detail', 'd-1', hostile, 'a\ufffdb', 'x\ufffdy\ufffd', 0.1, '12', null, null, 'c-1', 3]);
-    expect(page[1]).toEqual(evalRow.map(() => null));
-    // role_results: jsonb cells wrapped in an array, so a JSON null value and NULL stay apart.
+describe("PostgreSQL's bulk parameters (team mirror)", () => {
+  const hostile = 'q"uo\\te\n\ttab </x> \u007f \ud83d\ude00 é';
+  const evalRow = ['score_detail', 'd-1', hostile, 'a\u0000b', 'x\ud800y\udc00', 0.1, '12', null, '2026-01-02 03:04', 'c-1', 3];
+  const evalCells = ['score_detail', 'd-1', hostile, 'a\ufffdb', 'x\ufffdy\ufffd', 0.1, '12', null, null, 'c-1', 3];
+
+  it('eval results go as one array per column: text exact but for U+0000 and lone surrogates, a time without a zone NULL', () => {
+    const params = rowParams('eval_results', [evalRow, evalRow.map(() => null)]);
+    expect(params).toEqual(evalCells.map((v) => [v, null]));
+  });
+
+  it('a table with raw goes as one jsonb page: each cell as the column reads it back, jsonb as it is, int64 exact', () => {
     const raw = '{"id":"r\\u0000","n":12345678901234567890123,"s":"\\u0000 and \\\\u0000"}';
     const row: unknown[] = COLUMNS.role_results.map(() => null);
-    row[COLUMNS.role_results.indexOf('additional_scores')] = 'null';
-    row[COLUMNS.role_results.indexOf('order_index')] = 9223372036854775807n;
-    row[COLUMNS.role_results.indexOf('created_at')] = '2026-01-02T03:04:05.678+02:00';
-    row[COLUMNS.role_results.indexOf('raw')] = raw;
+    const at = (c: (typeof COLUMNS.role_results)[number]) => COLUMNS.role_results.indexOf(c);
+    row[at('additional_scores')] = 'null';
+    row[at('order_index')] = 9223372036854775807n;
+    row[at('created_at')] = '2026-01-02T03:04:05.678+02:00';
+    row[at('updated_at')] = '2026-01-02 03:04';
+    row[at('overall_score')] = 0.1;
+    row[at('raw')] = raw;
+    // Text cells: plain ones take the fast path, the others are escaped and cleaned.
+    row[at('user_id')] = 'plain-id';
+    row[at('user_email')] = hostile;
+    row[at('cefr')] = 'a\u0000b';
+    row[at('recommendation_status')] = 'x\ud800y\udc00';
     row.push('r-1');
-    const text = toPage('role_results', [row]);
+    const params = rowParams('role_results', [row, [...COLUMNS.role_results.map(() => null), 'r-2']]);
+    expect(params.length).toBe(1);
+    const text = params[0] as string;
     expect(text).toContain(',9223372036854775807,');
     expect(text).toContain('[{"id":"r\\ufffd","n":12345678901234567890123,"s":"\\ufffd and \\\\u0000"}]');
-    const [parsed] = JSON.parse(text);
-    expect(parsed[COLUMNS.role_results.indexOf('additional_scores')]).toEqual([null]);
-    expect(parsed[COLUMNS.role_results.indexOf('user_id')]).toBeNull();
-    expect(parsed[COLUMNS.role_results.indexOf('created_at')]).toBe('2026-01-02T03:04:05.678+02:00');
+    const [parsed, empty] = JSON.parse(text);
+    expect(parsed[at('additional_scores')]).toEqual([null]);
+    expect(parsed[at('user_id')]).toBe('plain-id');
+    expect(parsed[at('user_email')]).toBe(hostile);
+    expect(parsed[at('cefr')]).toBe('a\ufffdb');
+    expect(parsed[at('recommendation_status')]).toBe('x\ufffdy\ufffd');
+    expect(parsed[at('overall_score')]).toBe(0.1);
+    expect(parsed[at('created_at')]).toBe('2026-01-02T03:04:05.678+02:00');
+    expect(parsed[at('updated_at')]).toBeNull();
     expect(parsed.at(-1)).toBe('r-1');
+    expect(empty).toEqual([...COLUMNS.role_results.map(() => null), 'r-2']);
   });
 });
 

@@ -3,7 +3,7 @@ import { ROUTES } from '../../spec/paths.js';
 import type { SkippedCampaign } from '../campaigns.js';
 import { campaignRow } from '../rows.js';
 import type { PgDatabase } from './database.js';
-import { toPage, upsertChanged } from './statements.js';
+import { rowParams, upsertChanged } from './statements.js';
 
 const UPSERT = upsertChanged('campaigns', false);
 
@@ -12,7 +12,7 @@ export async function upsertCampaigns(db: PgDatabase, list: Array<Record<string,
   // One row per id, in id order: two workers upserting the same campaigns take row locks in the same order.
   const byId = new Map(list.map((c) => [String(c.id), c]));
   const rows = [...byId.keys()].sort().map((k) => campaignRow(byId.get(k) as Record<string, unknown>, seenAt));
-  if (rows.length > 0) await db.query(UPSERT, [toPage('campaigns', rows)], 'cannot write to');
+  if (rows.length > 0) await db.query(UPSERT, rowParams('campaigns', rows), 'cannot write to');
 }
 
 /** Campaign id -> the name people know it by: its name, else its display name, else its id. */

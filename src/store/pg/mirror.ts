@@ -10,7 +10,7 @@ import type { CheckedRecord, CheckpointMove, Endpoint, StreamId } from '../../co
 import type { UpsertCounts } from '../mirror.js';
 import { evalRows, roleRow, sessionRow, type Values } from '../rows.js';
 import { type PgSplit, roleRawPg, splitPg } from './compact.js';
-import { checkpointParams, insertAll, insertNew, jsonText, PAGE_PARAMS, toPage, upsertChanged, withCheckpoint } from './statements.js';
+import { checkpointParams, insertAll, insertNew, jsonText, rowParamCount, rowParams, upsertChanged, withCheckpoint } from './statements.js';
 
 /** The stream whose checkpoint a page moves, in the same statement as the page's first upsert. */
 export interface PageCheckpoint {
@@ -19,8 +19,8 @@ export interface PageCheckpoint {
 }
 
 const SQL = {
-  session: withCheckpoint(upsertChanged('session_results'), PAGE_PARAMS),
-  role: withCheckpoint(upsertChanged('role_results'), PAGE_PARAMS),
+  session: withCheckpoint(upsertChanged('session_results'), rowParamCount('session_results')),
+  role: withCheckpoint(upsertChanged('role_results'), rowParamCount('role_results')),
   // A detail id another result holds stays with it (the SQLite mirror's rule); not returned.
   detail: insertNew('score_details'),
   evals: insertAll('eval_results'),
@@ -54,7 +54,7 @@ function lastOfEach(records: CheckedRecord[]): CheckedRecord[] {
 
 /** Upserts the rows and moves the checkpoint; returns the rows written (new or changed). */
 async function upsert(client: pg.ClientBase, sql: string, table: 'session_results' | 'role_results', rows: Values[], cp: PageCheckpoint) {
-  const params = [toPage(table, rows), ...checkpointParams(cp.stream, cp.move)];
+  const params = [...rowParams(table, rows), ...checkpointParams(cp.stream, cp.move)];
   const written = await prepared<{ id: string | null; inserted: boolean }>(client, sql, params);
   // The last row (id NULL) says the checkpoint moved.
   return written.rows.filter((w): w is { id: string; inserted: boolean } => w.id !== null);
@@ -82,7 +82,7 @@ export async function upsertSessions(
   const changed = new Set(written.map((w) => w.id));
   const evals: Values[] = [];
   for (const r of records) if (changed.has(r.id)) evals.push(...evalRows('session_result', r.id, r.record.eval_results, campaignId));
-  if (evals.length > 0) await prepared(client, SQL.evals, [toPage('eval_results', evals)]);
+  if (evals.length > 0) await prepared(client, SQL.evals, rowParams('eval_results', evals));
   return counts;
 }
 
@@ -129,16 +129,18 @@ export async function upsertRoles(
   }
   const details = detailed.flatMap((r) => (splits.get(r.id) as PgSplit).details);
   if (details.length === 0) return counts;
-  const stored = await prepared<{ id: string }>(client, SQL.detail, [
-    toPage(
+  const stored = await prepared<{ id: string }>(
+    client,
+    SQL.detail,
+    rowParams(
       'score_details',
       details.map((d) => d.values),
     ),
-  ]);
+  );
   const kept = new Set(stored.rows.map((row) => row.id));
   const evals: Values[] = [];
   for (const d of details) if (kept.has(d.id)) evals.push(...d.evals);
-  if (evals.length > 0) await prepared(client, SQL.evals, [toPage('eval_results', evals)]);
+  if (evals.length > 0) await prepared(client, SQL.evals, rowParams('eval_results', evals));
   // A detail id held by another result cannot be rebuilt from this one's rows: keep its whole text.
   if (kept.size < details.length) {
     const lost = detailed.filter((r) => {

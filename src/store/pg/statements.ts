@@ -1,11 +1,12 @@
 /**
- * Bulk statements of the PostgreSQL mirror, built from the column lists of store/rows.ts: a page's
- * rows go as one jsonb parameter, an array of rows each an array of its column values, read back
- * with `jsonb_array_elements`, so a page is one INSERT … ON CONFLICT whatever its size (no parameter
- * limit, one round trip). A jsonb column's value (a record's JSON text) is written into that array as
- * it is, `[text]`, so neither side escapes or parses it twice: one array literal per column (`unnest`,
- * before) cost the driver an escaping pass over every `raw` and the server an unescaping one, about
- * half of the sink's own CPU and a sixth of the server's for OVERALL pages. Values keep the SQLite
+ * Bulk statements of the PostgreSQL mirror, built from the column lists of store/rows.ts, so a page is
+ * one INSERT … ON CONFLICT per table whatever its size (no parameter limit, one round trip). A table
+ * with a jsonb column (a record's `raw`) takes its rows as one jsonb parameter, an array of rows each
+ * an array of cells, read back with `jsonb_array_elements`: a record's JSON text is written into it as
+ * it is, `[text]`, where one array literal per column cost the driver an escaping pass over every
+ * `raw` and the server an unescaping one (for OVERALL pages, 35% of the sink's own CPU and 10% of the
+ * server's). eval_results, short text cells only, keeps one array per column through `unnest`, which
+ * costs both sides less there. Values keep the SQLite
  * mapping; only the column types differ (schema.ts), and times that are not date-times with a zone
  * become NULL (raw keeps them).
  */
@@ -94,6 +95,24 @@ export function holdsUnstorable(value: unknown): boolean {
   return false;
 }
 
+/** What JSON.stringify would escape, and what plainText would replace (U+0000, a surrogate that may be lone). */
+const JSON_SPECIAL = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** Rows (each in COLUMNS order) -> one array per column, converted where the PostgreSQL type needs it. */
+function toColumns(table: Table, rows: Values[]): unknown[][] {
+  const cols = columnsOf(table);
+  const out: unknown[][] = cols.map(() => new Array(rows.length));
+  cols.forEach((c, j) => {
+    const type = typeOf(table, c);
+    const column = out[j] as unknown[];
+    for (let i = 0; i < rows.length; i++) {
+      const v = (rows[i] as Values)[j];
+      column[i] = type === 'timestamptz' ? zoned(v) : type === 'text' && typeof v === 'string' ? plainText(v) : v;
+    }
+  });
+  return out;
+}
+
 /** One value in a page's jsonb: a jsonb column's JSON text as `[text]` (`[null]` stays JSON null, NULL is `null`). */
 function cell(type: PgType, v: unknown): string {
   if (v === null || v === undefined) return 'null';
@@ -102,7 +121,11 @@ function cell(type: PgType, v: unknown): string {
     const t = zoned(v);
     return t === null ? 'null' : JSON.stringify(t);
   }
-  if (typeof v === 'string') return JSON.stringify(type === 'text' ? plainText(v) : v);
+  if (typeof v === 'string') {
+    // Most cells need no escape and hold no NUL or surrogate: quoted as they are.
+    if (!JSON_SPECIAL.test(v)) return `"${v}"`;
+    return JSON.stringify(type === 'text' ? plainText(v) : v);
+  }
   // Numbers (finite: rows.ts makes the others NULL) and bigints, as JSON numbers.
   return String(v);
 }
@@ -111,7 +134,7 @@ function cell(type: PgType, v: unknown): string {
  * Rows (each in COLUMNS order, the key last) as one page parameter: the JSON text of an array of rows,
  * each an array of cells (`cell`), read by `fromPage(table)`.
  */
-export function toPage(table: Table, rows: Values[]): string {
+function toPage(table: Table, rows: Values[]): string {
   const types = columnsOf(table).map((c) => typeOf(table, c));
   const parts: string[] = new Array(rows.length);
   for (let i = 0; i < rows.length; i++) {
@@ -132,8 +155,28 @@ function fromPage(table: Table): string {
   return `SELECT ${select.join(', ')} FROM jsonb_array_elements($1::jsonb) AS e`;
 }
 
-/** A page statement takes one parameter, the page; withCheckpoint's follow it. */
-export const PAGE_PARAMS = 1;
+const byPage = (table: Table) => columnsOf(table).some((c) => typeOf(table, c) === 'jsonb');
+
+/** The parameters of a bulk statement of `table` for `rows`: the page (toPage), or one array per column. */
+export function rowParams(table: Table, rows: Values[]): unknown[] {
+  return byPage(table) ? [toPage(table, rows)] : toColumns(table, rows);
+}
+
+/** How many parameters rowParams gives (withCheckpoint's follow them). */
+export function rowParamCount(table: Table): number {
+  return byPage(table) ? 1 : columnsOf(table).length;
+}
+
+function unnest(table: Table): string {
+  return `SELECT * FROM unnest(${columnsOf(table)
+    .map((c, i) => `$${i + 1}::${typeOf(table, c)}[]`)
+    .join(', ')})`;
+}
+
+/** The rows of rowParams' parameters, typed per column. */
+function fromRows(table: Table): string {
+  return byPage(table) ? fromPage(table) : unnest(table);
+}
 
 /**
  * Inserts new rows and rewrites rows whose raw changed; returns the rows it wrote with `inserted`
@@ -146,16 +189,16 @@ export function upsertChanged(table: 'session_results' | 'role_results' | 'campa
     .map((c) => `${c} = excluded.${c}`)
     .join(', ');
   const where = onlyChanged ? ` WHERE ${table}.raw IS DISTINCT FROM excluded.raw` : '';
-  return `INSERT INTO ${table} (${cols.join(', ')}) ${fromPage(table)} ON CONFLICT (id) DO UPDATE SET ${set}${where} RETURNING id, (xmax = 0) AS inserted`;
+  return `INSERT INTO ${table} (${cols.join(', ')}) ${fromRows(table)} ON CONFLICT (id) DO UPDATE SET ${set}${where} RETURNING id, (xmax = 0) AS inserted`;
 }
 
 /** Inserts the rows whose key is new; returns their ids. */
 export function insertNew(table: 'score_details'): string {
-  return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${fromPage(table)} ON CONFLICT (id) DO NOTHING RETURNING id`;
+  return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${fromRows(table)} ON CONFLICT (id) DO NOTHING RETURNING id`;
 }
 
 export function insertAll(table: 'eval_results'): string {
-  return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${fromPage(table)}`;
+  return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${fromRows(table)}`;
 }
 
 /**
