@@ -21,7 +21,7 @@ import type { Sink } from '../src/store/sinks/sink.js';
 import { SqliteSink } from '../src/store/sinks/sqlite.js';
 import { runPass } from '../src/sync/pass.js';
 import { cli, clientConfig, servedRecords, sim, tempDir } from './helpers/index.js';
-import { passDefaults } from './helpers/mock.js';
+import { passDefaults, withCommitPage } from './helpers/mock.js';
 import { mountTmpfs, resizeTmpfs } from './helpers/mounts.js';
 
 const CAMPAIGNS = 4;
@@ -46,8 +46,8 @@ async function pass(s: RunningSimulator, sink: Sink, state: Checkpoints) {
 function injecting(sink: Sink, after: number, fault: () => void) {
   let pages = 0;
   let failedAt: number | undefined;
-  const wrapped: Sink & { committedAfterFailure(): number } = {
-    async commitPage(...args) {
+  const wrapped = Object.assign(
+    withCommitPage(sink, async (...args) => {
       try {
         const counts = await sink.commitPage(...args);
         pages++;
@@ -57,19 +57,9 @@ function injecting(sink: Sink, after: number, fault: () => void) {
         failedAt ??= pages;
         throw err;
       }
-    },
-    campaigns: (list) => sink.campaigns(list),
-    storedIds: (id) => sink.storedIds(id),
-    prune: (id, ids, at) => sink.prune(id, ids, at),
-    openStream: (id) => sink.openStream(id),
-    endStream: (id, error, at) => sink.endStream(id, error, at),
-    flush: () => sink.flush(),
-    close: () => sink.close(),
-    get failure() {
-      return sink.failure;
-    },
-    committedAfterFailure: () => (failedAt === undefined ? 0 : pages - failedAt),
-  };
+    }),
+    { committedAfterFailure: () => (failedAt === undefined ? 0 : pages - failedAt) },
+  );
   return wrapped;
 }
 

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { StorageError } from '../src/errors.js';
 import type { Sink } from '../src/store/sinks/sink.js';
 import { runPass } from '../src/sync/pass.js';
-import { CAMPAIGN, campaignList, mockClient, mockService, passDefaults, sessionRecord, testStore } from './helpers/mock.js';
+import { CAMPAIGN, campaignList, mockClient, mockService, passDefaults, sessionRecord, testStore, withCommitPage } from './helpers/mock.js';
 
 const PAGES = 5;
 const PAGE = 2;
@@ -41,30 +41,18 @@ function slowSink(sink: Sink, before: (page: number) => Promise<void>) {
   let page = 0;
   let inFlight = 0;
   const log: string[] = [];
-  const wrapped: Sink = {
-    async commitPage(...args) {
-      const n = ++page;
-      inFlight++;
-      log.push(`start ${n}${inFlight > 1 ? ' (overlapping)' : ''}`);
-      try {
-        await before(n);
-        return await sink.commitPage(...args);
-      } finally {
-        inFlight--;
-        log.push(`end ${n}`);
-      }
-    },
-    campaigns: (list) => sink.campaigns(list),
-    storedIds: (id) => sink.storedIds(id),
-    prune: (id, ids, at) => sink.prune(id, ids, at),
-    openStream: (id) => sink.openStream(id),
-    endStream: (id, error, at) => sink.endStream(id, error, at),
-    flush: () => sink.flush(),
-    close: () => sink.close(),
-    get failure() {
-      return sink.failure;
-    },
-  };
+  const wrapped = withCommitPage(sink, async (...args) => {
+    const n = ++page;
+    inFlight++;
+    log.push(`start ${n}${inFlight > 1 ? ' (overlapping)' : ''}`);
+    try {
+      await before(n);
+      return await sink.commitPage(...args);
+    } finally {
+      inFlight--;
+      log.push(`end ${n}`);
+    }
+  });
   return { sink: wrapped, log };
 }
 

@@ -103,3 +103,20 @@ export function sessionRecord(orderIndex: number | string | bigint, id = `rec-${
     order_index: orderIndex,
   };
 }
+
+/** `sink` with its own commitPage: every other call goes to `sink` (tests that slow or fail pages). */
+export function withCommitPage(sink: Sink, commitPage: Sink['commitPage']): Sink {
+  return {
+    commitPage,
+    campaigns: (list) => sink.campaigns(list),
+    storedIds: (id) => sink.storedIds(id),
+    prune: (id, ids, at) => sink.prune(id, ids, at),
+    openStream: (id) => sink.openStream(id),
+    endStream: (id, error, at) => sink.endStream(id, error, at),
+    flush: () => sink.flush(),
+    close: () => sink.close(),
+    get failure() {
+      return sink.failure;
+    },
+  };
+}
