@@ -5,11 +5,22 @@
  * exactly-once are as before: a commit that fails stops the stream with that failure and nothing
  * after it is written; a stream that is stopped waits for the commit under way.
  */
+import { MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { StorageError } from '../src/errors.js';
 import type { Sink } from '../src/store/sinks/sink.js';
 import { runPass } from '../src/sync/pass.js';
-import { CAMPAIGN, campaignList, mockClient, mockService, passDefaults, sessionRecord, testStore, withCommitPage } from './helpers/mock.js';
+import {
+  CAMPAIGN,
+  campaignList,
+  mockClient,
+  mockService,
+  ORIGIN,
+  passDefaults,
+  sessionRecord,
+  testStore,
+  withCommitPage,
+} from './helpers/mock.js';
 
 const PAGES = 5;
 const PAGE = 2;
@@ -97,6 +108,40 @@ describe('a stream reads ahead while a page commits', () => {
     // Page 1 only, and the checkpoint at its end.
     expect(store.db.prepare('SELECT order_index FROM session_results ORDER BY order_index').pluck().all()).toEqual([1, 2]);
     expect(store.db.prepare('SELECT cursor FROM sync_state').pluck().get()).toBe(2);
+  });
+
+  it('a commit that fails while the next page is slow to come stops the stream at once', async () => {
+    const agent = new MockAgent();
+    agent.disableNetConnect();
+    const origin = agent.get(ORIGIN);
+    const page = (after: number) =>
+      JSON.stringify({ data: [sessionRecord(after + 1), sessionRecord(after + 2)], has_more: true, last_record_index: after + 2 });
+    // Page 2 takes 5 s to come.
+    origin
+      .intercept({ path: (p) => p.includes('starting_after=2'), method: 'GET' })
+      .reply(200, page(2))
+      .delay(5000);
+    origin
+      .intercept({ path: () => true, method: 'GET' })
+      .reply((opts) => {
+        const url = new URL(opts.path, ORIGIN);
+        const body =
+          url.pathname === '/v1/campaigns' ? JSON.stringify(campaignList({ id: CAMPAIGN, type: 'SESSION_COMPLETION' })) : page(0);
+        return { statusCode: 200, data: body, responseOptions: { headers: { 'content-type': 'application/json' } } };
+      })
+      .persist();
+    const store = testStore();
+    const failure = new StorageError('cannot write to the mirror: disk full (test)');
+    const { sink } = slowSink(store.sink, async () => {
+      await new Promise((r) => setTimeout(r, 50));
+      throw failure;
+    });
+    const started = Date.now();
+    const err = await runPass({ client: mockClient(agent), sink, state: store.state }, opts).catch((e: unknown) => e);
+    expect(err).toBe(failure);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(store.db.prepare('SELECT count(*) FROM session_results').pluck().get()).toBe(0);
+    await agent.close();
   });
 
   it('a stream stopped during a commit waits for it, and reports what was stored', async () => {

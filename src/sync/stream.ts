@@ -145,7 +145,9 @@ export async function walkStream(
     if (deps.signal?.aborted) throw new AbortedError();
     let pending = fetchPage(cursor);
     for (;;) {
-      const { page } = await pending;
+      // A commit that fails while the next page is on its way stops the stream now, not after the
+      // request (which may be waiting out retries).
+      const { page } = await (committing === undefined ? pending : Promise.race([pending, committing.then(() => pending)]));
       counts.pages++;
       const where = `${describeRequest({ method: 'GET', path, campaignId: id.campaignId })}, page ${counts.pages}`;
       const checked = checkPage(page.data, { where, campaignId: id.campaignId, after: cursor });
