@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/helpers/longest-first.js';
 
 /** In-process tests with mocks: no simulator, no files, no spawned CLI (`npm run test:unit`). */
 const UNIT = [
@@ -14,7 +15,7 @@ const UNIT = [
   'test/units.test.ts',
 ];
 /** Kill -9 rounds and million-row exports: left out of `npm run test:fast`, always run by `npm test` and CI. */
-const SLOW = ['test/reliability.test.ts', 'test/export.test.ts', 'test/pg-reliability.test.ts'];
+const SLOW = ['test/reliability.test.ts', 'test/export.test.ts', 'test/export-memory.test.ts', 'test/pg-reliability.test.ts'];
 
 export default defineConfig({
   test: {
@@ -23,6 +24,8 @@ export default defineConfig({
     pool: 'forks',
     // Most files wait on sockets, timers and child processes, not the CPU: two at a time on two cores.
     maxWorkers: 2,
+    // The longest files first, across projects (test/helpers/longest-first.ts).
+    sequence: { sequencer: LongestFirst },
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     // dist/ is rebuilt before every run: the spawned CLI must never be a stale build.
     globalSetup: ['./test/global-setup.ts', './test/pg-global-setup.ts'],
