@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
-import { afterAll } from 'vitest';
 import type { ApiConfig } from '../../src/config/config.js';
 import { toJson } from '../../src/core/json.js';
 import { parseQuirks } from '../../src/simulator/quirks.js';
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from '../../src/simulator/server.js';
 import { shapeRecord } from '../../src/simulator/shapes.js';
+import { atFileEnd } from './file-end.js';
 
 const started: RunningSimulator[] = [];
 const dirs: string[] = [];
@@ -38,7 +38,7 @@ export function tempDir(): string {
   return dir;
 }
 
-afterAll(async () => {
+atFileEnd(async () => {
   await Promise.all(started.splice(0).map((s) => s.close()));
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });

@@ -4,7 +4,8 @@
  * a visible message elsewhere.
  */
 import pg from 'pg';
-import { afterAll, describe, it } from 'vitest';
+import { describe, it } from 'vitest';
+import { atFileEnd } from './file-end.js';
 
 export const PG_URL = process.env.CAMPAIGN_SYNC_TEST_PG_URL ?? '';
 const PG_ERROR = process.env.CAMPAIGN_SYNC_TEST_PG_ERROR ?? 'CAMPAIGN_SYNC_TEST_PG_URL is not set';
@@ -55,7 +56,7 @@ export async function pgRows(schema: string, sql: string): Promise<Array<Record<
   }
 }
 
-afterAll(async () => {
+atFileEnd(async () => {
   if (!PG_URL || schemas.length === 0) return;
   const c = await pgClient();
   try {

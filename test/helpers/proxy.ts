@@ -1,7 +1,7 @@
 /** Starts test/helpers/forward-proxy.mjs as a child process and collects what it proxied. */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterAll } from 'vitest';
+import { atFileEnd } from './file-end.js';
 
 export interface ProxyLine {
   kind: 'connect' | 'forward';
@@ -16,7 +16,7 @@ export interface RunningProxy {
 }
 
 const running: RunningProxy[] = [];
-afterAll(() => {
+atFileEnd(() => {
   for (const p of running.splice(0)) p.stop();
 });
 
