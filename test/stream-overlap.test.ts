@@ -90,6 +90,31 @@ describe('a stream reads ahead while a page commits', () => {
     expect(store.db.prepare('SELECT count(*) FROM session_results').pluck().get()).toBe(PAGES * PAGE);
   });
 
+  it("builds page N+1's rows (the sink's prepare) while page N commits, and hands them to its commit", async () => {
+    const { agent, calls } = service();
+    const store = testStore();
+    const log: string[] = [];
+    let page = 0;
+    const sink = withCommitPage(store.sink, async (id, records, move, prepared) => {
+      const n = ++page;
+      log.push(`commit ${n} with ${String(prepared)}`);
+      // Page n+1 is read and prepared while this commit is under way.
+      await until(() => log.includes(`prepare ${n + 1}`) || resultRequests(calls) >= PAGES, 2000);
+      const counts = await store.sink.commitPage(id, records, move);
+      log.push(`end ${n}`);
+      return counts;
+    });
+    let prepares = 0;
+    sink.prepare = (_id, records) => {
+      log.push(`prepare ${++prepares}`);
+      return `plan of ${records.length}`;
+    };
+    const result = await runPass({ client: mockClient(agent), sink, state: store.state }, opts);
+    expect(result.streams[0]?.records).toBe(PAGES * PAGE);
+    expect(log.slice(0, 5)).toEqual(['prepare 1', 'commit 1 with plan of 2', 'prepare 2', 'end 1', 'commit 2 with plan of 2']);
+    expect(log.filter((l) => l.startsWith('commit')).every((l) => l.endsWith('with plan of 2'))).toBe(true);
+  });
+
   it('a commit that fails stops the stream with that failure: the page read meanwhile is never written', async () => {
     const { agent, calls } = service();
     const store = testStore();

@@ -158,11 +158,13 @@ export async function walkStream(
         pending = fetchPage(step.next);
         await letRequestOut();
       }
+      // The page's rows are made while the previous page commits (a sink over the network).
+      const prepared = deps.sink.prepare?.(id, checked);
       await settle();
       // An empty last page leaves the checkpoint where it was.
       const checkpoint = !walk.checkpoint || last === undefined ? undefined : last;
       const move = checkpoint === undefined ? undefined : { from: committed, to: checkpoint };
-      committing = deps.sink.commitPage(id, checked, move).then((done) => {
+      committing = deps.sink.commitPage(id, checked, move, prepared).then((done) => {
         if (checkpoint !== undefined) committed = checkpoint;
         walk.onPage?.(checked);
         counts.records += checked.length;

@@ -52,65 +52,91 @@ function lastOfEach(records: CheckedRecord[]): CheckedRecord[] {
   return byId.size === records.length ? records : [...byId.values()];
 }
 
-/** Upserts the rows and moves the checkpoint; returns the rows written (new or changed). */
-async function upsert(client: pg.ClientBase, sql: string, table: 'session_results' | 'role_results', rows: Values[], cp: PageCheckpoint) {
-  const params = [...rowParams(table, rows), ...checkpointParams(cp.stream, cp.move)];
+/**
+ * A page made ready to write: its rows and the parameters of its first statement, built from the
+ * records alone (no connection, nothing read), so the sink can build page N+1 while page N commits.
+ */
+export interface PagePlan {
+  /** The records it was made from (the sink checks it is handed the same page). */
+  page: CheckedRecord[];
+  endpoint: Endpoint;
+  campaignId: string;
+  /** The page's records, the last of each id. */
+  records: CheckedRecord[];
+  /** The first statement's row parameters (rowParams). */
+  rows: unknown[];
+  /** Session results: each record's eval result rows. */
+  evals?: Map<string, Values[]>;
+  /** DETAILED role results: each record's split (compact.ts). */
+  splits?: Map<string, PgSplit>;
+  /** Role results without score details (OVERALL): one statement with the checkpoint, atomic without a transaction. */
+  single: boolean;
+}
+
+/** Plans a page (of at least one record) of a stream of `endpoint`. */
+export function planPage(endpoint: Endpoint, page: CheckedRecord[], campaignId: string, reportType: string): PagePlan {
+  const records = lastOfEach(page);
+  if (endpoint === 'session') {
+    const evals = new Map(records.map((r) => [r.id, evalRows('session_result', r.id, r.record.eval_results, campaignId)]));
+    const rows = rowParams(
+      'session_results',
+      records.map((r) => sessionRow(r, campaignId)),
+    );
+    return { page, endpoint, campaignId, records, rows, evals, single: false };
+  }
+  const taken = new Set<string>();
+  // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
+  const splits = new Map<string, PgSplit>();
+  for (const r of records) if (Array.isArray(r.record.score_details)) splits.set(r.id, splitPg(r, campaignId, taken));
+  const rows = rowParams(
+    'role_results',
+    records.map((r) => roleRow(r, campaignId, reportType, splits.get(r.id)?.raw)),
+  );
+  return { page, endpoint, campaignId, records, rows, splits, single: splits.size === 0 };
+}
+
+/** Writes a planned page and moves the checkpoint, on the caller's connection (in its transaction unless `plan.single`). */
+export function writePage(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpoint): Promise<UpsertCounts> {
+  return plan.endpoint === 'session' ? writeSessions(client, plan, cp) : writeRoles(client, plan, cp);
+}
+
+/** Runs the page's first statement (its upsert, with the checkpoint move); returns the rows written (new or changed). */
+async function upsert(client: pg.ClientBase, sql: string, plan: PagePlan, cp: PageCheckpoint) {
+  const params = [...plan.rows, ...checkpointParams(cp.stream, cp.move)];
   const written = await prepared<{ id: string | null; inserted: boolean }>(client, sql, params);
   // The last row (id NULL) says the checkpoint moved.
   return written.rows.filter((w): w is { id: string; inserted: boolean } => w.id !== null);
 }
 
-/** Upserts session results and their eval results, and moves the checkpoint (a page of at least one record). */
-export async function upsertSessions(
-  client: pg.ClientBase,
-  page: CheckedRecord[],
-  campaignId: string,
-  cp: PageCheckpoint,
-): Promise<UpsertCounts> {
-  const records = lastOfEach(page);
-  const written = await upsert(
-    client,
-    SQL.session,
-    'session_results',
-    records.map((r) => sessionRow(r, campaignId)),
-    cp,
-  );
+/** Upserts session results and their eval results, and moves the checkpoint. */
+async function writeSessions(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpoint): Promise<UpsertCounts> {
+  const written = await upsert(client, SQL.session, plan, cp);
   const counts = count(written);
   if (written.length === 0) return counts;
   const updated = written.filter((w) => !w.inserted).map((w) => w.id);
   if (updated.length > 0) await client.query(SQL.deleteEvals, [updated]);
   const changed = new Set(written.map((w) => w.id));
   const evals: Values[] = [];
-  for (const r of records) if (changed.has(r.id)) evals.push(...evalRows('session_result', r.id, r.record.eval_results, campaignId));
+  for (const r of plan.records) if (changed.has(r.id)) evals.push(...(plan.evals?.get(r.id) ?? []));
   if (evals.length > 0) await prepared(client, SQL.evals, rowParams('eval_results', evals));
   return counts;
 }
 
+/** upsertRoles for a page not planned before (tests). */
+export function upsertRoles(client: pg.ClientBase, page: CheckedRecord[], campaignId: string, reportType: string, cp: PageCheckpoint) {
+  return writePage(client, planPage('role', page, campaignId, reportType), cp);
+}
+
 /**
  * Upserts role results, and for DETAILED records their score details and eval results, stored once
- * (compact.ts), and moves the checkpoint (a page of at least one record). As in the SQLite mirror: a record read again whose stripped `raw` is the same is
- * compared whole (its `raw` rebuilt) and rewritten only when it differs; a detail id another result
- * already holds stays with it, and this record then keeps its whole `raw`.
+ * (compact.ts), and moves the checkpoint. As in the SQLite mirror: a record read again whose stripped
+ * `raw` is the same is compared whole (its `raw` rebuilt) and rewritten only when it differs; a detail
+ * id another result already holds stays with it, and this record then keeps its whole `raw`.
  */
-export async function upsertRoles(
-  client: pg.ClientBase,
-  page: CheckedRecord[],
-  campaignId: string,
-  reportType: string,
-  cp: PageCheckpoint,
-): Promise<UpsertCounts> {
-  const records = lastOfEach(page);
-  const taken = new Set<string>();
-  // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
-  const splits = new Map<string, PgSplit>();
-  for (const r of records) if (Array.isArray(r.record.score_details)) splits.set(r.id, splitPg(r, campaignId, taken));
-  const written = await upsert(
-    client,
-    SQL.role,
-    'role_results',
-    records.map((r) => roleRow(r, campaignId, reportType, splits.get(r.id)?.raw)),
-    cp,
-  );
+async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpoint): Promise<UpsertCounts> {
+  const { records } = plan;
+  const splits = plan.splits ?? new Map<string, PgSplit>();
+  const written = await upsert(client, SQL.role, plan, cp);
   const inserted = new Map(written.map((w) => [w.id, w.inserted]));
   const counts = count(written);
   // Read again with the same stripped raw: its details may still differ.

@@ -14,7 +14,7 @@ import type { Sink } from '../sinks/sink.js';
 import { upsertCampaigns } from './campaigns.js';
 import type { PgDatabase } from './database.js';
 import type { PgLocks } from './lock.js';
-import { removeResults, storedIds, upsertRoles, upsertSessions } from './mirror.js';
+import { type PagePlan, planPage, removeResults, storedIds, writePage } from './mirror.js';
 import type { PgState } from './state.js';
 import { CHECKPOINT_CONFLICT, holdsUnstorable } from './statements.js';
 
@@ -44,7 +44,12 @@ export class PgSink implements Sink {
     }
   }
 
-  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
+  /** Builds a page's rows and parameters (mirror.ts planPage) while the previous page commits. */
+  prepare(id: StreamId, records: CheckedRecord[]): PagePlan | undefined {
+    return records.length === 0 ? undefined : planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
+  }
+
+  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, prepared?: unknown): Promise<UpsertCounts> {
     return this.guard(async () => {
       if (records.length === 0) {
         let moved = () => {};
@@ -55,18 +60,14 @@ export class PgSink implements Sink {
         return { inserted: 0, updated: 0 };
       }
       const cp = { stream: id.key, move };
-      const reportType = id.reportType ?? 'DETAILED';
-      // Rows without score details are one statement with the checkpoint: atomic without BEGIN/COMMIT.
-      const single = id.endpoint === 'role' && !records.some((r) => Array.isArray(r.record.score_details));
+      // A plan made for this very page by prepare(), else one made now.
+      const plan = (prepared as PagePlan | undefined)?.page === records ? (prepared as PagePlan) : (this.prepare(id, records) as PagePlan);
       let counts: UpsertCounts;
       try {
-        counts = single
-          ? await this.db.session((client) => upsertRoles(client, records, id.campaignId, reportType, cp))
-          : await this.db.transaction((client) =>
-              id.endpoint === 'session'
-                ? upsertSessions(client, records, id.campaignId, cp)
-                : upsertRoles(client, records, id.campaignId, reportType, cp),
-            );
+        // Rows without score details are one statement with the checkpoint: atomic without BEGIN/COMMIT.
+        counts = plan.single
+          ? await this.db.session((client) => writePage(client, plan, cp))
+          : await this.db.transaction((client) => writePage(client, plan, cp));
       } catch (err) {
         if (move !== undefined && err instanceof Error && err.message.includes(CHECKPOINT_CONFLICT))
           throw await this.state.conflict(id, move);

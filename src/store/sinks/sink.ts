@@ -22,8 +22,18 @@ export interface Cursors {
 }
 
 export interface Sink {
-  /** Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined), atomically. */
-  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
+  /**
+   * Optional: the part of writing a page that needs nothing written before it (its rows and
+   * parameters), done while the stream's previous page commits; what it returns is handed to
+   * commitPage with the same records. A store over the network (PostgreSQL) takes it off the path
+   * between two commits.
+   */
+  prepare?(id: StreamId, records: CheckedRecord[]): unknown;
+  /**
+   * Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined),
+   * atomically. A stream hands its pages in order, each once the previous one's commit succeeded.
+   */
+  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, prepared?: unknown): Promise<UpsertCounts>;
   /** The ids of the records this destination holds for a stream (reconcile). */
   storedIds(id: StreamId): Promise<string[]>;
   /**
