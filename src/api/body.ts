@@ -1,85 +1,185 @@
 /**
- * Reads a response body whole, within a cap on its size, inflating a gzip body as it streams in:
- * the cap applies to the inflated size, so a small body that inflates to gigabytes (a gzip bomb) is
- * an error after `maxBytes`, not an out-of-memory. `wireBytes` is what the network carried.
+ * One HTTP exchange, read whole, through undici's low-level `dispatch` (issue 15): the answer's
+ * chunks are collected as they arrive and decoded once. undici's `request` would wrap each answer in
+ * a Readable stream, an AsyncResource and an AbortSignal listener, which cost a third of the
+ * client's CPU on a 200-page pull (paired, process.cpuUsage; see the README's Performance).
+ *
+ * The body is capped: a declared Content-Length over the cap is refused at the headers, and the
+ * bytes kept never exceed it. A gzip body is inflated when it ends, with the cap on the inflated
+ * size (a small body that inflates to gigabytes, a gzip bomb, is an error at the cap, not an
+ * out-of-memory); `wireBytes` is what the network carried. Errors: ApiError (invalid) over the cap,
+ * for an unknown coding or a corrupt gzip body; anything else (a reset, a truncated body, a refused
+ * connection, the caller's `cancel`) is thrown as undici or zlib threw it.
  */
-import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
+import { createRequire } from 'node:module';
+import { gunzip } from 'node:zlib';
 import type { Dispatcher } from 'undici';
 import { ApiError, type RequestInfo } from '../errors.js';
 
-export interface Body {
+export type Headers = Record<string, string | string[] | undefined>;
+
+export interface Answer {
+  status: number;
+  headers: Headers;
   text: string;
   /** Bytes received (compressed, when the body was). */
   wireBytes: number;
 }
 
+/** undici's own header parsing, as `request` gives it (lower-case names, repeated ones as arrays). */
+const parseHeaders = (createRequire(import.meta.url)('undici/lib/core/util.js') as { parseHeaders(raw: Buffer[]): Headers }).parseHeaders;
+
 /** The codings we ask for and undo; identity needs nothing. */
-function coding(res: Dispatcher.ResponseData, info: RequestInfo): 'identity' | 'gzip' {
-  const raw = String(res.headers['content-encoding'] ?? '')
+function coding(status: number, headers: Headers, info: RequestInfo): 'identity' | 'gzip' | ApiError {
+  const raw = String(headers['content-encoding'] ?? '')
     .trim()
     .toLowerCase();
   if (raw === '' || raw === 'identity') return 'identity';
   if (raw === 'gzip' || raw === 'x-gzip') return 'gzip';
   const shown = JSON.stringify(raw.slice(0, 40));
-  throw new ApiError(
+  return new ApiError(
     info,
-    `${res.statusCode}: response body has content-encoding ${shown}, which campaign-sync cannot decode (it asks for gzip only)`,
+    `${status}: response body has content-encoding ${shown}, which campaign-sync cannot decode (it asks for gzip only)`,
     {
       invalid: true,
     },
   );
 }
 
+/** What one exchange needs: where, and how much of a body it may keep. */
+export interface ExchangeRequest {
+  origin: string;
+  path: string;
+  headers: Record<string, string>;
+  maxBytes: number;
+}
+
 /**
- * The whole body as text. Errors: ApiError (invalid) over the cap, for an unknown coding or a corrupt
- * gzip stream; anything else (a reset, a truncated body) is thrown as undici or zlib threw it.
+ * A pending exchange: `answer` settles once; `cancel(err)` ends it with `err` (a timeout, the
+ * caller's abort) whenever it is called, before the connection, while the headers or the body arrive.
  */
-export async function readBody(res: Dispatcher.ResponseData, info: RequestInfo, maxBytes: number): Promise<Body> {
-  const status = res.statusCode;
-  const overCap = (what = '') => new ApiError(info, `${status}: response body${what} is over the ${maxBytes}-byte cap`, { invalid: true });
-  const encoding = coding(res, info);
-  const declared = Number(res.headers['content-length']);
-  if (declared > maxBytes) throw overCap(` of ${declared} bytes`);
-  if (encoding === 'identity' && declared >= 0) {
-    // undici fails a body that does not match its Content-Length, so the cap holds as declared.
-    return { text: await res.body.text(), wireBytes: declared };
+export interface Exchange {
+  answer: Promise<Answer>;
+  cancel(err: Error): void;
+}
+
+/** Sends a GET and collects its whole answer (see the module's comment). */
+export function exchange(dispatcher: Dispatcher, req: ExchangeRequest, info: RequestInfo): Exchange {
+  let resolve!: (a: Answer) => void;
+  let reject!: (err: unknown) => void;
+  const answer = new Promise<Answer>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  const handler = new BodyHandler(req.maxBytes, info, resolve, reject);
+  dispatcher.dispatch({ origin: req.origin, path: req.path, method: 'GET', headers: req.headers }, handler);
+  return { answer, cancel: (err) => handler.cancel(err) };
+}
+
+/** undici's legacy handler interface (onConnect … onComplete), which every dispatcher and MockAgent call. */
+class BodyHandler {
+  private abort: ((err: Error) => void) | undefined;
+  /** Why the exchange was ended by us; once set, every later callback only finishes the ending. */
+  private reason: Error | undefined;
+  private settled = false;
+  private status = 0;
+  private headers: Headers = {};
+  private gzip = false;
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+  private wireBytes = 0;
+
+  constructor(
+    private readonly maxBytes: number,
+    private readonly info: RequestInfo,
+    private readonly done: (a: Answer) => void,
+    private readonly failed: (err: unknown) => void,
+  ) {}
+
+  /** Ends the exchange with `err`. undici is told after the callback that asked (a microtask), never from inside its parser. */
+  cancel(err: Error): void {
+    if (this.settled || this.reason) return;
+    this.reason = err;
+    queueMicrotask(() => {
+      if (this.abort) this.abort(err);
+    });
   }
-  let wireBytes = 0;
-  let total = 0;
-  const chunks: Buffer[] = [];
-  const keep = (chunk: Buffer) => {
-    total += chunk.length;
-    if (total > maxBytes) throw overCap(encoding === 'gzip' ? ' (inflated)' : '');
-    chunks.push(chunk);
-  };
-  if (encoding === 'identity') {
-    for await (const chunk of res.body) {
-      wireBytes += (chunk as Buffer).length;
-      keep(chunk as Buffer);
+
+  onConnect(abort: (err: Error) => void): void {
+    this.abort = abort;
+    if (this.reason) abort(this.reason);
+  }
+
+  onHeaders(status: number, raw: Buffer[]): boolean {
+    // 1xx (100 Continue, 103 Early Hints) are not the answer.
+    if (status < 200 || this.reason) return true;
+    this.status = status;
+    this.headers = parseHeaders(raw);
+    const kind = coding(status, this.headers, this.info);
+    if (kind instanceof ApiError) {
+      this.cancel(kind);
+      return true;
     }
-  } else {
-    try {
-      await pipeline(
-        res.body,
-        async function* (source: AsyncIterable<Buffer>) {
-          for await (const chunk of source) {
-            wireBytes += chunk.length;
-            yield chunk;
-          }
-        },
-        createGunzip(),
-        async (inflated: AsyncIterable<Buffer>) => {
-          for await (const chunk of inflated) keep(chunk);
-        },
-      );
-    } catch (err) {
+    this.gzip = kind === 'gzip';
+    const declared = Number(this.headers['content-length']);
+    if (declared > this.maxBytes) this.cancel(this.overCap(` of ${declared} bytes`));
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.reason) return true;
+    this.wireBytes += chunk.length;
+    this.kept += chunk.length;
+    // The wire bytes of a gzip body are capped too: they inflate to more, not less, but for a few header bytes.
+    if (this.kept > this.maxBytes) this.cancel(this.overCap(this.gzip ? ' (compressed)' : ''));
+    else this.chunks.push(chunk);
+    return true;
+  }
+
+  onComplete(): void {
+    if (this.reason) {
+      this.fail(this.reason);
+      return;
+    }
+    const body = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.kept);
+    this.chunks.length = 0;
+    if (!this.gzip) {
+      this.finish(body.toString('utf8'));
+      return;
+    }
+    gunzip(body, { maxOutputLength: this.maxBytes }, (err, inflated) => {
+      if (!err) return this.finish(inflated.toString('utf8'));
       const code = (err as { code?: string }).code ?? '';
+      if (code === 'ERR_BUFFER_TOO_LARGE') return this.fail(this.overCap(' (inflated)'));
       if (code.startsWith('Z_') || code === 'ERR_ZLIB_INITIALIZATION_FAILED') {
-        throw new ApiError(info, `${status}: gzip body cannot be inflated (${(err as Error).message})`, { invalid: true });
+        return this.fail(new ApiError(this.info, `${this.status}: gzip body cannot be inflated (${err.message})`, { invalid: true }));
       }
-      throw err;
-    }
+      this.fail(err);
+    });
   }
-  return { text: Buffer.concat(chunks, total).toString('utf8'), wireBytes };
+
+  onError(err: Error): void {
+    this.fail(this.reason ?? err);
+  }
+
+  private overCap(what: string): ApiError {
+    return new ApiError(this.info, `${this.status}: response body${what} is over the ${this.maxBytes}-byte cap`, { invalid: true });
+  }
+
+  private finish(text: string): void {
+    if (this.reason) {
+      this.fail(this.reason);
+      return;
+    }
+    if (this.settled) return;
+    this.settled = true;
+    this.done({ status: this.status, headers: this.headers, text, wireBytes: this.wireBytes });
+  }
+
+  private fail(err: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.chunks.length = 0;
+    this.failed(err);
+  }
 }

@@ -13,13 +13,12 @@ import type { RunEvents } from '../core/events.js';
 import { parseJson } from '../core/json.js';
 import type { ReportType } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
-import { readBody } from './body.js';
+import { type Answer, type Exchange, exchange } from './body.js';
 import type { RequestBudget } from './budget.js';
 import { nextCampaignStep, parseCampaignPage } from './campaign-list.js';
 import { createRoute } from './dispatcher.js';
 import { type Campaign, formatIssues, type Page, toPage } from './envelopes.js';
 import { parseRetryAfter, retryDecision } from './retry.js';
-import { request } from './undici.js';
 
 /** 64 MiB: a page of 100 DETAILED records is well under 1 MiB; more means something is wrong. */
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -102,6 +101,7 @@ export class ApiClient {
   private readonly headers: Record<string, string>;
   private readonly clock: Clock;
   private readonly basePath: string;
+  private readonly origin: string;
   /** Every attempt made, retries included. */
   requests = 0;
   private readonly events: RunEvents | undefined;
@@ -120,6 +120,7 @@ export class ApiClient {
     if (config.gzip) this.headers['accept-encoding'] = 'gzip';
     if (config.userAgent) this.headers['user-agent'] = config.userAgent;
     this.basePath = config.baseUrl.pathname.replace(/\/+$/, '');
+    this.origin = config.baseUrl.origin;
   }
 
   async close(): Promise<void> {
@@ -239,74 +240,65 @@ export class ApiClient {
     }
   }
 
-  /** One attempt. */
+  /** One attempt: the exchange (api/body.ts), ended by the timeout or by the caller's signal. */
   private async once(info: RequestInfo, query: string): Promise<Response> {
-    const url = `${this.config.baseUrl.origin}${this.basePath}${info.path}${query}`;
-    // One controller per attempt, aborted by the timeout or by the caller's signal, and unhooked
-    // from both when the attempt ends: a watch that runs for weeks accumulates nothing (which
-    // AbortSignal.any on the long-lived parent signal cannot promise on every Node version).
-    const controller = new AbortController();
+    const path = `${this.basePath}${info.path}${query}`;
+    const maxBytes = this.opts.maxBodyBytes ?? MAX_BODY_BYTES;
     let timedOut = false;
+    let pending: Exchange;
+    try {
+      pending = exchange(this.dispatcher, { origin: this.origin, path, headers: this.headers, maxBytes }, info);
+    } catch (err) {
+      throw this.failed(err, info, false);
+    }
+    // One timer per attempt over the whole exchange, and the caller's signal unhooked when it ends:
+    // a watch that runs for weeks accumulates nothing.
     const timer = setTimeout(() => {
       timedOut = true;
-      controller.abort();
+      pending.cancel(new Error('timed out'));
     }, this.config.timeoutMs);
-    const onAbort = () => controller.abort();
+    const onAbort = () => pending.cancel(new Error('aborted'));
     this.opts.signal?.addEventListener('abort', onAbort, { once: true });
+    let answer: Answer;
     try {
-      return await this.exchange(url, info, controller.signal, () => timedOut);
+      answer = await pending.answer;
+    } catch (err) {
+      throw err instanceof ApiError ? err : this.failed(err, info, timedOut);
     } finally {
       clearTimeout(timer);
       this.opts.signal?.removeEventListener('abort', onAbort);
     }
+    return this.response(answer, info, path);
   }
 
-  /** Sends the request and reads the whole answer within `signal`. */
-  private async exchange(url: string, info: RequestInfo, signal: AbortSignal, timedOut: () => boolean): Promise<Response> {
-    const failed = (err: unknown): Error => {
-      if (this.opts.signal?.aborted) return new AbortedError();
-      if (timedOut()) return new NetworkError(info, 'TIMEOUT', `no complete answer within ${this.config.timeoutMs} ms`, err);
-      const code = (err as { code?: string }).code ?? 'ERROR';
-      const message = String((err as Error).message ?? err);
-      if (this.proxy === undefined) return new NetworkError(info, code, `${code}: ${message}`, err);
-      const refused = /^Proxy response \((\d+)\)/.exec(message);
-      if (refused) return new NetworkError(info, `PROXY_${refused[1]}`, `proxy ${this.proxy} answered ${refused[1]} to CONNECT`, err);
-      return new NetworkError(info, code, `${code}: ${message} (through proxy ${this.proxy})`, err);
-    };
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await request(url, {
-        dispatcher: this.dispatcher,
-        method: 'GET',
-        headers: this.headers,
-        signal,
-      });
-    } catch (err) {
-      throw failed(err);
-    }
-    const status = res.statusCode;
-    const maxBytes = this.opts.maxBodyBytes ?? MAX_BODY_BYTES;
-    let text: string;
-    let total: number;
-    try {
-      ({ text, wireBytes: total } = await readBody(res, info, maxBytes));
-    } catch (err) {
-      res.body.destroy();
-      throw err instanceof ApiError ? err : failed(err);
-    }
+  /** The error a failed exchange is reported as. */
+  private failed(err: unknown, info: RequestInfo, timedOut: boolean): Error {
+    if (this.opts.signal?.aborted) return new AbortedError();
+    if (timedOut) return new NetworkError(info, 'TIMEOUT', `no complete answer within ${this.config.timeoutMs} ms`, err);
+    const code = (err as { code?: string }).code ?? 'ERROR';
+    const message = String((err as Error).message ?? err);
+    if (this.proxy === undefined) return new NetworkError(info, code, `${code}: ${message}`, err);
+    const refused = /^Proxy response \((\d+)\)/.exec(message);
+    if (refused) return new NetworkError(info, `PROXY_${refused[1]}`, `proxy ${this.proxy} answered ${refused[1]} to CONNECT`, err);
+    return new NetworkError(info, code, `${code}: ${message} (through proxy ${this.proxy})`, err);
+  }
+
+  /** A whole answer: its value, or the error its status means. */
+  private response(answer: Answer, info: RequestInfo, path: string): Response {
+    const { status, headers: resHeaders, text, wireBytes: total } = answer;
     if (status >= 200 && status < 300) {
       try {
         return { value: parseJson(text), bytes: total, status };
       } catch {
-        const type = String(res.headers['content-type'] ?? 'no content-type');
+        const type = String(resHeaders['content-type'] ?? 'no content-type');
         throw new ApiError(info, `${status} but the body is not JSON (${type.split(';')[0]}): ${preview(text)}`, { invalid: true });
       }
     }
     if (status >= 300 && status < 400) {
-      const location = String(res.headers.location ?? '');
+      const location = String(resHeaders.location ?? '');
       let where = 'elsewhere';
       try {
-        where = new URL(location, url).host;
+        where = new URL(location, `${this.origin}${path}`).host;
       } catch {}
       throw new ApiError(info, `${status} redirect to ${where} not followed (the key is only sent to the configured base URL)`, {
         status,
@@ -314,7 +306,7 @@ export class ApiClient {
       });
     }
     const { message, requestId } = errorFields(text);
-    const retryAfterMs = parseRetryAfter(res.headers['retry-after'], this.clock.now());
+    const retryAfterMs = parseRetryAfter(resHeaders['retry-after'], this.clock.now());
     const detail = `${status} ${message ?? statusText(status)}`;
     if (status === 401) {
       throw new AuthError(info, `${detail} (check the API key: --api-key-file or CAMPAIGN_SYNC_API_KEY)`, { status, requestId });
