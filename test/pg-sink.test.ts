@@ -61,6 +61,26 @@ const TARGET = ['role_results', 'score_details', 'session_results'].map((relname
   reloptions: ['toast_tuple_target=8160'],
 }));
 
+describePg('PostgreSQL sink counts', () => {
+  it('an OVERALL page (counts only come back) tells new, changed and unchanged records apart', async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    try {
+      const id = streamId('c1', 'role', 'OVERALL');
+      await m.sink.openStream(id);
+      expect(await m.sink.commitPage(id, [role('r1', 1n, false), role('r2', 2n, false)], undefined)).toEqual({ inserted: 2, updated: 0 });
+      expect(await m.sink.commitPage(id, [role('r1', 1n, false), role('r2', 2n, false)], undefined)).toEqual({ inserted: 0, updated: 0 });
+      const changed = role('r2', 2n, false);
+      const record = { ...changed.record, overall_score: 4 };
+      const page = [role('r1', 1n, false), { ...changed, record, raw: toJson(record) }, role('r3', 3n, false)];
+      expect(await m.sink.commitPage(id, page, { from: undefined, to: 3n })).toEqual({ inserted: 1, updated: 1 });
+      expect(await count(m, 'SELECT records AS n FROM sync_state')).toBe(3);
+      expect(await count(m, "SELECT overall_score AS n FROM role_results WHERE id = 'r2'")).toBe(4);
+    } finally {
+      await m.release();
+    }
+  });
+});
+
 describePg('PostgreSQL storage of records', () => {
   it('keeps a record of a few KB inline and uncompressed, as SQLite does (schema 3), on a new mirror and a migrated one', async () => {
     const schema = freshSchema();

@@ -21,6 +21,7 @@ export interface PageCheckpoint {
 const SQL = {
   session: withCheckpoint(upsertChanged('session_results'), rowParamCount('session_results')),
   role: withCheckpoint(upsertChanged('role_results'), rowParamCount('role_results')),
+  roleCounts: withCheckpoint(upsertChanged('role_results'), rowParamCount('role_results'), true),
   // A detail id another result holds stays with it (the SQLite mirror's rule); not returned.
   detail: insertNew('score_details'),
   evals: insertAll('eval_results'),
@@ -134,6 +135,12 @@ export function upsertRoles(client: pg.ClientBase, page: CheckedRecord[], campai
  * id another result already holds stays with it, and this record then keeps its whole `raw`.
  */
 async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpoint): Promise<UpsertCounts> {
+  if (plan.single) {
+    // No score details: nothing else to write, so only the counts come back.
+    const params = [...plan.rows, ...checkpointParams(cp.stream, cp.move)];
+    const row = (await prepared<{ inserted: number; written: number }>(client, SQL.roleCounts, params)).rows[0];
+    return { inserted: row?.inserted ?? 0, updated: (row?.written ?? 0) - (row?.inserted ?? 0) };
+  }
   const { records } = plan;
   const splits = plan.splits ?? new Map<string, PgSplit>();
   const written = await upsert(client, SQL.role, plan, cp);
