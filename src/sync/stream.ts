@@ -174,16 +174,16 @@ export async function walkStream(
         totals.requests = deps.client.requests;
         deps.events?.page?.({ stream: id, records: checked.length, progress: { ...totals } });
       });
-      // Awaited by settle() (or dropped if the stream stops first): never an unhandled rejection.
+      // Always awaited by settle(), but maybe only after the next page arrives: meanwhile a failure
+      // must not count as an unhandled rejection.
       committing.catch(() => {});
       if (step.done) break;
       if (deps.signal?.aborted) throw new AbortedError();
       cursor = step.next;
     }
-    await settle();
   } finally {
-    // A stream that stops (an abort, a bad page) still waits for the page being committed, so what it
-    // reports is what the destination holds; that page's own failure is the one thrown, if it failed.
+    // The last page's commit, and that of a stream that stops (an abort, a bad page): waited for, so
+    // what the stream reports is what the destination holds; a commit's own failure is the one thrown.
     try {
       await settle();
     } finally {
