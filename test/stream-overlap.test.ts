@@ -3,13 +3,17 @@
  * (PostgreSQL) writes page N, page N+1 is read and checked and the request for page N+2 goes out. Page
  * N+1 reaches the sink only after page N's commit succeeded, so the checkpoint chain and
  * exactly-once are as before: a commit that fails stops the stream with that failure and nothing
- * after it is written; a stream that is stopped waits for the commit under way.
+ * after it is written; a stream that is stopped waits for the commit under way. A sink that says two
+ * pages may overlap (Sink.overlaps) gets page N+1 while page N commits, two at most, and the stream
+ * still counts them and moves its checkpoint in page order.
  */
 import { MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
+import { streamId } from '../src/core/types.js';
 import { StorageError } from '../src/errors.js';
 import type { Sink } from '../src/store/sinks/sink.js';
 import { runPass } from '../src/sync/pass.js';
+import { walkStream } from '../src/sync/stream.js';
 import {
   CAMPAIGN,
   campaignList,
@@ -189,5 +193,119 @@ describe('a stream reads ahead while a page commits', () => {
     expect(stored).toBe(2 * PAGE);
     expect(stream?.records).toBe(stored);
     expect(stream?.cursor).toBe(BigInt(2 * PAGE));
+  });
+});
+
+/**
+ * `store.sink` that says any two pages may overlap (Sink.overlaps), as the PostgreSQL sink does for
+ * one-statement pages: each commitPage first runs `before(n)`; the pages then reach the store in page
+ * order, and a page whose predecessor failed is refused with that failure (the PostgreSQL ticket's
+ * rule), so the store's own compare-and-set sees the chain it expects.
+ */
+function overlappingSink(sink: Sink, before: (page: number) => Promise<void>, after: (page: number) => Promise<void> = async () => {}) {
+  let page = 0;
+  let inFlight = 0;
+  let most = 0;
+  const log: string[] = [];
+  // Settles once the last page handed in is stored (or refused): its answer may come later (`after`).
+  let stored: Promise<unknown> = Promise.resolve();
+  const wrapped = withCommitPage(sink, (...args) => {
+    const n = ++page;
+    inFlight++;
+    most = Math.max(most, inFlight);
+    log.push(`start ${n}${inFlight > 1 ? ' (overlapping)' : ''}`);
+    const prior = stored;
+    const store = (async () => {
+      await before(n);
+      await prior;
+      return sink.commitPage(...args);
+    })();
+    stored = store;
+    return (async () => {
+      try {
+        const counts = await store;
+        await after(n);
+        return counts;
+      } finally {
+        inFlight--;
+        log.push(`end ${n}`);
+      }
+    })();
+  });
+  wrapped.overlaps = () => true;
+  return { sink: wrapped, log, most: () => most };
+}
+
+describe('a stream whose sink lets two pages overlap (PostgreSQL, one-statement pages)', () => {
+  it('hands page N+1 while page N commits, never more than two at once, and stores every page once', async () => {
+    const { agent } = service();
+    const store = testStore();
+    const { sink, log, most } = overlappingSink(store.sink, async (n) => {
+      // Each commit waits (up to 2 s) for the next page to be handed in while it is under way.
+      if (n < PAGES) await until(() => log.includes(`start ${n + 1} (overlapping)`), 2000);
+    });
+    const result = await runPass({ client: mockClient(agent), sink, state: store.state }, opts);
+    const stream = result.streams[0];
+    expect(stream?.status).toBe('ok');
+    expect(log.filter((l) => l.includes('overlapping'))).toHaveLength(PAGES - 1);
+    expect(most()).toBe(2);
+    expect(stream?.records).toBe(PAGES * PAGE);
+    expect(stream?.inserted).toBe(PAGES * PAGE);
+    expect(stream?.cursor).toBe(BigInt(PAGES * PAGE));
+    expect(store.db.prepare('SELECT count(*) FROM session_results').pluck().get()).toBe(PAGES * PAGE);
+    expect(store.db.prepare('SELECT cursor, records FROM sync_state').get()).toEqual({ cursor: PAGES * PAGE, records: PAGES * PAGE });
+  });
+
+  it('counts pages and moves its checkpoint in page order, even when page N+1 answers before page N', async () => {
+    const { agent } = service();
+    const store = testStore();
+    // Page n answers 120 ms after its commit, page n+1 at once: without the chain, the walk would
+    // count page n+1 first and end on page n's checkpoint.
+    const { sink } = overlappingSink(
+      store.sink,
+      async () => {},
+      async (n) => {
+        if (n % 2 === 1) await new Promise((r) => setTimeout(r, 120));
+      },
+    );
+    const id = streamId(CAMPAIGN, 'session', null);
+    await sink.openStream(id);
+    const client = mockClient(agent);
+    const pages: bigint[] = [];
+    const counts = { records: 0, inserted: 0, updated: 0, pages: 0, requests: 0, bytes: 0 };
+    const end = await walkStream(
+      id,
+      { client, sink, state: store.state },
+      { pageSize: PAGE, reportType: 'DETAILED' },
+      { from: undefined, window: {}, checkpoint: true, onPage: (records) => pages.push(records.at(-1)?.orderIndex ?? -1n) },
+      counts,
+      { records: 0, requests: 0 } as never,
+      undefined,
+    );
+    expect(pages).toEqual([2n, 4n, 6n, 8n, 10n]);
+    expect(end).toBe(BigInt(PAGES * PAGE));
+    expect(counts.records).toBe(PAGES * PAGE);
+    await client.close();
+  });
+
+  it("page N's failure stops the stream with that failure; page N+1, already handed in, is waited for and not stored", async () => {
+    const { agent } = service();
+    const store = testStore();
+    const failure = new StorageError('cannot write to the mirror: disk full (test)');
+    const { sink, log } = overlappingSink(store.sink, async (n) => {
+      if (n !== 2) return;
+      // Page 3 is handed in while page 2 is under way, then page 2 fails.
+      await until(() => log.includes('start 3 (overlapping)'), 2000);
+      throw failure;
+    });
+    const err = await runPass({ client: mockClient(agent), sink, state: store.state }, opts).catch((e: unknown) => e);
+    expect(err).toBe(failure);
+    expect(log).toContain('start 3 (overlapping)');
+    expect(log.indexOf('start 3 (overlapping)')).toBeLessThan(log.indexOf('end 2'));
+    // Page 3's commit ended before the pass did, and was refused (page 2 failed before it).
+    expect(log.filter((l) => l.startsWith('end')).sort()).toEqual(['end 1', 'end 2', 'end 3']);
+    expect(log).not.toContain('start 4 (overlapping)');
+    expect(store.db.prepare('SELECT order_index FROM session_results ORDER BY order_index').pluck().all()).toEqual([1, 2]);
+    expect(store.db.prepare('SELECT cursor FROM sync_state').pluck().get()).toBe(2);
   });
 });

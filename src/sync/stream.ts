@@ -131,14 +131,22 @@ export async function walkStream(
     return request;
   };
 
-  // The page whose commit is under way: a store over the network (PostgreSQL) writes page N while
-  // page N+1 is read and checked. One commit at a time, in page order: page N+1 is handed to the
-  // sink only once page N's commit has succeeded, so a failed page stops the stream before the next
-  // one is written, and each checkpoint move starts where the last committed one ended.
+  // The pages whose commits are under way: a store over the network (PostgreSQL) writes page N while
+  // page N+1 is read and checked. Pages are handed to the sink in order, and page N+1 only once page
+  // N's commit has succeeded, so a failed page stops the stream before the next one is written and
+  // each checkpoint move starts where the last committed one ended; unless the sink says the two may
+  // overlap (`Sink.overlaps`: it then commits page N+1 only if page N committed), when at most two are
+  // under way. `committing` settles once every page handed in has committed and been counted, in page
+  // order; `older`, once every page before the last one has.
   let committing: Promise<void> | undefined;
+  let older: Promise<void> | undefined;
+  let previousPlan: unknown;
+  // Where the checkpoint stands once every page handed in has committed.
+  let expected = committed;
   const settle = async () => {
     const inFlight = committing;
     committing = undefined;
+    older = undefined;
     if (inFlight) await inFlight;
   };
   try {
@@ -160,11 +168,21 @@ export async function walkStream(
       }
       // The page's rows are made while the previous page commits (a sink over the network).
       const prepared = deps.sink.prepare?.(id, checked);
-      await settle();
       // An empty last page leaves the checkpoint where it was.
       const checkpoint = !walk.checkpoint || last === undefined ? undefined : last;
-      const move = checkpoint === undefined ? undefined : { from: committed, to: checkpoint };
-      committing = deps.sink.commitPage(id, checked, move, prepared).then((done) => {
+      const overlap = committing !== undefined && checkpoint !== undefined && deps.sink.overlaps?.(previousPlan, prepared) === true;
+      if (!overlap) await settle();
+      else if (older !== undefined) await older;
+      const move = checkpoint === undefined ? undefined : { from: expected, to: checkpoint };
+      if (checkpoint !== undefined) expected = checkpoint;
+      const commit = deps.sink.commitPage(id, checked, move, prepared);
+      // Always awaited through `committing`, maybe only after the next page arrives: meanwhile a
+      // failure must not count as an unhandled rejection.
+      commit.catch(() => {});
+      const before = committing;
+      older = before;
+      previousPlan = prepared;
+      committing = (before === undefined ? commit : before.then(() => commit)).then((done) => {
         if (checkpoint !== undefined) committed = checkpoint;
         walk.onPage?.(checked);
         counts.records += checked.length;
@@ -174,15 +192,13 @@ export async function walkStream(
         totals.requests = deps.client.requests;
         deps.events?.page?.({ stream: id, records: checked.length, progress: { ...totals } });
       });
-      // Always awaited by settle(), but maybe only after the next page arrives: meanwhile a failure
-      // must not count as an unhandled rejection.
       committing.catch(() => {});
       if (step.done) break;
       if (deps.signal?.aborted) throw new AbortedError();
       cursor = step.next;
     }
   } finally {
-    // The last page's commit, and that of a stream that stops (an abort, a bad page): waited for, so
+    // The last pages' commits, and those of a stream that stops (an abort, a bad page): waited for, so
     // what the stream reports is what the destination holds; a commit's own failure is the one thrown.
     try {
       await settle();

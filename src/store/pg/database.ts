@@ -10,7 +10,7 @@ import { ident, migratePg } from './schema.js';
 import { redactUrl, scrub } from './url.js';
 
 export interface PgOpenOptions {
-  /** Connections in the pool: one per concurrent stream, plus one. */
+  /** Connections in the pool (open.ts: two per concurrent stream, plus two). */
   connections?: number;
   /** Do not create or migrate (status, export): a missing schema is a usage error. */
   mustExist?: boolean;

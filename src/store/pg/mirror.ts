@@ -10,18 +10,30 @@ import type { CheckedRecord, CheckpointMove, Endpoint, StreamId } from '../../co
 import type { UpsertCounts } from '../mirror.js';
 import { evalRows, roleRow, sessionRow, type Values } from '../rows.js';
 import { type PgSplit, roleRawPg, splitPg } from './compact.js';
-import { checkpointParams, insertAll, insertNew, jsonText, rowParamCount, rowParams, upsertChanged, withCheckpoint } from './statements.js';
+import {
+  checkpointParams,
+  insertAll,
+  insertNew,
+  jsonText,
+  rowParamCount,
+  rowParams,
+  upsertChanged,
+  withCheckpoint,
+  withTicket,
+} from './statements.js';
 
 /** The stream whose checkpoint a page moves, in the same statement as the page's first upsert. */
 export interface PageCheckpoint {
   stream: string;
   move: CheckpointMove | undefined;
+  /** A one-statement page's number in its stream (statements.ts withTicket); 1 when none is given. */
+  ticket?: number;
 }
 
 const SQL = {
   session: withCheckpoint(upsertChanged('session_results'), rowParamCount('session_results')),
   role: withCheckpoint(upsertChanged('role_results'), rowParamCount('role_results')),
-  roleCounts: withCheckpoint(upsertChanged('role_results'), rowParamCount('role_results'), true),
+  roleCounts: withTicket('role_results', rowParamCount('role_results')),
   // A detail id another result holds stays with it (the SQLite mirror's rule); not returned.
   detail: insertNew('score_details'),
   evals: insertAll('eval_results'),
@@ -101,10 +113,14 @@ export function writePage(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpo
   return plan.endpoint === 'session' ? writeSessions(client, plan, cp) : writeRoles(client, plan, cp);
 }
 
+/** The parameters of a page's first statement: its rows, then its checkpoint's. */
+function pageParams(plan: PagePlan, cp: PageCheckpoint): unknown[] {
+  return [...plan.rows, ...checkpointParams(cp.stream, cp.move)];
+}
+
 /** Runs the page's first statement (its upsert, with the checkpoint move); returns the rows written (new or changed). */
 async function upsert(client: pg.ClientBase, sql: string, plan: PagePlan, cp: PageCheckpoint) {
-  const params = [...plan.rows, ...checkpointParams(cp.stream, cp.move)];
-  const written = await prepared<{ id: string | null; inserted: boolean }>(client, sql, params);
+  const written = await prepared<{ id: string | null; inserted: boolean }>(client, sql, pageParams(plan, cp));
   // The last row (id NULL) says the checkpoint moved.
   return written.rows.filter((w): w is { id: string; inserted: boolean } => w.id !== null);
 }
@@ -137,7 +153,7 @@ export function upsertRoles(client: pg.ClientBase, page: CheckedRecord[], campai
 async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpoint): Promise<UpsertCounts> {
   if (plan.single) {
     // No score details: nothing else to write, so only the counts come back.
-    const params = [...plan.rows, ...checkpointParams(cp.stream, cp.move)];
+    const params = [...pageParams(plan, cp), cp.ticket ?? 1];
     const row = (await prepared<{ inserted: number; written: number }>(client, SQL.roleCounts, params)).rows[0];
     return { inserted: row?.inserted ?? 0, updated: (row?.written ?? 0) - (row?.inserted ?? 0) };
   }

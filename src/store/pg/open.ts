@@ -16,8 +16,9 @@ export interface PgMirror {
 
 /** Opens (creating or migrating) the mirror at `url`, schema `schema`, for `concurrency` streams at a time; `warn` gets the sink's warnings. */
 export async function openPgMirror(url: string, schema: string, concurrency: number, warn?: (text: string) => void): Promise<PgMirror> {
-  // One connection per concurrent stream, one for the locks, one for the rest.
-  const db = await PgDatabase.open(url, schema, { connections: concurrency + 2 });
+  // Two connections per concurrent stream (two of its pages may be written at once: sink.ts), one for
+  // the locks, one for the rest.
+  const db = await PgDatabase.open(url, schema, { connections: 2 * concurrency + 2 });
   const state = new PgState(db);
   const locks = new PgLocks(db);
   return {

@@ -5,6 +5,11 @@
  * (role results without score details; the checkpoint is a CTE of it) runs without BEGIN/COMMIT. Pages of concurrent streams run
  * on connections of their own. A stream is opened under its advisory lock (lock.ts).
  *
+ * Two one-statement pages of a stream may be written at once, on two connections (`overlaps`): the
+ * server writes page N+1's rows while page N commits, and page N+1's checkpoint waits for page N's
+ * transaction to end (statements.ts withTicket), so page N+1 commits only if page N did. Each
+ * commitPage still settles in page order.
+ *
  * As with SQLite, the first storage failure is final for the process: every later write throws it.
  */
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
@@ -16,10 +21,17 @@ import type { PgDatabase } from './database.js';
 import type { PgLocks } from './lock.js';
 import { type PagePlan, planPage, removeResults, storedIds, writePage } from './mirror.js';
 import type { PgState } from './state.js';
-import { CHECKPOINT_CONFLICT, holdsUnstorable } from './statements.js';
+import { CHECKPOINT_CONFLICT, holdsUnstorable, TICKET_LIMIT } from './statements.js';
+
+/** The last one-statement page of a stream: its ticket, and its commit while under way. */
+interface Chain {
+  ticket: number;
+  pending: Promise<unknown> | undefined;
+}
 
 export class PgSink implements Sink {
   private broken: StorageError | undefined;
+  private readonly chains = new Map<string, Chain>();
 
   constructor(
     private readonly db: PgDatabase,
@@ -49,34 +61,101 @@ export class PgSink implements Sink {
     return records.length === 0 ? undefined : planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
   }
 
+  /**
+   * True when the page planned as `next` may be handed to commitPage while the one planned as
+   * `previous` is still committing: both are one statement (withTicket), and no record is in both
+   * (page N+1 would wait for page N's uncommitted row while holding what page N waits for).
+   */
+  overlaps(previous: unknown, next: unknown): boolean {
+    const a = previous as PagePlan | undefined;
+    const b = next as PagePlan | undefined;
+    if (a?.single !== true || b?.single !== true) return false;
+    const ids = new Set(a.records.map((r) => r.id));
+    return !b.records.some((r) => ids.has(r.id));
+  }
+
   async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, prepared?: unknown): Promise<UpsertCounts> {
-    return this.guard(async () => {
-      if (records.length === 0) {
+    if (records.length === 0) {
+      return this.guard(async () => {
         let moved = () => {};
         await this.db.transaction(async (client) => {
           moved = await this.state.advance(client, id, move, 0);
         });
         moved();
         return { inserted: 0, updated: 0 };
-      }
+      });
+    }
+    // A plan made for this very page by prepare(), else one made now.
+    const plan = (prepared as PagePlan | undefined)?.page === records ? (prepared as PagePlan) : (this.prepare(id, records) as PagePlan);
+    if (plan.single) return this.commitSingle(id, records, move, plan);
+    return this.guard(async () => {
       const cp = { stream: id.key, move };
-      // A plan made for this very page by prepare(), else one made now.
-      const plan = (prepared as PagePlan | undefined)?.page === records ? (prepared as PagePlan) : (this.prepare(id, records) as PagePlan);
       let counts: UpsertCounts;
       try {
-        // Rows without score details are one statement with the checkpoint: atomic without BEGIN/COMMIT.
-        counts = plan.single
-          ? await this.db.session((client) => writePage(client, plan, cp))
-          : await this.db.transaction((client) => writePage(client, plan, cp));
+        counts = await this.db.transaction((client) => writePage(client, plan, cp));
       } catch (err) {
-        if (move !== undefined && err instanceof Error && err.message.includes(CHECKPOINT_CONFLICT))
-          throw await this.state.conflict(id, move);
+        if (move !== undefined && isConflict(err)) throw await this.state.conflict(id, move);
         throw err;
       }
       this.state.moved(id, move);
       this.warnNul(id, records);
       return counts;
     });
+  }
+
+  /**
+   * A one-statement page, atomic without BEGIN/COMMIT, perhaps written while the stream's previous
+   * one commits (`overlaps`). If that one fails, this one fails with its error and writes nothing. If
+   * this statement ran ahead of it (took the previous ticket before that page did), its
+   * compare-and-set finds the cursor not yet moved: it is written again once the previous page is in.
+   */
+  private commitSingle(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, plan: PagePlan): Promise<UpsertCounts> {
+    const chain = this.chains.get(id.key) ?? { ticket: 0, pending: undefined };
+    this.chains.set(id.key, chain);
+    chain.ticket = chain.ticket >= TICKET_LIMIT ? 1 : chain.ticket + 1;
+    const before = chain.pending;
+    const cp = { stream: id.key, move, ticket: chain.ticket };
+    const write = () => this.db.session((client) => writePage(client, plan, cp));
+    const run = this.guard(async () => {
+      let counts: UpsertCounts;
+      try {
+        counts = await write();
+      } catch (err) {
+        if (move === undefined || !isConflict(err)) throw err;
+        if (before !== undefined) {
+          // Throws the previous page's failure, the one to report; else this page ran ahead of it.
+          await before;
+          try {
+            return await this.settled(id, move, records, await write(), before);
+          } catch (again) {
+            if (!isConflict(again)) throw again;
+          }
+        }
+        throw await this.state.conflict(id, move);
+      }
+      return this.settled(id, move, records, counts, before);
+    });
+    const pending = run.finally(() => {
+      if (chain.pending === pending) chain.pending = undefined;
+    });
+    pending.catch(() => {});
+    chain.pending = pending;
+    return run;
+  }
+
+  /** After a page committed: once the page before it has settled (page order), its checkpoint in memory. */
+  private async settled(
+    id: StreamId,
+    move: CheckpointMove | undefined,
+    records: CheckedRecord[],
+    counts: UpsertCounts,
+    before: Promise<unknown> | undefined,
+  ): Promise<UpsertCounts> {
+    // This page's compare-and-set found the previous page committed, whatever its answer said.
+    if (before !== undefined) await before.catch(() => {});
+    this.state.moved(id, move);
+    this.warnNul(id, records);
+    return counts;
   }
 
   /** Not silent: the records of the page whose U+0000 or lone surrogates became U+FFFD (statements.ts). */
@@ -131,3 +210,5 @@ export class PgSink implements Sink {
 
   async close(): Promise<void> {}
 }
+
+const isConflict = (err: unknown): boolean => err instanceof Error && err.message.includes(CHECKPOINT_CONFLICT);

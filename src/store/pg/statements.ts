@@ -182,14 +182,19 @@ function fromRows(table: Table): string {
  * Inserts new rows and rewrites rows whose raw changed; returns the rows it wrote with `inserted`
  * (xmax = 0: a fresh row). A row read again unchanged is left alone and not returned.
  */
-export function upsertChanged(table: 'session_results' | 'role_results' | 'campaigns' | 'score_details', onlyChanged = true): string {
+export function upsertChanged(
+  table: 'session_results' | 'role_results' | 'campaigns' | 'score_details',
+  onlyChanged = true,
+  /** A condition on the page's rows (evaluated once, before the first row is written). */
+  gate?: string,
+): string {
   const cols = columnsOf(table);
   const set = cols
     .filter((c) => c !== 'id')
     .map((c) => `${c} = excluded.${c}`)
     .join(', ');
   const where = onlyChanged ? ` WHERE ${table}.raw IS DISTINCT FROM excluded.raw` : '';
-  return `INSERT INTO ${table} (${cols.join(', ')}) ${fromRows(table)} ON CONFLICT (id) DO UPDATE SET ${set}${where} RETURNING id, (xmax = 0) AS inserted`;
+  return `INSERT INTO ${table} (${cols.join(', ')}) ${fromRows(table)}${gate === undefined ? '' : ` WHERE ${gate}`} ON CONFLICT (id) DO UPDATE SET ${set}${where} RETURNING id, (xmax = 0) AS inserted`;
 }
 
 /** Inserts the rows whose key is new; returns their ids. */
@@ -207,21 +212,49 @@ export function insertAll(table: 'eval_results'): string {
  * count of new rows added) as a data-modifying CTE. When it did not move (another process moved the
  * checkpoint), the statement fails with `CHECKPOINT_CONFLICT` in its message, so nothing of the page
  * is written even outside a transaction. It returns the rows written (`id`, `inserted`) and a last row
- * with a NULL id; with `countsOnly`, one row of counts (`inserted`, `written`), for a page that needs
- * nothing else (OVERALL): a page's ids read back and decoded cost the sink 15% of its time there.
+ * with a NULL id.
  */
-export function withCheckpoint(upsert: string, params: number, countsOnly = false): string {
+export function withCheckpoint(upsert: string, params: number): string {
   const [to, stream, from, move] = [params + 1, params + 2, params + 3, params + 4];
-  const moved = `CASE WHEN (SELECT count(*) FROM c) = 1 THEN true ELSE ('${CHECKPOINT_CONFLICT} ' || (SELECT count(*) FROM c))::int > 0 END`;
-  const select = countsOnly
-    ? `SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written, ${moved} AS moved FROM w`
-    : `SELECT id, inserted FROM w UNION ALL SELECT NULL, ${moved}`;
   return `WITH w AS (${upsert}), c AS (UPDATE sync_state SET cursor = CASE WHEN $${move}::boolean THEN $${to}::bigint ELSE cursor END, records = records + (SELECT count(*) FROM w WHERE inserted) WHERE stream = $${stream}::text AND (NOT $${move}::boolean OR cursor IS NOT DISTINCT FROM $${from}::bigint) RETURNING 1)
-${select}`;
+SELECT id, inserted FROM w UNION ALL SELECT NULL, ${moved}`;
 }
 
 /** In the message of the error a withCheckpoint statement fails with when the checkpoint moved. */
 export const CHECKPOINT_CONFLICT = 'campaign-sync checkpoint conflict';
+
+/** True when the checkpoint CTE `c` moved its one row, else an error whose message holds CHECKPOINT_CONFLICT. */
+const moved = `CASE WHEN (SELECT count(*) FROM c) = 1 THEN true ELSE ('${CHECKPOINT_CONFLICT} ' || (SELECT count(*) FROM c))::int > 0 END`;
+
+/**
+ * A page that is one statement (role results without score details), written while the stream's
+ * previous page may still be committing on another connection (sink.ts): its rows are written at
+ * once, and its checkpoint's compare-and-set waits for the previous page's transaction to end.
+ *
+ * Each such page holds a transaction-level advisory lock, its ticket: `(hashtext(schema, stream) <<
+ * 32) + $n+5`, the page's number in the stream. The statement takes its own ticket first, writes its
+ * rows, then waits for the previous page's ticket (`$n+5 - 1`), which is free once that page
+ * committed or rolled back. Only then does it lock the stream's row and read its cursor (FOR UPDATE
+ * reads the latest version, committed after this statement began) and move it from `$n+3` to `$n+1`.
+ * If the previous page failed, the cursor is not where this page starts: the statement fails with
+ * CHECKPOINT_CONFLICT and writes nothing, so a page never commits unless the one before it did. The
+ * cursor cannot be checked in the UPDATE itself: its WHERE sees the row as it was when the statement
+ * began. Returns one row of counts (`inserted`, `written`): nothing else is written for such a page.
+ */
+export function withTicket(table: 'role_results', params: number): string {
+  const [to, stream, from, move, seq] = [params + 1, params + 2, params + 3, params + 4, params + 5];
+  const ticket = (back: number) =>
+    `((hashtext('campaign-sync page ' || current_schema() || ' ' || $${stream}::text)::bigint << 32) + $${seq}::bigint - ${back})`;
+  const upsert = upsertChanged(table, true, '(SELECT count(*) FROM own) = 1');
+  return `WITH own AS (SELECT pg_advisory_xact_lock(${ticket(0)})), w AS (${upsert}),
+previous AS (SELECT pg_advisory_xact_lock_shared(${ticket(1)}) FROM (SELECT count(*) FROM w) AS written),
+latest AS (SELECT cursor FROM sync_state WHERE stream = $${stream}::text AND (SELECT count(*) FROM previous) = 1 FOR UPDATE),
+c AS (UPDATE sync_state SET cursor = CASE WHEN $${move}::boolean THEN $${to}::bigint ELSE cursor END, records = records + (SELECT count(*) FROM w WHERE inserted) WHERE stream = $${stream}::text AND (SELECT NOT $${move}::boolean OR cursor IS NOT DISTINCT FROM $${from}::bigint FROM latest) RETURNING 1)
+SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written, ${moved} AS moved FROM w`;
+}
+
+/** A page's number in its stream for withTicket: 1 to 2^31 - 1, then 1 again (the page before is then 0: no wait, at worst a retry). */
+export const TICKET_LIMIT = 2 ** 31 - 1;
 
 /** The parameters of withCheckpoint's CTE for a page of stream `stream`. */
 export function checkpointParams(stream: string, move: { from: bigint | undefined; to: bigint } | undefined): unknown[] {

@@ -30,8 +30,15 @@ export interface Sink {
    */
   prepare?(id: StreamId, records: CheckedRecord[]): unknown;
   /**
+   * Optional: true when the page prepared as `next` may be handed to commitPage while the one
+   * prepared as `previous` is still committing. The sink then commits `next` only if `previous`
+   * committed, and settles the two in page order. Both pages move the checkpoint.
+   */
+  overlaps?(previous: unknown, next: unknown): boolean;
+  /**
    * Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined),
-   * atomically. A stream hands its pages in order, each once the previous one's commit succeeded.
+   * atomically. A stream hands its pages in order, each once the previous one's commit succeeded
+   * (or, where `overlaps` allows, while it is under way).
    */
   commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, prepared?: unknown): Promise<UpsertCounts>;
   /** The ids of the records this destination holds for a stream (reconcile). */

@@ -1,0 +1,160 @@
+/**
+ * Two one-statement pages of a stream written at once (store/pg/sink.ts `overlaps`, statements.ts
+ * withTicket): page N+1's rows are written while page N commits, but page N+1 commits only if page N
+ * did, and the sink settles them in page order. Against the real server: what is checked is the
+ * server's locking (the ticket, the latest version of the checkpoint row), not a model of it.
+ */
+import { expect, it } from 'vitest';
+import { toJson } from '../src/core/json.js';
+import { type CheckedRecord, streamId } from '../src/core/types.js';
+import { StorageError } from '../src/errors.js';
+import { planPage } from '../src/store/pg/mirror.js';
+import { openPgMirror, type PgMirror } from '../src/store/pg/open.js';
+import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
+
+function role(id: string, orderIndex: bigint, detailed = false): CheckedRecord {
+  const record: Record<string, unknown> = { id, order_index: Number(orderIndex), overall_score: 3 };
+  if (detailed) record.score_details = [{ id: `${id}-d`, score: 1, eval_results: [] }];
+  return { record, id, orderIndex, raw: toJson(record) };
+}
+
+const page = (first: number, n = 2) => Array.from({ length: n }, (_, k) => role(`r${first + k}`, BigInt(first + k)));
+
+/** A trigger in the mirror's schema: inserting `boom` fails, inserting `slow` takes `ms`. */
+async function trap(m: PgMirror, ms: number): Promise<void> {
+  await m.db.query(`CREATE FUNCTION trap() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.id = 'boom' THEN RAISE EXCEPTION 'boom refused (test)'; END IF;
+  IF NEW.id = 'slow' THEN PERFORM pg_sleep(${ms / 1000}); END IF;
+  RETURN NEW;
+END $$`);
+  await m.db.query('CREATE TRIGGER trap BEFORE INSERT ON role_results FOR EACH ROW EXECUTE FUNCTION trap()');
+}
+
+const state = async (m: PgMirror, key: string) =>
+  (await m.db.query('SELECT cursor::text AS cursor, records::text AS records FROM sync_state WHERE stream = $1', [key])).rows[0];
+const ids = async (m: PgMirror) => (await m.db.query('SELECT id FROM role_results ORDER BY order_index')).rows.map((r) => r.id);
+
+/** Advisory locks waited for, not granted: a page at its wait for the page before it. */
+const waiting = async (m: PgMirror) =>
+  Number((await m.db.query("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rows[0]?.n);
+
+describePg('PostgreSQL: two pages of a stream written at once', () => {
+  const id = streamId('c1', 'role', 'OVERALL');
+
+  it('page N+1 is written while page N commits, waits for it, and both commit in page order', async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    try {
+      await trap(m, 400);
+      await m.sink.openStream(id);
+      const order: string[] = [];
+      const first = [role('slow', 1n), role('r2', 2n)];
+      const p1 = m.sink.commitPage(id, first, { from: undefined, to: 2n }).then((c) => {
+        order.push('page 1');
+        return c;
+      });
+      const p2 = m.sink.commitPage(id, page(3), { from: 2n, to: 4n }).then((c) => {
+        order.push('page 2');
+        return c;
+      });
+      // Page 2 has written its rows and waits for page 1's ticket while page 1 is still writing.
+      let seen = 0;
+      for (let i = 0; i < 30 && seen === 0; i++) {
+        seen = await waiting(m);
+        if (seen === 0) await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(seen).toBe(1);
+      expect(await Promise.all([p1, p2])).toEqual([
+        { inserted: 2, updated: 0 },
+        { inserted: 2, updated: 0 },
+      ]);
+      expect(order).toEqual(['page 1', 'page 2']);
+      expect(await ids(m)).toEqual(['slow', 'r2', 'r3', 'r4']);
+      expect(await state(m, id.key)).toEqual({ cursor: '4', records: '4' });
+      expect(m.state.cursor(id)).toBe(4n);
+    } finally {
+      await m.release();
+    }
+  });
+
+  it("page N fails: page N+1, already under way, writes nothing and fails with page N's failure", async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    try {
+      await trap(m, 0);
+      await m.sink.openStream(id);
+      await m.sink.commitPage(id, page(1), { from: undefined, to: 2n });
+      const p1 = m.sink.commitPage(id, [role('r3', 3n), role('boom', 4n)], { from: 2n, to: 4n });
+      const p2 = m.sink.commitPage(id, page(5), { from: 4n, to: 6n });
+      const [e1, e2] = await Promise.all([p1.catch((e: unknown) => e), p2.catch((e: unknown) => e)]);
+      expect(e1).toBeInstanceOf(StorageError);
+      expect((e1 as Error).message).toMatch(/boom refused \(test\)/);
+      expect(e2).toBe(e1);
+      expect(await ids(m)).toEqual(['r1', 'r2']);
+      expect(await state(m, id.key)).toEqual({ cursor: '2', records: '2' });
+      expect(m.state.cursor(id)).toBe(2n);
+    } finally {
+      await m.release();
+    }
+  });
+
+  it('page N+1 that reaches its checkpoint before page N has started is written again once page N is in', async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    try {
+      await m.sink.openStream(id);
+      // Page 1 waits 300 ms for its connection: page 2 takes page 1's ticket before page 1 does,
+      // finds the checkpoint not yet moved, and is refused; the sink writes it again after page 1.
+      const session = m.db.session.bind(m.db);
+      let calls = 0;
+      m.db.session = async (fn, what) => {
+        if (++calls === 1) await new Promise((r) => setTimeout(r, 300));
+        return session(fn, what);
+      };
+      const p1 = m.sink.commitPage(id, page(1), { from: undefined, to: 2n });
+      const p2 = m.sink.commitPage(id, page(3), { from: 2n, to: 4n });
+      expect(await Promise.all([p1, p2])).toEqual([
+        { inserted: 2, updated: 0 },
+        { inserted: 2, updated: 0 },
+      ]);
+      expect(calls).toBe(3);
+      expect(await ids(m)).toEqual(['r1', 'r2', 'r3', 'r4']);
+      expect(await state(m, id.key)).toEqual({ cursor: '4', records: '4' });
+      expect(m.state.cursor(id)).toBe(4n);
+    } finally {
+      await m.release();
+    }
+  });
+
+  it('another process that moved the checkpoint is still a conflict, page N+1 under way or not', async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    try {
+      await m.sink.openStream(id);
+      await m.sink.commitPage(id, page(1), { from: undefined, to: 2n });
+      await m.db.query('UPDATE sync_state SET cursor = 9 WHERE stream = $1', [id.key]);
+      const p1 = m.sink.commitPage(id, page(3), { from: 2n, to: 4n });
+      const p2 = m.sink.commitPage(id, page(5), { from: 4n, to: 6n });
+      const [e1, e2] = await Promise.all([p1.catch((e: unknown) => e), p2.catch((e: unknown) => e)]);
+      expect((e1 as Error).message).toMatch(/checkpoint of stream c1\/role\/OVERALL is at 9, not at 2 where this process left it/);
+      expect(e2).toBe(e1);
+      expect(await ids(m)).toEqual(['r1', 'r2']);
+      expect(await state(m, id.key)).toEqual({ cursor: '9', records: '2' });
+    } finally {
+      await m.release();
+    }
+  });
+
+  it('overlaps: only one-statement pages with no record in common', async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    try {
+      const plan = (records: CheckedRecord[]) => planPage('role', records, 'c1', 'OVERALL');
+      expect(m.sink.overlaps(plan(page(1)), plan(page(3)))).toBe(true);
+      // A record in both: page N+1 would wait for page N's row while page N waits for page N+1's ticket chain.
+      expect(m.sink.overlaps(plan(page(1)), plan(page(2)))).toBe(false);
+      // A DETAILED page is a transaction of several statements: never overlapped.
+      expect(m.sink.overlaps(plan(page(1)), plan([role('d1', 3n, true)]))).toBe(false);
+      expect(m.sink.overlaps(plan([role('d1', 1n, true)]), plan(page(3)))).toBe(false);
+      expect(m.sink.overlaps(undefined, plan(page(3)))).toBe(false);
+    } finally {
+      await m.release();
+    }
+  });
+});
