@@ -101,7 +101,10 @@ export async function exportVsSqlite(opts = {}) {
     // Each side starts with no file of the last round in its way: `timed` truncates sqlite3's output
     // (freeing its blocks) before its clock starts, so the CLI's is removed before its clock starts
     // too, rather than freed by the rename that replaces it (30-40 ms for 48 MB, measured).
-    const runCli = () => (rmSync(cliOut, { force: true }), cliTimed());
+    const runCli = () => {
+      rmSync(cliOut, { force: true });
+      return cliTimed();
+    };
     const cliTimed = () =>
       timed(
         process.execPath,

@@ -293,6 +293,8 @@ describe('a stream whose sink lets two pages overlap (PostgreSQL, one-statement 
     const store = testStore();
     const failure = new StorageError('cannot write to the mirror: disk full (test)');
     const { sink, log } = overlappingSink(store.sink, async (n) => {
+      // Page 3's commit takes 200 ms more: the pass must wait for it all the same.
+      if (n === 3) await new Promise((r) => setTimeout(r, 200));
       if (n !== 2) return;
       // Page 3 is handed in while page 2 is under way, then page 2 fails.
       await until(() => log.includes('start 3 (overlapping)'), 2000);

@@ -182,7 +182,10 @@ export async function walkStream(
       const before = committing;
       older = before;
       previousPlan = prepared;
-      committing = (before === undefined ? commit : before.then(() => commit)).then((done) => {
+      // After the pages before it, and settled whatever they did: a stream that stops on page N's
+      // failure still waits for page N+1's commit to end (and reports page N's failure).
+      const inOrder = before === undefined ? commit : Promise.allSettled([before, commit]).then(() => before.then(() => commit));
+      committing = inOrder.then((done) => {
         if (checkpoint !== undefined) committed = checkpoint;
         walk.onPage?.(checked);
         counts.records += checked.length;
