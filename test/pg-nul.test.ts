@@ -5,6 +5,8 @@
  * place, everywhere, and the pull warns naming it.
  */
 import { expect, it } from 'vitest';
+import { toJson } from '../src/core/json.js';
+import { type CheckedRecord, streamId } from '../src/core/types.js';
 import { openPgMirror } from '../src/store/pg/open.js';
 import { runPass } from '../src/sync/pass.js';
 import { CAMPAIGN, campaignList, mockClient, mockService, passDefaults } from './helpers/mock.js';
@@ -56,6 +58,31 @@ describePg('U+0000 and lone surrogates into PostgreSQL', () => {
       const again = await run();
       expect(again.streams[0]?.inserted).toBe(0);
       expect(again.streams[0]?.updated).toBe(0);
+    } finally {
+      await m.release();
+    }
+  });
+
+  it('in an OVERALL page (one statement), warn naming exactly the records that hold them', async () => {
+    const warnings: string[] = [];
+    const m = await openPgMirror(PG_URL, freshSchema(), 1, (t) => warnings.push(t));
+    try {
+      const id = streamId('c1', 'role', 'OVERALL');
+      await m.sink.openStream(id);
+      const role = (key: string, k: number, extra: Record<string, unknown>): CheckedRecord => {
+        const record = { id: key, order_index: k, overall_score: 3, ...extra };
+        return { record, id: key, orderIndex: BigInt(k), raw: toJson(record) };
+      };
+      const page = [
+        role('key-nul', 1, { additional_scores: { 'a\u0000': 1 } }),
+        role('plain', 2, { note: 'C:\\u0000dir', tab: '\t' }),
+        role('lone', 3, { user: { email: 'x\ud800@example.com' } }),
+        role('pair', 4, { note: '\ud83d\ude00' }),
+      ];
+      await m.sink.commitPage(id, page, { from: undefined, to: 4n });
+      expect(warnings).toEqual([expect.stringContaining('2 records key-nul, lone hold U+0000 or a lone surrogate')]);
+      const email = (await m.db.query("SELECT user_email FROM role_results WHERE id = 'lone'")).rows[0]?.user_email;
+      expect(email).toBe('x\uFFFD@example.com');
     } finally {
       await m.release();
     }
