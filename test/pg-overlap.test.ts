@@ -10,7 +10,28 @@ import { type CheckedRecord, streamId } from '../src/core/types.js';
 import { StorageError } from '../src/errors.js';
 import { planPage } from '../src/store/pg/mirror.js';
 import { openPgMirror, type PgMirror } from '../src/store/pg/open.js';
-import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
+import { describePg, freshSchema, PG_URL, pgClient } from './helpers/pg.js';
+
+/** Runs `fn` with the URL of a role of its own whose defaults are `settings` (ALTER ROLE … SET), then drops it. */
+async function withRole(settings: Record<string, string>, fn: (url: string) => Promise<void>): Promise<void> {
+  const name = `r_${process.pid}_${Date.now().toString(36)}`;
+  const admin = await pgClient();
+  const url = new URL(PG_URL);
+  const database = decodeURIComponent(url.pathname.slice(1)) || 'postgres';
+  try {
+    await admin.query(`CREATE ROLE ${name} LOGIN PASSWORD 'pw'`);
+    await admin.query(`GRANT CREATE ON DATABASE "${database}" TO ${name}`);
+    for (const [k, v] of Object.entries(settings)) await admin.query(`ALTER ROLE ${name} SET ${k} = '${v}'`);
+    url.username = name;
+    url.password = 'pw';
+    await fn(url.toString());
+  } finally {
+    await admin.query(`DROP OWNED BY ${name} CASCADE`).catch(() => {});
+    await admin.query(`REVOKE CREATE ON DATABASE "${database}" FROM ${name}`).catch(() => {});
+    await admin.query(`DROP ROLE IF EXISTS ${name}`).catch(() => {});
+    await admin.end();
+  }
+}
 
 function role(id: string, orderIndex: bigint, detailed = false): CheckedRecord {
   const record: Record<string, unknown> = { id, order_index: Number(orderIndex), overall_score: 3 };
@@ -153,6 +174,58 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
       expect(m.sink.overlaps(plan(page(1)), plan([role('d1', 3n, true)]))).toBe(false);
       expect(m.sink.overlaps(plan([role('d1', 1n, true)]), plan(page(3)))).toBe(false);
       expect(m.sink.overlaps(undefined, plan(page(3)))).toBe(false);
+    } finally {
+      await m.release();
+    }
+  });
+
+  for (const [setting, value] of [
+    ['default_transaction_isolation', 'repeatable read'],
+    ['lock_timeout', '50ms'],
+  ] as const) {
+    it(`a role whose ${setting} is ${value} still writes two pages at once`, async () => {
+      await withRole({ [setting]: value }, async (url) => {
+        const m = await openPgMirror(url, freshSchema(), 1);
+        try {
+          await trap(m, 400);
+          await m.sink.openStream(id);
+          const p1 = m.sink.commitPage(id, [role('slow', 1n), role('r2', 2n)], { from: undefined, to: 2n });
+          const p2 = m.sink.commitPage(id, page(3), { from: 2n, to: 4n });
+          expect(await Promise.all([p1, p2])).toEqual([
+            { inserted: 2, updated: 0 },
+            { inserted: 2, updated: 0 },
+          ]);
+          expect(await state(m, id.key)).toEqual({ cursor: '4', records: '4' });
+        } finally {
+          await m.release();
+        }
+      });
+    });
+  }
+
+  it('the stream locks lost with their connection: the next page fails with one storage error, no crash', async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    try {
+      await m.sink.openStream(id);
+      await m.sink.commitPage(id, page(1), { from: undefined, to: 2n });
+      await m.db.query(
+        "SELECT pg_terminate_backend(l.pid) FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.pid <> pg_backend_pid() AND l.classid::int = hashtext($1)",
+        [`campaign-sync ${m.db.schema}`],
+      );
+      for (let i = 0; i < 50 && m.sink.failure === undefined; i++) {
+        // A page that moves no checkpoint, written again and again until the loss is seen.
+        const err = await m.sink.commitPage(id, page(3), undefined).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        if (err !== undefined) {
+          expect(err).toBeInstanceOf(StorageError);
+          expect((err as Error).message).toMatch(/^lost the stream locks of .*terminating connection/);
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(m.sink.failure?.message).toMatch(/^lost the stream locks of/);
     } finally {
       await m.release();
     }

@@ -39,7 +39,10 @@ export class PgDatabase {
       // of campaign-sync: a kill -9 of ours loses nothing committed) may drop the last fraction of a
       // second of pages, records and checkpoints together, so they are read again, never duplicated:
       // the trade SQLite's synchronous=NORMAL makes (store/db.ts). Per-page commits cost 3-5x less.
-      options: `-c search_path=${ident(schema)} -c synchronous_commit=off`,
+      // Read committed whatever the role's or database's default: a page's compare-and-set reads the
+      // checkpoint row as the page before it committed it (statements.ts withTicket), which repeatable
+      // read refuses (40001).
+      options: `-c search_path=${ident(schema)} -c synchronous_commit=off -c default_transaction_isolation=read\\ committed`,
     });
     // An idle connection the server drops must not crash the process; the next query reports it.
     pool.on('error', () => {});

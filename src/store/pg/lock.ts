@@ -21,11 +21,27 @@ export class PgLocks {
 
   constructor(private readonly db: PgDatabase) {}
 
+  /**
+   * Set when the locks' connection dropped (the server ended it, or its network went): the server
+   * released every lock with it, so this process must stop writing (the sink checks it).
+   */
+  lost: unknown;
+
   private connection(): Promise<pg.PoolClient> {
-    this.client ??= this.db.pool.connect().catch((err) => {
-      this.client = undefined;
-      throw this.db.failure(err, 'cannot lock');
-    });
+    this.client ??= this.db.pool.connect().then(
+      (client) => {
+        // Checked out for the whole run, so the pool's own 'error' listener does not cover it: an
+        // error event with no listener would end the process with a stack trace.
+        client.on('error', (err) => {
+          this.lost ??= this.db.failure(err, 'lost the stream locks of');
+        });
+        return client;
+      },
+      (err) => {
+        this.client = undefined;
+        throw this.db.failure(err, 'cannot lock');
+      },
+    );
     return this.client;
   }
 

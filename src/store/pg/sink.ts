@@ -48,6 +48,8 @@ export class PgSink implements Sink {
   /** Runs a write; a storage failure stops every later one. */
   private async guard<T>(fn: () => Promise<T>): Promise<T> {
     if (this.broken) throw this.broken;
+    // The stream locks went with their connection: another worker may take the streams now.
+    if (this.locks.lost !== undefined) throw (this.broken ??= this.locks.lost as StorageError);
     try {
       return await fn();
     } catch (err) {
@@ -121,9 +123,10 @@ export class PgSink implements Sink {
       try {
         counts = await write();
       } catch (err) {
-        if (move === undefined || !isConflict(err)) throw err;
+        if (move === undefined || !(isConflict(err) || (before !== undefined && isWait(err)))) throw err;
         if (before !== undefined) {
-          // Throws the previous page's failure, the one to report; else this page ran ahead of it.
+          // Throws the previous page's failure, the one to report; else this page ran ahead of it (or
+          // its wait was cut short: isWait).
           await before;
           try {
             return await this.settled(id, move, records, await write(), before);
@@ -215,3 +218,13 @@ export class PgSink implements Sink {
 }
 
 const isConflict = (err: unknown): boolean => err instanceof Error && err.message.includes(CHECKPOINT_CONFLICT);
+
+/**
+ * A wait that failed while the page before was under way: the role's or database's lock_timeout
+ * (55P03) cut the wait for its ticket, or the server broke a deadlock (40P01) with a writer of the
+ * same rows elsewhere. Nothing of the page was written: it is written again once the page before is in.
+ */
+const isWait = (err: unknown): boolean => {
+  const code = (err as { code?: unknown })?.code;
+  return code === '55P03' || code === '40P01';
+};
