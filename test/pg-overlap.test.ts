@@ -57,8 +57,8 @@ const state = async (m: PgMirror, key: string) =>
 const ids = async (m: PgMirror) => (await m.db.query('SELECT id FROM role_results ORDER BY order_index')).rows.map((r) => r.id);
 
 /** Advisory locks waited for, not granted: a page at its wait for the page before it. */
-const waiting = async (m: PgMirror) =>
-  Number((await m.db.query("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rows[0]?.n);
+const waiting = async (m: PgMirror, locktype = 'advisory') =>
+  Number((await m.db.query('SELECT count(*) AS n FROM pg_locks WHERE locktype = $1 AND NOT granted', [locktype])).rows[0]?.n);
 
 describePg('PostgreSQL: two pages of a stream written at once', () => {
   const id = streamId('c1', 'role', 'OVERALL');
@@ -202,6 +202,33 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
       });
     });
   }
+
+  it('a page chosen as a deadlock victim (another writer of the same rows) is written again', async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    const other = await pgClient();
+    try {
+      await m.sink.openStream(id);
+      await other.query(`SET search_path TO ${m.db.schema}`);
+      // Another writer holds r2 and will want r1; the page takes r1, then waits for r2: a cycle.
+      await other.query('BEGIN');
+      await other.query("INSERT INTO role_results (id, campaign_id, order_index, raw) VALUES ('r2', 'c1', 2, '{}')");
+      const p1 = m.sink.commitPage(id, page(1), { from: undefined, to: 2n });
+      for (let i = 0; i < 100 && (await waiting(m, 'transactionid')) === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      // Waits on the page's r1 until the server breaks the cycle (deadlock_timeout, 1 s): the page's
+      // statement, waiting longer, is the one it cancels; then this writer gives up its rows.
+      const mine = other
+        .query("INSERT INTO role_results (id, campaign_id, order_index, raw) VALUES ('r1', 'c1', 1, '{}')")
+        .catch((e: unknown) => e);
+      await mine;
+      await other.query('ROLLBACK');
+      expect(await p1).toEqual({ inserted: 2, updated: 0 });
+      expect(await ids(m)).toEqual(['r1', 'r2']);
+      expect(await state(m, id.key)).toEqual({ cursor: '2', records: '2' });
+    } finally {
+      await other.end();
+      await m.release();
+    }
+  });
 
   it('the stream locks lost with their connection: the next page fails with one storage error, no crash', async () => {
     const m = await openPgMirror(PG_URL, freshSchema(), 1);

@@ -123,18 +123,20 @@ export class PgSink implements Sink {
       try {
         counts = await write();
       } catch (err) {
-        if (move === undefined || !(isConflict(err) || (before !== undefined && isWait(err)))) throw err;
-        if (before !== undefined) {
+        // A deadlock's victim rolled back whole, whatever else was under way: written again, once.
+        const deadlock = isDeadlock(err);
+        if (!deadlock && (move === undefined || !(isConflict(err) || (before !== undefined && isWait(err))))) throw err;
+        if (before !== undefined || deadlock) {
           // Throws the previous page's failure, the one to report; else this page ran ahead of it (or
           // its wait was cut short: isWait).
-          await before;
+          if (before !== undefined) await before;
           try {
             return await this.settled(id, move, records, await write(), before);
           } catch (again) {
-            if (!isConflict(again)) throw again;
+            if (move === undefined || !isConflict(again)) throw again;
           }
         }
-        throw await this.state.conflict(id, move);
+        throw await this.state.conflict(id, move as CheckpointMove);
       }
       return this.settled(id, move, records, counts, before);
     });
@@ -228,3 +230,5 @@ const isWait = (err: unknown): boolean => {
   const code = (err as { code?: unknown })?.code;
   return code === '55P03' || code === '40P01';
 };
+
+const isDeadlock = (err: unknown): boolean => (err as { code?: unknown })?.code === '40P01';
