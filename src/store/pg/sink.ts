@@ -123,20 +123,21 @@ export class PgSink implements Sink {
       try {
         counts = await write();
       } catch (err) {
-        // A deadlock's victim rolled back whole, whatever else was under way: written again, once.
-        const deadlock = isDeadlock(err);
-        if (!deadlock && (move === undefined || !(isConflict(err) || (before !== undefined && isWait(err))))) throw err;
-        if (before !== undefined || deadlock) {
-          // Throws the previous page's failure, the one to report; else this page ran ahead of it (or
-          // its wait was cut short: isWait).
-          if (before !== undefined) await before;
-          try {
-            return await this.settled(id, move, records, await write(), before);
-          } catch (again) {
-            if (move === undefined || !isConflict(again)) throw again;
-          }
+        // Written again, once the page before is in (a failure of that page is thrown instead): a
+        // deadlock's victim, which rolled back whole; or, while the page before was under way, a page
+        // that ran ahead of it (took its ticket first) or whose wait for it was cut short.
+        const again = isDeadlock(err) || (move !== undefined && before !== undefined && (isConflict(err) || isLockTimeout(err)));
+        if (!again) {
+          if (move !== undefined && isConflict(err)) throw await this.state.conflict(id, move);
+          throw err;
         }
-        throw await this.state.conflict(id, move as CheckpointMove);
+        if (before !== undefined) await before;
+        try {
+          return await this.settled(id, move, records, await write(), before);
+        } catch (second) {
+          if (move !== undefined && isConflict(second)) throw await this.state.conflict(id, move);
+          throw second;
+        }
       }
       return this.settled(id, move, records, counts, before);
     });
@@ -221,14 +222,8 @@ export class PgSink implements Sink {
 
 const isConflict = (err: unknown): boolean => err instanceof Error && err.message.includes(CHECKPOINT_CONFLICT);
 
-/**
- * A wait that failed while the page before was under way: the role's or database's lock_timeout
- * (55P03) cut the wait for its ticket, or the server broke a deadlock (40P01) with a writer of the
- * same rows elsewhere. Nothing of the page was written: it is written again once the page before is in.
- */
-const isWait = (err: unknown): boolean => {
-  const code = (err as { code?: unknown })?.code;
-  return code === '55P03' || code === '40P01';
-};
+/** The role's or database's lock_timeout cut a wait (for the ticket of the page before). */
+const isLockTimeout = (err: unknown): boolean => (err as { code?: unknown })?.code === '55P03';
 
+/** The server broke a deadlock by failing this statement (another writer of the same rows). */
 const isDeadlock = (err: unknown): boolean => (err as { code?: unknown })?.code === '40P01';
