@@ -6,9 +6,8 @@
  * it is, `[text]`, where one array literal per column cost the driver an escaping pass over every
  * `raw` and the server an unescaping one (for OVERALL pages, 35% of the sink's own CPU and 10% of the
  * server's). eval_results, short text cells only, keeps one array per column through `unnest`, which
- * costs both sides less there. Values keep the SQLite
- * mapping; only the column types differ (schema.ts), and times that are not date-times with a zone
- * become NULL (raw keeps them).
+ * costs both sides less there. Values keep the SQLite mapping; only the column types differ
+ * (schema.ts), and times that are not date-times with a zone become NULL (raw keeps them).
  */
 import { COLUMNS, type Table, type Values } from '../rows.js';
 
@@ -215,9 +214,17 @@ export function insertAll(table: 'eval_results'): string {
  * with a NULL id.
  */
 export function withCheckpoint(upsert: string, params: number): string {
-  const [to, stream, from, move] = [params + 1, params + 2, params + 3, params + 4];
-  return `WITH w AS (${upsert}), c AS (UPDATE sync_state SET cursor = CASE WHEN $${move}::boolean THEN $${to}::bigint ELSE cursor END, records = records + (SELECT count(*) FROM w WHERE inserted) WHERE stream = $${stream}::text AND (NOT $${move}::boolean OR cursor IS NOT DISTINCT FROM $${from}::bigint) RETURNING 1)
+  return `WITH w AS (${upsert}), ${moveCheckpoint(params, (cursor) => cursor)}
 SELECT id, inserted FROM w UNION ALL SELECT NULL, ${moved}`;
+}
+
+/**
+ * The CTE `c`: sync_state's row of stream `$n+2` moves its cursor to `$n+1` (when `$n+4`) and counts
+ * the rows `w` inserted, if its cursor, as `cursorOf` reads it, is `$n+3` (or `$n+4` is false).
+ */
+function moveCheckpoint(params: number, cursorOf: (column: string) => string): string {
+  const [to, stream, from, move] = [params + 1, params + 2, params + 3, params + 4];
+  return `c AS (UPDATE sync_state SET cursor = CASE WHEN $${move}::boolean THEN $${to}::bigint ELSE cursor END, records = records + (SELECT count(*) FROM w WHERE inserted) WHERE stream = $${stream}::text AND (NOT $${move}::boolean OR ${cursorOf('cursor')} IS NOT DISTINCT FROM $${from}::bigint) RETURNING 1)`;
 }
 
 /** In the message of the error a withCheckpoint statement fails with when the checkpoint moved. */
@@ -242,14 +249,14 @@ const moved = `CASE WHEN (SELECT count(*) FROM c) = 1 THEN true ELSE ('${CHECKPO
  * began. Returns one row of counts (`inserted`, `written`): nothing else is written for such a page.
  */
 export function withTicket(table: 'role_results', params: number): string {
-  const [to, stream, from, move, seq] = [params + 1, params + 2, params + 3, params + 4, params + 5];
+  const [stream, seq] = [params + 2, params + 5];
   const ticket = (back: number) =>
     `((hashtext('campaign-sync page ' || current_schema() || ' ' || $${stream}::text)::bigint << 32) + $${seq}::bigint - ${back})`;
   const upsert = upsertChanged(table, true, '(SELECT count(*) FROM own) = 1');
   return `WITH own AS (SELECT pg_advisory_xact_lock(${ticket(0)})), w AS (${upsert}),
 previous AS (SELECT pg_advisory_xact_lock_shared(${ticket(1)}) FROM (SELECT count(*) FROM w) AS written),
 latest AS (SELECT cursor FROM sync_state WHERE stream = $${stream}::text AND (SELECT count(*) FROM previous) = 1 FOR UPDATE),
-c AS (UPDATE sync_state SET cursor = CASE WHEN $${move}::boolean THEN $${to}::bigint ELSE cursor END, records = records + (SELECT count(*) FROM w WHERE inserted) WHERE stream = $${stream}::text AND (SELECT NOT $${move}::boolean OR cursor IS NOT DISTINCT FROM $${from}::bigint FROM latest) RETURNING 1)
+${moveCheckpoint(params, (cursor) => `(SELECT ${cursor} FROM latest)`)}
 SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written, ${moved} AS moved FROM w`;
 }
 
