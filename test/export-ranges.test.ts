@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { writeCsv } from '../src/export/csv.js';
 import { type RangeOptions, writeCsvRanges } from '../src/export/csv-ranges.js';
 import { FileSink, type Sink } from '../src/export/sink.js';
-import { type ExportTable, exportQuery, exportRangeQuery } from '../src/export/tables.js';
+import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery } from '../src/export/tables.js';
 import { openDatabase } from '../src/store/db.js';
 import { BIN, cli, tempDir } from './helpers/index.js';
 
@@ -187,6 +187,26 @@ describe('CSV export in ranges, on two threads', () => {
     expect(got.helped).toBe(true);
     expect(got.split).toBeGreaterThan(0);
     expect(got.bytes.equals(want)).toBe(true);
+  });
+
+  it("the span query reads the table's first and last rowid, not the whole table (both threads run it before any range)", () => {
+    const db = openDatabase(dbPath, { readonly: true });
+    try {
+      for (const table of ['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results'] as const) {
+        const { spanSql } = exportRangeQuery(table, {});
+        const plan = db
+          .prepare(`EXPLAIN QUERY PLAN ${spanSql}`)
+          .all()
+          .map((r) => (r as { detail: string }).detail);
+        // min() and max() in one SELECT scan every row (a covering index at best); each alone is a SEARCH.
+        expect(plan.filter((d) => d.startsWith('SCAN ') && d !== 'SCAN CONSTANT ROW'), `${table}: ${plan.join('; ')}`).toEqual([]);
+        const [lo, hi] = db.prepare(spanSql).raw(true).get() as [number, number];
+        const real = EXPORT_TABLES[table].table;
+        expect([lo, hi]).toEqual(db.prepare(`SELECT min(rowid), max(rowid) FROM ${real}`).raw(true).get());
+      }
+    } finally {
+      db.close();
+    }
   });
 
   it('a helper that cannot start leaves the whole export to the main thread', async () => {

@@ -78,7 +78,9 @@ export function exportRangeQuery(name: ExportTable, filter: ExportFilter): { sql
   const conditions = [...where, 't.rowid >= ?', 't.rowid < ?'].join(' AND ');
   return {
     sql: `SELECT ${select}, t.rowid FROM ${table} t WHERE ${conditions} ORDER BY t.rowid`,
-    spanSql: `SELECT min(rowid), max(rowid) FROM ${table}`,
+    // Two subqueries: SQLite answers a lone min() or max() from the B-tree's edge, but min() and max()
+    // side by side in one SELECT scan the whole table (23 ms for 175k rows, on both threads' start).
+    spanSql: `SELECT (SELECT min(rowid) FROM ${table}), (SELECT max(rowid) FROM ${table})`,
     params,
   };
 }

@@ -33,7 +33,7 @@ export class RangeReader {
     this.stmt = db.prepare(sql).raw(true).safeIntegers(true);
   }
 
-  /** Opens the read transaction and fixes its snapshot by reading `spanSql` (`SELECT min(rowid), max(rowid) …`). */
+  /** Opens the read transaction and fixes its snapshot by reading `spanSql` (export/tables.ts exportRangeQuery). */
   begin(spanSql: string): Span | undefined {
     this.db.exec('BEGIN');
     this.open = true;
