@@ -199,7 +199,10 @@ describe('CSV export in ranges, on two threads', () => {
           .all()
           .map((r) => (r as { detail: string }).detail);
         // min() and max() in one SELECT scan every row (a covering index at best); each alone is a SEARCH.
-        expect(plan.filter((d) => d.startsWith('SCAN ') && d !== 'SCAN CONSTANT ROW'), `${table}: ${plan.join('; ')}`).toEqual([]);
+        expect(
+          plan.filter((d) => d.startsWith('SCAN ') && d !== 'SCAN CONSTANT ROW'),
+          `${table}: ${plan.join('; ')}`,
+        ).toEqual([]);
         const [lo, hi] = db.prepare(spanSql).raw(true).get() as [number, number];
         const real = EXPORT_TABLES[table].table;
         expect([lo, hi]).toEqual(db.prepare(`SELECT min(rowid), max(rowid) FROM ${real}`).raw(true).get());
