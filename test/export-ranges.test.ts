@@ -4,11 +4,14 @@
  * the helper's snapshot opens or while the ranges are read.
  */
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { Worker } from 'node:worker_threads';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { writeCsv } from '../src/export/csv.js';
-import { type RangeOptions, writeCsvRanges } from '../src/export/csv-ranges.js';
+import { type RangeOptions, take, writeCsvRanges } from '../src/export/csv-ranges.js';
+import { discardPrestarted, Helper } from '../src/export/helper.js';
 import { FileSink, type Sink } from '../src/export/sink.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery } from '../src/export/tables.js';
 import { openDatabase } from '../src/store/db.js';
@@ -237,6 +240,76 @@ describe('CSV export in ranges, on two threads', () => {
     const code = await new Promise((resolve) => child.on('close', resolve));
     expect(code).toBe(0);
     expect(Buffer.concat(chunks).equals(want)).toBe(true);
+  });
+});
+
+describe("the launcher's helper thread (bin/campaign-sync.js starts it before the CLI loads)", () => {
+  const SLOT = Symbol.for('campaign-sync.csv-helper');
+  const slots = globalThis as unknown as Record<symbol, unknown>;
+  /** A worker as the launcher leaves it; resolves `exited` when its thread ends. */
+  const prestart = (url = WORKER, failed = false) => {
+    const worker = new Worker(url);
+    worker.on('error', () => {});
+    const exited = once(worker, 'exit').then(() => true);
+    slots[SLOT] = { worker, url: url.href, failed };
+    return { worker, exited };
+  };
+  const within = (p: Promise<boolean>, ms = 10_000) => Promise.race([p, new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+  afterEach(() => {
+    slots[SLOT] = undefined;
+  });
+
+  it('is adopted by the export (no second thread): it does the ranges and ends with the export', async () => {
+    const { exited } = prestart();
+    const got = await ranges(dbPath, 'eval-results', {}, false, { helper: new Helper(WORKER), waitForHelper: true });
+    expect(slots[SLOT]).toBeUndefined();
+    expect(got.helped).toBe(true);
+    expect(got.bytes.equals(await expected(dbPath, 'eval-results', {}, false))).toBe(true);
+    // Stopped with the export: had the export started a thread of its own, this one would run on.
+    expect(await within(exited)).toBe(true);
+  });
+
+  it('one that failed, or runs another file, is stopped and a thread of its own takes its place', async () => {
+    for (const [url, failed] of [
+      [WORKER, true],
+      [new URL('../dist/bundle/csv-worker.js', import.meta.url), false],
+    ] as const) {
+      const { exited } = prestart(url, failed);
+      const got = await ranges(dbPath, 'eval-results', {}, false, { helper: new Helper(WORKER), waitForHelper: true });
+      expect(await within(exited)).toBe(true);
+      expect(got.helped).toBe(true);
+      expect(got.bytes.equals(await expected(dbPath, 'eval-results', {}, false))).toBe(true);
+    }
+  });
+
+  it('an export with no use for it (NDJSON, Parquet, PostgreSQL, one core) stops it', async () => {
+    const { exited } = prestart();
+    discardPrestarted();
+    expect(slots[SLOT]).toBeUndefined();
+    expect(await within(exited)).toBe(true);
+    // Nothing to stop: no error.
+    discardPrestarted();
+  });
+});
+
+describe('range sizes', () => {
+  it('near the end of the table a range is a quarter of what is left at most, so neither thread waits long for the last one', () => {
+    const span = { lo: 1n, hi: 100_000n };
+    expect(take(span, 1n, 4096n)).toEqual({ lo: 1n, hi: 4097n });
+    expect(take(span, 90_001n, 4096n)).toEqual({ lo: 90_001n, hi: 92_501n });
+    expect(take(span, 99_901n, 4096n)).toEqual({ lo: 99_901n, hi: 99_926n });
+    // Fewer than four of the smallest ranges left: the rest at once, never past the end.
+    expect(take(span, 99_950n, 4096n)).toEqual({ lo: 99_950n, hi: 100_001n });
+    let lo = 1n;
+    let count = 0;
+    while (lo <= span.hi) {
+      const next = take(span, lo, 4096n);
+      expect(next.hi).toBeGreaterThan(lo);
+      lo = next.hi;
+      count++;
+    }
+    expect(lo).toBe(100_001n);
+    expect(count).toBeLessThan(50);
   });
 });
 

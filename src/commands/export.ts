@@ -7,7 +7,7 @@ import { resolveDbPath } from '../config/env.js';
 import { errorCode, storageError, UsageError } from '../errors.js';
 import { writeCsvRanges } from '../export/csv-ranges.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
-import { Helper } from '../export/helper.js';
+import { discardPrestarted, Helper } from '../export/helper.js';
 import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery } from '../export/tables.js';
 import { Campaigns } from '../store/campaigns.js';
@@ -76,12 +76,14 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   }
 
   const dbPath = resolveDbPath(flags.db);
+  // CSV's helper thread starts now (or the launcher's is adopted): its start-up overlaps ours
+  // (export/csv-ranges.ts). Any other export stops the one the launcher started.
+  if (format !== 'csv' || isPgUrl(dbPath) || availableParallelism() < 2) discardPrestarted();
   if (isPgUrl(dbPath)) {
     const table = flags.table as ExportTable;
     const job = { url: dbPath, pgSchema: flags.pgSchema, table, format, campaign: flags.campaign, since, until, target };
     return (await import('./export-pg.js')).exportFromPg({ ...job, rawCsv: flags.rawCsv === true }, out, stdout);
   }
-  // CSV's helper thread starts now: its start-up overlaps ours (export/csv-ranges.ts).
   const helper = format === 'csv' && availableParallelism() > 1 ? new Helper() : undefined;
   let db: Db;
   try {

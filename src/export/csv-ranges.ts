@@ -40,10 +40,13 @@ export interface RangeOptions {
 /** A range's bytes aim at about this much; a helper's range stops early past eight times it. */
 const TARGET = CHUNK;
 const FIRST_WIDTH = 256n;
+const MIN_WIDTH = 16n;
+/** Ranges queued: a helper's two, and ours encoded ahead into memory (a few MB) while one of its is late. */
+const AHEAD = 8;
 /** Below this many rowids a helper costs more to start (~50 ms of a core) than it saves. */
 export const MIN_SPAN = 50_000n;
 
-interface Task {
+export interface Task {
   lo: bigint;
   hi: bigint;
   /** A range given to the helper: its bytes, and whether they are in. */
@@ -66,7 +69,7 @@ class Widths {
     this.rowids += hi - lo;
     const ideal = this.bytes === 0 ? this.width * 8n : (BigInt(this.target) * this.rowids) / BigInt(this.bytes);
     const capped = ideal > this.width * 8n ? this.width * 8n : ideal;
-    this.width = capped < 16n ? 16n : capped;
+    this.width = capped < MIN_WIDTH ? MIN_WIDTH : capped;
   }
 }
 
@@ -111,9 +114,10 @@ export async function writeCsvRanges(db: Db, job: RangeJob, sink: Sink, opts: Ra
     for (let index = 0; ; ) {
       // Lets the helper's messages in (its "ready", its ranges) between two ranges of our own.
       await new Promise((resolve) => setImmediate(resolve));
-      // Four ranges ahead: the helper is given one whenever it has fewer than two to do, we take the
-      // others, so it never idles and the share of each follows their speeds.
-      while (queue.length < 4 && next <= span.hi) {
+      // AHEAD ranges ahead: the helper is given one whenever it has fewer than two to do, we take the
+      // others, so it never idles and the share of each follows their speeds; ours run ahead into
+      // memory while a helper's range is not in yet.
+      while (queue.length < AHEAD && next <= span.hi) {
         const task = take(span, next, widths.width);
         next = task.hi;
         if (helper?.state === 'ready' && helper.busy < 2) {
@@ -181,8 +185,12 @@ async function writeAll(sink: Sink, kept: readonly Kept[]): Promise<number> {
   return bytes;
 }
 
-function take(span: Span, lo: bigint, width: bigint): Task {
-  const hi = lo + width;
+/** The next range from `lo`: `width` rowids, fewer near the end of the span. */
+export function take(span: Span, lo: bigint, width: bigint): Task {
+  // Near the end, a quarter of what is left at most: the last ranges shrink, so neither thread waits
+  // long for the other's last one.
+  const tail = (span.hi + 1n - lo) / 4n;
+  const hi = lo + (width > tail && tail >= MIN_WIDTH ? tail : width);
   return { lo, hi: hi > span.hi ? span.hi + 1n : hi };
 }
 

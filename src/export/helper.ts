@@ -38,6 +38,36 @@ export type RangeResult = Extract<HelperReply, { type: 'range' }>;
 /** Where the compiled worker lives (beside this module in dist/). */
 export const WORKER_URL = new URL('./csv-worker.js', import.meta.url);
 
+/**
+ * A worker bin/campaign-sync.js started for `export` before loading the CLI: its ~100-200 ms of
+ * start-up (a Node environment of its own, its modules) then overlap the CLI's, and it is ready about
+ * when the main thread's first range begins. `failed` once it errs or exits.
+ */
+interface Prestarted {
+  worker: Worker;
+  url: string;
+  failed: boolean;
+}
+
+/** The global slot the launcher fills (a plain script outside the bundle: it cannot import this module). */
+const PRESTARTED = Symbol.for('campaign-sync.csv-helper');
+
+/** The launcher's worker for `url`, taken once; one that failed, or runs another file, is stopped. */
+function takePrestarted(url: URL): Worker | undefined {
+  const slots = globalThis as unknown as Record<symbol, Prestarted | undefined>;
+  const slot = slots[PRESTARTED];
+  if (slot === undefined) return undefined;
+  slots[PRESTARTED] = undefined;
+  if (!slot.failed && slot.url === url.href) return slot.worker;
+  void slot.worker.terminate();
+  return undefined;
+}
+
+/** Stops the launcher's worker when the export has no use for it (another format, PostgreSQL, one core). */
+export function discardPrestarted(): void {
+  takePrestarted(new URL('about:none'));
+}
+
 export class Helper {
   /** starting: not yet trusted; ready: its snapshot is ours; gone: failed, refused or stopped. */
   state: 'starting' | 'ready' | 'gone' = 'starting';
@@ -50,14 +80,14 @@ export class Helper {
   private sameSnapshot: (() => boolean) | undefined;
 
   /**
-   * Starts the thread, which waits for its job (begin()): started early, its ~50 ms of start-up
-   * overlaps the main thread's own (the database opened, the query prepared).
+   * Starts the thread (or adopts the launcher's), which waits for its job (begin()): started early,
+   * its start-up overlaps the main thread's own (the CLI loaded, the database opened, the query prepared).
    */
   constructor(url: URL = WORKER_URL) {
     this.settled = new Promise((resolve) => {
       this.settle = resolve;
     });
-    this.worker = new Worker(url);
+    this.worker = takePrestarted(url) ?? new Worker(url);
     // The export never waits for a helper to exit.
     this.worker.unref();
     this.worker.on('message', (reply: HelperReply) => {
