@@ -9,8 +9,9 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { writeCsv } from '../src/export/csv.js';
+import { csvLine, writeCsv } from '../src/export/csv.js';
 import { type RangeOptions, take, writeCsvRanges } from '../src/export/csv-ranges.js';
+import { textLine } from '../src/export/csv-text.js';
 import { discardPrestarted, Helper } from '../src/export/helper.js';
 import { FileSink, type Sink } from '../src/export/sink.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery } from '../src/export/tables.js';
@@ -64,6 +65,22 @@ const TEXTS = [
 ];
 const SCORES = [null, 0, -0, 4.1, 2, 0.1 + 0.2, 1e21, 1.5e-7, -3.25, 123456789.123, 2 ** 53 + 2];
 
+/** [skill_key, score, rationale, position] of the odd rows, and whether each is read again as cells. */
+const ODD_ROWS: Array<[string | null, unknown, string, unknown, boolean]> = [
+  ['unit\u001fseparator', 1.5, 'in a key', 1n, true],
+  ['k', 2, 'separator \u001f in a rationale, "quoted"', 2n, true],
+  ['k', 'n/a', 'text score', 3n, false],
+  ['k', '=1+2', 'formula score', 4n, false],
+  ['k', 'a,"b"', 'quoted score', 5n, false],
+  ['k', Buffer.from('blob, score'), 'blob score', 6n, true],
+  ['k', 0, 'infinite', 7n, true],
+  ['k', 7n, 'integer score', 2.5, false],
+  ['k', null, 'text position', '-x', false],
+  ['k', null, 'formula position', '=y', false],
+  ['k', null, 'blob position', Buffer.from([0x61, 0xff]), true],
+  ['=k', -0.0, '-rationale', null, false],
+];
+
 function fill(dbPath: string, rows: number): void {
   const db = openDatabase(dbPath);
   const insert = db.prepare(
@@ -81,6 +98,14 @@ function fill(dbPath: string, rows: number): void {
   })();
   // Gaps in the rowids, as deleted rows leave them.
   db.prepare('DELETE FROM eval_results WHERE rowid % 50 BETWEEN 10 AND 30').run();
+  // Cells a row's one text (export/csv-text.ts) cannot carry, or carries typed: the separator itself
+  // in a text; texts, a blob, an infinity and an integer in the REAL column; a real, texts and a blob
+  // in the INTEGER one.
+  const odd = db.prepare(
+    `INSERT INTO eval_results (parent_type, parent_id, skill_key, score, rationale, position) VALUES ('score_detail', 'odd', ?, ?, ?, ?)`,
+  );
+  for (const [key, score, rationale, position] of ODD_ROWS) odd.run(key, score, rationale, position);
+  db.prepare("UPDATE eval_results SET score = 9e999 WHERE parent_id = 'odd' AND rationale = 'infinite'").run();
   db.close();
 }
 
@@ -96,9 +121,26 @@ async function expected(dbPath: string, table: ExportTable, filter: { campaign?:
   return sink.bytes;
 }
 
-async function ranges(dbPath: string, table: ExportTable, filter: { campaign?: string }, raw: boolean, opts: RangeOptions) {
+/** The export's columns as better-sqlite3 describes them. */
+const DESCRIBED = (dbPath: string, table: ExportTable) => {
   const db = openDatabase(dbPath, { readonly: true });
-  const job = { dbPath, ...exportRangeQuery(table, { ...filter, schema: 6 }), columns: COLUMNS_OF(dbPath, table), raw };
+  const described = db.prepare(exportQuery(table, { schema: 6 }).sql).columns();
+  db.close();
+  return described;
+};
+
+/** The export in ranges: rows read as one text each (as the CLI does), or `cells` as arrays. */
+async function ranges(
+  dbPath: string,
+  table: ExportTable,
+  filter: { campaign?: string },
+  raw: boolean,
+  opts: RangeOptions & { cells?: boolean },
+) {
+  const db = openDatabase(dbPath, { readonly: true });
+  const query = exportRangeQuery(table, { ...filter, schema: 6 }, opts.cells ? undefined : DESCRIBED(dbPath, table));
+  expect(query.text === undefined).toBe(opts.cells === true);
+  const job = { dbPath, ...query, columns: COLUMNS_OF(dbPath, table), raw };
   const sink = new Memory();
   try {
     const result = await writeCsvRanges(db, job, sink, { workerUrl: WORKER, minSpan: 0n, target: 4096, ...opts });
@@ -128,11 +170,57 @@ describe('CSV export in ranges, on two threads', () => {
         expect(one.helped).toBe(false);
         expect(one.bytes.equals(want)).toBe(true);
         expect(two.rows).toBe(one.rows);
+        // Rows read as cells, on two threads.
+        const cells = await ranges(dbPath, 'eval-results', filter, raw, { ...TWO, cells: true });
+        expect(cells.helped).toBe(true);
+        expect(cells.bytes.equals(want)).toBe(true);
       }
     }
     // Every other table, `raw` rebuilt in SQL included (empty here, the header alone).
     for (const table of ['campaigns', 'role-results', 'score-details'] as const) {
       expect((await ranges(dbPath, table, {}, false, TWO)).bytes.equals(await expected(dbPath, table, {}, false))).toBe(true);
+    }
+  });
+
+  it("a row's one text is the line csvLine writes from its cells; a row it cannot carry is read again as cells", () => {
+    const db = openDatabase(dbPath, { readonly: true });
+    try {
+      for (const raw of [false, true]) {
+        const query = exportRangeQuery('eval-results', { schema: 6 }, DESCRIBED(dbPath, 'eval-results'));
+        const text = query.text as NonNullable<typeof query.text>;
+        expect(text.typed).toEqual(COLUMNS_OF(dbPath, 'eval-results').map((c) => c === 'score' || c === 'position'));
+        const texts = db
+          .prepare(text.sql)
+          .pluck()
+          .all(0n, 2n ** 62n, -1) as string[];
+        const rows = db
+          .prepare(query.sql)
+          .raw(true)
+          .safeIntegers(true)
+          .all(0n, 2n ** 62n) as unknown[][];
+        expect(texts.length).toBe(rows.length);
+        const again: string[] = [];
+        texts.forEach((t, i) => {
+          const row = rows[i] as unknown[];
+          const line = textLine(t, text.typed, raw);
+          if (line === undefined) again.push(String(row[7]));
+          else expect(line, t).toBe(csvLine(row, raw, row.length - 1));
+        });
+        expect(again).toEqual(ODD_ROWS.filter((r) => r[4]).map((r) => r[2]));
+      }
+    } finally {
+      db.close();
+    }
+    // A separator inside the last text cell shifts nothing a typed cell would catch: the rowid does.
+    const US = '\u001f';
+    expect(textLine(`a${US}b${US}7`, [false, false], false)).toBe('a,b\r\n');
+    expect(textLine(`a${US}b${US}integer5${US}7`, [false, false], false)).toBeUndefined();
+    expect(textLine(`integer-5${US}real2.0${US}text=x${US}null${US}9`, [true, true, true, true], false)).toBe("-5,2,'=x,\r\n");
+    expect(textLine(`blobxyz${US}1`, [true], false)).toBeUndefined();
+    expect(textLine(`realInf${US}1`, [true], false)).toBeUndefined();
+    // Every table has its text query, `raw` rebuilt in SQL included.
+    for (const table of ['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results'] as const) {
+      expect(exportRangeQuery(table, { schema: 6 }, DESCRIBED(dbPath, table)).text?.sql, table).toContain('concat(');
     }
   });
 

@@ -115,7 +115,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
       if (format === 'csv' || format === 'parquet') {
         if (format === 'csv') {
           // Read range by range in one snapshot, on two threads when the table is big (export/csv-ranges.ts).
-          const ranges = exportRangeQuery(flags.table as ExportTable, { campaign, since, until, schema });
+          const ranges = exportRangeQuery(flags.table as ExportTable, { campaign, since, until, schema }, described);
           const job = { dbPath, ...ranges, columns, raw: flags.rawCsv === true };
           rows = (await writeCsvRanges(db, job, sink, { helper: helper ?? false })).rows;
         } else {

@@ -1,17 +1,19 @@
 /**
  * CSV export of a table, read in rowid ranges inside one read transaction (one snapshot), with a
  * helper thread when the table is big and a second core is there: better-sqlite3 makes a V8 value of
- * every cell, and stepping the rows alone costs more than sqlite3 -csv's whole job, so the rows are
- * split. Ranges alternate between the main thread, which encodes straight into the sink, and the
+ * every row (one text each, export/csv-text.ts), and stepping the rows alone costs about as much as
+ * sqlite3 -csv's whole job, so the rows are split. Ranges alternate between the main thread, which encodes straight into the sink, and the
  * helper, whose bytes the main thread writes in their turn: the file is byte for byte the one
  * thread's file. The helper reads its own connection, trusted only once its snapshot is proven to be
  * the main thread's (store/snapshot.ts); otherwise the main thread does every range itself.
  */
 import { type Db, openDatabase } from '../store/db.js';
 import { dataVersion, RangeReader, type Span } from '../store/snapshot.js';
-import { csvLine, Encoder, encodeRows } from './csv.js';
+import { csvLine, Encoder } from './csv.js';
+import { rangeEncoder } from './csv-text.js';
 import { Helper, type RangeResult } from './helper.js';
 import { CHUNK, type Kept, MemorySink, type Sink } from './sink.js';
+import type { TextQuery } from './tables.js';
 
 export interface RangeJob {
   dbPath: string;
@@ -19,6 +21,8 @@ export interface RangeJob {
   sql: string;
   spanSql: string;
   params: readonly unknown[];
+  /** The rows as one text each, when the table allows it (export/tables.ts textQuery). */
+  text?: TextQuery | undefined;
   columns: readonly string[];
   raw: boolean;
 }
@@ -85,7 +89,7 @@ export async function writeCsvRanges(db: Db, job: RangeJob, sink: Sink, opts: Ra
   // Read before the main snapshot opens, and again once the helper's has: equal, nobody committed between.
   const checker = opts.helper !== false ? openDatabase(job.dbPath, { mustExist: true, readonly: true }) : undefined;
   const before = checker ? dataVersion(checker) : 0;
-  const reader = new RangeReader(db, job.sql, job.params);
+  const reader = new RangeReader(db, job.sql, job.params, job.text?.sql);
   const enc = new Encoder(sink);
   const target = opts.target ?? TARGET;
   let helper: Helper | undefined;
@@ -101,7 +105,15 @@ export async function writeCsvRanges(db: Db, job: RangeJob, sink: Sink, opts: Ra
     opts.onSnapshot?.();
     if (span === undefined) return { rows, helped, split };
     if (checker && span.hi - span.lo >= (opts.minSpan ?? MIN_SPAN)) {
-      const data = { dbPath: job.dbPath, sql: job.sql, params: job.params, spanSql: job.spanSql, raw: job.raw, budget: 8 * target };
+      const data = {
+        dbPath: job.dbPath,
+        sql: job.sql,
+        params: job.params,
+        text: job.text,
+        spanSql: job.spanSql,
+        raw: job.raw,
+        budget: 8 * target,
+      };
       helper = opts.helper instanceof Helper ? opts.helper : new Helper(opts.workerUrl);
       helper.begin(data, () => dataVersion(checker) === before);
       if (opts.waitForHelper) await helper.settled;
@@ -134,7 +146,7 @@ export async function writeCsvRanges(db: Db, job: RangeJob, sink: Sink, opts: Ra
         // Rather than wait for the helper, encode a later range of ours into memory.
         const later = queue.find((t) => t.result === undefined && t.early === undefined);
         if (later !== undefined) {
-          const count = await encodeRange(reader, later.lo, later.hi, aheadEnc, ahead, job.raw);
+          const count = await encodeRange(reader, later.lo, later.hi, aheadEnc, ahead, job);
           later.early = { kept: ahead.take(), rows: count };
           continue;
         }
@@ -162,7 +174,7 @@ export async function writeCsvRanges(db: Db, job: RangeJob, sink: Sink, opts: Ra
         rows += task.early.rows;
         from = task.hi;
       }
-      if (from < task.hi) rows += await encodeRange(reader, from, task.hi, enc, sink, job.raw);
+      if (from < task.hi) rows += await encodeRange(reader, from, task.hi, enc, sink, job);
       widths.learn(task.lo, task.hi, bytes + enc.written);
       opts.onRange?.(index++);
     }
@@ -195,17 +207,17 @@ export function take(span: Span, lo: bigint, width: bigint): Task {
 }
 
 /** Encodes [lo, hi) straight into the sink (flushed at the end, so a helper's bytes can follow). */
-async function encodeRange(reader: RangeReader, lo: bigint, hi: bigint, enc: Encoder, sink: Sink, raw: boolean): Promise<number> {
-  const rows = reader.rows(lo, hi);
+async function encodeRange(reader: RangeReader, lo: bigint, hi: bigint, enc: Encoder, sink: Sink, job: RangeJob): Promise<number> {
+  const ranged = rangeEncoder(reader, lo, hi, job);
   let count = 0;
   try {
     for (;;) {
-      const step = encodeRows(rows, enc, raw, 1);
+      const step = ranged.step(enc);
       count += step.rows;
       if (!enc.flush()) await sink.drain();
       if (step.done) return count;
     }
   } finally {
-    rows.return?.();
+    ranged.close();
   }
 }

@@ -8,7 +8,8 @@
 import { parentPort } from 'node:worker_threads';
 import { openDatabase } from '../store/db.js';
 import { RangeReader } from '../store/snapshot.js';
-import { Encoder, encodeRows, newBuffer } from './csv.js';
+import { Encoder, newBuffer } from './csv.js';
+import { rangeEncoder } from './csv-text.js';
 import type { HelperData, HelperReply, HelperRequest } from './helper.js';
 import { MemorySink } from './sink.js';
 
@@ -31,24 +32,23 @@ const enc = new Encoder(chunks, alloc);
 
 function encodeRange(data: HelperData, reader: RangeReader, id: number, lo: bigint, hi: bigint): void {
   const start = enc.written;
-  const rows = reader.rows(lo, hi);
+  const ranged = rangeEncoder(reader, lo, hi, data);
   let count = 0;
   let next: bigint | undefined;
   try {
     for (;;) {
-      const step = encodeRows(rows, enc, data.raw, 1);
+      const step = ranged.step(enc);
       count += step.rows;
       enc.flush();
       if (step.done) break;
       if (enc.written - start >= data.budget) {
+        // The main thread reads on from the row after this one.
         next = (step.last as bigint) + 1n;
-        rows.return?.();
         break;
       }
     }
-  } catch (err) {
-    rows.return?.();
-    throw err;
+  } finally {
+    ranged.close();
   }
   // Every chunk owns its ArrayBuffer (2 MB or more, never Buffer's shared pool): moved, not copied.
   const list = chunks.take().map((kept) => kept.chunk);
@@ -74,7 +74,7 @@ if (port) {
       try {
         data = request.data;
         db = openDatabase(data.dbPath, { mustExist: true, readonly: true });
-        reader = new RangeReader(db, data.sql, data.params);
+        reader = new RangeReader(db, data.sql, data.params, data.text?.sql);
         reader.begin(data.spanSql);
         reply({ type: 'ready' });
       } catch (err) {

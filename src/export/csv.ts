@@ -16,10 +16,13 @@ export function isFormula(s: string): boolean {
   return c === 61 || c === 43 || c === 45 || c === 64 || c === 9 || c === 13;
 }
 
-/** A text cell as CSV: neutralised with a leading `'` (unless raw), then quoted if it must be. */
-function textCell(value: string, raw: boolean): string {
+/**
+ * A text cell as CSV: neutralised with a leading `'` (unless raw), then quoted if it must be; `plain`
+ * when the caller knows it holds no quote, comma or line break (export/csv-text.ts).
+ */
+export function textCell(value: string, raw: boolean, plain = false): string {
   const s = !raw && isFormula(value) ? `'${value}` : value;
-  return NEEDS_QUOTES.test(s) ? `"${s.replace(QUOTE, '""')}"` : s;
+  return plain || !NEEDS_QUOTES.test(s) ? s : `"${s.replace(QUOTE, '""')}"`;
 }
 
 /** Anything else: numbers as JavaScript writes them, int64 (bigint) with every digit, null empty. */

@@ -4,6 +4,7 @@
  */
 import { detailRawSql, roleRawSql } from '../store/reassemble.js';
 import { COLUMNS } from '../store/rows.js';
+import { CELL_SEPARATOR } from './csv-text.js';
 
 /** The schema version from which DETAILED records are stored once and `raw` is rebuilt (store/compact.ts). */
 export const COMPACT_SINCE = 6;
@@ -72,15 +73,79 @@ export function exportQuery(name: ExportTable, filter: ExportFilter): { sql: str
  * added as a last column; and the table's rowid span. CSV export reads the table range by range in one
  * read transaction (store/snapshot.ts), on one or two threads.
  */
-export function exportRangeQuery(name: ExportTable, filter: ExportFilter): { sql: string; spanSql: string; params: string[] } {
+export function exportRangeQuery(
+  name: ExportTable,
+  filter: ExportFilter,
+  described?: readonly DescribedColumn[],
+): { sql: string; spanSql: string; params: string[]; text?: TextQuery } {
   const { select, where, params } = exportQuery(name, filter);
   const table = EXPORT_TABLES[name].table;
   const conditions = [...where, 't.rowid >= ?', 't.rowid < ?'].join(' AND ');
+  const text = described === undefined ? undefined : textQuery(name, filter, described, conditions);
   return {
+    ...(text === undefined ? {} : { text }),
     sql: `SELECT ${select}, t.rowid FROM ${table} t WHERE ${conditions} ORDER BY t.rowid`,
     // Two subqueries: SQLite answers a lone min() or max() from the B-tree's edge, but min() and max()
     // side by side in one SELECT scan the whole table (23 ms for 175k rows, on both threads' start).
     spanSql: `SELECT (SELECT min(rowid) FROM ${table}), (SELECT max(rowid) FROM ${table})`,
     params,
+  };
+}
+
+/** A column of the export's SELECT as better-sqlite3 describes it: its table column (null for an expression) and declared type. */
+export interface DescribedColumn {
+  column: string | null;
+  type: string | null;
+}
+
+/** The range SELECT of one text per row (export/csv-text.ts), and which of its cells carry their type. */
+export interface TextQuery {
+  /** Bound like the range SELECT, then a LIMIT. */
+  sql: string;
+  typed: boolean[];
+}
+
+/** SQLite's affinity rule: a declared type naming INT is INTEGER; one naming CHAR, CLOB or TEXT is TEXT. */
+function textAffinity(type: string | null): boolean {
+  const t = (type ?? '').toUpperCase();
+  return !t.includes('INT') && (t.includes('CHAR') || t.includes('CLOB') || t.includes('TEXT'));
+}
+
+/**
+ * Every cell of a row joined into one text by SQLite (concat: NULL as empty), U+001F between cells and
+ * the rowid last. A column of TEXT affinity holds text (or a blob, read as its text); any other cell is
+ * preceded by its typeof() so that numbers are written as JavaScript writes them and a text in a
+ * number column is still a text. The one expression, `raw` rebuilt (export/tables.ts FULL_RAW), is text.
+ * Undefined when the SELECT holds anything else: the export then reads cells.
+ */
+function textQuery(
+  name: ExportTable,
+  filter: ExportFilter,
+  described: readonly DescribedColumn[],
+  conditions: string,
+): TextQuery | undefined {
+  const spec = EXPORT_TABLES[name];
+  const full = (filter.schema ?? COMPACT_SINCE) >= COMPACT_SINCE ? FULL_RAW[spec.table] : undefined;
+  const parts: string[] = [];
+  const typed: boolean[] = [];
+  for (const c of described) {
+    if (c.column === null) {
+      if (full === undefined) return undefined;
+      parts.push(full('t'));
+      typed.push(false);
+    } else if (!/^[a-z_]+$/.test(c.column)) {
+      return undefined;
+    } else if (textAffinity(c.type)) {
+      parts.push(`t.${c.column}`);
+      typed.push(false);
+    } else {
+      parts.push(`typeof(t.${c.column}), t.${c.column}`);
+      typed.push(true);
+    }
+  }
+  const sep = `, '${CELL_SEPARATOR}', `;
+  return {
+    sql: `SELECT concat(${[...parts, 't.rowid'].join(sep)}) FROM ${spec.table} t WHERE ${conditions} ORDER BY t.rowid LIMIT ?`,
+    typed,
   };
 }

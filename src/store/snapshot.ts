@@ -19,18 +19,38 @@ export interface Span {
 
 export class RangeReader {
   private readonly stmt;
+  private readonly textStmt;
   private open = false;
 
   /**
    * @param sql a SELECT ending in `rowid >= ? AND rowid < ?` whose last column is the rowid
    * @param params the values of its other parameters, before the two bounds
+   * @param textSql the same rows as one text each, bound alike and then a LIMIT (export/tables.ts textQuery)
    */
   constructor(
     private readonly db: Db,
     sql: string,
     private readonly params: readonly unknown[],
+    textSql?: string,
   ) {
     this.stmt = db.prepare(sql).raw(true).safeIntegers(true);
+    this.textStmt = textSql === undefined ? undefined : db.prepare(textSql).pluck(true);
+  }
+
+  /** Whether the reader has texts (a text SQL was given). */
+  get hasTexts(): boolean {
+    return this.textStmt !== undefined;
+  }
+
+  /** At most `limit` rows' texts whose rowid is in [from, hi), in rowid order. */
+  texts(from: bigint, hi: bigint, limit: number): string[] {
+    if (this.textStmt === undefined) throw new Error('RangeReader: no text SQL');
+    return this.textStmt.all(...this.params, from, hi, limit) as string[];
+  }
+
+  /** One row's cells by its rowid (ending with it), or undefined when the snapshot has no such row. */
+  cells(rowid: bigint): unknown[] | undefined {
+    return this.stmt.get(...this.params, rowid, rowid + 1n) as unknown[] | undefined;
   }
 
   /** Opens the read transaction and fixes its snapshot by reading `spanSql` (export/tables.ts exportRangeQuery). */
