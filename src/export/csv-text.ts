@@ -15,8 +15,14 @@ import type { TextQuery } from './tables.js';
 /** U+001F (unit separator) between the cells of a row's text. */
 export const CELL_SEPARATOR = '\u001f';
 
-/** A quote, comma or line break: a text without any holds no cell that needs quoting. */
-const NEEDS_QUOTES = /[",\r\n]/;
+/** A quote, comma or line break: what makes a cell quoted. */
+const SPECIAL = /[",\r\n]/g;
+
+/** The index of the first quote, comma or line break at or after `from`, or the text's length. */
+function nextSpecial(text: string, from: number): number {
+  SPECIAL.lastIndex = from;
+  return SPECIAL.test(text) ? SPECIAL.lastIndex - 1 : text.length;
+}
 
 /** Characters of the typeof() word before a typed cell's value: integer, real, text, null (blobs are read again). */
 const TYPE_LENGTH: Record<number, number> = { 105: 7, 114: 4, 116: 4, 110: 4 };
@@ -26,8 +32,9 @@ const TYPE_LENGTH: Record<number, number> = { 105: 7, 114: 4, 116: 4, 110: 4 };
  * undefined when the text has more separators than cells or a cell this cannot write as csvLine would.
  */
 export function textLine(text: string, typed: readonly boolean[], raw: boolean): string | undefined {
-  // No quote, comma or line break anywhere: no cell needs quoting, and none is tested alone.
-  const plain = !NEEDS_QUOTES.test(text);
+  // Where the next quote, comma or line break is: a cell ending before it needs no quoting, and is not
+  // searched on its own (most rows have one such cell at most, a rationale or a name).
+  let special = nextSpecial(text, 0);
   let line = '';
   let start = 0;
   for (let i = 0; i < typed.length; i++) {
@@ -46,7 +53,10 @@ export function textLine(text: string, typed: readonly boolean[], raw: boolean):
         if (!Number.isFinite(n)) return undefined;
         line += String(n);
       } else if (kind === 116) line += textCell(value, raw, false);
-    } else if (end > start) line += textCell(text.slice(start, end), raw, plain);
+    } else if (end > start) {
+      if (special < start) special = nextSpecial(text, start);
+      line += textCell(text.slice(start, end), raw, special >= end);
+    }
     start = end + 1;
   }
   // What is left is the rowid, unless a cell held a separator.
