@@ -1,16 +1,23 @@
 /**
  * CSV lines from one text per row (export/tables.ts textQuery): SQLite joins a row's cells into one
  * text, and better-sqlite3 hands back one string per row instead of an array of cells. On Node 20 it
- * builds each array through V8's slow API path, a cell at a time (Node 22's builds do not), and
- * iterate() adds an object per row the same way; strings read BATCH at a time with all() cost 20-23%
- * less CPU to read and encode the bench's table, and the whole export process 9-10% less (paired
- * runs). The bytes are csvLine's for the same row, cell for
- * cell; a row whose text cannot be split safely (a cell holding U+001F, a blob or an infinity in a
- * number column) is read again as cells and written by csvLine.
+ * builds each array through V8's slow API path, a cell at a time (its Node 22 builds do not: see
+ * ROWS_AS_TEXT), and iterate() adds an object per row the same way; strings read BATCH at a time with
+ * all() cost 20-23% less CPU to read and encode the bench's table, and the whole export process 9-10%
+ * less (paired runs). The bytes are csvLine's for the same row, cell for cell; a row whose text cannot
+ * be split safely (a cell holding U+001F, a blob or an infinity in a number column) is read again as
+ * cells and written by csvLine.
  */
 import type { RangeReader } from '../store/snapshot.js';
 import { csvLine, type Encoded, type Encoder, encodeRows, textCell } from './csv.js';
 import type { TextQuery } from './tables.js';
+
+/**
+ * Whether rows are read as texts: where better-sqlite3 is built for Node 20 (ABI 115), whose V8 API
+ * it uses a property at a time. Its builds for Node 22 and later (ABI 127 on) make each row's array at
+ * once, and there cells were 5-10% faster than texts (Node 22.23, 9 paired rounds).
+ */
+export const ROWS_AS_TEXT = Number(process.versions.modules) < 127;
 
 /** U+001F (unit separator) between the cells of a row's text. */
 export const CELL_SEPARATOR = '\u001f';
