@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { csvLine, writeCsv } from '../src/export/csv.js';
 import { type RangeOptions, take, writeCsvRanges } from '../src/export/csv-ranges.js';
@@ -301,6 +302,64 @@ describe('CSV export in ranges, on two threads', () => {
     } finally {
       db.close();
     }
+  });
+
+  it("a campaign's rows are read by rowid range, not through the campaign's index and a sort for every range", () => {
+    const db = openDatabase(dbPath, { readonly: true });
+    try {
+      for (const table of ['session-results', 'role-results', 'score-details', 'eval-results'] as const) {
+        const query = exportRangeQuery(table, { campaign: 'c1', schema: 6 }, DESCRIBED(dbPath, table));
+        for (const [sql, binds] of [
+          [query.sql, ['c1', 0, 10]],
+          [query.text?.sql as string, ['c1', 0, 10, 64]],
+        ] as const) {
+          const plan = db
+            .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+            .all(...binds)
+            // The statement's own steps (a rebuilt `raw` has subqueries of its own, sorted by position).
+            .filter((r) => (r as { parent: number }).parent === 0)
+            .map((r) => (r as { detail: string }).detail);
+          expect(plan.join('; '), `${table}: ${sql}`).not.toMatch(/TEMP B-TREE|campaign/);
+          expect(plan.join('; '), table).toMatch(/INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)/);
+        }
+      }
+    } finally {
+      db.close();
+    }
+  });
+
+  it('the largest rowid (2^63 - 1) is exported like any other, on each path', async () => {
+    const path = join(tempDir(), 'max.db');
+    fill(path, 200);
+    const db = openDatabase(path);
+    db.prepare(
+      "INSERT INTO eval_results (rowid, parent_type, parent_id, rationale, position) VALUES (9223372036854775807, 'session_result', 'last', 'the end, \"quoted\"', 9)",
+    ).run();
+    db.close();
+    const want = await expected(path, 'eval-results', {}, false);
+    expect(want.toString()).toContain('the end');
+    for (const opts of [{ ...TWO }, { helper: false as const }, { ...TWO, cells: true }]) {
+      const got = await ranges(path, 'eval-results', {}, false, opts);
+      expect(got.bytes.equals(want), JSON.stringify(opts)).toBe(true);
+    }
+  });
+
+  it('a UTF-16 database is read as cells by the CLI (concat would read a blob in a TEXT column as UTF-16)', async () => {
+    const path = join(tempDir(), 'utf16.db');
+    const raw = new Database(path);
+    raw.pragma("encoding = 'UTF-16le'");
+    // The encoding is fixed when the file is first written.
+    raw.exec('CREATE TABLE first (x); DROP TABLE first');
+    raw.close();
+    const db = openDatabase(path);
+    expect(db.pragma('encoding', { simple: true })).toBe('UTF-16le');
+    db.prepare("INSERT INTO campaigns (id, name, raw, seen_at) VALUES ('c1', x'68656c6c6f2c20c3a9', '{}', '2026-01-01')").run();
+    db.close();
+    const out = join(tempDir(), 'utf16.csv');
+    const r = await cli(['export', '--db', path, '--table', 'campaigns', '-o', out, '--quiet']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(out).equals(await expected(path, 'campaigns', {}, false))).toBe(true);
+    expect(readFileSync(out, 'utf8')).toContain('"hello, é"');
   });
 
   it('a helper that cannot start leaves the whole export to the main thread', async () => {

@@ -116,12 +116,11 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
       if (format === 'csv' || format === 'parquet') {
         if (format === 'csv') {
           // Read range by range in one snapshot, on two threads when the table is big (export/csv-ranges.ts).
-          // Each row as one text where that is cheaper than its cells (export/csv-text.ts).
-          const ranges = exportRangeQuery(
-            flags.table as ExportTable,
-            { campaign, since, until, schema },
-            ROWS_AS_TEXT ? described : undefined,
-          );
+          // Each row as one text where that is cheaper than its cells (export/csv-text.ts), and where
+          // SQLite's text is UTF-8: in a UTF-16 database concat() would read a blob's bytes as UTF-16.
+          const texts = ROWS_AS_TEXT && db.pragma('encoding', { simple: true }) === 'UTF-8';
+          const filter = { campaign, since, until, schema };
+          const ranges = exportRangeQuery(flags.table as ExportTable, filter, texts ? described : undefined);
           const job = { dbPath, ...ranges, columns, raw: flags.rawCsv === true };
           rows = (await writeCsvRanges(db, job, sink, { helper: helper ?? false })).rows;
         } else {

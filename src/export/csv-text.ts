@@ -112,7 +112,11 @@ export class TextRows {
       this.index = 0;
       const last = this.batch[this.batch.length - 1];
       if (last === undefined || this.batch.length < BATCH) this.more = false;
-      else this.from = rowidOf(last) + 1n;
+      else {
+        this.from = rowidOf(last) + 1n;
+        // Past the largest rowid there is nothing to read (nor a bound SQLite takes).
+        if (this.from >= this.hi) this.more = false;
+      }
       if (last === undefined) return undefined;
     }
     const text = this.batch[this.index++] as string;

@@ -23,7 +23,7 @@ export class RangeReader {
   private open = false;
 
   /**
-   * @param sql a SELECT ending in `rowid >= ? AND rowid < ?` whose last column is the rowid
+   * @param sql a SELECT ending in `rowid >= ? AND rowid <= ?` whose last column is the rowid
    * @param params the values of its other parameters, before the two bounds
    * @param textSql the same rows as one text each, bound alike and then a LIMIT (export/tables.ts textQuery)
    */
@@ -45,12 +45,12 @@ export class RangeReader {
   /** At most `limit` rows' texts whose rowid is in [from, hi), in rowid order. */
   texts(from: bigint, hi: bigint, limit: number): string[] {
     if (this.textStmt === undefined) throw new Error('RangeReader: no text SQL');
-    return this.textStmt.all(...this.params, from, hi, limit) as string[];
+    return this.textStmt.all(...this.params, from, hi - 1n, limit) as string[];
   }
 
   /** One row's cells by its rowid (ending with it), or undefined when the snapshot has no such row. */
   cells(rowid: bigint): unknown[] | undefined {
-    return this.stmt.get(...this.params, rowid, rowid + 1n) as unknown[] | undefined;
+    return this.stmt.get(...this.params, rowid, rowid) as unknown[] | undefined;
   }
 
   /** Opens the read transaction and fixes its snapshot by reading `spanSql` (export/tables.ts exportRangeQuery). */
@@ -63,7 +63,8 @@ export class RangeReader {
 
   /** The rows whose rowid is in [lo, hi), in rowid order; each row ends with its rowid. */
   rows(lo: bigint, hi: bigint): IterableIterator<unknown[]> {
-    return this.stmt.iterate(...this.params, lo, hi) as IterableIterator<unknown[]>;
+    // The SQL's upper bound is inclusive (export/tables.ts exportRangeQuery).
+    return this.stmt.iterate(...this.params, lo, hi - 1n) as IterableIterator<unknown[]>;
   }
 
   /** Ends the read transaction (every iterator must be finished); never throws. */
