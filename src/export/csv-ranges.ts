@@ -1,10 +1,10 @@
 /**
  * CSV export of a table, read in rowid ranges inside one read transaction (one snapshot), with a
  * helper thread when the table is big and a second core is there: better-sqlite3 makes a V8 value of
- * every row (one text each, export/csv-text.ts), and stepping the rows alone costs about as much as
- * sqlite3 -csv's whole job, so the rows are split. Ranges alternate between the main thread, which encodes straight into the sink, and the
- * helper, whose bytes the main thread writes in their turn: the file is byte for byte the one
- * thread's file. The helper reads its own connection, trusted only once its snapshot is proven to be
+ * every row (one text each on Node 20, export/csv-text.ts; its cells elsewhere), and stepping the rows
+ * alone costs about as much as sqlite3 -csv's whole job, so the rows are split. Ranges alternate
+ * between the main thread, which encodes straight into the sink, and the helper, whose bytes the main
+ * thread writes in their turn: the file is byte for byte the one thread's file. The helper reads its own connection, trusted only once its snapshot is proven to be
  * the main thread's (store/snapshot.ts); otherwise the main thread does every range itself.
  */
 import { type Db, openDatabase } from '../store/db.js';

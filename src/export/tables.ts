@@ -36,6 +36,11 @@ export interface ExportFilter {
   schema?: number | undefined;
 }
 
+/** How `raw` is rebuilt in SQL for this table, when it is stored apart (from schema COMPACT_SINCE on). */
+function fullRaw(table: string, filter: ExportFilter): ((alias: string) => string) | undefined {
+  return (filter.schema ?? COMPACT_SINCE) >= COMPACT_SINCE ? FULL_RAW[table] : undefined;
+}
+
 /** The SELECT for a table and filter; days compare on the date as written (its first 10 characters). */
 export function exportQuery(
   name: ExportTable,
@@ -62,10 +67,10 @@ export function exportQuery(
   }
   // rowid order is insertion order: stable, and free (no sort, no temp B-tree, constant memory).
   const order = 'ORDER BY t.rowid';
-  const full = FULL_RAW[spec.table];
+  const full = fullRaw(spec.table, filter);
   // Every column in the table's order (its key, then store/rows.ts's list), `raw` rebuilt where it is stored apart.
   const select =
-    full !== undefined && (filter.schema ?? COMPACT_SINCE) >= COMPACT_SINCE
+    full !== undefined
       ? [
           't.id',
           ...COLUMNS[spec.table as 'role_results' | 'score_details'].map((c) => (c === 'raw' ? `${full('t')} AS raw` : `t.${c}`)),
@@ -133,7 +138,7 @@ function textQuery(
   conditions: string,
 ): TextQuery | undefined {
   const spec = EXPORT_TABLES[name];
-  const full = (filter.schema ?? COMPACT_SINCE) >= COMPACT_SINCE ? FULL_RAW[spec.table] : undefined;
+  const full = fullRaw(spec.table, filter);
   const parts: string[] = [];
   const typed: boolean[] = [];
   for (const c of described) {
