@@ -3,6 +3,8 @@
  * one-thread export's bytes, and every row comes from one snapshot, whatever a writer commits before
  * the helper's snapshot opens or while the ranges are read.
  */
+
+import { isUtf8 } from 'node:buffer';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, openSync, readFileSync } from 'node:fs';
@@ -11,12 +13,13 @@ import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { csvLine, writeCsv } from '../src/export/csv.js';
+import { encodeBatch, maxLines } from '../src/export/csv-bytes.js';
 import { type RangeOptions, take, writeCsvRanges } from '../src/export/csv-ranges.js';
-import { textLine } from '../src/export/csv-text.js';
 import { discardPrestarted, Helper } from '../src/export/helper.js';
 import { FileSink, type Sink } from '../src/export/sink.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery } from '../src/export/tables.js';
 import { openDatabase } from '../src/store/db.js';
+import { RangeReader, READ_CACHE_KIB } from '../src/store/snapshot.js';
 import { BIN, cli, tempDir } from './helpers/index.js';
 
 // The worker runs compiled: the global setup builds dist/ before any test.
@@ -67,7 +70,7 @@ const TEXTS = [
 const SCORES = [null, 0, -0, 4.1, 2, 0.1 + 0.2, 1e21, 1.5e-7, -3.25, 123456789.123, 2 ** 53 + 2];
 
 /** [skill_key, score, rationale, position] of the odd rows, and whether each is read again as cells. */
-const ODD_ROWS: Array<[string | null, unknown, string, unknown, boolean]> = [
+const ODD_ROWS: Array<[string | Buffer | null, unknown, string, unknown, boolean]> = [
   ['unit\u001fseparator', 1.5, 'in a key', 1n, true],
   ['k', 2, 'separator \u001f in a rationale, "quoted"', 2n, true],
   ['k', 'n/a', 'text score', 3n, false],
@@ -80,6 +83,9 @@ const ODD_ROWS: Array<[string | null, unknown, string, unknown, boolean]> = [
   ['k', null, 'formula position', '=y', false],
   ['k', null, 'blob position', Buffer.from([0x61, 0xff]), true],
   ['=k', -0.0, '-rationale', null, false],
+  ['row\u001eseparator', 3, 'row separator in a key', 12n, true],
+  [Buffer.from([0x62, 0xff, 0x2c]), 4, 'not UTF-8 in a key', 13n, true],
+  [Buffer.from('blob, key é'), 5, 'UTF-8 blob in a key', 14n, false],
 ];
 
 function fill(dbPath: string, rows: number): void {
@@ -99,9 +105,9 @@ function fill(dbPath: string, rows: number): void {
   })();
   // Gaps in the rowids, as deleted rows leave them.
   db.prepare('DELETE FROM eval_results WHERE rowid % 50 BETWEEN 10 AND 30').run();
-  // Cells a row's one text (export/csv-text.ts) cannot carry, or carries typed: the separator itself
-  // in a text; texts, a blob, an infinity and an integer in the REAL column; a real, texts and a blob
-  // in the INTEGER one.
+  // Cells a batch's bytes (export/csv-bytes.ts) cannot carry, or carry typed: the separators themselves
+  // and bytes that are not UTF-8 in a text; texts, a blob, an infinity and an integer in the REAL
+  // column; a real, texts and a blob in the INTEGER one.
   const odd = db.prepare(
     `INSERT INTO eval_results (parent_type, parent_id, skill_key, score, rationale, position) VALUES ('score_detail', 'odd', ?, ?, ?, ?)`,
   );
@@ -130,7 +136,7 @@ const DESCRIBED = (dbPath: string, table: ExportTable) => {
   return described;
 };
 
-/** The export in ranges: rows read as one text each (as the CLI does), or `cells` as arrays. */
+/** The export in ranges: rows read in batches of bytes (as the CLI does), or `cells` as arrays. */
 async function ranges(
   dbPath: string,
   table: ExportTable,
@@ -140,7 +146,7 @@ async function ranges(
 ) {
   const db = openDatabase(dbPath, { readonly: true });
   const query = exportRangeQuery(table, { ...filter, schema: 6 }, opts.cells ? undefined : DESCRIBED(dbPath, table));
-  expect(query.text === undefined).toBe(opts.cells === true);
+  expect(query.batch === undefined).toBe(opts.cells === true);
   const job = { dbPath, ...query, columns: COLUMNS_OF(dbPath, table), raw };
   const sink = new Memory();
   try {
@@ -183,45 +189,146 @@ describe('CSV export in ranges, on two threads', () => {
     }
   });
 
-  it("a row's one text is the line csvLine writes from its cells; a row it cannot carry is read again as cells", () => {
+  it("a batch's bytes are the lines csvLine writes from its rows' cells; a batch they cannot carry is read again as cells", () => {
     const db = openDatabase(dbPath, { readonly: true });
+    const out = Buffer.alloc(1 << 22);
+    /** The batch [from, to] as encodeBatch writes it, or undefined where the export reads it again as cells. */
+    const encoded = (stmt: Database.Statement, typed: boolean[], raw: boolean, from: bigint, to: bigint) => {
+      const [bytes, count] = stmt.get(from, to, 1_000_000) as [Buffer | null, bigint];
+      if (bytes === null) return '';
+      const end = isUtf8(bytes) ? encodeBatch(bytes, Number(count), typed, raw, out, 0) : -1;
+      expect(end).toBeLessThanOrEqual(maxLines(bytes.length, Number(count), typed.length));
+      return end < 0 ? undefined : out.toString('utf8', 0, end);
+    };
     try {
+      const query = exportRangeQuery('eval-results', { schema: 6 }, DESCRIBED(dbPath, 'eval-results'));
+      const batch = query.batch as NonNullable<typeof query.batch>;
+      expect(batch.typed).toEqual(COLUMNS_OF(dbPath, 'eval-results').map((c) => c === 'score' || c === 'position'));
+      const stmt = db.prepare(batch.sql).raw(true).safeIntegers(true);
+      const rows = db
+        .prepare(query.sql)
+        .raw(true)
+        .safeIntegers(true)
+        .all(0n, 2n ** 62n) as unknown[][];
+      expect(rows.length).toBeGreaterThan(3000);
       for (const raw of [false, true]) {
-        const query = exportRangeQuery('eval-results', { schema: 6 }, DESCRIBED(dbPath, 'eval-results'));
-        const text = query.text as NonNullable<typeof query.text>;
-        expect(text.typed).toEqual(COLUMNS_OF(dbPath, 'eval-results').map((c) => c === 'score' || c === 'position'));
-        const texts = db
-          .prepare(text.sql)
-          .pluck()
-          .all(0n, 2n ** 62n, -1) as string[];
-        const rows = db
-          .prepare(query.sql)
-          .raw(true)
-          .safeIntegers(true)
-          .all(0n, 2n ** 62n) as unknown[][];
-        expect(texts.length).toBe(rows.length);
+        // Each row on its own: its line, or read again exactly where the fixture says.
         const again: string[] = [];
-        texts.forEach((t, i) => {
-          const row = rows[i] as unknown[];
-          const line = textLine(t, text.typed, raw);
+        for (const row of rows) {
+          const rowid = row[row.length - 1] as bigint;
+          const line = encoded(stmt, batch.typed, raw, rowid, rowid);
           if (line === undefined) again.push(String(row[7]));
-          else expect(line, t).toBe(csvLine(row, raw, row.length - 1));
-        });
+          else expect(line, String(rowid)).toBe(csvLine(row, raw, row.length - 1));
+        }
         expect(again).toEqual(ODD_ROWS.filter((r) => r[4]).map((r) => r[2]));
+        // Batches of 37 rowids (gaps included): the lines of all their rows, or read again.
+        const last = rows.at(-1)?.at(-1) as bigint;
+        let rereads = 0;
+        for (let from = 1n; from <= last; from += 37n) {
+          const to = from + 36n;
+          const inside = rows.filter((r) => (r.at(-1) as bigint) >= from && (r.at(-1) as bigint) <= to);
+          const lines = encoded(stmt, batch.typed, raw, from, to);
+          if (lines === undefined) rereads++;
+          else expect(lines, `${from}-${to}`).toBe(inside.map((r) => csvLine(r, raw, r.length - 1)).join(''));
+        }
+        expect(rereads).toBeGreaterThan(0);
+        expect(rereads).toBeLessThanOrEqual(ODD_ROWS.filter((r) => r[4]).length);
       }
     } finally {
       db.close();
     }
-    // A separator inside the last text cell shifts nothing a typed cell would catch: the rowid does.
-    const US = '\u001f';
-    expect(textLine(`a${US}b${US}7`, [false, false], false)).toBe('a,b\r\n');
-    expect(textLine(`a${US}b${US}integer5${US}7`, [false, false], false)).toBeUndefined();
-    expect(textLine(`integer-5${US}real2.0${US}text=x${US}null${US}9`, [true, true, true, true], false)).toBe("-5,2,'=x,\r\n");
-    expect(textLine(`blobxyz${US}1`, [true], false)).toBeUndefined();
-    expect(textLine(`realInf${US}1`, [true], false)).toBeUndefined();
-    // Every table has its text query, `raw` rebuilt in SQL included.
+    // The structure is checked byte by byte: a separator inside a cell moves a cell or a row boundary.
+    const bytes = (s: string) => Buffer.from(s);
+    const lines = (s: string, rows: number, typed: boolean[], raw = false) => {
+      const end = encodeBatch(bytes(s), rows, typed, raw, out, 0);
+      return end < 0 ? undefined : out.toString('utf8', 0, end);
+    };
+    const [US, RS] = ['\u001f', '\u001e'];
+    expect(lines(`a${US}b${RS}c,${US}"d"`, 2, [false, false])).toBe(`a,b\r\n${csvLine(['c,', '"d"'], false)}`);
+    expect(lines(`a${US}b${US}c`, 1, [false, false])).toBeUndefined();
+    expect(lines(`a${US}b${RS}c`, 1, [false, false])).toBeUndefined();
+    expect(lines(`a${RS}b${RS}c`, 2, [false])).toBeUndefined();
+    expect(lines(`a${US}b`, 1, [false, false, false])).toBeUndefined();
+    expect(lines(`integer-5${US}real2.0${US}text=x${US}null`, 1, [true, true, true, true])).toBe("-5,2,'=x,\r\n");
+    expect(lines(`text=x${US}-y`, 1, [true, false], true)).toBe('=x,-y\r\n');
+    expect(lines('blobxyz', 1, [true])).toBeUndefined();
+    expect(lines('realInf', 1, [true])).toBeUndefined();
+    expect(lines('real-Inf', 1, [true])).toBeUndefined();
+    expect(lines('integer', 1, [true])).toBe('\r\n');
+    expect(lines('inte', 1, [true])).toBeUndefined();
+    // Every table has its batch query, `raw` rebuilt in SQL included.
     for (const table of ['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results'] as const) {
-      expect(exportRangeQuery(table, { schema: 6 }, DESCRIBED(dbPath, table)).text?.sql, table).toContain('concat(');
+      expect(exportRangeQuery(table, { schema: 6 }, DESCRIBED(dbPath, table)).batch?.sql, table).toMatch(
+        /group_concat\(r, char\(30\)\).*SELECT concat\(/,
+      );
+    }
+  });
+
+  it("a real is written as JavaScript writes the number, whatever digits SQLite's text of it has", () => {
+    const db = new Database(':memory:');
+    const stmt = db.prepare('SELECT CAST(concat(typeof(x), x) AS BLOB) FROM (SELECT ? AS x)').pluck();
+    const out = Buffer.alloc(256);
+    const bits = new DataView(new ArrayBuffer(8));
+    const values: number[] = [
+      0,
+      -0,
+      1,
+      -1,
+      4.1,
+      0.1 + 0.2,
+      1e15,
+      1e16,
+      1e21,
+      1e-7,
+      1.5e-7,
+      5e-324,
+      Number.MAX_VALUE,
+      2 ** 53 + 2,
+      1e14 + 0.5,
+    ];
+    values.push(123456789012345, 1234567890123456, 12345678901234568, -123.45, 99.99, 1 / 3);
+    let seed = 15;
+    const random = () => {
+      // A small deterministic generator (mulberry32): the same values on every run.
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+    };
+    for (let i = 0; i < 20_000; i++) {
+      // Any bit pattern; any magnitude; short decimals such as scores.
+      bits.setUint32(0, random() * 2 ** 32);
+      bits.setUint32(4, random() * 2 ** 32);
+      values.push(
+        bits.getFloat64(0),
+        random() * 10 ** Math.floor(random() * 40 - 20),
+        Math.round(random() * 1e6) / 10 ** Math.floor(random() * 8),
+      );
+    }
+    let checked = 0;
+    for (const n of values) {
+      if (!Number.isFinite(n)) continue;
+      const src = stmt.get(n) as Buffer;
+      expect(src.subarray(0, 4).toString()).toBe('real');
+      const end = encodeBatch(src, 1, [true], false, out, 0);
+      expect(out.toString('latin1', 0, end), `${n} (SQLite: ${src})`).toBe(`${String(n)}\r\n`);
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(55_000);
+    db.close();
+  });
+
+  it("a range reader's connection keeps a small page cache (a range is read once, front to back)", () => {
+    const db = openDatabase(dbPath, { readonly: true });
+    try {
+      expect(db.pragma('cache_size', { simple: true })).not.toBe(READ_CACHE_KIB);
+      const query = exportRangeQuery('eval-results', { schema: 6 });
+      const reader = new RangeReader(db, query.sql, query.params);
+      expect(reader.begin(query.spanSql)).toBeDefined();
+      expect(db.pragma('cache_size', { simple: true })).toBe(READ_CACHE_KIB);
+      reader.end();
+    } finally {
+      db.close();
     }
   });
 
@@ -307,19 +414,34 @@ describe('CSV export in ranges, on two threads', () => {
   it("a campaign's rows are read by rowid range, not through the campaign's index and a sort for every range", () => {
     const db = openDatabase(dbPath, { readonly: true });
     try {
-      for (const table of ['session-results', 'role-results', 'score-details', 'eval-results'] as const) {
-        const query = exportRangeQuery(table, { campaign: 'c1', schema: 6 }, DESCRIBED(dbPath, table));
+      // A user's index on the day (or the campaign) must not be used either: a batch's rows are joined
+      // in the order SQLite visits them, which must be rowid order.
+      const own = openDatabase(dbPath);
+      own.exec('CREATE INDEX IF NOT EXISTS user_day ON eval_results (substr(evaluated_at, 1, 10))');
+      own.close();
+      const filters = [{ campaign: 'c1' }, { since: '2026-01-01' }, { campaign: 'c1', since: '2026-01-01', until: '2026-12-31' }];
+      for (const [table, filter] of ['session-results', 'role-results', 'score-details', 'eval-results'].flatMap((t) =>
+        filters.map((f) => [t as ExportTable, f] as const),
+      )) {
+        const query = exportRangeQuery(table, { ...filter, schema: 6 }, DESCRIBED(dbPath, table));
         for (const [sql, binds] of [
-          [query.sql, ['c1', 0, 10]],
-          [query.text?.sql as string, ['c1', 0, 10, 64]],
+          [query.sql, [...query.params, 0, 10]],
+          [query.batch?.sql as string, [...query.params, 0, 10, 64]],
         ] as const) {
-          const plan = db
-            .prepare(`EXPLAIN QUERY PLAN ${sql}`)
-            .all(...binds)
-            // The statement's own steps (a rebuilt `raw` has subqueries of its own, sorted by position).
-            .filter((r) => (r as { parent: number }).parent === 0)
-            .map((r) => (r as { detail: string }).detail);
-          expect(plan.join('; '), `${table}: ${sql}`).not.toMatch(/TEMP B-TREE|campaign/);
+          const steps = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...binds) as Array<{ id: number; parent: number; detail: string }>;
+          // The statement's own steps (a rebuilt `raw` has subqueries of its own, sorted by position);
+          // the batch's: its co-routine's steps, and the scan of it, with nothing between them (no
+          // sort, no temp B-tree: group_concat() takes the rows in the order the co-routine yields them).
+          const top = steps.filter((r) => r.parent === 0);
+          let plan = top.map((r) => r.detail);
+          if (sql === query.batch?.sql) {
+            expect(plan, sql).toEqual([
+              expect.stringMatching(/^CO-ROUTINE \(subquery-\d+\)$/),
+              expect.stringMatching(/^SCAN \(subquery-\d+\)$/),
+            ]);
+            plan = steps.filter((r) => r.parent === top[0]?.id).map((r) => r.detail);
+          }
+          expect(plan.join('; '), `${table}: ${sql}`).not.toMatch(/TEMP B-TREE|campaign|user_day|INDEX/);
           expect(plan.join('; '), table).toMatch(/INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)/);
         }
       }

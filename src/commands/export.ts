@@ -6,7 +6,6 @@ import { parseDate } from '../config/duration.js';
 import { resolveDbPath } from '../config/env.js';
 import { errorCode, storageError, UsageError } from '../errors.js';
 import { writeCsvRanges } from '../export/csv-ranges.js';
-import { ROWS_AS_TEXT } from '../export/csv-text.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { discardPrestarted, Helper } from '../export/helper.js';
 import { FileSink, type Sink, StreamSink } from '../export/sink.js';
@@ -116,11 +115,11 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
       if (format === 'csv' || format === 'parquet') {
         if (format === 'csv') {
           // Read range by range in one snapshot, on two threads when the table is big (export/csv-ranges.ts).
-          // Each row as one text where that is cheaper than its cells (export/csv-text.ts), and where
-          // SQLite's text is UTF-8: in a UTF-16 database concat() would read a blob's bytes as UTF-16.
-          const texts = ROWS_AS_TEXT && db.pragma('encoding', { simple: true }) === 'UTF-8';
+          // Rows joined into bytes by SQLite a batch at a time (export/csv-bytes.ts) where its text is
+          // UTF-8: in a UTF-16 database concat() would read a blob's bytes as UTF-16.
+          const bytes = db.pragma('encoding', { simple: true }) === 'UTF-8';
           const filter = { campaign, since, until, schema };
-          const ranges = exportRangeQuery(flags.table as ExportTable, filter, texts ? described : undefined);
+          const ranges = exportRangeQuery(flags.table as ExportTable, filter, bytes ? described : undefined);
           const job = { dbPath, ...ranges, columns, raw: flags.rawCsv === true };
           rows = (await writeCsvRanges(db, job, sink, { helper: helper ?? false })).rows;
         } else {

@@ -9,7 +9,7 @@ import { parentPort } from 'node:worker_threads';
 import { openDatabase } from '../store/db.js';
 import { RangeReader } from '../store/snapshot.js';
 import { Encoder, newBuffer } from './csv.js';
-import { rangeEncoder } from './csv-text.js';
+import { rangeEncoder } from './csv-bytes.js';
 import type { HelperData, HelperReply, HelperRequest } from './helper.js';
 import { MemorySink } from './sink.js';
 
@@ -74,7 +74,7 @@ if (port) {
       try {
         data = request.data;
         db = openDatabase(data.dbPath, { mustExist: true, readonly: true });
-        reader = new RangeReader(db, data.sql, data.params, data.text?.sql);
+        reader = new RangeReader(db, data.sql, data.params, data.batch?.sql);
         reader.begin(data.spanSql);
         reply({ type: 'ready' });
       } catch (err) {

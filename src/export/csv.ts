@@ -16,13 +16,10 @@ export function isFormula(s: string): boolean {
   return c === 61 || c === 43 || c === 45 || c === 64 || c === 9 || c === 13;
 }
 
-/**
- * A text cell as CSV: neutralised with a leading `'` (unless raw), then quoted if it must be; `plain`
- * when the caller knows it holds no quote, comma or line break (export/csv-text.ts).
- */
-export function textCell(value: string, raw: boolean, plain = false): string {
+/** A text cell as CSV: neutralised with a leading `'` (unless raw), then quoted if it must be. */
+export function textCell(value: string, raw: boolean): string {
   const s = !raw && isFormula(value) ? `'${value}` : value;
-  return plain || !NEEDS_QUOTES.test(s) ? s : `"${s.replace(QUOTE, '""')}"`;
+  return NEEDS_QUOTES.test(s) ? `"${s.replace(QUOTE, '""')}"` : s;
 }
 
 /** Anything else: numbers as JavaScript writes them, int64 (bigint) with every digit, null empty. */
@@ -71,6 +68,28 @@ export class Encoder {
       }
     }
     this.off += this.buf.write(s, this.off);
+  }
+
+  /**
+   * The buffer to write at least `n` bytes into directly, from `offset` (flushed first when it has not
+   * the room; a one-off buffer when `n` is more than a buffer holds); advance() past what was written.
+   */
+  reserve(n: number): Buffer {
+    if (this.off + n > this.buf.length) {
+      this.flush();
+      if (n > this.buf.length) this.buf = Buffer.allocUnsafe(n);
+    }
+    return this.buf;
+  }
+
+  /** Where the next byte goes in the buffer reserve() returns. */
+  get offset(): number {
+    return this.off;
+  }
+
+  /** Takes the bytes written directly into the buffer up to `to`. */
+  advance(to: number): void {
+    this.off = to;
   }
 
   /** True when a chunk is full and should go out. */

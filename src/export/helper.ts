@@ -4,7 +4,7 @@
  * until then, and after any failure, it is given nothing and the main thread does the work alone.
  */
 import { Worker } from 'node:worker_threads';
-import type { TextQuery } from './tables.js';
+import type { BatchQuery } from './tables.js';
 
 /** What the worker is started with. */
 export interface HelperData {
@@ -12,8 +12,8 @@ export interface HelperData {
   /** The range SELECT (export/tables.ts exportRangeQuery), its parameters before the bounds, the span query. */
   sql: string;
   params: readonly unknown[];
-  /** The rows as one text each (export/tables.ts textQuery), when the table allows it. */
-  text?: TextQuery | undefined;
+  /** The rows as one blob per batch (export/tables.ts batchQuery), when the table allows it. */
+  batch?: BatchQuery | undefined;
   spanSql: string;
   /** --raw-csv: formulas left as they are. */
   raw: boolean;

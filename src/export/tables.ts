@@ -4,7 +4,6 @@
  */
 import { detailRawSql, roleRawSql } from '../store/reassemble.js';
 import { COLUMNS } from '../store/rows.js';
-import { CELL_SEPARATOR } from './csv-text.js';
 
 /** The schema version from which DETAILED records are stored once and `raw` is rebuilt (store/compact.ts). */
 export const COMPACT_SINCE = 6;
@@ -51,18 +50,19 @@ export function exportQuery(
   const where: string[] = [];
   const params: string[] = [];
   if (filter.campaign !== undefined) {
-    // `+` keeps SQLite off the campaign's index where rows are read by rowid range: that index, then a
-    // sort by rowid, for every range (every 64 rows, export/csv-text.ts) grew with the campaign's size
-    // squared; the range of the table's own B-tree costs what it holds.
+    // `+` keeps SQLite off any index but the table's own B-tree where rows are read by rowid range: the
+    // campaign's index, then a sort by rowid, for every range (every batch, export/csv-bytes.ts) grew
+    // with the campaign's size squared, and a batch's rows must come in rowid order (a user's index on
+    // the day would break it); the range of the table's own B-tree costs what it holds.
     where.push(`${ranged ? '+' : ''}t.${spec.campaignColumn} = ?`);
     params.push(filter.campaign);
   }
   if (filter.since !== undefined) {
-    where.push(`substr(t.${spec.dateColumn}, 1, 10) >= ?`);
+    where.push(`${ranged ? '+' : ''}substr(t.${spec.dateColumn}, 1, 10) >= ?`);
     params.push(filter.since);
   }
   if (filter.until !== undefined) {
-    where.push(`substr(t.${spec.dateColumn}, 1, 10) <= ?`);
+    where.push(`${ranged ? '+' : ''}substr(t.${spec.dateColumn}, 1, 10) <= ?`);
     params.push(filter.until);
   }
   // rowid order is insertion order: stable, and free (no sort, no temp B-tree, constant memory).
@@ -89,14 +89,14 @@ export function exportRangeQuery(
   name: ExportTable,
   filter: ExportFilter,
   described?: readonly DescribedColumn[],
-): { sql: string; spanSql: string; params: string[]; text?: TextQuery } {
+): { sql: string; spanSql: string; params: string[]; batch?: BatchQuery } {
   const { select, where, params } = exportQuery(name, filter, true);
   const table = EXPORT_TABLES[name].table;
   // Both ends included: a range ending at the largest rowid (2^63 - 1) has no end past it to bind.
   const conditions = [...where, 't.rowid >= ?', 't.rowid <= ?'].join(' AND ');
-  const text = described === undefined ? undefined : textQuery(name, filter, described, conditions);
+  const batch = described === undefined ? undefined : batchQuery(name, filter, described, conditions);
   return {
-    ...(text === undefined ? {} : { text }),
+    ...(batch === undefined ? {} : { batch }),
     sql: `SELECT ${select}, t.rowid FROM ${table} t WHERE ${conditions} ORDER BY t.rowid`,
     // Two subqueries: SQLite answers a lone min() or max() from the B-tree's edge, but min() and max()
     // side by side in one SELECT scan the whole table (23 ms for 175k rows, on both threads' start).
@@ -111,9 +111,9 @@ export interface DescribedColumn {
   type: string | null;
 }
 
-/** The range SELECT of one text per row (export/csv-text.ts), and which of its cells carry their type. */
-export interface TextQuery {
-  /** Bound like the range SELECT, then a LIMIT. */
+/** The SELECT of a rowid range's rows as one blob (export/csv-bytes.ts), and which of its cells carry their type. */
+export interface BatchQuery {
+  /** Bound like the range SELECT; answers the blob (null for no rows), the row count and the last rowid. */
   sql: string;
   typed: boolean[];
 }
@@ -125,18 +125,20 @@ function textAffinity(type: string | null): boolean {
 }
 
 /**
- * Every cell of a row joined into one text by SQLite (concat: NULL as empty), U+001F between cells and
- * the rowid last. A column of TEXT affinity holds text (or a blob, read as its text); any other cell is
- * preceded by its typeof() so that numbers are written as JavaScript writes them and a text in a
- * number column is still a text. The one expression, `raw` rebuilt (export/tables.ts FULL_RAW), is text.
- * Undefined when the SELECT holds anything else: the export then reads cells.
+ * The rows of a rowid range joined into one blob by SQLite: a row's cells by concat() (NULL as empty)
+ * with U+001F between them, the rows by group_concat() with U+001E between them, in rowid order (the
+ * table's own B-tree, the one index the conditions leave usable: export/tables.ts exportQuery). A
+ * column of TEXT affinity holds text (or a blob, read as its text); any other cell is preceded by its
+ * typeof() so that numbers are written as JavaScript writes them and a text in a number column is
+ * still a text. The one expression, `raw` rebuilt (FULL_RAW), is text. Undefined when the SELECT holds
+ * anything else: the export then reads cells.
  */
-function textQuery(
+function batchQuery(
   name: ExportTable,
   filter: ExportFilter,
   described: readonly DescribedColumn[],
   conditions: string,
-): TextQuery | undefined {
+): BatchQuery | undefined {
   const spec = EXPORT_TABLES[name];
   const full = fullRaw(spec.table, filter);
   const parts: string[] = [];
@@ -156,9 +158,16 @@ function textQuery(
       typed.push(true);
     }
   }
-  const sep = `, '${CELL_SEPARATOR}', `;
+  const row = `concat(${parts.join(', char(31), ')})`;
+  // At most LIMIT rows from the range's start: a batch is sized in rows, so a range of sparse rowids
+  // (deleted rows, a rowid near 2^63) costs what it holds, not what it spans. A subquery with a LIMIT
+  // is never flattened into an aggregate: it runs as a co-routine whose rows group_concat() takes in
+  // the order it yields them, the rowid order of the table's B-tree. group_concat(... ORDER BY id)
+  // would say so in SQL, but sorts every batch again in a temp B-tree: +50% of the query's CPU on the
+  // bench's table. The plan is pinned by test/export-ranges.test.ts, the bytes by every export test.
+  const rows = `SELECT ${row} AS r, t.rowid AS id FROM ${spec.table} t WHERE ${conditions} ORDER BY t.rowid LIMIT ?`;
   return {
-    sql: `SELECT concat(${[...parts, 't.rowid'].join(sep)}) FROM ${spec.table} t WHERE ${conditions} ORDER BY t.rowid LIMIT ?`,
+    sql: `SELECT CAST(group_concat(r, char(30)) AS BLOB), count(*), max(id) FROM (${rows})`,
     typed,
   };
 }
