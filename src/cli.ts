@@ -180,7 +180,9 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     'campaign-sync export --table session-results --format csv -o results.csv',
     'campaign-sync export --table role-results --format ndjson --since 2026-01-01 | gzip > roles.ndjson.gz',
     'campaign-sync export --table eval-results --format parquet -o evals.parquet',
-  ).action(async (opts, cmd: Command) => done(await (await import('./commands/export.js')).exportTable(await configured(cmd, opts))));
+  ).action(async (opts, cmd: Command) =>
+    done(await (await import('./commands/export.js')).exportTable(await configured(cmd, opts), process.stdout, signal)),
+  );
 
   example(
     outputOptions(

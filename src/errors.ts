@@ -14,6 +14,8 @@ export const ExitCode = {
   /** Local storage failed (disk full, read-only, permission denied, missing folder): nothing committed was lost. */
   storage: 74,
   locked: 75,
+  /** `export` stopped by SIGINT/SIGTERM: nothing was written at -o (stdout got part of the rows). */
+  interrupted: 130,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
@@ -93,6 +95,23 @@ export function exitCodeForPass(pass: { streams: readonly StreamOutcome[]; inter
 /** `status --check` and /healthz (sync/health.ts): 0 all healthy, 4 some stale or failing, 5 none healthy. */
 export function exitCodeForHealth(verdict: 'ok' | 'degraded' | 'down'): ExitCodeValue {
   return verdict === 'ok' ? ExitCode.ok : verdict === 'degraded' ? ExitCode.partial : ExitCode.unavailable;
+}
+
+/**
+ * An export stopped by a signal (exit 130). Unlike a sync, whose committed pages are its result (exit
+ * 0), an export's result is the whole file: one cut short must not read as a success to `export … &&
+ * upload`. Nothing was written at `target` (the partial file is gone; a previous file of that name is
+ * untouched); without one, stdout got part of the rows.
+ */
+export class ExportInterrupted extends CampaignSyncError {
+  override readonly name = 'ExportInterrupted';
+  constructor(target: string | undefined) {
+    super(
+      target === undefined ? 'export interrupted: stdout got part of the rows' : `export interrupted: ${target} was not written`,
+      ExitCode.interrupted,
+      { kind: 'aborted' },
+    );
+  }
 }
 
 /** Bad flag, bad environment value, missing setting. */

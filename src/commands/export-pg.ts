@@ -5,9 +5,10 @@
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { resolvePgSchema } from '../config/config.js';
-import { errorCode, StorageError, storageError, UsageError } from '../errors.js';
+import { ExportInterrupted, errorCode, isAbort, StorageError, storageError, UsageError } from '../errors.js';
 import { csvLine } from '../export/csv.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
+import { untilAborted } from '../export/interrupt.js';
 import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { EXPORT_TABLES, type ExportTable } from '../export/tables.js';
 import { ndjsonTransform } from '../export/writers.js';
@@ -55,7 +56,7 @@ async function writePgParquet(
   return result.rows;
 }
 
-export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writable): Promise<number> {
+export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writable, signal?: AbortSignal): Promise<number> {
   const db = await PgDatabase.open(job.url, resolvePgSchema(job.pgSchema), { connections: 2, mustExist: true });
   let partial: PartialFile | undefined;
   let rows = 0;
@@ -71,7 +72,9 @@ export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writab
       campaign = ids[0];
     }
     const spec = EXPORT_TABLES[job.table];
-    const source = await pgExportRows(db, { ...spec, campaign, since: job.since, until: job.until });
+    const found = await pgExportRows(db, { ...spec, campaign, since: job.since, until: job.until });
+    // A signal stops the rows (and the cursor) at the next one: exit 130, no file at -o.
+    const source = { ...found, rows: untilAborted(found.rows, signal) };
     if (job.target !== undefined) {
       cleanStalePartials(job.target);
       partial = new PartialFile(job.target);
@@ -113,6 +116,7 @@ export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writab
     return 0;
   } catch (err) {
     partial?.discard();
+    if (isAbort(err) && signal?.aborted) throw new ExportInterrupted(job.target);
     if (err instanceof StorageError || err instanceof UsageError) throw err;
     throw storageError(err, `cannot write ${job.target ?? 'stdout'}`);
   } finally {

@@ -4,7 +4,7 @@ import type { Writable } from 'node:stream';
 import { DEFAULTS } from '../config/defaults.js';
 import { parseDate } from '../config/duration.js';
 import { resolveDbPath } from '../config/env.js';
-import { errorCode, storageError, UsageError } from '../errors.js';
+import { ExportInterrupted, errorCode, isAbort, storageError, UsageError } from '../errors.js';
 import { writeCsvRanges } from '../export/csv-ranges.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { discardPrestarted, Helper } from '../export/helper.js';
@@ -55,8 +55,11 @@ function campaignId(db: Db, selector: string): string {
   throw new UsageError(`--campaign: no campaign with the id or name "${selector}" in this database (see \`campaign-sync status\`)`);
 }
 
-/** `campaign-sync export`: streams one table of the mirror to a file (0600) or stdout. */
-export async function exportTable(flags: ExportFlags, stdout: Writable = process.stdout): Promise<number> {
+/**
+ * `campaign-sync export`: streams one table of the mirror to a file (0600) or stdout. SIGINT/SIGTERM
+ * (`signal`) stop it between two chunks: exit 130, and no file at -o.
+ */
+export async function exportTable(flags: ExportFlags, stdout: Writable = process.stdout, signal?: AbortSignal): Promise<number> {
   const out = new Output({ quiet: flags.quiet, json: flags.json });
   // The data goes to stdout without -o: there is no room for a document beside it.
   if (flags.json && flags.output === undefined) throw new UsageError('--json prints a summary of the export: give -o <file> for the data');
@@ -82,7 +85,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   if (isPgUrl(dbPath)) {
     const table = flags.table as ExportTable;
     const job = { url: dbPath, pgSchema: flags.pgSchema, table, format, campaign: flags.campaign, since, until, target };
-    return (await import('./export-pg.js')).exportFromPg({ ...job, rawCsv: flags.rawCsv === true }, out, stdout);
+    return (await import('./export-pg.js')).exportFromPg({ ...job, rawCsv: flags.rawCsv === true }, out, stdout, signal);
   }
   const helper = format === 'csv' && availableParallelism() > 1 ? new Helper() : undefined;
   let db: Db;
@@ -121,7 +124,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
           const filter = { campaign, since, until, schema };
           const ranges = exportRangeQuery(flags.table as ExportTable, filter, bytes ? described : undefined);
           const job = { dbPath, ...ranges, columns, raw: flags.rawCsv === true };
-          rows = (await writeCsvRanges(db, job, sink, { helper: helper ?? false })).rows;
+          rows = (await writeCsvRanges(db, job, sink, { helper: helper ?? false, signal })).rows;
         } else {
           const raw = stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>;
           iterator = raw;
@@ -133,6 +136,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
             described.map((c) => ({ name: c.name, kind: parquetKind(c.name, c.type) })),
             raw,
             sink,
+            signal,
           );
           rows = result.rows;
           for (const [column, n] of result.invalid) {
@@ -150,7 +154,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
         const { writeNdjson } = await import('../export/writers.js');
         const raw = stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>;
         iterator = raw;
-        rows = await writeNdjson(columns, raw, sink);
+        rows = await writeNdjson(columns, raw, sink, signal);
         await sink.end();
       }
     } catch (err) {
@@ -172,6 +176,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     // A background fdatasync must be done with the descriptor before it is closed.
     await fileSink?.settle();
     partial?.discard();
+    if (isAbort(err) && signal?.aborted) throw new ExportInterrupted(target);
     // Local storage failures exit 74 naming the user's own path, never the temporary file's.
     if (errorCode(err)?.startsWith('SQLITE_')) throw storageError(err, `cannot read ${dbPath}`);
     throw storageError(err, `cannot write ${target ?? 'stdout'}`);

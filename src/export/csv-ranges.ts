@@ -41,6 +41,8 @@ export interface RangeOptions {
   /** Tests: called once the main thread's snapshot is open, then after each range written. */
   onSnapshot?: () => void;
   onRange?: (index: number) => void;
+  /** SIGINT/SIGTERM: the export stops before its next range with the signal's abort error. */
+  signal?: AbortSignal | undefined;
 }
 
 /** A range's bytes aim at about this much; a helper's range stops early past eight times it. */
@@ -128,6 +130,7 @@ export async function writeCsvRanges(db: Db, job: RangeJob, sink: Sink, opts: Ra
     for (let index = 0; ; ) {
       // Lets the helper's messages in (its "ready", its ranges) between two ranges of our own.
       await new Promise((resolve) => setImmediate(resolve));
+      opts.signal?.throwIfAborted();
       // AHEAD ranges ahead: the helper is given one whenever it has fewer than two to do, we take the
       // others, so it never idles and the share of each follows their speeds; ours run ahead into
       // memory while a helper's range is not in yet.

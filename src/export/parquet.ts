@@ -7,6 +7,7 @@
  */
 import type { SchemaElement } from 'hyparquet';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
+import { between } from './interrupt.js';
 import { CHUNK, type Sink } from './sink.js';
 import { timestampMicros } from './timestamp.js';
 
@@ -119,11 +120,12 @@ export interface ParquetResult {
   invalid: Map<string, number>;
 }
 
-/** Writes every row to `sink` as one Parquet file; waits for the sink between row groups. */
+/** Writes every row to `sink` as one Parquet file; waits for the sink between row groups, and stops there once `signal` is aborted. */
 export async function writeParquet(
   columns: ParquetColumn[],
   rows: Iterable<unknown[]> | AsyncIterable<unknown[]>,
   sink: Sink,
+  signal?: AbortSignal,
 ): Promise<ParquetResult> {
   const writer = new SinkWriter(sink);
   const schema: SchemaElement[] = [{ name: 'root', num_children: columns.length }, ...columns.map(element)];
@@ -145,6 +147,7 @@ export async function writeParquet(
     inGroup = 0;
     chars = 0;
     if (!writer.push()) await sink.drain();
+    await between(signal);
   };
 
   /** Adds a row to the group; true when the group is full. */

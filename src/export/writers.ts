@@ -8,6 +8,7 @@
 import { Transform } from 'node:stream';
 import { parseJson, toJson } from '../core/json.js';
 import { Encoder, isFormula } from './csv.js';
+import { between } from './interrupt.js';
 import type { Sink } from './sink.js';
 import { JSON_COLUMNS } from './tables.js';
 
@@ -36,14 +37,25 @@ export function ndjsonLine(columns: readonly string[], row: readonly unknown[]):
   return `${line}}\n`;
 }
 
-/** Writes every row (arrays of cells) to `sink` as NDJSON, waiting for it to drain; returns the number of rows. */
-export async function writeNdjson(columns: readonly string[], rows: Iterable<unknown[]>, sink: Sink): Promise<number> {
+/**
+ * Writes every row (arrays of cells) to `sink` as NDJSON, waiting for it to drain; returns the number
+ * of rows. Stops between two chunks once `signal` is aborted.
+ */
+export async function writeNdjson(
+  columns: readonly string[],
+  rows: Iterable<unknown[]>,
+  sink: Sink,
+  signal?: AbortSignal,
+): Promise<number> {
   const enc = new Encoder(sink);
   let n = 0;
   for (const row of rows) {
     enc.line(ndjsonLine(columns, row));
     n++;
-    if (enc.full && !enc.flush()) await sink.drain();
+    if (enc.full) {
+      if (!enc.flush()) await sink.drain();
+      await between(signal);
+    }
   }
   if (!enc.flush()) await sink.drain();
   return n;

@@ -1,0 +1,127 @@
+/**
+ * SIGINT/SIGTERM during `export`: the export stops between two chunks, exits 130 with one line, and
+ * leaves no file at -o (a previous file of that name untouched) and no partial file. Before, the first
+ * signal was ignored: the export ran to its end and exited 0.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { between, untilAborted } from '../src/export/interrupt.js';
+import { openDatabase } from '../src/store/db.js';
+import { BIN, tempDir } from './helpers/index.js';
+
+let dir: string;
+let dbPath: string;
+
+beforeAll(() => {
+  dir = tempDir();
+  dbPath = join(dir, 'mirror.db');
+  const db = openDatabase(dbPath);
+  // 150,000 rows of ~1 kB: long enough to export (seconds) that a signal lands in the middle of it.
+  db.exec(`
+    WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 150000)
+    INSERT INTO eval_results (parent_type, parent_id, evaluation_id, skill_key, skill_label, score, rationale, evaluated_at, campaign_id, position)
+    SELECT 'session_result', 'p' || x, 'e' || x, 'k', 'label, "quoted"', x / 7.0, printf('%.1000c', 'r') || x, '2026-01-02T03:04:05Z', 'c1', x FROM n`);
+  db.close();
+});
+
+/** Starts an export to `out`, sends `signal` once its partial file holds 1 MB, and waits for its end. */
+async function interrupt(format: string, out: string, signal: NodeJS.Signals) {
+  const child = spawn(process.execPath, [BIN, 'export', '--db', dbPath, '--table', 'eval-results', '--format', format, '-o', out], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d;
+  });
+  const ended = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  let sent = false;
+  let sentAt = 0;
+  for (let i = 0; i < 2000 && !sent && child.exitCode === null; i++) {
+    const partial = readdirSync(dir).find((f) => f.endsWith('.partial'));
+    if (partial !== undefined) {
+      let size = 0;
+      try {
+        size = statSync(join(dir, partial)).size;
+      } catch {
+        // renamed or removed between the listing and the stat
+      }
+      if (size >= 1 << 20) {
+        sentAt = performance.now();
+        child.kill(signal);
+        sent = true;
+      }
+    }
+    if (!sent) await new Promise((r) => setTimeout(r, 5));
+  }
+  const [code] = await ended;
+  return { code, stderr, sent, stoppedMs: performance.now() - sentAt };
+}
+
+describe('a signal during export', () => {
+  for (const [format, signal] of [
+    ['csv', 'SIGINT'],
+    ['ndjson', 'SIGTERM'],
+    ['parquet', 'SIGINT'],
+  ] as const) {
+    it(`${format}, ${signal}: exits 130 at once, no file at -o (the previous one untouched), no partial left`, async () => {
+      const out = join(dir, `out.${format}`);
+      writeFileSync(out, 'the previous export\n', { mode: 0o600 });
+      const r = await interrupt(format, out, signal);
+      expect(r.sent, 'the export ended before 1 MB was written: the fixture is too small').toBe(true);
+      expect(r.code, r.stderr).toBe(130);
+      expect(r.stderr.trim()).toBe(`campaign-sync: export interrupted: ${out} was not written`);
+      // Stopped between two chunks, not at the end of a table that takes seconds to write.
+      expect(r.stoppedMs).toBeLessThan(3000);
+      expect(readFileSync(out, 'utf8')).toBe('the previous export\n');
+      expect(readdirSync(dir).filter((f) => f.endsWith('.partial'))).toEqual([]);
+    });
+  }
+
+  it('an export left alone still completes (the check between chunks costs nothing else)', async () => {
+    const out = join(dir, 'whole.csv');
+    const child = spawn(process.execPath, [BIN, 'export', '--db', dbPath, '--table', 'eval-results', '-o', out, '--quiet'], {
+      stdio: 'ignore',
+    });
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+    const text = readFileSync(out, 'utf8');
+    expect(text.split('\r\n').length - 2).toBe(150_000);
+  });
+});
+
+describe('the writers between two chunks', () => {
+  it('between() lets a signal in and throws its abort error; without a signal it does nothing', async () => {
+    await expect(between(undefined)).resolves.toBeUndefined();
+    const controller = new AbortController();
+    await expect(between(controller.signal)).resolves.toBeUndefined();
+    // Aborted by a handler that runs only when the event loop turns (as a process signal's does).
+    setImmediate(() => controller.abort());
+    await expect(between(controller.signal)).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
+  it("untilAborted() stops an asynchronous source (PostgreSQL's rows) at the next row and closes it", async () => {
+    let closed = false;
+    const controller = new AbortController();
+    async function* source() {
+      try {
+        for (let i = 0; ; i++) yield i;
+      } finally {
+        closed = true;
+      }
+    }
+    const seen: number[] = [];
+    await expect(
+      (async () => {
+        for await (const row of untilAborted(source(), controller.signal)) {
+          seen.push(row);
+          if (row === 2) controller.abort();
+        }
+      })(),
+    ).rejects.toMatchObject({ name: 'AbortError' });
+    expect(seen).toEqual([0, 1, 2]);
+    expect(closed).toBe(true);
+  });
+});
