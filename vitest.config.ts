@@ -7,6 +7,7 @@ const UNIT = [
   'test/architecture.test.ts',
   'test/campaign-list.test.ts',
   'test/client.test.ts',
+  'test/csv-bytes.test.ts',
   'test/compression.test.ts',
   'test/docs.test.ts',
   'test/group.test.ts',

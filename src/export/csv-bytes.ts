@@ -11,6 +11,7 @@
  * infinity in a typed cell, bytes that are not UTF-8 (a row's cells would decode them with U+FFFD).
  */
 import { isUtf8 } from 'node:buffer';
+import { errorCode } from '../errors.js';
 import type { RangeReader } from '../store/snapshot.js';
 import { csvLine, type Encoded, type Encoder, encodeRows } from './csv.js';
 import type { BatchQuery } from './tables.js';
@@ -145,7 +146,7 @@ function real(src: Uint8Array, from: number, to: number, out: Buffer, o: number)
   return o;
 }
 
-/** Rows per batch at first; later batches aim at BATCH_BYTES. */
+/** Rows per batch at first; later batches aim at BATCH_BYTES from the last batch's bytes per row. */
 const FIRST_ROWS = 64;
 const BATCH_BYTES = 128 * 1024;
 const MAX_ROWS = 4096;
@@ -154,8 +155,6 @@ const MAX_ROWS = 4096;
 class Batches {
   private from: bigint;
   private limit = FIRST_ROWS;
-  private bytes = 0;
-  private rows = 0;
 
   constructor(
     private readonly reader: RangeReader,
@@ -171,34 +170,65 @@ class Batches {
     let rows = 0;
     let last: bigint | undefined;
     while (this.from < this.hi) {
-      const batch = this.reader.batch(this.from, this.hi - 1n, this.limit);
-      if (batch.bytes === null || batch.last === null) {
+      const batch = this.read();
+      if (batch === undefined) {
+        // One row whose joined text SQLite cannot make (over its 1 GB limit): from its cells.
+        const next = this.reader.rows(this.from, this.hi).next();
+        if (next.done) {
+          this.from = this.hi;
+          break;
+        }
+        const row = next.value;
+        enc.line(csvLine(row, this.raw, row.length - 1));
+        rows++;
+        last = row[row.length - 1] as bigint;
+        this.from = last + 1n;
+      } else if (batch.bytes === null || batch.last === null) {
         // No row left in the range.
         this.from = this.hi;
         break;
+      } else {
+        const src = batch.bytes;
+        const out = enc.reserve(maxLines(src.length, batch.rows, this.typed.length));
+        const end = isUtf8(src) ? encodeBatch(src, batch.rows, this.typed, this.raw, out, enc.offset) : -1;
+        if (end >= 0) enc.advance(end);
+        else for (const row of this.reader.rows(this.from, batch.last + 1n)) enc.line(csvLine(row, this.raw, row.length - 1));
+        rows += batch.rows;
+        last = batch.last;
+        // Past the range's end when the batch held its last row (from then equals hi: the largest
+        // rowid, 2^63 - 1, is never bound plus one).
+        this.from = batch.rows < this.limit ? this.hi : batch.last + 1n;
+        this.learn(src.length, batch.rows);
       }
-      const src = batch.bytes;
-      const out = enc.reserve(maxLines(src.length, batch.rows, this.typed.length));
-      const end = isUtf8(src) ? encodeBatch(src, batch.rows, this.typed, this.raw, out, enc.offset) : -1;
-      if (end >= 0) enc.advance(end);
-      else for (const row of this.reader.rows(this.from, batch.last + 1n)) enc.line(csvLine(row, this.raw, row.length - 1));
-      rows += batch.rows;
-      last = batch.last;
-      // Past the range's end when the batch held its last row (from then equals hi: the largest rowid,
-      // 2^63 - 1, is never bound plus one).
-      this.from = batch.rows < this.limit ? this.hi : batch.last + 1n;
-      this.learn(src.length, batch.rows);
       if (enc.full) break;
     }
     return { rows, done: this.from >= this.hi, last };
   }
 
-  /** Sizes the next batches from the bytes per row seen so far. */
+  /**
+   * The next batch; a batch too big for SQLite (SQLITE_TOOBIG: its joined rows pass 1 GB) is read
+   * again with half the rows, and undefined when even one row is too big.
+   */
+  private read(): ReturnType<RangeReader['batch']> | undefined {
+    for (;;) {
+      try {
+        return this.reader.batch(this.from, this.hi - 1n, this.limit);
+      } catch (err) {
+        if (errorCode(err) !== 'SQLITE_TOOBIG') throw err;
+        if (this.limit === 1) return undefined;
+        this.limit = Math.max(1, this.limit >> 1);
+      }
+    }
+  }
+
+  /**
+   * Sizes the next batch from the last one's bytes per row: at most twice as many rows as the last, and
+   * as few as one when rows are big (a batch's blob and its lines are in memory at once).
+   */
   private learn(bytes: number, rows: number): void {
-    this.bytes += bytes;
-    this.rows += rows;
-    const ideal = Math.floor((BATCH_BYTES * this.rows) / Math.max(this.bytes, 1));
-    this.limit = ideal < FIRST_ROWS ? FIRST_ROWS : ideal > MAX_ROWS ? MAX_ROWS : ideal;
+    const ideal = Math.floor((BATCH_BYTES * rows) / Math.max(bytes, 1));
+    const capped = Math.min(ideal, this.limit * 2, MAX_ROWS);
+    this.limit = capped < 1 ? 1 : capped;
   }
 }
 

@@ -1,0 +1,82 @@
+/**
+ * How CSV export sizes its batches (export/csv-bytes.ts): from the last batch's bytes per row, down to
+ * one row when rows are big (a batch's blob and its lines are in memory at once), and a batch SQLite
+ * cannot join (SQLITE_TOOBIG, past its 1 GB limit; 1 MB in this fake) is read again with fewer rows,
+ * a lone row from its cells. The bytes are csvLine's for every row, whatever the batches were.
+ */
+import { describe, expect, it } from 'vitest';
+import { csvLine, Encoder } from '../src/export/csv.js';
+import { CELL, ROW, rangeEncoder } from '../src/export/csv-bytes.js';
+import { MemorySink } from '../src/export/sink.js';
+import type { RangeReader } from '../src/store/snapshot.js';
+
+const TOO_BIG = 1_000_000;
+
+/** A RangeReader over rows of text cells (the rowid last), recording each batch's row limit. */
+function fakeReader(rows: unknown[][]) {
+  const limits: number[] = [];
+  let cellReads = 0;
+  const within = (lo: bigint, hi: bigint) => rows.filter((r) => (r.at(-1) as bigint) >= lo && (r.at(-1) as bigint) < hi);
+  const reader = {
+    hasBatches: true,
+    batch(from: bigint, to: bigint, limit: number) {
+      limits.push(limit);
+      const picked = within(from, to + 1n).slice(0, limit);
+      if (picked.length === 0) return { bytes: null, rows: 0, last: null };
+      const text = picked.map((r) => r.slice(0, -1).join(String.fromCharCode(CELL))).join(String.fromCharCode(ROW));
+      if (text.length > TOO_BIG) throw Object.assign(new Error('string or blob too big'), { code: 'SQLITE_TOOBIG' });
+      return { bytes: Buffer.from(text), rows: picked.length, last: picked.at(-1)?.at(-1) as bigint };
+    },
+    rows(lo: bigint, hi: bigint) {
+      cellReads++;
+      return within(lo, hi)[Symbol.iterator]();
+    },
+  };
+  return { reader: reader as unknown as RangeReader, limits, cellReads: () => cellReads };
+}
+
+function encodeAll(reader: RangeReader, lo: bigint, hi: bigint): string {
+  const sink = new MemorySink();
+  const enc = new Encoder(sink);
+  const ranged = rangeEncoder(reader, lo, hi, { batch: { sql: '', typed: [false, false] }, raw: false });
+  for (;;) {
+    const step = ranged.step(enc);
+    enc.flush();
+    if (step.done) break;
+  }
+  return Buffer.concat(sink.take().map((k) => k.chunk)).toString();
+}
+
+describe('CSV batches', () => {
+  it('shrink to one row when rows are big, read a batch too big for SQLite again with fewer rows, and a lone row from its cells', () => {
+    const rows: unknown[][] = [];
+    let id = 1n;
+    for (let i = 0; i < 200; i++) rows.push([`small ${i}`, 'x, "y"', id++]);
+    for (let i = 0; i < 30; i++) rows.push([`big ${i}`, 'b'.repeat(300_000), id++]);
+    rows.push(['huge', 'h'.repeat(1_500_000), id++]);
+    for (let i = 0; i < 10; i++) rows.push([`after ${i}`, '', (id += 5n)]);
+    const { reader, limits, cellReads } = fakeReader(rows);
+    const got = encodeAll(reader, 1n, id + 1n);
+    expect(got).toBe(rows.map((r) => csvLine(r, false, r.length - 1)).join(''));
+    // Grown at most twice per batch, halved on SQLITE_TOOBIG, one row at a time among the big rows.
+    for (let i = 1; i < limits.length; i++) expect(limits[i] as number).toBeLessThanOrEqual(2 * (limits[i - 1] as number));
+    expect(limits).toContain(1);
+    expect(Math.max(...limits)).toBeLessThanOrEqual(4096);
+    // The huge row alone, from its cells.
+    expect(cellReads()).toBe(1);
+  });
+
+  it('a range with no rows, or rowids far apart (up to 2^63 - 1), costs one query per batch of rows, not per rowid', () => {
+    const rows: unknown[][] = [
+      ['a', 'b', 1n],
+      ['c', 'd', 2n ** 62n],
+      ['e', 'f', 2n ** 63n - 1n],
+    ];
+    const { reader, limits } = fakeReader(rows);
+    expect(encodeAll(reader, 1n, 2n ** 63n)).toBe('a,b\r\nc,d\r\ne,f\r\n');
+    expect(limits.length).toBe(1);
+    const empty = fakeReader([]);
+    expect(encodeAll(empty.reader, 1n, 2n ** 63n)).toBe('');
+    expect(empty.limits.length).toBe(1);
+  });
+});
