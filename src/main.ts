@@ -110,6 +110,9 @@ export async function main(argv: string[]): Promise<void> {
   process.on('SIGTERM', onSignal);
   const code = await run(argv, controller.signal);
   process.exitCode = code;
+  // An interrupted export's stdout is cut short anyway, and its reader may not be reading (`export |
+  // less`): waiting for stdout to drain would hang until a second signal.
+  if (code === ExitCode.interrupted) process.exit(code);
   // Let stdout drain, then leave even if a keep-alive socket or timer lingers.
   process.stdout.write('', () => process.exit(code));
 }

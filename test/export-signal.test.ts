@@ -125,3 +125,27 @@ describe('the writers between two chunks', () => {
     expect(closed).toBe(true);
   });
 });
+
+describe('a signal during an export to stdout whose reader does not read (`export | less`)', () => {
+  it('exits 130 at once instead of waiting for the reader', async () => {
+    const child = spawn(process.execPath, [BIN, 'export', '--db', dbPath, '--table', 'eval-results'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    const ended = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    // Rows arrive; nothing reads them, so the pipe fills and the export waits for room.
+    await once(child.stdout, 'readable');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(child.exitCode).toBeNull();
+    child.kill('SIGINT');
+    const timeout = new Promise<'hung'>((r) => setTimeout(() => r('hung'), 5000));
+    const result = await Promise.race([ended, timeout]);
+    if (result === 'hung') child.kill('SIGKILL');
+    expect(result).toEqual([130, null]);
+    expect(stderr.trim()).toBe('campaign-sync: export interrupted: stdout got part of the rows');
+    child.stdout.destroy();
+  });
+});

@@ -81,7 +81,7 @@ export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writab
     }
     try {
       if (job.format === 'csv') {
-        const sink: Sink = partial !== undefined ? new FileSink(partial.fd) : new StreamSink(stdout);
+        const sink: Sink = partial !== undefined ? new FileSink(partial.fd) : new StreamSink(stdout, false, signal);
         // Column names are ours, never neutralised.
         sink.write(csvLine(source.columns, true));
         for await (const row of source.rows) {
@@ -90,7 +90,7 @@ export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writab
         }
         await sink.end();
       } else if (job.format === 'parquet') {
-        const sink: Sink = partial !== undefined ? new FileSink(partial.fd) : new StreamSink(stdout);
+        const sink: Sink = partial !== undefined ? new FileSink(partial.fd) : new StreamSink(stdout, false, signal);
         rows = await writePgParquet(source, sink, out);
         await sink.end();
       } else {

@@ -114,7 +114,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     }
     try {
       fileSink = partial !== undefined ? new FileSink(partial.fd) : undefined;
-      const sink: Sink = fileSink ?? new StreamSink(stdout);
+      const sink: Sink = fileSink ?? new StreamSink(stdout, false, signal);
       if (format === 'csv' || format === 'parquet') {
         if (format === 'csv') {
           // Read range by range in one snapshot, on two threads when the table is big (export/csv-ranges.ts).

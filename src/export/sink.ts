@@ -110,10 +110,15 @@ export class StreamSink implements Sink {
     this.failure ??= err;
   };
 
-  /** @param close end the stream at the end (a file's); stdout is left open. */
+  /**
+   * @param close end the stream at the end (a file's); stdout is left open.
+   * @param signal SIGINT/SIGTERM: a wait for a reader that does not read (`export | less`) ends with
+   *   the signal's abort error, so the export stops at once rather than at the next chunk.
+   */
   constructor(
     private readonly stream: Writable,
     private readonly close = false,
+    private readonly signal?: AbortSignal,
   ) {
     stream.on('error', this.onError);
   }
@@ -147,26 +152,34 @@ export class StreamSink implements Sink {
 
   private until(event: 'drain' | 'finish'): Promise<void> {
     return new Promise((resolve, reject) => {
-      const done = () => {
+      const off = () => {
         this.stream.off(event, done);
         this.stream.off('error', fail);
         this.stream.off('close', closed);
+        this.signal?.removeEventListener('abort', aborted);
+      };
+      const done = () => {
+        off();
         resolve();
       };
       const fail = (err: Error) => {
-        this.stream.off(event, done);
-        this.stream.off('close', closed);
+        off();
         reject(err);
       };
       // A destroyed stream (the reader of a pipe went away) emits neither drain nor finish.
       const closed = () => {
-        this.stream.off(event, done);
-        this.stream.off('error', fail);
+        off();
         reject(this.failure ?? Object.assign(new Error('write after the stream closed'), { code: 'EPIPE' }));
       };
+      const aborted = () => {
+        off();
+        reject(this.signal?.reason);
+      };
+      if (this.signal?.aborted) return aborted();
       this.stream.once(event, done);
       this.stream.once('error', fail);
       this.stream.once('close', closed);
+      this.signal?.addEventListener('abort', aborted, { once: true });
     });
   }
 
