@@ -73,8 +73,9 @@ describe('a signal during export', () => {
       expect(r.sent, 'the export ended before 1 MB was written: the fixture is too small').toBe(true);
       expect(r.code, r.stderr).toBe(130);
       expect(r.stderr.trim()).toBe(`campaign-sync: export interrupted: ${out} was not written`);
-      // Stopped between two chunks, not at the end of a table that takes seconds to write.
-      expect(r.stoppedMs).toBeLessThan(3000);
+      // Stopped between two chunks: an export that ran on to its end would have committed its file and
+      // exited 0 (above); the bound is loose for a busy CI machine (locally 0.3-1.4 s).
+      expect(r.stoppedMs).toBeLessThan(5000);
       expect(readFileSync(out, 'utf8')).toBe('the previous export\n');
       expect(readdirSync(dir).filter((f) => f.endsWith('.partial'))).toEqual([]);
     });
