@@ -19,9 +19,9 @@ beforeAll(() => {
   dir = tempDir();
   dbPath = join(dir, 'mirror.db');
   const db = openDatabase(dbPath);
-  // 150,000 rows of ~1 kB: long enough to export (seconds) that a signal lands in the middle of it.
+  // 60,000 rows of ~1 kB: long enough to export (a second or more) that a signal lands in the middle of it.
   db.exec(`
-    WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 150000)
+    WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 60000)
     INSERT INTO eval_results (parent_type, parent_id, evaluation_id, skill_key, skill_label, score, rationale, evaluated_at, campaign_id, position)
     SELECT 'session_result', 'p' || x, 'e' || x, 'k', 'label, "quoted"', x / 7.0, printf('%.1000c', 'r') || x, '2026-01-02T03:04:05Z', 'c1', x FROM n`);
   db.close();
@@ -89,7 +89,7 @@ describe('a signal during export', () => {
     const [code] = (await once(child, 'exit')) as [number | null];
     expect(code).toBe(0);
     const text = readFileSync(out, 'utf8');
-    expect(text.split('\r\n').length - 2).toBe(150_000);
+    expect(text.split('\r\n').length - 2).toBe(60_000);
   });
 });
 
