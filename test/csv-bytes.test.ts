@@ -16,6 +16,7 @@ const TOO_BIG = 1_000_000;
 function fakeReader(rows: unknown[][]) {
   const limits: number[] = [];
   let cellReads = 0;
+  const refused: number[] = [];
   const within = (lo: bigint, hi: bigint) => rows.filter((r) => (r.at(-1) as bigint) >= lo && (r.at(-1) as bigint) < hi);
   const reader = {
     hasBatches: true,
@@ -24,7 +25,10 @@ function fakeReader(rows: unknown[][]) {
       const picked = within(from, to + 1n).slice(0, limit);
       if (picked.length === 0) return { bytes: null, rows: 0, last: null };
       const text = picked.map((r) => r.slice(0, -1).join(String.fromCharCode(CELL))).join(String.fromCharCode(ROW));
-      if (text.length > TOO_BIG) throw Object.assign(new Error('string or blob too big'), { code: 'SQLITE_TOOBIG' });
+      if (text.length > TOO_BIG) {
+        refused.push(limits.length - 1);
+        throw Object.assign(new Error('string or blob too big'), { code: 'SQLITE_TOOBIG' });
+      }
       return { bytes: Buffer.from(text), rows: picked.length, last: picked.at(-1)?.at(-1) as bigint };
     },
     rows(lo: bigint, hi: bigint) {
@@ -32,7 +36,7 @@ function fakeReader(rows: unknown[][]) {
       return within(lo, hi)[Symbol.iterator]();
     },
   };
-  return { reader: reader as unknown as RangeReader, limits, cellReads: () => cellReads };
+  return { reader: reader as unknown as RangeReader, limits, cellReads: () => cellReads, refused };
 }
 
 function encodeAll(reader: RangeReader, lo: bigint, hi: bigint): string {
@@ -55,15 +59,48 @@ describe('CSV batches', () => {
     for (let i = 0; i < 30; i++) rows.push([`big ${i}`, 'b'.repeat(300_000), id++]);
     rows.push(['huge', 'h'.repeat(1_500_000), id++]);
     for (let i = 0; i < 10; i++) rows.push([`after ${i}`, '', (id += 5n)]);
-    const { reader, limits, cellReads } = fakeReader(rows);
+    const { reader, limits, cellReads, refused } = fakeReader(rows);
     const got = encodeAll(reader, 1n, id + 1n);
+    // The first batch knows nothing of the rows: one row.
+    expect(limits[0]).toBe(1);
     expect(got).toBe(rows.map((r) => csvLine(r, false, r.length - 1)).join(''));
     // Grown at most twice per batch, halved on SQLITE_TOOBIG, one row at a time among the big rows.
     for (let i = 1; i < limits.length; i++) expect(limits[i] as number).toBeLessThanOrEqual(2 * (limits[i - 1] as number));
     expect(limits).toContain(1);
     expect(Math.max(...limits)).toBeLessThanOrEqual(4096);
-    // The huge row alone, from its cells.
+    // The huge row alone, from its cells. A batch SQLite refused (each refusal costs SQLite up to 1 GB
+    // of work) is read again as one row at once, not halved try after try; a lone row refused is read
+    // from its cells.
     expect(cellReads()).toBe(1);
+    expect(refused.length).toBeGreaterThan(1);
+    for (const i of refused) {
+      if ((limits[i] as number) > 1) expect(limits[i + 1], `after batch ${i}`).toBe(1);
+    }
+    expect(refused.filter((i) => limits[i] === 1).length).toBe(1);
+    // Big rows from the start: one row per batch, nothing refused.
+    const big: unknown[][] = [];
+    for (let i = 1n; i <= 5n; i++) big.push([`big ${i}`, 'b'.repeat(400_000), i]);
+    const only = fakeReader(big);
+    expect(encodeAll(only.reader, 1n, 6n)).toBe(big.map((r) => csvLine(r, false, 2)).join(''));
+    expect(only.refused).toEqual([]);
+    expect(only.limits).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it("a reader's next range starts from the batch size its last range learned, not from the first batch's", () => {
+    const rows: unknown[][] = [];
+    for (let i = 1n; i <= 2000n; i++) rows.push(['row', 'text', i]);
+    const { reader, limits } = fakeReader(rows);
+    encodeAll(reader, 1n, 1001n);
+    const learnedSize = limits.at(-1) as number;
+    expect(learnedSize).toBeGreaterThan(64);
+    const before = limits.length;
+    expect(encodeAll(reader, 1001n, 2001n)).toBe(
+      rows
+        .slice(1000)
+        .map((r) => csvLine(r, false, 2))
+        .join(''),
+    );
+    expect(limits[before]).toBeGreaterThanOrEqual(learnedSize);
   });
 
   it('a range with no rows, or rowids far apart (up to 2^63 - 1), costs one query per batch of rows, not per rowid', () => {
@@ -74,9 +111,35 @@ describe('CSV batches', () => {
     ];
     const { reader, limits } = fakeReader(rows);
     expect(encodeAll(reader, 1n, 2n ** 63n)).toBe('a,b\r\nc,d\r\ne,f\r\n');
-    expect(limits.length).toBe(1);
+    // A first batch of one row, then one of two: two queries for a span of 2^63 rowids.
+    expect(limits).toEqual([1, 2]);
     const empty = fakeReader([]);
     expect(encodeAll(empty.reader, 1n, 2n ** 63n)).toBe('');
     expect(empty.limits.length).toBe(1);
+  });
+});
+
+describe('the encoder and lines too big for its buffer', () => {
+  it('counts them towards a full chunk and passes on the sink’s wait, so a caller’s turn comes every chunk', () => {
+    const chunks: number[] = [];
+    const sink = {
+      write(chunk: string | Uint8Array) {
+        chunks.push(chunk.length);
+        return false; // a pipe whose reader is slow
+      },
+      async drain() {},
+      async end() {},
+    };
+    const enc = new Encoder(sink);
+    enc.line('small,row\r\n');
+    expect(enc.full).toBe(false);
+    enc.line(`${'x'.repeat(3 << 20)}\r\n`);
+    // Handed on at once (after the small line), and the caller must now flush and wait for the sink.
+    expect(chunks).toEqual([11, (3 << 20) + 2]);
+    expect(enc.full).toBe(true);
+    expect(enc.flush()).toBe(false);
+    expect(enc.full).toBe(false);
+    // Nothing written since: nothing to wait for.
+    expect(enc.flush()).toBe(true);
   });
 });

@@ -146,15 +146,24 @@ function real(src: Uint8Array, from: number, to: number, out: Buffer, o: number)
   return o;
 }
 
-/** Rows per batch at first; later batches aim at BATCH_BYTES from the last batch's bytes per row. */
-const FIRST_ROWS = 64;
+/**
+ * Rows in a reader's first batch; later batches aim at BATCH_BYTES from the last batch's bytes per row
+ * (at most twice the last batch's rows), and a range starts where the reader's last range left off.
+ * One, because nothing is known of the rows yet: 64 rows of up to 40 MB (a hostile run) made a 155 MB
+ * first batch, read and encoded at once, with no chance for a signal in between for 12 s. The bench's
+ * table reaches its size (~470 rows) after nine small queries, once per export and thread.
+ */
+const FIRST_ROWS = 1;
 const BATCH_BYTES = 128 * 1024;
 const MAX_ROWS = 4096;
 
 /** Encodes the rows in [lo, hi) batch by batch, a chunk at a time (each step stops once a chunk is full). */
+/** The batch size each reader (each thread's connection) last learned, for its next range. */
+const learned = new WeakMap<RangeReader, number>();
+
 class Batches {
   private from: bigint;
-  private limit = FIRST_ROWS;
+  private limit: number;
 
   constructor(
     private readonly reader: RangeReader,
@@ -164,6 +173,7 @@ class Batches {
     private readonly raw: boolean,
   ) {
     this.from = lo;
+    this.limit = learned.get(reader) ?? FIRST_ROWS;
   }
 
   step(enc: Encoder): Encoded {
@@ -207,7 +217,8 @@ class Batches {
 
   /**
    * The next batch; a batch too big for SQLite (SQLITE_TOOBIG: its joined rows pass 1 GB) is read
-   * again with half the rows, and undefined when even one row is too big.
+   * again as one row (each try costs SQLite up to 1 GB of work: halving took four tries to fit 150 MB
+   * rows), and undefined when even one row is too big.
    */
   private read(): ReturnType<RangeReader['batch']> | undefined {
     for (;;) {
@@ -216,7 +227,8 @@ class Batches {
       } catch (err) {
         if (errorCode(err) !== 'SQLITE_TOOBIG') throw err;
         if (this.limit === 1) return undefined;
-        this.limit = Math.max(1, this.limit >> 1);
+        this.limit = 1;
+        learned.set(this.reader, 1);
       }
     }
   }
@@ -229,6 +241,7 @@ class Batches {
     const ideal = Math.floor((BATCH_BYTES * rows) / Math.max(bytes, 1));
     const capped = Math.min(ideal, this.limit * 2, MAX_ROWS);
     this.limit = capped < 1 ? 1 : capped;
+    learned.set(this.reader, this.limit);
   }
 }
 

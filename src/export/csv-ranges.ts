@@ -14,6 +14,7 @@ import { dataVersion, RangeReader, type Span } from '../store/snapshot.js';
 import { csvLine, Encoder } from './csv.js';
 import { rangeEncoder } from './csv-bytes.js';
 import { Helper, type RangeResult } from './helper.js';
+import { between } from './interrupt.js';
 import { CHUNK, type Kept, MemorySink, type Sink } from './sink.js';
 import type { BatchQuery } from './tables.js';
 
@@ -151,7 +152,7 @@ export async function writeCsvRanges(db: Db, job: RangeJob, sink: Sink, opts: Ra
         // Rather than wait for the helper, encode a later range of ours into memory.
         const later = queue.find((t) => t.result === undefined && t.early === undefined);
         if (later !== undefined) {
-          const count = await encodeRange(reader, later.lo, later.hi, aheadEnc, ahead, job);
+          const count = await encodeRange(reader, later.lo, later.hi, aheadEnc, ahead, job, opts.signal);
           later.early = { kept: ahead.take(), rows: count };
           continue;
         }
@@ -179,7 +180,7 @@ export async function writeCsvRanges(db: Db, job: RangeJob, sink: Sink, opts: Ra
         rows += task.early.rows;
         from = task.hi;
       }
-      if (from < task.hi) rows += await encodeRange(reader, from, task.hi, enc, sink, job);
+      if (from < task.hi) rows += await encodeRange(reader, from, task.hi, enc, sink, job, opts.signal);
       widths.learn(task.lo, task.hi, bytes + enc.written);
       opts.onRange?.(index++);
     }
@@ -211,8 +212,19 @@ export function take(span: Span, lo: bigint, width: bigint): Task {
   return { lo, hi: hi > span.hi ? span.hi + 1n : hi };
 }
 
-/** Encodes [lo, hi) straight into the sink (flushed at the end, so a helper's bytes can follow). */
-async function encodeRange(reader: RangeReader, lo: bigint, hi: bigint, enc: Encoder, sink: Sink, job: RangeJob): Promise<number> {
+/**
+ * Encodes [lo, hi) straight into the sink (flushed at the end, so a helper's bytes can follow); stops
+ * between two chunks once `signal` is aborted (a range of big rows can be many chunks).
+ */
+async function encodeRange(
+  reader: RangeReader,
+  lo: bigint,
+  hi: bigint,
+  enc: Encoder,
+  sink: Sink,
+  job: RangeJob,
+  signal: AbortSignal | undefined,
+): Promise<number> {
   const ranged = rangeEncoder(reader, lo, hi, job);
   let count = 0;
   try {
@@ -221,6 +233,7 @@ async function encodeRange(reader: RangeReader, lo: bigint, hi: bigint, enc: Enc
       count += step.rows;
       if (!enc.flush()) await sink.drain();
       if (step.done) return count;
+      await between(signal);
     }
   } finally {
     ranged.close();

@@ -42,6 +42,10 @@ export class Encoder {
   private readonly free: Buffer[] = [];
   private buf: Buffer;
   private off = 0;
+  /** Bytes of lines too big for a buffer, handed to the sink on their own since the last flush(). */
+  private passed = 0;
+  /** Whether the sink said to wait (write() returned false) for such a line. */
+  private wait = false;
   /** Bytes handed to the sink so far. */
   written = 0;
 
@@ -63,7 +67,8 @@ export class Encoder {
       if (s.length * 3 > this.buf.length) {
         const bytes = Buffer.from(s, 'utf8');
         this.written += bytes.length;
-        this.sink.write(bytes);
+        this.passed += bytes.length;
+        if (!this.sink.write(bytes)) this.wait = true;
         return;
       }
     }
@@ -92,16 +97,25 @@ export class Encoder {
     this.off = to;
   }
 
-  /** True when a chunk is full and should go out. */
+  /**
+   * True when a chunk is full and should go out, or as much went to the sink in big lines of their own:
+   * a caller's turn (drain, a signal) comes every chunk, whatever the size of the rows.
+   */
   get full(): boolean {
-    return this.off >= CHUNK;
+    return this.off + this.passed >= CHUNK;
   }
 
-  /** Hands the filled part to the sink (which keeps it: a fresh buffer follows). Returns write()'s answer. */
+  /**
+   * Hands the filled part to the sink (which keeps it: a fresh buffer follows). Returns write()'s
+   * answer, false too when the sink asked to wait for a big line written since the last flush.
+   */
   flush(): boolean {
-    if (this.off === 0) return true;
+    const wait = this.wait;
+    this.passed = 0;
+    this.wait = false;
+    if (this.off === 0) return !wait;
     const buf = this.buf;
-    const ok = this.sink.write(buf.subarray(0, this.off), () => this.free.push(buf));
+    const ok = this.sink.write(buf.subarray(0, this.off), () => this.free.push(buf)) && !wait;
     this.written += this.off;
     this.buf = this.free.pop() ?? this.alloc();
     this.off = 0;
