@@ -182,8 +182,11 @@ class Batches {
     while (this.from < this.hi) {
       const batch = this.read();
       if (batch === undefined) {
-        // One row whose joined text SQLite cannot make (over its 1 GB limit): from its cells.
-        const next = this.reader.rows(this.from, this.hi).next();
+        // One row whose joined text SQLite cannot make (over its 1 GB limit): from its cells. The
+        // iterator is closed at once: the connection runs no other query while one is open.
+        const cells = this.reader.rows(this.from, this.hi);
+        const next = cells.next();
+        cells.return?.();
         if (next.done) {
           this.from = this.hi;
           break;
