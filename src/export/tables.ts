@@ -111,9 +111,9 @@ export interface DescribedColumn {
   type: string | null;
 }
 
-/** The SELECT of a rowid range's rows as one blob (export/csv-bytes.ts), and which of its cells carry their type. */
+/** The SELECT of a batch of a rowid range's rows as one blob (export/csv-bytes.ts), and which of its cells carry their type. */
 export interface BatchQuery {
-  /** Bound like the range SELECT; answers the blob (null for no rows), the row count and the last rowid. */
+  /** Bound like the range SELECT, then a LIMIT; answers the blob (null for no rows), the row count and the last rowid. */
   sql: string;
   typed: boolean[];
 }
@@ -125,9 +125,9 @@ function textAffinity(type: string | null): boolean {
 }
 
 /**
- * The rows of a rowid range joined into one blob by SQLite: a row's cells by concat() (NULL as empty)
- * with U+001F between them, the rows by group_concat() with U+001E between them, in rowid order (the
- * table's own B-tree, the one index the conditions leave usable: export/tables.ts exportQuery). A
+ * The first LIMIT rows of a rowid range joined into one blob by SQLite: a row's cells by concat()
+ * (NULL as empty) with U+001F between them, the rows by group_concat() with U+001E between them, in
+ * rowid order (the table's own B-tree, the one index the conditions leave usable: exportQuery). A
  * column of TEXT affinity holds text (or a blob, read as its text); any other cell is preceded by its
  * typeof() so that numbers are written as JavaScript writes them and a text in a number column is
  * still a text. The one expression, `raw` rebuilt (FULL_RAW), is text. Undefined when the SELECT holds
