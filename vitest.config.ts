@@ -12,6 +12,7 @@ const UNIT = [
   'test/docs.test.ts',
   'test/group.test.ts',
   'test/hostile.test.ts',
+  'test/json-bytes.test.ts',
   'test/output.test.ts',
   'test/units.test.ts',
 ];

@@ -1,6 +1,6 @@
 /**
  * One HTTP exchange, read whole, through undici's low-level `dispatch` (issue 15): the answer's
- * chunks are collected as they arrive and decoded once. undici's `request` would wrap each answer in
+ * chunks are collected as they arrive and handed on as one Buffer. undici's `request` would wrap each answer in
  * a Readable stream, an AsyncResource and an AbortSignal listener, which cost a third of the
  * client's CPU on a 200-page pull (paired, process.cpuUsage; see the README's Performance).
  *
@@ -21,7 +21,8 @@ export type Headers = Record<string, string | string[] | undefined>;
 export interface Answer {
   status: number;
   headers: Headers;
-  text: string;
+  /** The body's bytes, inflated when it came gzipped: parsed from bytes (core/json-bytes.ts), decoded only for an error's text. */
+  body: Buffer;
   /** Bytes received (compressed, when the body was). */
   wireBytes: number;
 }
@@ -144,11 +145,11 @@ class BodyHandler {
     const body = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.kept);
     this.chunks.length = 0;
     if (!this.gzip) {
-      this.finish(body.toString('utf8'));
+      this.finish(body);
       return;
     }
     gunzip(body, { maxOutputLength: this.maxBytes }, (err, inflated) => {
-      if (!err) return this.finish(inflated.toString('utf8'));
+      if (!err) return this.finish(inflated);
       const code = (err as { code?: string }).code ?? '';
       if (code === 'ERR_BUFFER_TOO_LARGE') return this.fail(this.overCap(' (inflated)'));
       if (code.startsWith('Z_') || code === 'ERR_ZLIB_INITIALIZATION_FAILED') {
@@ -166,14 +167,14 @@ class BodyHandler {
     return new ApiError(this.info, `${this.status}: response body${what} is over the ${this.maxBytes}-byte cap`, { invalid: true });
   }
 
-  private finish(text: string): void {
+  private finish(body: Buffer): void {
     if (this.reason) {
       this.fail(this.reason);
       return;
     }
     if (this.settled) return;
     this.settled = true;
-    this.done({ status: this.status, headers: this.headers, text, wireBytes: this.wireBytes });
+    this.done({ status: this.status, headers: this.headers, body, wireBytes: this.wireBytes });
   }
 
   private fail(err: unknown): void {

@@ -10,7 +10,7 @@
 import type { Dispatcher } from 'undici';
 import { type Clock, realClock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
-import { parseJson } from '../core/json.js';
+import { parseJsonBytes } from '../core/json-bytes.js';
 import type { ReportType } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
 import { type Answer, type Exchange, exchange } from './body.js';
@@ -285,11 +285,12 @@ export class ApiClient {
 
   /** A whole answer: its value, or the error its status means. */
   private response(answer: Answer, info: RequestInfo, path: string): Response {
-    const { status, headers: resHeaders, text, wireBytes: total } = answer;
+    const { status, headers: resHeaders, body, wireBytes: total } = answer;
     if (status >= 200 && status < 300) {
       try {
-        return { value: parseJson(text), bytes: total, status };
+        return { value: parseJsonBytes(body), bytes: total, status };
       } catch {
+        const text = body.toString('utf8');
         const type = String(resHeaders['content-type'] ?? 'no content-type');
         throw new ApiError(info, `${status} but the body is not JSON (${type.split(';')[0]}): ${preview(text)}`, { invalid: true });
       }
@@ -305,7 +306,7 @@ export class ApiClient {
         invalid: true,
       });
     }
-    const { message, requestId } = errorFields(text);
+    const { message, requestId } = errorFields(body.toString('utf8'));
     const retryAfterMs = parseRetryAfter(resHeaders['retry-after'], this.clock.now());
     const detail = `${status} ${message ?? statusText(status)}`;
     if (status === 401) {

@@ -102,6 +102,16 @@ export function parseJson(text: string): unknown {
   return mayHaveRounded(value) ? losslessJson().parse(text, revive) : value;
 }
 
+/**
+ * Parses JSON text when JSON.parse reads it exactly: undefined when the lossless parser is needed (a
+ * cursor written as a float, a number past 2^53). Throws SyntaxError on bad JSON.
+ */
+export function parsePlain(text: string): unknown {
+  if (cursorNotPlain(text)) return undefined;
+  const value: unknown = JSON.parse(text);
+  return mayHaveRounded(value) ? undefined : value;
+}
+
 /** JSON text of a value that may hold bigints (written as bare integers, exactly). */
 export function toJson(value: unknown): string {
   try {
