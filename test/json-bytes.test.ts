@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { NumberText, parseJson } from '../src/core/json.js';
-import { findRecordCuts, parseCut, parseJsonBytes } from '../src/core/json-bytes.js';
+import { findRecordCuts, largeText, parseCut, parseJsonBytes } from '../src/core/json-bytes.js';
 
 /** What the client did before: decode the whole body, then parse it. */
 function whole(body: Buffer): { value: unknown } | { error: string } {
@@ -50,6 +50,9 @@ describe('a large page parsed from its bytes', () => {
     expect(body.length).toBeGreaterThan(131_000);
     const cuts = findRecordCuts(body);
     expect(cuts?.cuts.length).toBe(2 * 500);
+    // A limit on the records: the scan gives up past it.
+    expect(findRecordCuts(body, 500)?.cuts.length).toBe(2 * 500);
+    expect(findRecordCuts(body, 499)).toBeUndefined();
     // Each cut is one record, as it was written.
     const first = body.toString('utf8', cuts?.cuts[0], cuts?.cuts[1]);
     expect(JSON.parse(first)).toEqual(record(0));
@@ -75,6 +78,7 @@ describe('a large page parsed from its bytes', () => {
     expect(parseCut(empty)).toEqual({ pad, data: [], has_more: false });
     const scalars = Buffer.from(`{"data":["${pad}",1,null,true,-0,1.5e3,{},[]]}`);
     expect(parseCut(scalars)).toEqual(parseJson(scalars.toString('utf8')));
+    expect(parseCut(Buffer.from(`["${pad}",1,2]`))).toEqual([pad, 1, 2]);
   });
 
   it('is parsed whole where the cut cannot be sure: a second data key, an escaped key, data that is not an array', () => {
@@ -151,6 +155,30 @@ describe('a large page parsed from its bytes', () => {
   });
 });
 
+describe('which bodies are cut', () => {
+  it('only those whose text decoded whole would be a large object: past 131 kB, or 65 kB with a character past U+00FF', () => {
+    const body = (n: number, c: string) => Buffer.from(`["${c}${'a'.repeat(n - 5 - Buffer.byteLength(c))}"]`);
+    expect(largeText(body(64_000, 'ő'))).toBe(false);
+    expect(largeText(body(100_000, 'ő'))).toBe(true);
+    // Latin-1 accents keep the text one-byte: one string is faster there.
+    expect(largeText(body(100_000, 'é'))).toBe(false);
+    expect(largeText(body(100_000, 'a'))).toBe(false);
+    // Invalid UTF-8 decodes to U+FFFD, a two-byte character.
+    expect(largeText(Buffer.concat([body(100_000, 'a'), Buffer.from([0xff])]))).toBe(true);
+    expect(largeText(body(132_000, 'a'))).toBe(true);
+    expect(largeText(body(132_000, 'é'))).toBe(true);
+  });
+
+  it('a page of tiny records is parsed whole: a part each would cost more than it saves', () => {
+    const tiny = Buffer.from(`{"data":[${Array.from({ length: 40_000 }, (_, i) => `"${i % 10}"`).join(',')}]}`);
+    expect(largeText(tiny)).toBe(true);
+    expect(findRecordCuts(tiny)?.cuts.length).toBe(80_000);
+    expect(parseCut(tiny)).toBeUndefined();
+    expect(parseCut(tiny, 0)).toEqual(JSON.parse(tiny.toString('utf8')));
+    expect(parseJsonBytes(tiny)).toEqual(JSON.parse(tiny.toString('utf8')));
+  });
+});
+
 describe('random bodies and their mutations', () => {
   // A small seeded generator: the same 3,000 bodies on every run.
   let seed = 0x2545f491;
@@ -197,7 +225,7 @@ describe('random bodies and their mutations', () => {
       }
       const b = Buffer.from(text);
       const expected = whole(b);
-      const got = parseCut(b);
+      const got = parseCut(b, 0);
       if (got === undefined) continue;
       cut++;
       expect(expected, text).toHaveProperty('value');
