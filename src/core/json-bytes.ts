@@ -134,8 +134,7 @@ export function findRecordCuts(b: Uint8Array, maxRecords = Number.POSITIVE_INFIN
         cuts.push(i, i + 1);
         // Given up early: a page of tiny records is parsed whole (parseCut).
         if (cuts.length > maxCuts) return undefined;
-      }
-      else if (depth === 1) {
+      } else if (depth === 1) {
         expectKey = true;
         keyIsData = false;
       }
