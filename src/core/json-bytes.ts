@@ -126,12 +126,12 @@ export function findRecordCuts(b: Uint8Array, maxRecords = Number.POSITIVE_INFIN
         close = i;
         cuts.push(i);
       }
+      // The first byte opened depth 1, so the top level's close ends the scan before depth goes below 0.
       depth--;
       if (depth === 0) {
         i++;
         break;
       }
-      if (depth < 0) return undefined;
     } else if (c === 0x2c) {
       if (depth === arrayDepth && open >= 0 && close < 0) {
         cuts.push(i, i + 1);

@@ -97,9 +97,9 @@ export function cursorNotPlain(text: string): boolean {
 
 /** Parses JSON text; integers past 2^53 come back as bigints. Throws SyntaxError on bad JSON. */
 export function parseJson(text: string): unknown {
-  if (cursorNotPlain(text)) return losslessJson().parse(text, revive);
-  const value: unknown = JSON.parse(text);
-  return mayHaveRounded(value) ? losslessJson().parse(text, revive) : value;
+  // JSON.parse never answers undefined: undefined is parsePlain's "not exactly" (null is a value).
+  const value = parsePlain(text);
+  return value !== undefined ? value : losslessJson().parse(text, revive);
 }
 
 /**
