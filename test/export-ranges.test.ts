@@ -17,7 +17,7 @@ import { encodeBatch, maxLines } from '../src/export/csv-bytes.js';
 import { type RangeOptions, take, writeCsvRanges } from '../src/export/csv-ranges.js';
 import { discardPrestarted, Helper } from '../src/export/helper.js';
 import { FileSink, type Sink } from '../src/export/sink.js';
-import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery } from '../src/export/tables.js';
+import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery, rowIdName } from '../src/export/tables.js';
 import { openDatabase } from '../src/store/db.js';
 import { RangeReader, READ_CACHE_KIB } from '../src/store/snapshot.js';
 import { BIN, cli, tempDir } from './helpers/index.js';
@@ -597,5 +597,71 @@ describe('the file sink', () => {
     } finally {
       closeSync(fd);
     }
+  });
+});
+
+describe("an analyst's own column named rowid, _rowid_ or oid (SQLite then reaches the row id by another name, or none)", () => {
+  it('every row is exported once, in row id order, with the column as its own values, in CSV (ranges or row by row) and NDJSON', async () => {
+    const { parse } = await import('csv-parse/sync');
+    const path = join(tempDir(), 'shadowed.db');
+    fill(path, 3000);
+    const exportCsv = async () => {
+      const out = join(tempDir(), `shadowed-${Math.random()}.csv`);
+      const r = await cli(['export', '--db', path, '--table', 'eval-results', '-o', out, '--quiet']);
+      expect(r.code, r.stderr).toBe(0);
+      return parse(readFileSync(out), { relax_quotes: false }) as string[][];
+    };
+    const exportIds = async () => {
+      const out = join(tempDir(), `shadowed-${Math.random()}.ndjson`);
+      const r = await cli(['export', '--db', path, '--table', 'eval-results', '--format', 'ndjson', '-o', out, '--quiet']);
+      expect(r.code, r.stderr).toBe(0);
+      return readFileSync(out, 'utf8')
+        .trimEnd()
+        .split('\n')
+        .map((line) => `${JSON.parse(line).parent_id}/${JSON.parse(line).evaluation_id}`);
+    };
+    const before = await exportCsv();
+    const idsBefore = await exportIds();
+    expect(before.length).toBeGreaterThan(1500);
+    // Values that run against the row ids (ordered by them, the rows would come backwards) and texts
+    // that are not numbers at all (read as a row id, they broke the export: "Cannot mix BigInt").
+    // `from` is the real row id while a name reaches it, then the first shadowing column's copy of it.
+    const shadow = (column: string, type: string, from: string) => {
+      const db = new Database(path);
+      db.exec(`ALTER TABLE eval_results ADD COLUMN ${column} ${type}`);
+      db.exec(`UPDATE eval_results SET ${column} = CASE WHEN ${from} % 7 = 0 THEN 'text ' || ${from} ELSE 1000000 - ${from} END`);
+      db.close();
+    };
+    const columnValues = (column: string) => {
+      const db = new Database(path, { readonly: true });
+      // The table's own order: no ORDER BY can name the row id once all three names are taken.
+      const values = db.prepare(`SELECT ${column} FROM eval_results`).pluck().all();
+      db.close();
+      return values.map((v) => (v === null ? '' : String(v)));
+    };
+    shadow('RowId', 'TEXT', '_rowid_');
+    const one = await exportCsv();
+    expect(one[0]).toEqual([...(before[0] as string[]), 'RowId']);
+    expect(one.length).toBe(before.length);
+    expect(one.map((row) => row.slice(0, -1))).toEqual(before);
+    expect(one.slice(1).map((row) => row.at(-1))).toEqual(columnValues('RowId'));
+    expect(await exportIds()).toEqual(idsBefore);
+
+    shadow('_ROWID_', 'INTEGER', 'oid');
+    shadow('oid', '', 'RowId');
+    const three = await exportCsv();
+    expect(three[0]).toEqual([...(before[0] as string[]), 'RowId', '_ROWID_', 'oid']);
+    expect(three.map((row) => row.slice(0, -3))).toEqual(before);
+    expect(three.slice(1).map((row) => row.at(-1))).toEqual(columnValues('oid'));
+    expect(three.slice(1).map((row) => row.at(-2))).toEqual(columnValues('_ROWID_'));
+    expect(new Set(columnValues('_ROWID_')).size).toBe(three.length - 1);
+    expect(await exportIds()).toEqual(idsBefore);
+  });
+
+  it('rowIdName takes the first name no column has, whatever its case', () => {
+    expect(rowIdName(['id', 'raw'])).toBe('rowid');
+    expect(rowIdName(['id', 'ROWID'])).toBe('_rowid_');
+    expect(rowIdName(['rowid', '_Rowid_'])).toBe('oid');
+    expect(rowIdName(['rowid', '_rowid_', 'OID'])).toBeNull();
   });
 });

@@ -5,11 +5,12 @@ import { DEFAULTS } from '../config/defaults.js';
 import { parseDate } from '../config/duration.js';
 import { resolveDbPath } from '../config/env.js';
 import { ExportInterrupted, errorCode, isAbort, storageError, UsageError } from '../errors.js';
+import { writeCsv } from '../export/csv.js';
 import { writeCsvRanges } from '../export/csv-ranges.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { discardPrestarted, Helper } from '../export/helper.js';
 import { FileSink, type Sink, StreamSink } from '../export/sink.js';
-import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery } from '../export/tables.js';
+import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery, rowIdName } from '../export/tables.js';
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { isPgUrl } from '../store/pg/url.js';
@@ -104,7 +105,12 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   try {
     const campaign = flags.campaign === undefined ? undefined : campaignId(db, flags.campaign);
     const schema = schemaVersion(db);
-    const { sql, params } = exportQuery(flags.table as ExportTable, { campaign, since, until, schema });
+    const table = EXPORT_TABLES[flags.table as ExportTable].table;
+    // An analyst's own column may be named rowid: the row id is then reached by another of its names.
+    const columnNames = (db.pragma(`table_info(${table})`) as Array<{ name: string }>).map((c) => c.name);
+    const rowid = rowIdName(columnNames);
+    const filter = { campaign, since, until, schema, rowid };
+    const { sql, params } = exportQuery(flags.table as ExportTable, filter);
     const stmt = db.prepare(sql).safeIntegers(true);
     const described = stmt.columns();
     const columns = described.map((c) => c.name);
@@ -116,12 +122,16 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
       fileSink = partial !== undefined ? new FileSink(partial.fd) : undefined;
       const sink: Sink = fileSink ?? new StreamSink(stdout, false, signal);
       if (format === 'csv' || format === 'parquet') {
-        if (format === 'csv') {
+        if (format === 'csv' && rowid === null) {
+          // Columns named rowid, _rowid_ and oid all hide the row id that ranges are read by: row by row.
+          const raw = stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>;
+          iterator = raw;
+          rows = await writeCsv(columns, raw, sink, { raw: flags.rawCsv === true });
+        } else if (format === 'csv') {
           // Read range by range in one snapshot, on two threads when the table is big (export/csv-ranges.ts).
           // Rows joined into bytes by SQLite a batch at a time (export/csv-bytes.ts) where its text is
           // UTF-8: in a UTF-16 database concat() would read a blob's bytes as UTF-16.
           const bytes = db.pragma('encoding', { simple: true }) === 'UTF-8';
-          const filter = { campaign, since, until, schema };
           const ranges = exportRangeQuery(flags.table as ExportTable, filter, bytes ? described : undefined);
           const job = { dbPath, ...ranges, columns, raw: flags.rawCsv === true };
           rows = (await writeCsvRanges(db, job, sink, { helper: helper ?? false, signal })).rows;

@@ -33,6 +33,24 @@ export interface ExportFilter {
   until?: string | undefined;
   /** The database's schema version: from COMPACT_SINCE on, `raw` is rebuilt. */
   schema?: number | undefined;
+  /**
+   * The name that reaches the table's row id (rowIdName): `rowid` unless a column of that name hides
+   * it; null when every name does (rows are then read in the table's own order, without ORDER BY).
+   */
+  rowid?: string | null | undefined;
+}
+
+/** SQLite's three names for a table's row id, in the order they are tried. */
+const ROWID_NAMES = ['rowid', '_rowid_', 'oid'];
+
+/**
+ * The first of `rowid`, `_rowid_` and `oid` that no column of the table is named (SQLite compares
+ * names without case): an analyst's own column `rowid` hides the row id behind that name, and the
+ * export's order and ranges would then read the analyst's values instead. Null when all three are taken.
+ */
+export function rowIdName(columns: readonly string[]): string | null {
+  const taken = new Set(columns.map((c) => c.toLowerCase()));
+  return ROWID_NAMES.find((name) => !taken.has(name)) ?? null;
 }
 
 /** How `raw` is rebuilt in SQL for this table, when it is stored apart (from schema COMPACT_SINCE on). */
@@ -65,8 +83,10 @@ export function exportQuery(
     where.push(`${ranged ? '+' : ''}substr(t.${spec.dateColumn}, 1, 10) <= ?`);
     params.push(filter.until);
   }
-  // rowid order is insertion order: stable, and free (no sort, no temp B-tree, constant memory).
-  const order = 'ORDER BY t.rowid';
+  // rowid order is insertion order: stable, and free (no sort, no temp B-tree, constant memory). With
+  // no name left for the row id, a scan of the table's B-tree yields that same order, unpromised.
+  const rowid = filter.rowid === undefined ? 'rowid' : filter.rowid;
+  const order = rowid === null ? '' : ` ORDER BY t.${rowid}`;
   const full = fullRaw(spec.table, filter);
   // Every column in the table's order (its key, then store/rows.ts's list), `raw` rebuilt where it is stored apart.
   const select =
@@ -77,7 +97,7 @@ export function exportQuery(
         ].join(', ')
       : 't.*';
   const filtered = where.length ? ` WHERE ${where.join(' AND ')}` : '';
-  return { sql: `SELECT ${select} FROM ${spec.table} t${filtered} ${order}`, params, select, where };
+  return { sql: `SELECT ${select} FROM ${spec.table} t${filtered}${order}`, params, select, where };
 }
 
 /**
@@ -92,15 +112,17 @@ export function exportRangeQuery(
 ): { sql: string; spanSql: string; params: string[]; batch?: BatchQuery } {
   const { select, where, params } = exportQuery(name, filter, true);
   const table = EXPORT_TABLES[name].table;
+  const rowid = filter.rowid === undefined ? 'rowid' : filter.rowid;
+  if (rowid === null) throw new Error(`${table}: no name reaches the row id (rowIdName)`);
   // Both ends included: a range ending at the largest rowid (2^63 - 1) has no end past it to bind.
-  const conditions = [...where, 't.rowid >= ?', 't.rowid <= ?'].join(' AND ');
-  const batch = described === undefined ? undefined : batchQuery(name, filter, described, conditions);
+  const conditions = [...where, `t.${rowid} >= ?`, `t.${rowid} <= ?`].join(' AND ');
+  const batch = described === undefined ? undefined : batchQuery(name, filter, described, conditions, rowid);
   return {
     ...(batch === undefined ? {} : { batch }),
-    sql: `SELECT ${select}, t.rowid FROM ${table} t WHERE ${conditions} ORDER BY t.rowid`,
+    sql: `SELECT ${select}, t.${rowid} FROM ${table} t WHERE ${conditions} ORDER BY t.${rowid}`,
     // Two subqueries: SQLite answers a lone min() or max() from the B-tree's edge, but min() and max()
     // side by side in one SELECT scan the whole table (23 ms for 175k rows, on both threads' start).
-    spanSql: `SELECT (SELECT min(rowid) FROM ${table}), (SELECT max(rowid) FROM ${table})`,
+    spanSql: `SELECT (SELECT min(${rowid}) FROM ${table}), (SELECT max(${rowid}) FROM ${table})`,
     params,
   };
 }
@@ -138,6 +160,7 @@ function batchQuery(
   filter: ExportFilter,
   described: readonly DescribedColumn[],
   conditions: string,
+  rowid: string,
 ): BatchQuery | undefined {
   const spec = EXPORT_TABLES[name];
   const full = fullRaw(spec.table, filter);
@@ -165,7 +188,7 @@ function batchQuery(
   // the order it yields them, the rowid order of the table's B-tree. group_concat(... ORDER BY id)
   // would say so in SQL, but sorts every batch again in a temp B-tree: +50% of the query's CPU on the
   // bench's table. The plan is pinned by test/export-ranges.test.ts, the bytes by every export test.
-  const rows = `SELECT ${row} AS r, t.rowid AS id FROM ${spec.table} t WHERE ${conditions} ORDER BY t.rowid LIMIT ?`;
+  const rows = `SELECT ${row} AS r, t.${rowid} AS id FROM ${spec.table} t WHERE ${conditions} ORDER BY t.${rowid} LIMIT ?`;
   return {
     sql: `SELECT CAST(group_concat(r, char(30)) AS BLOB), count(*), max(id) FROM (${rows})`,
     typed,
