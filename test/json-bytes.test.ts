@@ -134,6 +134,47 @@ describe('a large page parsed from its bytes', () => {
     expect(read).toEqual(parseJson(float.toString('utf8')));
   });
 
+  it('a cursor written as a float inside a record is found by the scan itself: the body is read whole, losslessly, as parseJson reads it', () => {
+    const records = Array.from({ length: 300 }, (_, i) => JSON.stringify(record(i)));
+    for (const written of ['"order_index":1042.0', '"order_index" :\t 1042e0', '"order_index":-1.5E3', '"last_record_id": 7.25']) {
+      const body = Buffer.from(`{"data":[${records.join(',').replace('"order_index":1042', written)}]}`);
+      expect(body.toString()).toContain(written);
+      expect(findRecordCuts(body)?.floatCursor, written).toBe(true);
+      expect(parseCut(body), written).toBeUndefined();
+      const read = parseJsonBytes(body) as { data: Array<Record<string, unknown>> };
+      expect(read, written).toEqual(parseJson(body.toString('utf8')));
+      expect(
+        Object.values(read.data[42] as object).some((v) => v instanceof NumberText),
+        written,
+      ).toBe(true);
+    }
+    // Not a cursor key: longer or shorter names, the name as a value, a plain integer, a key with a
+    // name's length. The body is cut, and reads as the whole parse reads it.
+    for (const written of [
+      '"order_index":1042,"xorder_index":1.5',
+      '"order_index":1042,"order_inde":1.5',
+      '"order_index":1042,"note":"order_index","y":2.5',
+      '"order_index":1042,"order_indey":2.5',
+    ]) {
+      const body = Buffer.from(`{"data":[${records.join(',').replace('"order_index":1042', written)}]}`);
+      expect(findRecordCuts(body)?.floatCursor, written).toBe(false);
+      expect(parseCut(body), written).toEqual(parseJson(body.toString('utf8')));
+    }
+  });
+
+  it('a quote after a run of backslashes ends its string only when the run is even', () => {
+    const records = Array.from({ length: 300 }, (_, i) => {
+      const r = record(i) as Record<string, unknown>;
+      // Runs of 1 to 6 backslashes, before a quote and elsewhere; a string that is only backslashes.
+      r.note = `${'\\'.repeat(i % 7)}"${'\\'.repeat(i % 3)}x,]}${'\\'.repeat((i + 1) % 5)}`;
+      r.slashes = '\\'.repeat(i % 4);
+      return JSON.stringify(r);
+    });
+    const body = Buffer.from(`{"data":[${records.join(',')}],"has_more":false}`);
+    expect(findRecordCuts(body)?.cuts.length).toBe(600);
+    expect(parseCut(body)).toEqual(JSON.parse(body.toString('utf8')));
+  });
+
   it('invalid UTF-8 inside strings decodes to the same characters as the whole body', () => {
     const records = Array.from({ length: 300 }, (_, i) => JSON.stringify(record(i)));
     const parts = records.map((r, i) => {

@@ -60,11 +60,45 @@ function isSpace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
+/** The index of the next `"` from `from`, or -1: Uint8Array#indexOf is a native search too. */
+function indexOfQuote(b: Uint8Array, from: number): number {
+  return b.indexOf(0x22, from);
+}
+
 /** Where a body's record array lies: `[` at `open`, `]` at `close`, and each element's [start, end) in `cuts`. */
 export interface RecordCuts {
   open: number;
   close: number;
   cuts: number[];
+  /**
+   * Whether a key `order_index`, `last_record_index` or `last_record_id` is followed by a number with
+   * a fraction or an exponent anywhere in the body: what core/json.ts cursorNotPlain looks for in text,
+   * found here in the same pass (the body is then parsed whole, losslessly).
+   */
+  floatCursor: boolean;
+}
+
+// The cursor keys' bytes, by length (core/json.ts CURSOR_KEYS).
+const CURSOR_KEY_BYTES = new Map(['order_index', 'last_record_index', 'last_record_id'].map((k) => [k.length, Buffer.from(k)] as const));
+
+/**
+ * Whether the string b[start, end) (its closing quote at `end`) is a cursor key followed by `:` and a
+ * number written with a fraction or an exponent: cursorNotPlain's match, read from bytes. Only JSON's
+ * own white space is skipped: any other makes the body invalid JSON, which the parse reports.
+ */
+function floatCursorAt(b: Uint8Array, start: number, end: number): boolean {
+  const key = CURSOR_KEY_BYTES.get(end - start);
+  if (key === undefined) return false;
+  for (let k = 0; k < key.length; k++) if (b[start + k] !== key[k]) return false;
+  let i = end + 1;
+  while (isSpace(b[i])) i++;
+  if (b[i] !== 0x3a) return false;
+  i++;
+  while (isSpace(b[i])) i++;
+  if (b[i] === 0x2d) i++;
+  while ((b[i] as number) >= 0x30 && (b[i] as number) <= 0x39) i++;
+  const c = b[i];
+  return c === 0x2e || c === 0x65 || c === 0x45;
 }
 
 /**
@@ -89,18 +123,26 @@ export function findRecordCuts(b: Uint8Array, maxRecords = Number.POSITIVE_INFIN
   let expectKey = false;
   let keyIsData = false;
   let dataKeys = 0;
+  let floatCursor = false;
   for (; i < n; i++) {
     const c = b[i];
     if (c === 0x22) {
       const start = ++i;
+      // The string's closing quote: the next quote (found by the native memchr, most of a page's bytes
+      // are string text) that an odd run of backslashes does not escape. The same quote the byte-by-byte
+      // reading finds, where each backslash skips the byte after it, whatever it is.
       for (;;) {
-        if (i >= n) return undefined;
-        const d = b[i];
-        if (d === 0x22) break;
-        // The escaped byte is skipped whatever it is: `\"` and `\\` are the ones that matter.
-        if (d === 0x5c) i++;
+        const q = indexOfQuote(b, i);
+        if (q < 0) return undefined;
+        let k = q;
+        while (k > start && b[k - 1] === 0x5c) k--;
+        i = q;
+        if ((q - k) % 2 === 0) break;
         i++;
       }
+      // Only a string as long as a cursor key (11, 14 or 17 bytes) is compared with them.
+      const length = i - start;
+      if ((length === 11 || length === 14 || length === 17) && !floatCursor && floatCursorAt(b, start, i)) floatCursor = true;
       if (expectKey && depth === 1) {
         expectKey = false;
         keyIsData = i - start === 4 && b[start] === 0x64 && b[start + 1] === 0x61 && b[start + 2] === 0x74 && b[start + 3] === 0x61;
@@ -145,7 +187,7 @@ export function findRecordCuts(b: Uint8Array, maxRecords = Number.POSITIVE_INFIN
   }
   while (isSpace(b[i])) i++;
   if (i !== n || depth !== 0 || open < 0 || close < 0 || dataKeys > 1) return undefined;
-  return { open, close, cuts };
+  return { open, close, cuts, floatCursor };
 }
 
 /** Whether a body decoded whole would be a large object (exported for its tests). */
@@ -165,7 +207,8 @@ export function parseJsonBytes(body: Buffer): unknown {
 /** The body's value from its parts, or undefined to parse it whole (exported for its tests). */
 export function parseCut(body: Buffer, minBytesPerRecord = MIN_BYTES_PER_RECORD): unknown {
   const found = findRecordCuts(body, minBytesPerRecord > 0 ? Math.floor(body.length / minBytesPerRecord) : undefined);
-  if (found === undefined) return undefined;
+  // A cursor written as a float: the lossless parser reads the whole body, as parseJson does.
+  if (found === undefined || found.floatCursor) return undefined;
   const { open, close, cuts } = found;
   try {
     // The envelope first: a page whose envelope is not JSON wastes no work on its records.
@@ -175,7 +218,7 @@ export function parseCut(body: Buffer, minBytesPerRecord = MIN_BYTES_PER_RECORD)
     const empty = cuts.length === 2 && body.subarray(open + 1, close).every(isSpace);
     if (!empty) {
       for (let k = 0; k < cuts.length; k += 2) {
-        const value = parsePlain(body.toString('utf8', cuts[k], cuts[k + 1]));
+        const value = parsePlain(body.toString('utf8', cuts[k], cuts[k + 1]), true);
         if (value === undefined) return undefined;
         records.push(value);
       }

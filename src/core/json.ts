@@ -104,10 +104,12 @@ export function parseJson(text: string): unknown {
 
 /**
  * Parses JSON text when JSON.parse reads it exactly: undefined when the lossless parser is needed (a
- * cursor written as a float, a number past 2^53). Throws SyntaxError on bad JSON.
+ * cursor written as a float, a number past 2^53). Throws SyntaxError on bad JSON. With `cursorsChecked`
+ * the text is not searched for float cursors: the caller has looked for them in the bytes already.
  */
-export function parsePlain(text: string): unknown {
-  if (cursorNotPlain(text)) return undefined;
+export function parsePlain(text: string, cursorsChecked = false): unknown {
+  // `cursorsChecked`: the caller's own scan of these bytes found no cursor written as a float (json-bytes.ts).
+  if (!cursorsChecked && cursorNotPlain(text)) return undefined;
   const value: unknown = JSON.parse(text);
   return mayHaveRounded(value) ? undefined : value;
 }
