@@ -3,13 +3,14 @@
 //
 //   node bench/run.js [--records N] [--memory-records N] [--skip-memory] [--skip-budget]
 //                     [--skip-schedule] [--schedule-scale 10] [--schedule-hours 2]
-//                     [--process-rounds 21] [--scaling [10000,100000,500000]]
+//                     [--process-rounds 21] [--pull-rounds 9] [--scaling [10000,100000,500000]]
 //                     [--skip-pg] [--pg-records N]
 //
 // 1. Pull vs floor, per record kind (session ≤ 1.3×, role OVERALL ≤ 1.5×, role DETAILED ≤ 1.3×): a
 //    pull into a fresh database against pre-rendered pages, versus the floor measured in the same
 //    round: JSON.parse of the same page bodies, building the same rows, and inserting them with
-//    prepared statements in one transaction (better-sqlite3, no HTTP). Paired rounds, median ratio.
+//    prepared statements in one transaction (better-sqlite3, no HTTP). Paired rounds (9 after a
+//    warm-up), median ratio, and the rounds' lowest and highest.
 // 2. Whole processes against `node -e 0`, interleaved (bench/process.js): a no-op pull ≤ 4×,
 //    `status` ≤ 2×, `--help` < 3×.
 // 3. Budget: with the server's limit equal to the client's budget (20/1s), a backlog drains at >= 95%
@@ -49,6 +50,9 @@ const flag = (name, fallback) => {
 };
 const RECORDS = flag('--records', 20_000);
 const MEMORY_RECORDS = flag('--memory-records', 1_000_000);
+// Measured rounds of each pull kind, after one warm-up. Nine, not five: a round's ratio moves by up to
+// ±0.3× on this VM, and the median of nine moves about three quarters as much as the median of five.
+const PULL_ROUNDS = flag('--pull-rounds', 9);
 const BIN = fileURLToPath(new URL('../bin/campaign-sync.js', import.meta.url));
 const SERVER = fileURLToPath(new URL('./server.js', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'campaign-sync-bench-'));
@@ -228,10 +232,10 @@ async function pullVsFloor() {
       const bytes = bodies.reduce((n, b) => n + Buffer.byteLength(b), 0);
       const pulls = [];
       const floors = [];
-      // Five rounds of each, interleaved, after one warm-up of each. The machine's speed drifts
+      // PULL_ROUNDS rounds of each, interleaved, after one warm-up of each. The machine's speed drifts
       // (a VM's CPU can vary by a third from one minute to the next), so the ratio reported is the
-      // median of each round's pull/floor, taken back to back.
-      for (let round = 0; round < 6; round++) {
+      // median of each round's pull/floor, taken back to back; the spread of the rounds is printed too.
+      for (let round = 0; round <= PULL_ROUNDS; round++) {
         const dbPath = join(work, `pull-${k.kind}-${round}.db`);
         const db = openDatabase(dbPath);
         const state = new Checkpoints(db);
@@ -254,6 +258,7 @@ async function pullVsFloor() {
       const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
       const pull = median(pulls);
       const fl = median(floors);
+      const ratios = pulls.map((p, i) => p / floors[i]);
       rows.push({
         kind: k.label,
         target: k.target,
@@ -263,7 +268,10 @@ async function pullVsFloor() {
         floorMs: fl,
         recordsPerSec: RECORDS / (pull / 1000),
         mbPerSec: bytes / 1e6 / (pull / 1000),
-        ratio: median(pulls.map((p, i) => p / floors[i])),
+        ratio: median(ratios),
+        lowest: Math.min(...ratios),
+        highest: Math.max(...ratios),
+        rounds: ratios.length,
       });
     }
     return rows;
@@ -344,12 +352,14 @@ try {
       .join(' ')}\n`,
   );
   results.pull = await pullVsFloor();
-  console.log('| records | kind | body MB | pull ms (median) | floor ms (median) | records/s | MB/s | pull/floor (median of rounds) |');
-  console.log('|---:|---|---:|---:|---:|---:|---:|---:|');
+  console.log(
+    '| records | kind | body MB | pull ms (median) | floor ms (median) | records/s | MB/s | pull/floor (median of rounds) | rounds, lowest–highest |',
+  );
+  console.log('|---:|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of results.pull) {
     const ok = r.ratio <= r.target;
     console.log(
-      `| ${f0(r.records)} | ${r.kind} | ${f1(r.mb)} | ${f0(r.pullMs)} | ${f0(r.floorMs)} | ${f0(r.recordsPerSec)} | ${f1(r.mbPerSec)} | ${r.ratio.toFixed(2)}× ${mark(ok)} (target ≤ ${r.target}×) |`,
+      `| ${f0(r.records)} | ${r.kind} | ${f1(r.mb)} | ${f0(r.pullMs)} | ${f0(r.floorMs)} | ${f0(r.recordsPerSec)} | ${f1(r.mbPerSec)} | ${r.ratio.toFixed(2)}× ${mark(ok)} (target ≤ ${r.target}×) | ${r.rounds}, ${r.lowest.toFixed(2)}–${r.highest.toFixed(2)}× |`,
     );
     target(`pull/floor, ${r.kind}`, `${r.ratio.toFixed(2)}×`, `≤ ${r.target}×`, ok);
   }
