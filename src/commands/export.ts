@@ -14,7 +14,7 @@ import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery, rowIdNa
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { isPgUrl } from '../store/pg/url.js';
-import { schemaVersion } from '../store/schema.js';
+import { columnNames, schemaVersion } from '../store/schema.js';
 import { Output } from '../ui/output.js';
 
 export interface ExportFlags {
@@ -107,13 +107,18 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     const schema = schemaVersion(db);
     const table = EXPORT_TABLES[flags.table as ExportTable].table;
     // An analyst's own column may be named rowid: the row id is then reached by another of its names.
-    const columnNames = (db.pragma(`table_info(${table})`) as Array<{ name: string }>).map((c) => c.name);
-    const rowid = rowIdName(columnNames);
+    const rowid = rowIdName(columnNames(db, table));
     const filter = { campaign, since, until, schema, rowid };
     const { sql, params } = exportQuery(flags.table as ExportTable, filter);
     const stmt = db.prepare(sql).safeIntegers(true);
     const described = stmt.columns();
     const columns = described.map((c) => c.name);
+    // Row by row (NDJSON, Parquet, CSV without a row id): kept to be ended in `finally`.
+    const iterateRows = (): IterableIterator<unknown[]> => {
+      const it = stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>;
+      iterator = it;
+      return it;
+    };
     if (target !== undefined) {
       cleanStalePartials(target);
       partial = new PartialFile(target);
@@ -124,9 +129,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
       if (format === 'csv' || format === 'parquet') {
         if (format === 'csv' && rowid === null) {
           // Columns named rowid, _rowid_ and oid all hide the row id that ranges are read by: row by row.
-          const raw = stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>;
-          iterator = raw;
-          rows = await writeCsv(columns, raw, sink, { raw: flags.rawCsv === true });
+          rows = await writeCsv(columns, iterateRows(), sink, { raw: flags.rawCsv === true });
         } else if (format === 'csv') {
           // Read range by range in one snapshot, on two threads when the table is big (export/csv-ranges.ts).
           // Rows joined into bytes by SQLite a batch at a time (export/csv-bytes.ts) where its text is
@@ -136,8 +139,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
           const job = { dbPath, ...ranges, columns, raw: flags.rawCsv === true };
           rows = (await writeCsvRanges(db, job, sink, { helper: helper ?? false, signal })).rows;
         } else {
-          const raw = stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>;
-          iterator = raw;
+          const raw = iterateRows();
           // Loaded only here: hyparquet-writer (like cli-table3 and lossless-json below) costs a CSV
           // export tens of milliseconds of module loading it never uses (bench/export.js).
           const { parquetKind, writeParquet } = await import('../export/parquet.js');
@@ -162,8 +164,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
         await sink.end();
       } else {
         const { writeNdjson } = await import('../export/writers.js');
-        const raw = stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>;
-        iterator = raw;
+        const raw = iterateRows();
         rows = await writeNdjson(columns, raw, sink, signal);
         await sink.end();
       }

@@ -145,7 +145,7 @@ export function findRecordCuts(b: Uint8Array, maxRecords = Number.POSITIVE_INFIN
       if ((length === 11 || length === 14 || length === 17) && !floatCursor && floatCursorAt(b, start, i)) floatCursor = true;
       if (expectKey && depth === 1) {
         expectKey = false;
-        keyIsData = i - start === 4 && b[start] === 0x64 && b[start + 1] === 0x61 && b[start + 2] === 0x74 && b[start + 3] === 0x61;
+        keyIsData = length === 4 && b[start] === 0x64 && b[start + 1] === 0x61 && b[start + 2] === 0x74 && b[start + 3] === 0x61;
         if (keyIsData) dataKeys++;
         // `"d\u0061ta"` is the key `data` too: an envelope key with an escape is not read here.
         else for (let k = start; k < i; k++) if (b[k] === 0x5c) return undefined;

@@ -108,7 +108,6 @@ export function parseJson(text: string): unknown {
  * the text is not searched for float cursors: the caller has looked for them in the bytes already.
  */
 export function parsePlain(text: string, cursorsChecked = false): unknown {
-  // `cursorsChecked`: the caller's own scan of these bytes found no cursor written as a float (json-bytes.ts).
   if (!cursorsChecked && cursorNotPlain(text)) return undefined;
   const value: unknown = JSON.parse(text);
   return mayHaveRounded(value) ? undefined : value;

@@ -40,6 +40,11 @@ export interface ExportFilter {
   rowid?: string | null | undefined;
 }
 
+/** The name an export's SQL reaches the row id by: `rowid` when the filter does not say. */
+function rowIdOf(filter: ExportFilter): string | null {
+  return filter.rowid === undefined ? 'rowid' : filter.rowid;
+}
+
 /** SQLite's three names for a table's row id, in the order they are tried. */
 const ROWID_NAMES = ['rowid', '_rowid_', 'oid'];
 
@@ -85,7 +90,7 @@ export function exportQuery(
   }
   // rowid order is insertion order: stable, and free (no sort, no temp B-tree, constant memory). With
   // no name left for the row id, a scan of the table's B-tree yields that same order, unpromised.
-  const rowid = filter.rowid === undefined ? 'rowid' : filter.rowid;
+  const rowid = rowIdOf(filter);
   const order = rowid === null ? '' : ` ORDER BY t.${rowid}`;
   const full = fullRaw(spec.table, filter);
   // Every column in the table's order (its key, then store/rows.ts's list), `raw` rebuilt where it is stored apart.
@@ -112,7 +117,7 @@ export function exportRangeQuery(
 ): { sql: string; spanSql: string; params: string[]; batch?: BatchQuery } {
   const { select, where, params } = exportQuery(name, filter, true);
   const table = EXPORT_TABLES[name].table;
-  const rowid = filter.rowid === undefined ? 'rowid' : filter.rowid;
+  const rowid = rowIdOf(filter);
   if (rowid === null) throw new Error(`${table}: no name reaches the row id (rowIdName)`);
   // Both ends included: a range ending at the largest rowid (2^63 - 1) has no end past it to bind.
   const conditions = [...where, `t.${rowid} >= ?`, `t.${rowid} <= ?`].join(' AND ');

@@ -160,6 +160,11 @@ export function schemaVersion(db: Database.Database): number {
   return db.pragma('user_version', { simple: true }) as number;
 }
 
+/** The names of a table's columns, the mirror's and any an analyst added (none when the table is absent). */
+export function columnNames(db: Database.Database, table: string): string[] {
+  return (db.pragma(`table_info(${table})`) as Array<{ name: string }>).map((c) => c.name);
+}
+
 /** Brings `db` to `target` (the current version; tests pass an older one to build what a release wrote). */
 export function migrate(db: Database.Database, path: string, target = SCHEMA_VERSION): void {
   const version = db.pragma('user_version', { simple: true }) as number;
