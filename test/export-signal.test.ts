@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { between, untilAborted } from '../src/export/interrupt.js';
@@ -28,8 +28,8 @@ beforeAll(() => {
 });
 
 /** Starts an export to `out`, sends `signal` once its partial file holds 1 MB, and waits for its end. */
-async function interrupt(format: string, out: string, signal: NodeJS.Signals) {
-  const child = spawn(process.execPath, [BIN, 'export', '--db', dbPath, '--table', 'eval-results', '--format', format, '-o', out], {
+async function interrupt(format: string, out: string, signal: NodeJS.Signals, db = dbPath) {
+  const child = spawn(process.execPath, [BIN, 'export', '--db', db, '--table', 'eval-results', '--format', format, '-o', out], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -80,6 +80,25 @@ describe('a signal during export', () => {
       expect(readdirSync(dir).filter((f) => f.endsWith('.partial'))).toEqual([]);
     });
   }
+
+  it('csv read row by row (columns named rowid, _rowid_ and oid hide the row id), SIGINT: exits 130 at once, no file, no partial', async () => {
+    const shadowed = join(dir, 'shadowed.db');
+    copyFileSync(dbPath, shadowed);
+    const db = openDatabase(shadowed);
+    db.exec(
+      'ALTER TABLE eval_results ADD COLUMN rowid TEXT; ALTER TABLE eval_results ADD COLUMN _rowid_ TEXT; ALTER TABLE eval_results ADD COLUMN oid TEXT',
+    );
+    db.close();
+    const out = join(dir, 'shadowed.csv');
+    writeFileSync(out, 'the previous export\n', { mode: 0o600 });
+    const r = await interrupt('csv', out, 'SIGINT', shadowed);
+    expect(r.sent, 'the export ended before 1 MB was written: the fixture is too small').toBe(true);
+    expect(r.code, r.stderr).toBe(130);
+    expect(r.stderr.trim()).toBe(`campaign-sync: export interrupted: ${out} was not written`);
+    expect(r.stoppedMs).toBeLessThan(5000);
+    expect(readFileSync(out, 'utf8')).toBe('the previous export\n');
+    expect(readdirSync(dir).filter((f) => f.endsWith('.partial'))).toEqual([]);
+  });
 
   it('an export left alone still completes (the check between chunks costs nothing else)', async () => {
     const out = join(dir, 'whole.csv');

@@ -129,7 +129,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
       if (format === 'csv' || format === 'parquet') {
         if (format === 'csv' && rowid === null) {
           // Columns named rowid, _rowid_ and oid all hide the row id that ranges are read by: row by row.
-          rows = await writeCsv(columns, iterateRows(), sink, { raw: flags.rawCsv === true });
+          rows = await writeCsv(columns, iterateRows(), sink, { raw: flags.rawCsv === true, signal });
         } else if (format === 'csv') {
           // Read range by range in one snapshot, on two threads when the table is big (export/csv-ranges.ts).
           // Rows joined into bytes by SQLite a batch at a time (export/csv-bytes.ts) where its text is

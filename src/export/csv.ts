@@ -5,6 +5,7 @@
  * csv-stringify's per-cell machinery (an object per row, casts, option checks, a stream step per
  * record) cost 3-4x the query itself (issue 15, README Performance).
  */
+import { between } from './interrupt.js';
 import { CHUNK, type Sink } from './sink.js';
 
 const NEEDS_QUOTES = /[",\r\n]/;
@@ -161,8 +162,16 @@ export function encodeRows(rows: Iterator<unknown[]>, enc: Encoder, raw: boolean
   }
 }
 
-/** Writes the header and every row to `sink`, waiting for it to drain; returns the number of rows. */
-export async function writeCsv(columns: string[], rows: Iterable<unknown[]>, sink: Sink, opts: { raw: boolean }): Promise<number> {
+/**
+ * Writes the header and every row to `sink`, waiting for it to drain; returns the number of rows.
+ * Stops between two chunks once `opts.signal` is aborted.
+ */
+export async function writeCsv(
+  columns: string[],
+  rows: Iterable<unknown[]>,
+  sink: Sink,
+  opts: { raw: boolean; signal?: AbortSignal | undefined },
+): Promise<number> {
   const enc = new Encoder(sink);
   // Column names are ours, never neutralised.
   enc.line(csvLine(columns, true));
@@ -173,5 +182,6 @@ export async function writeCsv(columns: string[], rows: Iterable<unknown[]>, sin
     n += step.rows;
     if (!enc.flush()) await sink.drain();
     if (step.done) return n;
+    await between(opts.signal);
   }
 }
