@@ -4,6 +4,22 @@
 // cost start time, so only then). On Node 22+, V8's compiled code is cached between runs.
 import module from 'node:module';
 
+// A SIGINT/SIGTERM that arrives while the CLI loads (before main() installs its handlers, ~0.1-0.2 s)
+// is kept and handed to main(), which acts on it as on any other: the first one stops the command
+// (watch exits 0, export 130 with its line), a second one exits 130 at once. Without this, Node's
+// default action killed the process with no message and no exit code of PRODUCT.md §3.
+const early = { signals: [], stop: () => {} };
+const onEarly = (name) => {
+  early.signals.push(name);
+  if (early.signals.length > 1) {
+    process.stderr.write(`campaign-sync: second ${name}, exiting now\n`);
+    process.exit(130);
+  }
+};
+process.on('SIGINT', onEarly).on('SIGTERM', onEarly);
+early.stop = () => process.off('SIGINT', onEarly).off('SIGTERM', onEarly);
+globalThis[Symbol.for('campaign-sync.early-signals')] = early;
+
 if (process.env.CAMPAIGN_SYNC_DEBUG) process.setSourceMapsEnabled(true);
 module.enableCompileCache?.();
 // `export`: CSV's helper thread boots while the CLI loads, its own start-up (100-200 ms) overlapping

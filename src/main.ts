@@ -102,12 +102,31 @@ export function tuneEngine(): void {
   setFlagsFromString('--liftoff-only');
 }
 
+/** What bin/campaign-sync.js kept of the signals that arrived while the CLI loaded. */
+interface EarlySignals {
+  signals: NodeJS.Signals[];
+  stop(): void;
+}
+
+/**
+ * Hands the signals that arrived while the CLI loaded (bin/campaign-sync.js kept them) to `onSignal`,
+ * once main()'s own handlers are in place: the launcher's are removed first, so no signal is missed
+ * or handled twice. Exported for its test.
+ */
+export function replayEarlySignals(onSignal: (name: NodeJS.Signals) => void): void {
+  const early = (globalThis as Record<symbol, EarlySignals | undefined>)[Symbol.for('campaign-sync.early-signals')];
+  if (early === undefined) return;
+  early.stop();
+  for (const name of early.signals.splice(0)) onSignal(name);
+}
+
 export async function main(argv: string[]): Promise<void> {
   tuneEngine();
   const controller = new AbortController();
   const onSignal = signalHandler(controller, (code) => process.exit(code));
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  replayEarlySignals(onSignal);
   const code = await run(argv, controller.signal);
   process.exitCode = code;
   // An interrupted export's stdout is cut short anyway, and its reader may not be reading (`export |

@@ -174,6 +174,9 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
       throw err;
     }
     if (partial !== undefined) {
+      // A signal that came after the last chunk, or before the first (a small table, a Ctrl-C while
+      // the CLI loaded), still means "stop": the file is not put in place.
+      signal?.throwIfAborted();
       partial.commit();
       partial = undefined;
       if (!out.quiet && !out.json) {
