@@ -1,5 +1,6 @@
-import { statSync } from 'node:fs';
+import { realpathSync, type Stats, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { DEFAULTS } from '../config/defaults.js';
 import { parseDate } from '../config/duration.js';
@@ -37,15 +38,64 @@ async function parseFormat(given: string): Promise<'csv' | 'ndjson' | 'parquet'>
   return parseSettings(exportSchema, { format: given }).format;
 }
 
-/** An existing folder given as -o is a bad flag value, found before any work. */
-function checkOutput(path: string): void {
-  let isFolder = false;
+/** The files of a SQLite database besides itself: overwriting any of them loses the mirror's data or its lock. */
+const DB_FILES = ['', '-wal', '-shm', '-journal', '.lock', '.lock.info'];
+
+/** `path` with its folder's links resolved (and its own, when it exists), for comparing two paths. */
+function realPath(path: string): string {
   try {
-    isFolder = statSync(path).isDirectory();
+    return realpathSync(path);
   } catch {
-    return; // absent (the usual case) or unreachable: creating the file reports it
+    try {
+      return join(realpathSync(dirname(resolve(path))), basename(path));
+    } catch {
+      return resolve(path);
+    }
   }
-  if (isFolder) throw new UsageError(`-o ${path}: is a folder; give a file name`);
+}
+
+/** What an existing -o is, when it is not a regular file a whole export can replace. */
+function notAFile(stat: Stats): string | undefined {
+  if (stat.isFile()) return undefined;
+  if (stat.isDirectory()) return 'is a folder; give a file name';
+  const kind = stat.isFIFO()
+    ? 'a named pipe'
+    : stat.isSocket()
+      ? 'a socket'
+      : stat.isCharacterDevice() || stat.isBlockDevice()
+        ? 'a device'
+        : 'not a regular file';
+  return `is ${kind}: export puts a whole file in its place; to write into a pipe or a device, leave out -o and redirect stdout`;
+}
+
+/**
+ * -o is checked before any work: a folder, a pipe or a device (or a link to one) is a bad flag
+ * value, since the export would replace it with a file; so is the database being exported, or one
+ * of its files (-wal, -shm, the lock), which the export would overwrite with exit 0.
+ */
+function checkOutput(path: string, dbPath: string | undefined): void {
+  let stat: Stats | undefined;
+  try {
+    stat = statSync(path);
+  } catch {
+    // absent (the usual case) or unreachable: creating the file reports it
+  }
+  const problem = stat === undefined ? undefined : notAFile(stat);
+  if (problem !== undefined) throw new UsageError(`-o ${path}: ${problem}`);
+  if (dbPath === undefined) return;
+  const target = realPath(path);
+  const db = realPath(dbPath);
+  const same = DB_FILES.some((suffix) => {
+    if (target === `${db}${suffix}`) return true;
+    if (stat === undefined) return false;
+    try {
+      const other = statSync(`${db}${suffix}`);
+      return other.ino === stat.ino && other.dev === stat.dev;
+    } catch {
+      return false;
+    }
+  });
+  if (same) throw new UsageError(`-o ${path}: is the database being exported (${dbPath}) or one of its files; give another file name`);
 }
 
 /** `--campaign`: an id or a name, as `pull` and `reset` take it; one that matches nothing is exit 2. */
@@ -72,14 +122,14 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
   const target = flags.output;
-  if (target !== undefined) checkOutput(target);
+  const dbPath = resolveDbPath(flags.db);
+  if (target !== undefined) checkOutput(target, isPgUrl(dbPath) ? undefined : dbPath);
   // Parquet is binary, and only whole once its footer is written: to a file, or to a pipe or a
   // redirect, never onto a terminal.
   if (format === 'parquet' && target === undefined && (stdout as { isTTY?: boolean }).isTTY === true) {
     throw new UsageError('--format parquet writes binary data: give -o <file>, or redirect stdout to a file or a pipe');
   }
 
-  const dbPath = resolveDbPath(flags.db);
   // CSV's helper thread starts now (or the launcher's is adopted): its start-up overlaps ours
   // (export/csv-ranges.ts). Any other export stops the one the launcher started.
   if (format !== 'csv' || isPgUrl(dbPath) || availableParallelism() < 2) discardPrestarted();

@@ -1,0 +1,112 @@
+/**
+ * `export -o` never puts its file in place of something that is not a regular file it may replace:
+ * the database being exported or one of its files (-wal, -shm, the lock), by any name (a link, a hard
+ * link, another spelling of the path), a named pipe, or a link to a device. Each is exit 2 before any
+ * work, and the database is untouched. Before, `export --db m.db -o m.db` replaced the mirror with a
+ * CSV file and exited 0, and `-o fifo` replaced the pipe with a file (its reader hung).
+ */
+import { execFileSync } from 'node:child_process';
+import { linkSync, lstatSync, readFileSync, symlinkSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/store/db.js';
+import { cli, tempDir } from './helpers/index.js';
+
+let dir: string;
+let db: string;
+
+beforeEach(() => {
+  dir = tempDir();
+  db = join(dir, 'm.db');
+  const d = openDatabase(db);
+  d.prepare("INSERT INTO campaigns (id, name, raw, seen_at) VALUES ('c1', 'one', '{}', '2026-01-01')").run();
+  d.close();
+});
+
+async function exportTo(output: string) {
+  return cli(['export', '--db', db, '--table', 'campaigns', '-o', output], { cwd: dir });
+}
+
+/** The mirror still opens and holds its row. */
+function intact(): void {
+  const d = openDatabase(db, { mustExist: true, readonly: true });
+  try {
+    expect(d.prepare('SELECT id FROM campaigns').pluck().all()).toEqual(['c1']);
+  } finally {
+    d.close();
+  }
+}
+
+describe('export -o onto the database or one of its files', () => {
+  const cases: Array<[string, () => string]> = [
+    ['the database itself', () => db],
+    ['the database by a relative path', () => relative(dir, db)],
+    ['its -wal (absent)', () => `${db}-wal`],
+    ['its -shm', () => `${db}-shm`],
+    ['its lock file', () => `${db}.lock`],
+    [
+      'a link to the database',
+      () => {
+        symlinkSync(db, join(dir, 'out.csv'));
+        return join(dir, 'out.csv');
+      },
+    ],
+    [
+      'a hard link to the database',
+      () => {
+        linkSync(db, join(dir, 'hard.csv'));
+        return join(dir, 'hard.csv');
+      },
+    ],
+  ];
+  it.each(cases)('%s: exit 2, and the mirror is untouched', async (_, make) => {
+    const before = readFileSync(db);
+    const target = make();
+    const run = await exportTo(target);
+    expect(run.stderr).toBe(
+      `campaign-sync: -o ${target}: is the database being exported (${db}) or one of its files; give another file name\n`,
+    );
+    expect(run.code).toBe(2);
+    expect(readFileSync(db).equals(before)).toBe(true);
+    intact();
+  });
+
+  it('a database given through a link is found behind it too', async () => {
+    const link = join(dir, 'link.db');
+    symlinkSync(db, link);
+    const run = await cli(['export', '--db', link, '--table', 'campaigns', '-o', db]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/is the database being exported/);
+    intact();
+  });
+});
+
+describe('export -o onto a pipe or a device', () => {
+  it('a named pipe: exit 2, and the pipe stays a pipe', async () => {
+    const fifo = join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const run = await exportTo(fifo);
+    expect(run.stderr).toBe(
+      `campaign-sync: -o ${fifo}: is a named pipe: export puts a whole file in its place; to write into a pipe or a device, leave out -o and redirect stdout\n`,
+    );
+    expect(run.code).toBe(2);
+    expect(lstatSync(fifo).isFIFO()).toBe(true);
+  });
+
+  it('a link to a device: exit 2, and the link stays', async () => {
+    const link = join(dir, 'null');
+    symlinkSync('/dev/null', link);
+    const run = await exportTo(link);
+    expect(run.stderr).toMatch(/-o .*null: is a device: export puts a whole file in its place/);
+    expect(run.code).toBe(2);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+  });
+
+  it('a regular file and a new name are still written', async () => {
+    const run = await exportTo(join(dir, 'out.csv'));
+    expect(run.code).toBe(0);
+    expect(readFileSync(join(dir, 'out.csv'), 'utf8')).toMatch(/^id,/);
+    const again = await exportTo(join(dir, 'out.csv'));
+    expect(again.code).toBe(0);
+  });
+});
