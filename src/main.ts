@@ -120,6 +120,33 @@ export function replayEarlySignals(onSignal: (name: NodeJS.Signals) => void): vo
   for (const name of early.signals.splice(0)) onSignal(name);
 }
 
+/**
+ * What a failed stdout does to the run (a reader that went away, `pull | head`: EPIPE; a full disk
+ * under `> file`: ENOSPC). Without a listener, Node threw it as an uncaught 'error' event: a stack
+ * trace and exit 1, or, for a command whose last write failed, exit 0 with the output lost. Now
+ * the command is stopped as by a signal (work in flight commits; watch ends after its pass), and the
+ * run exits with the command's own code when the reader went away (as `export | head` already did),
+ * else 74 with one line. `export` handles its own stdout (export/sink.ts keeps a listener there).
+ */
+export function watchStdout(stdout: NodeJS.WriteStream, controller: AbortController): { code(code: number, late?: Error | null): number } {
+  let failure: NodeJS.ErrnoException | undefined;
+  let reported = false;
+  stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (stdout.listenerCount('error') > 1) return;
+    failure ??= err;
+    controller.abort();
+  });
+  return {
+    code(code, late) {
+      failure ??= late ?? undefined;
+      if (failure === undefined || failure.code === 'EPIPE') return code;
+      if (!reported) process.stderr.write(`campaign-sync: cannot write stdout: ${showText(messageOf(failure))}\n`);
+      reported = true;
+      return ExitCode.storage;
+    },
+  };
+}
+
 export async function main(argv: string[]): Promise<void> {
   tuneEngine();
   const controller = new AbortController();
@@ -127,11 +154,15 @@ export async function main(argv: string[]): Promise<void> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   replayEarlySignals(onSignal);
-  const code = await run(argv, controller.signal);
+  const stdout = watchStdout(process.stdout, controller);
+  // Lines on stderr that nobody reads any more (`2>&1 | head`) are no crash either.
+  process.stderr.on('error', () => {});
+  const code = stdout.code(await run(argv, controller.signal));
   process.exitCode = code;
   // An interrupted export's stdout is cut short anyway, and its reader may not be reading (`export |
   // less`): waiting for stdout to drain would hang until a second signal.
   if (code === ExitCode.interrupted) process.exit(code);
-  // Let stdout drain, then leave even if a keep-alive socket or timer lingers.
-  process.stdout.write('', () => process.exit(code));
+  // Let stdout drain, then leave even if a keep-alive socket or timer lingers. A write that fails
+  // only now (the last lines into a full disk) still changes the exit code.
+  process.stdout.write('', (err) => process.exit(stdout.code(code, err)));
 }
