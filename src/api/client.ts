@@ -8,7 +8,7 @@
  * request log (issue 13) or compression (issue 14) adds to it.
  */
 import type { Dispatcher } from 'undici';
-import { type Clock, realClock } from '../core/clock.js';
+import { type Clock, MAX_TIMER_MS, realClock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
 import { parseJsonBytes } from '../core/json-bytes.js';
 import type { ReportType } from '../core/types.js';
@@ -253,10 +253,14 @@ export class ApiClient {
     }
     // One timer per attempt over the whole exchange, and the caller's signal unhooked when it ends:
     // a watch that runs for weeks accumulates nothing.
-    const timer = setTimeout(() => {
-      timedOut = true;
-      pending.cancel(new Error('timed out'));
-    }, this.config.timeoutMs);
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        pending.cancel(new Error('timed out'));
+        // A --timeout past a timer's longest delay (24.8 days) means "never", not 1 ms.
+      },
+      Math.min(this.config.timeoutMs, MAX_TIMER_MS),
+    );
     const onAbort = () => pending.cancel(new Error('aborted'));
     this.opts.signal?.addEventListener('abort', onAbort, { once: true });
     let answer: Answer;
