@@ -1,6 +1,5 @@
-import { realpathSync, type Stats, statSync } from 'node:fs';
+import { type Stats, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { DEFAULTS } from '../config/defaults.js';
 import { parseDate } from '../config/duration.js';
@@ -14,6 +13,7 @@ import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery, rowIdName } from '../export/tables.js';
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
+import { canonicalPath } from '../store/lock.js';
 import { isPgUrl } from '../store/pg/url.js';
 import { columnNames, schemaVersion } from '../store/schema.js';
 import { Output } from '../ui/output.js';
@@ -40,19 +40,6 @@ async function parseFormat(given: string): Promise<'csv' | 'ndjson' | 'parquet'>
 
 /** The files of a SQLite database besides itself: overwriting any of them loses the mirror's data or its lock. */
 const DB_FILES = ['', '-wal', '-shm', '-journal', '.lock', '.lock.info'];
-
-/** `path` with its folder's links resolved (and its own, when it exists), for comparing two paths. */
-function realPath(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    try {
-      return join(realpathSync(dirname(resolve(path))), basename(path));
-    } catch {
-      return resolve(path);
-    }
-  }
-}
 
 /** What an existing -o is, when it is not a regular file a whole export can replace. */
 function notAFile(stat: Stats): string | undefined {
@@ -83,8 +70,8 @@ function checkOutput(path: string, dbPath: string | undefined): void {
   const problem = stat === undefined ? undefined : notAFile(stat);
   if (problem !== undefined) throw new UsageError(`-o ${path}: ${problem}`);
   if (dbPath === undefined) return;
-  const target = realPath(path);
-  const db = realPath(dbPath);
+  const target = canonicalPath(path);
+  const db = canonicalPath(dbPath);
   const same = DB_FILES.some((suffix) => {
     if (target === `${db}${suffix}`) return true;
     if (stat === undefined) return false;

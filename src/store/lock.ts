@@ -4,9 +4,9 @@
  * lock, so the operating system releases it when its holder dies, kill -9 included: nothing stale
  * to clean up. Who holds it (pid, host, since) is written to `<db>.lock.info` for the error message.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { errorCode, LockedError, StorageError, storageError } from '../errors.js';
 import { checkDbPath, createPrivateFile } from './db.js';
@@ -16,6 +16,33 @@ export interface Holder {
   pid: number;
   host: string;
   since: string;
+}
+
+/**
+ * The file a path names, whatever spelling or links lead there: the path resolved through its links
+ * (its folder's, when it does not exist yet). Two processes given `m.db` and a link to it, or `./m.db`
+ * and its absolute path, lock the same `<db>.lock`: the lock sits beside the file SQLite opens.
+ */
+export function canonicalPath(path: string): string {
+  let at = resolve(path);
+  // A link to a database not created yet is followed too: SQLite creates the file at its end.
+  for (let hops = 0; hops < 40; hops++) {
+    try {
+      return realpathSync(at);
+    } catch {}
+    let target: string;
+    try {
+      target = readlinkSync(at);
+    } catch {
+      break;
+    }
+    at = resolve(dirname(at), target);
+  }
+  try {
+    return join(realpathSync(dirname(at)), basename(at));
+  } catch {
+    return at;
+  }
 }
 
 export class RunLock {
@@ -28,7 +55,8 @@ export class RunLock {
   static acquire(dbPath: string): RunLock {
     // A missing folder or a folder given as the database is named as such, not as a lock file problem.
     checkDbPath(dbPath);
-    const lockPath = `${dbPath}.lock`;
+    // Beside the file SQLite opens, not beside a link to it: every name of a database locks it.
+    const lockPath = `${canonicalPath(dbPath)}.lock`;
     const infoPath = `${lockPath}.info`;
     createPrivateFile(lockPath, `the lock file ${lockPath}`);
     let db: BetterSqlite3.Database | undefined;
@@ -67,7 +95,7 @@ export class RunLock {
 export function lockHolder(dbPath: string): Holder | undefined {
   let h: Holder;
   try {
-    h = JSON.parse(readFileSync(`${dbPath}.lock.info`, 'utf8')) as Holder;
+    h = JSON.parse(readFileSync(`${canonicalPath(dbPath)}.lock.info`, 'utf8')) as Holder;
   } catch {
     return undefined;
   }

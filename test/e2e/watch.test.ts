@@ -1,3 +1,4 @@
+import { mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -36,6 +37,32 @@ function assertConsistent(dbPath: string) {
 }
 
 describe('run lock', () => {
+  it('every name of a database takes the same lock: a link to it, or its path spelled another way', async () => {
+    const s = await sim({ campaigns: 1, records: 10 });
+    const dir = tempDir();
+    const db = join(dir, 'real', 'm.db');
+    mkdirSync(join(dir, 'real'));
+    mkdirSync(join(dir, 'links'));
+    const link = join(dir, 'links', 'm.db');
+    symlinkSync(db, link);
+    // Before, the lock was `<the name given>.lock`: a watch on the link and a pull on the file ran at once.
+    const holder = startCli(['watch', '--db', link, '--interval', '1h'], { env: envFor(s.url) });
+    await holder.waitFor(/pass 1:/);
+    const direct = await cli(['pull', '--db', db], { env: envFor(s.url) });
+    expect(direct.code).toBe(75);
+    expect(direct.stderr).toMatch(new RegExp(`another campaign-sync is syncing .*real/m\\.db \\(pid ${holder.child.pid} on `));
+    const spelled = await cli(['pull', '--db', join(dir, 'links', '..', 'real', '.', 'm.db')], { env: envFor(s.url) });
+    expect(spelled.code).toBe(75);
+    const reset = await cli(['reset', '--all', '--db', db]);
+    expect(reset.code).toBe(75);
+    // status, given the file, sees the sync that runs under the link's name.
+    const status = await cli(['status', '--db', db, '--json']);
+    expect(status.stdout).toMatch(new RegExp(`"pid":\\s*${holder.child.pid}`));
+    holder.child.kill('SIGKILL');
+    await holder.exited;
+    expect((await cli(['pull', '--db', db], { env: envFor(s.url) })).code).toBe(0);
+  });
+
   it('a second pull on the same database exits 75 at once, naming the holder; kill -9 frees it', async () => {
     const s = await sim({ campaigns: 2, records: 20 });
     const db = join(tempDir(), 'm.db');
