@@ -50,3 +50,42 @@ describe('a key file others can read', () => {
     expect(private_.stderr).toBe('');
   });
 });
+
+describe('a key an HTTP header cannot carry', () => {
+  it('is a usage error naming where it came from and the character, never the key', () => {
+    const cases: Array<[string, string, string]> = [
+      [`${SECRET}\r\nX-Injected: 1`, 'U+000D', `${SECRET.length + 1}`],
+      [`${SECRET} two`, 'U+0020', `${SECRET.length + 1}`],
+      [`\u0001${SECRET}`, 'U+0001', '1'],
+      [`${SECRET}é`, 'U+00E9', `${SECRET.length + 1}`],
+    ];
+    for (const [key, code, at] of cases) {
+      const fromEnv = () => resolveApiConfig({ baseUrl: 'https://a.example' }, { CAMPAIGN_SYNC_API_KEY: key });
+      expect(fromEnv).toThrow(
+        `CAMPAIGN_SYNC_API_KEY: the key holds a character an HTTP header cannot carry (${code} at position ${at}); the key is printable ASCII with no spaces`,
+      );
+      try {
+        fromEnv();
+      } catch (err) {
+        expect((err as Error).message).not.toContain(SECRET);
+      }
+    }
+    const file = keyFile(0o600, `\u0001${SECRET}`);
+    expect(() => resolveApiConfig({ baseUrl: 'https://a.example', apiKeyFile: file }, {})).toThrow(
+      `--api-key-file: ${file}: the key holds a character an HTTP header cannot carry (U+0001 at position 1)`,
+    );
+    expect(() => resolveApiConfig({ baseUrl: 'https://a.example' }, { CAMPAIGN_SYNC_API_KEY: '   ' })).toThrow(
+      'CAMPAIGN_SYNC_API_KEY is empty',
+    );
+  });
+
+  it('the CLI exits 2 at once, without a request (before: five retries, then exit 5 as if the service were down)', async () => {
+    const s = await sim({ campaigns: 1, records: 5 });
+    const r = await cli(['campaigns'], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: `${s.apiKey}\r\nX: 1` } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `campaign-sync: CAMPAIGN_SYNC_API_KEY: the key holds a character an HTTP header cannot carry (U+000D at position ${s.apiKey.length + 1}); the key is printable ASCII with no spaces\n`,
+    );
+    expect(s.stats.requests).toBe(0);
+  });
+});

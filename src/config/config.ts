@@ -96,10 +96,26 @@ function readKeyFile(path: string): { key: string; warnings: string[] } {
   const key = text.trim();
   if (!key) throw new UsageError(`--api-key-file: ${path} is empty`);
   if (/\s/.test(key)) throw new UsageError(`--api-key-file: ${path} must hold the key alone on one line`);
+  checkKey(key, `--api-key-file: ${path}`);
   const open = mode & 0o077;
   if (open === 0) return { key, warnings: [] };
   const octal = (mode & 0o777).toString(8).padStart(4, '0');
   return { key, warnings: [`${path} is ${open & 0o044 ? 'readable' : 'open'} by others (mode ${octal}); chmod 600 it`] };
+}
+
+/**
+ * A key is sent as `Authorization: Bearer <key>`: one with a space, a control character or a
+ * non-ASCII character cannot be (undici refused it on every attempt, and the run ended as if the
+ * service were down, exit 5). A usage error instead, naming where the key came from and the
+ * character, never the key.
+ */
+function checkKey(key: string, where: string): void {
+  const bad = /[^\x21-\x7e]/.exec(key);
+  if (bad === null) return;
+  const code = (bad[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
+  throw new UsageError(
+    `${where}: the key holds a character an HTTP header cannot carry (U+${code} at position ${bad.index + 1}); the key is printable ASCII with no spaces`,
+  );
 }
 
 /** Flags beat environment; missing base URL or key is a usage error that says what to set. */
@@ -115,6 +131,10 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
     // With a key at hand the user has a real service in mind: the demo would be no answer.
     const hint = key === undefined ? ' (try `campaign-sync demo` to run without a key)' : '';
     throw new UsageError(`missing ${missing.join(' and ')}${hint}`);
+  }
+  if (fromFile === undefined) {
+    if (key === '') throw new UsageError('CAMPAIGN_SYNC_API_KEY is empty');
+    checkKey(key as string, 'CAMPAIGN_SYNC_API_KEY');
   }
   const settings = parseSettings(apiSchema, {
     rateLimit: flags.rateLimit ?? readEnv('rateLimit', env),
