@@ -40,6 +40,11 @@ export async function reset(flags: ResetFlags): Promise<number> {
     const campaigns = await resolveCampaigns(admin, selectors);
     if (!flags.all && campaigns.length === 0) {
       const streams = await admin.checkpointed();
+      if (streams === 0) {
+        out.document({ reset: 0, campaigns });
+        out.print(`No checkpoints to forget in ${admin.name}.`);
+        return 0;
+      }
       const question = `Forget the checkpoints of all ${streams} stream${streams === 1 ? '' : 's'} in ${admin.name}? The next pull re-reads everything.`;
       if (!(await confirm(out, question))) {
         out.print('Nothing was reset.');

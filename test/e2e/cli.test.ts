@@ -12,6 +12,19 @@ function keyFile(dir: string, key: string): string {
 }
 
 describe('cli: help and usage', () => {
+  it('watch --help offers no --full, --since or --until (watch refuses them); pull --help does', async () => {
+    const watch = await cli(['watch', '--help']);
+    expect(watch.code).toBe(0);
+    expect(watch.stdout).not.toMatch(/--full|--since|--until/);
+    const pull = await cli(['pull', '--help']);
+    for (const flag of ['--full', '--since <date>', '--until <date>']) expect(pull.stdout).toContain(flag);
+    const refused = await cli(['watch', '--full', '--db', join(tempDir(), 'm.db'), '--base-url', 'http://127.0.0.1:9'], {
+      env: { CAMPAIGN_SYNC_API_KEY: 'k' },
+    });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/watch --full would re-read everything on every pass/);
+  });
+
   it('every command has --help with a purpose and an example', async () => {
     const v = await cli(['--version']);
     expect(v.stdout.trim()).toBe(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version);

@@ -66,5 +66,11 @@ describe('reset of every stream', () => {
     expect(await accepted.exited).toBe(0);
     expect(accepted.screen()).toMatch(/Forgot 2 checkpoints/);
     expect(cursors(db)).toEqual([null, null]);
+
+    // Nothing left to forget: no question about "all 0 streams", and exit 0.
+    const none = ptyCli(['reset', '--db', db], { env, limitMs: 20_000 });
+    expect(await none.exited).toBe(0);
+    expect(none.screen()).toMatch(/No checkpoints to forget in .*m\.db\./);
+    expect(none.screen()).not.toMatch(/Forget the checkpoints|\(y\/N\)/);
   });
 });
