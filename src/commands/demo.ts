@@ -1,8 +1,13 @@
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { SyncJob } from '../app/sync-job.js';
 import { apiSchema, demoSchema, parseSettings } from '../config/schema.js';
-import { exitCodeForPass } from '../errors.js';
+import { exitCodeForPass, UsageError } from '../errors.js';
 import { startSimulator } from '../simulator/server.js';
+import { Campaigns } from '../store/campaigns.js';
+import { Checkpoints } from '../store/checkpoints.js';
+import { openDatabase } from '../store/db.js';
+import { isPgUrl } from '../store/pg/url.js';
 import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
@@ -17,6 +22,22 @@ export interface DemoFlags extends OutputFlags {
 }
 
 /**
+ * The campaigns a database already holds (listed or with a stream) that the demo's simulator does not
+ * serve: a mirror of the real service, or a demo of another seed. The demo writes made-up records,
+ * so it refuses such a --db rather than mixing them in (status would watch them, exports carry them).
+ */
+function foreignCampaigns(db: string, served: Set<string>): number {
+  if (!existsSync(db)) return 0;
+  const d = openDatabase(db, { mustExist: true, readonly: true });
+  try {
+    const ids = new Set([...new Campaigns(d).names().keys(), ...new Checkpoints(d).all().map((s) => s.campaign_id)]);
+    return [...ids].filter((id) => !served.has(id)).length;
+  } finally {
+    d.close();
+  }
+}
+
+/**
  * `campaign-sync demo`: the simulator in-process on a free loopback port, a full pull into
  * ./campaign-sync-demo.db, the summary, and what to try next. No key, no network.
  */
@@ -24,9 +45,16 @@ export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<numbe
   const out = new Output(flags);
   const { db, seed, campaigns, records } = parseSettings(demoSchema, flags);
   const api = parseSettings(apiSchema, {});
+  if (isPgUrl(db)) throw new UsageError('--db: the demo writes made-up records into a SQLite file, never into a PostgreSQL mirror');
   // No rate limit on either side: the demo should show the mirror, not a minute of waiting.
   const sim = await startSimulator({ seed, campaigns, records, unknownTypeCampaigns: 0 });
   try {
+    const foreign = foreignCampaigns(db, new Set(sim.data.campaigns.map((c) => c.id)));
+    if (foreign > 0) {
+      throw new UsageError(
+        `--db ${db} holds ${formatCount(foreign)} campaign${foreign === 1 ? '' : 's'} this demo does not serve (a mirror of the real service, or a demo with another --seed or --campaigns); the demo writes made-up records: give it another --db (default ./campaign-sync-demo.db)`,
+      );
+    }
     out.info(`simulator started on ${sim.url} (${campaigns} campaigns, ${formatCount(records)} results each, seed ${seed})`);
     const progress = await startProgress(out, 'pulling');
     const session = await SyncJob.open(

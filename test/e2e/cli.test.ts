@@ -146,6 +146,32 @@ describe('cli: against the simulator', () => {
     expect(r.stdout).toMatch(/Try next:/);
     expect((statSync(join(dir, 'campaign-sync-demo.db')).mode & 0o777).toString(8)).toBe('600');
   });
+
+  it('demo runs again on its own database, but refuses a real mirror (and PostgreSQL) rather than mixing made-up records in', async () => {
+    const dir = tempDir();
+    const again = async () => cli(['demo', '--records', '5', '--json'], { cwd: dir });
+    expect((await again()).code).toBe(0);
+    const second = await again();
+    expect(second.code).toBe(0);
+    expect(JSON.parse(second.stdout).records).toBe(0);
+
+    // A mirror of a "real" service: another simulator's campaigns.
+    const s = await sim({ campaigns: 2, records: 5, seed: 'real-service' });
+    const real = join(dir, 'real.db');
+    const pulled = await cli(['pull', '--db', real], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    expect(pulled.code).toBe(0);
+    const before = JSON.parse((await cli(['status', '--db', real, '--json'])).stdout);
+    const refused = await cli(['demo', '--db', real], { cwd: dir });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toBe(
+      `campaign-sync: --db ${real} holds 2 campaigns this demo does not serve (a mirror of the real service, or a demo with another --seed or --campaigns); the demo writes made-up records: give it another --db (default ./campaign-sync-demo.db)\n`,
+    );
+    expect(JSON.parse((await cli(['status', '--db', real, '--json'])).stdout)).toEqual(before);
+
+    const pg = await cli(['demo', '--db', 'postgres://127.0.0.1:9/x'], { cwd: dir });
+    expect(pg.code).toBe(2);
+    expect(pg.stderr).toMatch(/never into a PostgreSQL mirror/);
+  });
 });
 
 describe('cli: campaigns of an unknown type', () => {
