@@ -77,11 +77,34 @@ describe('config profiles', () => {
       ['colour = "red"\n', {}, /unknown or invalid top-level key colour/],
       ['[profiles.a\n', {}, /not a valid TOML config file/],
       ['[profiles.a]\n', { profile: 'zz' }, /has no profile "zz" \(profiles: a\)/],
+      // A value of the right type but out of range is named where it was written, not as the flag it fills.
+      [
+        '[profiles.a]\npage_size = 500\n',
+        { profile: 'a' },
+        /campaign-sync\.toml: profiles\.a\.page_size: "500" must be a whole number from 1 to 100$/,
+      ],
+      ['[profiles.a]\nrate_limit = "bogus"\n', { profile: 'a' }, /campaign-sync\.toml: profiles\.a\.rate_limit: "bogus" is not a rate/],
+      ['[profiles.a]\nlookback = "0"\n', { profile: 'a' }, /campaign-sync\.toml: profiles\.a\.lookback: "0" is not a duration/],
+      [
+        '[profiles.a]\nreport_type = "FULL"\n',
+        { profile: 'a' },
+        /campaign-sync\.toml: profiles\.a\.report_type: must be DETAILED or OVERALL/,
+      ],
     ];
     for (const [toml, flags, message] of cases) {
       const dir = project(toml);
       await expect(applyProfile({ ...flags }, ALL, {}, dir)).rejects.toThrow(message);
     }
+    // export's format is its own: a profile's "parquet" is not checked against pull's sqlite/ndjson.
+    const exportDir = project('[profiles.a]\nformat = "parquet"\n');
+    const filled: Record<string, unknown> = { profile: 'a' };
+    await applyProfile(filled, new Set(['format']), {}, exportDir);
+    expect(filled.format).toBe('parquet');
+    // A value a flag overrides is not the one used: it is not checked either.
+    const overridden = project('[profiles.a]\npage_size = 500\n');
+    const flags: Record<string, unknown> = { profile: 'a', pageSize: '20' };
+    await applyProfile(flags, ALL, {}, overridden);
+    expect(flags.pageSize).toBe('20');
     await expect(applyProfile({ profile: 'a' }, ALL, { XDG_CONFIG_HOME: tempDir() }, tempDir())).rejects.toThrow(
       /--profile a: no config file/,
     );
@@ -110,5 +133,22 @@ describe('config profiles', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/would keep the API key in the config file/);
     expect(bad.stderr + bad.stdout).not.toContain(s.apiKey);
+  });
+});
+
+describe('a bad value from the environment', () => {
+  it('is named by its variable, not by the flag it stands in for; a flag given beats it unchecked', async () => {
+    const db = join(tempDir(), 'm.db');
+    const base = { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' };
+    const rate = await cli(['pull', '--db', db], { env: { ...base, CAMPAIGN_SYNC_RATE_LIMIT: 'bogus' } });
+    expect(rate.code).toBe(2);
+    expect(rate.stderr).toBe(
+      'campaign-sync: CAMPAIGN_SYNC_RATE_LIMIT: "bogus" is not a rate (examples: 100, 100/1m, 100/minute, 20/2s)\n',
+    );
+    const format = await cli(['pull', '--db', db], { env: { ...base, CAMPAIGN_SYNC_FORMAT: 'xml' } });
+    expect(format.code).toBe(2);
+    expect(format.stderr).toBe('campaign-sync: CAMPAIGN_SYNC_FORMAT: must be sqlite or ndjson\n');
+    const flag = await cli(['pull', '--db', db, '--rate-limit', 'nope'], { env: { ...base, CAMPAIGN_SYNC_RATE_LIMIT: 'bogus' } });
+    expect(flag.stderr).toMatch(/^campaign-sync: --rate-limit: "nope" is not a rate/);
   });
 });

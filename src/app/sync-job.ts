@@ -6,8 +6,8 @@
 import type { ApiClient } from '../api/client.js';
 import { type ApiConfig, type ApiFlags, resolveApiConfig, resolveDbPath, resolvePgSchema } from '../config/config.js';
 import { parseDate } from '../config/duration.js';
-import { readEnv } from '../config/env.js';
-import { parseSettings, syncSchema } from '../config/schema.js';
+import { ENV, readEnv } from '../config/env.js';
+import { checkAt, parseSettings, syncSchema } from '../config/schema.js';
 import type { RunEvents } from '../core/events.js';
 import type { Endpoint } from '../core/types.js';
 import { UsageError } from '../errors.js';
@@ -37,7 +37,7 @@ export interface SyncFlags extends ApiFlags {
 function syncSettings(flags: SyncFlags) {
   return parseSettings(syncSchema, {
     reportType: flags.reportType,
-    format: flags.format ?? readEnv('format'),
+    format: flags.format ?? checkAt(syncSchema.format, ENV.format.name, readEnv('format')),
     out: flags.out ?? readEnv('out'),
     pageSize: flags.pageSize,
     concurrency: flags.concurrency,

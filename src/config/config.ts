@@ -2,8 +2,8 @@ import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
-import { readEnv } from './env.js';
-import { apiSchema, DEFAULTS, parseSettings } from './schema.js';
+import { ENV, readEnv } from './env.js';
+import { apiSchema, checkAt, DEFAULTS, parseSettings } from './schema.js';
 
 /** Options shared by every command that calls the API (the raw strings commander gives us). */
 export interface ApiFlags {
@@ -137,7 +137,7 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
     checkKey(key as string, 'CAMPAIGN_SYNC_API_KEY');
   }
   const settings = parseSettings(apiSchema, {
-    rateLimit: flags.rateLimit ?? readEnv('rateLimit', env),
+    rateLimit: flags.rateLimit ?? checkAt(apiSchema.rateLimit, ENV.rateLimit.name, readEnv('rateLimit', env)),
     timeout: flags.timeout,
     maxRetries: flags.maxRetries,
     maxRetryWait: flags.maxRetryWait,

@@ -12,6 +12,14 @@ import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { type EnvKey, readEnv } from './env.js';
+import { apiSchema, checkAt, type Setting, syncSchema, watchSchema } from './schema.js';
+
+/**
+ * The parser of each option a profile may fill, where the value has a form to check; `format` is
+ * left to the command (pull's sqlite/ndjson, export's csv/ndjson/parquet).
+ */
+const { format: _byCommand, ...syncParsers } = syncSchema;
+const PARSERS: Record<string, Setting<unknown>> = { ...apiSchema, ...syncParsers, ...watchSchema };
 
 /** Each key a profile may hold, and the command option it fills (commander's attribute name). */
 const PROFILE_KEYS = {
@@ -129,6 +137,15 @@ async function readConfig(file: string): Promise<{ defaultProfile?: string; prof
 }
 
 /**
+ * A profile's value is checked where it is read, so that a bad one is named by the file, the profile
+ * and the key: `…/campaign-sync.toml: profiles.work.page_size: "500" must be…`, not `--page-size: …`.
+ */
+function checkValue(value: string, option: string, where: string): void {
+  const setting = PARSERS[option];
+  if (setting !== undefined) checkAt(setting, where, value);
+}
+
+/**
  * Fills `flags` (a command's parsed options) from the chosen profile, for the options the command has
  * (`accepted`) that neither a flag nor the environment set. Returns the profile used, if any.
  */
@@ -164,7 +181,9 @@ export async function applyProfile(
     const text = String(raw);
     // A postgres:// (or other URL) `db` is not a path.
     const isPath = PATH_KEYS.has(key as ProfileKey) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(text);
-    flags[option] = isPath ? expandPath(text, file) : text;
+    const value = isPath ? expandPath(text, file) : text;
+    checkValue(value, option, `${file}: profiles.${name}.${key}`);
+    flags[option] = value;
   }
   return { file, profile: name };
 }

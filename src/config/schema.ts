@@ -30,6 +30,22 @@ export type Schema = Record<string, Setting<unknown>>;
 /** The typed values of a schema. */
 export type Settings<S extends Schema> = { [K in keyof S]: S[K] extends Setting<infer T> ? T : never };
 
+/**
+ * Checks a value that did not come from a flag (the environment, a profile) where it is read, so a
+ * bad one is named by where it was written (`CAMPAIGN_SYNC_RATE_LIMIT: "bogus" is not a rate…`),
+ * not by the flag it stands in for, which the user never typed. Returns the value.
+ */
+export function checkAt(setting: Setting<unknown>, where: string, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    setting.parse(value);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    throw new UsageError(`${where}: ${err.message.replace(/^--[a-z-]+: /, '')}`);
+  }
+  return value;
+}
+
 /** A setting parsed by `parse`, defaulting to `fallback` (as typed) when not given. */
 function parsed<T>(parse: (text: string) => T, fallback: string): Setting<T> {
   return { parse, fallback };
