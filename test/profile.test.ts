@@ -142,9 +142,7 @@ describe('a bad value from the environment', () => {
     const base = { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' };
     const rate = await cli(['pull', '--db', db], { env: { ...base, CAMPAIGN_SYNC_RATE_LIMIT: 'bogus' } });
     expect(rate.code).toBe(2);
-    expect(rate.stderr).toBe(
-      'campaign-sync: CAMPAIGN_SYNC_RATE_LIMIT: "bogus" is not a rate (examples: 100, 100/1m, 100/minute, 20/2s)\n',
-    );
+    expect(rate.stderr).toBe('campaign-sync: CAMPAIGN_SYNC_RATE_LIMIT: "bogus" is not a rate (examples: 100, 100/1m, 100/minute, 20/2s)\n');
     const format = await cli(['pull', '--db', db], { env: { ...base, CAMPAIGN_SYNC_FORMAT: 'xml' } });
     expect(format.code).toBe(2);
     expect(format.stderr).toBe('campaign-sync: CAMPAIGN_SYNC_FORMAT: must be sqlite or ndjson\n');

@@ -4,7 +4,7 @@
  * read-only, disk full, a folder where the file should be) is a StorageError (exit 74) naming the
  * path; a file that is not a campaign-sync database is a UsageError (exit 2): a wrong path.
  */
-import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../errors.js';
@@ -71,6 +71,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     throw new UsageError(`no database at ${path} (run \`campaign-sync pull\` first, or pass --db)`);
   }
   checkDbPath(path);
+  checkHeader(path);
   if (opts.readonly) {
     try {
       accessSync(path, constants.R_OK);
@@ -104,6 +105,31 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   } catch (err) {
     db.close();
     throw openFailure(err, path, opts);
+  }
+}
+
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/**
+ * A file that exists, is not empty and does not start with SQLite's header is someone else's: exit 2,
+ * before SQLite opens it. SQLite itself says so only from some size on; a file of a few bytes (a stray
+ * `echo > m.db`) it took as an empty database and overwrote. An empty file is a new database.
+ */
+function checkHeader(path: string): void {
+  let head: Buffer;
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      head = Buffer.alloc(SQLITE_HEADER.length);
+      head = head.subarray(0, readSync(fd, head, 0, head.length, 0));
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return; // absent or unreadable: the open reports it
+  }
+  if (head.length > 0 && !head.equals(SQLITE_HEADER)) {
+    throw new UsageError(`${path} is not a campaign-sync database: it is not an SQLite file; nothing was written to it`);
   }
 }
 
