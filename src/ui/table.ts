@@ -45,6 +45,7 @@ export function renderTable(
     return [head, ...cells.map((row) => row.map((v) => (GROUPED.test(v) ? v.replace(/,/g, '') : v)))].map((r) => r.join('\t')).join('\n');
   }
   const widths = fitWidths(head, cells, style.width);
+  if (style.width !== undefined && !readable(head, cells, widths, style.width)) return stacked(head, cells, style.width);
   const cut = (text: string, i: number) => cell(text, widths[i] ?? CELL_MAX);
   const table = new (cliTable())({
     head: head.map(cut),
@@ -56,9 +57,38 @@ export function renderTable(
   return table.toString();
 }
 
+/** Narrowest a fitted column may be and still be read: below it, the table is stacked instead. */
+const READABLE = 12;
+
+const length = (s: string) => Array.from(s).length;
+
+/** Whether the fitted table fits `width` and keeps each column either whole or READABLE wide. */
+function readable(head: string[], cells: string[][], widths: number[], width: number): boolean {
+  const total = widths.reduce((a, b) => a + b, 0) + 3 * head.length + 1;
+  if (total > width) return false;
+  return widths.every((w, i) => w >= Math.min(READABLE, Math.max(length(head[i] ?? ''), ...cells.map((row) => length(row[i] ?? '')))));
+}
+
+/**
+ * A table too wide for the terminal, one block a row: the first column as its heading, then
+ * `name: value` lines, each cut to the width (a 60-column terminal read `campa…` in every cell).
+ */
+function stacked(head: string[], cells: string[][], width: number): string {
+  const label = Math.max(...head.slice(1).map(length));
+  return cells
+    .map((row) => {
+      const lines = [cell(row[0] ?? '', Math.max(MIN_COLUMN, width))];
+      for (let i = 1; i < head.length; i++) {
+        const name = `${head[i] ?? ''}:`.padEnd(label + 1);
+        lines.push(`  ${name} ${cell(row[i] ?? '', Math.max(MIN_COLUMN, width - label - 4))}`);
+      }
+      return lines.join('\n');
+    })
+    .join('\n\n');
+}
+
 /** Column widths that fit `width` (borders and padding included), narrowing the widest first. */
 function fitWidths(head: string[], cells: string[][], width: number | undefined): number[] {
-  const length = (s: string) => Array.from(s).length;
   const widths = head.map((h, i) => Math.max(length(h), ...cells.map((row) => length(row[i] ?? ''))));
   if (!width) return widths;
   const budget = width - (3 * head.length + 1);
