@@ -29,10 +29,24 @@ export function uncaughtStorageError(err: unknown): StorageError | undefined {
   return undefined;
 }
 
-/** Whether the command line asks for --json (options end at `--`). */
-function wantsJson(argv: string[]): boolean {
+/** Whether the command line has `flag` (options end at `--`). */
+function wants(argv: string[], flag: '--json' | '--quiet'): boolean {
   const end = argv.indexOf('--');
-  return (end < 0 ? argv : argv.slice(0, end)).includes('--json');
+  return (end < 0 ? argv : argv.slice(0, end)).includes(flag);
+}
+
+function wantsJson(argv: string[]): boolean {
+  return wants(argv, '--json');
+}
+
+/**
+ * A command stopped by a signal before it had anything to report (a pull or the first pass of a
+ * watch still listing campaigns, or stopped while the CLI loaded): one line, or with --json one
+ * document, instead of exiting 0 in silence. Committed work stays; nothing more was done.
+ */
+function reportInterrupted(argv: string[]): void {
+  if (wantsJson(argv)) process.stdout.write(`${JSON.stringify({ interrupted: true, exit_code: ExitCode.ok })}\n`);
+  else if (!wants(argv, '--quiet')) process.stderr.write('campaign-sync: interrupted; nothing more was done\n');
 }
 
 /**
@@ -55,7 +69,10 @@ export async function run(argv: string[], signal: AbortSignal): Promise<number> 
       // --help and --version end here too, with exit code 0.
       return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
     }
-    if (isAbort(err) && signal.aborted) return ExitCode.ok;
+    if (isAbort(err) && signal.aborted) {
+      reportInterrupted(argv);
+      return ExitCode.ok;
+    }
     const failure = err instanceof CampaignSyncError ? err : uncaughtStorageError(err);
     if (failure) {
       // One terminal-safe line: a message may quote what the service sent (ui/escape.ts).

@@ -125,7 +125,11 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
       } catch (err) {
         // A failed local write stops the process (exit 74): retrying at the next interval could lose data.
         if (err instanceof AuthError || err instanceof UsageError || err instanceof StorageError) throw err;
-        if (isAbort(err) && signal.aborted) break;
+        // Stopped before its first pass had anything to report: said once by main.ts, like pull.
+        if (isAbort(err) && signal.aborted) {
+          if (cycle === 1) throw err;
+          break;
+        }
         if (!(err instanceof CampaignSyncError)) throw err;
         // The service is down or failing: log it and try again at the next interval.
         lastCode = exitCodeFor(err);

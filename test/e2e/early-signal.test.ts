@@ -43,8 +43,23 @@ describe('a signal while the CLI loads', () => {
     release();
     const { code, signal } = await run.exited;
     expect({ code, signal }).toEqual({ code: 0, signal: null });
-    expect(run.stderr()).not.toMatch(/internal error/);
-    // Stopped before its first pass: nothing was asked of the service.
+    // Stopped before its first pass: nothing was asked of the service, and it says so.
+    expect(run.stderr()).toBe('campaign-sync: interrupted; nothing more was done\n');
+    expect(s.stats.requests).toBe(0);
+  });
+
+  it('SIGINT to pull --json: exit 0 with one document saying so (before: nothing at all)', async () => {
+    const s = await sim({ campaigns: 1, records: 5 });
+    const { run, release } = await held(['pull', '--json', '--db', join(tempDir(), 'm.db')], {
+      CAMPAIGN_SYNC_BASE_URL: s.url,
+      CAMPAIGN_SYNC_API_KEY: s.apiKey,
+    });
+    await send(run, 'SIGINT');
+    release();
+    const { code, signal } = await run.exited;
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(JSON.parse(run.stdout())).toEqual({ interrupted: true, exit_code: 0 });
+    expect(run.stderr()).toBe('');
     expect(s.stats.requests).toBe(0);
   });
 
