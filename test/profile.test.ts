@@ -84,7 +84,11 @@ describe('config profiles', () => {
         /campaign-sync\.toml: profiles\.a\.page_size: "500" must be a whole number from 1 to 100$/,
       ],
       ['[profiles.a]\nrate_limit = "bogus"\n', { profile: 'a' }, /campaign-sync\.toml: profiles\.a\.rate_limit: "bogus" is not a rate/],
-      ['[profiles.a]\nlookback = "0"\n', { profile: 'a' }, /campaign-sync\.toml: profiles\.a\.lookback: "0" is not a duration/],
+      [
+        '[profiles.a]\nlookback = "0"\n',
+        { profile: 'a' },
+        /campaign-sync\.toml: profiles\.a\.lookback: "0" needs a unit: ms, s, m, h or d/,
+      ],
       [
         '[profiles.a]\nreport_type = "FULL"\n',
         { profile: 'a' },

@@ -23,6 +23,12 @@ describe('durations, rates and dates', () => {
     expect(parseDuration('1.5h', 'x')).toBe(5_400_000);
     for (const bad of ['30', '2 minutes', '-1s', '0s', 's']) expect(() => parseDuration(bad, '--timeout')).toThrow(UsageError);
     expect(() => parseDuration('abc', '--timeout')).toThrow(/--timeout: "abc" is not a duration/);
+    // A bare number says what is missing (before: "0" was "not a duration" but "0ms" "must be more than zero").
+    for (const bare of ['0', '30', '1.5'])
+      expect(() => parseDuration(bare, '--timeout')).toThrow(
+        `--timeout: "${bare}" needs a unit: ms, s, m, h or d (examples: 500ms, 30s, 2m, 1h, 1d)`,
+      );
+    expect(() => parseDuration('0ms', '--timeout')).toThrow('--timeout: "0ms" must be more than zero');
   });
 
   it('parses rates: N (per minute), N/DURATION, N/unit', () => {

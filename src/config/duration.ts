@@ -7,6 +7,10 @@ const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
 /** Parses `500ms`, `30s`, `2m`, `1.5h`, `1d` into milliseconds. `what` names the setting in the error. */
 export function parseDuration(text: string, what: string): number {
   const m = DURATION.exec(text.trim());
+  // A bare number (`--timeout 30`, `--timeout 0`): say what is missing rather than "not a duration".
+  if (!m && /^\d+(?:\.\d+)?$/.test(text.trim())) {
+    throw new UsageError(`${what}: "${text}" needs a unit: ms, s, m, h or d (examples: 500ms, 30s, 2m, 1h, 1d)`);
+  }
   if (!m) throw new UsageError(`${what}: "${text}" is not a duration (examples: 500ms, 30s, 2m, 1h, 1d)`);
   const ms = Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
   if (!(ms > 0) || !Number.isFinite(ms)) throw new UsageError(`${what}: "${text}" must be more than zero`);
