@@ -155,7 +155,10 @@ export function watchStdout(stdout: NodeJS.WriteStream, controller: AbortControl
   });
   return {
     code(code, late) {
-      failure ??= late ?? undefined;
+      // The last write's own error: counted like the event, unless a command handles stdout itself
+      // (export) or the stream was already given up (destroyed after an earlier failure).
+      const own = stdout.listenerCount('error') <= 1 && (late as NodeJS.ErrnoException | null | undefined)?.code !== 'ERR_STREAM_DESTROYED';
+      if (late && own) failure ??= late;
       if (failure === undefined || failure.code === 'EPIPE') return code;
       if (!reported) process.stderr.write(`campaign-sync: cannot write stdout: ${showText(messageOf(failure))}\n`);
       reported = true;
