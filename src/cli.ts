@@ -302,8 +302,9 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     const commands = program.commands.map((c) => ({
       name: c.name(),
       description: c.description(),
+      // An option kept out of --help (watch's --full, --since, --until: refused) is not offered here either.
       options: [
-        ...c.options,
+        ...c.options.filter((o) => !o.hidden),
         ...[{ long: '--help', required: false, optional: false, argChoices: undefined, description: 'show help' }],
       ].map((o) => ({
         flag: o.long as string,

@@ -36,8 +36,14 @@ describe('completion', () => {
     expect(complete(['campaign-sync', 'export', '--format', ''])).toBe('csv ndjson parquet');
     for (const cmd of program.commands) {
       const offered = complete(['campaign-sync', cmd.name(), '--']).split(' ');
-      for (const opt of cmd.options) expect(offered, `${cmd.name()} ${opt.long}`).toContain(opt.long);
+      for (const opt of cmd.options) {
+        // Options kept out of --help (watch's --full, --since, --until: refused) are not offered either.
+        if (opt.hidden) expect(offered, `${cmd.name()} ${opt.long}`).not.toContain(opt.long);
+        else expect(offered, `${cmd.name()} ${opt.long}`).toContain(opt.long);
+      }
     }
+    expect(complete(['campaign-sync', 'watch', '--']).split(' ')).not.toContain('--full');
+    expect(complete(['campaign-sync', 'pull', '--']).split(' ')).toEqual(expect.arrayContaining(['--full', '--since', '--until']));
   });
 
   for (const shell of ['zsh', 'fish']) {
@@ -46,9 +52,12 @@ describe('completion', () => {
       expect(r.code).toBe(0);
       for (const cmd of program.commands) {
         expect(r.stdout).toContain(cmd.name());
-        for (const opt of cmd.options)
+        for (const opt of cmd.options) {
+          if (opt.hidden) continue;
           expect(r.stdout, `${cmd.name()} ${opt.long}`).toContain(shell === 'fish' ? `-l ${opt.long?.slice(2)}` : `${opt.long}[`);
+        }
       }
+      if (shell === 'fish') expect(r.stdout).not.toMatch(/__fish_seen_subcommand_from watch' -l (full|since|until)\b/);
       if (!has(shell)) {
         // A developer's machine may lack the shell; CI installs it (.ci/run) and must not skip.
         expect(process.env.CI, `${shell} is not installed; .ci/run installs it`).toBeFalsy();
