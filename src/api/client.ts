@@ -252,12 +252,12 @@ export class ApiClient {
       throw this.failed(err, info, false);
     }
     // One timer per attempt over the whole exchange, and the caller's signal unhooked when it ends:
-    // a watch that runs for weeks accumulates nothing.
+    // a watch that runs for weeks accumulates nothing. A --timeout past a timer's longest delay
+    // (24.8 days) means "never", not 1 ms.
     const timer = setTimeout(
       () => {
         timedOut = true;
         pending.cancel(new Error('timed out'));
-        // A --timeout past a timer's longest delay (24.8 days) means "never", not 1 ms.
       },
       Math.min(this.config.timeoutMs, MAX_TIMER_MS),
     );

@@ -44,8 +44,10 @@ export function renderTable(
   if (style.tsv) {
     return [head, ...cells.map((row) => row.map((v) => (GROUPED.test(v) ? v.replace(/,/g, '') : v)))].map((r) => r.join('\t')).join('\n');
   }
-  const widths = fitWidths(head, cells, style.width);
-  if (style.width !== undefined && !readable(head, cells, widths, style.width)) return stacked(head, cells, style.width);
+  // Each column's own width, measured once: fitted to the terminal, then checked for readability.
+  const natural = head.map((h, i) => Math.max(length(h), ...cells.map((row) => length(row[i] ?? ''))));
+  const widths = fitWidths(natural, style.width);
+  if (style.width !== undefined && !readable(natural, widths, style.width)) return stacked(head, cells, style.width);
   const cut = (text: string, i: number) => cell(text, widths[i] ?? CELL_MAX);
   const table = new (cliTable())({
     head: head.map(cut),
@@ -62,11 +64,13 @@ const READABLE = 12;
 
 const length = (s: string) => Array.from(s).length;
 
+/** The columns a boxed table of `columns` columns spends on borders and padding. */
+const frame = (columns: number) => 3 * columns + 1;
+
 /** Whether the fitted table fits `width` and keeps each column either whole or READABLE wide. */
-function readable(head: string[], cells: string[][], widths: number[], width: number): boolean {
-  const total = widths.reduce((a, b) => a + b, 0) + 3 * head.length + 1;
-  if (total > width) return false;
-  return widths.every((w, i) => w >= Math.min(READABLE, Math.max(length(head[i] ?? ''), ...cells.map((row) => length(row[i] ?? '')))));
+function readable(natural: number[], widths: number[], width: number): boolean {
+  if (widths.reduce((a, b) => a + b, 0) + frame(widths.length) > width) return false;
+  return widths.every((w, i) => w >= Math.min(READABLE, natural[i] as number));
 }
 
 /**
@@ -87,11 +91,11 @@ function stacked(head: string[], cells: string[][], width: number): string {
     .join('\n\n');
 }
 
-/** Column widths that fit `width` (borders and padding included), narrowing the widest first. */
-function fitWidths(head: string[], cells: string[][], width: number | undefined): number[] {
-  const widths = head.map((h, i) => Math.max(length(h), ...cells.map((row) => length(row[i] ?? ''))));
+/** Column widths (from each column's own) that fit `width` (borders and padding included), narrowing the widest first. */
+function fitWidths(natural: number[], width: number | undefined): number[] {
+  const widths = [...natural];
   if (!width) return widths;
-  const budget = width - (3 * head.length + 1);
+  const budget = width - frame(widths.length);
   let total = widths.reduce((a, b) => a + b, 0);
   while (total > budget) {
     let widest = 0;
