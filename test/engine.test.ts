@@ -34,7 +34,7 @@ function staysOnLiftoff(tuned: boolean): boolean {
 }
 
 // Node 24's V8 freezes its flags once running: setFlagsFromString no longer changes them, and
-// tuneEngine does nothing there (README, Performance).
+// tuneEngine does nothing there (docs/performance.md, "Whole processes").
 const frozenFlags = Number(process.versions.node.split('.')[0]) >= 24;
 
 describe('the engine settings', () => {

@@ -2,7 +2,7 @@
  * One HTTP exchange, read whole, through undici's low-level `dispatch` (issue 15): the answer's
  * chunks are collected as they arrive and handed on as one Buffer. undici's `request` would wrap each answer in
  * a Readable stream, an AsyncResource and an AbortSignal listener, which cost a third of the
- * client's CPU on a 200-page pull (paired, process.cpuUsage; see the README's Performance).
+ * client's CPU on a 200-page pull (paired, process.cpuUsage; see docs/performance.md).
  *
  * The body is capped: a declared Content-Length over the cap is refused at the headers, and the
  * bytes kept never exceed it. A gzip body is inflated when it ends, with the cap on the inflated
