@@ -18,6 +18,7 @@ import { exitCodeForPass } from '../src/errors.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { Checkpoints } from '../src/store/checkpoints.js';
 import { openDatabase } from '../src/store/db.js';
+import { RunLock } from '../src/store/lock.js';
 import { NdjsonStateError } from '../src/store/ndjson-file.js';
 import { NdjsonSink } from '../src/store/sinks/ndjson.js';
 import { runPass } from '../src/sync/pass.js';
@@ -229,5 +230,140 @@ describe('an NDJSON file is cut back only to what this database committed (issue
     const out2 = join(dir, 'out2');
     expect((await cli(['pull', '--format', 'ndjson', '--out', out2, '--db', db2], { env: env(s) })).code).toBe(0);
     expect(lines(join(out2, 'campaigns.ndjson')).length).toBe(6);
+  });
+});
+
+describe('one process at a time in an NDJSON folder, whatever database it writes from', () => {
+  const env = (s: RunningSimulator) => ({
+    CAMPAIGN_SYNC_BASE_URL: s.url,
+    CAMPAIGN_SYNC_API_KEY: s.apiKey,
+    CAMPAIGN_SYNC_RATE_LIMIT: '100000/1m',
+  });
+  const allParse = (path: string) => lines(path).every((l) => typeof JSON.parse(l) === 'object');
+
+  it('a pull into a folder another campaign-sync is writing is refused (exit 75) and writes nothing', async () => {
+    const s = await sim({ campaigns: 2, records: 40 });
+    const dir = tempDir();
+    const out = join(dir, 'out');
+    mkdirSync(out);
+    // What another database's pull holds while it runs.
+    const held = RunLock.acquireFolder(out);
+    try {
+      const run = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'b.db')], { env: env(s) });
+      expect(run.code, run.stderr).toBe(75);
+      expect(run.stderr).toContain(`another campaign-sync is writing NDJSON into ${out} (pid ${process.pid} on `);
+      expect(run.stderr.trim().split('\n')).toHaveLength(1);
+      expect(existsSync(join(out, 'session_results.ndjson'))).toBe(false);
+    } finally {
+      held.release();
+    }
+    // Released (as when its holder exits, kill -9 included): the same pull runs.
+    const after = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'b.db')], { env: env(s) });
+    expect(after.code, after.stderr).toBe(0);
+    expect(lines(join(out, 'session_results.ndjson'))).toHaveLength(40);
+    expect(statSync(join(out, '.campaign-sync.lock')).mode & 0o777).toBe(0o600);
+  });
+
+  it('the folder is locked by its real path: a link to it is the same folder', async () => {
+    const dir = tempDir();
+    const out = join(dir, 'out');
+    mkdirSync(out);
+    symlinkSync(out, join(dir, 'link'));
+    const held = RunLock.acquireFolder(out);
+    try {
+      expect(() => RunLock.acquireFolder(join(dir, 'link'))).toThrow(/another campaign-sync is writing NDJSON into/);
+    } finally {
+      held.release();
+    }
+  });
+
+  it('two databases pulling into one empty folder at once: one writes, the other is refused, every line whole', async () => {
+    const s = await sim({ campaigns: 4, records: 2000, seed: 11 });
+    const [one, two] = s.data.campaigns.filter((c) => c.type === 'SESSION_COMPLETION');
+    for (let round = 0; round < 2; round++) {
+      const dir = tempDir();
+      const out = join(dir, 'out');
+      mkdirSync(out);
+      const pull = (db: string, campaign: string) =>
+        cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, db), '--campaign', campaign, '--quiet'], { env: env(s) });
+      const [a, b] = await Promise.all([pull('a.db', String(one?.id)), pull('b.db', String(two?.id))]);
+      const codes = [a.code, b.code].sort();
+      // Refused by the lock while the other runs (75), or, when the other had already finished, by
+      // the ownership rule (2); never both written.
+      expect(codes[0], `${a.stderr}${b.stderr}`).toBe(0);
+      expect([2, 75]).toContain(codes[1]);
+      expect(allParse(join(out, 'session_results.ndjson'))).toBe(true);
+      expect(lines(join(out, 'session_results.ndjson'))).toHaveLength(2000);
+    }
+  });
+});
+
+describe('an NDJSON file changed or gone outside campaign-sync', () => {
+  const env = (s: RunningSimulator) => ({
+    CAMPAIGN_SYNC_BASE_URL: s.url,
+    CAMPAIGN_SYNC_API_KEY: s.apiKey,
+    CAMPAIGN_SYNC_RATE_LIMIT: '100000/1m',
+  });
+
+  it('rewritten to more bytes (pretty-printed): refused (exit 2), not cut in the middle of a record', async () => {
+    const s = await sim({ campaigns: 2, records: 30 });
+    const dir = tempDir();
+    const out = join(dir, 'out');
+    const db = join(dir, 'state.db');
+    expect((await cli(['pull', '--format', 'ndjson', '--out', out, '--db', db], { env: env(s) })).code).toBe(0);
+    const file = join(out, 'session_results.ndjson');
+    const pretty = lines(file)
+      .map((l) => `${JSON.stringify(JSON.parse(l), null, 1)}\n`)
+      .join('');
+    writeFileSync(file, pretty);
+    const run = await cli(['pull', '--db', db], { env: env(s) });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(
+      /session_results\.ndjson: the line that ends at its committed length \(\d+ bytes\) is not the one this database wrote there/,
+    );
+    expect(readFileSync(file, 'utf8')).toBe(pretty);
+  });
+
+  it('its lines replaced by others of the same length: refused, the file as it was', async () => {
+    const s = await sim({ campaigns: 2, records: 30 });
+    const dir = tempDir();
+    const out = join(dir, 'out');
+    const db = join(dir, 'state.db');
+    expect((await cli(['pull', '--format', 'ndjson', '--out', out, '--db', db], { env: env(s) })).code).toBe(0);
+    const file = join(out, 'role_results.ndjson');
+    // The last record edited in place (a score changed, same length), then a line of a partial write.
+    const text = readFileSync(file, 'utf8');
+    const last = text.slice(text.lastIndexOf('\n', text.length - 2) + 1);
+    const edited = last.replace(/"id":"(.)/, (_m, c: string) => `"id":"${c === 'a' ? 'b' : 'a'}`);
+    expect(edited).not.toBe(last);
+    writeFileSync(file, `${text.slice(0, text.length - last.length)}${edited}{"id":"tail`);
+    const before = readFileSync(file, 'utf8');
+    const run = await cli(['pull', '--db', db], { env: env(s) });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('role_results.ndjson: the line that ends at its committed length');
+    expect(readFileSync(file, 'utf8')).toBe(before);
+  });
+
+  it('a folder deleted between runs: exit 2 and nothing recreated; after `reset --all` the next pull writes it anew', async () => {
+    const s = await sim({ campaigns: 2, records: 25 });
+    const dir = tempDir();
+    const out = join(dir, 'out');
+    const db = join(dir, 'state.db');
+    expect((await cli(['pull', '--format', 'ndjson', '--out', out, '--db', db], { env: env(s) })).code).toBe(0);
+    rmSync(out, { recursive: true });
+    const run = await cli(['pull', '--db', db], { env: env(s) });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/\.ndjson: \d+ bytes were committed to it but it is gone; nothing was written/);
+    expect(run.stderr).toContain('reset --all');
+    expect(existsSync(out)).toBe(false);
+    expect((await cli(['reset', '--all', '--db', db])).code).toBe(0);
+    const again = await cli(['pull', '--db', db, '--json'], { env: env(s) });
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).records).toBe(50);
+    expect(lines(join(out, 'session_results.ndjson'))).toHaveLength(25);
+    expect(lines(join(out, 'role_results.ndjson'))).toHaveLength(25);
+    expect(lines(join(out, 'campaigns.ndjson'))).toHaveLength(2);
+    const status = await cli(['status', '--db', db, '--json']);
+    expect(JSON.parse(status.stdout).streams.map((r: { records: number }) => r.records)).toEqual([25, 25]);
   });
 });

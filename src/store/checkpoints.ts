@@ -106,6 +106,11 @@ export class Checkpoints {
     this.s.setDestination.run(wanted);
   }
 
+  /** How many streams hold a checkpoint (none after a full reset). */
+  checkpointCount(): number {
+    return this.s.cursors.get() as number;
+  }
+
   /** The destination this database's checkpoints were last claimed for, if any. */
   destination(): Destination | undefined {
     const stored = this.s.destination.get() as string | undefined;

@@ -1,8 +1,9 @@
 /**
- * One process per database. The lock is a RESERVED lock on a small SQLite file beside the database
- * (`<db>.lock`), taken with BEGIN IMMEDIATE and held until the process ends. It is a POSIX advisory
- * lock, so the operating system releases it when its holder dies, kill -9 included: nothing stale
- * to clean up. Who holds it (pid, host, since) is written to `<db>.lock.info` for the error message.
+ * One process per database, and one per NDJSON folder. The lock is a RESERVED lock on a small SQLite
+ * file (`<db>.lock` beside the database; `.campaign-sync.lock` inside an `--out` folder), taken with
+ * BEGIN IMMEDIATE and held until the process ends. It is a POSIX advisory lock, so the operating
+ * system releases it when its holder dies, kill -9 included: nothing stale to clean up. Who holds it
+ * (pid, host, since) is written to `<lock>.info` for the error message.
  */
 import { readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -11,6 +12,9 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { errorCode, LockedError, StorageError, storageError } from '../errors.js';
 import { checkDbPath, createPrivateFile } from './db.js';
 import { Database } from './sqlite.js';
+
+/** The lock file of an NDJSON folder, inside it (a dot file: `*.ndjson` globs pass it by). */
+export const FOLDER_LOCK = '.campaign-sync.lock';
 
 export interface Holder {
   pid: number;
@@ -57,6 +61,29 @@ export class RunLock {
     checkDbPath(dbPath);
     // Beside the file SQLite opens, not beside a link to it: every name of a database locks it.
     const lockPath = `${canonicalPath(dbPath)}.lock`;
+    return RunLock.take(
+      lockPath,
+      (holder) => `another campaign-sync is syncing ${dbPath} (${holder}); nothing was done`,
+      `cannot lock ${dbPath}`,
+    );
+  }
+
+  /**
+   * Takes the lock of an NDJSON `--out` folder (it must exist), so that two databases never append
+   * to, claim or cut the same files at once: the ownership checks of ../ndjson-file.ts hold only
+   * while one process at a time reads and writes the folder. LockedError (exit 75) when another
+   * campaign-sync holds it, whichever database that one writes from.
+   */
+  static acquireFolder(folder: string): RunLock {
+    const lockPath = join(canonicalPath(folder), FOLDER_LOCK);
+    return RunLock.take(
+      lockPath,
+      (holder) => `another campaign-sync is writing NDJSON into ${folder} (${holder}); nothing was done`,
+      `cannot lock the NDJSON folder ${folder}`,
+    );
+  }
+
+  private static take(lockPath: string, busy: (holder: string) => string, what: string): RunLock {
     const infoPath = `${lockPath}.info`;
     createPrivateFile(lockPath, `the lock file ${lockPath}`);
     let db: BetterSqlite3.Database | undefined;
@@ -66,7 +93,7 @@ export class RunLock {
       db.exec('BEGIN IMMEDIATE');
     } catch (err) {
       db?.close();
-      throw lockFailure(err, dbPath, lockPath, infoPath);
+      throw lockFailure(err, lockPath, busy(describeHolder(infoPath)), what);
     }
     const holder: Holder = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
     try {
@@ -110,11 +137,9 @@ export function lockHolder(dbPath: string): Holder | undefined {
   }
 }
 
-function lockFailure(err: unknown, dbPath: string, lockPath: string, infoPath: string): unknown {
+function lockFailure(err: unknown, lockPath: string, busy: string, what: string): unknown {
   const code = errorCode(err) ?? '';
-  if (code === 'SQLITE_BUSY') {
-    return new LockedError(`another campaign-sync is syncing ${dbPath} (${describeHolder(infoPath)}); nothing was done`);
-  }
+  if (code === 'SQLITE_BUSY') return new LockedError(busy);
   // Something else wrote there: it is never our data, and no lock is held on it while it is garbage.
   if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
     const words = `${lockPath} is not a campaign-sync lock file (${(err as Error).message})`;
@@ -123,11 +148,11 @@ function lockFailure(err: unknown, dbPath: string, lockPath: string, infoPath: s
   // SQLite needs to create a journal beside the lock file to take the lock.
   if (code === 'SQLITE_READONLY_DIRECTORY') {
     return new StorageError(
-      `cannot lock ${dbPath}: the folder ${dirname(lockPath)} is not writable (${code}); nothing committed was lost: fix the storage and run again`,
+      `${what}: the folder ${dirname(lockPath)} is not writable (${code}); nothing committed was lost: fix the storage and run again`,
       { code, cause: err },
     );
   }
-  return storageError(err, `cannot lock ${dbPath} with ${lockPath}`);
+  return storageError(err, `${what} with ${lockPath}`);
 }
 
 function describeHolder(infoPath: string): string {

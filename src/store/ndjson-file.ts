@@ -5,7 +5,19 @@
  * else's data (another database's output, a user's file): refused, never truncated. Files are opened
  * without following symbolic links, so nothing outside `--out` is ever written or chmod'ed.
  */
-import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, ftruncateSync, lstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  writeSync,
+} from 'node:fs';
 import { resolve } from 'node:path';
 import { CampaignSyncError, ExitCode, errorCode, storageError } from '../errors.js';
 
@@ -38,6 +50,15 @@ export function openOutputFolder(dir: string): string {
 
 type WriteFn = (fd: number, buffer: Buffer, offset: number, length: number, position: number) => number;
 
+/**
+ * Whether the last committed line (without its newline) is one this database wrote: the sink checks
+ * it against what it recorded of that line (its digest, or the campaign's line).
+ */
+export type LineCheck = (line: string) => boolean;
+
+/** The longest last line read back to check it; a longer one is taken on its newline alone. */
+const LAST_LINE_MAX = 64 * 1024 * 1024;
+
 /** One append-only NDJSON file whose committed length lives in `ndjson_files`. */
 export class NdjsonFile {
   private fd: number | undefined;
@@ -48,6 +69,7 @@ export class NdjsonFile {
     readonly path: string,
     committed: number | undefined,
     private readonly write: WriteFn = writeSync,
+    check?: LineCheck,
   ) {
     let isLink = false;
     try {
@@ -82,6 +104,14 @@ export class NdjsonFile {
       if (size < mine) {
         throw new NdjsonStateError(
           `${path} holds ${size} bytes but ${mine} were committed: it was changed outside campaign-sync; nothing was written (restore it, or start over with a new --out and --db)`,
+        );
+      }
+      // Rewritten by someone else to a length past ours (pretty-printed, re-sorted, edited): cutting it
+      // at our length would leave half a record and append after it. Our length must end a line that
+      // we wrote.
+      if (mine > 0 && !endsWithOurLine(fd, mine, check)) {
+        throw new NdjsonStateError(
+          `${path}: the line that ends at its committed length (${mine} bytes) is not the one this database wrote there: the file was changed outside campaign-sync; nothing was written (restore it, or start over with a new --out and --db)`,
         );
       }
       // Ours: owner-only (it holds candidates' e-mails), and a tail past the committed length is a
@@ -125,4 +155,33 @@ export class NdjsonFile {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
   }
+}
+
+/**
+ * Whether the first `end` bytes of the file end with a newline, and the line before it passes `check`
+ * (read back at most LAST_LINE_MAX bytes; a longer line is taken on its newline alone).
+ */
+function endsWithOurLine(fd: number, end: number, check: LineCheck | undefined): boolean {
+  const last = Buffer.alloc(1);
+  if (readSync(fd, last, 0, 1, end - 1) !== 1 || last[0] !== 10) return false;
+  if (!check) return true;
+  // Back from the newline to the one before it (or the start of the file), in growing chunks.
+  const parts: Buffer[] = [];
+  let at = end - 1;
+  let size = 64 * 1024;
+  while (at > 0) {
+    if (end - 1 - at > LAST_LINE_MAX) return true;
+    const n = Math.min(size, at);
+    const chunk = Buffer.alloc(n);
+    if (readSync(fd, chunk, 0, n, at - n) !== n) return false;
+    const nl = chunk.lastIndexOf(10);
+    if (nl !== -1) {
+      parts.unshift(chunk.subarray(nl + 1));
+      break;
+    }
+    parts.unshift(chunk);
+    at -= n;
+    size *= 2;
+  }
+  return check(Buffer.concat(parts).toString('utf8'));
 }

@@ -48,6 +48,11 @@ export class NdjsonIndex {
     return this.s.get.get(path, reportType, id) as string | undefined;
   }
 
+  /** Whether the file's records are in the index (a file written before it existed is not, until ensureIndexed). */
+  isIndexed(path: string): boolean {
+    return this.s.indexed.get(path) === 1;
+  }
+
   /** Records the line just written for a record. Call inside the write's transaction. */
   set(path: string, reportType: string, id: string, campaignId: string, digest: string): void {
     this.s.set.run(path, reportType, id, campaignId, digest);

@@ -2,6 +2,8 @@
  * Records as NDJSON lines, exactly once: each page is appended and fsynced, then its file's new
  * length commits with the checkpoint in the group (sinks/sink.ts). Who may touch which file: ../ndjson-file.ts.
  */
+import { lstatSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { toJson } from '../../core/json.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { storageError } from '../../errors.js';
@@ -9,9 +11,10 @@ import type { Checkpoints } from '../checkpoints.js';
 import type { Db } from '../db.js';
 import { finishRewrites } from '../erase.js';
 import type { GroupLimits } from '../group.js';
+import { RunLock } from '../lock.js';
 import type { UpsertCounts } from '../mirror.js';
-import { NDJSON_FILES, NdjsonFile, openOutputFolder } from '../ndjson-file.js';
-import { lineDigest, NdjsonIndex } from '../ndjson-index.js';
+import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from '../ndjson-file.js';
+import { isTombstone, lineDigest, NdjsonIndex } from '../ndjson-index.js';
 import { NdjsonOffsets } from '../offsets.js';
 import { GroupedSink } from './sink.js';
 
@@ -26,26 +29,35 @@ export class NdjsonSink extends GroupedSink {
   private readonly files = new Map<keyof typeof NDJSON_FILES, NdjsonFile>();
   private readonly offsets: NdjsonOffsets;
   private readonly index: NdjsonIndex;
+  private readonly folderLock: RunLock | undefined;
 
   constructor(db: Db, state: Checkpoints, dir: string, options: NdjsonSinkOptions = {}) {
     super(db, state, options.limits);
     this.offsets = new NdjsonOffsets(db);
     this.index = new NdjsonIndex(db);
-    // A rewrite by `forget` that a crash interrupted is finished before any file is opened (and cut).
-    try {
-      finishRewrites(db);
-    } catch (err) {
-      this.release();
-      throw err;
+    const paths = Object.values(NDJSON_FILES).map((name) => join(resolve(dir), name));
+    // A file this database committed to that is gone: said before anything is created, unless a full
+    // reset left no checkpoint, when the next lines re-read everything into a new file.
+    const gone = paths.filter((path) => (this.offsets.committed(path) ?? 0) > 0 && !exists(path));
+    if (gone.length > 0 && state.checkpointCount() > 0) {
+      const path = gone[0] as string;
+      throw new NdjsonStateError(
+        `${path}: ${this.offsets.committed(path)} bytes were committed to it but it is gone; nothing was written (restore it, or run \`campaign-sync reset --all\` with this --db and pull again to write it anew from the start)`,
+      );
     }
     const folder = openOutputFolder(dir);
+    // One process at a time in a folder, whatever database it writes from (../lock.ts).
+    this.folderLock = RunLock.acquireFolder(folder);
     try {
+      for (const path of gone) if (!exists(path)) dropFile(db, path);
+      // A rewrite by `forget` that a crash interrupted is finished before any file is opened (and cut).
+      finishRewrites(db);
       const unclaimed: string[] = [];
       for (const [kind, name] of Object.entries(NDJSON_FILES)) {
         const path = `${folder}/${name}`;
         const committed = this.offsets.committed(path);
         if (committed === undefined) unclaimed.push(path);
-        this.files.set(kind as keyof typeof NDJSON_FILES, new NdjsonFile(path, committed, options.write));
+        this.files.set(kind as keyof typeof NDJSON_FILES, new NdjsonFile(path, committed, options.write, this.lineCheck(kind, path)));
         if (committed !== undefined && kind !== 'campaigns') this.index.ensureIndexed(path, committed, indexKeyOfLine(kind));
       }
       // A file this database is about to write is claimed (committed length 0) before its first
@@ -63,6 +75,35 @@ export class NdjsonSink extends GroupedSink {
       this.release();
       throw err;
     }
+  }
+
+  /**
+   * How a file's last committed line is recognised as this database's: a record's line by the digest
+   * the index holds for that record's last line, a campaign's by the line recorded for it; a
+   * tombstone, or a line of a file not indexed yet, by being one JSON object.
+   */
+  private lineCheck(kind: string, path: string): (line: string) => boolean {
+    return (line) => {
+      let value: unknown;
+      try {
+        value = JSON.parse(line);
+      } catch {
+        return false;
+      }
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+      const r = value as Record<string, unknown>;
+      if (typeof r.id !== 'string' && typeof r.id !== 'number') return false;
+      const id = String(r.id);
+      if (kind === 'campaigns') {
+        const recorded = this.offsets.campaignLine(path, id);
+        return recorded === undefined || recorded === line;
+      }
+      // A file written before the index existed is indexed after this check, from these lines.
+      if (isTombstone(r) || !this.index.isIndexed(path)) return true;
+      // The record's last line in this file, under either report (a role file may hold both).
+      const digest = lineDigest(line);
+      return (kind === 'session' ? ['session'] : ['DETAILED', 'OVERALL']).some((key) => this.index.digest(path, key, id) === digest);
+    };
   }
 
   /**
@@ -177,6 +218,7 @@ export class NdjsonSink extends GroupedSink {
   private release(): void {
     for (const f of this.files.values()) f.close();
     this.files.clear();
+    this.folderLock?.release();
   }
 }
 
@@ -189,4 +231,33 @@ function indexKey(id: StreamId): string {
 function indexKeyOfLine(kind: string): (record: Record<string, unknown>) => string {
   if (kind === 'session') return () => 'session';
   return (record) => (Array.isArray(record.score_details) ? 'DETAILED' : 'OVERALL');
+}
+
+function exists(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Forgets what this database wrote to a file that is gone, after a full reset: its committed length,
+ * its records' digests and campaign lines, and those records in the streams' counts (the pull that
+ * follows re-reads them into the new file and counts them again).
+ */
+function dropFile(db: Db, path: string): void {
+  try {
+    db.transaction(() => {
+      db.prepare(
+        "UPDATE sync_state SET records = max(0, records - (SELECT count(*) FROM ndjson_records n WHERE n.path = ? AND n.campaign_id || CASE n.report_type WHEN 'session' THEN '/session' ELSE '/role/' || n.report_type END = sync_state.stream))",
+      ).run(path);
+      db.prepare('DELETE FROM ndjson_records WHERE path = ?').run(path);
+      db.prepare('DELETE FROM ndjson_campaigns WHERE path = ?').run(path);
+      db.prepare('DELETE FROM ndjson_files WHERE path = ?').run(path);
+    })();
+  } catch (err) {
+    throw storageError(err, `cannot write to ${db.name}`);
+  }
 }
