@@ -199,10 +199,24 @@ export class StorageError extends CampaignSyncError {
   /** The OS or SQLite code behind it (ENOSPC, EROFS, SQLITE_FULL, …) when there is one. */
   readonly code: string | undefined;
   constructor(message: string, options: { code?: string | undefined; cause?: unknown } = {}) {
-    super(message, ExitCode.storage, { cause: options.cause });
+    // Another program's lock on the database (SQLITE_BUSY once busy_timeout ran out) is not broken
+    // storage: exit 75, like a lock held by another campaign-sync, and `watch` tries again.
+    super(message, isBusyCode(options.code) ? ExitCode.locked : ExitCode.storage, { cause: options.cause });
     this.code = options.code;
   }
+
+  /** A lock held by another connection outlasted busy_timeout: waiting, not fixing, is the cure. */
+  get busy(): boolean {
+    return isBusyCode(this.code);
+  }
 }
+
+function isBusyCode(code: string | undefined): boolean {
+  return code === 'SQLITE_BUSY' || code?.startsWith('SQLITE_BUSY_') === true;
+}
+
+/** How long a statement waits for another connection's lock before SQLITE_BUSY (store/db.ts's busy_timeout). */
+export const BUSY_WAIT_S = 10;
 
 /** Plain words for the storage error codes people meet, so the one-line message says what to fix. */
 const STORAGE_CODES: Record<string, string> = {
@@ -248,6 +262,12 @@ export function storageError(err: unknown, what: string): unknown {
   if (err instanceof StorageError || !isStorageFailure(err)) return err;
   const code = errorCode(err) as string;
   const base = code.startsWith('SQLITE_') ? code.replace(/^(SQLITE_[A-Z]+)_.*$/, '$1') : code;
+  if (isBusyCode(code)) {
+    return new StorageError(
+      `${what}: another program kept the database locked for more than ${BUSY_WAIT_S} s (${code}: a sqlite3 shell or a tool with an open write transaction?); nothing committed was lost: run again once it is released`,
+      { code, cause: err },
+    );
+  }
   const words = STORAGE_CODES[base] ?? (err as Error).message ?? 'failed';
   return new StorageError(`${what}: ${words} (${code}); nothing committed was lost: fix the storage and run again`, { code, cause: err });
 }

@@ -58,7 +58,10 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
     throw new UsageError(
       'watch --since/--until would re-read the same window on every pass; run `campaign-sync pull --since …` once instead',
     );
-  const session = await SyncJob.open(flags, signal, { events: mergeEvents(commandEvents(out), metrics?.events()) });
+  const openSession = () => SyncJob.open(flags, signal, { events: mergeEvents(commandEvents(out), metrics?.events()) });
+  let session = await openSession();
+  // Closed after another program's lock failed a pass (below); opened again by the next pass.
+  let closed = false;
   for (const w of session.warnings) out.warn(w);
   let server: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   // Per-stream times for the scheduler, in memory; a restart starts from each stream's last success.
@@ -94,6 +97,10 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
       const startedAt = Date.now();
       let result: PassResult | undefined;
       try {
+        if (closed) {
+          session = await openSession();
+          closed = false;
+        }
         const lookback = session.lookbackMs !== undefined && startedAt - lastLookback >= lookbackEvery;
         // More streams than the interval's budget: check the due, then the active, then the oldest.
         const select = (planned: PlannedStream[]) => {
@@ -123,15 +130,25 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
         // An error, not a warning: --quiet must still report it (the pass line above is silent then).
         for (const line of failureLines(result)) out.error(`${stamp()} pass ${cycle}: ${line}`);
       } catch (err) {
-        // A failed local write stops the process (exit 74): retrying at the next interval could lose data.
-        if (err instanceof AuthError || err instanceof UsageError || err instanceof StorageError) throw err;
+        // Another program held the database locked past busy_timeout (a sqlite3 shell, an analyst's
+        // tool): the pass failed and its open group was rolled back. The database is closed and opened
+        // again for the next pass, whose sink starts from the committed checkpoints, as a new process
+        // would. Closing releases the run lock meanwhile: a pull that takes it makes the reopen exit 75.
+        if (err instanceof StorageError && err.busy) {
+          if (!closed) {
+            closed = true;
+            await session.close().catch(() => {});
+          }
+        }
+        // Any other failed local write stops the process (exit 74): retrying could lose data.
+        else if (err instanceof AuthError || err instanceof UsageError || err instanceof StorageError) throw err;
         // Stopped before its first pass had anything to report: said once by main.ts, like pull.
         if (isAbort(err) && signal.aborted) {
           if (cycle === 1) throw err;
           break;
         }
         if (!(err instanceof CampaignSyncError)) throw err;
-        // The service is down or failing: log it and try again at the next interval.
+        // The service is down or failing, or the database was locked: log it and try again at the next interval.
         lastCode = exitCodeFor(err);
         metrics?.failedPass(Date.now() - startedAt, lastCode);
         if (out.json) out.jsonLine({ at: stamp(), pass: cycle, error: err.message, exit_code: exitCodeFor(err) });
@@ -154,7 +171,7 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
     try {
       await server?.close();
     } finally {
-      await session.close();
+      if (!closed) await session.close();
     }
   }
 }

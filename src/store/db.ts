@@ -7,7 +7,7 @@
 import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../errors.js';
+import { BUSY_WAIT_S, CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../errors.js';
 import { migrate, SCHEMA_VERSION } from './schema.js';
 import { Database } from './sqlite.js';
 
@@ -18,7 +18,7 @@ export type Db = BetterSqlite3.Database;
  * `export` read while a pull commits; a group commit (store/group.ts) and a WAL checkpoint take
  * well under a second, so ten seconds only runs out when something is truly stuck.
  */
-export const BUSY_TIMEOUT_MS = 10_000;
+export const BUSY_TIMEOUT_MS = BUSY_WAIT_S * 1000;
 
 /**
  * WAL pages before SQLite copies them back into the database (its default is 1000, ~4 MB). A pull

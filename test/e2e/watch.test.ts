@@ -208,6 +208,38 @@ describe('watch', () => {
     }
   });
 
+  it("another program's write lock on the database fails a pass (75), not the watch: the next pass opens it again and syncs", async () => {
+    const s = await sim({ campaigns: 2, records: 5, growth: { count: 2, windowMs: 1000 } });
+    const db = join(tempDir(), 'm.db');
+    expect((await cli(['pull', '--db', db], { env: envFor(s.url, s.apiKey) })).code).toBe(0);
+    // What a sqlite3 shell with `BEGIN IMMEDIATE;` holds: the write lock, past busy_timeout (10 s).
+    const holder = new Database(db);
+    holder.exec('BEGIN IMMEDIATE');
+    const run = startCli(['watch', '--db', db, '--interval', '1s', '--max-cycles', '3', '--json'], { env: envFor(s.url, s.apiKey) });
+    try {
+      await run.waitFor(/"pass":1,"error"/, 30_000);
+    } finally {
+      holder.exec('ROLLBACK');
+      holder.close();
+    }
+    const { code } = await run.exited;
+    expect(code, run.stderr()).toBe(0);
+    const passes = run
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { pass: number; error?: string; exit_code?: number; records?: number });
+    expect(passes.map((p) => p.pass)).toEqual([1, 2, 3]);
+    // The same one line a pull ends with, and its exit code: 75, not 74 ("fix the storage").
+    expect(passes[0]?.exit_code).toBe(75);
+    expect(passes[0]?.error).toMatch(
+      /^cannot (write to|commit to) .*m\.db: another program kept the database locked for more than 10 s \(SQLITE_BUSY[A-Z_]*: a sqlite3 shell or a tool with an open write transaction\?\); nothing committed was lost: run again once it is released$/,
+    );
+    expect(passes[1]?.error).toBeUndefined();
+    expect(passes[2]?.error).toBeUndefined();
+    expect(assertConsistent(db)).toBeGreaterThan(10n);
+  });
+
   it('401 stops watch with exit 3', async () => {
     const s = await sim({ campaigns: 1, records: 5 });
     const run = await cli(['watch', '--db', join(tempDir(), 'm.db'), '--interval', '1s'], { env: envFor(s.url, 'wrong') });
