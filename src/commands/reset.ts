@@ -20,7 +20,17 @@ async function resolveCampaigns(admin: CheckpointAdmin, selectors: string[]): Pr
 async function resolveCampaign(admin: CheckpointAdmin, sel: string): Promise<string> {
   if (await admin.hasStreams(sel)) return sel;
   const ids = await admin.idsNamed(sel);
-  if (ids.length === 1) return ids[0] as string;
+  if (ids.length === 1) {
+    const id = ids[0] as string;
+    // A campaign the database knows but never synced (a type campaign-sync does not read, or one no
+    // pull has reached yet): "Forgot 0 checkpoints" would read as done.
+    if (!(await admin.hasStreams(id))) {
+      throw new UsageError(
+        `--campaign: "${sel}" has no stream in this database (a type campaign-sync does not read, or no pull has reached it yet): nothing to reset (see \`campaign-sync status\`)`,
+      );
+    }
+    return id;
+  }
   if (ids.length > 1) throw new UsageError(`--campaign: "${sel}" names ${ids.length} campaigns; use the id`);
   throw new UsageError(`--campaign: no stream of a campaign with the id or name "${sel}" in this database (see \`campaign-sync status\`)`);
 }

@@ -34,8 +34,14 @@ export function selectCampaigns(all: Campaign[], selectors: string[]): Campaign[
   return [...chosen.values()];
 }
 
-/** Routes campaigns to streams; campaigns of another type are returned as skipped. */
-export function planStreams(campaigns: Campaign[], opts: { type?: Endpoint | undefined; reportType: ReportType }) {
+/**
+ * Routes campaigns to streams; campaigns of another type are returned as skipped. A campaign named
+ * with --campaign that --type leaves out is a usage error: the two flags ask for nothing together.
+ */
+export function planStreams(
+  campaigns: Campaign[],
+  opts: { type?: Endpoint | undefined; reportType: ReportType; campaigns?: readonly string[] | undefined },
+) {
   const streams: PlannedStream[] = [];
   const skipped: SkippedCampaign[] = [];
   const seen = new Set<string>();
@@ -49,7 +55,14 @@ export function planStreams(campaigns: Campaign[], opts: { type?: Endpoint | und
       skipped.push({ id: c.id, name, type: String(c.type ?? 'none') });
       continue;
     }
-    if (opts.type && opts.type !== endpoint) continue;
+    if (opts.type && opts.type !== endpoint) {
+      if (opts.campaigns?.length) {
+        throw new UsageError(
+          `--campaign "${name}" is a ${endpoint} campaign and --type ${opts.type} leaves it out: nothing to sync (drop --type, or name a ${opts.type} campaign)`,
+        );
+      }
+      continue;
+    }
     streams.push({ id: streamId(c.id, endpoint, endpoint === 'role' ? opts.reportType : null), campaignName: name });
   }
   return { streams, skipped };

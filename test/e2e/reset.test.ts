@@ -74,3 +74,35 @@ describe('reset of every stream', () => {
     expect(none.screen()).not.toMatch(/Forget the checkpoints|\(y\/N\)/);
   });
 });
+
+describe('selectors that match a campaign but select nothing', () => {
+  it('reset --campaign of a campaign with no stream (a type not read) is exit 2, not "Forgot 0 checkpoints"', async () => {
+    const s = await sim({ campaigns: 2, records: 5, unknownTypeCampaigns: 1 });
+    const db = join(tempDir(), 'm.db');
+    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+    expect((await cli(['pull', '--db', db], { env })).code).toBe(0);
+    const skipped = s.data.campaigns.find((c) => c.type !== 'SESSION_COMPLETION' && c.type !== 'ROLE_SUBMISSION');
+    expect(skipped).toBeDefined();
+    const before = cursors(db);
+    const run = await cli(['reset', '--campaign', String(skipped?.name), '--db', db]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`--campaign: "${skipped?.name}" has no stream in this database`);
+    expect(cursors(db)).toEqual(before);
+  });
+
+  it('pull and reconcile: a --campaign that --type leaves out is exit 2 naming both, not "No streams to sync"', async () => {
+    const s = await sim({ campaigns: 2, records: 5 });
+    const db = join(tempDir(), 'm.db');
+    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+    const session = s.data.campaigns.find((c) => c.type === 'SESSION_COMPLETION');
+    for (const command of ['pull', 'reconcile']) {
+      const run = await cli([command, '--db', db, '--campaign', String(session?.name), '--type', 'role'], { env });
+      expect(run.code, `${command}: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toContain(`--campaign "${session?.name}" is a session campaign and --type role leaves it out: nothing to sync`);
+    }
+    // Without --campaign, --type alone still just filters.
+    const all = await cli(['pull', '--db', db, '--type', 'role', '--json'], { env });
+    expect(all.code).toBe(0);
+    expect(JSON.parse(all.stdout).records).toBe(5);
+  });
+});
