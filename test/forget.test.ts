@@ -2,8 +2,10 @@
  * `forget --user` (issue 12): an erasure request leaves no trace of the candidate in the database
  * files (WAL included) or the NDJSON files, changes nothing else, and survives a crash mid-rewrite.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { openDatabase } from '../src/store/db.js';
@@ -50,6 +52,28 @@ const count = (db: string, sql: string, ...args: unknown[]) => {
     m.close();
   }
 };
+
+/**
+ * The state of a forget killed (kill -9) between its DELETE's commit and the end of its VACUUM: a
+ * process that erases the user's rows as forget does (the built store), then kills itself.
+ */
+function killedAfterDelete(db: string, user: string): void {
+  // A copy of the e-mail in a page's free space, as earlier writes leave them (page splits and
+  // updates while pulling, with secure_delete off): the DELETE does not reach it, only a VACUUM does.
+  const m = openDatabase(db);
+  m.pragma('secure_delete = OFF');
+  m.prepare("INSERT INTO campaigns (id, raw) VALUES ('test-stale-copy', ?)").run(user);
+  m.prepare("DELETE FROM campaigns WHERE id = 'test-stale-copy'").run();
+  m.close();
+  const dist = (path: string) => JSON.stringify(fileURLToPath(new URL(`../dist/store/${path}`, import.meta.url)));
+  const script = `
+    const { openDatabase } = await import(${dist('db.js')});
+    const { eraseFromMirror } = await import(${dist('erase.js')});
+    eraseFromMirror(openDatabase(process.argv[1]), process.argv[2]);
+    process.kill(process.pid, 'SIGKILL');`;
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, db, user], { encoding: 'utf8' });
+  expect(child.signal, child.stderr).toBe('SIGKILL');
+}
 
 describe('forget --user', () => {
   it('erases a candidate from every table and from the bytes of the database files; others stay', async () => {
@@ -139,5 +163,47 @@ describe('forget --user', () => {
     expect(next.code, next.stderr).toBe(0);
     expect(readFileSync(file, 'utf8')).toBe(kept);
     expect(() => statSync(temp)).toThrow();
+  });
+  it('a forget killed after its delete committed is finished by the next forget, even of the same user', async () => {
+    const s = await sim({ campaigns: 2, records: 50 });
+    const db = join(tempDir(), 'm.db');
+    expect((await run(s, ['pull', '--db', db])).code).toBe(0);
+    const a = s.data.sessionResult(s.data.campaigns[0]!, 7) as { id: string; user: { id: string; email: string } };
+    const b = s.data.roleResult(s.data.campaigns[1]!, 3, 'DETAILED') as { id: string; user: { id: string; email: string } };
+    killedAfterDelete(db, a.user.email);
+    expect(count(db, 'SELECT count(*) FROM session_results WHERE user_id = ?', a.user.id)).toBe(0);
+    expect(dbBytes(db).includes(a.user.email)).toBe(true);
+
+    // The same user again: no record left, but the earlier erasure is finished, not "no record".
+    const same = await run(s, ['forget', '--db', db, '--user', a.user.email, '--json']);
+    expect(same.code, same.stderr).toBe(0);
+    expect(JSON.parse(same.stdout)).toMatchObject({ removed: { session_results: 0, role_results: 0 }, finished_earlier: true });
+    expect(dbBytes(db)).not.toContain(a.user.email);
+    expect(count(db, 'PRAGMA integrity_check')).toBe('ok' as unknown as number);
+    // Nothing is pending any more: a third run is the usual "no record".
+    const third = await run(s, ['forget', '--db', db, '--user', a.user.email]);
+    expect(third.code).toBe(2);
+    expect(third.stderr).toMatch(/no record of the candidate/);
+
+    // Another user finishes it too, and is erased as usual.
+    killedAfterDelete(db, b.user.id);
+    const c = String(count(db, 'SELECT user_id FROM session_results WHERE user_id NOT IN (?, ?) LIMIT 1', a.user.id, b.user.id));
+    const other = await run(s, ['forget', '--db', db, '--user', c]);
+    expect(other.code, other.stderr).toBe(0);
+    expect(other.stdout).toMatch(/^Erased .* Also finished the erasure an earlier forget left unfinished there\.$/m);
+    for (const text of [b.id, b.user.id, c]) expect(dbBytes(db).includes(text)).toBe(false);
+  });
+
+  it('a pull finishes an erasure a killed forget left unfinished before it syncs', async () => {
+    const s = await sim({ campaigns: 2, records: 50 });
+    const db = join(tempDir(), 'm.db');
+    expect((await run(s, ['pull', '--db', db])).code).toBe(0);
+    const a = s.data.sessionResult(s.data.campaigns[0]!, 7) as { id: string; user: { id: string; email: string } };
+    killedAfterDelete(db, a.user.email);
+    expect(dbBytes(db).includes(a.user.email)).toBe(true);
+    const next = await run(s, ['pull', '--db', db]);
+    expect(next.code, next.stderr).toBe(0);
+    expect(dbBytes(db).includes(a.user.email)).toBe(false);
+    expect(count(db, "SELECT count(*) FROM meta WHERE key = 'erase_pending'")).toBe(0);
   });
 });

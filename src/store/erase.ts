@@ -30,6 +30,25 @@ export interface Erased {
 }
 
 const REWRITE_KEY = 'ndjson_rewrite:';
+/**
+ * A `meta` row set in the transaction that deletes a candidate's rows and cleared once the VACUUM and
+ * the WAL's truncation are done: a forget killed in between leaves it, and the next forget or pull
+ * finishes the erasure. Its value is the time of the erasure, never who was erased.
+ */
+const PENDING_KEY = 'erase_pending';
+
+/** Marks an erasure whose bytes are not yet gone from the database's files; call inside the deleting transaction. */
+function markPending(db: Db): void {
+  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
+    PENDING_KEY,
+    new Date().toISOString(),
+  );
+}
+
+/** Whether an earlier erasure deleted its rows but did not finish rebuilding the database (see `scrub`). */
+export function erasurePending(db: Db): boolean {
+  return db.prepare('SELECT 1 FROM meta WHERE key = ?').get(PENDING_KEY) !== undefined;
+}
 
 /** Whether a record (nested or flat shape) is the user's: by id, or by e-mail ignoring case. */
 function isUsers(record: Obj, user: string): boolean {
@@ -80,6 +99,7 @@ export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
       evals += deleteEvals.run('score_detail', d).changes;
       details += deleteDetail.run(d).changes;
     }
+    if (sessions.length + roles.length + details > 0) markPending(db);
     return { session_results: sessions.length, role_results: roles.length, score_details: details, eval_results: evals };
   })();
 }
@@ -88,10 +108,13 @@ export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
  * Leaves no byte of the erased rows in the database's files. `secure_delete` zeroes the deleted cells,
  * but earlier page splits left stale copies of cells in other pages' free space; VACUUM rebuilds every
  * page, and the WAL is then checkpointed and truncated. Costs a rewrite of the database (time and
- * free space about its size): an erasure request is rare and must be complete.
+ * free space about its size): an erasure request is rare and must be complete. Clears the pending
+ * mark once done (the mark's own deletion touches only the `meta` page).
  */
 export function scrub(db: Db): void {
   db.exec('VACUUM');
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.prepare('DELETE FROM meta WHERE key = ?').run(PENDING_KEY);
   db.pragma('wal_checkpoint(TRUNCATE)');
 }
 
@@ -151,6 +174,7 @@ export function eraseFromFile(db: Db, path: string, committed: number, user: str
       uncount.run(path, id);
       forget.run(path, id);
     }
+    markPending(db);
     db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
       REWRITE_KEY + path,
       temp,
