@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
-import { openDatabase } from '../src/store/db.js';
+import { BUSY_TIMEOUT_MS, openDatabase } from '../src/store/db.js';
 import { cli, sim, tempDir } from './helpers/index.js';
 
 async function run(s: RunningSimulator, args: string[]) {
@@ -205,5 +205,34 @@ describe('forget --user', () => {
     expect(next.code, next.stderr).toBe(0);
     expect(dbBytes(db).includes(a.user.email)).toBe(false);
     expect(count(db, "SELECT count(*) FROM meta WHERE key = 'erase_pending'")).toBe(0);
+  });
+  it('another process reading the database: forget waits, then exits 74 saying the erasure is unfinished; the next run finishes it', async () => {
+    const s = await sim({ campaigns: 2, records: 30 });
+    const db = join(tempDir(), 'm.db');
+    expect((await run(s, ['pull', '--db', db])).code).toBe(0);
+    const a = s.data.sessionResult(s.data.campaigns[0]!, 4) as { id: string; user: { id: string; email: string } };
+    // `sqlite3 m.db` with `BEGIN; SELECT count(*) FROM campaigns;`: its snapshot holds the old pages.
+    const reader = openDatabase(db, { readonly: true });
+    reader.exec('BEGIN');
+    reader.prepare('SELECT count(*) FROM campaigns').get();
+    const started = Date.now();
+    const held = await run(s, ['forget', '--db', db, '--user', a.user.email]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(BUSY_TIMEOUT_MS);
+    expect(held.code, held.stderr).toBe(74);
+    expect(held.stdout).toBe('');
+    expect(held.stderr.trim().split('\n')).toHaveLength(1);
+    expect(held.stderr).toContain(db);
+    expect(held.stderr).toMatch(/another process has it open/);
+    expect(held.stderr).toMatch(/rows are deleted but the erasure is not finished/);
+    expect(held.stderr).toMatch(/run `campaign-sync forget` again/);
+    for (const text of [a.user.id, a.id]) expect(held.stderr).not.toContain(text);
+    expect(dbBytes(db).includes(a.user.email)).toBe(true);
+    reader.exec('COMMIT');
+    reader.close();
+
+    const again = await run(s, ['forget', '--db', db, '--user', a.user.email, '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ finished_earlier: true });
+    for (const text of [a.user.email, a.user.id, a.id]) expect(dbBytes(db).includes(text)).toBe(false);
   });
 });

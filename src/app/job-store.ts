@@ -50,7 +50,11 @@ function openSqliteStore(c: StoreChoice): JobStore {
     db = openDatabase(c.db);
     // A forget killed before its VACUUM left the erased rows' bytes in free pages: a pull (cron's
     // command) finishes it rather than wait for someone to run forget again (README "campaign-sync forget").
-    if (erasurePending(db)) scrub(db);
+    if (erasurePending(db) && !scrub(db)) {
+      c.warning?.(
+        `an erasure an earlier forget left unfinished in ${c.db} could not be finished: another process has it open; the next pull or forget finishes it`,
+      );
+    }
     const state = new Checkpoints(db);
     // Without --format and --out, the database keeps feeding the destination it fed last.
     const remembered = c.chosen === undefined ? state.destination() : undefined;

@@ -1,6 +1,6 @@
 import { resolveDbPath } from '../config/config.js';
-import { storageError, UsageError } from '../errors.js';
-import { openDatabase } from '../store/db.js';
+import { StorageError, storageError, UsageError } from '../errors.js';
+import { BUSY_TIMEOUT_MS, openDatabase } from '../store/db.js';
 import { eraseFromFile, eraseFromMirror, erasurePending, finishRewrites, removeStrayRewrites, scrub } from '../store/erase.js';
 import { RunLock } from '../store/lock.js';
 import { NdjsonOffsets } from '../store/offsets.js';
@@ -43,7 +43,12 @@ export async function forget(flags: ForgetFlags): Promise<number> {
       if (lines > 0) files.push({ path: f.path, lines });
     }
     const total = rows.session_results + rows.role_results + rows.score_details + files.reduce((n, f) => n + f.lines, 0);
-    if (total > 0 || earlier) scrub(db);
+    if ((total > 0 || earlier) && !scrub(db)) {
+      throw new StorageError(
+        `forget: cannot finish erasing in ${dbPath}: another process has it open (a reader's transaction or a writer) and did not let go within ${BUSY_TIMEOUT_MS / 1000} s, so the old pages could not be overwritten; the rows are deleted but the erasure is not finished: close that process and run \`campaign-sync forget\` again (any --user) to finish it`,
+        { code: 'SQLITE_BUSY' },
+      );
+    }
     if (total === 0 && earlier) {
       out.document({ user, removed: rows, files, finished_earlier: true });
       out.print(

@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { storageError } from '../errors.js';
+import { errorCode, storageError } from '../errors.js';
 import type { Db } from './db.js';
 import { NdjsonStateError } from './ndjson-file.js';
 import { forEachLine } from './ndjson-index.js';
@@ -110,12 +110,42 @@ export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
  * page, and the WAL is then checkpointed and truncated. Costs a rewrite of the database (time and
  * free space about its size): an erasure request is rare and must be complete. Clears the pending
  * mark once done (the mark's own deletion touches only the `meta` page).
+ *
+ * Returns false when another connection keeps it from finishing within the busy timeout: a reader's
+ * snapshot pins the old pages (the checkpoint cannot copy the rebuilt ones over them), a writer keeps
+ * VACUUM out. The mark then stays, and the next call finishes the work.
  */
-export function scrub(db: Db): void {
-  db.exec('VACUUM');
-  db.pragma('wal_checkpoint(TRUNCATE)');
+export function scrub(db: Db): boolean {
+  try {
+    db.exec('VACUUM');
+  } catch (err) {
+    if (isBusy(err)) return false;
+    throw err;
+  }
+  if (!truncateWal(db)) return false;
   db.prepare('DELETE FROM meta WHERE key = ?').run(PENDING_KEY);
-  db.pragma('wal_checkpoint(TRUNCATE)');
+  // Only the meta page is in the log now: a reader arriving meanwhile holds no erased byte.
+  truncateWal(db);
+  return true;
+}
+
+/**
+ * Checkpoints the whole WAL into the database and truncates it. TRUNCATE waits for readers (the busy
+ * timeout), then reports `busy` rather than failing: the result is the only sign it did not finish.
+ */
+function truncateWal(db: Db): boolean {
+  try {
+    const [r] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number; checkpointed: number }>;
+    return r !== undefined && r.busy === 0 && r.log === r.checkpointed;
+  } catch (err) {
+    if (isBusy(err)) return false;
+    throw err;
+  }
+}
+
+function isBusy(err: unknown): boolean {
+  const code = errorCode(err) ?? '';
+  return code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED');
 }
 
 /**
