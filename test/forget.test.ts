@@ -75,6 +75,11 @@ function killedAfterDelete(db: string, user: string): void {
   expect(child.signal, child.stderr).toBe('SIGKILL');
 }
 
+/** One address in the spellings a service may send it: other cases, and decomposed (NFD) letters. */
+const SPELLINGS = ['Zoë.Ünal@Example.com', 'ZOË.ÜNAL@EXAMPLE.COM', 'zoe\u0308.U\u0308nal@example.COM'];
+/** How forget is asked: lower case, composed (NFC). */
+const ASKED = 'zoë.ünal@example.com';
+
 describe('forget --user', () => {
   it('erases a candidate from every table and from the bytes of the database files; others stay', async () => {
     const s = await sim({ campaigns: 2, records: 50 });
@@ -234,5 +239,58 @@ describe('forget --user', () => {
     expect(again.code, again.stderr).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ finished_earlier: true });
     for (const text of [a.user.email, a.user.id, a.id]) expect(dbBytes(db).includes(text)).toBe(false);
+  });
+  it('matches the e-mail ignoring case for all of Unicode, composed or not, in every table', async () => {
+    const s = await sim({ campaigns: 2, records: 40 });
+    const db = join(tempDir(), 'm.db');
+    expect((await run(s, ['pull', '--db', db])).code).toBe(0);
+    // The candidate with the most results; their rows get the address in every spelling.
+    const m = openDatabase(db);
+    const victim = m
+      .prepare(
+        'SELECT user_id FROM (SELECT user_id FROM session_results UNION ALL SELECT user_id FROM role_results) GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1',
+      )
+      .pluck()
+      .get() as string;
+    let n = 0;
+    for (const t of ['session_results', 'role_results', 'score_details']) {
+      for (const rowid of m.prepare(`SELECT rowid FROM ${t} WHERE user_id = ?`).pluck().all(victim) as number[])
+        m.prepare(`UPDATE ${t} SET user_email = ? WHERE rowid = ?`).run(SPELLINGS[n++ % SPELLINGS.length], rowid);
+    }
+    m.close();
+    expect(n).toBeGreaterThanOrEqual(SPELLINGS.length);
+    const r = await run(s, ['forget', '--db', db, '--user', ASKED, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    for (const t of ['session_results', 'role_results', 'score_details'])
+      expect(count(db, `SELECT count(*) FROM ${t} WHERE user_id = ?`, victim), t).toBe(0);
+  });
+
+  it('matches the e-mail ignoring case for all of Unicode in the NDJSON files', async () => {
+    const s = await sim({ campaigns: 2, records: 30 });
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    const out = join(dir, 'out');
+    expect((await run(s, ['pull', '--db', db, '--format', 'ndjson', '--out', out])).code).toBe(0);
+    const file = join(out, 'session_results.ndjson');
+    const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+    // The first lines get the address in each spelling (as if one candidate's results, spelled apart).
+    const spelled = lines.map((l, i) => {
+      const spelling = SPELLINGS[i];
+      if (spelling === undefined) return l;
+      const email = (JSON.parse(l) as { user: { email: string } }).user.email;
+      return l.replace(`"${email}"`, JSON.stringify(spelling));
+    });
+    const n = SPELLINGS.length;
+    const text = `${spelled.join('\n')}\n`;
+    writeFileSync(file, text);
+    const m = openDatabase(db);
+    m.prepare('UPDATE ndjson_files SET committed_bytes = ? WHERE path = ?').run(Buffer.byteLength(text), file);
+    m.close();
+    const r = await run(s, ['forget', '--db', db, '--user', ASKED, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).files).toEqual([{ path: file, lines: n }]);
+    const after = readFileSync(file, 'utf8');
+    for (const spelling of SPELLINGS) expect(after).not.toContain(JSON.stringify(spelling).slice(1, -1));
+    expect(after).toBe(`${spelled.slice(n).join('\n')}\n`);
   });
 });

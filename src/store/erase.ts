@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { emailKey } from '../core/email.js';
 import { errorCode, storageError } from '../errors.js';
 import type { Db } from './db.js';
 import { NdjsonStateError } from './ndjson-file.js';
@@ -50,26 +51,29 @@ export function erasurePending(db: Db): boolean {
   return db.prepare('SELECT 1 FROM meta WHERE key = ?').get(PENDING_KEY) !== undefined;
 }
 
-/** Whether a record (nested or flat shape) is the user's: by id, or by e-mail ignoring case. */
+/** Whether a record (nested or flat shape) is the user's: by id, or by e-mail ignoring case (core/email.ts). */
 function isUsers(record: Obj, user: string): boolean {
   const u = record.user as Obj | null | undefined;
   const nested = u && typeof u === 'object' ? u : {};
   const email = nested.email ?? record.email ?? record.user_email;
   const id = nested.id ?? record.user_id;
-  return id === user || (typeof email === 'string' && email.toLowerCase() === user.toLowerCase());
+  return id === user || (typeof email === 'string' && emailKey(email) === emailKey(user));
 }
 
 /** Erases a user's rows from the mirror's tables. Runs in one transaction. */
 export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
-  const match = '(user_id = @user OR lower(user_email) = lower(@user))';
+  // SQLite's lower() folds ASCII only: the rows are compared with the NDJSON lines' own key.
+  db.function('email_key', { deterministic: true }, (email: unknown) => (typeof email === 'string' ? emailKey(email) : null));
+  const match = '(user_id = @user OR email_key(user_email) = @key)';
+  const key = emailKey(user);
   // Deleted cells are overwritten with zeros, not left in the pages.
   db.pragma('secure_delete = ON');
   return db.transaction(() => {
-    const sessions = db.prepare(`SELECT id, campaign_id FROM session_results WHERE ${match}`).all({ user }) as Array<{
+    const sessions = db.prepare(`SELECT id, campaign_id FROM session_results WHERE ${match}`).all({ user, key }) as Array<{
       id: string;
       campaign_id: string;
     }>;
-    const roles = db.prepare(`SELECT id, campaign_id, report_type FROM role_results WHERE ${match}`).all({ user }) as Array<{
+    const roles = db.prepare(`SELECT id, campaign_id, report_type FROM role_results WHERE ${match}`).all({ user, key }) as Array<{
       id: string;
       campaign_id: string;
       report_type: string;
@@ -95,7 +99,7 @@ export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
       uncount.run(`${r.campaign_id}/role/${r.report_type}`);
     }
     // Their score details under another record, if any: theirs too.
-    for (const d of db.prepare(`SELECT id FROM score_details WHERE ${match}`).pluck().all({ user }) as string[]) {
+    for (const d of db.prepare(`SELECT id FROM score_details WHERE ${match}`).pluck().all({ user, key }) as string[]) {
       evals += deleteEvals.run('score_detail', d).changes;
       details += deleteDetail.run(d).changes;
     }
