@@ -2,11 +2,13 @@
  * `forget --user` (issue 12): an erasure request leaves no trace of the candidate in the database
  * files (WAL included) or the NDJSON files, changes nothing else, and survives a crash mid-rewrite.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
-import { openDatabase } from '../src/store/db.js';
+import { BUSY_TIMEOUT_MS, openDatabase } from '../src/store/db.js';
 import { cli, sim, tempDir } from './helpers/index.js';
 
 async function run(s: RunningSimulator, args: string[]) {
@@ -50,6 +52,33 @@ const count = (db: string, sql: string, ...args: unknown[]) => {
     m.close();
   }
 };
+
+/**
+ * The state of a forget killed (kill -9) between its DELETE's commit and the end of its VACUUM: a
+ * process that erases the user's rows as forget does (the built store), then kills itself.
+ */
+function killedAfterDelete(db: string, user: string): void {
+  // A copy of the e-mail in a page's free space, as earlier writes leave them (page splits and
+  // updates while pulling, with secure_delete off): the DELETE does not reach it, only a VACUUM does.
+  const m = openDatabase(db);
+  m.pragma('secure_delete = OFF');
+  m.prepare("INSERT INTO campaigns (id, raw) VALUES ('test-stale-copy', ?)").run(user);
+  m.prepare("DELETE FROM campaigns WHERE id = 'test-stale-copy'").run();
+  m.close();
+  const dist = (path: string) => JSON.stringify(fileURLToPath(new URL(`../dist/store/${path}`, import.meta.url)));
+  const script = `
+    const { openDatabase } = await import(${dist('db.js')});
+    const { eraseFromMirror } = await import(${dist('erase.js')});
+    eraseFromMirror(openDatabase(process.argv[1]), process.argv[2]);
+    process.kill(process.pid, 'SIGKILL');`;
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, db, user], { encoding: 'utf8' });
+  expect(child.signal, child.stderr).toBe('SIGKILL');
+}
+
+/** One address in the spellings a service may send it: other cases, and decomposed (NFD) letters. */
+const SPELLINGS = ['Zoë.Ünal@Example.com', 'ZOË.ÜNAL@EXAMPLE.COM', 'zoe\u0308.U\u0308nal@example.COM'];
+/** How forget is asked: lower case, composed (NFC). */
+const ASKED = 'zoë.ünal@example.com';
 
 describe('forget --user', () => {
   it('erases a candidate from every table and from the bytes of the database files; others stay', async () => {
@@ -139,5 +168,129 @@ describe('forget --user', () => {
     expect(next.code, next.stderr).toBe(0);
     expect(readFileSync(file, 'utf8')).toBe(kept);
     expect(() => statSync(temp)).toThrow();
+  });
+  it('a forget killed after its delete committed is finished by the next forget, even of the same user', async () => {
+    const s = await sim({ campaigns: 2, records: 50 });
+    const db = join(tempDir(), 'm.db');
+    expect((await run(s, ['pull', '--db', db])).code).toBe(0);
+    const a = s.data.sessionResult(s.data.campaigns[0]!, 7) as { id: string; user: { id: string; email: string } };
+    const b = s.data.roleResult(s.data.campaigns[1]!, 3, 'DETAILED') as { id: string; user: { id: string; email: string } };
+    killedAfterDelete(db, a.user.email);
+    expect(count(db, 'SELECT count(*) FROM session_results WHERE user_id = ?', a.user.id)).toBe(0);
+    expect(dbBytes(db).includes(a.user.email)).toBe(true);
+
+    // The same user again: no record left, but the earlier erasure is finished, not "no record".
+    const same = await run(s, ['forget', '--db', db, '--user', a.user.email, '--json']);
+    expect(same.code, same.stderr).toBe(0);
+    expect(JSON.parse(same.stdout)).toMatchObject({ removed: { session_results: 0, role_results: 0 }, finished_earlier: true });
+    expect(dbBytes(db)).not.toContain(a.user.email);
+    expect(count(db, 'PRAGMA integrity_check')).toBe('ok' as unknown as number);
+    // Nothing is pending any more: a third run is the usual "no record".
+    const third = await run(s, ['forget', '--db', db, '--user', a.user.email]);
+    expect(third.code).toBe(2);
+    expect(third.stderr).toMatch(/no record of the candidate/);
+
+    // Another user finishes it too, and is erased as usual.
+    killedAfterDelete(db, b.user.id);
+    const c = String(count(db, 'SELECT user_id FROM session_results WHERE user_id NOT IN (?, ?) LIMIT 1', a.user.id, b.user.id));
+    const other = await run(s, ['forget', '--db', db, '--user', c]);
+    expect(other.code, other.stderr).toBe(0);
+    expect(other.stdout).toMatch(/^Erased .* Also finished the erasure an earlier forget left unfinished there\.$/m);
+    for (const text of [b.id, b.user.id, c]) expect(dbBytes(db).includes(text)).toBe(false);
+  });
+
+  it('a pull finishes an erasure a killed forget left unfinished before it syncs', async () => {
+    const s = await sim({ campaigns: 2, records: 50 });
+    const db = join(tempDir(), 'm.db');
+    expect((await run(s, ['pull', '--db', db])).code).toBe(0);
+    const a = s.data.sessionResult(s.data.campaigns[0]!, 7) as { id: string; user: { id: string; email: string } };
+    killedAfterDelete(db, a.user.email);
+    expect(dbBytes(db).includes(a.user.email)).toBe(true);
+    const next = await run(s, ['pull', '--db', db]);
+    expect(next.code, next.stderr).toBe(0);
+    expect(dbBytes(db).includes(a.user.email)).toBe(false);
+    expect(count(db, "SELECT count(*) FROM meta WHERE key = 'erase_pending'")).toBe(0);
+  });
+  it('another process reading the database: forget waits, then exits 75 (a lock held) saying the erasure is unfinished; the next run finishes it', async () => {
+    const s = await sim({ campaigns: 2, records: 30 });
+    const db = join(tempDir(), 'm.db');
+    expect((await run(s, ['pull', '--db', db])).code).toBe(0);
+    const a = s.data.sessionResult(s.data.campaigns[0]!, 4) as { id: string; user: { id: string; email: string } };
+    // `sqlite3 m.db` with `BEGIN; SELECT count(*) FROM campaigns;`: its snapshot holds the old pages.
+    const reader = openDatabase(db, { readonly: true });
+    reader.exec('BEGIN');
+    reader.prepare('SELECT count(*) FROM campaigns').get();
+    const started = Date.now();
+    const held = await run(s, ['forget', '--db', db, '--user', a.user.email]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(BUSY_TIMEOUT_MS);
+    expect(held.code, held.stderr).toBe(75);
+    expect(held.stdout).toBe('');
+    expect(held.stderr.trim().split('\n')).toHaveLength(1);
+    expect(held.stderr).toContain(db);
+    expect(held.stderr).toMatch(/another process has it open/);
+    expect(held.stderr).toMatch(/rows are deleted but the erasure is not finished/);
+    expect(held.stderr).toMatch(/run `campaign-sync forget` again/);
+    for (const text of [a.user.id, a.id]) expect(held.stderr).not.toContain(text);
+    expect(dbBytes(db).includes(a.user.email)).toBe(true);
+    reader.exec('COMMIT');
+    reader.close();
+
+    const again = await run(s, ['forget', '--db', db, '--user', a.user.email, '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ finished_earlier: true });
+    for (const text of [a.user.email, a.user.id, a.id]) expect(dbBytes(db).includes(text)).toBe(false);
+  });
+  it('matches the e-mail ignoring case for all of Unicode, composed or not, in every table', async () => {
+    const s = await sim({ campaigns: 2, records: 40 });
+    const db = join(tempDir(), 'm.db');
+    expect((await run(s, ['pull', '--db', db])).code).toBe(0);
+    // The candidate with the most results; their rows get the address in every spelling.
+    const m = openDatabase(db);
+    const victim = m
+      .prepare(
+        'SELECT user_id FROM (SELECT user_id FROM session_results UNION ALL SELECT user_id FROM role_results) GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1',
+      )
+      .pluck()
+      .get() as string;
+    let n = 0;
+    for (const t of ['session_results', 'role_results', 'score_details']) {
+      for (const rowid of m.prepare(`SELECT rowid FROM ${t} WHERE user_id = ?`).pluck().all(victim) as number[])
+        m.prepare(`UPDATE ${t} SET user_email = ? WHERE rowid = ?`).run(SPELLINGS[n++ % SPELLINGS.length], rowid);
+    }
+    m.close();
+    expect(n).toBeGreaterThanOrEqual(SPELLINGS.length);
+    const r = await run(s, ['forget', '--db', db, '--user', ASKED, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    for (const t of ['session_results', 'role_results', 'score_details'])
+      expect(count(db, `SELECT count(*) FROM ${t} WHERE user_id = ?`, victim), t).toBe(0);
+  });
+
+  it('matches the e-mail ignoring case for all of Unicode in the NDJSON files', async () => {
+    const s = await sim({ campaigns: 2, records: 30 });
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    const out = join(dir, 'out');
+    expect((await run(s, ['pull', '--db', db, '--format', 'ndjson', '--out', out])).code).toBe(0);
+    const file = join(out, 'session_results.ndjson');
+    const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+    // The first lines get the address in each spelling (as if one candidate's results, spelled apart).
+    const spelled = lines.map((l, i) => {
+      const spelling = SPELLINGS[i];
+      if (spelling === undefined) return l;
+      const email = (JSON.parse(l) as { user: { email: string } }).user.email;
+      return l.replace(`"${email}"`, JSON.stringify(spelling));
+    });
+    const n = SPELLINGS.length;
+    const text = `${spelled.join('\n')}\n`;
+    writeFileSync(file, text);
+    const m = openDatabase(db);
+    m.prepare('UPDATE ndjson_files SET committed_bytes = ? WHERE path = ?').run(Buffer.byteLength(text), file);
+    m.close();
+    const r = await run(s, ['forget', '--db', db, '--user', ASKED, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).files).toEqual([{ path: file, lines: n }]);
+    const after = readFileSync(file, 'utf8');
+    for (const spelling of SPELLINGS) expect(after).not.toContain(JSON.stringify(spelling).slice(1, -1));
+    expect(after).toBe(`${spelled.slice(n).join('\n')}\n`);
   });
 });

@@ -139,4 +139,27 @@ describePg('commands on a PostgreSQL mirror', () => {
     expect(orphans[0]?.n).toBe(0);
     expect((await cli(['forget', ...db, '--user', 'nobody@example.invalid'])).code).toBe(2);
   });
+  it('forget matches the e-mail ignoring case for all of Unicode, composed or not, as in SQLite (not by the server locale)', async () => {
+    const s = await sim({ campaigns: 2, records: 15 });
+    const schema = freshSchema();
+    const db = ['--db', PG_URL, '--pg-schema', schema];
+    expect((await cli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    // One candidate's rows get their address in other cases and decomposed (NFD); forget is asked lower case, composed.
+    const [who] = await query(
+      schema,
+      'SELECT user_id FROM (SELECT user_id FROM session_results UNION ALL SELECT user_id FROM role_results) u GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1',
+    );
+    const victim = String(who?.user_id);
+    const spellings = ['Zoë.Ünal@Example.com', 'ZOË.ÜNAL@EXAMPLE.COM', 'zoe\u0308.U\u0308nal@example.COM'];
+    let n = 0;
+    for (const t of ['session_results', 'role_results', 'score_details']) {
+      for (const row of await query(schema, `SELECT id FROM ${t} WHERE user_id = $1 ORDER BY id`, [victim]))
+        await query(schema, `UPDATE ${t} SET user_email = $1 WHERE id = $2`, [spellings[n++ % spellings.length], row.id]);
+    }
+    expect(n).toBeGreaterThanOrEqual(spellings.length);
+    const r = await cli(['forget', ...db, '--user', 'zoë.ünal@example.com', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    for (const t of ['session_results', 'role_results', 'score_details'])
+      expect((await query(schema, `SELECT count(*)::int AS n FROM ${t} WHERE user_id = $1`, [victim]))[0]?.n, t).toBe(0);
+  });
 });

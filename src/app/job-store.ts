@@ -8,6 +8,7 @@ import type { Destination } from '../core/types.js';
 import { Campaigns } from '../store/campaigns.js';
 import { Checkpoints, type StreamRow } from '../store/checkpoints.js';
 import { type Db, openDatabase } from '../store/db.js';
+import { erasurePending, scrub } from '../store/erase.js';
 import { RunLock } from '../store/lock.js';
 import { isPgUrl } from '../store/pg/url.js';
 import { NdjsonSink } from '../store/sinks/ndjson.js';
@@ -47,6 +48,13 @@ function openSqliteStore(c: StoreChoice): JobStore {
   let db: Db | undefined;
   try {
     db = openDatabase(c.db);
+    // A forget killed before its VACUUM left the erased rows' bytes in free pages: a pull (cron's
+    // command) finishes it rather than wait for someone to run forget again (README "campaign-sync forget").
+    if (erasurePending(db) && !scrub(db)) {
+      c.warning?.(
+        `an erasure an earlier forget left unfinished in ${c.db} could not be finished: another process has it open; the next pull or forget finishes it`,
+      );
+    }
     const state = new Checkpoints(db);
     // Without --format and --out, the database keeps feeding the destination it fed last.
     const remembered = c.chosen === undefined ? state.destination() : undefined;

@@ -1,7 +1,7 @@
 import { resolveDbPath } from '../config/config.js';
-import { storageError, UsageError } from '../errors.js';
-import { openDatabase } from '../store/db.js';
-import { eraseFromFile, eraseFromMirror, finishRewrites, removeStrayRewrites, scrub } from '../store/erase.js';
+import { StorageError, storageError, UsageError } from '../errors.js';
+import { BUSY_TIMEOUT_MS, openDatabase } from '../store/db.js';
+import { eraseFromFile, eraseFromMirror, erasurePending, finishRewrites, removeStrayRewrites, scrub } from '../store/erase.js';
 import { RunLock } from '../store/lock.js';
 import { NdjsonOffsets } from '../store/offsets.js';
 import { isPgUrl } from '../store/pg/url.js';
@@ -18,7 +18,8 @@ export interface ForgetFlags extends OutputFlags {
 /**
  * `campaign-sync forget --user <email or id>`: erases one candidate from the database and from the
  * NDJSON files it wrote (store/erase.ts). A user found nowhere is a usage error (exit 2): a typo
- * must not read as "erased".
+ * must not read as "erased". An erasure an earlier forget left unfinished (killed before its VACUUM)
+ * is finished first, whoever is named: the mark cannot say who it was (it holds no personal data).
  */
 export async function forget(flags: ForgetFlags): Promise<number> {
   const out = new Output(flags);
@@ -32,6 +33,7 @@ export async function forget(flags: ForgetFlags): Promise<number> {
     // A pull running meanwhile could write the user's records back: take the lock.
     lock = RunLock.acquire(dbPath);
     finishRewrites(db);
+    const earlier = erasurePending(db);
     const rows = eraseFromMirror(db, user);
     const files: Array<{ path: string; lines: number }> = [];
     for (const f of new NdjsonOffsets(db).files()) {
@@ -41,15 +43,27 @@ export async function forget(flags: ForgetFlags): Promise<number> {
       if (lines > 0) files.push({ path: f.path, lines });
     }
     const total = rows.session_results + rows.role_results + rows.score_details + files.reduce((n, f) => n + f.lines, 0);
-    if (total > 0) scrub(db);
+    if ((total > 0 || earlier) && !scrub(db)) {
+      throw new StorageError(
+        `forget: cannot finish erasing in ${dbPath}: another process has it open (a reader's transaction or a writer) and did not let go within ${BUSY_TIMEOUT_MS / 1000} s, so the old pages could not be overwritten; the rows are deleted but the erasure is not finished: close that process and run \`campaign-sync forget\` again (any --user) to finish it`,
+        { code: 'SQLITE_BUSY' },
+      );
+    }
+    if (total === 0 && earlier) {
+      out.document({ user, removed: rows, files, finished_earlier: true });
+      out.print(
+        `Finished the erasure an earlier forget left unfinished in ${dbPath} (its rows were already deleted); no other record of ${showText(user)} was there.`,
+      );
+      return 0;
+    }
     if (total === 0) {
       throw new UsageError(
         `forget: no record of the candidate "${showText(user)}" in ${dbPath} or the NDJSON files it wrote (match: user id, or e-mail ignoring case)`,
       );
     }
-    out.document({ user, removed: rows, files });
+    out.document({ user, removed: rows, files, finished_earlier: earlier });
     out.print(
-      `Erased ${showText(user)}: ${formatCount(rows.session_results)} session results, ${formatCount(rows.role_results)} role results, ${formatCount(rows.score_details)} score details, ${formatCount(rows.eval_results)} eval results from ${dbPath}${files.map((f) => `; ${formatCount(f.lines)} lines from ${f.path}`).join('')}.`,
+      `Erased ${showText(user)}: ${formatCount(rows.session_results)} session results, ${formatCount(rows.role_results)} role results, ${formatCount(rows.score_details)} score details, ${formatCount(rows.eval_results)} eval results from ${dbPath}${files.map((f) => `; ${formatCount(f.lines)} lines from ${f.path}`).join('')}.${earlier ? ' Also finished the erasure an earlier forget left unfinished there.' : ''}`,
     );
     return 0;
   } catch (err) {

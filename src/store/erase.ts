@@ -13,7 +13,8 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { storageError } from '../errors.js';
+import { emailKey } from '../core/email.js';
+import { errorCode, storageError } from '../errors.js';
 import type { Db } from './db.js';
 import { NdjsonStateError } from './ndjson-file.js';
 import { forEachLine } from './ndjson-index.js';
@@ -30,27 +31,49 @@ export interface Erased {
 }
 
 const REWRITE_KEY = 'ndjson_rewrite:';
+/**
+ * A `meta` row set in the transaction that deletes a candidate's rows and cleared once the VACUUM and
+ * the WAL's truncation are done: a forget killed in between leaves it, and the next forget or pull
+ * finishes the erasure. Its value is the time of the erasure, never who was erased.
+ */
+const PENDING_KEY = 'erase_pending';
 
-/** Whether a record (nested or flat shape) is the user's: by id, or by e-mail ignoring case. */
+/** Marks an erasure whose bytes are not yet gone from the database's files; call inside the deleting transaction. */
+function markPending(db: Db): void {
+  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
+    PENDING_KEY,
+    new Date().toISOString(),
+  );
+}
+
+/** Whether an earlier erasure deleted its rows but did not finish rebuilding the database (see `scrub`). */
+export function erasurePending(db: Db): boolean {
+  return db.prepare('SELECT 1 FROM meta WHERE key = ?').get(PENDING_KEY) !== undefined;
+}
+
+/** Whether a record (nested or flat shape) is the user's: by id, or by e-mail ignoring case (core/email.ts). */
 function isUsers(record: Obj, user: string): boolean {
   const u = record.user as Obj | null | undefined;
   const nested = u && typeof u === 'object' ? u : {};
   const email = nested.email ?? record.email ?? record.user_email;
   const id = nested.id ?? record.user_id;
-  return id === user || (typeof email === 'string' && email.toLowerCase() === user.toLowerCase());
+  return id === user || (typeof email === 'string' && emailKey(email) === emailKey(user));
 }
 
 /** Erases a user's rows from the mirror's tables. Runs in one transaction. */
 export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
-  const match = '(user_id = @user OR lower(user_email) = lower(@user))';
+  // SQLite's lower() folds ASCII only: the rows are compared with the NDJSON lines' own key.
+  db.function('email_key', { deterministic: true }, (email: unknown) => (typeof email === 'string' ? emailKey(email) : null));
+  const match = '(user_id = @user OR email_key(user_email) = @key)';
+  const key = emailKey(user);
   // Deleted cells are overwritten with zeros, not left in the pages.
   db.pragma('secure_delete = ON');
   return db.transaction(() => {
-    const sessions = db.prepare(`SELECT id, campaign_id FROM session_results WHERE ${match}`).all({ user }) as Array<{
+    const sessions = db.prepare(`SELECT id, campaign_id FROM session_results WHERE ${match}`).all({ user, key }) as Array<{
       id: string;
       campaign_id: string;
     }>;
-    const roles = db.prepare(`SELECT id, campaign_id, report_type FROM role_results WHERE ${match}`).all({ user }) as Array<{
+    const roles = db.prepare(`SELECT id, campaign_id, report_type FROM role_results WHERE ${match}`).all({ user, key }) as Array<{
       id: string;
       campaign_id: string;
       report_type: string;
@@ -76,10 +99,11 @@ export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
       uncount.run(`${r.campaign_id}/role/${r.report_type}`);
     }
     // Their score details under another record, if any: theirs too.
-    for (const d of db.prepare(`SELECT id FROM score_details WHERE ${match}`).pluck().all({ user }) as string[]) {
+    for (const d of db.prepare(`SELECT id FROM score_details WHERE ${match}`).pluck().all({ user, key }) as string[]) {
       evals += deleteEvals.run('score_detail', d).changes;
       details += deleteDetail.run(d).changes;
     }
+    if (sessions.length + roles.length + details > 0) markPending(db);
     return { session_results: sessions.length, role_results: roles.length, score_details: details, eval_results: evals };
   })();
 }
@@ -88,11 +112,44 @@ export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
  * Leaves no byte of the erased rows in the database's files. `secure_delete` zeroes the deleted cells,
  * but earlier page splits left stale copies of cells in other pages' free space; VACUUM rebuilds every
  * page, and the WAL is then checkpointed and truncated. Costs a rewrite of the database (time and
- * free space about its size): an erasure request is rare and must be complete.
+ * free space about its size): an erasure request is rare and must be complete. Clears the pending
+ * mark once done (the mark's own deletion touches only the `meta` page).
+ *
+ * Returns false when another connection keeps it from finishing within the busy timeout: a reader's
+ * snapshot pins the old pages (the checkpoint cannot copy the rebuilt ones over them), a writer keeps
+ * VACUUM out. The mark then stays, and the next call finishes the work.
  */
-export function scrub(db: Db): void {
-  db.exec('VACUUM');
-  db.pragma('wal_checkpoint(TRUNCATE)');
+export function scrub(db: Db): boolean {
+  try {
+    db.exec('VACUUM');
+  } catch (err) {
+    if (isBusy(err)) return false;
+    throw err;
+  }
+  if (!truncateWal(db)) return false;
+  db.prepare('DELETE FROM meta WHERE key = ?').run(PENDING_KEY);
+  // Only the meta page is in the log now: a reader arriving meanwhile holds no erased byte.
+  truncateWal(db);
+  return true;
+}
+
+/**
+ * Checkpoints the whole WAL into the database and truncates it. TRUNCATE waits for readers (the busy
+ * timeout), then reports `busy` rather than failing: the result is the only sign it did not finish.
+ */
+function truncateWal(db: Db): boolean {
+  try {
+    const [r] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number; checkpointed: number }>;
+    return r !== undefined && r.busy === 0 && r.log === r.checkpointed;
+  } catch (err) {
+    if (isBusy(err)) return false;
+    throw err;
+  }
+}
+
+function isBusy(err: unknown): boolean {
+  const code = errorCode(err) ?? '';
+  return code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED');
 }
 
 /**
@@ -151,6 +208,7 @@ export function eraseFromFile(db: Db, path: string, committed: number, user: str
       uncount.run(path, id);
       forget.run(path, id);
     }
+    markPending(db);
     db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
       REWRITE_KEY + path,
       temp,

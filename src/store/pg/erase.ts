@@ -5,6 +5,8 @@
  * commit (a plain VACUUM, which makes the space reusable; the server's WAL and backups are the
  * operator's to age out).
  */
+import type pg from 'pg';
+import { emailKey } from '../../core/email.js';
 import type { PgDatabase } from './database.js';
 
 export interface PgErased {
@@ -14,13 +16,31 @@ export interface PgErased {
   eval_results: number;
 }
 
-const MATCH = '(user_id = $1 OR lower(user_email) = lower($1))';
+/** The user's rows: $1 the id, $2 every stored spelling of their e-mail (`spellingsOf`). */
+const MATCH = '(user_id = $1 OR user_email = ANY($2::text[]))';
+
+/**
+ * The stored e-mails that are the user's ignoring case (core/email.ts). Compared here, not with the
+ * server's lower(): that one follows the database's locale (ASCII only under C, the locale of many
+ * servers) and does not normalise, so the same address would match in SQLite and not here. Reads the
+ * distinct e-mails once, about one per candidate: forget is rare, and the old query scanned them too.
+ */
+async function spellingsOf(c: pg.PoolClient, user: string): Promise<string[]> {
+  const key = emailKey(user);
+  const all = await c.query<{ user_email: string }>(
+    ['session_results', 'role_results', 'score_details']
+      .map((t) => `SELECT user_email FROM ${t} WHERE user_email IS NOT NULL`)
+      .join(' UNION '),
+  );
+  return all.rows.map((r) => r.user_email).filter((e) => emailKey(e) === key);
+}
 
 export async function eraseFromPg(db: PgDatabase, user: string): Promise<PgErased> {
   const erased = await db.transaction(async (c) => {
+    const spellings = await spellingsOf(c, user);
     const sessions = await c.query<{ id: string; campaign_id: string }>(
       `DELETE FROM session_results WHERE ${MATCH} RETURNING id, campaign_id`,
-      [user],
+      [user, spellings],
     );
     const sessionIds = sessions.rows.map((r) => r.id);
     let evals =
@@ -28,13 +48,13 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<PgErase
         .rowCount ?? 0;
     const roles = await c.query<{ id: string; stream: string }>(
       `DELETE FROM role_results WHERE ${MATCH} RETURNING id, campaign_id || '/role/' || coalesce(report_type, '') AS stream`,
-      [user],
+      [user, spellings],
     );
     const roleIds = roles.rows.map((r) => r.id);
     // Their score details, under their role results or (if any) under another record: theirs too.
     const details = await c.query<{ id: string }>(
-      `DELETE FROM score_details WHERE role_result_id = ANY($2::text[]) OR ${MATCH} RETURNING id`,
-      [user, roleIds],
+      `DELETE FROM score_details WHERE role_result_id = ANY($3::text[]) OR ${MATCH} RETURNING id`,
+      [user, spellings, roleIds],
     );
     evals +=
       (
