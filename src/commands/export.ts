@@ -11,6 +11,7 @@ import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { discardPrestarted, Helper } from '../export/helper.js';
 import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery, rowIdName } from '../export/tables.js';
+import { endpointFor } from '../spec/paths.js';
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { canonicalPath } from '../store/lock.js';
@@ -91,6 +92,21 @@ function campaignId(db: Db, selector: string): string {
   if (ids.length === 1) return ids[0] as string;
   if (ids.length > 1) throw new UsageError(`--campaign: "${selector}" names ${ids.length} campaigns; use the id`);
   throw new UsageError(`--campaign: no campaign with the id or name "${selector}" in this database (see \`campaign-sync status\`)`);
+}
+
+/** Why a --campaign export wrote no rows, as far as the database can tell. */
+function noRowsOf(db: Db, selector: string, id: string, table: ExportTable, dated: string | undefined): string {
+  const type = db.prepare('SELECT type FROM campaigns WHERE id = ?').pluck().get(id) as string | undefined;
+  const endpoint = type === undefined ? undefined : endpointFor(type);
+  const holds = table === 'session-results' ? 'session' : table === 'role-results' || table === 'score-details' ? 'role' : undefined;
+  const other = endpoint === 'session' ? 'session-results' : 'role-results';
+  const why =
+    endpoint !== undefined && holds !== undefined && endpoint !== holds
+      ? `: it is a ${endpoint} campaign, whose results are in --table ${other}`
+      : dated
+        ? ' in the dates given'
+        : ' (none stored yet)';
+  return `--campaign "${selector}": no rows in --table ${table}${why}`;
 }
 
 /**
@@ -222,6 +238,10 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
       }
       out.document({ table: flags.table, format, rows, path: target });
     }
+    // A campaign of the other kind (a role campaign's session results) gives a file with a header
+    // only: said, so that it does not pass for "this campaign has no results yet".
+    if (campaign !== undefined && rows === 0)
+      out.warn(noRowsOf(db, flags.campaign as string, campaign, flags.table as ExportTable, since ?? until));
     return 0;
   } catch (err) {
     // A background fdatasync must be done with the descriptor before it is closed.
