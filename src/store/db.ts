@@ -70,6 +70,11 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   if (opts.mustExist && !existsSync(path)) {
     throw new UsageError(`no database at ${path} (run \`campaign-sync pull\` first, or pass --db)`);
   }
+  // Opened as it is, SQLite takes an empty file for an empty database: `status` and `export` then
+  // failed on a missing table (exit 74), and `reset` turned the file into a mirror. It is not one yet.
+  if (opts.mustExist && isEmptyDatabase(path)) {
+    throw new UsageError(`${path} is empty: it is not a campaign-sync mirror yet (run \`campaign-sync pull\` first, or pass --db)`);
+  }
   checkDbPath(path);
   checkHeader(path);
   if (opts.readonly) {
@@ -105,6 +110,19 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   } catch (err) {
     db.close();
     throw openFailure(err, path, opts);
+  }
+}
+
+/**
+ * A file of 0 bytes with no WAL beside it holding pages: what `touch m.db` or a mounted placeholder
+ * leaves. A pull makes it a new database; for anything that reads a mirror there is nothing there yet.
+ */
+export function isEmptyDatabase(path: string): boolean {
+  try {
+    const file = statSync(path, { throwIfNoEntry: false });
+    return file?.isFile() === true && file.size === 0 && !statSync(`${path}-wal`, { throwIfNoEntry: false })?.size;
+  } catch {
+    return false; // unreachable: the open reports it
   }
 }
 
