@@ -8,7 +8,7 @@ import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, read
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../errors.js';
-import { migrate, SCHEMA_VERSION } from './schema.js';
+import { checkSchemaVersion, migrate, schemaVersion } from './schema.js';
 import { Database } from './sqlite.js';
 
 export type Db = BetterSqlite3.Database;
@@ -93,8 +93,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   try {
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     if (opts.readonly) {
-      const version = db.pragma('user_version', { simple: true }) as number;
-      if (version > SCHEMA_VERSION) throw new UsageError(`${path} was written by a newer campaign-sync (schema ${version}); upgrade`);
+      checkSchemaVersion(schemaVersion(db), path);
       return db;
     }
     db.pragma('journal_mode = WAL');
