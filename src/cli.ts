@@ -94,6 +94,17 @@ function syncOptions(cmd: Command, watch = false): Command {
     );
 }
 
+/**
+ * A commander error in our one-line style, without the `campaign-sync: ` prefix: `unknown option
+ * '--bogus' (add --help for usage)`. main.ts puts the same words in the --json document.
+ */
+export function commanderMessage(text: string): string {
+  return `${text
+    .replace(/^error: /, '')
+    .replace(/\s+/g, ' ')
+    .trim()} (add --help for usage)`;
+}
+
 /** Builds the program; actions record their exit code in `result`. */
 export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   const program = new Command('campaign-sync')
@@ -101,15 +112,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     .version(packageVersion(), '-V, --version')
     .exitOverride()
     // Commander's errors in our one-line style: `campaign-sync: unknown option '--bogus' (add --help for usage)`.
-    .configureOutput({
-      outputError: (text, write) =>
-        write(
-          `campaign-sync: ${text
-            .replace(/^error: /, '')
-            .replace(/\s+/g, ' ')
-            .trim()} (add --help for usage)\n`,
-        ),
-    })
+    .configureOutput({ outputError: (text, write) => write(`campaign-sync: ${commanderMessage(text)}\n`) })
     .configureHelp({ sortOptions: false })
     .addHelpText('after', '\nNew here? `campaign-sync demo` mirrors a built-in simulator of the service: no key, no network.\n');
 
