@@ -180,7 +180,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
           ]).makeOptionMandatory(),
         )
         .addOption(enumOption('--format <format>', `output format${shownDefault('exportFormat')}`, ['csv', 'ndjson', 'parquet']))
-        .option('-o, --output <file>', 'write to this file (0600) instead of stdout')
+        .option('-o, --output <file>', 'write to this file (0600) instead of stdout (- is stdout)')
         .option('--campaign <id-or-name>', 'only rows of this campaign')
         .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
         .option('--until <date>', 'only rows created on or before this day (YYYY-MM-DD)')
