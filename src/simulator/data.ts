@@ -45,6 +45,8 @@ const DAY = 86_400_000;
 const HISTORY_END = Date.UTC(2026, 5, 1);
 const HISTORY_DAYS = 120;
 const ORDER_STRIDE = 10n;
+/** Evaluations of a result are spread over this long. */
+const EVALUATION_SPREAD_MS = 600_000;
 
 const FIRST = [
   'Ana',
@@ -222,9 +224,13 @@ export class SimData {
       return this.opts.unorderedTimes ? t - (hash32(this.opts.seed, i, 0x7e) % (2 * this.spacing + 1)) : t;
     }
     // Growth: spread evenly from the server's start. Grown record n is served from the moment
-    // count() reaches n + 1, and that moment is its arrival.
+    // count() reaches n + 1, and that moment is its arrival: the first whole millisecond where it
+    // does, computed with count()'s own arithmetic, so a record is never created after it is served.
     const n = i - this.opts.records;
-    return this.startedAt + Math.ceil((n + 1) / this.growthPerMs);
+    let t = Math.ceil((n + 1) / this.growthPerMs);
+    while (t > 0 && Math.floor((t - 1) * this.growthPerMs) >= n + 1) t--;
+    while (Math.floor(t * this.growthPerMs) < n + 1) t++;
+    return this.startedAt + t;
   }
 
   /** Whether `created_at` rises with the index (not so with `unorderedTimes`). */
@@ -232,10 +238,28 @@ export class SimData {
     return !this.opts.unorderedTimes;
   }
 
-  /** `updated_at` of record i: `after` ms past its creation, or as long before it (unorderedTimes, one in four). */
+  /**
+   * Whether record i arrives while the server runs (--growth, and late arrivals, whose indexes lie past
+   * the history): its `created_at` is the moment it is first served, so nothing in it may be later.
+   */
+  private arrives(i: number): boolean {
+    return i >= this.opts.records;
+  }
+
+  /**
+   * `updated_at` of record i: `after` ms past its creation, or as long before it (unorderedTimes, one
+   * in four). A record that arrives while the server runs is served the moment it is created: updated
+   * then too, never in the future (a later re-score moves it forward: changes.ts).
+   */
   private updatedAt(c: SimCampaign, i: number, created: number, after: number): string {
+    if (this.arrives(i)) return iso(created);
     const before = this.opts.unorderedTimes && hash32(this.opts.seed, c.index, i, 0x7f) % 4 === 0;
     return iso(before ? created - after : created + after);
+  }
+
+  /** When record i's evaluations start: 10 minutes before an arriving record's creation, at a history record's. */
+  private evaluatedFrom(i: number, created: number): number {
+    return this.arrives(i) ? created - EVALUATION_SPREAD_MS : created;
   }
 
   /** The first record index created on or after `ms` (only while created_at is monotonic in the index). */
@@ -291,7 +315,7 @@ export class SimData {
         score: (Math.round(rand() * 50) / 10).toFixed(1),
         skill: { key, label: SKILL_LABELS[key] as string },
         rationale: pick(rand, RATIONALES),
-        evaluated_at: iso(at + Math.floor(rand() * 600_000)),
+        evaluated_at: iso(at + Math.floor(rand() * EVALUATION_SPREAD_MS)),
         evaluation_id: uuidFrom(rand),
       });
     }
@@ -332,7 +356,7 @@ export class SimData {
       user: this.person(rand),
       session: { id: uuidFrom(rand) },
       scenario: this.scenario(rand),
-      eval_results: this.evalResults(rand, created),
+      eval_results: this.evalResults(rand, this.evaluatedFrom(i, created)),
       feedback: rand() < 0.2 ? null : this.feedback(rand),
     };
     const extra = this.additionalScores(rand);
