@@ -267,7 +267,10 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         '--quirks <list>',
         'shapes the docs and samples show, comma-separated: docs (= bare-array, flat-session, docs-feedback, campaigns-paged, unordered-times), string-order-index, last-record-id, no-cursor-field, campaigns-bare-array, unknown-type',
       )
-      .option('--order-index-start <n>', 'first order_index (e.g. 9007199254740993 to rehearse int64 past 2^53)')
+      .option(
+        '--order-index-start <n>',
+        'first order_index (e.g. 9007199254740993 to rehearse int64 past 2^53); must leave room in int64 for --records and a year of --growth',
+      )
       .option('--tls-cert <file>', 'serve https with this PEM certificate (with --tls-key; rehearse a private CA)')
       .option('--tls-key <file>', "the certificate's PEM private key")
       .option('--json', 'print where it listens (url, port, key) as one JSON line on stdout, and no hints')

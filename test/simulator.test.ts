@@ -399,4 +399,31 @@ describe('simulator: time and int64 stay realistic', () => {
     const again = (await get(s, `/v1/campaigns/session/results?campaign_id=${session[0]?.id}&sort=asc&limit=1`)).json.data[0];
     expect(Date.parse(again.updated_at)).toBeGreaterThanOrEqual(Date.parse(first.updated_at));
   });
+
+  it('an --order-index-start past int64 for its records is refused, naming the largest start that fits', async () => {
+    const max = 2n ** 63n - 1n;
+    await expect(sim({ campaigns: 1, records: 250, orderIndexStart: 9223372036854775000n })).rejects.toMatchObject({
+      exitCode: 2,
+      message:
+        '--order-index-start 9223372036854775000: 250 records a campaign would reach order_index 9223372036854777499, ' +
+        'past int64 (9223372036854775807); the largest start that fits is 9223372036854773308',
+    });
+    // That start serves up to int64's last value and no further.
+    const s = await sim({ campaigns: 1, records: 250, orderIndexStart: 9223372036854773308n });
+    const c = s.data.campaigns[0] as (typeof s.data.campaigns)[number];
+    for (let i = 0; i < 250; i++) expect(s.data.orderIndex(c, i)).toBeLessThanOrEqual(max);
+    // With growth, a year of it is counted; past that year growth stops at int64.
+    const growth = { count: 10, windowMs: 60_000 };
+    await expect(sim({ campaigns: 1, records: 250, orderIndexStart: 9223372036854773308n, growth })).rejects.toThrow(
+      /250 records a campaign and a year of --growth \(5256000 more\) would reach .*; the largest start that fits is 9223372036802213308$/,
+    );
+    let now = Date.UTC(2026, 10, 1);
+    const grown = await sim({ campaigns: 1, records: 250, orderIndexStart: 9223372036802213308n, growth, now: () => now });
+    const g = grown.data.campaigns[0] as (typeof grown.data.campaigns)[number];
+    now += 3 * 365 * 86_400_000;
+    const count = grown.data.count(now, g);
+    expect(count).toBeLessThan(250 + 3 * 5_256_000);
+    expect(grown.data.orderIndex(g, count - 1)).toBeLessThanOrEqual(max);
+    expect(grown.data.orderIndex(g, count)).toBeGreaterThan(max - 10n);
+  });
 });

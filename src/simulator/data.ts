@@ -14,6 +14,7 @@
  */
 
 import type { ReportType } from '../core/types.js';
+import { UsageError } from '../errors.js';
 import { CEFR_LEVELS, RECOMMENDATION_STATUSES, SCENARIO_TYPE_KEYS, SKILL_KEYS } from '../spec/schemas.js';
 import { hash32, pick, prng, uuidFrom } from './random.js';
 
@@ -45,8 +46,31 @@ const DAY = 86_400_000;
 const HISTORY_END = Date.UTC(2026, 5, 1);
 const HISTORY_DAYS = 120;
 const ORDER_STRIDE = 10n;
+/** The largest order_index the service can serve: it is an int64. */
+const INT64_MAX = 2n ** 63n - 1n;
 /** Evaluations of a result are spread over this long. */
 const EVALUATION_SPREAD_MS = 600_000;
+/** How far ahead --growth is counted when --order-index-start is checked: a year. */
+const GROWTH_HORIZON_MS = 365 * DAY;
+
+/**
+ * Refuses an --order-index-start that would serve an order_index past int64, which the real service
+ * cannot: counting `records` a campaign plus a year of growth at `growthPerMs`. Names the largest
+ * start that fits. (Past a year, growth stops at int64 instead: SimData.count.)
+ */
+export function checkOrderIndexRoom(start: bigint, records: number, growthPerMs: number): void {
+  const grown = growthPerMs > 0 ? Math.ceil(growthPerMs * GROWTH_HORIZON_MS) : 0;
+  const served = BigInt(records + grown);
+  // Record i's order_index is start + 10 i + jitter, the jitter at most 9.
+  const last = start + (served - 1n) * ORDER_STRIDE + 9n;
+  if (last <= INT64_MAX) return;
+  const largest = INT64_MAX - 9n - (served - 1n) * ORDER_STRIDE;
+  const what = grown > 0 ? `${records} records a campaign and a year of --growth (${grown} more)` : `${records} records a campaign`;
+  throw new UsageError(
+    `--order-index-start ${start}: ${what} would reach order_index ${last}, past int64 (${INT64_MAX}); ` +
+      (largest >= 0n ? `the largest start that fits is ${largest}` : 'no start fits: lower --records or --growth'),
+  );
+}
 
 const FIRST = [
   'Ana',
@@ -157,6 +181,8 @@ export class SimData {
   private readonly historyStart: number;
   /** How many distinct candidates the results are drawn from. */
   private readonly poolSize: number;
+  /** Records a campaign can hold before an order_index would pass int64: where growth stops. */
+  private readonly capacity: number;
 
   constructor(
     readonly opts: DataOptions,
@@ -168,6 +194,8 @@ export class SimData {
     this.historyStart = HISTORY_END - HISTORY_DAYS * DAY;
     this.poolSize = Math.max(10, Math.floor(0.4 * opts.records * Math.max(1, opts.campaigns)));
     this.spacing = Math.min(6 * 3_600_000, Math.floor((HISTORY_DAYS * DAY) / Math.max(1, opts.records)));
+    const room = (INT64_MAX - 9n - opts.orderIndexStart) / ORDER_STRIDE + 1n;
+    this.capacity = room > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Math.max(0, Number(room));
     this.campaigns = [];
     const total = opts.campaigns + opts.unknownTypeCampaigns;
     for (let c = 0; c < total; c++) {
@@ -198,7 +226,7 @@ export class SimData {
   count(now: number, c?: SimCampaign): number {
     if (c !== undefined && !this.grows(c)) return this.opts.records;
     const grown = this.growthPerMs > 0 ? Math.floor((now - this.startedAt) * this.growthPerMs) : 0;
-    return this.opts.records + Math.max(0, grown);
+    return Math.min(this.opts.records + Math.max(0, grown), this.capacity);
   }
 
   /** Whether campaign `c` receives --growth (the first `growthCampaigns`, or all). */
