@@ -94,6 +94,17 @@ function syncOptions(cmd: Command, watch = false): Command {
     );
 }
 
+/**
+ * A commander error in our one-line style, without the `campaign-sync: ` prefix: `unknown option
+ * '--bogus' (add --help for usage)`. main.ts puts the same words in the --json document.
+ */
+export function commanderMessage(text: string): string {
+  return `${text
+    .replace(/^error: /, '')
+    .replace(/\s+/g, ' ')
+    .trim()} (add --help for usage)`;
+}
+
 /** Builds the program; actions record their exit code in `result`. */
 export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   const program = new Command('campaign-sync')
@@ -101,15 +112,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     .version(packageVersion(), '-V, --version')
     .exitOverride()
     // Commander's errors in our one-line style: `campaign-sync: unknown option '--bogus' (add --help for usage)`.
-    .configureOutput({
-      outputError: (text, write) =>
-        write(
-          `campaign-sync: ${text
-            .replace(/^error: /, '')
-            .replace(/\s+/g, ' ')
-            .trim()} (add --help for usage)\n`,
-        ),
-    })
+    .configureOutput({ outputError: (text, write) => write(`campaign-sync: ${commanderMessage(text)}\n`) })
     .configureHelp({ sortOptions: false })
     .addHelpText('after', '\nNew here? `campaign-sync demo` mirrors a built-in simulator of the service: no key, no network.\n');
 
@@ -177,7 +180,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
           ]).makeOptionMandatory(),
         )
         .addOption(enumOption('--format <format>', `output format${shownDefault('exportFormat')}`, ['csv', 'ndjson', 'parquet']))
-        .option('-o, --output <file>', 'write to this file (0600) instead of stdout')
+        .option('-o, --output <file>', 'write to this file (0600) instead of stdout (- is stdout)')
         .option('--campaign <id-or-name>', 'only rows of this campaign')
         .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
         .option('--until <date>', 'only rows created on or before this day (YYYY-MM-DD)')
@@ -264,7 +267,10 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         '--quirks <list>',
         'shapes the docs and samples show, comma-separated: docs (= bare-array, flat-session, docs-feedback, campaigns-paged, unordered-times), string-order-index, last-record-id, no-cursor-field, campaigns-bare-array, unknown-type',
       )
-      .option('--order-index-start <n>', 'first order_index (e.g. 9007199254740993 to rehearse int64 past 2^53)')
+      .option(
+        '--order-index-start <n>',
+        'first order_index (e.g. 9007199254740993 to rehearse int64 past 2^53); must leave room in int64 for --records and a year of --growth',
+      )
       .option('--tls-cert <file>', 'serve https with this PEM certificate (with --tls-key; rehearse a private CA)')
       .option('--tls-key <file>', "the certificate's PEM private key")
       .option('--json', 'print where it listens (url, port, key) as one JSON line on stdout, and no hints')

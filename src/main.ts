@@ -5,7 +5,7 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { CommanderError } from 'commander';
-import { buildProgram, type RunResult } from './cli.js';
+import { buildProgram, commanderMessage, type RunResult } from './cli.js';
 import { CampaignSyncError, ExitCode, exitCodeFor, isAbort, isStorageFailure, type StorageError, storageError } from './errors.js';
 import { safeJson, showLines, showText } from './ui/escape.js';
 
@@ -67,7 +67,12 @@ export async function run(argv: string[], signal: AbortSignal): Promise<number> 
   } catch (err) {
     if (err instanceof CommanderError) {
       // --help and --version end here too, with exit code 0.
-      return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+      if (err.exitCode === 0) return ExitCode.ok;
+      // commander printed its line on stderr; a script reading stdout under --json gets its document,
+      // as for our own usage errors. Help shown for a missing command has no message of its own.
+      const message = err.code === 'commander.help' ? 'a command is needed (add --help for usage)' : commanderMessage(err.message);
+      errorDocument(argv, message, ExitCode.usage);
+      return ExitCode.usage;
     }
     if (isAbort(err) && signal.aborted) {
       reportInterrupted(argv);

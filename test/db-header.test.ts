@@ -3,11 +3,12 @@
  * unchanged. SQLite itself refused only files from some size on; a few bytes (`echo > m.db`, a typo
  * naming a notes file) it took for an empty database and overwrote.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/store/db.js';
-import { cli, tempDir } from './helpers/index.js';
+import { SCHEMA_VERSION } from '../src/store/schema.js';
+import { cli, sim, tempDir } from './helpers/index.js';
 
 describe('a --db that is someone else’s file', () => {
   it.each([['\n'], ['x'], ['notes: call back'], ['SQLite format'], ['SQLite format 2\0 and more'], ['a'.repeat(4096)]])(
@@ -38,5 +39,90 @@ describe('a --db that is someone else’s file', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(`campaign-sync: ${path} is not a campaign-sync database: it is not an SQLite file; nothing was written to it\n`);
     expect(readFileSync(path, 'utf8')).toBe('\n');
+  });
+});
+
+describe('an empty --db file: not a mirror yet', () => {
+  const emptyDb = () => {
+    const path = join(tempDir(), 'm.db');
+    writeFileSync(path, '');
+    return path;
+  };
+  const notYet = (path: string) =>
+    `${path} is empty: it is not a campaign-sync mirror yet (run \`campaign-sync pull\` first, or pass --db)`;
+
+  it.each([[['status']], [['status', '--json']], [['export', '--table', 'campaigns']], [['reset', '--all']]])(
+    '%j: exit 2 saying so, the file left empty',
+    async (args) => {
+      const path = emptyDb();
+      const r = await cli([...args, '--db', path]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(`campaign-sync: ${notYet(path)}\n`);
+      if (args.includes('--json')) expect(JSON.parse(r.stdout)).toEqual({ error: notYet(path), exit_code: 2 });
+      expect(statSync(path).size).toBe(0);
+    },
+  );
+
+  it('status --check: nothing to check is CRITICAL (5), as a mirror with no streams yet; --json too', async () => {
+    const path = emptyDb();
+    const r = await cli(['status', '--check', '--db', path]);
+    expect(r.code).toBe(5);
+    expect(r.stdout).toBe('CRITICAL: 0 of 0 streams healthy (max age 10m)\n');
+    expect(r.stderr).toBe('');
+    const j = await cli(['status', '--check', '--json', '--db', path]);
+    expect(j.code).toBe(5);
+    expect(JSON.parse(j.stdout)).toMatchObject({ status: 'down', exit_code: 5, healthy: 0, streams: 0, unhealthy: [] });
+    expect(statSync(path).size).toBe(0);
+  });
+
+  it('pull into it makes it a new mirror', async () => {
+    const path = emptyDb();
+    const s = await sim({ campaigns: 1, records: 3 });
+    const r = await cli(['pull', '--quiet', '--base-url', s.url, '--db', path], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    expect(r.code).toBe(0);
+    const status = await cli(['status', '--json', '--db', path]);
+    expect(JSON.parse(status.stdout).streams).toHaveLength(1);
+  });
+});
+
+describe('a hand-edited schema version (PRAGMA user_version)', () => {
+  const mirrorAt = (version: number) => {
+    const path = join(tempDir(), 'm.db');
+    const db = openDatabase(path);
+    db.prepare("INSERT INTO campaigns (id, name, raw) VALUES ('c1', 'one', '{}')").run();
+    db.pragma(`user_version = ${version}`);
+    db.close();
+    return path;
+  };
+
+  it('negative: not a mirror, said in words (no JavaScript internals), for writers and readers alike', () => {
+    const path = mirrorAt(-1);
+    const message = `${path} is not a campaign-sync mirror: its schema version (PRAGMA user_version) is -1, and campaign-sync writes 1 to ${SCHEMA_VERSION}`;
+    expect(() => openDatabase(path)).toThrow(message);
+    expect(() => openDatabase(path, { mustExist: true, readonly: true })).toThrow(message);
+  });
+
+  it('older than its tables: exit 2 (not a storage failure), the data kept and the version unchanged', async () => {
+    const path = mirrorAt(4);
+    const r = await cli(['reset', '--all', '--db', path]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^campaign-sync: ${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not a mirror this campaign-sync can open: its tables do not match its schema version 4 \\(PRAGMA user_version\\); upgrading it from schema 4 to 5 failed and was rolled back: .+\n$`,
+      ),
+    );
+    const pull = await cli(['pull', '--db', path], { env: { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' } });
+    expect(pull.code).toBe(2);
+    const db = openDatabase(path, { mustExist: true, readonly: true });
+    expect(db.pragma('user_version', { simple: true })).toBe(4);
+    expect(db.prepare('SELECT name FROM campaigns').pluck().all()).toEqual(['one']);
+    db.close();
+  });
+
+  it('newer: still exit 2 asking for an upgrade', async () => {
+    const path = mirrorAt(99);
+    const r = await cli(['status', '--db', path]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/was written by a newer campaign-sync \(schema 99, this one knows \d+\); upgrade\n$/);
   });
 });

@@ -2,10 +2,13 @@
  * NDJSON export builds each line cell by cell (export/writers.ts): the text must be what
  * `toJson` of the whole row object gave before, JSON columns embedded, int64 exact.
  */
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseJson, toJson } from '../src/core/json.js';
 import type { Sink } from '../src/export/sink.js';
 import { ndjsonLine, writeNdjson } from '../src/export/writers.js';
+import { openDatabase } from '../src/store/db.js';
+import { cli, tempDir } from './helpers/index.js';
 
 /** The line as it was made before: the row as an object, JSON columns parsed, then toJson. */
 function wholeRow(columns: string[], row: unknown[]): string {
@@ -13,7 +16,9 @@ function wholeRow(columns: string[], row: unknown[]): string {
   columns.forEach((key, i) => {
     const v = row[i];
     let value = v;
-    if (['raw', 'feedback', 'additional_scores'].includes(key) && typeof v === 'string') {
+    // A blob is the base64 of its bytes, in any column.
+    if (v instanceof Uint8Array) value = Buffer.from(v).toString('base64');
+    else if (['raw', 'feedback', 'additional_scores'].includes(key) && typeof v === 'string') {
       try {
         value = parseJson(v);
       } catch {
@@ -51,5 +56,31 @@ describe('NDJSON lines', () => {
     };
     expect(await writeNdjson(COLUMNS, ROWS, sink)).toBe(ROWS.length);
     expect(Buffer.concat(chunks).toString('utf8')).toBe(ROWS.map((r) => wholeRow(COLUMNS, r)).join(''));
+  });
+});
+
+describe('BLOB cells in NDJSON', () => {
+  it('are the base64 of their bytes: exact for any bytes, in any column, a JSON column included', () => {
+    const cells = [Buffer.from([65, 66, 67, 0]), new Uint8Array([0xff, 0xfe, 0x00]), Buffer.alloc(0), Buffer.from('{"a":1}')];
+    expect(ndjsonLine(['b1', 'b2', 'empty', 'raw'], cells)).toBe('{"b1":"QUJDAA==","b2":"//4A","empty":"","raw":"eyJhIjoxfQ=="}\n');
+    // A view of a larger buffer: only its own bytes.
+    const big = Buffer.from('xxABCyy');
+    expect(ndjsonLine(['b'], [big.subarray(2, 5)])).toBe('{"b":"QUJD"}\n');
+    for (const cell of cells) {
+      const back = Buffer.from(JSON.parse(ndjsonLine(['b'], [cell])).b as string, 'base64');
+      expect(back.equals(Buffer.from(cell))).toBe(true);
+    }
+  });
+
+  it('export --format ndjson of a mirror with an analyst’s BLOB column writes base64, never Node’s Buffer form', async () => {
+    const path = join(tempDir(), 'm.db');
+    const db = openDatabase(path);
+    db.exec('ALTER TABLE campaigns ADD COLUMN attachment BLOB');
+    db.prepare("INSERT INTO campaigns (id, name, raw, attachment) VALUES ('c1', 'one', '{}', X'41424300')").run();
+    db.close();
+    const r = await cli(['export', '--db', path, '--table', 'campaigns', '--format', 'ndjson']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).not.toContain('Buffer');
+    expect(JSON.parse(r.stdout)).toMatchObject({ id: 'c1', attachment: 'QUJDAA==' });
   });
 });

@@ -6,9 +6,11 @@
  * CSV file and exited 0, and `-o fifo` replaced the pipe with a file (its reader hung).
  */
 import { execFileSync } from 'node:child_process';
-import { linkSync, lstatSync, readFileSync, symlinkSync } from 'node:fs';
+import { existsSync, linkSync, lstatSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { Writable } from 'node:stream';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { exportTable } from '../src/commands/export.js';
 import { openDatabase } from '../src/store/db.js';
 import { cli, tempDir } from './helpers/index.js';
 
@@ -108,5 +110,38 @@ describe('export -o onto a pipe or a device', () => {
     expect(readFileSync(join(dir, 'out.csv'), 'utf8')).toMatch(/^id,/);
     const again = await exportTo(join(dir, 'out.csv'));
     expect(again.code).toBe(0);
+  });
+});
+
+describe("export -o '' and -o -", () => {
+  it('an empty file name is a usage error naming -o (exit 2), and nothing is written', async () => {
+    const run = await exportTo('');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe('campaign-sync: -o: the file name is empty; give a file, or - for stdout\n');
+    expect(run.stdout).toBe('');
+    expect(readdirSync(dir).filter((f) => !f.startsWith('m.db'))).toEqual([]);
+  });
+
+  it('-o - is stdout: the rows there, no file named -', async () => {
+    const run = await exportTo('-');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^id,name,.*\r\nc1,one,/);
+    expect(existsSync(join(dir, '-'))).toBe(false);
+    // A file named - is still reachable as ./-.
+    const file = await exportTo('./-');
+    expect(file.code).toBe(0);
+    expect(readFileSync(join(dir, '-'), 'utf8')).toMatch(/^id,/);
+  });
+
+  it('-o - follows the rules of stdout: --json refused, Parquet refused on a terminal', async () => {
+    const json = await cli(['export', '--db', db, '--table', 'campaigns', '-o', '-', '--json'], { cwd: dir });
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ error: expect.stringContaining('(-o - is stdout)'), exit_code: 2 });
+    const terminal = Object.assign(new Writable({ write: (_c, _e, done) => done() }), { isTTY: true });
+    await expect(exportTable({ db, table: 'campaigns', format: 'parquet', output: '-' }, terminal)).rejects.toMatchObject({
+      exitCode: 2,
+      message: expect.stringMatching(/binary.*-o <file>/),
+    });
+    expect(existsSync(join(dir, '-'))).toBe(false);
   });
 });

@@ -29,6 +29,27 @@ describe('--json on fatal errors', () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ exit_code: 5 });
   });
 
+  it.each([
+    [['pull', '--json', '--bogus'], "unknown option '--bogus'"],
+    [['export', '--json', '--table', 'nope'], "option '--table <table>' argument 'nope' is invalid. must be one of campaigns, "],
+    [['status', '--json', 'x'], "too many arguments for 'status'. Expected 0 arguments but got 1."],
+    [['status', '--json', '--max-age'], "option '--max-age <duration>' argument missing"],
+  ])('a usage error found by commander (%j): exit 2, its one line on stderr and the same words in a JSON document', async (args, words) => {
+    const r = await cli(args);
+    expect(r.code).toBe(2);
+    const doc = JSON.parse(r.stdout) as { error: string; exit_code: number };
+    expect(doc).toEqual({ error: expect.stringContaining(words), exit_code: 2 });
+    expect(doc.error).toMatch(/ \(add --help for usage\)$/);
+    expect(r.stderr).toBe(`campaign-sync: ${doc.error}\n`);
+  });
+
+  it('without --json a usage error leaves stdout empty', async () => {
+    const r = await cli(['pull', '--bogus']);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe("campaign-sync: unknown option '--bogus' (add --help for usage)\n");
+  });
+
   it('watch --quiet: one error line per failed stream per pass', async () => {
     const server = createServer((req, res) => {
       res.setHeader('content-type', 'application/json');

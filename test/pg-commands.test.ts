@@ -118,6 +118,19 @@ describePg('commands on a PostgreSQL mirror', () => {
     expect(none.code).toBe(2);
   });
 
+  it('export --format ndjson writes an analyst’s bytea column as base64, as from SQLite', async () => {
+    const s = await sim({ campaigns: 1, records: 1 });
+    const schema = freshSchema();
+    const db = ['--db', PG_URL, '--pg-schema', schema];
+    expect((await cli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    await query(schema, 'ALTER TABLE campaigns ADD COLUMN attachment bytea');
+    await query(schema, "UPDATE campaigns SET attachment = '\\x41424300'::bytea");
+    const nd = await cli(['export', ...db, '--table', 'campaigns', '--format', 'ndjson']);
+    expect(nd.code, nd.stderr).toBe(0);
+    expect(nd.stdout).not.toContain('Buffer');
+    expect(JSON.parse(nd.stdout)).toMatchObject({ attachment: 'QUJDAA==' });
+  });
+
   it('forget erases one candidate from PostgreSQL with their child rows; an unknown one is exit 2', async () => {
     const s = await sim({ campaigns: 2, records: 15 });
     const schema = freshSchema();

@@ -326,3 +326,104 @@ describe('data analysts can rehearse on', () => {
     expect(again.data.sessionResult(again.data.campaigns[0]!, 17)).toEqual(s.data.sessionResult(s.data.campaigns[0]!, 17));
   });
 });
+
+describe('simulator: time and int64 stay realistic', () => {
+  /** Every timestamp of a served record (score details' have no zone: UTC). */
+  const timesOf = (r: Record<string, unknown>): number[] => {
+    const out: number[] = [];
+    const at = (v: unknown) => {
+      if (typeof v === 'string') out.push(Date.parse(/Z$|[+-]\d\d:\d\d$/.test(v) ? v : `${v}Z`));
+    };
+    at(r.created_at);
+    at(r.updated_at);
+    for (const e of (r.eval_results ?? []) as Array<Record<string, unknown>>) at(e.evaluated_at);
+    for (const d of (r.score_details ?? []) as Array<Record<string, unknown>>) {
+      at(d.created_at);
+      at(d.updated_at);
+      for (const e of (d.eval_results ?? []) as Array<Record<string, unknown>>) at(e.evaluated_at);
+    }
+    return out;
+  };
+
+  it('with growth, nothing a record holds is later than the moment it is served, on either endpoint', async () => {
+    const start = Date.UTC(2026, 10, 1);
+    let now = start;
+    // An awkward rate (3 every 7 ms): arrival times are fractions of a millisecond before rounding.
+    const s = await sim({ campaigns: 2, records: 2, growth: { count: 3, windowMs: 7 }, now: () => now });
+    const { session, role } = await campaignsOf(s);
+    const paths = [
+      `/v1/campaigns/session/results?campaign_id=${session[0]?.id}`,
+      `/v1/campaigns/role/results?campaign_id=${role[0]?.id}&report_type=DETAILED`,
+      `/v1/campaigns/role/results?campaign_id=${role[0]?.id}&report_type=OVERALL`,
+    ];
+    for (const step of [1, 1, 2, 3, 5, 40, 3_600_000]) {
+      now += step;
+      for (const path of paths) {
+        const { json } = await get(s, `${path}&sort=desc&limit=100`);
+        expect(json.data.length).toBeGreaterThanOrEqual(2);
+        for (const r of json.data) for (const t of timesOf(r)) expect(t).toBeLessThanOrEqual(now);
+      }
+    }
+    // Arrival times follow count() exactly: a record is never created after the first moment it is served.
+    const c = s.data.campaigns[0] as (typeof s.data.campaigns)[number];
+    for (let t = start; t < start + 200; t++) {
+      for (let i = 2; i < s.data.count(t, c); i++) expect(s.data.createdAt(i)).toBeLessThanOrEqual(t);
+    }
+  });
+
+  it('a re-score moves updated_at forward, never back, also for a result that just arrived', async () => {
+    let now = Date.UTC(2026, 10, 1);
+    const s = await sim({ campaigns: 1, records: 3, growth: { count: 1, windowMs: 1000 }, now: () => now });
+    const { session } = await campaignsOf(s);
+    const c = s.data.campaigns[0] as (typeof s.data.campaigns)[number];
+    const byId = async (id: string) =>
+      (
+        (await get(s, `/v1/campaigns/session/results?campaign_id=${session[0]?.id}&sort=asc&limit=100`)).json.data as Array<
+          Record<string, string>
+        >
+      ).find((r) => r.id === id) as { updated_at: string };
+    now += 1000;
+    const arrived = (await get(s, `/v1/campaigns/session/results?campaign_id=${session[0]?.id}&sort=desc&limit=1`)).json.data[0];
+    // Record 3, the first grown one, served the moment it arrived: updated then, not up to an hour later.
+    expect(Date.parse(arrived.updated_at)).toBe(now);
+    expect(Date.parse(arrived.created_at)).toBe(now);
+    now += 5_000;
+    s.changes.rescore(c, 3, now);
+    expect(Date.parse((await byId(arrived.id)).updated_at)).toBe(now);
+    // A clock stepped back: the next change keeps the later time.
+    s.changes.rescore(c, 3, now - 60_000);
+    expect(Date.parse((await byId(arrived.id)).updated_at)).toBe(now);
+    // History results too: a re-score is never earlier than the result's own updated_at.
+    const first = (await get(s, `/v1/campaigns/session/results?campaign_id=${session[0]?.id}&sort=asc&limit=1`)).json.data[0];
+    s.changes.rescore(c, 0, Date.parse(first.created_at));
+    const again = (await get(s, `/v1/campaigns/session/results?campaign_id=${session[0]?.id}&sort=asc&limit=1`)).json.data[0];
+    expect(Date.parse(again.updated_at)).toBeGreaterThanOrEqual(Date.parse(first.updated_at));
+  });
+
+  it('an --order-index-start past int64 for its records is refused, naming the largest start that fits', async () => {
+    const max = 2n ** 63n - 1n;
+    await expect(sim({ campaigns: 1, records: 250, orderIndexStart: 9223372036854775000n })).rejects.toMatchObject({
+      exitCode: 2,
+      message:
+        '--order-index-start 9223372036854775000: 250 records a campaign would reach order_index 9223372036854777499, ' +
+        'past int64 (9223372036854775807); the largest start that fits is 9223372036854773308',
+    });
+    // That start serves up to int64's last value and no further.
+    const s = await sim({ campaigns: 1, records: 250, orderIndexStart: 9223372036854773308n });
+    const c = s.data.campaigns[0] as (typeof s.data.campaigns)[number];
+    for (let i = 0; i < 250; i++) expect(s.data.orderIndex(c, i)).toBeLessThanOrEqual(max);
+    // With growth, a year of it is counted; past that year growth stops at int64.
+    const growth = { count: 10, windowMs: 60_000 };
+    await expect(sim({ campaigns: 1, records: 250, orderIndexStart: 9223372036854773308n, growth })).rejects.toThrow(
+      /250 records a campaign and a year of --growth \(5256000 more\) would reach .*; the largest start that fits is 9223372036802213308$/,
+    );
+    let now = Date.UTC(2026, 10, 1);
+    const grown = await sim({ campaigns: 1, records: 250, orderIndexStart: 9223372036802213308n, growth, now: () => now });
+    const g = grown.data.campaigns[0] as (typeof grown.data.campaigns)[number];
+    now += 3 * 365 * 86_400_000;
+    const count = grown.data.count(now, g);
+    expect(count).toBeLessThan(250 + 3 * 5_256_000);
+    expect(grown.data.orderIndex(g, count - 1)).toBeLessThanOrEqual(max);
+    expect(grown.data.orderIndex(g, count)).toBeGreaterThan(max - 10n);
+  });
+});

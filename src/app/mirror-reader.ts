@@ -7,7 +7,7 @@
 import { resolveDbPath } from '../config/env.js';
 import { Campaigns, type SkippedCampaign } from '../store/campaigns.js';
 import { Checkpoints, type StreamRow } from '../store/checkpoints.js';
-import { openDatabase } from '../store/db.js';
+import { isEmptyDatabase, openDatabase } from '../store/db.js';
 import { type Holder, lockHolder } from '../store/lock.js';
 import { isPgUrl } from '../store/pg/url.js';
 
@@ -20,10 +20,26 @@ export interface MirrorReader {
   close(): Promise<void>;
 }
 
-/** Opens the mirror of --db (and --pg-schema) for reading; a missing one is an error naming it. */
-export async function openMirrorReader(flags: { db?: string | undefined; pgSchema?: string | undefined }): Promise<MirrorReader> {
+/**
+ * Opens the mirror of --db (and --pg-schema) for reading; a missing one is an error naming it, and so
+ * is an empty file unless `emptyHasNoStreams` (status --check: a mirror with nothing synced yet).
+ */
+export async function openMirrorReader(
+  flags: { db?: string | undefined; pgSchema?: string | undefined },
+  opts: { emptyHasNoStreams?: boolean } = {},
+): Promise<MirrorReader> {
   const dbPath = resolveDbPath(flags.db);
   if (isPgUrl(dbPath)) return (await import('./mirror-reader-pg.js')).openPgReader(dbPath, flags.pgSchema);
+  if (opts.emptyHasNoStreams && isEmptyDatabase(dbPath)) {
+    // Nothing is opened: SQLite would take the empty file for a database without our tables.
+    return {
+      streams: async () => [],
+      campaignNames: async () => new Map(),
+      skipped: async () => [],
+      holder: async () => lockHolder(dbPath),
+      close: async () => {},
+    };
+  }
   const db = openDatabase(dbPath, { mustExist: true, readonly: true });
   const campaigns = new Campaigns(db);
   return {

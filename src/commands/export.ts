@@ -86,6 +86,15 @@ function checkOutput(path: string, dbPath: string | undefined): void {
   if (same) throw new UsageError(`-o ${path}: is the database being exported (${dbPath}) or one of its files; give another file name`);
 }
 
+/**
+ * The file -o names, or undefined for stdout: no -o, or `-o -` as most tools take it (a file named
+ * `-` is `-o ./-`). An empty name is a bad flag value, not a file that cannot be created (74).
+ */
+function outputFile(given: string | undefined): string | undefined {
+  if (given === '') throw new UsageError('-o: the file name is empty; give a file, or - for stdout');
+  return given === '-' ? undefined : given;
+}
+
 /** `--campaign`: an id or a name, as `pull` and `reset` take it; one that matches nothing is exit 2. */
 function campaignId(db: Db, selector: string): string {
   const ids = new Campaigns(db).idsFor(selector);
@@ -115,8 +124,13 @@ function noRowsOf(db: Db, selector: string, id: string, table: ExportTable, date
  */
 export async function exportTable(flags: ExportFlags, stdout: Writable = process.stdout, signal?: AbortSignal): Promise<number> {
   const out = new Output({ quiet: flags.quiet, json: flags.json });
+  const target = outputFile(flags.output);
   // The data goes to stdout without -o: there is no room for a document beside it.
-  if (flags.json && flags.output === undefined) throw new UsageError('--json prints a summary of the export: give -o <file> for the data');
+  if (flags.json && target === undefined) {
+    throw new UsageError(
+      `--json prints a summary of the export: give -o <file> for the data${flags.output === '-' ? ' (-o - is stdout)' : ''}`,
+    );
+  }
   if (!(flags.table in EXPORT_TABLES)) throw new UsageError(`--table: must be one of ${Object.keys(EXPORT_TABLES).join(', ')}`);
   // zod (~70 ms of CPU to load, a tenth of sqlite3's whole export) only when --format is given:
   // without it, the schema's answer is its default.
@@ -124,7 +138,6 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
   const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
-  const target = flags.output;
   const dbPath = resolveDbPath(flags.db);
   if (target !== undefined) checkOutput(target, isPgUrl(dbPath) ? undefined : dbPath);
   // Parquet is binary, and only whole once its footer is written: to a file, or to a pipe or a

@@ -28,7 +28,9 @@ export async function status(flags: StatusFlags): Promise<number> {
   if (flags.maxAge !== undefined && !flags.check) throw new UsageError('--max-age goes with --check');
   // The settings' schemas (zod) only for --check: plain `status` stays a light process (issue 15).
   const maxAge = flags.check ? await checkMaxAge(flags.maxAge) : 0;
-  const mirror = await openMirrorReader(flags);
+  // An empty --db file (touched, or a volume mounted before the first pull) has nothing to check: as
+  // a mirror with no streams yet, CRITICAL (5). Plain `status` calls it a usage error, as `export` does.
+  const mirror = await openMirrorReader(flags, { emptyHasNoStreams: flags.check === true });
   const now = Date.now();
   try {
     const names = await mirror.campaignNames();

@@ -19,11 +19,17 @@ export function neutralise(value: string): string {
   return isFormula(value) ? `'${value}` : value;
 }
 
-/** One cell as JSON: a JSON-text column embedded as a JSON value, int64 exact. */
+/**
+ * One cell as JSON: a JSON-text column embedded as a JSON value, int64 exact, and a BLOB (SQLite's,
+ * or PostgreSQL's bytea: only hand-edited data or an analyst's own columns hold one) as the base64 of
+ * its bytes, in any column: exact whatever the bytes, and what warehouses load into a BYTES column.
+ * Before, it came out as Node's internal `{"type":"Buffer","data":[…]}`.
+ */
 function jsonCell(json: boolean, v: unknown): string {
   if (typeof v === 'string') return json ? toJson(parseJsonOr(v)) : JSON.stringify(v);
   if (typeof v === 'bigint') return String(v);
   if (v === null) return 'null';
+  if (v instanceof Uint8Array) return `"${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64')}"`;
   return toJson(v);
 }
 

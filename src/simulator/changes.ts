@@ -68,10 +68,14 @@ export class SimChanges {
     return this.deleted.size > 0 || this.rescored.size > 0 || this.late.size > 0;
   }
 
-  /** Re-scores base record `i` of campaign `c` at `at`: a new score, `updated_at` = `at`. */
+  /**
+   * Re-scores base record `i` of campaign `c` at `at`: a new score, `updated_at` = `at`, never earlier
+   * than the record's last change (a clock stepped back moves nothing backwards).
+   */
   rescore(c: SimCampaign, i: number, at: number): void {
     const key = `${c.index}:${i}`;
-    this.rescored.set(key, { at, times: (this.rescored.get(key)?.times ?? 0) + 1 });
+    const before = this.rescored.get(key);
+    this.rescored.set(key, { at: Math.max(at, before?.at ?? at), times: (before?.times ?? 0) + 1 });
   }
 
   /** Deletes base record `i` of campaign `c`: it is no longer served. */
@@ -140,7 +144,9 @@ export class SimChanges {
       const rand = prng(hash32(this.data.opts.seed, c.index, i, change.times));
       const old = Number(r[field]);
       r[field] = Math.round(((old + 0.5 + rand() * 4) % 5) * 100) / 100;
-      r.updated_at = new Date(change.at).toISOString();
+      // Never before the record's own updated_at: an update does not go back in time.
+      const was = Date.parse(r.updated_at as string);
+      r.updated_at = new Date(Number.isNaN(was) ? change.at : Math.max(change.at, was)).toISOString();
     }
     return r;
   }

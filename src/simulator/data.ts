@@ -14,6 +14,7 @@
  */
 
 import type { ReportType } from '../core/types.js';
+import { UsageError } from '../errors.js';
 import { CEFR_LEVELS, RECOMMENDATION_STATUSES, SCENARIO_TYPE_KEYS, SKILL_KEYS } from '../spec/schemas.js';
 import { hash32, pick, prng, uuidFrom } from './random.js';
 
@@ -45,6 +46,31 @@ const DAY = 86_400_000;
 const HISTORY_END = Date.UTC(2026, 5, 1);
 const HISTORY_DAYS = 120;
 const ORDER_STRIDE = 10n;
+/** The largest order_index the service can serve: it is an int64. */
+const INT64_MAX = 2n ** 63n - 1n;
+/** Evaluations of a result are spread over this long. */
+const EVALUATION_SPREAD_MS = 600_000;
+/** How far ahead --growth is counted when --order-index-start is checked: a year. */
+const GROWTH_HORIZON_MS = 365 * DAY;
+
+/**
+ * Refuses an --order-index-start that would serve an order_index past int64, which the real service
+ * cannot: counting `records` a campaign plus a year of growth at `growthPerMs`. Names the largest
+ * start that fits. (Past a year, growth stops at int64 instead: SimData.count.)
+ */
+export function checkOrderIndexRoom(start: bigint, records: number, growthPerMs: number): void {
+  const grown = growthPerMs > 0 ? Math.ceil(growthPerMs * GROWTH_HORIZON_MS) : 0;
+  const served = BigInt(records + grown);
+  // Record i's order_index is start + 10 i + jitter, the jitter at most 9.
+  const last = start + (served - 1n) * ORDER_STRIDE + 9n;
+  if (last <= INT64_MAX) return;
+  const largest = INT64_MAX - 9n - (served - 1n) * ORDER_STRIDE;
+  const what = grown > 0 ? `${records} records a campaign and a year of --growth (${grown} more)` : `${records} records a campaign`;
+  throw new UsageError(
+    `--order-index-start ${start}: ${what} would reach order_index ${last}, past int64 (${INT64_MAX}); ` +
+      (largest >= 0n ? `the largest start that fits is ${largest}` : 'no start fits: lower --records or --growth'),
+  );
+}
 
 const FIRST = [
   'Ana',
@@ -155,6 +181,8 @@ export class SimData {
   private readonly historyStart: number;
   /** How many distinct candidates the results are drawn from. */
   private readonly poolSize: number;
+  /** Records a campaign can hold before an order_index would pass int64: where growth stops. */
+  private readonly capacity: number;
 
   constructor(
     readonly opts: DataOptions,
@@ -166,6 +194,8 @@ export class SimData {
     this.historyStart = HISTORY_END - HISTORY_DAYS * DAY;
     this.poolSize = Math.max(10, Math.floor(0.4 * opts.records * Math.max(1, opts.campaigns)));
     this.spacing = Math.min(6 * 3_600_000, Math.floor((HISTORY_DAYS * DAY) / Math.max(1, opts.records)));
+    const room = (INT64_MAX - 9n - opts.orderIndexStart) / ORDER_STRIDE + 1n;
+    this.capacity = room > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Math.max(0, Number(room));
     this.campaigns = [];
     const total = opts.campaigns + opts.unknownTypeCampaigns;
     for (let c = 0; c < total; c++) {
@@ -196,7 +226,7 @@ export class SimData {
   count(now: number, c?: SimCampaign): number {
     if (c !== undefined && !this.grows(c)) return this.opts.records;
     const grown = this.growthPerMs > 0 ? Math.floor((now - this.startedAt) * this.growthPerMs) : 0;
-    return this.opts.records + Math.max(0, grown);
+    return Math.min(this.opts.records + Math.max(0, grown), this.capacity);
   }
 
   /** Whether campaign `c` receives --growth (the first `growthCampaigns`, or all). */
@@ -222,9 +252,13 @@ export class SimData {
       return this.opts.unorderedTimes ? t - (hash32(this.opts.seed, i, 0x7e) % (2 * this.spacing + 1)) : t;
     }
     // Growth: spread evenly from the server's start. Grown record n is served from the moment
-    // count() reaches n + 1, and that moment is its arrival.
+    // count() reaches n + 1, and that moment is its arrival: the first whole millisecond where it
+    // does, computed with count()'s own arithmetic, so a record is never created after it is served.
     const n = i - this.opts.records;
-    return this.startedAt + Math.ceil((n + 1) / this.growthPerMs);
+    let t = Math.ceil((n + 1) / this.growthPerMs);
+    while (t > 0 && Math.floor((t - 1) * this.growthPerMs) >= n + 1) t--;
+    while (Math.floor(t * this.growthPerMs) < n + 1) t++;
+    return this.startedAt + t;
   }
 
   /** Whether `created_at` rises with the index (not so with `unorderedTimes`). */
@@ -232,10 +266,28 @@ export class SimData {
     return !this.opts.unorderedTimes;
   }
 
-  /** `updated_at` of record i: `after` ms past its creation, or as long before it (unorderedTimes, one in four). */
+  /**
+   * Whether record i arrives while the server runs (--growth, and late arrivals, whose indexes lie past
+   * the history): its `created_at` is the moment it is first served, so nothing in it may be later.
+   */
+  private arrives(i: number): boolean {
+    return i >= this.opts.records;
+  }
+
+  /**
+   * `updated_at` of record i: `after` ms past its creation, or as long before it (unorderedTimes, one
+   * in four). A record that arrives while the server runs is served the moment it is created: updated
+   * then too, never in the future (a later re-score moves it forward: changes.ts).
+   */
   private updatedAt(c: SimCampaign, i: number, created: number, after: number): string {
+    if (this.arrives(i)) return iso(created);
     const before = this.opts.unorderedTimes && hash32(this.opts.seed, c.index, i, 0x7f) % 4 === 0;
     return iso(before ? created - after : created + after);
+  }
+
+  /** When record i's evaluations start: 10 minutes before an arriving record's creation, at a history record's. */
+  private evaluatedFrom(i: number, created: number): number {
+    return this.arrives(i) ? created - EVALUATION_SPREAD_MS : created;
   }
 
   /** The first record index created on or after `ms` (only while created_at is monotonic in the index). */
@@ -291,7 +343,7 @@ export class SimData {
         score: (Math.round(rand() * 50) / 10).toFixed(1),
         skill: { key, label: SKILL_LABELS[key] as string },
         rationale: pick(rand, RATIONALES),
-        evaluated_at: iso(at + Math.floor(rand() * 600_000)),
+        evaluated_at: iso(at + Math.floor(rand() * EVALUATION_SPREAD_MS)),
         evaluation_id: uuidFrom(rand),
       });
     }
@@ -332,7 +384,7 @@ export class SimData {
       user: this.person(rand),
       session: { id: uuidFrom(rand) },
       scenario: this.scenario(rand),
-      eval_results: this.evalResults(rand, created),
+      eval_results: this.evalResults(rand, this.evaluatedFrom(i, created)),
       feedback: rand() < 0.2 ? null : this.feedback(rand),
     };
     const extra = this.additionalScores(rand);

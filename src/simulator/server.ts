@@ -11,7 +11,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { toJson } from '../core/json.js';
 import type { Rate } from '../core/rate.js';
 import { SimChanges } from './changes.js';
-import { type SimCampaign, SimData } from './data.js';
+import { checkOrderIndexRoom, type SimCampaign, SimData } from './data.js';
 import { acceptsGzip, gzipBody } from './encoding.js';
 import { chooseFault, type FaultKind, type FaultPlan } from './faults.js';
 import { errorBody, HttpError, parseCampaignQuery, parseQuery } from './query.js';
@@ -89,12 +89,15 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const seed = seedNumber(options.seed ?? 1);
   const apiKey = options.apiKey ?? 'demo-key';
   const growthPerMs = options.growth ? options.growth.count / options.growth.windowMs : 0;
+  const records = options.records ?? 250;
+  const orderIndexStart = options.orderIndexStart ?? 1000n;
+  checkOrderIndexRoom(orderIndexStart, records, growthPerMs);
   const data = new SimData(
     {
       seed,
       campaigns: options.campaigns ?? 6,
-      records: options.records ?? 250,
-      orderIndexStart: options.orderIndexStart ?? 1000n,
+      records,
+      orderIndexStart,
       unknownTypeCampaigns: options.unknownTypeCampaigns ?? 0,
       unorderedTimes: options.quirks?.unorderedTimes === true,
       growthCampaigns: options.growthCampaigns,

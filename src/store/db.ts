@@ -8,7 +8,7 @@ import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, read
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { BUSY_WAIT_S, CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../errors.js';
-import { migrate, SCHEMA_VERSION } from './schema.js';
+import { checkSchemaVersion, migrate, schemaVersion } from './schema.js';
 import { Database } from './sqlite.js';
 
 export type Db = BetterSqlite3.Database;
@@ -70,6 +70,11 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   if (opts.mustExist && !existsSync(path)) {
     throw new UsageError(`no database at ${path} (run \`campaign-sync pull\` first, or pass --db)`);
   }
+  // Opened as it is, SQLite takes an empty file for an empty database: `status` and `export` then
+  // failed on a missing table (exit 74), and `reset` turned the file into a mirror. It is not one yet.
+  if (opts.mustExist && isEmptyDatabase(path)) {
+    throw new UsageError(`${path} is empty: it is not a campaign-sync mirror yet (run \`campaign-sync pull\` first, or pass --db)`);
+  }
   checkDbPath(path);
   checkHeader(path);
   if (opts.readonly) {
@@ -88,8 +93,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   try {
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     if (opts.readonly) {
-      const version = db.pragma('user_version', { simple: true }) as number;
-      if (version > SCHEMA_VERSION) throw new UsageError(`${path} was written by a newer campaign-sync (schema ${version}); upgrade`);
+      checkSchemaVersion(schemaVersion(db), path);
       return db;
     }
     db.pragma('journal_mode = WAL');
@@ -105,6 +109,19 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   } catch (err) {
     db.close();
     throw openFailure(err, path, opts);
+  }
+}
+
+/**
+ * A file of 0 bytes with no WAL beside it holding pages: what `touch m.db` or a mounted placeholder
+ * leaves. A pull makes it a new database; for anything that reads a mirror there is nothing there yet.
+ */
+export function isEmptyDatabase(path: string): boolean {
+  try {
+    const file = statSync(path, { throwIfNoEntry: false });
+    return file?.isFile() === true && file.size === 0 && !statSync(`${path}-wal`, { throwIfNoEntry: false })?.size;
+  } catch {
+    return false; // unreachable: the open reports it
   }
 }
 

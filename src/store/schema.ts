@@ -3,7 +3,7 @@
  * of MIGRATIONS moves one version up, so a database written by an older release is upgraded in place.
  */
 import type Database from 'better-sqlite3';
-import { UsageError } from '../errors.js';
+import { errorCode, UsageError } from '../errors.js';
 import { V5_LINKS } from './links.js';
 import { compactStored, V6_SQL } from './schema-v6.js';
 import { V5_INDEXES, V5_VIEWS } from './views.js';
@@ -165,12 +165,35 @@ export function columnNames(db: Database.Database, table: string): string[] {
   return (db.pragma(`table_info(${table})`) as Array<{ name: string }>).map((c) => c.name);
 }
 
-/** Brings `db` to `target` (the current version; tests pass an older one to build what a release wrote). */
-export function migrate(db: Database.Database, path: string, target = SCHEMA_VERSION): void {
-  const version = db.pragma('user_version', { simple: true }) as number;
+/**
+ * Refuses a schema version this release cannot open: a newer one, and a negative one, which no
+ * campaign-sync writes (a hand-edited `PRAGMA user_version`).
+ */
+export function checkSchemaVersion(version: number, path: string): void {
   if (version > SCHEMA_VERSION) {
     throw new UsageError(`${path} was written by a newer campaign-sync (schema ${version}, this one knows ${SCHEMA_VERSION}); upgrade`);
   }
+  if (version < 0 || !Number.isInteger(version)) {
+    throw new UsageError(
+      `${path} is not a campaign-sync mirror: its schema version (PRAGMA user_version) is ${version}, and campaign-sync writes 1 to ${SCHEMA_VERSION}`,
+    );
+  }
+}
+
+/**
+ * A migration step that fails on SQL (a table it creates is there already, one it reads is not) met
+ * tables that are not those of the version the file claims: not a storage failure (74) but a file this
+ * release cannot open (2). Disk full, read-only, I/O and busy errors carry their own codes.
+ */
+function isSchemaMismatch(err: unknown): boolean {
+  const code = errorCode(err);
+  return code === 'SQLITE_ERROR' || code?.startsWith('SQLITE_CONSTRAINT') === true;
+}
+
+/** Brings `db` to `target` (the current version; tests pass an older one to build what a release wrote). */
+export function migrate(db: Database.Database, path: string, target = SCHEMA_VERSION): void {
+  const version = schemaVersion(db);
+  checkSchemaVersion(version, path);
   if (version === 0) {
     // A version-0 file with tables of its own is somebody else's database: do not touch it.
     const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
@@ -179,11 +202,19 @@ export function migrate(db: Database.Database, path: string, target = SCHEMA_VER
   let moved = 0;
   for (let v = version; v < target; v++) {
     const step = MIGRATIONS[v] as (typeof MIGRATIONS)[number];
-    db.transaction(() => {
-      db.exec(step.sql);
-      if (step.run) moved += step.run(db);
-      db.pragma(`user_version = ${v + 1}`);
-    })();
+    try {
+      db.transaction(() => {
+        db.exec(step.sql);
+        if (step.run) moved += step.run(db);
+        db.pragma(`user_version = ${v + 1}`);
+      })();
+    } catch (err) {
+      if (!isSchemaMismatch(err)) throw err;
+      throw new UsageError(
+        `${path} is not a mirror this campaign-sync can open: its tables do not match its schema version ${version} ` +
+          `(PRAGMA user_version); upgrading it from schema ${v} to ${v + 1} failed and was rolled back: ${(err as Error).message}`,
+      );
+    }
   }
   if (moved > 0) giveBackSpace(db);
 }

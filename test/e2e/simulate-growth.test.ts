@@ -44,4 +44,14 @@ describe('simulate --growth-campaigns', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr.trim()).toBe('campaign-sync: --growth-campaigns needs --growth');
   });
+
+  it('--order-index-start past int64 for the records it would serve: exit 2 at start-up, naming the flag and the largest start', async () => {
+    const r = await cli(['simulate', '--port', '0', '--order-index-start', '9223372036854775000']);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(
+      'campaign-sync: --order-index-start 9223372036854775000: 250 records a campaign would reach order_index 9223372036854777499, ' +
+        'past int64 (9223372036854775807); the largest start that fits is 9223372036854773308\n',
+    );
+  });
 });
