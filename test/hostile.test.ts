@@ -140,7 +140,12 @@ describe('hostile responses', () => {
     expect(calls[1]?.searchParams.get('campaign_id')).toBe(evil);
     await store.sink.close();
     const { readdirSync } = await import('node:fs');
-    expect(readdirSync(store.outDir).sort()).toEqual(['campaigns.ndjson', 'role_results.ndjson', 'session_results.ndjson']);
+    expect(readdirSync(store.outDir).sort()).toEqual([
+      '.campaign-sync.lock',
+      'campaigns.ndjson',
+      'role_results.ndjson',
+      'session_results.ndjson',
+    ]);
   });
 });
 

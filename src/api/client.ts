@@ -104,6 +104,8 @@ export class ApiClient {
   private readonly origin: string;
   /** Every attempt made, retries included. */
   requests = 0;
+  /** The key as sent, and URL-encoded: what `redact` takes out of the service's text. */
+  private readonly secrets: string[];
   private readonly events: RunEvents | undefined;
 
   constructor(
@@ -121,6 +123,24 @@ export class ApiClient {
     if (config.userAgent) this.headers['user-agent'] = config.userAgent;
     this.basePath = config.baseUrl.pathname.replace(/\/+$/, '');
     this.origin = config.baseUrl.origin;
+    this.secrets = [...new Set([config.apiKey, encodeURIComponent(config.apiKey)])].filter((k) => k.length > 0);
+  }
+
+  /**
+   * The text with the key taken out: a service (or something posing as one) may echo the key it was
+   * sent in an error message, a request id or a body, and every such string reaches the terminal, the
+   * request log, `last_error` in the mirror and /healthz.
+   */
+  redact(text: string): string {
+    let out = text;
+    for (const k of this.secrets) if (out.includes(k)) out = out.split(k).join('[the API key]');
+    return out;
+  }
+
+  /** The same error, its message without the key (see `redact`); rethrown by every public method. */
+  private redacted(err: unknown): unknown {
+    if (err instanceof Error) err.message = this.redact(err.message);
+    return err;
   }
 
   async close(): Promise<void> {
@@ -143,13 +163,19 @@ export class ApiClient {
     let query = '';
     for (let n = 1; ; n++) {
       const { value } = await this.get(info, query, counter);
-      const page = parseCampaignPage(value, info);
-      for (const c of page.campaigns) {
-        if (ids.has(c.id)) continue;
-        ids.add(c.id);
-        out.push(c);
+      let step: ReturnType<typeof nextCampaignStep>;
+      try {
+        const page = parseCampaignPage(value, info);
+        for (const c of page.campaigns) {
+          if (ids.has(c.id)) continue;
+          ids.add(c.id);
+          out.push(c);
+        }
+        step = nextCampaignStep(page, { info, page: n, sent });
+      } catch (err) {
+        // The answer's own values may be quoted: never the key among them.
+        throw this.redacted(err);
       }
-      const step = nextCampaignStep(page, { info, page: n, sent });
       if (step.done) return out;
       sent.add(step.next);
       query = `?${new URLSearchParams({ starting_after: step.next })}`;
@@ -166,7 +192,7 @@ export class ApiClient {
     if (q.endDate) params.set('end_date', q.endDate);
     const { value, bytes } = await this.get(info, `?${params}`, counter);
     const parsed = toPage(value);
-    if (!parsed.success) throw new ApiError(info, `unexpected page: ${formatIssues(parsed.error)}`, { invalid: true });
+    if (!parsed.success) throw this.redacted(new ApiError(info, `unexpected page: ${formatIssues(parsed.error)}`, { invalid: true }));
     return { page: parsed.data, bytes };
   }
 
@@ -201,6 +227,7 @@ export class ApiClient {
         return res;
       } catch (err) {
         release();
+        this.redacted(err);
         // Still one request event: the log's lines and the summary's request count must agree.
         this.events?.request?.({
           ...requestFacts(info, query, attempt, maxAttempts, sentAt, this.clock.now()),
@@ -294,7 +321,7 @@ export class ApiClient {
       try {
         return { value: parseJsonBytes(body), bytes: total, status };
       } catch {
-        const text = body.toString('utf8');
+        const text = this.redact(body.toString('utf8'));
         const type = String(resHeaders['content-type'] ?? 'no content-type');
         throw new ApiError(info, `${status} but the body is not JSON (${type.split(';')[0]}): ${preview(text)}`, { invalid: true });
       }
@@ -310,7 +337,7 @@ export class ApiClient {
         invalid: true,
       });
     }
-    const { message, requestId } = errorFields(body.toString('utf8'));
+    const { message, requestId } = errorFields(this.redact(body.toString('utf8')));
     const retryAfterMs = parseRetryAfter(resHeaders['retry-after'], this.clock.now());
     const detail = `${status} ${message ?? statusText(status)}`;
     if (status === 401) {

@@ -38,7 +38,9 @@ function parseBaseUrl(text: string): URL {
   try {
     url = new URL(text);
   } catch {
-    throw new UsageError(`--base-url: "${text}" is not a URL (example: https://api.example.com)`);
+    // Named without any user name and password it carries: they are secrets even when misspelled.
+    const shown = text.replace(/\/\/[^/?#]*@/, '//…@');
+    throw new UsageError(`--base-url: "${shown}" is not a URL (example: https://api.example.com)`);
   }
   const problem =
     url.protocol !== 'http:' && url.protocol !== 'https:'

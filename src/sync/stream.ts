@@ -226,9 +226,11 @@ export async function streamFailure(
   if (err instanceof AuthError) throw err;
   if (isAbort(err) && deps.signal?.aborted) return { status: 'interrupted' };
   if (!(err instanceof ApiError || err instanceof DataError)) throw err;
+  // A record's values quoted by a DataError came from the service too: never the key among them.
+  const message = deps.client.redact(err.message);
   // A storage failure here (the sink stopped) is thrown on: fatal for the whole pass.
-  await deps.sink.endStream(id, err.message, new Date().toISOString());
-  return { status: 'failed', error: err.message, errorKind: err.kind };
+  await deps.sink.endStream(id, message, new Date().toISOString());
+  return { status: 'failed', error: message, errorKind: err.kind };
 }
 
 export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts: StreamOptions, totals: Progress): Promise<StreamResult> {
