@@ -2,7 +2,8 @@
  * The config file and its profiles (issue 14): found where documented, validated whole, filling only
  * what flags and environment left unset, and never holding a literal key.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { applyProfile } from '../src/config/profile.js';
@@ -152,5 +153,40 @@ describe('a bad value from the environment', () => {
     expect(format.stderr).toBe('campaign-sync: CAMPAIGN_SYNC_FORMAT: must be sqlite or ndjson\n');
     const flag = await cli(['pull', '--db', db, '--rate-limit', 'nope'], { env: { ...base, CAMPAIGN_SYNC_RATE_LIMIT: 'bogus' } });
     expect(flag.stderr).toMatch(/^campaign-sync: --rate-limit: "nope" is not a rate/);
+  });
+});
+
+describe('a config file or key file that is not safely yours', () => {
+  it('one another user owns or may change is refused (exit 2): it decides where the key is sent', async () => {
+    const dir = project('[profiles.x]\nbase_url = "https://evil.example.com"\n');
+    const file = join(dir, 'campaign-sync.toml');
+    chmodSync(file, 0o666);
+    const open = await cli(['status', '--profile', 'x'], { cwd: dir });
+    expect(open.code).toBe(2);
+    expect(open.stderr).toContain(
+      `${file}: other users may change the config file (mode 0666), and it decides where your key is sent; chmod go-w it`,
+    );
+    chmodSync(file, 0o644);
+    expect((await cli(['status', '--profile', 'x'], { cwd: dir })).stderr).not.toContain('other users may change');
+    if (process.getuid?.() === 0) {
+      chownSync(file, 65534, 65534);
+      const foreign = await cli(['status', '--profile', 'x'], { cwd: dir });
+      expect(foreign.code).toBe(2);
+      expect(foreign.stderr).toContain(`${file}: the config file belongs to another user (uid 65534)`);
+    }
+  });
+
+  it('a named pipe as --config or --api-key-file is refused at once instead of blocking for ever', async () => {
+    const dir = tempDir();
+    const fifo = join(dir, 'pipe');
+    execFileSync('mkfifo', [fifo]);
+    const config = await cli(['status', '--config', fifo], { cwd: dir, timeoutMs: 15_000 });
+    expect(config.signal).toBeNull();
+    expect(config.code).toBe(2);
+    expect(config.stderr).toContain(`${fifo}: the config file is not a regular file`);
+    const key = await cli(['campaigns', '--base-url', 'http://127.0.0.1:9', '--api-key-file', fifo], { cwd: dir, timeoutMs: 15_000 });
+    expect(key.signal).toBeNull();
+    expect(key.code).toBe(2);
+    expect(key.stderr).toContain(`--api-key-file: ${fifo} is not a regular file`);
   });
 });

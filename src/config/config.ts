@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
@@ -76,6 +76,9 @@ export function resolveBaseUrl(text: string, allowInsecureHttp: boolean): URL {
   return url;
 }
 
+/** A key file holds one line; anything this big is not one. */
+const MAX_KEY_FILE_BYTES = 64 * 1024;
+
 /**
  * Reads the key alone from its file. A file that group or others may open is used, with a warning
  * (as ssh does with a private key): the key itself is never part of it.
@@ -84,14 +87,20 @@ function readKeyFile(path: string): { key: string; warnings: string[] } {
   let text: string;
   let mode: number;
   try {
-    const fd = openSync(path, 'r');
+    // Non-blocking: a named pipe with no writer would hold the open (and every signal) for ever.
+    const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
     try {
-      mode = fstatSync(fd).mode;
+      const stat = fstatSync(fd);
+      mode = stat.mode;
+      // A pipe, a device (/dev/zero would be read until memory ran out) or a folder holds no key.
+      if (!stat.isFile()) throw new UsageError(`--api-key-file: ${path} is not a regular file`);
+      if (stat.size > MAX_KEY_FILE_BYTES) throw new UsageError(`--api-key-file: ${path} is ${stat.size} bytes, too big for a key file`);
       text = readFileSync(fd, 'utf8');
     } finally {
       closeSync(fd);
     }
   } catch (err) {
+    if (err instanceof UsageError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new UsageError(`--api-key-file: cannot read ${path} (${code})`);
   }

@@ -7,7 +7,7 @@
  * unknown key is an error naming the file, profile and key, and a literal API key is refused (a
  * config file is shared and backed up; the key belongs in its own 0600 file).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, type Stats, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
@@ -95,8 +95,41 @@ function expandPath(text: string, file: string): string {
   return isAbsolute(text) ? text : resolve(dirname(file), text);
 }
 
+/** A config file is small; anything this big is not one (and /dev/zero never ends). */
+const MAX_CONFIG_BYTES = 1024 * 1024;
+
+/**
+ * A config file chooses where the key is sent (`base_url`) and which key file is read: one that
+ * another user owns or may change (a `campaign-sync.toml` left in a shared folder) could send the
+ * key to their host. Refused, as ssh refuses such a config; so is anything but a regular file (a
+ * named pipe would block the read for ever, a device never end).
+ */
+function checkConfigFile(file: string): void {
+  let stat: Stats;
+  try {
+    stat = statSync(file);
+  } catch (err) {
+    throw new UsageError(`${file}: cannot read the config file (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  if (!stat.isFile()) throw new UsageError(`${file}: the config file is not a regular file`);
+  if (stat.size > MAX_CONFIG_BYTES) throw new UsageError(`${file}: ${stat.size} bytes is too big for a config file`);
+  const me = process.getuid?.();
+  if (me !== undefined && stat.uid !== me && stat.uid !== 0) {
+    throw new UsageError(
+      `${file}: the config file belongs to another user (uid ${stat.uid}), and it decides where your key is sent; use a file of your own (--config)`,
+    );
+  }
+  if ((stat.mode & 0o022) !== 0) {
+    const octal = (stat.mode & 0o777).toString(8).padStart(4, '0');
+    throw new UsageError(
+      `${file}: other users may change the config file (mode ${octal}), and it decides where your key is sent; chmod go-w it`,
+    );
+  }
+}
+
 /** Reads and validates a config file; returns its profiles. */
 async function readConfig(file: string): Promise<{ defaultProfile?: string; profiles: Record<string, Record<string, string | number>> }> {
+  checkConfigFile(file);
   let data: unknown;
   try {
     const { parse } = await import('smol-toml');
