@@ -1,5 +1,5 @@
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { DEFAULTS } from './defaults.js';
 
 /**
@@ -36,7 +36,13 @@ export function readEnv(key: EnvKey, env: NodeJS.ProcessEnv = process.env): stri
 
 /** The user's state folder for campaign-sync (the request budget's ledger). */
 export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
-  return join(readEnv('xdgStateHome', env) ?? join(homedir(), '.local', 'state'), 'campaign-sync');
+  return join(xdgHome('xdgStateHome', env) ?? join(homedir(), '.local', 'state'), 'campaign-sync');
+}
+
+/** An XDG base folder from the environment: a relative one is invalid and ignored, as the XDG spec says. */
+export function xdgHome(key: 'xdgStateHome' | 'xdgConfigHome', env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const value = readEnv(key, env);
+  return value !== undefined && isAbsolute(value) ? value : undefined;
 }
 
 /** The database path: flag, then CAMPAIGN_SYNC_DB, then the default (here, not in config.ts: `status` loads no zod). */

@@ -11,7 +11,7 @@ import { existsSync, readFileSync, type Stats, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
-import { type EnvKey, readEnv } from './env.js';
+import { type EnvKey, readEnv, xdgHome } from './env.js';
 import { apiSchema, checkAt, type Setting, syncSchema, watchSchema } from './schema.js';
 
 /**
@@ -84,7 +84,7 @@ export function findConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv,
   }
   const local = join(cwd, 'campaign-sync.toml');
   if (existsSync(local)) return local;
-  const base = readEnv('xdgConfigHome', env) ?? join(homedir(), '.config');
+  const base = xdgHome('xdgConfigHome', env) ?? join(homedir(), '.config');
   const user = join(base, 'campaign-sync', 'config.toml');
   return existsSync(user) ? user : undefined;
 }

@@ -9,10 +9,11 @@
  * warning rather than failing the sync.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { RequestLedger } from '../core/rate.js';
+import { makeFolders } from './folders.js';
 import { Database } from './sqlite.js';
 
 /** Rows older than this are pruned when a ledger opens: no rate window is longer. */
@@ -39,7 +40,7 @@ export class BudgetLedger implements RequestLedger {
 
   /** Opens (creating, 0700/0600) the ledger in `dir` for `fingerprint`. Throws if the folder cannot be written. */
   static open(dir: string, fingerprint: string, now = Date.now()): BudgetLedger {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    makeFolders(dir, 0o700);
     const path = join(dir, 'budget.db');
     closeSync(openSync(path, 'a', 0o600));
     chmodSync(path, 0o600);

@@ -20,6 +20,7 @@ import {
 } from 'node:fs';
 import { resolve } from 'node:path';
 import { CampaignSyncError, ExitCode, errorCode, storageError } from '../errors.js';
+import { makeFolders } from './folders.js';
 
 export const NDJSON_FILES = { campaigns: 'campaigns.ndjson', session: 'session_results.ndjson', role: 'role_results.ndjson' } as const;
 
@@ -38,7 +39,7 @@ export class NdjsonStateError extends CampaignSyncError {
 export function openOutputFolder(dir: string): string {
   const path = resolve(dir);
   try {
-    mkdirSync(path, { recursive: true, mode: 0o700 });
+    makeFolders(path, 0o700);
     return path;
   } catch (err) {
     if (errorCode(err) === 'EEXIST' || errorCode(err) === 'ENOTDIR') {
