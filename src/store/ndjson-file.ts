@@ -13,7 +13,6 @@ import {
   fsyncSync,
   ftruncateSync,
   lstatSync,
-  mkdirSync,
   openSync,
   readSync,
   writeSync,
