@@ -5,18 +5,7 @@
  * else's data (another database's output, a user's file): refused, never truncated. Files are opened
  * without following symbolic links, so nothing outside `--out` is ever written or chmod'ed.
  */
-import {
-  closeSync,
-  constants,
-  fchmodSync,
-  fstatSync,
-  fsyncSync,
-  ftruncateSync,
-  lstatSync,
-  openSync,
-  readSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, ftruncateSync, lstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CampaignSyncError, ExitCode, errorCode, storageError } from '../errors.js';
 import { makeFolders } from './folders.js';
