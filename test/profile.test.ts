@@ -190,3 +190,18 @@ describe('a config file or key file that is not safely yours', () => {
     expect(key.stderr).toContain(`--api-key-file: ${fifo} is not a regular file`);
   });
 });
+
+describe('a bad base URL is named where it was set', () => {
+  it('in a profile by file, profile and key; in the environment by its variable', async () => {
+    const dir = project('[profiles.x]\nbase_url = "ftp://files.example.com"\n');
+    const fromProfile = await cli(['campaigns', '--profile', 'x'], { cwd: dir, env: { CAMPAIGN_SYNC_API_KEY: 'k3y-for-tests' } });
+    expect(fromProfile.code).toBe(2);
+    expect(fromProfile.stderr).toContain(`${join(dir, 'campaign-sync.toml')}: profiles.x.base_url: must start with http:// or https://`);
+    const fromEnv = await cli(['campaigns'], {
+      cwd: tempDir(),
+      env: { CAMPAIGN_SYNC_API_KEY: 'k3y-for-tests', CAMPAIGN_SYNC_BASE_URL: 'ftp://files.example.com' },
+    });
+    expect(fromEnv.code).toBe(2);
+    expect(fromEnv.stderr).toContain('CAMPAIGN_SYNC_BASE_URL: must start with http:// or https://');
+  });
+});

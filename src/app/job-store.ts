@@ -8,10 +8,8 @@ import type { Destination } from '../core/types.js';
 import { Campaigns } from '../store/campaigns.js';
 import { Checkpoints, type StreamRow } from '../store/checkpoints.js';
 import { type Db, openDatabase } from '../store/db.js';
-import { erasurePending, scrub } from '../store/erase.js';
 import { RunLock } from '../store/lock.js';
 import { isPgUrl } from '../store/pg/url.js';
-import { NdjsonSink } from '../store/sinks/ndjson.js';
 import type { Cursors, Sink } from '../store/sinks/sink.js';
 import { SqliteSink } from '../store/sinks/sqlite.js';
 
@@ -40,27 +38,32 @@ export interface StoreChoice {
 
 export async function openJobStore(c: StoreChoice): Promise<JobStore> {
   // pg is loaded only for a postgres:// --db: a SQLite pull's start stays light (issue 15).
-  return isPgUrl(c.db) ? (await import('./job-store-pg.js')).openPgStore(c) : openSqliteStore(c);
+  return isPgUrl(c.db) ? (await import('./job-store-pg.js')).openPgStore(c) : await openSqliteStore(c);
 }
 
-function openSqliteStore(c: StoreChoice): JobStore {
+async function openSqliteStore(c: StoreChoice): Promise<JobStore> {
   const lock = RunLock.acquire(c.db);
   let db: Db | undefined;
   try {
     db = openDatabase(c.db);
+    const state = new Checkpoints(db);
     // A forget killed before its VACUUM left the erased rows' bytes in free pages: a pull (cron's
-    // command) finishes it rather than wait for someone to run forget again (README "campaign-sync forget").
-    if (erasurePending(db) && !scrub(db)) {
+    // command) finishes it rather than wait for someone to run forget again (README "campaign-sync
+    // forget"). store/erase.ts is loaded only then: a pull's start stays light (issue 15).
+    if (state.erasurePending() && !(await import('../store/erase.js')).scrub(db)) {
       c.warning?.(
         `an erasure an earlier forget left unfinished in ${c.db} could not be finished: another process has it open; the next pull or forget finishes it`,
       );
     }
-    const state = new Checkpoints(db);
     // Without --format and --out, the database keeps feeding the destination it fed last.
     const remembered = c.chosen === undefined ? state.destination() : undefined;
     const destination: Destination = remembered ?? (c.format === 'ndjson' ? { kind: 'ndjson', out: resolve(c.out) } : { kind: 'sqlite' });
     state.claimDestination(destination);
-    const sink = destination.kind === 'ndjson' ? new NdjsonSink(db, state, destination.out) : new SqliteSink(db, state);
+    // The NDJSON sink (its files, index, erasure rewrites) is loaded only for an NDJSON pull.
+    const sink =
+      destination.kind === 'ndjson'
+        ? new (await import('../store/sinks/ndjson.js')).NdjsonSink(db, state, destination.out)
+        : new SqliteSink(db, state);
     const opened = db;
     return {
       sink,

@@ -32,15 +32,19 @@ export interface ApiConfig {
   gzip?: boolean;
 }
 
-/** Parses --base-url (http or https, no credentials, no query): its first problem is a UsageError. Plain checks, no zod at start (issue 15). */
-function parseBaseUrl(text: string): URL {
+/**
+ * Parses --base-url (http or https, no credentials, no query): its first problem is a UsageError
+ * naming `where` (the flag, CAMPAIGN_SYNC_BASE_URL, or a profile's file and key). Plain checks, no
+ * zod at start (issue 15).
+ */
+export function parseBaseUrl(text: string, where = '--base-url'): URL {
   let url: URL;
   try {
     url = new URL(text);
   } catch {
     // Named without any user name and password it carries: they are secrets even when misspelled.
     const shown = text.replace(/\/\/[^/?#]*@/, '//…@');
-    throw new UsageError(`--base-url: "${shown}" is not a URL (example: https://api.example.com)`);
+    throw new UsageError(`${where}: "${shown}" is not a URL (example: https://api.example.com)`);
   }
   const problem =
     url.protocol !== 'http:' && url.protocol !== 'https:'
@@ -50,7 +54,7 @@ function parseBaseUrl(text: string): URL {
         : url.search || url.hash
           ? 'must not carry a query or fragment'
           : undefined;
-  if (problem) throw new UsageError(`--base-url: ${problem}`);
+  if (problem) throw new UsageError(`${where}: ${problem}`);
   return url;
 }
 
@@ -64,11 +68,11 @@ export function isLoopbackHost(hostname: string): boolean {
 }
 
 /** Validates the base URL: http(s), no credentials; plain http only to loopback unless allowed. */
-export function resolveBaseUrl(text: string, allowInsecureHttp: boolean): URL {
-  const url = parseBaseUrl(text);
+export function resolveBaseUrl(text: string, allowInsecureHttp: boolean, where = '--base-url'): URL {
+  const url = parseBaseUrl(text, where);
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !allowInsecureHttp) {
     throw new UsageError(
-      `--base-url: plain http:// to ${url.hostname} would send the API key unencrypted; use https:// or pass --allow-insecure-http`,
+      `${where}: plain http:// to ${url.hostname} would send the API key unencrypted; use https:// or pass --allow-insecure-http`,
     );
   }
   // The spec's {base_url} excludes /v1; accept it with or without, and with a trailing slash.
@@ -154,7 +158,11 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
     maxRetryWait: flags.maxRetryWait,
     compression: flags.compression,
   });
-  const baseUrl = resolveBaseUrl(baseText as string, flags.allowInsecureHttp === true);
+  const baseUrl = resolveBaseUrl(
+    baseText as string,
+    flags.allowInsecureHttp === true,
+    flags.baseUrl === undefined ? ENV.baseUrl.name : '--base-url',
+  );
   return {
     baseUrl,
     apiKey: key as string,

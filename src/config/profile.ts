@@ -11,6 +11,7 @@ import { existsSync, readFileSync, type Stats, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
+import { parseBaseUrl } from './config.js';
 import { type EnvKey, readEnv, xdgHome } from './env.js';
 import { apiSchema, checkAt, type Setting, syncSchema, watchSchema } from './schema.js';
 
@@ -174,6 +175,7 @@ async function readConfig(file: string): Promise<{ defaultProfile?: string; prof
  * and the key: `…/campaign-sync.toml: profiles.work.page_size: "500" must be…`, not `--page-size: …`.
  */
 function checkValue(value: string, option: string, where: string): void {
+  if (option === 'baseUrl') parseBaseUrl(value, where);
   const setting = PARSERS[option];
   if (setting !== undefined) checkAt(setting, where, value);
 }

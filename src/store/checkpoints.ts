@@ -7,6 +7,12 @@ import { StorageError, UsageError } from '../errors.js';
 import type { Db } from './db.js';
 import { decodeDestination, describeDestination, encodeDestination } from './destination.js';
 
+/**
+ * The `meta` row of an erasure whose rebuild is not finished (store/erase.ts): set with the deletion,
+ * cleared once VACUUM and the WAL's truncation are done. It holds a time, never who was erased.
+ */
+export const ERASE_PENDING_KEY = 'erase_pending';
+
 export interface StreamRow {
   stream: string;
   campaign_id: string;
@@ -33,6 +39,7 @@ function prepare(db: Db) {
     all: db.prepare('SELECT * FROM sync_state ORDER BY campaign_id, endpoint, report_type').safeIntegers(true),
     hasStreams: db.prepare('SELECT 1 FROM sync_state WHERE campaign_id = ? LIMIT 1').pluck(),
     destination: db.prepare("SELECT value FROM meta WHERE key = 'destination'").pluck(),
+    erasePending: db.prepare('SELECT 1 FROM meta WHERE key = ?').pluck().bind(ERASE_PENDING_KEY),
     setDestination: db.prepare(
       "INSERT INTO meta (key, value) VALUES ('destination', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
     ),
@@ -104,6 +111,11 @@ export class Checkpoints {
       );
     }
     this.s.setDestination.run(wanted);
+  }
+
+  /** Whether a forget was killed before its rebuild finished (store/erase.ts sets and clears the mark). */
+  erasurePending(): boolean {
+    return this.s.erasePending.get() !== undefined;
   }
 
   /** How many streams hold a checkpoint (none after a full reset). */

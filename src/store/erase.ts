@@ -15,6 +15,7 @@ import { closeSync, constants, existsSync, fsyncSync, openSync, readdirSync, ren
 import { basename, dirname, join } from 'node:path';
 import { emailKey } from '../core/email.js';
 import { errorCode, storageError } from '../errors.js';
+import { ERASE_PENDING_KEY } from './checkpoints.js';
 import type { Db } from './db.js';
 import { NdjsonStateError } from './ndjson-file.js';
 import { forEachLine } from './ndjson-index.js';
@@ -36,7 +37,7 @@ const REWRITE_KEY = 'ndjson_rewrite:';
  * the WAL's truncation are done: a forget killed in between leaves it, and the next forget or pull
  * finishes the erasure. Its value is the time of the erasure, never who was erased.
  */
-const PENDING_KEY = 'erase_pending';
+const PENDING_KEY = ERASE_PENDING_KEY;
 
 /** Marks an erasure whose bytes are not yet gone from the database's files; call inside the deleting transaction. */
 function markPending(db: Db): void {
