@@ -7,6 +7,7 @@ import { UsageError } from '../errors.js';
 import { parseFaults } from '../simulator/faults.js';
 import { parseQuirks } from '../simulator/quirks.js';
 import { startSimulator } from '../simulator/server.js';
+import { checkRateLimit } from '../simulator/window.js';
 import { Output } from '../ui/output.js';
 
 export interface SimulateOptions {
@@ -43,6 +44,7 @@ function simulatorOptions(opts: SimulateOptions) {
   if (!settings.apiKey) throw new UsageError('--api-key: must not be empty');
   if (settings.growthCampaigns !== undefined && opts.growth === undefined) throw new UsageError('--growth-campaigns needs --growth');
   const rateLimit: Rate | undefined = settings.rateLimit === 'off' ? undefined : parseRate(settings.rateLimit, '--rate-limit');
+  if (rateLimit) checkRateLimit(rateLimit);
   return {
     port: settings.port,
     host: settings.host,
