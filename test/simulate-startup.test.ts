@@ -2,10 +2,13 @@
  * `campaign-sync simulate` refuses what it cannot serve at start-up with a usage error (exit 2) that
  * names the flag, instead of an "internal error" (exit 1), an OOM kill or a server nobody can reach.
  */
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type SimulateOptions, simulate } from '../src/commands/simulate.js';
+import { listenFailure, type SimulateOptions, simulate } from '../src/commands/simulate.js';
 import { exitCodeFor, UsageError } from '../src/errors.js';
 import { checkRateLimit, MAX_WINDOW_COUNT, SlidingWindow } from '../src/simulator/window.js';
+import { tempDir } from './helpers/index.js';
 
 /** Runs simulate with an already-aborted signal: it stops at once if it started, or throws at start-up. */
 async function startUp(opts: SimulateOptions): Promise<unknown> {
@@ -41,5 +44,46 @@ describe('--rate-limit is bounded', () => {
     expectUsage(await startUp({ rateLimit: '999999999999/1ms' }), /^--rate-limit: .*1000000/);
     expectUsage(await startUp({ rateLimit: `${MAX_WINDOW_COUNT * 2}/1m` }), /^--rate-limit: 2000000\/1m /);
     expect(await startUp({ rateLimit: `${MAX_WINDOW_COUNT}/1m` })).toBeUndefined();
+  });
+});
+
+/** A self-signed certificate and its key, and a second key, made by the openssl CLI. */
+function tlsFiles(): { cert: string; key: string; other: string } {
+  const dir = tempDir();
+  const [cert, key, other] = ['cert.pem', 'key.pem', 'other-key.pem'].map((f) => join(dir, f)) as [string, string, string];
+  const run = (args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
+  run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost']);
+  run(['genrsa', '-out', other, '2048']);
+  return { cert, key, other };
+}
+
+describe('start-up failures name the flag and the file', () => {
+  const f = tlsFiles();
+
+  it("a key that is not the certificate's", async () => {
+    const err = await startUp({ tlsCert: f.cert, tlsKey: f.other });
+    expectUsage(err, /^--tls-key: .*other-key\.pem is not the key of the certificate in --tls-cert .*cert\.pem \(.*key values mismatch\)$/);
+  });
+
+  it('a certificate or key that is not PEM, or the two swapped', async () => {
+    expectUsage(
+      await startUp({ tlsCert: '/dev/null', tlsKey: f.key }),
+      /^--tls-cert: \/dev\/null is not a PEM certificate \(.*no start line\)$/,
+    );
+    expectUsage(await startUp({ tlsCert: f.cert, tlsKey: '/dev/null' }), /^--tls-key: \/dev\/null is not a PEM private key/);
+    expectUsage(await startUp({ tlsCert: f.key, tlsKey: f.cert }), /^--tls-cert: .*key\.pem is not a PEM certificate/);
+    // The right pair still serves.
+    expect(await startUp({ tlsCert: f.cert, tlsKey: f.key })).toBeUndefined();
+  });
+
+  it('a port it may not bind (EACCES, as for a non-root user below 1024) is exit 2 naming --port', () => {
+    const eacces = Object.assign(new Error('listen EACCES: permission denied 127.0.0.1:80'), { code: 'EACCES' });
+    expectUsage(listenFailure(eacces, '127.0.0.1', 80), /^--port: no permission to listen on 127\.0\.0\.1:80 \(EACCES/);
+    expectUsage(
+      listenFailure(Object.assign(new Error('in use'), { code: 'EADDRINUSE' }), '127.0.0.1', 8080),
+      /^--port: 127\.0\.0\.1:8080 is already in use/,
+    );
+    const other = new Error('something else');
+    expect(listenFailure(other, '127.0.0.1', 80)).toBe(other);
   });
 });
