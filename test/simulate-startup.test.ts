@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { listenFailure, type SimulateOptions, simulate } from '../src/commands/simulate.js';
 import { exitCodeFor, UsageError } from '../src/errors.js';
+import { parseFaults } from '../src/simulator/faults.js';
 import { checkRateLimit, MAX_WINDOW_COUNT, SlidingWindow } from '../src/simulator/window.js';
 import { tempDir } from './helpers/index.js';
 
@@ -85,5 +86,36 @@ describe('start-up failures name the flag and the file', () => {
     );
     const other = new Error('something else');
     expect(listenFailure(other, '127.0.0.1', 80)).toBe(other);
+  });
+});
+
+describe('values the simulator or its clients cannot use are refused at start-up', () => {
+  it('an empty --host (Node would listen on every interface)', async () => {
+    expectUsage(await startUp({ host: '' }), /^--host: must not be empty/);
+    expectUsage(await startUp({ host: '  ' }), /^--host: must not be empty/);
+  });
+
+  it('--faults with an empty, non-decimal or repeated share', async () => {
+    expect(() => parseFaults('500=')).toThrow(/^--faults: "" is not a share/);
+    expect(() => parseFaults('500=0.5,500=0.6')).toThrow(/^--faults: 500 is given twice$/);
+    expect(() => parseFaults('500=0x1')).toThrow(/^--faults: "0x1" is not a share/);
+    expect(() => parseFaults('500=0.1=0.2')).toThrow(/kind=share/);
+    expect(() => parseFaults('')).toThrow(/^--faults: "" is not a share/);
+    expect(parseFaults('500=0.05,503=.05,429=2%,reset=0')).toEqual({ '500': 0.05, '503': 0.05, '429': 0.02, reset: 0 });
+    expectUsage(await startUp({ faults: '500=' }), /^--faults: /);
+    expectUsage(await startUp({ faults: '' }), /^--faults: /);
+  });
+
+  it('an --api-key the client would refuse (a space, non-ASCII, ESC), naming the character and not the key', async () => {
+    for (const [key, code] of [
+      ['my key', 'U+0020 at position 3'],
+      ['clé', 'U+00E9 at position 3'],
+      ['k\u001b[31m', 'U+001B at position 2'],
+    ] as const) {
+      const err = await startUp({ apiKey: key });
+      expectUsage(err, new RegExp(`^--api-key: .*\\(${code.replace('+', '\\+')}\\)`));
+      expect((err as Error).message).not.toContain(key);
+    }
+    expect(await startUp({ apiKey: 'A-b_c.9~!' })).toBeUndefined();
   });
 });
