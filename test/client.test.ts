@@ -267,6 +267,20 @@ describe('client: HTTP failures', () => {
     expect(clock.sleeps).toContain(90_000);
   });
 
+  it('an invalid Retry-After (-1, 1.5, abc, 1e10) is treated as absent: the backoff, not a retry at once', async () => {
+    for (const value of ['-1', '1.5', 'abc', '1e10', '2026-11-22']) {
+      const clock = fakeClock(Date.parse('2026-11-22T10:00:00Z'));
+      let n = 0;
+      const { agent } = service(() =>
+        ++n === 1 ? { status: 503, headers: { 'retry-after': value } } : { body: { data: [sessionRecord(1)], has_more: false } },
+      );
+      const result = await pass(mockClient(agent, {}, {}, clock), testStore());
+      expect(exitCodeForPass(result)).toBe(0);
+      // random() is 0: the first backoff step is half of 500 ms.
+      expect({ value, sleeps: clock.sleeps }).toEqual({ value, sleeps: [250] });
+    }
+  });
+
   it('does not follow redirects (the key must not go to another host)', async () => {
     const { agent, calls } = mockService(() => ({ status: 302, headers: { location: 'https://evil.example/steal' } }));
     const err = await mockClient(agent)

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
-import { retryDecision } from '../src/api/retry.js';
+import { parseRetryAfter, retryDecision } from '../src/api/retry.js';
 import { resolveApiConfig } from '../src/config/config.js';
 import { parseDuration } from '../src/config/duration.js';
 import { formatDuration } from '../src/core/rate.js';
@@ -178,5 +178,22 @@ describe('cli: a long Retry-After does not hold the lock', () => {
     });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--max-retry-wait: "forever" is not a duration/);
+  });
+});
+
+describe('Retry-After as RFC 9110 defines it', () => {
+  it('an HTTP-date or a non-negative integer of seconds; anything else is absent (the backoff)', () => {
+    const now = Date.parse('2026-11-22T10:00:00Z');
+    // -1 and 1.5 were read by Date.parse as dates in 2001: "retry in 0 ms".
+    for (const bad of ['-1', '1.5', '+5', '1e10', 'abc', '2026-11-22', '2026-11-22T10:00:30Z', '30 seconds']) {
+      expect({ bad, ms: parseRetryAfter(bad, now) }).toEqual({ bad, ms: undefined });
+    }
+    expect(parseRetryAfter(' 5 ', now)).toBe(5000);
+    expect(parseRetryAfter('0', now)).toBe(0);
+    // The three date forms of RFC 9110 §5.6.7: IMF-fixdate, the obsolete RFC 850 and asctime forms.
+    expect(parseRetryAfter('Sun, 22 Nov 2026 10:00:30 GMT', now)).toBe(30_000);
+    expect(parseRetryAfter('Sunday, 22-Nov-26 10:00:30 GMT', now)).toBe(30_000);
+    expect(parseRetryAfter('Sun Nov 22 10:00:30 2026', now)).toBe(30_000);
+    expect(parseRetryAfter('Sun Nov  2 10:00:30 2026', now)).toBe(0);
   });
 });

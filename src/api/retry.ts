@@ -83,11 +83,27 @@ export function retryDelay(err: unknown, attempt: number, opts: RetryOptions, ra
   return decision.retry ? decision.delayMs : undefined;
 }
 
-/** Parses Retry-After: delta-seconds or an HTTP date, as milliseconds from `now` (never negative). */
+const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)';
+const MONTH = '(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)';
+const TIME = '\\d{2}:\\d{2}:\\d{2}';
+/**
+ * RFC 9110 §5.6.7's three HTTP-date forms: IMF-fixdate, the obsolete RFC 850 form and asctime. Only
+ * these go to Date.parse, which reads nearly anything as a date ("-1" and "1.5" are days of 2001).
+ */
+const HTTP_DATE = new RegExp(
+  `^(?:${DAY}, \\d{2} ${MONTH} \\d{4} ${TIME} GMT|(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day, \\d{2}-${MONTH}-\\d{2} ${TIME} GMT|${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4})$`,
+);
+
+/**
+ * Parses Retry-After: delta-seconds or an HTTP date, as milliseconds from `now` (never negative).
+ * Anything else (-1, 1.5, 1e10, an ISO date) is invalid and reads as absent: the backoff applies.
+ */
 export function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  if (text === undefined || text.trim() === '') return undefined;
-  if (/^\s*\d+\s*$/.test(text)) return Number(text) * 1000;
-  const at = Date.parse(text);
+  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (text === undefined || text === '') return undefined;
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  if (!HTTP_DATE.test(text)) return undefined;
+  // asctime carries no zone, and an HTTP date is always GMT: not the machine's local time.
+  const at = Date.parse(text.endsWith('GMT') ? text : `${text} GMT`);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import { DEFAULTS } from '../config/defaults.js';
 import { parseRate } from '../config/duration.js';
 import { parseSettings, simulateSchema } from '../config/schema.js';
@@ -7,6 +8,7 @@ import { UsageError } from '../errors.js';
 import { parseFaults } from '../simulator/faults.js';
 import { parseQuirks } from '../simulator/quirks.js';
 import { startSimulator } from '../simulator/server.js';
+import { checkRateLimit } from '../simulator/window.js';
 import { Output } from '../ui/output.js';
 
 export interface SimulateOptions {
@@ -41,8 +43,14 @@ function simulatorOptions(opts: SimulateOptions) {
   }
   const settings = parseSettings(simulateSchema, opts);
   if (!settings.apiKey) throw new UsageError('--api-key: must not be empty');
+  checkSimulatorKey(settings.apiKey);
+  // '' is Node's "every interface" (and the hints would print http://[::]:…): an empty value is a slip.
+  if (settings.host.trim() === '') {
+    throw new UsageError('--host: must not be empty (127.0.0.1 for this machine only, 0.0.0.0 or :: for every interface)');
+  }
   if (settings.growthCampaigns !== undefined && opts.growth === undefined) throw new UsageError('--growth-campaigns needs --growth');
   const rateLimit: Rate | undefined = settings.rateLimit === 'off' ? undefined : parseRate(settings.rateLimit, '--rate-limit');
+  if (rateLimit) checkRateLimit(rateLimit);
   return {
     port: settings.port,
     host: settings.host,
@@ -54,12 +62,26 @@ function simulatorOptions(opts: SimulateOptions) {
     growth: opts.growth ? parseRate(opts.growth, '--growth') : undefined,
     growthCampaigns: settings.growthCampaigns,
     churn: opts.churn ? parseRate(opts.churn, '--churn') : undefined,
-    faults: opts.faults ? parseFaults(opts.faults) : {},
+    faults: opts.faults !== undefined ? parseFaults(opts.faults) : {},
     quirks,
     unknownTypeCampaigns,
     orderIndexStart,
     tls: tlsFiles(opts),
   };
+}
+
+/**
+ * The client's rule for a key (config.ts checkKey, not exported there): it travels as
+ * `Authorization: Bearer <key>`, so printable ASCII without spaces. A key the client refuses would
+ * make a simulator no pull can reach; the message names the character, never the key.
+ */
+function checkSimulatorKey(key: string): void {
+  const bad = /[^\x21-\x7e]/.exec(key);
+  if (bad === null) return;
+  const code = (bad[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
+  throw new UsageError(
+    `--api-key: the key holds a character an HTTP header cannot carry (U+${code} at position ${bad.index + 1}); the key is printable ASCII with no spaces`,
+  );
 }
 
 /** --tls-cert and --tls-key, read (both or neither). */
@@ -73,7 +95,39 @@ function tlsFiles(opts: SimulateOptions): { cert: Buffer; key: Buffer } | undefi
       throw new UsageError(`${flag}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
     }
   };
-  return { cert: read('--tls-cert', opts.tlsCert), key: read('--tls-key', opts.tlsKey) };
+  const cert = read('--tls-cert', opts.tlsCert);
+  const key = read('--tls-key', opts.tlsKey);
+  // Each file alone, then the pair, as the https server will load them: OpenSSL's own error
+  // ("PEM routines::no start line") names neither the flag nor the file.
+  const load = (what: Parameters<typeof createSecureContext>[0], message: string) => {
+    try {
+      createSecureContext(what);
+    } catch (err) {
+      throw new UsageError(`${message} (${opensslReason(err)})`);
+    }
+  };
+  load({ cert }, `--tls-cert: ${opts.tlsCert} is not a PEM certificate`);
+  load({ key }, `--tls-key: ${opts.tlsKey} is not a PEM private key without a passphrase`);
+  load({ cert, key }, `--tls-key: ${opts.tlsKey} is not the key of the certificate in --tls-cert ${opts.tlsCert}`);
+  return { cert, key };
+}
+
+/** OpenSSL's reason without its code: "error:0480006C:PEM routines::no start line" -> "PEM routines::no start line". */
+function opensslReason(err: unknown): string {
+  return String((err as Error)?.message ?? err).replace(/^error:[0-9A-Fa-f]+:/, '');
+}
+
+/** An error of listen() as a usage error naming the flag (the address is the user's choice), or as it is. */
+export function listenFailure(err: unknown, host: string, port: number): unknown {
+  const code = (err as NodeJS.ErrnoException)?.code;
+  if (code === 'EADDRINUSE') return new UsageError(`--port: ${host}:${port} is already in use (try --port 0)`);
+  if (code === 'EACCES') {
+    return new UsageError(
+      `--port: no permission to listen on ${host}:${port} (EACCES: ports below 1024 need root; try --port 0 or one above 1023)`,
+    );
+  }
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') return new UsageError(`--host: cannot listen on ${host}`);
+  return err;
 }
 
 /** `campaign-sync simulate`: serves until SIGINT/SIGTERM. */
@@ -84,10 +138,7 @@ export async function simulate(opts: SimulateOptions, signal: AbortSignal): Prom
   try {
     sim = await startSimulator(options);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') throw new UsageError(`--port: ${options.host}:${options.port} is already in use (try --port 0)`);
-    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new UsageError(`--host: cannot listen on ${options.host}`);
-    throw err;
+    throw listenFailure(err, options.host, options.port);
   }
   const limit = options.rateLimit ? formatRate(options.rateLimit) : 'none';
   // For scripts: where it listens and with which key, as one JSON line on stdout (--port 0 picks the port).

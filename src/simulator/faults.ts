@@ -11,7 +11,9 @@ export type FaultPlan = Partial<Record<FaultKind, number>>;
  */
 export function parseFaults(text: string): FaultPlan {
   const share = (s: string): number => {
-    const v = s.endsWith('%') ? Number(s.slice(0, -1)) / 100 : Number(s);
+    // Decimal only: Number() reads '' as 0 (so `500=` was a silent 0) and accepts 0x1 or 1e-1.
+    const ok = /^(\d+(\.\d*)?|\.\d+)%?$/.test(s);
+    const v = !ok ? Number.NaN : s.endsWith('%') ? Number(s.slice(0, -1)) / 100 : Number(s);
     if (!Number.isFinite(v) || v < 0 || v > 1) throw new UsageError(`--faults: "${s}" is not a share from 0 to 1 (or 0% to 100%)`);
     return v;
   };
@@ -22,10 +24,13 @@ export function parseFaults(text: string): FaultPlan {
     return plan;
   }
   for (const part of text.split(',')) {
-    const [kind, value] = part.split('=').map((s) => s.trim());
-    if (!FAULT_KINDS.includes(kind as FaultKind) || value === undefined) {
+    const pieces = part.split('=').map((s) => s.trim());
+    const [kind, value] = pieces;
+    if (!FAULT_KINDS.includes(kind as FaultKind) || value === undefined || pieces.length > 2) {
       throw new UsageError(`--faults: "${part}" should be kind=share with kind one of ${FAULT_KINDS.join(', ')}`);
     }
+    // Which of two shares was meant is a guess: a repeated kind is refused, not summed or overwritten.
+    if (plan[kind as FaultKind] !== undefined) throw new UsageError(`--faults: ${kind} is given twice`);
     plan[kind as FaultKind] = share(value);
   }
   const total = Object.values(plan).reduce((a, b) => a + b, 0);

@@ -18,7 +18,7 @@ import { errorBody, HttpError, parseCampaignQuery, parseQuery } from './query.js
 import type { Quirks } from './quirks.js';
 import { hash32, prng, seedNumber } from './random.js';
 import { shapeRecord } from './shapes.js';
-import { SlidingWindow } from './window.js';
+import { checkRateLimit, SlidingWindow } from './window.js';
 
 export type { Quirks };
 
@@ -92,6 +92,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const records = options.records ?? 250;
   const orderIndexStart = options.orderIndexStart ?? 1000n;
   checkOrderIndexRoom(orderIndexStart, records, growthPerMs);
+  if (options.rateLimit) checkRateLimit(options.rateLimit);
   const data = new SimData(
     {
       seed,

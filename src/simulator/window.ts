@@ -1,3 +1,21 @@
+import { formatRate, type Rate } from '../core/rate.js';
+import { UsageError } from '../errors.js';
+
+/**
+ * The most requests a window may allow: the log keeps one 8-byte time per allowed request, so this
+ * bounds it at 8 MB. A million a window is far beyond any service's per-key budget, and a limit that
+ * large is better spelled `--rate-limit off`.
+ */
+export const MAX_WINDOW_COUNT = 1_000_000;
+
+/** Refuses a rate limit whose log would not fit in memory (exit 2, naming the bound). */
+export function checkRateLimit(rate: Rate, flag = '--rate-limit'): void {
+  if (rate.count <= MAX_WINDOW_COUNT) return;
+  throw new UsageError(
+    `${flag}: ${formatRate(rate)} allows more than ${MAX_WINDOW_COUNT} requests a window, the most the simulator counts; use a lower count or --rate-limit off`,
+  );
+}
+
 /**
  * A sliding-window log of the last `count` request times. At most `count` events fall in any
  * interval of `windowMs`: the strictest reading of "N per duration", so a client that respects it
@@ -11,6 +29,7 @@ export class SlidingWindow {
     readonly count: number,
     readonly windowMs: number,
   ) {
+    checkRateLimit({ count, windowMs });
     this.times = new Float64Array(count).fill(Number.NEGATIVE_INFINITY);
   }
 

@@ -7,7 +7,7 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import { CampaignSyncError, StorageError, UsageError } from '../../errors.js';
 import { ident, migratePg } from './schema.js';
-import { redactUrl, scrub } from './url.js';
+import { checkPgUrl, redactUrl, scrub } from './url.js';
 
 export interface PgOpenOptions {
   /** Connections in the pool (open.ts: two per concurrent stream, plus two). */
@@ -29,6 +29,7 @@ export class PgDatabase {
   }
 
   static async open(url: string, schema: string, opts: PgOpenOptions = {}): Promise<PgDatabase> {
+    checkPgUrl(url);
     const pool = new pg.Pool({
       connectionString: url,
       max: opts.connections ?? 5,

@@ -1,36 +1,94 @@
 /**
  * PostgreSQL connection URLs (issue 17): `--db postgres://…` or `postgresql://…` selects the team
- * mirror. The password (from the URL, PGPASSWORD or ~/.pgpass, which `pg` reads) is never printed:
- * every message names the database by `redactUrl`.
+ * mirror. The password (from the URL's user part or a `password=` query parameter, PGPASSWORD or
+ * ~/.pgpass, which `pg` reads) is never printed: every message names the database by `redactUrl`.
  */
+import { UsageError } from '../../errors.js';
 
 /** Whether `db` (a --db value) names a PostgreSQL database rather than a SQLite file. */
 export function isPgUrl(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);
 }
 
-/** The URL without its password (and without query parameters, which may carry one too). */
-export function redactUrl(url: string): string {
+/** Stands in for the empty host of the Unix-socket form `postgresql://user@/db?host=/run/postgresql`. */
+const NO_HOST = '___no_host___';
+
+/**
+ * The URL as pg-connection-string reads it: WHATWG `new URL` refuses a user with an empty host (the
+ * Unix-socket form), which pg accepts by parsing it again with a stand-in host. Undefined if unparseable.
+ */
+function parsePg(url: string): { u: URL; noHost: boolean } | undefined {
   try {
-    const u = new URL(url);
+    return { u: new URL(url), noHost: false };
+  } catch {}
+  try {
+    return { u: new URL(url.replace('@/', `@${NO_HOST}/`)), noHost: true };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The URL without its password (and without query parameters, which may carry one too), in every form. */
+export function redactUrl(url: string): string {
+  const parsed = parsePg(url);
+  if (parsed) {
+    const { u, noHost } = parsed;
     u.password = '';
     u.search = '';
     u.hash = '';
-    return u.toString();
-  } catch {
-    // Not parseable: keep only what precedes any `user:password@` part.
-    return url.replace(/\/\/[^@/]*@/, '//');
+    const text = u.toString();
+    return noHost ? text.replace(NO_HOST, '') : text;
   }
+  // Not parseable: drop everything up to the last `@` (a password may hold `/`, `?` or `#`), then
+  // the query and fragment.
+  const m = /^([a-z][a-z0-9+.-]*:\/\/)(.*)$/is.exec(url);
+  if (!m) return url.replace(/[?#].*$/s, '');
+  const rest = m[2] as string;
+  return `${m[1]}${rest.slice(rest.lastIndexOf('@') + 1).replace(/[?#].*$/s, '')}`;
+}
+
+/** Every spelling of the URL's passwords (user part, `password=`, `sslpassword=`): raw and decoded. */
+function secrets(url: string): string[] {
+  const out = new Set<string>();
+  const add = (raw: string | undefined) => {
+    if (!raw) return;
+    out.add(raw);
+    for (const form of [raw, raw.replace(/\+/g, ' ')]) {
+      try {
+        out.add(decodeURIComponent(form));
+      } catch {}
+    }
+  };
+  for (const m of url.matchAll(/[?&](?:ssl)?password=([^&#]*)/gi)) add(m[1]);
+  const parsed = parsePg(url);
+  if (parsed) {
+    add(parsed.u.password);
+    for (const [k, v] of parsed.u.searchParams) if (/^(ssl)?password$/i.test(k)) out.add(v);
+  } else {
+    // Unparseable: whatever follows the first `:` of what precedes the last `@`.
+    const m = /^[a-z][a-z0-9+.-]*:\/\/(.*)@/is.exec(url);
+    const user = m?.[1] ?? '';
+    if (user.includes(':')) add(user.slice(user.indexOf(':') + 1));
+  }
+  return [...out].filter((s) => s.length > 0).sort((a, b) => b.length - a.length);
 }
 
 /** `message` with every occurrence of the password removed (a driver may quote its input). */
 export function scrub(message: string, url: string): string {
   let out = message.split(url).join(redactUrl(url));
-  try {
-    const pw = decodeURIComponent(new URL(url).password);
-    if (pw.length > 0) out = out.split(pw).join('***');
-  } catch {}
+  for (const secret of secrets(url)) out = out.split(secret).join('***');
   const env = process.env.PGPASSWORD;
   if (env) out = out.split(env).join('***');
   return out;
+}
+
+/**
+ * A --db URL that no driver can read (a port past 65535, an unclosed `[`) is the user's slip: a usage
+ * error (exit 2) naming --db and the URL without its password, not a storage failure (74).
+ */
+export function checkPgUrl(url: string): void {
+  if (parsePg(url)) return;
+  throw new UsageError(
+    `--db: ${redactUrl(url)} is not a valid PostgreSQL URL (postgres://user@host:port/database, a port from 1 to 65535, an IPv6 host in [ ])`,
+  );
 }
