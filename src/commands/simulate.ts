@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
+import { checkKey } from '../config/config.js';
 import { DEFAULTS } from '../config/defaults.js';
 import { parseRate } from '../config/duration.js';
 import { parseSettings, simulateSchema } from '../config/schema.js';
@@ -43,7 +44,7 @@ function simulatorOptions(opts: SimulateOptions) {
   }
   const settings = parseSettings(simulateSchema, opts);
   if (!settings.apiKey) throw new UsageError('--api-key: must not be empty');
-  checkSimulatorKey(settings.apiKey);
+  checkKey(settings.apiKey, '--api-key');
   // '' is Node's "every interface" (and the hints would print http://[::]:…): an empty value is a slip.
   if (settings.host.trim() === '') {
     throw new UsageError('--host: must not be empty (127.0.0.1 for this machine only, 0.0.0.0 or :: for every interface)');
@@ -68,20 +69,6 @@ function simulatorOptions(opts: SimulateOptions) {
     orderIndexStart,
     tls: tlsFiles(opts),
   };
-}
-
-/**
- * The client's rule for a key (config.ts checkKey, not exported there): it travels as
- * `Authorization: Bearer <key>`, so printable ASCII without spaces. A key the client refuses would
- * make a simulator no pull can reach; the message names the character, never the key.
- */
-function checkSimulatorKey(key: string): void {
-  const bad = /[^\x21-\x7e]/.exec(key);
-  if (bad === null) return;
-  const code = (bad[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
-  throw new UsageError(
-    `--api-key: the key holds a character an HTTP header cannot carry (U+${code} at position ${bad.index + 1}); the key is printable ASCII with no spaces`,
-  );
 }
 
 /** --tls-cert and --tls-key, read (both or neither). */

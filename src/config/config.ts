@@ -122,9 +122,9 @@ function readKeyFile(path: string): { key: string; warnings: string[] } {
  * A key is sent as `Authorization: Bearer <key>`: one with a space, a control character or a
  * non-ASCII character cannot be (undici refused it on every attempt, and the run ended as if the
  * service were down, exit 5). A usage error instead, naming where the key came from and the
- * character, never the key.
+ * character, never the key. The simulator's --api-key is held to the same rule, so a pull can reach it.
  */
-function checkKey(key: string, where: string): void {
+export function checkKey(key: string, where: string): void {
   const bad = /[^\x21-\x7e]/.exec(key);
   if (bad === null) return;
   const code = (bad[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
