@@ -6,9 +6,10 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { proxyFor } from '../src/api/dispatcher.js';
 import { ExitCode } from '../src/errors.js';
 import { cli, sim, startCli, tempDir } from './helpers/index.js';
-import { startProxy } from './helpers/proxy.js';
+import { PROXIED_HOST, startProxy, viaProxyName } from './helpers/proxy.js';
 
 const KEY = 'net-secret-key-123';
 /** No proxy setting of the tester's shell leaks in; each test sets its own. */
@@ -28,22 +29,51 @@ function pull(url: string, env: Record<string, string | undefined> = {}, extra: 
   });
 }
 
+/**
+ * The simulator under PROXIED_HOST, which only the test proxy resolves (a loopback URL never goes
+ * through a proxy), once it is sure the client will hand it to the proxy that `env` names: the client
+ * itself must never ask DNS about a made-up name.
+ */
+function proxied(url: string, env: Record<string, string | undefined>): string {
+  const named = viaProxyName(url);
+  expect(proxyFor(new URL(named), { ...NO_PROXY_ENV, ...env })).toBeDefined();
+  return named;
+}
+/** Plain http:// to PROXIED_HOST is off loopback: allowed explicitly, as a user behind a proxy would. */
+const INSECURE = ['--allow-insecure-http'];
+
 describe('proxies', () => {
   it('HTTP_PROXY sends every request through the proxy, in a CONNECT tunnel (the key never in clear)', async () => {
     const s = await sim({ apiKey: KEY, campaigns: 2, records: 30 });
     const proxy = await startProxy();
-    const r = await pull(s.url, { HTTP_PROXY: proxy.url });
+    const env = { HTTP_PROXY: proxy.url };
+    const r = await pull(proxied(s.url, env), env, INSECURE);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(s.stats.requests).toBeGreaterThan(0);
     expect(proxy.seen.length).toBeGreaterThan(0);
     expect(proxy.seen.every((l) => l.kind === 'connect' && l.target === `127.0.0.1:${s.port}` && !l.authorization)).toBe(true);
+    expect(proxy.seen.every((l) => l.asked === `${PROXIED_HOST}:${s.port}`)).toBe(true);
+  });
+
+  it('a loopback base URL never goes through the proxy, whatever the variables say: the proxy would read the key', async () => {
+    const s = await sim({ apiKey: KEY, campaigns: 2, records: 10 });
+    const proxy = await startProxy();
+    const all = { HTTP_PROXY: proxy.url, HTTPS_PROXY: proxy.url, http_proxy: proxy.url, NO_PROXY: 'example.com' };
+    for (const host of ['127.0.0.1', 'localhost']) {
+      const before = s.stats.requests;
+      const r = await pull(s.url.replace('127.0.0.1', host), all);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(s.stats.requests).toBeGreaterThan(before);
+    }
+    expect(proxy.seen).toEqual([]);
   });
 
   it('lower-case http_proxy too; NO_PROXY=127.0.0.1 goes straight to the service', async () => {
     const s = await sim({ apiKey: KEY, campaigns: 2, records: 10 });
     const proxy = await startProxy();
-    const lower = await pull(s.url, { http_proxy: proxy.url });
+    const lower = await pull(proxied(s.url, { http_proxy: proxy.url }), { http_proxy: proxy.url }, INSECURE);
     expect(lower.code).toBe(0);
     const through = proxy.seen.length;
     expect(through).toBeGreaterThan(0);
@@ -57,7 +87,7 @@ describe('proxies', () => {
   it('a proxy that answers 500 is a clear error naming the proxy, never the key', async () => {
     const s = await sim({ apiKey: KEY, campaigns: 1, records: 5 });
     const proxy = await startProxy('refuse');
-    const r = await pull(s.url, { HTTPS_PROXY: undefined, HTTP_PROXY: proxy.url });
+    const r = await pull(proxied(s.url, { HTTP_PROXY: proxy.url }), { HTTPS_PROXY: undefined, HTTP_PROXY: proxy.url }, INSECURE);
     expect(r.code).toBe(ExitCode.unavailable);
     expect(r.stderr).toContain(`proxy ${proxy.url} (HTTP_PROXY) answered 500 to CONNECT`);
     expect(r.stderr + r.stdout).not.toContain(KEY);
@@ -68,7 +98,7 @@ describe('proxies', () => {
     const s = await sim({ apiKey: KEY, campaigns: 1, records: 5 });
     const proxy = await startProxy('auth');
     const db = join(tempDir(), 'auth.db');
-    const r = await cli(['pull', '--base-url', s.url, '--db', db], {
+    const r = await cli(['pull', '--base-url', proxied(s.url, { http_proxy: proxy.url }), '--db', db, ...INSECURE], {
       env: { ...NO_PROXY_ENV, CAMPAIGN_SYNC_API_KEY: KEY, http_proxy: proxy.url },
     });
     expect(r.code).toBe(ExitCode.unavailable);
@@ -81,7 +111,7 @@ describe('proxies', () => {
     const proxy = await startProxy();
     proxy.stop();
     await new Promise((r) => setTimeout(r, 200));
-    const r = await pull(s.url, { HTTP_PROXY: proxy.url });
+    const r = await pull(proxied(s.url, { HTTP_PROXY: proxy.url }), { HTTP_PROXY: proxy.url }, INSECURE);
     expect(r.code).toBe(ExitCode.unavailable);
     expect(r.stderr).toMatch(new RegExp(`ECONNREFUSED.*through proxy ${proxy.url.replace(/[.]/g, '\\.')} \\(HTTP_PROXY\\)`));
     expect(r.stderr).not.toContain(KEY);
@@ -110,7 +140,7 @@ function selfSigned(): { cert: string; key: string } {
       '-subj',
       '/CN=localhost',
       '-addext',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      `subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:${PROXIED_HOST}`,
     ],
     { stdio: 'ignore' },
   );
@@ -140,7 +170,7 @@ describe('a private CA', () => {
   it('through a proxy too: HTTPS_PROXY tunnels to the TLS service', async () => {
     const s = await sim({ apiKey: KEY, campaigns: 1, records: 5, tls: { cert: readFileSync(files.cert), key: readFileSync(files.key) } });
     const proxy = await startProxy();
-    const r = await pull(s.url, { NODE_EXTRA_CA_CERTS: files.cert, HTTPS_PROXY: proxy.url });
+    const r = await pull(proxied(s.url, { HTTPS_PROXY: proxy.url }), { NODE_EXTRA_CA_CERTS: files.cert, HTTPS_PROXY: proxy.url });
     expect(r.code).toBe(0);
     expect(proxy.seen.length).toBeGreaterThan(0);
     expect(proxy.seen.every((l) => l.kind === 'connect')).toBe(true);
