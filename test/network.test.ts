@@ -4,11 +4,15 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { RequestBudget } from '../src/api/budget.js';
+import { ApiClient } from '../src/api/client.js';
 import { proxyFor } from '../src/api/dispatcher.js';
-import { ExitCode } from '../src/errors.js';
-import { cli, sim, startCli, tempDir } from './helpers/index.js';
+import { AbortedError, ExitCode, NetworkError } from '../src/errors.js';
+import { atFileEnd } from './helpers/file-end.js';
+import { cli, clientConfig, sim, startCli, tempDir } from './helpers/index.js';
 import { PROXIED_HOST, startProxy, viaProxyName } from './helpers/proxy.js';
 
 const KEY = 'net-secret-key-123';
@@ -116,6 +120,100 @@ describe('proxies', () => {
     expect(r.stderr).toMatch(new RegExp(`ECONNREFUSED.*through proxy ${proxy.url.replace(/[.]/g, '\\.')} \\(HTTP_PROXY\\)`));
     expect(r.stderr).not.toContain(KEY);
   });
+});
+
+/** A proxy that accepts connections and never answers, not even to CONNECT. */
+async function silentProxy(): Promise<{ url: string; connections: () => number }> {
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  const server = createServer((socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  atFileEnd(() => {
+    for (const socket of sockets) socket.destroy();
+    server.close();
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, connections: () => connections };
+}
+
+/** Resolves to how long `p` took, or to Infinity after `ms`. */
+async function timed(p: Promise<unknown>, ms: number): Promise<number> {
+  const started = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<number>((resolve) => {
+    timer = setTimeout(() => resolve(Number.POSITIVE_INFINITY), ms);
+  });
+  const took = await Promise.race([p.then(() => Date.now() - started), late]);
+  clearTimeout(timer);
+  return took;
+}
+
+describe('a connection that never completes (a proxy silent on CONNECT)', () => {
+  async function stuckClient(timeoutMs: number, signal?: AbortSignal) {
+    const proxy = await silentProxy();
+    const env = { HTTP_PROXY: proxy.url };
+    const config = clientConfig(proxied('http://127.0.0.1:9', env), { timeoutMs, maxRetries: 0 });
+    return { proxy, client: new ApiClient(config, { budget: new RequestBudget(config.rate), env, signal }) };
+  }
+
+  it('--timeout bounds the CONNECT too, and closing the client does not wait for it', async () => {
+    const { proxy, client } = await stuckClient(500);
+    const failed = client.listCampaigns().catch((err: unknown) => err);
+    expect(await timed(failed, 5000)).toBeLessThan(2000);
+    const err = await failed;
+    expect(err).toBeInstanceOf(NetworkError);
+    expect((err as NetworkError).code).toBe('TIMEOUT');
+    expect((err as Error).message).toContain('no complete answer within 500 ms');
+    expect(proxy.connections()).toBe(1);
+    expect(await timed(client.close(), 5000)).toBeLessThan(1000);
+  });
+
+  it("the caller's signal ends it at once, and closing the client does not wait for it", async () => {
+    const controller = new AbortController();
+    const { proxy, client } = await stuckClient(600_000, controller.signal);
+    const failed = client.listCampaigns().catch((err: unknown) => err);
+    while (proxy.connections() === 0) await new Promise((r) => setTimeout(r, 20));
+    controller.abort();
+    expect(await timed(failed, 5000)).toBeLessThan(1000);
+    expect(await failed).toBeInstanceOf(AbortedError);
+    expect(await timed(client.close(), 5000)).toBeLessThan(1000);
+  });
+
+  it('the CLI: --timeout 1s ends `campaigns` in about a second, exit 5, saying so', async () => {
+    const proxy = await silentProxy();
+    const env = { ...NO_PROXY_ENV, CAMPAIGN_SYNC_API_KEY: KEY, HTTP_PROXY: proxy.url };
+    const url = proxied('http://127.0.0.1:9', env);
+    const started = Date.now();
+    const args = ['campaigns', '--base-url', url, '--db', join(tempDir(), 'c.db'), '--max-retries', '0', '--timeout', '1s', ...INSECURE];
+    const r = await cli(args, { env, timeoutMs: 20_000 });
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect(r.code).toBe(ExitCode.unavailable);
+    expect(r.stderr).toContain('no complete answer within 1000 ms');
+    expect(r.stderr).not.toContain(KEY);
+  });
+
+  for (const [command, signal] of [
+    ['campaigns', 'SIGTERM'],
+    ['watch', 'SIGINT'],
+  ] as const) {
+    it(`the CLI: one ${signal} stops \`${command}\` at once, with the code a signal gets (0)`, async () => {
+      const proxy = await silentProxy();
+      const env = { ...NO_PROXY_ENV, CAMPAIGN_SYNC_API_KEY: KEY, HTTP_PROXY: proxy.url };
+      const url = proxied('http://127.0.0.1:9', env);
+      const run = startCli([command, '--base-url', url, '--db', join(tempDir(), 's.db'), '--timeout', '10m', ...INSECURE], { env });
+      while (proxy.connections() === 0 && run.child.exitCode === null) await new Promise((r) => setTimeout(r, 20));
+      run.child.kill(signal);
+      const took = await timed(run.exited, 10_000);
+      if (took === Number.POSITIVE_INFINITY) run.child.kill('SIGKILL');
+      expect(took).toBeLessThan(5000);
+      expect((await run.exited).code).toBe(ExitCode.ok);
+      expect(run.stderr()).toContain('interrupted');
+    });
+  }
 });
 
 /** A self-signed certificate for 127.0.0.1 and localhost, made by the openssl CLI. */

@@ -104,6 +104,8 @@ export class ApiClient {
   private readonly origin: string;
   /** Every attempt made, retries included. */
   requests = 0;
+  /** The answers of the attempts under way, for close(). */
+  private readonly inFlight = new Set<Promise<Answer>>();
   private readonly events: RunEvents | undefined;
 
   constructor(
@@ -123,9 +125,15 @@ export class ApiClient {
     this.origin = config.baseUrl.origin;
   }
 
+  /**
+   * Lets the attempts under way end (each within --timeout, at once after a signal), then destroys the
+   * connections. Not undici's close(): it also waits for requests we gave up on before they connected,
+   * which nobody awaits any more (a proxy silent on CONNECT holds one ~300 s, a SYN never answered ~10 s).
+   */
   async close(): Promise<void> {
     try {
-      if (this.ownsDispatcher) await this.dispatcher.close();
+      await Promise.allSettled(this.inFlight);
+      if (this.ownsDispatcher) await this.dispatcher.destroy();
     } finally {
       this.opts.onClose?.();
     }
@@ -263,6 +271,7 @@ export class ApiClient {
     );
     const onAbort = () => pending.cancel(new Error('aborted'));
     this.opts.signal?.addEventListener('abort', onAbort, { once: true });
+    this.inFlight.add(pending.answer);
     let answer: Answer;
     try {
       answer = await pending.answer;
@@ -271,6 +280,7 @@ export class ApiClient {
     } finally {
       clearTimeout(timer);
       this.opts.signal?.removeEventListener('abort', onAbort);
+      this.inFlight.delete(pending.answer);
     }
     return this.response(answer, info, path);
   }
