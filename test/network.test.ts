@@ -123,7 +123,7 @@ describe('proxies', () => {
 });
 
 /** A proxy that accepts connections and never answers, not even to CONNECT. */
-async function silentProxy(): Promise<{ url: string; connections: () => number }> {
+async function silentProxy(): Promise<{ url: string; connections: () => number; allClosed: () => Promise<void> }> {
   const sockets = new Set<Socket>();
   let connections = 0;
   const server = createServer((socket) => {
@@ -131,13 +131,18 @@ async function silentProxy(): Promise<{ url: string; connections: () => number }
     sockets.add(socket);
     socket.on('error', () => {});
     socket.on('close', () => sockets.delete(socket));
+    // Read (and drop) what comes, so the client's end of the connection is seen.
+    socket.resume();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   atFileEnd(() => {
     for (const socket of sockets) socket.destroy();
     server.close();
   });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, connections: () => connections };
+  const allClosed = async () => {
+    while (connections === 0 || sockets.size > 0) await new Promise((r) => setTimeout(r, 20));
+  };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, connections: () => connections, allClosed };
 }
 
 /** Resolves to how long `p` took, or to Infinity after `ms`. */
@@ -170,6 +175,15 @@ describe('a connection that never completes (a proxy silent on CONNECT)', () => 
     expect((err as Error).message).toContain('no complete answer within 500 ms');
     expect(proxy.connections()).toBe(1);
     expect(await timed(client.close(), 5000)).toBeLessThan(1000);
+  });
+
+  it('undici gives up the CONNECT after --timeout too: a watch whose proxy recovers is not held ~300 s by it', async () => {
+    const { proxy, client } = await stuckClient(500);
+    const failed = client.listCampaigns().catch((err: unknown) => err);
+    expect(await failed).toBeInstanceOf(NetworkError);
+    // No close(): the connection to the proxy is dropped by undici's own timer, not by ours.
+    expect(await timed(proxy.allClosed(), 5000)).toBeLessThan(4000);
+    await client.close();
   });
 
   it("the caller's signal ends it at once, and closing the client does not wait for it", async () => {

@@ -115,7 +115,9 @@ export class ApiClient {
     this.clock = opts.clock ?? realClock;
     this.events = opts.events;
     this.ownsDispatcher = opts.dispatcher === undefined;
-    const route = opts.dispatcher ? { dispatcher: opts.dispatcher, proxy: undefined } : createRoute(config.baseUrl, opts.env);
+    const route = opts.dispatcher
+      ? { dispatcher: opts.dispatcher, proxy: undefined }
+      : createRoute(config.baseUrl, opts.env, config.timeoutMs);
     this.dispatcher = route.dispatcher;
     this.proxy = route.proxy;
     this.headers = { authorization: `Bearer ${config.apiKey}`, accept: 'application/json' };

@@ -13,6 +13,7 @@
  */
 import { isIP } from 'node:net';
 import type { Dispatcher } from 'undici';
+import { MAX_TIMER_MS } from '../core/clock.js';
 import { isLoopbackHost } from '../core/loopback.js';
 import { UsageError } from '../errors.js';
 import { envHttpProxyAgent, Pool } from './undici.js';
@@ -24,6 +25,8 @@ import { envHttpProxyAgent, Pool } from './undici.js';
 const MAX_CONNECTIONS = 16;
 /** An idle connection is kept this long: enough for the pages of a pass, shorter than a watch interval. */
 const KEEP_ALIVE_MS = 30_000;
+/** undici's own wait for a proxy's answer to CONNECT (its headers timeout), which --timeout only lowers. */
+const PROXY_ANSWER_MS = 300_000;
 
 export interface Route {
   dispatcher: Dispatcher;
@@ -97,8 +100,13 @@ function describeProxy(value: string, name: string): string {
   }
 }
 
-/** The dispatcher for `origin`: a Pool, or the proxy agent when a proxy applies. */
-export function createRoute(origin: URL, env: NodeJS.ProcessEnv = process.env): Route {
+/**
+ * The dispatcher for `origin`: a Pool, or the proxy agent when a proxy applies. `timeoutMs` (--timeout)
+ * also bounds undici's wait for the proxy's answer to CONNECT: the client stops waiting at --timeout
+ * anyway (api/body.ts), but the connection would stay taken for 300 s, and a watch whose proxy came
+ * back would find every connection still stuck.
+ */
+export function createRoute(origin: URL, env: NodeJS.ProcessEnv = process.env, timeoutMs = PROXY_ANSWER_MS): Route {
   const limits = { connections: MAX_CONNECTIONS, keepAliveTimeout: KEEP_ALIVE_MS };
   const proxy = proxyFor(origin, env);
   if (!proxy) return { dispatcher: new Pool(origin.origin, limits) };
@@ -107,7 +115,15 @@ export function createRoute(origin: URL, env: NodeJS.ProcessEnv = process.env): 
   try {
     const EnvHttpProxyAgent = envHttpProxyAgent();
     // proxyFor decided already; an empty NO_PROXY keeps undici from deciding again by its own parsing.
-    dispatcher = new EnvHttpProxyAgent({ ...limits, httpProxy: vars.http?.value, httpsProxy: vars.https?.value, noProxy: '' });
+    const headersTimeout = Math.max(1, Math.min(timeoutMs, PROXY_ANSWER_MS, MAX_TIMER_MS));
+    const clientFactory = (url: URL, opts: object) => new Pool(url, { ...opts, headersTimeout });
+    dispatcher = new EnvHttpProxyAgent({
+      ...limits,
+      httpProxy: vars.http?.value,
+      httpsProxy: vars.https?.value,
+      noProxy: '',
+      clientFactory,
+    });
   } catch {
     // The value may carry a proxy password: name the variable only.
     throw new UsageError(`${proxy.name} is not a proxy URL (example: http://proxy.example.com:3128)`);
