@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
 import { proxyFor } from '../src/api/dispatcher.js';
+import { Pool } from '../src/api/undici.js';
 import { AbortedError, ExitCode, NetworkError } from '../src/errors.js';
 import { atFileEnd } from './helpers/file-end.js';
 import { cli, clientConfig, sim, startCli, tempDir } from './helpers/index.js';
@@ -175,6 +176,19 @@ describe('a connection that never completes (a proxy silent on CONNECT)', () => 
     expect((err as Error).message).toContain('no complete answer within 500 ms');
     expect(proxy.connections()).toBe(1);
     expect(await timed(client.close(), 5000)).toBeLessThan(1000);
+  });
+
+  it("a TCP handshake that never completes (a full SYN queue) is bounded by --timeout, not undici's 10 s", async () => {
+    // undici's Pool with a connector that never calls back: the handshake that never ends, on no network at all.
+    const stuck = new Pool('http://127.0.0.1:9', { connect: () => {} });
+    const config = clientConfig('http://127.0.0.1:9', { timeoutMs: 500, maxRetries: 0 });
+    const client = new ApiClient(config, { budget: new RequestBudget(config.rate), dispatcher: stuck });
+    const failed = client.listCampaigns().catch((err: unknown) => err);
+    expect(await timed(failed, 5000)).toBeLessThan(2000);
+    expect((await failed) as Error).toBeInstanceOf(NetworkError);
+    expect(((await failed) as Error).message).toContain('no complete answer within 500 ms');
+    await client.close();
+    await stuck.destroy();
   });
 
   it('undici gives up the CONNECT after --timeout too: a watch whose proxy recovers is not held ~300 s by it', async () => {
