@@ -75,6 +75,26 @@ describe('one exchange through dispatch', () => {
     await expect(pending.answer).rejects.toBe(reason);
   });
 
+  it('a cancel settles at once even when undici never connects (a proxy silent on CONNECT, a SYN never answered)', async () => {
+    const { dispatcher, seen } = fake();
+    const pending = exchange(dispatcher, request(), info);
+    const reason = new Error('timed out');
+    pending.cancel(reason);
+    // No onConnect yet, and maybe never: the caller must not wait for one.
+    const settled = await Promise.race([
+      pending.answer.then(
+        () => 'answered',
+        (err) => err,
+      ),
+      new Promise((r) => setTimeout(() => r('still waiting'), 200)),
+    ]);
+    expect(settled).toBe(reason);
+    // Should the connection come later after all, the request is aborted before anything is sent.
+    const aborted: Error[] = [];
+    (seen.handler as Handler).onConnect((err) => aborted.push(err));
+    expect(aborted).toEqual([reason]);
+  });
+
   it('a cancel while the body arrives aborts after the callback, never from inside it, and keeps nothing after it', async () => {
     const { dispatcher, seen } = fake();
     const pending = exchange(dispatcher, request(), info);

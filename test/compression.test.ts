@@ -101,6 +101,42 @@ describe('proxy choice', () => {
     await Promise.all([direct.dispatcher.close(), proxied.dispatcher.close()]);
     expect(() => createRoute(https, { HTTPS_PROXY: 'not a url :: hunter2' })).toThrow(/^HTTPS_PROXY is not a proxy URL/);
   });
+
+  it('never sends a loopback target through a proxy, whatever the variables say (as Go does): the proxy would read the key', async () => {
+    const env = { HTTP_PROXY: 'http://p:1', HTTPS_PROXY: 'http://p:2', NO_PROXY: 'example.org' };
+    for (const url of [
+      'http://127.0.0.1:9',
+      'http://127.8.9.10:9',
+      'http://localhost:9',
+      'http://LOCALHOST',
+      'http://[::1]:9',
+      'https://localhost:9',
+    ]) {
+      expect(proxyFor(new URL(url), env), url).toBeUndefined();
+      const route = createRoute(new URL(url), env);
+      expect(route.dispatcher.constructor.name, url).toBe('Pool');
+      expect(route.proxy).toBeUndefined();
+      await route.dispatcher.close();
+    }
+    // Names that only look local still go through it (no DNS is asked here).
+    for (const url of ['http://api.localhost:9', 'http://localhost.example.com:9', 'http://128.0.0.1:9']) {
+      expect(proxyFor(new URL(url), env)?.name, url).toBe('HTTP_PROXY');
+    }
+  });
+
+  it('NO_PROXY takes bare IPv6 addresses (::1), bracketed ones and [addr]:port', () => {
+    const v6 = new URL('https://[2001:db8::1]:8443');
+    expect(noProxyMatches(v6, '2001:db8::1')).toBe(true);
+    expect(noProxyMatches(v6, '2001:DB8:0:0:0:0:0:1')).toBe(true);
+    expect(noProxyMatches(v6, '[2001:db8::1]')).toBe(true);
+    expect(noProxyMatches(v6, '[2001:db8::1]:8443')).toBe(true);
+    expect(noProxyMatches(v6, '[2001:db8::1]:443')).toBe(false);
+    expect(noProxyMatches(v6, '2001:db8::2')).toBe(false);
+    expect(noProxyMatches(v6, 'db8::1')).toBe(false);
+    expect(noProxyMatches(new URL('http://[::1]:8080'), '::1')).toBe(true);
+    expect(proxyFor(v6, { HTTPS_PROXY: 'http://p:2', NO_PROXY: 'example.com, 2001:db8::1' })).toBeUndefined();
+    expect(proxyFor(v6, { HTTPS_PROXY: 'http://p:2', NO_PROXY: 'example.com, 2001:db8::2' })?.name).toBe('HTTPS_PROXY');
+  });
 });
 
 describe('--compression', () => {

@@ -4,11 +4,17 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ExitCode } from '../src/errors.js';
-import { cli, sim, startCli, tempDir } from './helpers/index.js';
-import { startProxy } from './helpers/proxy.js';
+import { RequestBudget } from '../src/api/budget.js';
+import { ApiClient } from '../src/api/client.js';
+import { proxyFor } from '../src/api/dispatcher.js';
+import { Pool } from '../src/api/undici.js';
+import { AbortedError, ExitCode, NetworkError } from '../src/errors.js';
+import { atFileEnd } from './helpers/file-end.js';
+import { cli, clientConfig, sim, startCli, tempDir } from './helpers/index.js';
+import { PROXIED_HOST, startProxy, viaProxyName } from './helpers/proxy.js';
 
 const KEY = 'net-secret-key-123';
 /** No proxy setting of the tester's shell leaks in; each test sets its own. */
@@ -28,22 +34,51 @@ function pull(url: string, env: Record<string, string | undefined> = {}, extra: 
   });
 }
 
+/**
+ * The simulator under PROXIED_HOST, which only the test proxy resolves (a loopback URL never goes
+ * through a proxy), once it is sure the client will hand it to the proxy that `env` names: the client
+ * itself must never ask DNS about a made-up name.
+ */
+function proxied(url: string, env: Record<string, string | undefined>): string {
+  const named = viaProxyName(url);
+  expect(proxyFor(new URL(named), { ...NO_PROXY_ENV, ...env })).toBeDefined();
+  return named;
+}
+/** Plain http:// to PROXIED_HOST is off loopback: allowed explicitly, as a user behind a proxy would. */
+const INSECURE = ['--allow-insecure-http'];
+
 describe('proxies', () => {
   it('HTTP_PROXY sends every request through the proxy, in a CONNECT tunnel (the key never in clear)', async () => {
     const s = await sim({ apiKey: KEY, campaigns: 2, records: 30 });
     const proxy = await startProxy();
-    const r = await pull(s.url, { HTTP_PROXY: proxy.url });
+    const env = { HTTP_PROXY: proxy.url };
+    const r = await pull(proxied(s.url, env), env, INSECURE);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(s.stats.requests).toBeGreaterThan(0);
     expect(proxy.seen.length).toBeGreaterThan(0);
     expect(proxy.seen.every((l) => l.kind === 'connect' && l.target === `127.0.0.1:${s.port}` && !l.authorization)).toBe(true);
+    expect(proxy.seen.every((l) => l.asked === `${PROXIED_HOST}:${s.port}`)).toBe(true);
+  });
+
+  it('a loopback base URL never goes through the proxy, whatever the variables say: the proxy would read the key', async () => {
+    const s = await sim({ apiKey: KEY, campaigns: 2, records: 10 });
+    const proxy = await startProxy();
+    const all = { HTTP_PROXY: proxy.url, HTTPS_PROXY: proxy.url, http_proxy: proxy.url, NO_PROXY: 'example.com' };
+    for (const host of ['127.0.0.1', 'localhost']) {
+      const before = s.stats.requests;
+      const r = await pull(s.url.replace('127.0.0.1', host), all);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(s.stats.requests).toBeGreaterThan(before);
+    }
+    expect(proxy.seen).toEqual([]);
   });
 
   it('lower-case http_proxy too; NO_PROXY=127.0.0.1 goes straight to the service', async () => {
     const s = await sim({ apiKey: KEY, campaigns: 2, records: 10 });
     const proxy = await startProxy();
-    const lower = await pull(s.url, { http_proxy: proxy.url });
+    const lower = await pull(proxied(s.url, { http_proxy: proxy.url }), { http_proxy: proxy.url }, INSECURE);
     expect(lower.code).toBe(0);
     const through = proxy.seen.length;
     expect(through).toBeGreaterThan(0);
@@ -57,7 +92,7 @@ describe('proxies', () => {
   it('a proxy that answers 500 is a clear error naming the proxy, never the key', async () => {
     const s = await sim({ apiKey: KEY, campaigns: 1, records: 5 });
     const proxy = await startProxy('refuse');
-    const r = await pull(s.url, { HTTPS_PROXY: undefined, HTTP_PROXY: proxy.url });
+    const r = await pull(proxied(s.url, { HTTP_PROXY: proxy.url }), { HTTPS_PROXY: undefined, HTTP_PROXY: proxy.url }, INSECURE);
     expect(r.code).toBe(ExitCode.unavailable);
     expect(r.stderr).toContain(`proxy ${proxy.url} (HTTP_PROXY) answered 500 to CONNECT`);
     expect(r.stderr + r.stdout).not.toContain(KEY);
@@ -68,7 +103,7 @@ describe('proxies', () => {
     const s = await sim({ apiKey: KEY, campaigns: 1, records: 5 });
     const proxy = await startProxy('auth');
     const db = join(tempDir(), 'auth.db');
-    const r = await cli(['pull', '--base-url', s.url, '--db', db], {
+    const r = await cli(['pull', '--base-url', proxied(s.url, { http_proxy: proxy.url }), '--db', db, ...INSECURE], {
       env: { ...NO_PROXY_ENV, CAMPAIGN_SYNC_API_KEY: KEY, http_proxy: proxy.url },
     });
     expect(r.code).toBe(ExitCode.unavailable);
@@ -81,11 +116,132 @@ describe('proxies', () => {
     const proxy = await startProxy();
     proxy.stop();
     await new Promise((r) => setTimeout(r, 200));
-    const r = await pull(s.url, { HTTP_PROXY: proxy.url });
+    const r = await pull(proxied(s.url, { HTTP_PROXY: proxy.url }), { HTTP_PROXY: proxy.url }, INSECURE);
     expect(r.code).toBe(ExitCode.unavailable);
     expect(r.stderr).toMatch(new RegExp(`ECONNREFUSED.*through proxy ${proxy.url.replace(/[.]/g, '\\.')} \\(HTTP_PROXY\\)`));
     expect(r.stderr).not.toContain(KEY);
   });
+});
+
+/** A proxy that accepts connections and never answers, not even to CONNECT. */
+async function silentProxy(): Promise<{ url: string; connections: () => number; allClosed: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  const server = createServer((socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => sockets.delete(socket));
+    // Read (and drop) what comes, so the client's end of the connection is seen.
+    socket.resume();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  atFileEnd(() => {
+    for (const socket of sockets) socket.destroy();
+    server.close();
+  });
+  const allClosed = async () => {
+    while (connections === 0 || sockets.size > 0) await new Promise((r) => setTimeout(r, 20));
+  };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, connections: () => connections, allClosed };
+}
+
+/** Resolves to how long `p` took, or to Infinity after `ms`. */
+async function timed(p: Promise<unknown>, ms: number): Promise<number> {
+  const started = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<number>((resolve) => {
+    timer = setTimeout(() => resolve(Number.POSITIVE_INFINITY), ms);
+  });
+  const took = await Promise.race([p.then(() => Date.now() - started), late]);
+  clearTimeout(timer);
+  return took;
+}
+
+describe('a connection that never completes (a proxy silent on CONNECT)', () => {
+  async function stuckClient(timeoutMs: number, signal?: AbortSignal) {
+    const proxy = await silentProxy();
+    const env = { HTTP_PROXY: proxy.url };
+    const config = clientConfig(proxied('http://127.0.0.1:9', env), { timeoutMs, maxRetries: 0 });
+    return { proxy, client: new ApiClient(config, { budget: new RequestBudget(config.rate), env, signal }) };
+  }
+
+  it('--timeout bounds the CONNECT too, and closing the client does not wait for it', async () => {
+    const { proxy, client } = await stuckClient(500);
+    const failed = client.listCampaigns().catch((err: unknown) => err);
+    expect(await timed(failed, 5000)).toBeLessThan(2000);
+    const err = await failed;
+    expect(err).toBeInstanceOf(NetworkError);
+    expect((err as NetworkError).code).toBe('TIMEOUT');
+    expect((err as Error).message).toContain('no complete answer within 500 ms');
+    expect(proxy.connections()).toBe(1);
+    expect(await timed(client.close(), 5000)).toBeLessThan(1000);
+  });
+
+  it("a TCP handshake that never completes (a full SYN queue) is bounded by --timeout, not undici's 10 s", async () => {
+    // undici's Pool with a connector that never calls back: the handshake that never ends, on no network at all.
+    const stuck = new Pool('http://127.0.0.1:9', { connect: () => {} });
+    const config = clientConfig('http://127.0.0.1:9', { timeoutMs: 500, maxRetries: 0 });
+    const client = new ApiClient(config, { budget: new RequestBudget(config.rate), dispatcher: stuck });
+    const failed = client.listCampaigns().catch((err: unknown) => err);
+    expect(await timed(failed, 5000)).toBeLessThan(2000);
+    expect((await failed) as Error).toBeInstanceOf(NetworkError);
+    expect(((await failed) as Error).message).toContain('no complete answer within 500 ms');
+    await client.close();
+    await stuck.destroy();
+  });
+
+  it('undici gives up the CONNECT after --timeout too: a watch whose proxy recovers is not held ~300 s by it', async () => {
+    const { proxy, client } = await stuckClient(500);
+    const failed = client.listCampaigns().catch((err: unknown) => err);
+    expect(await failed).toBeInstanceOf(NetworkError);
+    // No close(): the connection to the proxy is dropped by undici's own timer, not by ours.
+    expect(await timed(proxy.allClosed(), 5000)).toBeLessThan(4000);
+    await client.close();
+  });
+
+  it("the caller's signal ends it at once, and closing the client does not wait for it", async () => {
+    const controller = new AbortController();
+    const { proxy, client } = await stuckClient(600_000, controller.signal);
+    const failed = client.listCampaigns().catch((err: unknown) => err);
+    while (proxy.connections() === 0) await new Promise((r) => setTimeout(r, 20));
+    controller.abort();
+    expect(await timed(failed, 5000)).toBeLessThan(1000);
+    expect(await failed).toBeInstanceOf(AbortedError);
+    expect(await timed(client.close(), 5000)).toBeLessThan(1000);
+  });
+
+  it('the CLI: --timeout 1s ends `campaigns` in about a second, exit 5, saying so', async () => {
+    const proxy = await silentProxy();
+    const env = { ...NO_PROXY_ENV, CAMPAIGN_SYNC_API_KEY: KEY, HTTP_PROXY: proxy.url };
+    const url = proxied('http://127.0.0.1:9', env);
+    const started = Date.now();
+    const args = ['campaigns', '--base-url', url, '--db', join(tempDir(), 'c.db'), '--max-retries', '0', '--timeout', '1s', ...INSECURE];
+    const r = await cli(args, { env, timeoutMs: 20_000 });
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect(r.code).toBe(ExitCode.unavailable);
+    expect(r.stderr).toContain('no complete answer within 1000 ms');
+    expect(r.stderr).not.toContain(KEY);
+  });
+
+  for (const [command, signal] of [
+    ['campaigns', 'SIGTERM'],
+    ['watch', 'SIGINT'],
+  ] as const) {
+    it(`the CLI: one ${signal} stops \`${command}\` at once, with the code a signal gets (0)`, async () => {
+      const proxy = await silentProxy();
+      const env = { ...NO_PROXY_ENV, CAMPAIGN_SYNC_API_KEY: KEY, HTTP_PROXY: proxy.url };
+      const url = proxied('http://127.0.0.1:9', env);
+      const run = startCli([command, '--base-url', url, '--db', join(tempDir(), 's.db'), '--timeout', '10m', ...INSECURE], { env });
+      while (proxy.connections() === 0 && run.child.exitCode === null) await new Promise((r) => setTimeout(r, 20));
+      run.child.kill(signal);
+      const took = await timed(run.exited, 10_000);
+      if (took === Number.POSITIVE_INFINITY) run.child.kill('SIGKILL');
+      expect(took).toBeLessThan(5000);
+      expect((await run.exited).code).toBe(ExitCode.ok);
+      expect(run.stderr()).toContain('interrupted');
+    });
+  }
 });
 
 /** A self-signed certificate for 127.0.0.1 and localhost, made by the openssl CLI. */
@@ -110,7 +266,7 @@ function selfSigned(): { cert: string; key: string } {
       '-subj',
       '/CN=localhost',
       '-addext',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      `subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:${PROXIED_HOST}`,
     ],
     { stdio: 'ignore' },
   );
@@ -140,7 +296,7 @@ describe('a private CA', () => {
   it('through a proxy too: HTTPS_PROXY tunnels to the TLS service', async () => {
     const s = await sim({ apiKey: KEY, campaigns: 1, records: 5, tls: { cert: readFileSync(files.cert), key: readFileSync(files.key) } });
     const proxy = await startProxy();
-    const r = await pull(s.url, { NODE_EXTRA_CA_CERTS: files.cert, HTTPS_PROXY: proxy.url });
+    const r = await pull(proxied(s.url, { HTTPS_PROXY: proxy.url }), { NODE_EXTRA_CA_CERTS: files.cert, HTTPS_PROXY: proxy.url });
     expect(r.code).toBe(0);
     expect(proxy.seen.length).toBeGreaterThan(0);
     expect(proxy.seen.every((l) => l.kind === 'connect')).toBe(true);

@@ -91,6 +91,20 @@ describe('configuration', () => {
     }
   });
 
+  it('counts only localhost and literal loopback addresses as loopback: a *.localhost name goes to DNS here', () => {
+    // nsswitch `files dns` sends api.localhost to the resolver, which may answer with a remote address.
+    for (const host of ['localhost', 'LOCALHOST', '127.0.0.1', '127.255.0.9', '::1', '[::1]', '0:0:0:0:0:0:0:1']) {
+      expect(isLoopbackHost(host), host).toBe(true);
+    }
+    for (const host of ['api.localhost', 'a.b.localhost', 'localhost.example.com', 'notlocalhost', '::2', '0.0.0.0']) {
+      expect(isLoopbackHost(host), host).toBe(false);
+    }
+    const env = { CAMPAIGN_SYNC_API_KEY: 'sekrit' };
+    expect(() => resolveApiConfig({ baseUrl: 'http://api.localhost:8080' }, env)).toThrow(
+      /plain http:\/\/ to api\.localhost .*--allow-insecure-http/,
+    );
+  });
+
   it('reads the key file and reports problems with its path, never its content', () => {
     const dir = tempDir();
     expect(() => resolveApiConfig({ baseUrl: 'https://a.example', apiKeyFile: join(dir, 'missing') }, {})).toThrow(

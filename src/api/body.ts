@@ -97,13 +97,21 @@ class BodyHandler {
     private readonly failed: (err: unknown) => void,
   ) {}
 
-  /** Ends the exchange with `err`. undici is told after the callback that asked (a microtask), never from inside its parser. */
+  /**
+   * Ends the exchange with `err`. undici is told after the callback that asked (a microtask), never
+   * from inside its parser. Before the connection the answer settles at once: undici calls
+   * `onConnect` only once a socket (or a proxy's tunnel) is up, which may be minutes away or never
+   * (a proxy silent on CONNECT, a SYN never answered), and --timeout and signals must not wait for
+   * it. Should it connect later, `onConnect` aborts the request before anything is sent.
+   */
   cancel(err: Error): void {
     if (this.settled || this.reason) return;
     this.reason = err;
-    queueMicrotask(() => {
-      if (this.abort) this.abort(err);
-    });
+    if (!this.abort) {
+      this.fail(err);
+      return;
+    }
+    queueMicrotask(() => this.abort?.(err));
   }
 
   onConnect(abort: (err: Error) => void): void {

@@ -106,6 +106,8 @@ export class ApiClient {
   requests = 0;
   /** The key as sent, and URL-encoded: what `redact` takes out of the service's text. */
   private readonly secrets: string[];
+  /** The answers of the attempts under way, for close(). */
+  private readonly inFlight = new Set<Promise<Answer>>();
   private readonly events: RunEvents | undefined;
 
   constructor(
@@ -115,7 +117,9 @@ export class ApiClient {
     this.clock = opts.clock ?? realClock;
     this.events = opts.events;
     this.ownsDispatcher = opts.dispatcher === undefined;
-    const route = opts.dispatcher ? { dispatcher: opts.dispatcher, proxy: undefined } : createRoute(config.baseUrl, opts.env);
+    const route = opts.dispatcher
+      ? { dispatcher: opts.dispatcher, proxy: undefined }
+      : createRoute(config.baseUrl, opts.env, config.timeoutMs);
     this.dispatcher = route.dispatcher;
     this.proxy = route.proxy;
     this.headers = { authorization: `Bearer ${config.apiKey}`, accept: 'application/json' };
@@ -143,9 +147,15 @@ export class ApiClient {
     return err;
   }
 
+  /**
+   * Lets the attempts under way end (each within --timeout, at once after a signal), then destroys the
+   * connections. Not undici's close(): it also waits for requests we gave up on before they connected,
+   * which nobody awaits any more (a proxy silent on CONNECT holds one ~300 s, a SYN never answered ~10 s).
+   */
   async close(): Promise<void> {
     try {
-      if (this.ownsDispatcher) await this.dispatcher.close();
+      await Promise.allSettled(this.inFlight);
+      if (this.ownsDispatcher) await this.dispatcher.destroy();
     } finally {
       this.opts.onClose?.();
     }
@@ -290,6 +300,7 @@ export class ApiClient {
     );
     const onAbort = () => pending.cancel(new Error('aborted'));
     this.opts.signal?.addEventListener('abort', onAbort, { once: true });
+    this.inFlight.add(pending.answer);
     let answer: Answer;
     try {
       answer = await pending.answer;
@@ -298,6 +309,7 @@ export class ApiClient {
     } finally {
       clearTimeout(timer);
       this.opts.signal?.removeEventListener('abort', onAbort);
+      this.inFlight.delete(pending.answer);
     }
     return this.response(answer, info, path);
   }

@@ -1,5 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
+import { isLoopbackHost } from '../core/loopback.js';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 import { ENV, readEnv } from './env.js';
@@ -58,14 +58,8 @@ export function parseBaseUrl(text: string, where = '--base-url'): URL {
   return url;
 }
 
-/** True for 127.0.0.0/8, ::1 and localhost: the only hosts plain http is allowed to by default. */
-export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  if (isIP(host) === 4) return host.startsWith('127.');
-  if (isIP(host) === 6) return host === '::1' || host === '0:0:0:0:0:0:0:1';
-  return false;
-}
+// In core/ so api/dispatcher.ts keeps loopback away from proxies by the same rule.
+export { isLoopbackHost };
 
 /** Validates the base URL: http(s), no credentials; plain http only to loopback unless allowed. */
 export function resolveBaseUrl(text: string, allowInsecureHttp: boolean, where = '--base-url'): URL {

@@ -4,11 +4,19 @@
  * line per thing it proxied ({"kind":"connect","target":"127.0.0.1:4000"} or {"kind":"forward",...,
  * "authorization":true}); its first line is {"port":N}. Mode `refuse` answers every request and
  * CONNECT with 500, mode `auth` with 407 (Proxy Authentication Required). Loopback only: it refuses any target off 127.0.0.1/localhost.
+ *
+ * The client never sends a loopback target through a proxy, so the tests name the simulator with a
+ * made-up host (argv[3], PROXIED_HOST in proxy.ts) that only this proxy knows: it stands for
+ * 127.0.0.1, and no DNS is ever asked about it. `target` is where the proxy connects (the made-up
+ * name as 127.0.0.1), `asked` what the client asked for.
  */
 import { createServer, request } from 'node:http';
 import { connect } from 'node:net';
 
 const mode = process.argv[2] ?? 'ok';
+const alias = process.argv[3];
+/** The made-up name as the loopback address it stands for; any other host as it is. */
+const resolveHost = (host) => (alias && host.toLowerCase() === alias ? '127.0.0.1' : host);
 const report = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
 const loopback = (host) => host === '127.0.0.1' || host === 'localhost' || host === '[::1]' || host === '::1';
 
@@ -20,7 +28,9 @@ const server = createServer((req, res) => {
     res.writeHead(400).end('absolute URI expected');
     return;
   }
-  report({ kind: 'forward', target: target.host, path: target.pathname, authorization: req.headers.authorization !== undefined });
+  const asked = target.host;
+  target.hostname = resolveHost(target.hostname);
+  report({ kind: 'forward', target: target.host, asked, path: target.pathname, authorization: req.headers.authorization !== undefined });
   if (mode === 'refuse' || !loopback(target.hostname)) {
     res.writeHead(500).end('proxy refuses');
     return;
@@ -39,8 +49,9 @@ const server = createServer((req, res) => {
 });
 
 server.on('connect', (req, socket, head) => {
-  const [host = '', port = ''] = (req.url ?? '').split(/:(?=\d+$)/);
-  report({ kind: 'connect', target: req.url, authorization: req.headers.authorization !== undefined });
+  const [asked = '', port = ''] = (req.url ?? '').split(/:(?=\d+$)/);
+  const host = resolveHost(asked);
+  report({ kind: 'connect', target: `${host}:${port}`, asked: req.url, authorization: req.headers.authorization !== undefined });
   if (mode === 'auth') {
     socket.end('HTTP/1.1 407 Proxy Authentication Required\r\nproxy-authenticate: Basic realm="test"\r\ncontent-length: 0\r\n\r\n');
     return;

@@ -5,8 +5,25 @@ import { atFileEnd } from './file-end.js';
 
 export interface ProxyLine {
   kind: 'connect' | 'forward';
+  /** Where the proxy connected: PROXIED_HOST as 127.0.0.1. */
   target: string;
+  /** What the client asked for (`host:port`). */
+  asked: string;
   authorization: boolean;
+}
+
+/**
+ * A loopback base URL never goes through a proxy (api/dispatcher.ts), so proxy tests give the
+ * simulator this made-up name instead: only the test proxy knows it (as 127.0.0.1). The client must
+ * never look it up itself (a DNS query for a made-up name): check `proxyFor` before running it.
+ */
+export const PROXIED_HOST = 'sim.campaign-sync.test';
+
+/** `url` with its host replaced by PROXIED_HOST (same scheme, port and path). */
+export function viaProxyName(url: string): string {
+  const u = new URL(url);
+  u.hostname = PROXIED_HOST;
+  return u.toString().replace(/\/$/, '');
 }
 
 export interface RunningProxy {
@@ -22,7 +39,7 @@ atFileEnd(() => {
 
 export function startProxy(mode: 'ok' | 'refuse' | 'auth' = 'ok'): Promise<RunningProxy> {
   const script = fileURLToPath(new URL('./forward-proxy.mjs', import.meta.url));
-  const child = spawn(process.execPath, [script, mode], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [script, mode, PROXIED_HOST], { stdio: ['ignore', 'pipe', 'inherit'] });
   const seen: ProxyLine[] = [];
   let buffered = '';
   return new Promise((resolve, reject) => {
