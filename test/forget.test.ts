@@ -16,6 +16,16 @@ async function run(s: RunningSimulator, args: string[]) {
 }
 
 /** Every byte of the database's files. */
+/** A simulator of 2 campaigns × 30 records, pulled into NDJSON files (`out`) with their state in `db`. */
+async function ndjsonMirror() {
+  const s = await sim({ campaigns: 2, records: 30 });
+  const dir = tempDir();
+  const db = join(dir, 'm.db');
+  const out = join(dir, 'out');
+  expect((await run(s, ['pull', '--db', db, '--format', 'ndjson', '--out', out])).code).toBe(0);
+  return { s, db, out };
+}
+
 function dbBytes(db: string): string {
   return ['', '-wal']
     .map((suffix) => {
@@ -121,11 +131,7 @@ describe('forget --user', () => {
   });
 
   it('rewrites the NDJSON files without their lines, nothing else changed, and the next pull goes on', async () => {
-    const s = await sim({ campaigns: 2, records: 30 });
-    const dir = tempDir();
-    const db = join(dir, 'm.db');
-    const out = join(dir, 'out');
-    expect((await run(s, ['pull', '--db', db, '--format', 'ndjson', '--out', out])).code).toBe(0);
+    const { s, db, out } = await ndjsonMirror();
     const file = join(out, 'role_results.ndjson');
     const before = readFileSync(file, 'utf8').split('\n').filter(Boolean);
     const victim = s.data.roleResult(s.data.campaigns[1]!, 12, 'DETAILED') as { id: string; user: { email: string } };
@@ -266,11 +272,7 @@ describe('forget --user', () => {
   });
 
   it('matches the e-mail ignoring case for all of Unicode in the NDJSON files', async () => {
-    const s = await sim({ campaigns: 2, records: 30 });
-    const dir = tempDir();
-    const db = join(dir, 'm.db');
-    const out = join(dir, 'out');
-    expect((await run(s, ['pull', '--db', db, '--format', 'ndjson', '--out', out])).code).toBe(0);
+    const { s, db, out } = await ndjsonMirror();
     const file = join(out, 'session_results.ndjson');
     const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
     // The first lines get the address in each spelling (as if one candidate's results, spelled apart).
