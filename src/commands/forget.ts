@@ -1,7 +1,8 @@
 import { resolveDbPath } from '../config/config.js';
 import { StorageError, storageError, UsageError } from '../errors.js';
+import { Checkpoints } from '../store/checkpoints.js';
 import { BUSY_TIMEOUT_MS, openDatabase } from '../store/db.js';
-import { eraseFromFile, eraseFromMirror, erasurePending, finishRewrites, removeStrayRewrites, scrub } from '../store/erase.js';
+import { eraseFromFile, eraseFromMirror, finishRewrites, removeStrayRewrites, scrub } from '../store/erase.js';
 import { RunLock } from '../store/lock.js';
 import { NdjsonOffsets } from '../store/offsets.js';
 import { isPgUrl } from '../store/pg/url.js';
@@ -33,7 +34,7 @@ export async function forget(flags: ForgetFlags): Promise<number> {
     // A pull running meanwhile could write the user's records back: take the lock.
     lock = RunLock.acquire(dbPath);
     finishRewrites(db);
-    const earlier = erasurePending(db);
+    const earlier = new Checkpoints(db).erasurePending();
     const rows = eraseFromMirror(db, user);
     const files: Array<{ path: string; lines: number }> = [];
     for (const f of new NdjsonOffsets(db).files()) {

@@ -18,7 +18,7 @@ import { errorCode, storageError } from '../errors.js';
 import { ERASE_PENDING_KEY } from './checkpoints.js';
 import type { Db } from './db.js';
 import { NdjsonStateError } from './ndjson-file.js';
-import { forEachLine } from './ndjson-index.js';
+import { forEachLine, RECORD_STREAM } from './ndjson-index.js';
 
 type Obj = Record<string, unknown>;
 
@@ -33,23 +33,16 @@ export interface Erased {
 
 const REWRITE_KEY = 'ndjson_rewrite:';
 /**
- * A `meta` row set in the transaction that deletes a candidate's rows and cleared once the VACUUM and
- * the WAL's truncation are done: a forget killed in between leaves it, and the next forget or pull
- * finishes the erasure. Its value is the time of the erasure, never who was erased.
+ * Marks an erasure (ERASE_PENDING_KEY in `meta`, read by Checkpoints.erasurePending): set in the
+ * transaction that deletes a candidate's rows and cleared once the VACUUM and the WAL's truncation are
+ * done, so a forget killed in between is finished by the next forget or pull. Its value is the time of
+ * the erasure, never who was erased. Call inside the deleting transaction.
  */
-const PENDING_KEY = ERASE_PENDING_KEY;
-
-/** Marks an erasure whose bytes are not yet gone from the database's files; call inside the deleting transaction. */
 function markPending(db: Db): void {
   db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
-    PENDING_KEY,
+    ERASE_PENDING_KEY,
     new Date().toISOString(),
   );
-}
-
-/** Whether an earlier erasure deleted its rows but did not finish rebuilding the database (see `scrub`). */
-export function erasurePending(db: Db): boolean {
-  return db.prepare('SELECT 1 FROM meta WHERE key = ?').get(PENDING_KEY) !== undefined;
 }
 
 /** Whether a record (nested or flat shape) is the user's: by id, or by e-mail ignoring case (core/email.ts). */
@@ -128,7 +121,7 @@ export function scrub(db: Db): boolean {
     throw err;
   }
   if (!truncateWal(db)) return false;
-  db.prepare('DELETE FROM meta WHERE key = ?').run(PENDING_KEY);
+  db.prepare('DELETE FROM meta WHERE key = ?').run(ERASE_PENDING_KEY);
   // Only the meta page is in the log now: a reader arriving meanwhile holds no erased byte.
   truncateWal(db);
   return true;
@@ -200,7 +193,7 @@ export function eraseFromFile(db: Db, path: string, committed: number, user: str
   closeSync(fd);
   const length = Buffer.byteLength(text);
   const uncount = db.prepare(
-    "UPDATE sync_state SET records = max(0, records - 1) WHERE stream = (SELECT n.campaign_id || CASE n.report_type WHEN 'session' THEN '/session' ELSE '/role/' || n.report_type END FROM ndjson_records n WHERE n.path = ? AND n.id = ? LIMIT 1)",
+    `UPDATE sync_state SET records = max(0, records - 1) WHERE stream = (SELECT ${RECORD_STREAM} FROM ndjson_records n WHERE n.path = ? AND n.id = ? LIMIT 1)`,
   );
   db.transaction(() => {
     db.prepare('UPDATE ndjson_files SET committed_bytes = ? WHERE path = ?').run(length, path);

@@ -15,6 +15,9 @@ export function lineDigest(line: string): string {
   return createHash('sha1').update(line).digest('base64url');
 }
 
+/** SQL: the `sync_state.stream` of the `ndjson_records` row aliased `n` (`<campaign>/session`, `<campaign>/role/<report>`). */
+export const RECORD_STREAM = "n.campaign_id || CASE n.report_type WHEN 'session' THEN '/session' ELSE '/role/' || n.report_type END";
+
 /** A tombstone line (reconcile --prune): the record was deleted by the service. */
 export interface Tombstone {
   id: string;

@@ -14,7 +14,7 @@ import type { GroupLimits } from '../group.js';
 import { RunLock } from '../lock.js';
 import type { UpsertCounts } from '../mirror.js';
 import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from '../ndjson-file.js';
-import { isTombstone, lineDigest, NdjsonIndex } from '../ndjson-index.js';
+import { isTombstone, lineDigest, NdjsonIndex, RECORD_STREAM } from '../ndjson-index.js';
 import { NdjsonOffsets } from '../offsets.js';
 import { GroupedSink } from './sink.js';
 
@@ -251,7 +251,7 @@ function dropFile(db: Db, path: string): void {
   try {
     db.transaction(() => {
       db.prepare(
-        "UPDATE sync_state SET records = max(0, records - (SELECT count(*) FROM ndjson_records n WHERE n.path = ? AND n.campaign_id || CASE n.report_type WHEN 'session' THEN '/session' ELSE '/role/' || n.report_type END = sync_state.stream))",
+        `UPDATE sync_state SET records = max(0, records - (SELECT count(*) FROM ndjson_records n WHERE n.path = ? AND ${RECORD_STREAM} = sync_state.stream))`,
       ).run(path);
       db.prepare('DELETE FROM ndjson_records WHERE path = ?').run(path);
       db.prepare('DELETE FROM ndjson_campaigns WHERE path = ?').run(path);
