@@ -233,12 +233,15 @@ describe('an NDJSON file is cut back only to what this database committed (issue
   });
 });
 
+/** The CLI's environment for a simulator, with a budget that never makes a test wait. */
+const fastEnv = (s: RunningSimulator) => ({
+  CAMPAIGN_SYNC_BASE_URL: s.url,
+  CAMPAIGN_SYNC_API_KEY: s.apiKey,
+  CAMPAIGN_SYNC_RATE_LIMIT: '100000/1m',
+});
+
 describe('one process at a time in an NDJSON folder, whatever database it writes from', () => {
-  const env = (s: RunningSimulator) => ({
-    CAMPAIGN_SYNC_BASE_URL: s.url,
-    CAMPAIGN_SYNC_API_KEY: s.apiKey,
-    CAMPAIGN_SYNC_RATE_LIMIT: '100000/1m',
-  });
+  const env = fastEnv;
   const allParse = (path: string) => lines(path).every((l) => typeof JSON.parse(l) === 'object');
 
   it('a pull into a folder another campaign-sync is writing is refused (exit 75) and writes nothing', async () => {
@@ -299,18 +302,19 @@ describe('one process at a time in an NDJSON folder, whatever database it writes
 });
 
 describe('an NDJSON file changed or gone outside campaign-sync', () => {
-  const env = (s: RunningSimulator) => ({
-    CAMPAIGN_SYNC_BASE_URL: s.url,
-    CAMPAIGN_SYNC_API_KEY: s.apiKey,
-    CAMPAIGN_SYNC_RATE_LIMIT: '100000/1m',
-  });
-
-  it('rewritten to more bytes (pretty-printed): refused (exit 2), not cut in the middle of a record', async () => {
-    const s = await sim({ campaigns: 2, records: 30 });
+  const env = fastEnv;
+  /** A simulator of 2 campaigns × `records`, pulled by the CLI into `out` with its state in `db`. */
+  async function pulled(records: number) {
+    const s = await sim({ campaigns: 2, records });
     const dir = tempDir();
     const out = join(dir, 'out');
     const db = join(dir, 'state.db');
     expect((await cli(['pull', '--format', 'ndjson', '--out', out, '--db', db], { env: env(s) })).code).toBe(0);
+    return { s, out, db };
+  }
+
+  it('rewritten to more bytes (pretty-printed): refused (exit 2), not cut in the middle of a record', async () => {
+    const { s, out, db } = await pulled(30);
     const file = join(out, 'session_results.ndjson');
     const pretty = lines(file)
       .map((l) => `${JSON.stringify(JSON.parse(l), null, 1)}\n`)
@@ -325,11 +329,7 @@ describe('an NDJSON file changed or gone outside campaign-sync', () => {
   });
 
   it('its lines replaced by others of the same length: refused, the file as it was', async () => {
-    const s = await sim({ campaigns: 2, records: 30 });
-    const dir = tempDir();
-    const out = join(dir, 'out');
-    const db = join(dir, 'state.db');
-    expect((await cli(['pull', '--format', 'ndjson', '--out', out, '--db', db], { env: env(s) })).code).toBe(0);
+    const { s, out, db } = await pulled(30);
     const file = join(out, 'role_results.ndjson');
     // The last record edited in place (a score changed, same length), then a line of a partial write.
     const text = readFileSync(file, 'utf8');
@@ -345,11 +345,7 @@ describe('an NDJSON file changed or gone outside campaign-sync', () => {
   });
 
   it('a folder deleted between runs: exit 2 and nothing recreated; after `reset --all` the next pull writes it anew', async () => {
-    const s = await sim({ campaigns: 2, records: 25 });
-    const dir = tempDir();
-    const out = join(dir, 'out');
-    const db = join(dir, 'state.db');
-    expect((await cli(['pull', '--format', 'ndjson', '--out', out, '--db', db], { env: env(s) })).code).toBe(0);
+    const { s, out, db } = await pulled(25);
     rmSync(out, { recursive: true });
     const run = await cli(['pull', '--db', db], { env: env(s) });
     expect(run.code).toBe(2);
