@@ -58,9 +58,6 @@ export function parseBaseUrl(text: string, where = '--base-url'): URL {
   return url;
 }
 
-// In core/ so api/dispatcher.ts keeps loopback away from proxies by the same rule.
-export { isLoopbackHost };
-
 /** Validates the base URL: http(s), no credentials; plain http only to loopback unless allowed. */
 export function resolveBaseUrl(text: string, allowInsecureHttp: boolean, where = '--base-url'): URL {
   const url = parseBaseUrl(text, where);

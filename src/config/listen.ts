@@ -3,8 +3,9 @@
  * default; any other host needs `--metrics-allow-remote` (metrics name campaigns and errors, and
  * there is no authentication), else a usage error (exit 2).
  */
+
+import { isLoopbackHost } from '../core/loopback.js';
 import { UsageError } from '../errors.js';
-import { isLoopbackHost } from './config.js';
 import { parseIntIn } from './duration.js';
 
 export interface ListenAddress {
