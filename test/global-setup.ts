@@ -66,12 +66,14 @@ function readStamp(): { inputs?: string; outputs?: string } {
   }
 }
 
-export default function setup(): void {
+export default function setup(): (() => void) | undefined {
   // Each project may inherit this setup; one build per vitest process is enough.
-  if (process.env.CAMPAIGN_SYNC_TEST_BUILT === '1') return;
+  if (process.env.CAMPAIGN_SYNC_TEST_BUILT === '1') return undefined;
   // The request budget's ledger (store/budget-ledger.ts) lives in the user's state folder: the
-  // tests (and the CLIs they spawn) get a folder of their own, never the tester's.
-  process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'campaign-sync-state-'));
+  // tests (and the CLIs they spawn) get a folder of their own, never the tester's, removed when the
+  // run ends (it was left behind, one folder per run, in the system's temporary folder).
+  const state = mkdtempSync(join(tmpdir(), 'campaign-sync-state-'));
+  process.env.XDG_STATE_HOME = state;
   const inputs = hashOf(files(INPUTS));
   const stamp = readStamp();
   const distIntact = stamp.outputs !== undefined && existsSync(join(root, 'dist')) && distHash() === stamp.outputs;
@@ -86,4 +88,5 @@ export default function setup(): void {
     writeFileSync(STAMP, `${JSON.stringify({ inputs, outputs: distHash() })}\n`);
   }
   process.env.CAMPAIGN_SYNC_TEST_BUILT = '1';
+  return () => rmSync(state, { recursive: true, force: true });
 }
