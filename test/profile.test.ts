@@ -3,7 +3,7 @@
  * what flags and environment left unset, and never holding a literal key.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { applyProfile } from '../src/config/profile.js';
@@ -114,6 +114,36 @@ describe('config profiles', () => {
       /--profile a: no config file/,
     );
     await expect(applyProfile({ config: 'nope.toml' }, ALL, {}, tempDir())).rejects.toThrow(/--config: .*nope\.toml does not exist/);
+  });
+
+  it('a config file that is there but cannot be followed is an error naming it, never the defaults', async () => {
+    // A loop of symbolic links: `--config` said "does not exist"; the working directory's and the
+    // user's were ignored, so the pull ran on the defaults (the key sent to the default service).
+    const loop = tempDir();
+    symlinkSync('b.toml', join(loop, 'a.toml'));
+    symlinkSync('a.toml', join(loop, 'b.toml'));
+    await expect(applyProfile({ config: 'a.toml' }, ALL, {}, loop)).rejects.toThrow(/^--config: .*a\.toml is a loop of symbolic links$/);
+    const local = tempDir();
+    symlinkSync('campaign-sync.toml', join(local, 'campaign-sync.toml'));
+    await expect(applyProfile({}, ALL, { XDG_CONFIG_HOME: tempDir() }, local)).rejects.toThrow(/config file: .*campaign-sync\.toml is a loop/);
+    // A symbolic link to a file that is gone, in the working directory or the user's folder.
+    const dangling = tempDir();
+    symlinkSync(join(dangling, 'moved.toml'), join(dangling, 'campaign-sync.toml'));
+    await expect(applyProfile({}, ALL, { XDG_CONFIG_HOME: tempDir() }, dangling)).rejects.toThrow(
+      /config file: .*campaign-sync\.toml is a symbolic link to a file that does not exist/,
+    );
+    const xdg = tempDir();
+    mkdirSync(join(xdg, 'campaign-sync'));
+    symlinkSync(join(xdg, 'gone.toml'), join(xdg, 'campaign-sync', 'config.toml'));
+    await expect(applyProfile({}, ALL, { XDG_CONFIG_HOME: xdg }, tempDir())).rejects.toThrow(/config\.toml is a symbolic link to a file/);
+    // Nothing there at all is still fine: no config file.
+    const none: Record<string, unknown> = {};
+    await applyProfile(none, ALL, { XDG_CONFIG_HOME: tempDir() }, tempDir());
+    // Spawned: one line, exit 2.
+    const r = await cli(['status', '--db', join(loop, 'x.db'), '--config', 'a.toml'], { cwd: loop });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain('is a loop of symbolic links');
   });
 
   it('a spawned pull uses the profile; a bad file is exit 2 and the key is never printed', async () => {

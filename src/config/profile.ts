@@ -7,7 +7,7 @@
  * unknown key is an error naming the file, profile and key, and a literal API key is refused (a
  * config file is shared and backed up; the key belongs in its own 0600 file).
  */
-import { existsSync, readFileSync, type Stats, statSync } from 'node:fs';
+import { lstatSync, readFileSync, type Stats, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
@@ -76,18 +76,44 @@ async function schemas() {
   };
 }
 
+/**
+ * Whether a config file is at `path`: false when nothing is there, true when a file is. Something
+ * there that cannot be followed (a symlink loop, a symlink to a missing file, a file that may not be
+ * read) is an error naming it: ignoring it would run on the defaults, and send the key to the default
+ * service, while the user meant the file to choose.
+ */
+function configAt(path: string, name: string): boolean {
+  const code = (err: unknown) => (err as NodeJS.ErrnoException).code ?? 'error';
+  try {
+    statSync(path);
+    return true;
+  } catch (err) {
+    let link: Stats | undefined;
+    try {
+      link = lstatSync(path);
+    } catch {
+      // Nothing to be seen there (or a folder on the way that may not be searched): no file.
+      return false;
+    }
+    if (code(err) === 'ELOOP') throw new UsageError(`${name}: ${path} is a loop of symbolic links`);
+    if (link.isSymbolicLink() && code(err) === 'ENOENT')
+      throw new UsageError(`${name}: ${path} is a symbolic link to a file that does not exist`);
+    throw new UsageError(`${name}: cannot read the config file ${path} (${code(err)})`);
+  }
+}
+
 /** The config file to read: `--config`, else the working directory's, else the user's; none is fine. */
 export function findConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv, cwd = process.cwd()): string | undefined {
   if (flag !== undefined) {
     const path = resolve(cwd, flag);
-    if (!existsSync(path)) throw new UsageError(`--config: ${path} does not exist`);
+    if (!configAt(path, '--config')) throw new UsageError(`--config: ${path} does not exist`);
     return path;
   }
   const local = join(cwd, 'campaign-sync.toml');
-  if (existsSync(local)) return local;
+  if (configAt(local, 'config file')) return local;
   const base = xdgHome('xdgConfigHome', env) ?? join(homedir(), '.config');
   const user = join(base, 'campaign-sync', 'config.toml');
-  return existsSync(user) ? user : undefined;
+  return configAt(user, 'config file') ? user : undefined;
 }
 
 function expandPath(text: string, file: string): string {
