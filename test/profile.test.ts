@@ -125,7 +125,9 @@ describe('config profiles', () => {
     await expect(applyProfile({ config: 'a.toml' }, ALL, {}, loop)).rejects.toThrow(/^--config: .*a\.toml is a loop of symbolic links$/);
     const local = tempDir();
     symlinkSync('campaign-sync.toml', join(local, 'campaign-sync.toml'));
-    await expect(applyProfile({}, ALL, { XDG_CONFIG_HOME: tempDir() }, local)).rejects.toThrow(/config file: .*campaign-sync\.toml is a loop/);
+    await expect(applyProfile({}, ALL, { XDG_CONFIG_HOME: tempDir() }, local)).rejects.toThrow(
+      /config file: .*campaign-sync\.toml is a loop/,
+    );
     // A symbolic link to a file that is gone, in the working directory or the user's folder.
     const dangling = tempDir();
     symlinkSync(join(dangling, 'moved.toml'), join(dangling, 'campaign-sync.toml'));
