@@ -4,7 +4,7 @@
  */
 // No zod and no pg here: `status` of a SQLite mirror stays a light process (issue 15); the
 // PostgreSQL reader (mirror-reader-pg.ts) is loaded only for a postgres:// --db.
-import { resolveDbPath } from '../config/env.js';
+import { type DbFlags, resolveDb } from '../config/env.js';
 import { Campaigns, type SkippedCampaign } from '../store/campaigns.js';
 import { Checkpoints, type StreamRow } from '../store/checkpoints.js';
 import { isEmptyDatabase, openDatabase } from '../store/db.js';
@@ -25,11 +25,11 @@ export interface MirrorReader {
  * is an empty file unless `emptyHasNoStreams` (status --check: a mirror with nothing synced yet).
  */
 export async function openMirrorReader(
-  flags: { db?: string | undefined; pgSchema?: string | undefined },
+  flags: DbFlags & { pgSchema?: string | undefined },
   opts: { emptyHasNoStreams?: boolean } = {},
 ): Promise<MirrorReader> {
-  const dbPath = resolveDbPath(flags.db);
-  if (isPgUrl(dbPath)) return (await import('./mirror-reader-pg.js')).openPgReader(dbPath, flags.pgSchema);
+  const { path: dbPath, where } = resolveDb(flags);
+  if (isPgUrl(dbPath)) return (await import('./mirror-reader-pg.js')).openPgReader(dbPath, flags.pgSchema, where);
   if (opts.emptyHasNoStreams && isEmptyDatabase(dbPath)) {
     // Nothing is opened: SQLite would take the empty file for a database without our tables.
     return {

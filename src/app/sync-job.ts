@@ -4,7 +4,7 @@
  */
 
 import type { ApiClient } from '../api/client.js';
-import { type ApiConfig, type ApiFlags, resolveApiConfig, resolveDbPath, resolvePgSchema } from '../config/config.js';
+import { type ApiConfig, type ApiFlags, resolveApiConfig, resolveDb, resolvePgSchema } from '../config/config.js';
 import { parseDate } from '../config/duration.js';
 import { ENV, readEnv } from '../config/env.js';
 import { checkAt, parseSettings, syncSchema } from '../config/schema.js';
@@ -103,9 +103,11 @@ export class SyncJob {
     const settings = syncSettings(flags);
     const options = resolvePassOptions(flags, settings);
     const config = api ?? resolveApiConfig(flags);
-    const dbPath = resolveDbPath(flags.db);
+    const db = resolveDb(flags);
+    const dbPath = db.path;
     const store = await openJobStore({
       db: dbPath,
+      dbWhere: db.where,
       pgSchema: resolvePgSchema(flags.pgSchema),
       chosen: flags.format ?? readEnv('format') ?? flags.out ?? readEnv('out'),
       format: settings.format,

@@ -20,6 +20,8 @@ import { formatCount } from '../ui/table.js';
 
 export interface PgExportJob {
   url: string;
+  /** Where the URL came from (--db, CAMPAIGN_SYNC_DB, a profile's key): what a failure to open names. */
+  where: string;
   pgSchema: string | undefined;
   table: ExportTable;
   format: 'csv' | 'ndjson' | 'parquet';
@@ -57,7 +59,7 @@ async function writePgParquet(
 }
 
 export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writable, signal?: AbortSignal): Promise<number> {
-  const db = await PgDatabase.open(job.url, resolvePgSchema(job.pgSchema), { connections: 2, mustExist: true });
+  const db = await PgDatabase.open(job.url, resolvePgSchema(job.pgSchema), { connections: 2, mustExist: true, where: job.where });
   let partial: PartialFile | undefined;
   let rows = 0;
   try {

@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import type { Writable } from 'node:stream';
 import { DEFAULTS } from '../config/defaults.js';
 import { parseDate } from '../config/duration.js';
-import { resolveDbPath } from '../config/env.js';
+import { type DbFlags, resolveDb } from '../config/env.js';
 import { ExportInterrupted, errorCode, isAbort, storageError, UsageError } from '../errors.js';
 import { writeCsv } from '../export/csv.js';
 import { writeCsvRanges } from '../export/csv-ranges.js';
@@ -19,8 +19,7 @@ import { isPgUrl } from '../store/pg/url.js';
 import { columnNames, schemaVersion } from '../store/schema.js';
 import { Output } from '../ui/output.js';
 
-export interface ExportFlags {
-  db?: string;
+export interface ExportFlags extends DbFlags {
   pgSchema?: string;
   table: string;
   format?: string;
@@ -138,7 +137,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
   const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
-  const dbPath = resolveDbPath(flags.db);
+  const { path: dbPath, where } = resolveDb(flags);
   if (target !== undefined) checkOutput(target, isPgUrl(dbPath) ? undefined : dbPath);
   // Parquet is binary, and only whole once its footer is written: to a file, or to a pipe or a
   // redirect, never onto a terminal.
@@ -151,7 +150,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   if (format !== 'csv' || isPgUrl(dbPath) || availableParallelism() < 2) discardPrestarted();
   if (isPgUrl(dbPath)) {
     const table = flags.table as ExportTable;
-    const job = { url: dbPath, pgSchema: flags.pgSchema, table, format, campaign: flags.campaign, since, until, target };
+    const job = { url: dbPath, where, pgSchema: flags.pgSchema, table, format, campaign: flags.campaign, since, until, target };
     return (await import('./export-pg.js')).exportFromPg({ ...job, rawCsv: flags.rawCsv === true }, out, stdout, signal);
   }
   const helper = format === 'csv' && availableParallelism() > 1 ? new Helper() : undefined;

@@ -84,11 +84,12 @@ export function scrub(message: string, url: string): string {
 
 /**
  * A --db URL that no driver can read (a port past 65535, an unclosed `[`) is the user's slip: a usage
- * error (exit 2) naming --db and the URL without its password, not a storage failure (74).
+ * error (exit 2) naming where it came from (`where`: --db, CAMPAIGN_SYNC_DB or a profile's key) and
+ * the URL without its password, not a storage failure (74).
  */
-export function checkPgUrl(url: string): void {
+export function checkPgUrl(url: string, where = '--db'): void {
   if (parsePg(url)) return;
   throw new UsageError(
-    `--db: ${redactUrl(url)} is not a valid PostgreSQL URL (postgres://user@host:port/database, a port from 1 to 65535, an IPv6 host in [ ])`,
+    `${where}: ${redactUrl(url)} is not a valid PostgreSQL URL (postgres://user@host:port/database, a port from 1 to 65535, an IPv6 host in [ ])`,
   );
 }
