@@ -4,9 +4,9 @@
  */
 
 import type { ApiClient } from '../api/client.js';
-import { type ApiConfig, type ApiFlags, resolveApiConfig, resolveDb, resolvePgSchema } from '../config/config.js';
+import { type ApiConfig, type ApiFlags, resolveApiConfig, resolvePgSchema } from '../config/config.js';
 import { parseDate } from '../config/duration.js';
-import { ENV, readEnv } from '../config/env.js';
+import { type DbFlags, ENV, readEnv } from '../config/env.js';
 import { checkAt, parseSettings, syncSchema } from '../config/schema.js';
 import type { RunEvents } from '../core/events.js';
 import type { Endpoint } from '../core/types.js';
@@ -15,10 +15,10 @@ import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { type ReconcileResult, reconcile } from '../sync/reconcile.js';
 import type { DateWindow } from '../sync/stream.js';
 import { createClient } from './client.js';
+import { chooseDb } from './db-choice.js';
 import { type JobStore, openJobStore } from './job-store.js';
 
-export interface SyncFlags extends ApiFlags {
-  db?: string;
+export interface SyncFlags extends ApiFlags, DbFlags {
   pgSchema?: string;
   campaign?: string[];
   type?: string;
@@ -103,7 +103,7 @@ export class SyncJob {
     const settings = syncSettings(flags);
     const options = resolvePassOptions(flags, settings);
     const config = api ?? resolveApiConfig(flags);
-    const db = resolveDb(flags);
+    const db = chooseDb(flags, (text) => hooks.events?.warning?.(text));
     const dbPath = db.path;
     const store = await openJobStore({
       db: dbPath,

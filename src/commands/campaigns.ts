@@ -1,6 +1,7 @@
 import type { ApiClient } from '../api/client.js';
 import { createClient } from '../app/client.js';
-import { type ApiFlags, resolveApiConfig, resolveDb, resolvePgSchema } from '../config/config.js';
+import { chooseDb } from '../app/db-choice.js';
+import { type ApiFlags, resolveApiConfig, resolvePgSchema } from '../config/config.js';
 import type { DbFlags } from '../config/env.js';
 import { Campaigns } from '../store/campaigns.js';
 import { openDatabase } from '../store/db.js';
@@ -16,7 +17,7 @@ export interface CampaignsFlags extends ApiFlags, OutputFlags, DbFlags {
 /** `campaign-sync campaigns`: lists the accessible campaigns and upserts them into `campaigns`. */
 export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
-  const { path: dbPath, where } = resolveDb(flags);
+  const { path: dbPath, where } = chooseDb(flags, (text) => out.warn(text));
   // Checked before the service is asked: a bad --pg-schema is a usage error, whatever the list.
   const pgSchema = isPgUrl(dbPath) ? resolvePgSchema(flags.pgSchema) : undefined;
   const config = resolveApiConfig(flags);

@@ -1,9 +1,10 @@
 import { type Stats, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { Writable } from 'node:stream';
+import { chooseDb } from '../app/db-choice.js';
 import { DEFAULTS } from '../config/defaults.js';
 import { parseDate } from '../config/duration.js';
-import { type DbFlags, resolveDb } from '../config/env.js';
+import type { DbFlags } from '../config/env.js';
 import { ExportInterrupted, errorCode, isAbort, storageError, UsageError } from '../errors.js';
 import { noRowsWarning, selectedCampaign } from '../export/campaign.js';
 import { writeCsv } from '../export/csv.js';
@@ -114,7 +115,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
   const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
-  const { path: dbPath, where } = resolveDb(flags);
+  const { path: dbPath, where } = chooseDb(flags, (text) => out.warn(text));
   if (target !== undefined) checkOutput(target, isPgUrl(dbPath) ? undefined : dbPath);
   // Parquet is binary, and only whole once its footer is written: to a file, or to a pipe or a
   // redirect, never onto a terminal.

@@ -1,4 +1,5 @@
-import { type DbFlags, resolveDb } from '../config/env.js';
+import { chooseDb } from '../app/db-choice.js';
+import type { DbFlags } from '../config/env.js';
 import { StorageError, storageError, UsageError } from '../errors.js';
 import { Checkpoints } from '../store/checkpoints.js';
 import { BUSY_TIMEOUT_MS, openDatabase } from '../store/db.js';
@@ -25,7 +26,7 @@ export async function forget(flags: ForgetFlags): Promise<number> {
   const out = new Output(flags);
   const user = flags.user?.trim() ?? '';
   if (user === '') throw new UsageError('forget: give the candidate with --user <email or id>');
-  const { path: dbPath, where } = resolveDb(flags);
+  const { path: dbPath, where } = chooseDb(flags, (text) => out.warn(text));
   if (isPgUrl(dbPath)) return (await import('./forget-pg.js')).forgetInPg({ url: dbPath, where }, flags.pgSchema, user, out);
   const db = openDatabase(dbPath, { mustExist: true });
   let lock: RunLock | undefined;

@@ -73,6 +73,11 @@ function secrets(url: string): string[] {
   return [...out].filter((s) => s.length > 0).sort((a, b) => b.length - a.length);
 }
 
+/** Whether the URL itself carries a password (user part, `password=`, `sslpassword=`), rather than PGPASSWORD or ~/.pgpass. */
+export function hasPassword(url: string): boolean {
+  return secrets(url).length > 0;
+}
+
 /** `message` with every occurrence of the password removed (a driver may quote its input). */
 export function scrub(message: string, url: string): string {
   let out = message.split(url).join(redactUrl(url));
