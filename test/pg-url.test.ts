@@ -107,6 +107,11 @@ describe('a PostgreSQL URL from CAMPAIGN_SYNC_DB or a profile is named by where 
     expect(bad.stdout + bad.stderr).not.toContain('S3cretPG');
     const port = await closedPort();
     const url = `postgres://u:S3cretPG@127.0.0.1:${port}/db`;
+    const ndjson = await cli(['pull', '--format', 'ndjson'], { env: { ...API, CAMPAIGN_SYNC_DB: url } });
+    expect(ndjson.code).toBe(2);
+    expect(ndjson.stderr).toBe(
+      'campaign-sync: --format ndjson writes files; with a postgres:// URL in CAMPAIGN_SYNC_DB the records go to PostgreSQL\n',
+    );
     const runs = await Promise.all(OPENERS.map((args) => cli(args, { env: { ...API, CAMPAIGN_SYNC_DB: url } })));
     for (const [i, r] of runs.entries()) {
       const args = OPENERS[i] as string[];
