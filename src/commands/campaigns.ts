@@ -1,11 +1,10 @@
 import type { ApiClient } from '../api/client.js';
 import { createClient } from '../app/client.js';
-import { chooseDb } from '../app/db-choice.js';
 import { type ApiFlags, resolveApiConfig, resolvePgSchema } from '../config/config.js';
-import type { DbFlags } from '../config/env.js';
+import { type DbFlags, resolveDb } from '../config/env.js';
 import { Campaigns } from '../store/campaigns.js';
 import { openDatabase } from '../store/db.js';
-import { isPgUrl } from '../store/pg/url.js';
+import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { renderTable } from '../ui/table.js';
@@ -17,7 +16,10 @@ export interface CampaignsFlags extends ApiFlags, OutputFlags, DbFlags {
 /** `campaign-sync campaigns`: lists the accessible campaigns and upserts them into `campaigns`. */
 export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
-  const { path: dbPath, where } = chooseDb(flags, (text) => out.warn(text));
+  const chosen = resolveDb(flags);
+  // Before anything is opened: said even when the database cannot be reached.
+  for (const w of dbWarnings(chosen)) out.warn(w);
+  const { path: dbPath, where } = chosen;
   // Checked before the service is asked: a bad --pg-schema is a usage error, whatever the list.
   const pgSchema = isPgUrl(dbPath) ? resolvePgSchema(flags.pgSchema) : undefined;
   const config = resolveApiConfig(flags);

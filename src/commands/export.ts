@@ -1,10 +1,9 @@
 import { type Stats, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { Writable } from 'node:stream';
-import { chooseDb } from '../app/db-choice.js';
 import { DEFAULTS } from '../config/defaults.js';
 import { parseDate } from '../config/duration.js';
-import type { DbFlags } from '../config/env.js';
+import { type DbFlags, resolveDb } from '../config/env.js';
 import { ExportInterrupted, errorCode, isAbort, storageError, UsageError } from '../errors.js';
 import { noRowsWarning, selectedCampaign } from '../export/campaign.js';
 import { writeCsv } from '../export/csv.js';
@@ -16,7 +15,7 @@ import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery, rowIdNa
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { canonicalPath } from '../store/lock.js';
-import { isPgUrl } from '../store/pg/url.js';
+import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import { columnNames, schemaVersion } from '../store/schema.js';
 import { Output } from '../ui/output.js';
 
@@ -115,7 +114,10 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
   const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
-  const { path: dbPath, where } = chooseDb(flags, (text) => out.warn(text));
+  const chosen = resolveDb(flags);
+  // Before anything is opened: said even when the database cannot be reached.
+  for (const w of dbWarnings(chosen)) out.warn(w);
+  const { path: dbPath, where } = chosen;
   if (target !== undefined) checkOutput(target, isPgUrl(dbPath) ? undefined : dbPath);
   // Parquet is binary, and only whole once its footer is written: to a file, or to a pipe or a
   // redirect, never onto a terminal.
