@@ -118,6 +118,35 @@ describePg('commands on a PostgreSQL mirror', () => {
     expect(none.code).toBe(2);
   });
 
+  it('export --campaign that selects no rows warns why, in the words of the SQLite export', async () => {
+    const s = await sim({ campaigns: 2, records: 5 });
+    const schema = freshSchema();
+    const env = { env: { CAMPAIGN_SYNC_DB: PG_URL, CAMPAIGN_SYNC_API_KEY: s.apiKey } };
+    expect((await cli(['pull', '--pg-schema', schema, '--base-url', s.url], env)).code).toBe(0);
+    const role = s.data.campaigns.find((c) => c.type === 'ROLE_SUBMISSION');
+    const session = s.data.campaigns.find((c) => c.type === 'SESSION_COMPLETION');
+    const exp = (table: string, campaign: string, ...more: string[]) =>
+      cli(['export', '--pg-schema', schema, '--table', table, '--campaign', campaign, ...more], env);
+    const [other, dated, own, quiet] = await Promise.all([
+      exp('session-results', String(role?.name)),
+      exp('session-results', String(session?.name), '--since', '2999-01-01'),
+      exp('session-results', String(session?.name)),
+      exp('role-results', String(session?.name), '--quiet'),
+    ]);
+    expect(other.code, other.stderr).toBe(0);
+    expect(other.stdout.trim().split('\r\n')).toHaveLength(1);
+    expect(other.stderr).toBe(
+      `warning: --campaign "${role?.name}": no rows in --table session-results: it is a role campaign, whose results are in --table role-results\n`,
+    );
+    expect(dated.code, dated.stderr).toBe(0);
+    expect(dated.stderr).toBe(`warning: --campaign "${session?.name}": no rows in --table session-results in the dates given\n`);
+    expect(own.code).toBe(0);
+    expect(own.stderr).toBe('');
+    expect(own.stdout.trim().split('\r\n')).toHaveLength(6);
+    expect(quiet.code).toBe(0);
+    expect(quiet.stderr).toBe('');
+  });
+
   it('export --format ndjson writes an analyst’s bytea column as base64, as from SQLite', async () => {
     const s = await sim({ campaigns: 1, records: 1 });
     const schema = freshSchema();

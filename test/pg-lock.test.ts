@@ -11,8 +11,9 @@ describePg('stream locks in PostgreSQL', () => {
     const s = await sim({ campaigns: 2, records: 30 });
     const [a, b] = s.data.campaigns;
     const schema = freshSchema();
-    const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
-    const base = ['--db', PG_URL, '--pg-schema', schema, '--base-url', s.url];
+    // The URL holds the password: through the environment, not the command line (which is warned about).
+    const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_DB: PG_URL } };
+    const base = ['--pg-schema', schema, '--base-url', s.url];
     // Worker A holds campaign a's stream: watch sleeps for a minute after its first pass.
     const holder = startCli(['watch', ...base, '--campaign', a?.id as string, '--interval', '1m'], env);
     try {

@@ -45,6 +45,12 @@ describe('config profiles', () => {
       // Relative to the file's folder; ~ is the home folder.
       apiKeyFile: join(dir, 'keys/a.key'),
       db: join(process.env.HOME ?? '', 'mirrors/a.db'),
+      // What a message about the database names (config/env.ts resolveDb), and the file's mode.
+      dbFrom: {
+        where: `${join(dir, 'campaign-sync.toml')}: profiles.a.db`,
+        file: join(dir, 'campaign-sync.toml'),
+        mode: expect.any(Number),
+      },
     });
     // --profile beats default_profile; CAMPAIGN_SYNC_PROFILE too; options the command lacks are left out.
     const b: Record<string, unknown> = { profile: 'b' };

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { parseRetryAfter, retryDelay } from '../src/api/retry.js';
-import { resolveApiConfig, resolveDbPath } from '../src/config/config.js';
+import { resolveApiConfig, resolveDb } from '../src/config/config.js';
 import { parseDate, parseDuration, parseRate } from '../src/config/duration.js';
 import { NumberText, parseJson, toJson } from '../src/core/json.js';
 import { isLoopbackHost } from '../src/core/loopback.js';
@@ -64,9 +64,9 @@ describe('configuration', () => {
     expect(fromFlags.baseUrl.pathname).toBe('/');
     expect(fromFlags.apiKey).toBe('file-key');
     expect(fromFlags.rate.count).toBe(5);
-    expect(resolveDbPath(undefined, { CAMPAIGN_SYNC_DB: '/x.db' })).toBe('/x.db');
-    expect(resolveDbPath('/y.db', { CAMPAIGN_SYNC_DB: '/x.db' })).toBe('/y.db');
-    expect(resolveDbPath(undefined, {})).toBe('./campaign-sync.db');
+    expect(resolveDb({}, { CAMPAIGN_SYNC_DB: '/x.db' })).toEqual({ path: '/x.db', where: 'CAMPAIGN_SYNC_DB' });
+    expect(resolveDb({ db: '/y.db' }, { CAMPAIGN_SYNC_DB: '/x.db' })).toEqual({ path: '/y.db', where: '--db' });
+    expect(resolveDb({}, {}).path).toBe('./campaign-sync.db');
   });
 
   it('says exactly what to set when base URL or key is missing', () => {

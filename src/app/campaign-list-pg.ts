@@ -5,8 +5,8 @@
 import { upsertCampaigns } from '../store/pg/campaigns.js';
 import { PgDatabase } from '../store/pg/database.js';
 
-export async function storeCampaignsPg(url: string, pgSchema: string, list: Array<Record<string, unknown>>): Promise<void> {
-  const db = await PgDatabase.open(url, pgSchema, { connections: 1 });
+export async function storeCampaignsPg(url: string, pgSchema: string, list: Array<Record<string, unknown>>, where: string): Promise<void> {
+  const db = await PgDatabase.open(url, pgSchema, { connections: 1, where });
   try {
     await upsertCampaigns(db, list, new Date().toISOString());
   } finally {

@@ -6,8 +6,8 @@ import { PgLocks } from '../store/pg/lock.js';
 import { PgState } from '../store/pg/state.js';
 import type { CheckpointAdmin } from './checkpoint-admin.js';
 
-export async function openPgCheckpointAdmin(dbPath: string, pgSchema: string | undefined): Promise<CheckpointAdmin> {
-  const db = await PgDatabase.open(dbPath, resolvePgSchema(pgSchema), { connections: 3, mustExist: true });
+export async function openPgCheckpointAdmin(dbPath: string, pgSchema: string | undefined, where: string): Promise<CheckpointAdmin> {
+  const db = await PgDatabase.open(dbPath, resolvePgSchema(pgSchema), { connections: 3, mustExist: true, where });
   const state = new PgState(db);
   const locks = new PgLocks(db);
   return {

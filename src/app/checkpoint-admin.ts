@@ -3,12 +3,12 @@
  * and forget checkpoints, under the lock (SQLite: the run lock; PostgreSQL: the locks of the streams
  * it changes, so a worker syncing one of them makes reset exit 75 rather than be undone).
  */
-import { resolveDbPath } from '../config/config.js';
+import { type DbFlags, resolveDb } from '../config/env.js';
 import { Campaigns } from '../store/campaigns.js';
 import { Checkpoints } from '../store/checkpoints.js';
 import { openDatabase } from '../store/db.js';
 import { RunLock } from '../store/lock.js';
-import { isPgUrl } from '../store/pg/url.js';
+import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 
 export interface CheckpointAdmin {
   /** The database as messages name it (a PostgreSQL URL without its password). */
@@ -22,10 +22,16 @@ export interface CheckpointAdmin {
   close(): Promise<void>;
 }
 
-export async function openCheckpointAdmin(flags: { db?: string | undefined; pgSchema?: string | undefined }): Promise<CheckpointAdmin> {
-  const dbPath = resolveDbPath(flags.db);
+/** Opens the mirror of --db for `reset`; `warn` gets the warnings about where its password is kept (store/pg/url.ts dbWarnings). */
+export async function openCheckpointAdmin(
+  flags: DbFlags & { pgSchema?: string | undefined },
+  warn?: (text: string) => void,
+): Promise<CheckpointAdmin> {
+  const chosen = resolveDb(flags);
+  for (const w of dbWarnings(chosen)) warn?.(w);
+  const { path: dbPath, where } = chosen;
   // pg is loaded only for a postgres:// --db: `reset` on a SQLite file starts as light as a pull (issue 15).
-  if (isPgUrl(dbPath)) return (await import('./checkpoint-admin-pg.js')).openPgCheckpointAdmin(dbPath, flags.pgSchema);
+  if (isPgUrl(dbPath)) return (await import('./checkpoint-admin-pg.js')).openPgCheckpointAdmin(dbPath, flags.pgSchema, where);
   const db = openDatabase(dbPath, { mustExist: true });
   let lock: RunLock | undefined;
   try {

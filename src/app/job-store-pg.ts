@@ -5,8 +5,9 @@ import { openPgMirror } from '../store/pg/open.js';
 import type { JobStore, StoreChoice } from './job-store.js';
 
 export async function openPgStore(c: StoreChoice): Promise<JobStore> {
-  if (c.format === 'ndjson') throw new UsageError('--format ndjson writes files; with a postgres:// --db the records go to PostgreSQL');
-  const m = await openPgMirror(c.db, c.pgSchema, c.concurrency, c.warning);
+  if (c.format === 'ndjson')
+    throw new UsageError(`--format ndjson writes files; with a postgres:// URL in ${c.dbWhere ?? '--db'} the records go to PostgreSQL`);
+  const m = await openPgMirror(c.db, c.pgSchema, c.concurrency, c.warning, c.dbWhere);
   return {
     sink: m.sink,
     cursors: m.state,

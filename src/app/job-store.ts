@@ -26,6 +26,8 @@ export interface JobStore {
 
 export interface StoreChoice {
   db: string;
+  /** Where `db` came from (config/env.ts DbChoice): what a failure to open a PostgreSQL mirror names. */
+  dbWhere?: string;
   pgSchema: string;
   /** --format/--out as given (flag or environment), undefined when neither was. */
   chosen: string | undefined;

@@ -6,8 +6,8 @@ import { lockHolders } from '../store/pg/lock.js';
 import { PgState } from '../store/pg/state.js';
 import type { MirrorReader } from './mirror-reader.js';
 
-export async function openPgReader(url: string, pgSchema: string | undefined): Promise<MirrorReader> {
-  const db = await PgDatabase.open(url, resolvePgSchema(pgSchema), { connections: 2, mustExist: true });
+export async function openPgReader(url: string, pgSchema: string | undefined, where: string): Promise<MirrorReader> {
+  const db = await PgDatabase.open(url, resolvePgSchema(pgSchema), { connections: 2, mustExist: true, where });
   const state = new PgState(db);
   return {
     streams: () => state.all(),

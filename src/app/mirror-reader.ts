@@ -4,12 +4,12 @@
  */
 // No zod and no pg here: `status` of a SQLite mirror stays a light process (issue 15); the
 // PostgreSQL reader (mirror-reader-pg.ts) is loaded only for a postgres:// --db.
-import { resolveDbPath } from '../config/env.js';
+import { type DbFlags, resolveDb } from '../config/env.js';
 import { Campaigns, type SkippedCampaign } from '../store/campaigns.js';
 import { Checkpoints, type StreamRow } from '../store/checkpoints.js';
 import { isEmptyDatabase, openDatabase } from '../store/db.js';
 import { type Holder, lockHolder } from '../store/lock.js';
-import { isPgUrl } from '../store/pg/url.js';
+import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 
 export interface MirrorReader {
   streams(): Promise<StreamRow[]>;
@@ -23,13 +23,16 @@ export interface MirrorReader {
 /**
  * Opens the mirror of --db (and --pg-schema) for reading; a missing one is an error naming it, and so
  * is an empty file unless `emptyHasNoStreams` (status --check: a mirror with nothing synced yet).
+ * `warn` gets the warnings about where its password is kept (store/pg/url.ts dbWarnings).
  */
 export async function openMirrorReader(
-  flags: { db?: string | undefined; pgSchema?: string | undefined },
-  opts: { emptyHasNoStreams?: boolean } = {},
+  flags: DbFlags & { pgSchema?: string | undefined },
+  opts: { emptyHasNoStreams?: boolean; warn?: (text: string) => void } = {},
 ): Promise<MirrorReader> {
-  const dbPath = resolveDbPath(flags.db);
-  if (isPgUrl(dbPath)) return (await import('./mirror-reader-pg.js')).openPgReader(dbPath, flags.pgSchema);
+  const chosen = resolveDb(flags);
+  for (const w of dbWarnings(chosen)) opts.warn?.(w);
+  const { path: dbPath, where } = chosen;
+  if (isPgUrl(dbPath)) return (await import('./mirror-reader-pg.js')).openPgReader(dbPath, flags.pgSchema, where);
   if (opts.emptyHasNoStreams && isEmptyDatabase(dbPath)) {
     // Nothing is opened: SQLite would take the empty file for a database without our tables.
     return {

@@ -4,21 +4,21 @@
  */
 
 import type { ApiClient } from '../api/client.js';
-import { type ApiConfig, type ApiFlags, resolveApiConfig, resolveDbPath, resolvePgSchema } from '../config/config.js';
+import { type ApiConfig, type ApiFlags, resolveApiConfig, resolvePgSchema } from '../config/config.js';
 import { parseDate } from '../config/duration.js';
-import { ENV, readEnv } from '../config/env.js';
+import { type DbFlags, ENV, readEnv, resolveDb } from '../config/env.js';
 import { checkAt, parseSettings, syncSchema } from '../config/schema.js';
 import type { RunEvents } from '../core/events.js';
 import type { Endpoint } from '../core/types.js';
 import { UsageError } from '../errors.js';
+import { dbWarnings } from '../store/pg/url.js';
 import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { type ReconcileResult, reconcile } from '../sync/reconcile.js';
 import type { DateWindow } from '../sync/stream.js';
 import { createClient } from './client.js';
 import { type JobStore, openJobStore } from './job-store.js';
 
-export interface SyncFlags extends ApiFlags {
-  db?: string;
+export interface SyncFlags extends ApiFlags, DbFlags {
   pgSchema?: string;
   campaign?: string[];
   type?: string;
@@ -103,9 +103,12 @@ export class SyncJob {
     const settings = syncSettings(flags);
     const options = resolvePassOptions(flags, settings);
     const config = api ?? resolveApiConfig(flags);
-    const dbPath = resolveDbPath(flags.db);
+    const db = resolveDb(flags);
+    for (const w of dbWarnings(db)) hooks.events?.warning?.(w);
+    const dbPath = db.path;
     const store = await openJobStore({
       db: dbPath,
+      dbWhere: db.where,
       pgSchema: resolvePgSchema(flags.pgSchema),
       chosen: flags.format ?? readEnv('format') ?? flags.out ?? readEnv('out'),
       format: settings.format,

@@ -1,22 +1,25 @@
 import type { ApiClient } from '../api/client.js';
 import { createClient } from '../app/client.js';
-import { type ApiFlags, resolveApiConfig, resolveDbPath, resolvePgSchema } from '../config/config.js';
+import { type ApiFlags, resolveApiConfig, resolvePgSchema } from '../config/config.js';
+import { type DbFlags, resolveDb } from '../config/env.js';
 import { Campaigns } from '../store/campaigns.js';
 import { openDatabase } from '../store/db.js';
-import { isPgUrl } from '../store/pg/url.js';
+import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { renderTable } from '../ui/table.js';
 
-export interface CampaignsFlags extends ApiFlags, OutputFlags {
-  db?: string;
+export interface CampaignsFlags extends ApiFlags, OutputFlags, DbFlags {
   pgSchema?: string;
 }
 
 /** `campaign-sync campaigns`: lists the accessible campaigns and upserts them into `campaigns`. */
 export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
-  const dbPath = resolveDbPath(flags.db);
+  const chosen = resolveDb(flags);
+  // Before anything is opened: said even when the database cannot be reached.
+  for (const w of dbWarnings(chosen)) out.warn(w);
+  const { path: dbPath, where } = chosen;
   // Checked before the service is asked: a bad --pg-schema is a usage error, whatever the list.
   const pgSchema = isPgUrl(dbPath) ? resolvePgSchema(flags.pgSchema) : undefined;
   const config = resolveApiConfig(flags);
@@ -31,7 +34,7 @@ export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Pro
   // The campaigns table is small and written in one transaction: no run lock needed.
   if (pgSchema !== undefined) {
     // pg is loaded only for a postgres:// --db.
-    await (await import('../app/campaign-list-pg.js')).storeCampaignsPg(dbPath, pgSchema, list);
+    await (await import('../app/campaign-list-pg.js')).storeCampaignsPg(dbPath, pgSchema, list, where);
   } else {
     const db = openDatabase(dbPath);
     try {

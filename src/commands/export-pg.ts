@@ -6,13 +6,14 @@ import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { resolvePgSchema } from '../config/config.js';
 import { ExportInterrupted, errorCode, isAbort, StorageError, storageError, UsageError } from '../errors.js';
+import { noRowsWarning, selectedCampaign } from '../export/campaign.js';
 import { csvLine } from '../export/csv.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { untilAborted } from '../export/interrupt.js';
 import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { EXPORT_TABLES, type ExportTable } from '../export/tables.js';
 import { ndjsonTransform } from '../export/writers.js';
-import { campaignIdsFor } from '../store/pg/campaigns.js';
+import { campaignIdsFor, campaignType } from '../store/pg/campaigns.js';
 import { PgDatabase } from '../store/pg/database.js';
 import { pgExportRows } from '../store/pg/export.js';
 import type { Output } from '../ui/output.js';
@@ -20,6 +21,8 @@ import { formatCount } from '../ui/table.js';
 
 export interface PgExportJob {
   url: string;
+  /** Where the URL came from (--db, CAMPAIGN_SYNC_DB, a profile's key): what a failure to open names. */
+  where: string;
   pgSchema: string | undefined;
   table: ExportTable;
   format: 'csv' | 'ndjson' | 'parquet';
@@ -57,20 +60,11 @@ async function writePgParquet(
 }
 
 export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writable, signal?: AbortSignal): Promise<number> {
-  const db = await PgDatabase.open(job.url, resolvePgSchema(job.pgSchema), { connections: 2, mustExist: true });
+  const db = await PgDatabase.open(job.url, resolvePgSchema(job.pgSchema), { connections: 2, mustExist: true, where: job.where });
   let partial: PartialFile | undefined;
   let rows = 0;
   try {
-    let campaign: string | undefined;
-    if (job.campaign !== undefined) {
-      const ids = await campaignIdsFor(db, job.campaign);
-      if (ids.length > 1) throw new UsageError(`--campaign: "${job.campaign}" names ${ids.length} campaigns; use the id`);
-      if (ids.length === 0)
-        throw new UsageError(
-          `--campaign: no campaign with the id or name "${job.campaign}" in this database (see \`campaign-sync status\`)`,
-        );
-      campaign = ids[0];
-    }
+    const campaign = job.campaign === undefined ? undefined : selectedCampaign(job.campaign, await campaignIdsFor(db, job.campaign));
     const spec = EXPORT_TABLES[job.table];
     const found = await pgExportRows(db, { ...spec, campaign, since: job.since, until: job.until });
     // A signal stops the rows (and the cursor) at the next one: exit 130, no file at -o.
@@ -112,6 +106,11 @@ export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writab
       partial = undefined;
       out.info(`wrote ${formatCount(rows)} rows of ${job.table} to ${job.target}`);
       out.document({ table: job.table, format: job.format, rows, path: job.target });
+    }
+    // As from SQLite (commands/export.ts): a header only, said why.
+    if (campaign !== undefined && job.campaign !== undefined && rows === 0) {
+      const type = await campaignType(db, campaign);
+      out.warn(noRowsWarning(job.campaign, job.table, type, (job.since ?? job.until) !== undefined));
     }
     return 0;
   } catch (err) {

@@ -3,24 +3,23 @@ import { availableParallelism } from 'node:os';
 import type { Writable } from 'node:stream';
 import { DEFAULTS } from '../config/defaults.js';
 import { parseDate } from '../config/duration.js';
-import { resolveDbPath } from '../config/env.js';
+import { type DbFlags, resolveDb } from '../config/env.js';
 import { ExportInterrupted, errorCode, isAbort, storageError, UsageError } from '../errors.js';
+import { noRowsWarning, selectedCampaign } from '../export/campaign.js';
 import { writeCsv } from '../export/csv.js';
 import { writeCsvRanges } from '../export/csv-ranges.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { discardPrestarted, Helper } from '../export/helper.js';
 import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery, rowIdName } from '../export/tables.js';
-import { endpointFor } from '../spec/paths.js';
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { canonicalPath } from '../store/lock.js';
-import { isPgUrl } from '../store/pg/url.js';
+import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import { columnNames, schemaVersion } from '../store/schema.js';
 import { Output } from '../ui/output.js';
 
-export interface ExportFlags {
-  db?: string;
+export interface ExportFlags extends DbFlags {
   pgSchema?: string;
   table: string;
   format?: string;
@@ -95,29 +94,6 @@ function outputFile(given: string | undefined): string | undefined {
   return given === '-' ? undefined : given;
 }
 
-/** `--campaign`: an id or a name, as `pull` and `reset` take it; one that matches nothing is exit 2. */
-function campaignId(db: Db, selector: string): string {
-  const ids = new Campaigns(db).idsFor(selector);
-  if (ids.length === 1) return ids[0] as string;
-  if (ids.length > 1) throw new UsageError(`--campaign: "${selector}" names ${ids.length} campaigns; use the id`);
-  throw new UsageError(`--campaign: no campaign with the id or name "${selector}" in this database (see \`campaign-sync status\`)`);
-}
-
-/** Why a --campaign export wrote no rows, as far as the database can tell. */
-function noRowsOf(db: Db, selector: string, id: string, table: ExportTable, dated: string | undefined): string {
-  const type = db.prepare('SELECT type FROM campaigns WHERE id = ?').pluck().get(id) as string | undefined;
-  const endpoint = type === undefined ? undefined : endpointFor(type);
-  const holds = table === 'session-results' ? 'session' : table === 'role-results' || table === 'score-details' ? 'role' : undefined;
-  const other = endpoint === 'session' ? 'session-results' : 'role-results';
-  const why =
-    endpoint !== undefined && holds !== undefined && endpoint !== holds
-      ? `: it is a ${endpoint} campaign, whose results are in --table ${other}`
-      : dated
-        ? ' in the dates given'
-        : ' (none stored yet)';
-  return `--campaign "${selector}": no rows in --table ${table}${why}`;
-}
-
 /**
  * `campaign-sync export`: streams one table of the mirror to a file (0600) or stdout. SIGINT/SIGTERM
  * (`signal`) stop it between two chunks: exit 130, and no file at -o.
@@ -138,7 +114,10 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
   const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
-  const dbPath = resolveDbPath(flags.db);
+  const chosen = resolveDb(flags);
+  // Before anything is opened: said even when the database cannot be reached.
+  for (const w of dbWarnings(chosen)) out.warn(w);
+  const { path: dbPath, where } = chosen;
   if (target !== undefined) checkOutput(target, isPgUrl(dbPath) ? undefined : dbPath);
   // Parquet is binary, and only whole once its footer is written: to a file, or to a pipe or a
   // redirect, never onto a terminal.
@@ -151,7 +130,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   if (format !== 'csv' || isPgUrl(dbPath) || availableParallelism() < 2) discardPrestarted();
   if (isPgUrl(dbPath)) {
     const table = flags.table as ExportTable;
-    const job = { url: dbPath, pgSchema: flags.pgSchema, table, format, campaign: flags.campaign, since, until, target };
+    const job = { url: dbPath, where, pgSchema: flags.pgSchema, table, format, campaign: flags.campaign, since, until, target };
     return (await import('./export-pg.js')).exportFromPg({ ...job, rawCsv: flags.rawCsv === true }, out, stdout, signal);
   }
   const helper = format === 'csv' && availableParallelism() > 1 ? new Helper() : undefined;
@@ -169,7 +148,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   let rows = 0;
   let iterator: IterableIterator<unknown> | undefined;
   try {
-    const campaign = flags.campaign === undefined ? undefined : campaignId(db, flags.campaign);
+    const campaign = flags.campaign === undefined ? undefined : selectedCampaign(flags.campaign, new Campaigns(db).idsFor(flags.campaign));
     const schema = schemaVersion(db);
     const table = EXPORT_TABLES[flags.table as ExportTable].table;
     // An analyst's own column may be named rowid: the row id is then reached by another of its names.
@@ -253,8 +232,10 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     }
     // A campaign of the other kind (a role campaign's session results) gives a file with a header
     // only: said, so that it does not pass for "this campaign has no results yet".
-    if (campaign !== undefined && rows === 0)
-      out.warn(noRowsOf(db, flags.campaign as string, campaign, flags.table as ExportTable, since ?? until));
+    if (campaign !== undefined && rows === 0) {
+      const type = new Campaigns(db).typeOf(campaign);
+      out.warn(noRowsWarning(flags.campaign as string, flags.table as ExportTable, type, (since ?? until) !== undefined));
+    }
     return 0;
   } catch (err) {
     // A background fdatasync must be done with the descriptor before it is closed.

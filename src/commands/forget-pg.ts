@@ -8,8 +8,14 @@ import { showText } from '../ui/escape.js';
 import type { Output } from '../ui/output.js';
 import { formatCount } from '../ui/table.js';
 
-export async function forgetInPg(url: string, pgSchema: string | undefined, user: string, out: Output): Promise<number> {
-  const db = await PgDatabase.open(url, resolvePgSchema(pgSchema), { connections: 2, mustExist: true });
+/** `target`: the URL and where it came from (--db, CAMPAIGN_SYNC_DB, a profile's key). */
+export async function forgetInPg(
+  target: { url: string; where: string },
+  pgSchema: string | undefined,
+  user: string,
+  out: Output,
+): Promise<number> {
+  const db = await PgDatabase.open(target.url, resolvePgSchema(pgSchema), { connections: 2, mustExist: true, where: target.where });
   const locks = new PgLocks(db);
   try {
     // A pull running meanwhile could write the user's records back: hold every stream.

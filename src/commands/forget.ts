@@ -1,17 +1,16 @@
-import { resolveDbPath } from '../config/config.js';
+import { type DbFlags, resolveDb } from '../config/env.js';
 import { StorageError, storageError, UsageError } from '../errors.js';
 import { Checkpoints } from '../store/checkpoints.js';
 import { BUSY_TIMEOUT_MS, openDatabase } from '../store/db.js';
 import { eraseFromFile, eraseFromMirror, finishRewrites, removeStrayRewrites, scrub } from '../store/erase.js';
 import { RunLock } from '../store/lock.js';
 import { NdjsonOffsets } from '../store/offsets.js';
-import { isPgUrl } from '../store/pg/url.js';
+import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import { showText } from '../ui/escape.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { formatCount } from '../ui/table.js';
 
-export interface ForgetFlags extends OutputFlags {
-  db?: string;
+export interface ForgetFlags extends OutputFlags, DbFlags {
   pgSchema?: string;
   user?: string;
 }
@@ -26,8 +25,11 @@ export async function forget(flags: ForgetFlags): Promise<number> {
   const out = new Output(flags);
   const user = flags.user?.trim() ?? '';
   if (user === '') throw new UsageError('forget: give the candidate with --user <email or id>');
-  const dbPath = resolveDbPath(flags.db);
-  if (isPgUrl(dbPath)) return (await import('./forget-pg.js')).forgetInPg(dbPath, flags.pgSchema, user, out);
+  const chosen = resolveDb(flags);
+  // Before anything is opened: said even when the database cannot be reached.
+  for (const w of dbWarnings(chosen)) out.warn(w);
+  const { path: dbPath, where } = chosen;
+  if (isPgUrl(dbPath)) return (await import('./forget-pg.js')).forgetInPg({ url: dbPath, where }, flags.pgSchema, user, out);
   const db = openDatabase(dbPath, { mustExist: true });
   let lock: RunLock | undefined;
   try {

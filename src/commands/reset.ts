@@ -45,7 +45,7 @@ export async function reset(flags: ResetFlags): Promise<number> {
   if (!flags.all && selectors.length === 0 && !canAsk(out)) {
     throw new UsageError('reset: name the streams to forget with --campaign <id or name>, or pass --all to forget every checkpoint');
   }
-  const admin = await openCheckpointAdmin(flags);
+  const admin = await openCheckpointAdmin(flags, (text) => out.warn(text));
   try {
     const campaigns = await resolveCampaigns(admin, selectors);
     if (!flags.all && campaigns.length === 0) {

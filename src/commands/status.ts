@@ -30,7 +30,7 @@ export async function status(flags: StatusFlags): Promise<number> {
   const maxAge = flags.check ? await checkMaxAge(flags.maxAge) : 0;
   // An empty --db file (touched, or a volume mounted before the first pull) has nothing to check: as
   // a mirror with no streams yet, CRITICAL (5). Plain `status` calls it a usage error, as `export` does.
-  const mirror = await openMirrorReader(flags, { emptyHasNoStreams: flags.check === true });
+  const mirror = await openMirrorReader(flags, { emptyHasNoStreams: flags.check === true, warn: (text) => out.warn(text) });
   const now = Date.now();
   try {
     const names = await mirror.campaignNames();

@@ -166,8 +166,8 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
   };
 }
 
-/** The database path (in env.ts, which loads no zod). */
-export { resolveDbPath } from './env.js';
+/** The database and where it came from (in env.ts, which loads no zod). */
+export { resolveDb } from './env.js';
 
 /** --pg-schema (PostgreSQL mirrors): a plain lower-case identifier, default campaign_sync. */
 export function resolvePgSchema(flag: string | undefined): string {

@@ -12,7 +12,7 @@ import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { parseBaseUrl } from './config.js';
-import { type EnvKey, readEnv, xdgHome } from './env.js';
+import { type DbOrigin, type EnvKey, readEnv, xdgHome } from './env.js';
 import { apiSchema, checkAt, type Setting, syncSchema, watchSchema } from './schema.js';
 
 /**
@@ -129,9 +129,9 @@ const MAX_CONFIG_BYTES = 1024 * 1024;
  * A config file chooses where the key is sent (`base_url`) and which key file is read: one that
  * another user owns or may change (a `campaign-sync.toml` left in a shared folder) could send the
  * key to their host. Refused, as ssh refuses such a config; so is anything but a regular file (a
- * named pipe would block the read for ever, a device never end).
+ * named pipe would block the read for ever, a device never end). Returns the file's mode.
  */
-function checkConfigFile(file: string): void {
+function checkConfigFile(file: string): number {
   let stat: Stats;
   try {
     stat = statSync(file);
@@ -152,11 +152,14 @@ function checkConfigFile(file: string): void {
       `${file}: other users may change the config file (mode ${octal}), and it decides where your key is sent; chmod go-w it`,
     );
   }
+  return stat.mode;
 }
 
 /** Reads and validates a config file; returns its profiles. */
-async function readConfig(file: string): Promise<{ defaultProfile?: string; profiles: Record<string, Record<string, string | number>> }> {
-  checkConfigFile(file);
+async function readConfig(
+  file: string,
+): Promise<{ defaultProfile?: string; profiles: Record<string, Record<string, string | number>>; mode: number }> {
+  const mode = checkConfigFile(file);
   let data: unknown;
   try {
     const { parse } = await import('smol-toml');
@@ -193,7 +196,7 @@ async function readConfig(file: string): Promise<{ defaultProfile?: string; prof
     }
     profiles[name] = checked.data as Record<string, string | number>;
   }
-  return { defaultProfile: parsed.data.default_profile, profiles };
+  return { defaultProfile: parsed.data.default_profile, profiles, mode };
 }
 
 /**
@@ -208,7 +211,8 @@ function checkValue(value: string, option: string, where: string): void {
 
 /**
  * Fills `flags` (a command's parsed options) from the chosen profile, for the options the command has
- * (`accepted`) that neither a flag nor the environment set. Returns the profile used, if any.
+ * (`accepted`) that neither a flag nor the environment set. Returns the profile used, if any. A `db`
+ * it fills is marked with its key (`dbFrom`, config/env.ts), which messages about it name.
  */
 export async function applyProfile(
   flags: Record<string, unknown>,
@@ -243,8 +247,10 @@ export async function applyProfile(
     // A postgres:// (or other URL) `db` is not a path.
     const isPath = PATH_KEYS.has(key as ProfileKey) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(text);
     const value = isPath ? expandPath(text, file) : text;
-    checkValue(value, option, `${file}: profiles.${name}.${key}`);
+    const where = `${file}: profiles.${name}.${key}`;
+    checkValue(value, option, where);
     flags[option] = value;
+    if (option === 'db') flags.dbFrom = { where, file, mode: config.mode } satisfies DbOrigin;
   }
   return { file, profile: name };
 }

@@ -25,6 +25,7 @@ export class Campaigns {
       names: db.prepare('SELECT id, coalesce(name, display_name, id) AS name FROM campaigns'),
       named: db.prepare('SELECT id FROM campaigns WHERE name = ?').pluck(),
       byIdOrName: db.prepare('SELECT id FROM campaigns WHERE id = ? OR name = ?').pluck(),
+      type: db.prepare('SELECT type FROM campaigns WHERE id = ?').pluck(),
       skipped: db.prepare(
         `SELECT id, name, type FROM campaigns WHERE type IS NULL OR type NOT IN (${routed.map(() => '?').join(', ')}) ORDER BY name`,
       ),
@@ -55,6 +56,11 @@ export class Campaigns {
   /** The campaigns a selector names: its id, or its name (which several may share). */
   idsFor(selector: string): string[] {
     return this.s.byIdOrName.all(selector, selector) as string[];
+  }
+
+  /** The type of campaign `id` as stored (null: none sent; undefined: no such campaign). */
+  typeOf(id: string): string | null | undefined {
+    return this.s.type.get(id) as string | null | undefined;
   }
 
   /** Campaigns of a type no endpoint reads (or of no type), by name. */

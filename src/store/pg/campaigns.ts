@@ -27,6 +27,11 @@ export async function campaignIdsFor(db: PgDatabase, selector: string): Promise<
   return r.rows.map((row) => row.id);
 }
 
+/** The type of campaign `id` as stored (null: none sent; undefined: no such campaign). */
+export async function campaignType(db: PgDatabase, id: string): Promise<string | null | undefined> {
+  return (await db.query<{ type: string | null }>('SELECT type FROM campaigns WHERE id = $1', [id])).rows[0]?.type;
+}
+
 /** The ids of the campaigns called `name` (names are not unique). */
 export async function campaignIdsNamed(db: PgDatabase, name: string): Promise<string[]> {
   return (await db.query<{ id: string }>('SELECT id FROM campaigns WHERE name = $1', [name])).rows.map((r) => r.id);

@@ -1,7 +1,8 @@
 /**
  * A PostgreSQL team mirror, opened: a pool of connections whose search_path is the mirror's schema,
  * migrated on open. Every failure of the server (unreachable, refused login, a failed write) is a
- * StorageError (exit 74) naming the database with its password redacted.
+ * StorageError (exit 74) naming the database with its password redacted; one while opening also
+ * names where the URL came from (--db, CAMPAIGN_SYNC_DB, a profile's key), the value to fix.
  */
 import { hostname } from 'node:os';
 import pg from 'pg';
@@ -14,6 +15,8 @@ export interface PgOpenOptions {
   connections?: number;
   /** Do not create or migrate (status, export): a missing schema is a usage error. */
   mustExist?: boolean;
+  /** Where the URL came from (`--db`, the default; `CAMPAIGN_SYNC_DB`; a profile's key): what a failure to open names. */
+  where?: string;
 }
 
 export class PgDatabase {
@@ -29,7 +32,8 @@ export class PgDatabase {
   }
 
   static async open(url: string, schema: string, opts: PgOpenOptions = {}): Promise<PgDatabase> {
-    checkPgUrl(url);
+    const where = opts.where ?? '--db';
+    checkPgUrl(url, where);
     const pool = new pg.Pool({
       connectionString: url,
       max: opts.connections ?? 5,
@@ -51,25 +55,27 @@ export class PgDatabase {
     try {
       const client = await pool.connect();
       try {
-        if (opts.mustExist) await db.checkExists(client);
+        if (opts.mustExist) await db.checkExists(client, where);
         else await migratePg(client, schema, db.name);
       } finally {
         client.release();
       }
     } catch (err) {
       await pool.end().catch(() => {});
-      throw db.failure(err, 'cannot open');
+      throw db.failure(err, `${where}: cannot open`);
     }
     return db;
   }
 
-  private async checkExists(client: pg.PoolClient): Promise<void> {
+  private async checkExists(client: pg.PoolClient, where: string): Promise<void> {
     const r = await client.query("SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'sync_state'", [
       this.schema,
     ]);
     if (r.rowCount === 0) {
       // As a missing SQLite file: a wrong --db or --pg-schema (exit 2), not a storage failure.
-      throw new UsageError(`no campaign-sync mirror in ${this.name} (run \`campaign-sync pull --db …\` first, or pass --pg-schema)`);
+      throw new UsageError(
+        `${where}: no campaign-sync mirror in ${this.name} (run \`campaign-sync pull\` on it first, or pass --pg-schema)`,
+      );
     }
   }
 

@@ -14,11 +14,20 @@ export interface PgMirror {
   release(): Promise<void>;
 }
 
-/** Opens (creating or migrating) the mirror at `url`, schema `schema`, for `concurrency` streams at a time; `warn` gets the sink's warnings. */
-export async function openPgMirror(url: string, schema: string, concurrency: number, warn?: (text: string) => void): Promise<PgMirror> {
+/**
+ * Opens (creating or migrating) the mirror at `url`, schema `schema`, for `concurrency` streams at a
+ * time; `warn` gets the sink's warnings; `where` names the URL's source (PgOpenOptions).
+ */
+export async function openPgMirror(
+  url: string,
+  schema: string,
+  concurrency: number,
+  warn?: (text: string) => void,
+  where?: string,
+): Promise<PgMirror> {
   // Two connections per concurrent stream (two of its pages may be written at once: sink.ts), one for
   // the locks, one for the rest.
-  const db = await PgDatabase.open(url, schema, { connections: 2 * concurrency + 2 });
+  const db = await PgDatabase.open(url, schema, { connections: 2 * concurrency + 2, where });
   const state = new PgState(db);
   const locks = new PgLocks(db);
   return {

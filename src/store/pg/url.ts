@@ -73,6 +73,41 @@ function secrets(url: string): string[] {
   return [...out].filter((s) => s.length > 0).sort((a, b) => b.length - a.length);
 }
 
+/** Whether the URL itself carries a password (user part, `password=`, `sslpassword=`), rather than PGPASSWORD or ~/.pgpass. */
+export function hasPassword(url: string): boolean {
+  return secrets(url).length > 0;
+}
+
+/** A database as config/env.ts resolves it (DbChoice): the value, where it came from, and the profile's file mode. */
+export interface DbSource {
+  path: string;
+  where: string;
+  origin?: { where: string; mode: number } | undefined;
+}
+
+/**
+ * What a command should say, before it opens anything, about a PostgreSQL password in plain sight of
+ * other users of the machine: on the command line (every local user reads it in `ps`), or in a
+ * profile of a config file that group or others can read. The password is still used, as a key file
+ * others can read is (config/config.ts), and the warning never holds it. None for SQLite, a URL
+ * without a password, or CAMPAIGN_SYNC_DB (a process's environment is readable by its user alone).
+ */
+export function dbWarnings(db: DbSource): string[] {
+  if (!isPgUrl(db.path) || !hasPassword(db.path)) return [];
+  if (db.origin === undefined) {
+    if (db.where !== '--db') return [];
+    return [
+      '--db: the URL holds a password, which every local user can read in the process list (ps); give the password in PGPASSWORD or ~/.pgpass, or the whole URL in CAMPAIGN_SYNC_DB or a 0600 config profile',
+    ];
+  }
+  const { where, mode } = db.origin;
+  if ((mode & 0o044) === 0) return [];
+  const octal = (mode & 0o777).toString(8).padStart(4, '0');
+  return [
+    `${where} holds a password and the file is readable by others (mode ${octal}); chmod 600 it, or give the password in PGPASSWORD or ~/.pgpass`,
+  ];
+}
+
 /** `message` with every occurrence of the password removed (a driver may quote its input). */
 export function scrub(message: string, url: string): string {
   let out = message.split(url).join(redactUrl(url));
@@ -84,11 +119,12 @@ export function scrub(message: string, url: string): string {
 
 /**
  * A --db URL that no driver can read (a port past 65535, an unclosed `[`) is the user's slip: a usage
- * error (exit 2) naming --db and the URL without its password, not a storage failure (74).
+ * error (exit 2) naming where it came from (`where`: --db, CAMPAIGN_SYNC_DB or a profile's key) and
+ * the URL without its password, not a storage failure (74).
  */
-export function checkPgUrl(url: string): void {
+export function checkPgUrl(url: string, where = '--db'): void {
   if (parsePg(url)) return;
   throw new UsageError(
-    `--db: ${redactUrl(url)} is not a valid PostgreSQL URL (postgres://user@host:port/database, a port from 1 to 65535, an IPv6 host in [ ])`,
+    `${where}: ${redactUrl(url)} is not a valid PostgreSQL URL (postgres://user@host:port/database, a port from 1 to 65535, an IPv6 host in [ ])`,
   );
 }
