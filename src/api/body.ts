@@ -62,6 +62,8 @@ export interface ExchangeRequest {
 export interface Exchange {
   answer: Promise<Answer>;
   cancel(err: Error): void;
+  /** Body bytes received so far (compressed, when the body was): what a failed exchange had read. */
+  received(): number;
 }
 
 /** Sends a GET and collects its whole answer (see the module's comment). */
@@ -74,7 +76,7 @@ export function exchange(dispatcher: Dispatcher, req: ExchangeRequest, info: Req
   });
   const handler = new BodyHandler(req.maxBytes, info, resolve, reject);
   dispatcher.dispatch({ origin: req.origin, path: req.path, method: 'GET', headers: req.headers }, handler);
-  return { answer, cancel: (err) => handler.cancel(err) };
+  return { answer, cancel: (err) => handler.cancel(err), received: () => handler.wireBytes };
 }
 
 /** undici's legacy handler interface (onConnect … onComplete), which every dispatcher and MockAgent call. */
@@ -88,7 +90,8 @@ class BodyHandler {
   private gzip = false;
   private readonly chunks: Buffer[] = [];
   private kept = 0;
-  private wireBytes = 0;
+  /** Body bytes received; the last one before a cut (over the cap) counts, since it was read. */
+  wireBytes = 0;
 
   constructor(
     private readonly maxBytes: number,

@@ -242,7 +242,7 @@ export class ApiClient {
         this.events?.request?.({
           ...requestFacts(info, query, attempt, maxAttempts, sentAt, this.clock.now()),
           status: err instanceof ApiError ? err.status : undefined,
-          bytes: 0,
+          bytes: receivedBy.get(err as object) ?? 0,
           budgetWaitMs,
           requestId: err instanceof ApiError ? err.requestId : undefined,
           error: (err as Error).message,
@@ -305,7 +305,7 @@ export class ApiClient {
     try {
       answer = await pending.answer;
     } catch (err) {
-      throw err instanceof ApiError ? err : this.failed(err, info, timedOut);
+      throw withReceived(err instanceof ApiError ? err : this.failed(err, info, timedOut), pending.received());
     } finally {
       clearTimeout(timer);
       this.opts.signal?.removeEventListener('abort', onAbort);
@@ -328,15 +328,23 @@ export class ApiClient {
 
   /** A whole answer: its value, or the error its status means. */
   private response(answer: Answer, info: RequestInfo, path: string): Response {
-    const { status, headers: resHeaders, body, wireBytes: total } = answer;
+    const { status, body, wireBytes } = answer;
     if (status >= 200 && status < 300) {
       try {
-        return { value: parseJsonBytes(body), bytes: total, status };
-      } catch {
-        const text = this.redact(body.toString('utf8'));
-        const type = String(resHeaders['content-type'] ?? 'no content-type');
-        throw new ApiError(info, `${status} but the body is not JSON (${type.split(';')[0]}): ${preview(text)}`, { invalid: true });
-      }
+        return { value: parseJsonBytes(body), bytes: wireBytes, status };
+      } catch {}
+    }
+    // The body was read whole: the request log gives its size, not 0 B.
+    throw withReceived(this.answerError(answer, info, path), wireBytes);
+  }
+
+  /** The error an answer that is not a page of JSON means: not JSON, a redirect, an error status. */
+  private answerError(answer: Answer, info: RequestInfo, path: string): Error {
+    const { status, headers: resHeaders, body } = answer;
+    if (status >= 200 && status < 300) {
+      const text = this.redact(body.toString('utf8'));
+      const type = String(resHeaders['content-type'] ?? 'no content-type');
+      return new ApiError(info, `${status} but the body is not JSON (${type.split(';')[0]}): ${preview(text)}`, { invalid: true });
     }
     if (status >= 300 && status < 400) {
       const location = String(resHeaders.location ?? '');
@@ -344,7 +352,7 @@ export class ApiClient {
       try {
         where = new URL(location, `${this.origin}${path}`).host;
       } catch {}
-      throw new ApiError(info, `${status} redirect to ${where} not followed (the key is only sent to the configured base URL)`, {
+      return new ApiError(info, `${status} redirect to ${where} not followed (the key is only sent to the configured base URL)`, {
         status,
         invalid: true,
       });
@@ -353,10 +361,21 @@ export class ApiClient {
     const retryAfterMs = parseRetryAfter(resHeaders['retry-after'], this.clock.now());
     const detail = `${status} ${message ?? statusText(status)}`;
     if (status === 401) {
-      throw new AuthError(info, `${detail} (check the API key: --api-key-file or CAMPAIGN_SYNC_API_KEY)`, { status, requestId });
+      return new AuthError(info, `${detail} (check the API key: --api-key-file or CAMPAIGN_SYNC_API_KEY)`, { status, requestId });
     }
-    throw new ApiError(info, detail, { status, requestId, retryAfterMs });
+    return new ApiError(info, detail, { status, requestId, retryAfterMs });
   }
+}
+
+/**
+ * The body bytes a failed attempt had read (an error status's body, a body cut off at the cap), for
+ * its request event. Kept beside the error, not in it: set on failures only, nothing per page.
+ */
+const receivedBy = new WeakMap<object, number>();
+
+function withReceived(err: Error, bytes: number): Error {
+  receivedBy.set(err, bytes);
+  return err;
 }
 
 /** The spec's error body (§7), when the body is one. */
