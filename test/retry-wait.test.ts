@@ -178,7 +178,9 @@ describe('the wrong scheme for the port: http:// to TLS, https:// to plain HTTP'
           const err = await c.listCampaigns().catch((e) => e);
           expect(err).toBeInstanceOf(NetworkError);
           expect(err.message).toMatch(
-            new RegExp(`^GET /v1/campaigns: 127\\.0\\.0\\.1:${port} closed the connection without an HTTP answer, and it speaks TLS there; not retried: use https:// in --base-url$`),
+            new RegExp(
+              `^GET /v1/campaigns: 127\\.0\\.0\\.1:${port} closed the connection without an HTTP answer, and it speaks TLS there; not retried: use https:// in --base-url$`,
+            ),
           );
           expect(c.requests).toBe(1);
         } finally {
@@ -209,7 +211,10 @@ describe('the wrong scheme for the port: http:// to TLS, https:// to plain HTTP'
   it('a plain-http server closing a connection without a byte is still retried when the port does not speak TLS', async () => {
     let connections = 0;
     await withServer(
-      () => createNetServer((socket) => (++connections === 1 ? socket.end() : socket.end('HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"data":[]}'))),
+      () =>
+        createNetServer((socket) =>
+          ++connections === 1 ? socket.end() : socket.end('HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"data":[]}'),
+        ),
       async (port) => {
         const c = client(`http://127.0.0.1:${port}`);
         try {
@@ -252,7 +257,9 @@ describe('the wrong scheme for the port: http:// to TLS, https:// to plain HTTP'
           expect(err).toBeInstanceOf(NetworkError);
           expect(err.message).not.toMatch(/openssl|ssl3_|\.c:\d+|\\n/i);
           expect(err.message).toMatch(
-            new RegExp(`^GET /v1/campaigns: ERR_SSL_\\w+: 127\\.0\\.0\\.1:${port} answered, but not in TLS \\(.+\\); not retried: .*does not speak HTTPS.*check the port in --base-url`),
+            new RegExp(
+              `^GET /v1/campaigns: ERR_SSL_\\w+: 127\\.0\\.0\\.1:${port} answered, but not in TLS \\(.+\\); not retried: .*does not speak HTTPS.*check the port in --base-url`,
+            ),
           );
           expect(c.requests).toBe(1);
         } finally {

@@ -341,7 +341,9 @@ export class ApiClient {
     const code = (err as { code?: string }).code ?? 'ERROR';
     const message = opensslReason(String((err as Error).message ?? err));
     const where = this.config.baseUrl.host;
-    if (NOT_TLS.test(code)) return new NetworkError(info, code, `${code}: ${where} answered, but not in TLS (${message})${this.via()}`, err);
+    if (NOT_TLS.test(code)) {
+      return new NetworkError(info, code, `${code}: ${where} answered, but not in TLS (${message})${this.via()}`, err);
+    }
     if (this.proxy === undefined && tlsRecord(err)) {
       return new NetworkError(info, TLS_PORT, `${where} answered with TLS, not HTTP (${message}): it speaks TLS there`, err);
     }
