@@ -77,6 +77,7 @@ describe('the request log', () => {
       attempt: 1,
       max_attempts: 4,
       bytes: Buffer.byteLength(BODY_404),
+      body_not_read: false,
     });
     expect(docs.find((d) => d.event === 'retry')).toMatchObject({ status: 503, next_attempt: 2, retry_after: false });
     expect(c.all()).not.toContain(KEY.slice(0, 6));
@@ -104,6 +105,22 @@ describe('the request log', () => {
     await expect(client.listCampaigns()).rejects.toThrow(/over the 100-byte cap/);
     await client.close();
     expect(c.stderr()).toMatch(new RegExp(` ${Buffer.byteLength(big)} B attempt 1/1 .*over the 100-byte cap`));
+  });
+
+  it('a body refused at its headers (Content-Length over the cap) says it was not read, not 0 B', async () => {
+    const big = JSON.stringify({ data: [], filler: 'x'.repeat(500) });
+    const { agent } = mockService(() => ({ body: big, headers: { 'content-length': String(Buffer.byteLength(big)) } }));
+    for (const json of [false, true]) {
+      const c = capture({ verbose: true, json });
+      const client = mockClient(agent, { maxRetries: 0 }, { events: commandEvents(c.output), maxBodyBytes: 100 });
+      await expect(client.listCampaigns()).rejects.toThrow(/response body of 523 bytes is over the 100-byte cap/);
+      await client.close();
+      if (json) expect(JSON.parse(c.stderr())).toMatchObject({ event: 'request', bytes: 0, body_not_read: true });
+      else
+        expect(c.stderr()).toMatch(
+          /^http GET \/v1\/campaigns no-status \d+ ms body not read attempt 1\/1 .*of 523 bytes is over the 100-byte cap$/m,
+        );
+    }
   });
 
   it('no lines without --verbose', async () => {

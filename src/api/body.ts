@@ -64,6 +64,8 @@ export interface Exchange {
   cancel(err: Error): void;
   /** Body bytes received so far (compressed, when the body was): what a failed exchange had read. */
   received(): number;
+  /** True when the answer's headers came and its body was refused unread (see BodyHandler.onHeaders). */
+  skipped(): boolean;
 }
 
 /** Sends a GET and collects its whole answer (see the module's comment). */
@@ -76,7 +78,7 @@ export function exchange(dispatcher: Dispatcher, req: ExchangeRequest, info: Req
   });
   const handler = new BodyHandler(req.maxBytes, info, resolve, reject);
   dispatcher.dispatch({ origin: req.origin, path: req.path, method: 'GET', headers: req.headers }, handler);
-  return { answer, cancel: (err) => handler.cancel(err), received: () => handler.wireBytes };
+  return { answer, cancel: (err) => handler.cancel(err), received: () => handler.wireBytes, skipped: () => handler.skipped };
 }
 
 /** undici's legacy handler interface (onConnect … onComplete), which every dispatcher and MockAgent call. */
@@ -90,8 +92,10 @@ class BodyHandler {
   private gzip = false;
   private readonly chunks: Buffer[] = [];
   private kept = 0;
-  /** Body bytes received; the last one before a cut (over the cap) counts, since it was read. */
+  /** Body bytes received; the last chunk before a cut (over the cap) counts, since it was read. */
   wireBytes = 0;
+  /** The body was refused at the headers, unread: a declared length over the cap, an unknown coding. */
+  skipped = false;
 
   constructor(
     private readonly maxBytes: number,
@@ -129,12 +133,16 @@ class BodyHandler {
     this.headers = parseHeaders(raw);
     const kind = coding(status, this.headers, this.info);
     if (kind instanceof ApiError) {
+      this.skipped = true;
       this.cancel(kind);
       return true;
     }
     this.gzip = kind === 'gzip';
     const declared = Number(this.headers['content-length']);
-    if (declared > this.maxBytes) this.cancel(this.overCap(` of ${declared} bytes`));
+    if (declared > this.maxBytes) {
+      this.skipped = true;
+      this.cancel(this.overCap(` of ${declared} bytes`));
+    }
     return true;
   }
 

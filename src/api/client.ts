@@ -245,7 +245,8 @@ export class ApiClient {
         this.events?.request?.({
           ...requestFacts(info, query, attempt, maxAttempts, sentAt, this.clock.now()),
           status: err instanceof ApiError ? err.status : undefined,
-          bytes: receivedBy.get(err as object) ?? 0,
+          bytes: receivedBy.get(err as object)?.bytes ?? 0,
+          bodySkipped: receivedBy.get(err as object)?.skipped,
           budgetWaitMs,
           requestId: err instanceof ApiError ? err.requestId : undefined,
           error: (err as Error).message,
@@ -309,7 +310,7 @@ export class ApiClient {
     try {
       answer = await pending.answer;
     } catch (err) {
-      failure = withReceived(err instanceof ApiError ? err : this.failed(err, info, timedOut), pending.received());
+      failure = withReceived(err instanceof ApiError ? err : this.failed(err, info, timedOut), pending.received(), pending.skipped());
     } finally {
       clearTimeout(timer);
       this.opts.signal?.removeEventListener('abort', onAbort);
@@ -443,10 +444,10 @@ function opensslReason(message: string): string {
  * The body bytes a failed attempt had read (an error status's body, a body cut off at the cap), for
  * its request event. Kept beside the error, not in it: set on failures only, nothing per page.
  */
-const receivedBy = new WeakMap<object, number>();
+const receivedBy = new WeakMap<object, { bytes: number; skipped: boolean }>();
 
-function withReceived(err: Error, bytes: number): Error {
-  receivedBy.set(err, bytes);
+function withReceived(err: Error, bytes: number, skipped = false): Error {
+  receivedBy.set(err, { bytes, skipped });
   return err;
 }
 
