@@ -69,6 +69,15 @@ describe('retry policy: what it stops on, and why', () => {
     expect(retryDecision(new NetworkError(req, 'ERR_TLS_HANDSHAKE_TIMEOUT', 'x'), 0, opts, () => 0).retry).toBe(true);
   });
 
+  it('the wrong scheme for the port is never retried, and says what to change', () => {
+    const toTls = retryDecision(new NetworkError(req, 'TLS_PORT', 'x'), 0, opts);
+    expect(toTls).toEqual({ retry: false, reason: 'not retried: use https:// in --base-url' });
+    for (const code of ['ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG']) {
+      const d = retryDecision(new NetworkError(req, code, `${code}: x`), 0, opts);
+      expect(!d.retry && d.reason, code).toMatch(/^not retried: that port does not speak HTTPS .*check the port in --base-url/);
+    }
+  });
+
   it('an unknown host is retried once, then stops naming the host name and DNS', () => {
     for (const code of ['ENOTFOUND', 'EAI_AGAIN']) {
       const err = new NetworkError(req, code, `${code}: getaddrinfo ${code} x.invalid`);

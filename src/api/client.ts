@@ -241,12 +241,13 @@ export class ApiClient {
       } catch (err) {
         release();
         this.redacted(err);
+        const received = receivedBy.get(err as object);
         // Still one request event: the log's lines and the summary's request count must agree.
         this.events?.request?.({
           ...requestFacts(info, query, attempt, maxAttempts, sentAt, this.clock.now()),
           status: err instanceof ApiError ? err.status : undefined,
-          bytes: receivedBy.get(err as object)?.bytes ?? 0,
-          bodySkipped: receivedBy.get(err as object)?.skipped,
+          bytes: received?.bytes ?? 0,
+          bodySkipped: received?.skipped,
           budgetWaitMs,
           requestId: err instanceof ApiError ? err.requestId : undefined,
           error: (err as Error).message,

@@ -22,7 +22,7 @@ const TLS_FAILURE =
 export const TLS_PORT = 'TLS_PORT';
 
 /** OpenSSL found no TLS in the answer to https://: the port speaks something else, plain HTTP most often. */
-export const NOT_TLS = /^ERR_SSL_(WRONG_VERSION_NUMBER|PACKET_LENGTH_TOO_LONG|HTTP_REQUEST)$/;
+export const NOT_TLS = /^ERR_SSL_(WRONG_VERSION_NUMBER|PACKET_LENGTH_TOO_LONG)$/;
 
 /** The host name did not resolve. One more try covers a resolver hiccup; five only delay the message. */
 const DNS_FAILURE = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME']);

@@ -26,7 +26,7 @@ export function speaksTls(origin: URL, timeoutMs: number, signal?: AbortSignal):
     const timer = setTimeout(onAbort, timeoutMs);
     signal?.addEventListener('abort', onAbort, { once: true });
     socket.once('secureConnect', () => end(true));
-    socket.once('error', () => end(false));
+    socket.on('error', () => end(false));
     socket.once('close', () => end(false));
   });
 }
