@@ -6,7 +6,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { proxyFor } from '../../src/api/dispatcher.js';
 import { cli, sim, tempDir } from '../helpers/index.js';
+import { viaProxyName } from '../helpers/proxy.js';
 
 /** A PostgreSQL URL on a loopback port nothing listens on: pg reads sslmode=require, then the connection is refused. */
 const PG_REQUIRE = 'postgres://sync@127.0.0.1:1/analytics?sslmode=require';
@@ -58,6 +60,55 @@ describe("Node's process warnings", () => {
       'campaign-sync: warning: ExperimentalWarning: SOCKS5 proxy support is experimental and subject to change',
     ]);
     expect(r.stderr).not.toMatch(/\(node:\d+\)/);
+  });
+
+  it('an https:// proxy named by its IP address (DEP0123 from undici) is one warning line, then the error', async () => {
+    // A TLS "proxy" on loopback that completes no CONNECT: enough for undici to open TLS to it by address.
+    const tls = await import('node:tls');
+    const { execFileSync } = await import('node:child_process');
+    const dir = tempDir();
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-subj',
+        '/CN=localhost',
+        '-days',
+        '1',
+        '-keyout',
+        join(dir, 'k.pem'),
+        '-out',
+        join(dir, 'c.pem'),
+      ],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const { readFileSync } = await import('node:fs');
+    const proxy = tls.createServer({ key: readFileSync(join(dir, 'k.pem')), cert: readFileSync(join(dir, 'c.pem')) }, (socket) =>
+      socket.destroy(),
+    );
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (proxy.address() as { port: number }).port;
+      const base = viaProxyName('https://127.0.0.1:8443');
+      const env = { HTTPS_PROXY: `https://127.0.0.1:${port}`, NO_PROXY: '', https_proxy: undefined, no_proxy: undefined };
+      expect(proxyFor(new URL(base), env)).toBeDefined();
+      const r = await cli(['campaigns', '--base-url', base, '--max-retries', '0'], { env: { ...env, CAMPAIGN_SYNC_API_KEY: 'k-dep0123' } });
+      expect(r.code).toBe(5);
+      const err = lines(r.stderr);
+      expect(err).toHaveLength(2);
+      expect(err[0]).toMatch(
+        /^campaign-sync: warning: \[DEP0123\] DeprecationWarning: Setting the TLS ServerName to an IP address is not permitted by RFC 6066\./,
+      );
+      expect(err[1]).toMatch(/^campaign-sync: GET \/v1\/campaigns: .*through proxy https:\/\/127\.0\.0\.1:\d+ \(HTTPS_PROXY\)/);
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 
   it('NODE_NO_WARNINGS=1 still silences them, as it does for node', async () => {
