@@ -4,6 +4,19 @@
 // cost start time, so only then). On Node 22+, V8's compiled code is cached between runs.
 import module from 'node:module';
 
+// Node's printer of process warnings (a library's emitWarning, a deprecation) writes several lines
+// with the pid; the CLI prints each as one line of its own (src/ui/process-warnings.ts). It is
+// removed before anything can warn, and what arrives is kept until main() takes over. Where there
+// is no printer (--no-warnings, NODE_NO_WARNINGS=1) the warnings stay silent.
+const warnings = { list: [], enabled: process.listenerCount('warning') > 0, stop: () => {} };
+if (warnings.enabled) {
+  process.removeAllListeners('warning');
+  const keep = (warning) => warnings.list.push(warning);
+  process.on('warning', keep);
+  warnings.stop = () => process.off('warning', keep);
+}
+globalThis[Symbol.for('campaign-sync.early-warnings')] = warnings;
+
 // A SIGINT/SIGTERM that arrives while the CLI loads (before main() installs its handlers, ~0.1-0.2 s)
 // is kept and handed to main(), which acts on it as on any other: the first one stops the command
 // (watch exits 0, export 130 with its line), a second one exits 130 at once. Without this, Node's

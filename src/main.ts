@@ -6,8 +6,10 @@
 import { setFlagsFromString } from 'node:v8';
 import { CommanderError } from 'commander';
 import { buildProgram, commanderMessage, type RunResult } from './cli.js';
+import { extraCaCertsProblem } from './config/extra-ca.js';
 import { CampaignSyncError, ExitCode, exitCodeFor, isAbort, isStorageFailure, type StorageError, storageError } from './errors.js';
 import { safeJson, showLines, showText } from './ui/escape.js';
+import { takeOverWarnings } from './ui/process-warnings.js';
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -174,6 +176,10 @@ export function watchStdout(stdout: NodeJS.WriteStream, controller: AbortControl
 
 export async function main(argv: string[]): Promise<void> {
   tuneEngine();
+  const quiet = wants(argv, '--quiet');
+  const warn = takeOverWarnings({ quiet, debug: Boolean(process.env.CAMPAIGN_SYNC_DEBUG) });
+  const badCa = quiet ? undefined : await extraCaCertsProblem();
+  if (badCa !== undefined) warn(badCa);
   const controller = new AbortController();
   const onSignal = signalHandler(controller, (code) => process.exit(code));
   process.on('SIGINT', onSignal);

@@ -18,15 +18,18 @@ function capture(flags: { json?: boolean; quiet?: boolean; verbose?: boolean }) 
   return { output: new Output(flags, streams, {}), stderr: () => err.join(''), all: () => out.join('') + err.join('') };
 }
 
+const BODY_503 = JSON.stringify({ error: { message: 'busy', status_code: 503, request_id: 'req-503' } });
+const BODY_404 = JSON.stringify({ error: { message: 'no such campaign', status_code: 404, request_id: 'req-404-abc' } });
+
 /** A 200, then a 503 retried into a 200, then a 404 with its request_id. */
 function service() {
   let results = 0;
   return mockService((url) => {
     if (url.pathname === '/v1/campaigns') return { body: campaignList({ id: CAMPAIGN, type: 'SESSION_COMPLETION' }) };
     results++;
-    if (results === 1) return { status: 503, body: { error: { message: 'busy', status_code: 503, request_id: 'req-503' } } };
+    if (results === 1) return { status: 503, body: BODY_503 };
     if (results === 2) return { body: { data: [], has_more: false } };
-    return { status: 404, body: { error: { message: 'no such campaign', status_code: 404, request_id: 'req-404-abc' } } };
+    return { status: 404, body: BODY_404 };
   });
 }
 
@@ -42,18 +45,21 @@ async function exercise(flags: { json?: boolean; quiet?: boolean }) {
 }
 
 describe('the request log', () => {
-  it('a 200, a retried 503 and a 404 with its request_id, one line each, and the retry on its own line', async () => {
+  it('a 200, a retried 503 and a 404 with its request_id, one line each with the bytes of its body, and the retry on its own line', async () => {
     const { c, requests } = await exercise({});
     const lines = c.stderr().trimEnd().split('\n');
     const http = lines.filter((l) => l.startsWith('http '));
     expect(http).toHaveLength(requests);
     expect(http[0]).toMatch(/^http GET \/v1\/campaigns 200 \d+ ms \d+ B attempt 1\/4 budget-wait 0 ms$/);
     expect(http[1]).toMatch(
-      /^http GET \/v1\/campaigns\/session\/results\?campaign_id=1111.*&sort=asc&limit=100 503 \d+ ms 0 B attempt 1\/4 budget-wait 0 ms request_id req-503$/,
+      /^http GET \/v1\/campaigns\/session\/results\?campaign_id=1111.*&sort=asc&limit=100 503 \d+ ms (\d+) B attempt 1\/4 budget-wait 0 ms request_id req-503$/,
     );
+    // An error's body was read (its message and request_id come from it): its size, not 0 B.
+    expect(http[1]).toContain(` ${Buffer.byteLength(BODY_503)} B `);
     expect(lines[2]).toMatch(/^retry: 503, waiting \d+ ms \(backoff\), then attempt 2\/4 of GET \/v1\/campaigns\/session\/results$/);
     expect(http[2]).toMatch(/ 200 .* attempt 2\/4 /);
     expect(http[3]).toMatch(/ 404 .* attempt 1\/4 budget-wait 0 ms request_id req-404-abc$/);
+    expect(http[3]).toContain(` ${Buffer.byteLength(BODY_404)} B `);
     expect(c.all()).not.toContain(KEY);
     expect(c.all()).not.toContain(KEY.slice(0, 6));
   });
@@ -66,7 +72,13 @@ describe('the request log', () => {
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(docs.filter((d) => d.event === 'request')).toHaveLength(requests);
-    expect(docs.find((d) => d.status === 404)).toMatchObject({ request_id: 'req-404-abc', attempt: 1, max_attempts: 4 });
+    expect(docs.find((d) => d.status === 404)).toMatchObject({
+      request_id: 'req-404-abc',
+      attempt: 1,
+      max_attempts: 4,
+      bytes: Buffer.byteLength(BODY_404),
+      body_not_read: false,
+    });
     expect(docs.find((d) => d.event === 'retry')).toMatchObject({ status: 503, next_attempt: 2, retry_after: false });
     expect(c.all()).not.toContain(KEY.slice(0, 6));
   });
@@ -83,6 +95,32 @@ describe('the request log', () => {
     await client.listCampaigns();
     await client.close();
     expect(c.stderr()).toMatch(/^rate-limit: 429, every stream paused 0 ms \(Retry-After\), then attempt 2\/4 of GET \/v1\/campaigns$/m);
+  });
+
+  it('a body cut off at the cap: the bytes that were read, and why it stopped', async () => {
+    const big = JSON.stringify({ data: [], filler: 'x'.repeat(500) });
+    const { agent } = mockService(() => ({ body: big }));
+    const c = capture({ verbose: true });
+    const client = mockClient(agent, { maxRetries: 0 }, { events: commandEvents(c.output), maxBodyBytes: 100 });
+    await expect(client.listCampaigns()).rejects.toThrow(/over the 100-byte cap/);
+    await client.close();
+    expect(c.stderr()).toMatch(new RegExp(` ${Buffer.byteLength(big)} B attempt 1/1 .*over the 100-byte cap`));
+  });
+
+  it('a body refused at its headers (Content-Length over the cap) says it was not read, not 0 B', async () => {
+    const big = JSON.stringify({ data: [], filler: 'x'.repeat(500) });
+    const { agent } = mockService(() => ({ body: big, headers: { 'content-length': String(Buffer.byteLength(big)) } }));
+    for (const json of [false, true]) {
+      const c = capture({ verbose: true, json });
+      const client = mockClient(agent, { maxRetries: 0 }, { events: commandEvents(c.output), maxBodyBytes: 100 });
+      await expect(client.listCampaigns()).rejects.toThrow(/response body of 523 bytes is over the 100-byte cap/);
+      await client.close();
+      if (json) expect(JSON.parse(c.stderr())).toMatchObject({ event: 'request', bytes: 0, body_not_read: true });
+      else
+        expect(c.stderr()).toMatch(
+          /^http GET \/v1\/campaigns no-status \d+ ms body not read attempt 1\/1 .*of 523 bytes is over the 100-byte cap$/m,
+        );
+    }
   });
 
   it('no lines without --verbose', async () => {

@@ -4,8 +4,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
@@ -58,7 +59,7 @@ describe('retry policy: what it stops on, and why', () => {
       'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
       'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
       'ERR_TLS_CERT_ALTNAME_INVALID',
-      'ERR_SSL_WRONG_VERSION_NUMBER',
+      'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE',
     ]) {
       const d = retryDecision(new NetworkError(req, code, `${code}: x`), 0, opts);
       expect(d.retry, code).toBe(false);
@@ -66,6 +67,15 @@ describe('retry policy: what it stops on, and why', () => {
     }
     // A handshake that merely timed out is the network's trouble, not the certificate's.
     expect(retryDecision(new NetworkError(req, 'ERR_TLS_HANDSHAKE_TIMEOUT', 'x'), 0, opts, () => 0).retry).toBe(true);
+  });
+
+  it('the wrong scheme for the port is never retried, and says what to change', () => {
+    const toTls = retryDecision(new NetworkError(req, 'TLS_PORT', 'x'), 0, opts);
+    expect(toTls).toEqual({ retry: false, reason: 'not retried: use https:// in --base-url' });
+    for (const code of ['ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG']) {
+      const d = retryDecision(new NetworkError(req, code, `${code}: x`), 0, opts);
+      expect(!d.retry && d.reason, code).toMatch(/^not retried: that port does not speak HTTPS .*check the port in --base-url/);
+    }
   });
 
   it('an unknown host is retried once, then stops naming the host name and DNS', () => {
@@ -100,7 +110,7 @@ function selfSigned(): { key: Buffer; cert: Buffer } {
 function client(baseUrl: string, maxRetries = 5) {
   const config = {
     baseUrl: new URL(baseUrl),
-    apiKey: 'k',
+    apiKey: 'retry-wait-test-key',
     rate: { count: 100, windowMs: 1000 },
     timeoutMs: 5000,
     maxRetries,
@@ -147,6 +157,134 @@ describe('network failures that waiting does not fix', () => {
     } finally {
       await c.close();
     }
+  });
+});
+
+/** A loopback server on port 0 made by `make`, closed after `body`. */
+async function withServer(make: () => Server, body: (port: number) => Promise<void>): Promise<void> {
+  const server = make();
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => sockets.add(socket));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    await body((server.address() as AddressInfo).port);
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+describe('the wrong scheme for the port: http:// to TLS, https:// to plain HTTP', () => {
+  const tls = selfSigned();
+
+  it("http:// to Node's https server (it closes without a byte): named at once, not retried 6 times", async () => {
+    let requests = 0;
+    await withServer(
+      () => createServer(tls, (_req, res) => res.end(`${requests++}`)),
+      async (port) => {
+        const c = client(`http://127.0.0.1:${port}`);
+        try {
+          const err = await c.listCampaigns().catch((e) => e);
+          expect(err).toBeInstanceOf(NetworkError);
+          expect(err.message).toMatch(
+            new RegExp(
+              `^GET /v1/campaigns: 127\\.0\\.0\\.1:${port} closed the connection without an HTTP answer, and it speaks TLS there; not retried: use https:// in --base-url$`,
+            ),
+          );
+          expect(c.requests).toBe(1);
+        } finally {
+          await c.close();
+        }
+      },
+    );
+    expect(requests).toBe(0);
+  });
+
+  it('http:// to a server that answers with a TLS alert: named at once from its bytes', async () => {
+    // What an OpenSSL server may send to plain HTTP: a fatal protocol_version alert record.
+    await withServer(
+      () => createNetServer((socket) => socket.once('data', () => socket.end(Buffer.from('15030100020246', 'hex')))),
+      async (port) => {
+        const c = client(`http://127.0.0.1:${port}`);
+        try {
+          const err = await c.listCampaigns().catch((e) => e);
+          expect(err.message).toMatch(/127\.0\.0\.1:\d+ answered with TLS, not HTTP.*; not retried: use https:\/\/ in --base-url$/);
+          expect(c.requests).toBe(1);
+        } finally {
+          await c.close();
+        }
+      },
+    );
+  });
+
+  it('a plain-http server closing a connection without a byte is still retried when the port does not speak TLS', async () => {
+    let connections = 0;
+    await withServer(
+      () =>
+        createNetServer((socket) =>
+          ++connections === 1 ? socket.end() : socket.end('HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"data":[]}'),
+        ),
+      async (port) => {
+        const c = client(`http://127.0.0.1:${port}`);
+        try {
+          await expect(c.listCampaigns()).resolves.toEqual([]);
+        } finally {
+          await c.close();
+        }
+      },
+    );
+  });
+
+  it("http:// to nginx's or Go's HTTPS port (a 400 saying so): the message says to use https://", async () => {
+    await withServer(
+      () =>
+        createHttpServer((_req, res) => {
+          res.writeHead(400, { 'content-type': 'text/html' });
+          res.end('<html>\r\n<head><title>400 The plain HTTP request was sent to HTTPS port</title></head></html>');
+        }),
+      async (port) => {
+        const c = client(`http://127.0.0.1:${port}`);
+        try {
+          const err = await c.listCampaigns().catch((e) => e);
+          expect(err).toBeInstanceOf(ApiError);
+          expect(err.message).toMatch(/^GET \/v1\/campaigns: 400 .*; the port speaks HTTPS: use https:\/\/ in --base-url$/);
+        } finally {
+          await c.close();
+        }
+      },
+    );
+  });
+
+  it('https:// to a plain-http server: one line naming the likely cause, without OpenSSL internals, not retried', async () => {
+    let requests = 0;
+    await withServer(
+      () => createHttpServer((_req, res) => res.end(`${requests++}`)),
+      async (port) => {
+        const c = client(`https://127.0.0.1:${port}`);
+        try {
+          const err = await c.listCampaigns().catch((e) => e);
+          expect(err).toBeInstanceOf(NetworkError);
+          expect(err.message).not.toMatch(/openssl|ssl3_|\.c:\d+|\\n/i);
+          expect(err.message).toMatch(
+            new RegExp(
+              `^GET /v1/campaigns: ERR_SSL_\\w+: 127\\.0\\.0\\.1:${port} answered, but not in TLS \\(.+\\); not retried: .*does not speak HTTPS.*check the port in --base-url`,
+            ),
+          );
+          expect(c.requests).toBe(1);
+        } finally {
+          await c.close();
+        }
+      },
+    );
+  });
+
+  it('the CLI: http:// to an https simulator exits 5 at once with the hint', async () => {
+    const s = await sim({ campaigns: 1, records: 1, tls });
+    const url = s.url.replace('https://', 'http://');
+    const r = await cli(['campaigns', '--base-url', url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    expect(r.code).toBe(5);
+    expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/speaks TLS there; not retried: use https:\/\/ in --base-url$/)]);
+    expect(r.stderr).not.toContain(s.apiKey);
   });
 });
 

@@ -62,23 +62,27 @@ export interface ExchangeRequest {
 export interface Exchange {
   answer: Promise<Answer>;
   cancel(err: Error): void;
+  /** Body bytes received so far (compressed, when the body was): what a failed exchange had read. */
+  received(): number;
+  /** True when the answer's headers came and its body was refused unread (see BodyHandler.onHeaders). */
+  skipped(): boolean;
 }
 
 /** Sends a GET and collects its whole answer (see the module's comment). */
 export function exchange(dispatcher: Dispatcher, req: ExchangeRequest, info: RequestInfo): Exchange {
-  let resolve!: (a: Answer) => void;
-  let reject!: (err: unknown) => void;
-  const answer = new Promise<Answer>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  const handler = new BodyHandler(req.maxBytes, info, resolve, reject);
+  const handler = new BodyHandler(req.maxBytes, info);
   dispatcher.dispatch({ origin: req.origin, path: req.path, method: 'GET', headers: req.headers }, handler);
-  return { answer, cancel: (err) => handler.cancel(err) };
+  return handler;
 }
 
-/** undici's legacy handler interface (onConnect … onComplete), which every dispatcher and MockAgent call. */
-class BodyHandler {
+/**
+ * undici's legacy handler interface (onConnect … onComplete), which every dispatcher and MockAgent
+ * call; the handler is the Exchange too, so a request allocates no wrapper around it.
+ */
+class BodyHandler implements Exchange {
+  readonly answer: Promise<Answer>;
+  private done!: (a: Answer) => void;
+  private failed!: (err: unknown) => void;
   private abort: ((err: Error) => void) | undefined;
   /** Why the exchange was ended by us; once set, every later callback only finishes the ending. */
   private reason: Error | undefined;
@@ -88,14 +92,28 @@ class BodyHandler {
   private gzip = false;
   private readonly chunks: Buffer[] = [];
   private kept = 0;
+  /** Body bytes received; the last chunk before a cut (over the cap) counts, since it was read. */
   private wireBytes = 0;
+  /** The body was refused at the headers, unread: a declared length over the cap, an unknown coding. */
+  private refused = false;
 
   constructor(
     private readonly maxBytes: number,
     private readonly info: RequestInfo,
-    private readonly done: (a: Answer) => void,
-    private readonly failed: (err: unknown) => void,
-  ) {}
+  ) {
+    this.answer = new Promise<Answer>((resolve, reject) => {
+      this.done = resolve;
+      this.failed = reject;
+    });
+  }
+
+  received(): number {
+    return this.wireBytes;
+  }
+
+  skipped(): boolean {
+    return this.refused;
+  }
 
   /**
    * Ends the exchange with `err`. undici is told after the callback that asked (a microtask), never
@@ -126,12 +144,16 @@ class BodyHandler {
     this.headers = parseHeaders(raw);
     const kind = coding(status, this.headers, this.info);
     if (kind instanceof ApiError) {
+      this.refused = true;
       this.cancel(kind);
       return true;
     }
     this.gzip = kind === 'gzip';
     const declared = Number(this.headers['content-length']);
-    if (declared > this.maxBytes) this.cancel(this.overCap(` of ${declared} bytes`));
+    if (declared > this.maxBytes) {
+      this.refused = true;
+      this.cancel(this.overCap(` of ${declared} bytes`));
+    }
     return true;
   }
 

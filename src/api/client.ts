@@ -18,7 +18,8 @@ import type { RequestBudget } from './budget.js';
 import { nextCampaignStep, parseCampaignPage } from './campaign-list.js';
 import { createRoute } from './dispatcher.js';
 import { type Campaign, formatIssues, type Page, toPage } from './envelopes.js';
-import { parseRetryAfter, retryDecision } from './retry.js';
+import { NOT_TLS, parseRetryAfter, retryDecision, TLS_PORT } from './retry.js';
+import { speaksTls } from './tls-probe.js';
 
 /** 64 MiB: a page of 100 DETAILED records is well under 1 MiB; more means something is wrong. */
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -109,6 +110,8 @@ export class ApiClient {
   /** The answers of the attempts under way, for close(). */
   private readonly inFlight = new Set<Promise<Answer>>();
   private readonly events: RunEvents | undefined;
+  /** Whether the plain-http base URL's port speaks TLS, once asked (see tlsInstead). */
+  private tlsProbe: Promise<boolean> | undefined;
 
   constructor(
     readonly config: ClientConfig,
@@ -238,11 +241,13 @@ export class ApiClient {
       } catch (err) {
         release();
         this.redacted(err);
+        const received = receivedBy.get(err as object);
         // Still one request event: the log's lines and the summary's request count must agree.
         this.events?.request?.({
           ...requestFacts(info, query, attempt, maxAttempts, sentAt, this.clock.now()),
           status: err instanceof ApiError ? err.status : undefined,
-          bytes: 0,
+          bytes: received?.bytes ?? 0,
+          bodySkipped: received?.skipped,
           budgetWaitMs,
           requestId: err instanceof ApiError ? err.requestId : undefined,
           error: (err as Error).message,
@@ -282,6 +287,7 @@ export class ApiClient {
     const path = `${this.basePath}${info.path}${query}`;
     const maxBytes = this.opts.maxBodyBytes ?? MAX_BODY_BYTES;
     let timedOut = false;
+    let failure: Error | undefined;
     let pending: Exchange;
     try {
       pending = exchange(this.dispatcher, { origin: this.origin, path, headers: this.headers, maxBytes }, info);
@@ -301,17 +307,33 @@ export class ApiClient {
     const onAbort = () => pending.cancel(new Error('aborted'));
     this.opts.signal?.addEventListener('abort', onAbort, { once: true });
     this.inFlight.add(pending.answer);
-    let answer: Answer;
+    let answer!: Answer;
     try {
       answer = await pending.answer;
     } catch (err) {
-      throw err instanceof ApiError ? err : this.failed(err, info, timedOut);
+      failure = withReceived(err instanceof ApiError ? err : this.failed(err, info, timedOut), pending.received(), pending.skipped());
     } finally {
       clearTimeout(timer);
       this.opts.signal?.removeEventListener('abort', onAbort);
       this.inFlight.delete(pending.answer);
     }
+    if (failure !== undefined) throw closedSilently(failure) ? await this.tlsInstead(failure, info) : failure;
     return this.response(answer, info, path);
+  }
+
+  /**
+   * A plain-http request closed before any byte of an answer: when the port completes a TLS handshake
+   * (api/tls-probe.ts, asked once per client), the error says it speaks TLS, and is not retried.
+   */
+  private async tlsInstead(failure: Error, info: RequestInfo): Promise<Error> {
+    if (this.proxy !== undefined || this.config.baseUrl.protocol !== 'http:') return failure;
+    this.tlsProbe ??= speaksTls(this.config.baseUrl, Math.min(this.config.timeoutMs, TLS_PROBE_MS), this.opts.signal);
+    if (!(await this.tlsProbe)) return failure;
+    const where = this.config.baseUrl.host;
+    return withReceived(
+      new NetworkError(info, TLS_PORT, `${where} closed the connection without an HTTP answer, and it speaks TLS there`, failure),
+      0,
+    );
   }
 
   /** The error a failed exchange is reported as. */
@@ -319,24 +341,43 @@ export class ApiClient {
     if (this.opts.signal?.aborted) return new AbortedError();
     if (timedOut) return new NetworkError(info, 'TIMEOUT', `no complete answer within ${this.config.timeoutMs} ms`, err);
     const code = (err as { code?: string }).code ?? 'ERROR';
-    const message = String((err as Error).message ?? err);
+    const message = opensslReason(String((err as Error).message ?? err));
+    const where = this.config.baseUrl.host;
+    if (NOT_TLS.test(code)) {
+      return new NetworkError(info, code, `${code}: ${where} answered, but not in TLS (${message})${this.via()}`, err);
+    }
+    if (this.proxy === undefined && tlsRecord(err)) {
+      return new NetworkError(info, TLS_PORT, `${where} answered with TLS, not HTTP (${message}): it speaks TLS there`, err);
+    }
     if (this.proxy === undefined) return new NetworkError(info, code, `${code}: ${message}`, err);
     const refused = /^Proxy response \((\d+)\)/.exec(message);
     if (refused) return new NetworkError(info, `PROXY_${refused[1]}`, `proxy ${this.proxy} answered ${refused[1]} to CONNECT`, err);
-    return new NetworkError(info, code, `${code}: ${message} (through proxy ${this.proxy})`, err);
+    return new NetworkError(info, code, `${code}: ${message}${this.via()}`, err);
+  }
+
+  private via(): string {
+    return this.proxy === undefined ? '' : ` (through proxy ${this.proxy})`;
   }
 
   /** A whole answer: its value, or the error its status means. */
   private response(answer: Answer, info: RequestInfo, path: string): Response {
-    const { status, headers: resHeaders, body, wireBytes: total } = answer;
+    const { status, body, wireBytes } = answer;
     if (status >= 200 && status < 300) {
       try {
-        return { value: parseJsonBytes(body), bytes: total, status };
-      } catch {
-        const text = this.redact(body.toString('utf8'));
-        const type = String(resHeaders['content-type'] ?? 'no content-type');
-        throw new ApiError(info, `${status} but the body is not JSON (${type.split(';')[0]}): ${preview(text)}`, { invalid: true });
-      }
+        return { value: parseJsonBytes(body), bytes: wireBytes, status };
+      } catch {}
+    }
+    // The body was read whole: the request log gives its size, not 0 B.
+    throw withReceived(this.answerError(answer, info, path), wireBytes);
+  }
+
+  /** The error an answer that is not a page of JSON means: not JSON, a redirect, an error status. */
+  private answerError(answer: Answer, info: RequestInfo, path: string): Error {
+    const { status, headers: resHeaders, body } = answer;
+    if (status >= 200 && status < 300) {
+      const text = this.redact(body.toString('utf8'));
+      const type = String(resHeaders['content-type'] ?? 'no content-type');
+      return new ApiError(info, `${status} but the body is not JSON (${type.split(';')[0]}): ${preview(text)}`, { invalid: true });
     }
     if (status >= 300 && status < 400) {
       const location = String(resHeaders.location ?? '');
@@ -344,19 +385,71 @@ export class ApiClient {
       try {
         where = new URL(location, `${this.origin}${path}`).host;
       } catch {}
-      throw new ApiError(info, `${status} redirect to ${where} not followed (the key is only sent to the configured base URL)`, {
+      return new ApiError(info, `${status} redirect to ${where} not followed (the key is only sent to the configured base URL)`, {
         status,
         invalid: true,
       });
     }
     const { message, requestId } = errorFields(this.redact(body.toString('utf8')));
     const retryAfterMs = parseRetryAfter(resHeaders['retry-after'], this.clock.now());
-    const detail = `${status} ${message ?? statusText(status)}`;
-    if (status === 401) {
-      throw new AuthError(info, `${detail} (check the API key: --api-key-file or CAMPAIGN_SYNC_API_KEY)`, { status, requestId });
+    let detail = `${status} ${message ?? statusText(status)}`;
+    if (status === 400 && this.config.baseUrl.protocol === 'http:' && PLAIN_TO_TLS_PORT.test(body.toString('latin1'))) {
+      detail += '; the port speaks HTTPS: use https:// in --base-url';
     }
-    throw new ApiError(info, detail, { status, requestId, retryAfterMs });
+    if (status === 401) {
+      return new AuthError(info, `${detail} (check the API key: --api-key-file or CAMPAIGN_SYNC_API_KEY)`, { status, requestId });
+    }
+    return new ApiError(info, detail, { status, requestId, retryAfterMs });
   }
+}
+
+/** How long the TLS probe of a plain-http port may take (a loopback handshake takes milliseconds). */
+const TLS_PROBE_MS = 3000;
+
+/**
+ * What nginx and Go's net/http answer (400) to plain HTTP sent to their HTTPS port; other servers
+ * send a TLS alert (tlsRecord) or close without a byte (closedSilently).
+ */
+const PLAIN_TO_TLS_PORT = /plain HTTP request was sent to HTTPS port|HTTP request to an HTTPS server/i;
+
+/**
+ * undici's parser error for an answer that starts with a TLS record (0x15 alert or 0x16 handshake,
+ * then major version 3): a TLS server refusing plain HTTP.
+ */
+function tlsRecord(err: unknown): boolean {
+  const data = (err as { data?: unknown }).data;
+  // undici 7 leaves this error's `code` unset for llhttp's INVALID_CONSTANT: known by its name.
+  if ((err as Error).name !== 'HTTPParserError' || typeof data !== 'string' || data.length < 2) return false;
+  const type = data.charCodeAt(0);
+  return (type === 0x15 || type === 0x16) && data.charCodeAt(1) === 3;
+}
+
+/**
+ * undici's "other side closed" on a connection that never received a byte: no keep-alive race (the
+ * connection had answered before), but a server that hung up on the request itself.
+ */
+function closedSilently(err: Error): boolean {
+  const cause = err.cause as { code?: unknown; socket?: { bytesRead?: unknown } } | undefined;
+  return err instanceof NetworkError && cause?.code === 'UND_ERR_SOCKET' && cause.socket?.bytesRead === 0;
+}
+
+/**
+ * OpenSSL's own line (`80AC…:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/…:350:`)
+ * reduced to its reason; any other message is left as it is.
+ */
+function opensslReason(message: string): string {
+  return /^[0-9A-F]+:error:[0-9A-F]+:[^:]*:[^:]*:([^:]+):/.exec(message)?.[1] ?? message;
+}
+
+/**
+ * The body bytes a failed attempt had read (an error status's body, a body cut off at the cap), for
+ * its request event. Kept beside the error, not in it: set on failures only, nothing per page.
+ */
+const receivedBy = new WeakMap<object, { bytes: number; skipped: boolean }>();
+
+function withReceived(err: Error, bytes: number, skipped = false): Error {
+  receivedBy.set(err, { bytes, skipped });
+  return err;
 }
 
 /** The spec's error body (§7), when the body is one. */

@@ -18,6 +18,12 @@ const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504, 507, 508, 5
 const TLS_FAILURE =
   /^(CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|INVALID_CA$|HOSTNAME_MISMATCH$|ERR_TLS_CERT_|ERR_SSL_)/;
 
+/** A plain-http request to a port that speaks TLS (api/client.ts tells it from the answer, or by a handshake). */
+export const TLS_PORT = 'TLS_PORT';
+
+/** OpenSSL found no TLS in the answer to https://: the port speaks something else, plain HTTP most often. */
+export const NOT_TLS = /^ERR_SSL_(WRONG_VERSION_NUMBER|PACKET_LENGTH_TOO_LONG)$/;
+
 /** The host name did not resolve. One more try covers a resolver hiccup; five only delay the message. */
 const DNS_FAILURE = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME']);
 
@@ -44,6 +50,15 @@ export type RetryDecision = { retry: true; delayMs: number } | { retry: false; r
  */
 export function retryDecision(err: unknown, attempt: number, opts: RetryOptions, random: () => number = Math.random): RetryDecision {
   if (err instanceof AuthError) return { retry: false };
+  // The wrong scheme for the port: the same on every try.
+  if (err instanceof NetworkError && err.code === TLS_PORT) return { retry: false, reason: 'not retried: use https:// in --base-url' };
+  if (err instanceof NetworkError && NOT_TLS.test(err.code)) {
+    return {
+      retry: false,
+      reason:
+        'not retried: that port does not speak HTTPS (a plain-http server?): check the port in --base-url; http:// is for a plain-http server, such as `campaign-sync simulate` without --tls-cert',
+    };
+  }
   if (err instanceof NetworkError && TLS_FAILURE.test(err.code)) {
     return {
       retry: false,

@@ -22,6 +22,10 @@ export const ENV = {
     name: 'XDG_CONFIG_HOME',
     doc: 'where the user config file is looked for: $XDG_CONFIG_HOME/campaign-sync/config.toml (default ~/.config)',
   },
+  extraCaCerts: {
+    name: 'NODE_EXTRA_CA_CERTS',
+    doc: "Node's own: a PEM file of extra trusted CA certificates; read by Node at start-up, checked by campaign-sync (a warning when unusable)",
+  },
   ci: { name: 'CI', doc: 'when set, no spinners' },
   noColor: { name: 'NO_COLOR', doc: 'when set, no colours' },
 } as const;

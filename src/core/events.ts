@@ -26,7 +26,10 @@ export interface RequestEvent {
   maxAttempts: number;
   status?: number | undefined;
   ms: number;
+  /** Body bytes received (compressed, when the body was), an error answer's too. */
   bytes: number;
+  /** The answer's headers came and its body was refused unread (a Content-Length over the cap, an unknown coding). */
+  bodySkipped?: boolean | undefined;
   /** Time this attempt waited for the request budget (or a 429's pause) before it was sent. */
   budgetWaitMs: number;
   /** The `request_id` of the service's error body, when it sent one. */

@@ -18,7 +18,8 @@ export function requestLine(e: RequestEvent): string {
     `${e.method} ${e.path}${e.query}`,
     e.status === undefined ? 'no-status' : String(e.status),
     formatMs(e.ms),
-    `${e.bytes} B`,
+    // A body refused at its headers was not read: "0 B" would read as an empty body.
+    e.bodySkipped ? 'body not read' : `${e.bytes} B`,
     `attempt ${e.attempt}/${e.maxAttempts}`,
     `budget-wait ${formatMs(e.budgetWaitMs)}`,
   ];
@@ -45,6 +46,7 @@ export function requestDocument(e: RequestEvent) {
     status: e.status ?? null,
     ms: e.ms,
     bytes: e.bytes,
+    body_not_read: e.bodySkipped === true,
     attempt: e.attempt,
     max_attempts: e.maxAttempts,
     budget_wait_ms: e.budgetWaitMs,
