@@ -37,7 +37,7 @@ describe("Node's process warnings", () => {
 
   it('--quiet prints only the error; --json keeps stdout its one document', async () => {
     const quiet = await cli(['status', '--db', PG_REQUIRE, '--quiet']);
-    expect(lines(quiet.stderr)).toEqual([expect.stringMatching(/^campaign-sync: cannot open /)]);
+    expect(lines(quiet.stderr)).toEqual([expect.stringMatching(/^campaign-sync: --db: cannot open /)]);
     const json = await cli(['status', '--db', PG_REQUIRE, '--json']);
     expect(JSON.parse(json.stdout)).toMatchObject({ exit_code: 74 });
     expect(lines(json.stderr)[0]).toMatch(/^campaign-sync: warning: SECURITY WARNING: /);
@@ -113,7 +113,7 @@ describe("Node's process warnings", () => {
 
   it('NODE_NO_WARNINGS=1 still silences them, as it does for node', async () => {
     const r = await cli(['status', '--db', PG_REQUIRE], { env: { NODE_NO_WARNINGS: '1' } });
-    expect(lines(r.stderr)).toEqual([expect.stringMatching(/^campaign-sync: cannot open /)]);
+    expect(lines(r.stderr)).toEqual([expect.stringMatching(/^campaign-sync: --db: cannot open /)]);
   });
 });
 
