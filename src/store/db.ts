@@ -8,7 +8,7 @@ import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, read
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { BUSY_WAIT_S, CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../errors.js';
-import { checkSchemaVersion, migrate, schemaVersion } from './schema.js';
+import { checkOurs, migrate } from './schema.js';
 import { Database } from './sqlite.js';
 
 export type Db = BetterSqlite3.Database;
@@ -77,13 +77,17 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   }
   checkDbPath(path);
   checkHeader(path);
+  // A file that is there already is only made private (0600) and switched to WAL once it is known to
+  // be a mirror (or an empty database): another program's SQLite file is refused as it was found.
+  const existing = opts.readonly !== true && existsSync(path);
+  if (existing) checkOneName(path);
   if (opts.readonly) {
     try {
       accessSync(path, constants.R_OK);
     } catch (err) {
       throw storageError(err, `cannot read ${path}`);
     }
-  } else createPrivateFile(path);
+  } else if (!existing) createPrivateFile(path);
   let db: Db;
   try {
     db = new Database(path, { readonly: opts.readonly === true, fileMustExist: opts.mustExist === true });
@@ -93,9 +97,16 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   try {
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     if (opts.readonly) {
-      checkSchemaVersion(schemaVersion(db), path);
+      // A version-0 file is no mirror: another program's tables, or none (a database made by hand).
+      if (checkOurs(db, path) === 0) {
+        throw new UsageError(
+          `${path} is not a campaign-sync mirror: it holds none of the mirror's tables (run \`campaign-sync pull\` first, or pass --db)`,
+        );
+      }
       return db;
     }
+    checkOurs(db, path);
+    if (existing) createPrivateFile(path);
     db.pragma('journal_mode = WAL');
     // NORMAL in WAL mode: a process crash (kill -9 included) loses no committed page; only a power
     // loss may drop the last pages, and never leaves records and checkpoints out of step.
@@ -109,6 +120,22 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   } catch (err) {
     db.close();
     throw openFailure(err, path, opts);
+  }
+}
+
+/**
+ * A database with several names (hard links: `ln m.db h.db`, `cp -al`) is refused for writing. SQLite
+ * keeps the write-ahead log and its index beside the name a database is opened by, so two processes
+ * writing through two names never see each other's log or locks, and corrupt the file (sqlite.org,
+ * "How To Corrupt An SQLite Database File": multiple links to the same file); the run lock sits beside a name too. A symbolic
+ * link is fine: it leads to the one name.
+ */
+function checkOneName(path: string): void {
+  const links = statSync(path, { throwIfNoEntry: false })?.nlink ?? 1;
+  if (links > 1) {
+    throw new UsageError(
+      `${path} has ${links} names (hard links); SQLite keeps its write-ahead log beside the name it is opened by, so writers using two names corrupt it: remove the other names (find them with \`find <folder> -xdev -samefile ${path}\`), or copy the file instead of linking it`,
+    );
   }
 }
 

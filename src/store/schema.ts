@@ -181,6 +181,21 @@ export function checkSchemaVersion(version: number, path: string): void {
 }
 
 /**
+ * The schema version of a database campaign-sync may open, or a UsageError (exit 2) for one it may
+ * not: a version it cannot read, or a version-0 file with tables of its own (somebody else's
+ * database). Only reads: run it before anything changes the file (its mode, its journal mode).
+ */
+export function checkOurs(db: Database.Database, path: string): number {
+  const version = schemaVersion(db);
+  checkSchemaVersion(version, path);
+  if (version === 0) {
+    const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
+    if (tables.n > 0) throw new UsageError(`${path} already holds tables that are not campaign-sync's; pick another --db`);
+  }
+  return version;
+}
+
+/**
  * A migration step that fails on SQL (a table it creates is there already, one it reads is not) met
  * tables that are not those of the version the file claims: not a storage failure (74) but a file this
  * release cannot open (2). Disk full, read-only, I/O and busy errors carry their own codes.
@@ -192,13 +207,7 @@ function isSchemaMismatch(err: unknown): boolean {
 
 /** Brings `db` to `target` (the current version; tests pass an older one to build what a release wrote). */
 export function migrate(db: Database.Database, path: string, target = SCHEMA_VERSION): void {
-  const version = schemaVersion(db);
-  checkSchemaVersion(version, path);
-  if (version === 0) {
-    // A version-0 file with tables of its own is somebody else's database: do not touch it.
-    const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number };
-    if (tables.n > 0) throw new UsageError(`${path} already holds tables that are not campaign-sync's; pick another --db`);
-  }
+  const version = checkOurs(db, path);
   let moved = 0;
   for (let v = version; v < target; v++) {
     const step = MIGRATIONS[v] as (typeof MIGRATIONS)[number];
