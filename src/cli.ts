@@ -3,7 +3,7 @@
  * when that command runs, so `campaign-sync --help` loads nothing heavy (STYLE.md rule 1).
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { shownDefault } from './config/defaults.js';
+import { DEFAULTS, shownDefault } from './config/defaults.js';
 import { packageVersion } from './core/version.js';
 
 /** What an action leaves for main.ts: the exit code. */
@@ -81,8 +81,13 @@ function syncOptions(cmd: Command, watch = false): Command {
     .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect)
     .addOption(enumOption('--type <type>', 'only this kind of campaign', ['session', 'role']))
     .addOption(enumOption('--report-type <type>', `role report to mirror${shownDefault('reportType')}`, ['DETAILED', 'OVERALL']))
-    .addOption(enumOption('--format <format>', `where records go${shownDefault('format')}`, ['sqlite', 'ndjson']))
-    .option('--out <dir>', `NDJSON folder (with --format ndjson)${shownDefault('out')}`)
+    .addOption(
+      enumOption('--format <format>', 'where records go (default: what this database fed last; else ndjson with --out, sqlite without)', [
+        'sqlite',
+        'ndjson',
+      ]),
+    )
+    .option('--out <dir>', `NDJSON folder; given alone, it means --format ndjson (default: ${DEFAULTS.out})`)
     .option('--page-size <n>', `records per request, 1 to 100${shownDefault('pageSize')}`)
     .option('--concurrency <n>', `streams synced at once (one shared request budget)${shownDefault('concurrency')}`)
     .addOption(once('--since <date>', 'backfill from this day (YYYY-MM-DD); checkpoints untouched'))

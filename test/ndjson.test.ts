@@ -147,6 +147,42 @@ describe('checkpoints belong to one destination', () => {
     expect(moved.code).toBe(0);
     expect(JSON.parse(moved.stdout).records).toBe(30);
   });
+
+  it('--out alone means NDJSON (it went into SQLite without a word); with --format sqlite it is exit 2', async () => {
+    const s = await sim({ campaigns: 2, records: 15 });
+    const dir = tempDir();
+    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+    const db = join(dir, 'state.db');
+    const r = await cli(['pull', '--db', db, '--out', join(dir, 'drop'), '--quiet'], { env });
+    expect(r.code, r.stderr).toBe(0);
+    expect(
+      readFileSync(join(dir, 'drop', 'session_results.ndjson'), 'utf8')
+        .trim()
+        .split('\n'),
+    ).toHaveLength(15);
+    // Another folder for the same checkpoints names the one given, and no format the user never typed.
+    const other = await cli(['pull', '--db', db, '--out', join(dir, 'other')], { env });
+    expect(other.code).toBe(2);
+    expect(other.stderr).toContain(`not --format ndjson --out ${join(dir, 'other')}`);
+    // From the environment too.
+    const viaEnv = await cli(['pull', '--db', join(dir, 'env.db'), '--quiet'], {
+      env: { ...env, CAMPAIGN_SYNC_OUT: join(dir, 'env-drop') },
+    });
+    expect(viaEnv.code, viaEnv.stderr).toBe(0);
+    expect(existsSync(join(dir, 'env-drop', 'role_results.ndjson'))).toBe(true);
+    const both = await cli(['pull', '--db', join(dir, 'x.db'), '--format', 'sqlite', '--out', join(dir, 'x')], { env });
+    expect(both.code).toBe(2);
+    expect(both.stderr.trim()).toBe(
+      'campaign-sync: --out names an NDJSON folder, but --format sqlite writes records into --db; drop one of them',
+    );
+    expect(existsSync(join(dir, 'x.db'))).toBe(false);
+    const help = await cli(['pull', '--help']);
+    const text = help.stdout.replace(/\s+/g, ' ');
+    expect(text).toContain(
+      '--format <format> where records go (default: what this database fed last; else ndjson with --out, sqlite without)',
+    );
+    expect(text).toContain('--out <dir> NDJSON folder; given alone, it means --format ndjson (default: ./campaign-sync-out)');
+  });
 });
 
 describe('an NDJSON file is cut back only to what this database committed (issue 10, items 2 and 3)', () => {

@@ -33,12 +33,23 @@ export interface SyncFlags extends ApiFlags, DbFlags {
   lookback?: string;
 }
 
-/** The pass's settings with their defaults (config/schema.ts). */
+/**
+ * The pass's settings with their defaults (config/schema.ts). An NDJSON folder given without a
+ * format means NDJSON: `--out` alone went into SQLite without a word, and moving to the folder then
+ * took a reset and a full re-read. Given with `--format sqlite`, the two contradict each other.
+ */
 function syncSettings(flags: SyncFlags) {
+  const format = flags.format ?? checkAt(syncSchema.format, ENV.format.name, readEnv('format'));
+  const out = flags.out ?? readEnv('out');
+  if (format === 'sqlite' && out !== undefined) {
+    const formatWhere = flags.format !== undefined ? '--format sqlite' : `${ENV.format.name}=sqlite`;
+    const outWhere = flags.out !== undefined ? '--out' : ENV.out.name;
+    throw new UsageError(`${outWhere} names an NDJSON folder, but ${formatWhere} writes records into --db; drop one of them`);
+  }
   return parseSettings(syncSchema, {
     reportType: flags.reportType,
-    format: flags.format ?? checkAt(syncSchema.format, ENV.format.name, readEnv('format')),
-    out: flags.out ?? readEnv('out'),
+    format: format ?? (out !== undefined ? 'ndjson' : undefined),
+    out,
     pageSize: flags.pageSize,
     concurrency: flags.concurrency,
     lookback: flags.lookback,
