@@ -6,7 +6,7 @@ import { exitCodeForPass, UsageError } from '../errors.js';
 import { startSimulator } from '../simulator/server.js';
 import { Campaigns } from '../store/campaigns.js';
 import { Checkpoints } from '../store/checkpoints.js';
-import { openDatabase } from '../store/db.js';
+import { isEmptyDatabase, openDatabase } from '../store/db.js';
 import { isPgUrl } from '../store/pg/url.js';
 import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
@@ -27,7 +27,8 @@ export interface DemoFlags extends OutputFlags {
  * so it refuses such a --db rather than mixing them in (status would watch them, exports carry them).
  */
 function foreignCampaigns(db: string, served: Set<string>): number {
-  if (!existsSync(db)) return 0;
+  // An empty file holds no campaigns: the pull makes it a new database, as `pull` does.
+  if (!existsSync(db) || isEmptyDatabase(db)) return 0;
   const d = openDatabase(db, { mustExist: true, readonly: true });
   try {
     const ids = new Set([...new Campaigns(d).names().keys(), ...new Checkpoints(d).all().map((s) => s.campaign_id)]);

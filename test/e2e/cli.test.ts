@@ -172,6 +172,22 @@ describe('cli: against the simulator', () => {
     expect(pg.code).toBe(2);
     expect(pg.stderr).toMatch(/never into a PostgreSQL mirror/);
   });
+
+  it('demo takes an empty file as a new database, as pull does (a newcomer has no key for pull); other files stay refused', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'campaign-sync-demo.db'), '', { mode: 0o600 });
+    const r = await cli(['demo', '--records', '5', '--json'], { cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).records).toBe(30);
+    const status = await cli(['status', '--db', join(dir, 'campaign-sync-demo.db'), '--json']);
+    expect(JSON.parse(status.stdout).streams.length).toBe(6);
+
+    writeFileSync(join(dir, 'one-byte.db'), '\n');
+    const refused = await cli(['demo', '--db', 'one-byte.db'], { cwd: dir });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/one-byte\.db is not a campaign-sync database/);
+    expect(readFileSync(join(dir, 'one-byte.db'), 'utf8')).toBe('\n');
+  });
 });
 
 describe('cli: campaigns of an unknown type', () => {
