@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cli, sim, tempDir } from '../helpers/index.js';
+import { BIN, cli, sim, tempDir } from '../helpers/index.js';
 
 const COMMANDS = ['campaigns', 'pull', 'watch', 'status', 'export', 'reset', 'simulate', 'demo'];
 
@@ -171,6 +172,36 @@ describe('cli: against the simulator', () => {
     const pg = await cli(['demo', '--db', 'postgres://127.0.0.1:9/x'], { cwd: dir });
     expect(pg.code).toBe(2);
     expect(pg.stderr).toMatch(/never into a PostgreSQL mirror/);
+  });
+
+  it("demo's Try next hints paste as they are: a --db with spaces, quotes, $(…) or terminal escapes is shell-quoted", async () => {
+    const dir = tempDir();
+    const shells = { plain: ['dash', 'zsh'], escaped: ['bash', 'zsh'] };
+    for (const [db, quoted, kind] of [
+      ['campaign-sync-demo.db', 'campaign-sync-demo.db', 'plain'],
+      ['team mirror.db', "'team mirror.db'", 'plain'],
+      ["my demo's $(touch pwned).db", "'my demo'\\''s $(touch pwned).db'", 'plain'],
+      ['esc\u001b]0;title\u0007.db', "$'esc\\x1b]0;title\\x07.db'", 'escaped'],
+    ] as const) {
+      const r = await cli(['demo', '--db', db, '--campaigns', '2', '--records', '5'], { cwd: dir });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+      const hints = r.stdout.split('\n').filter((l) => /^ {2}(npx campaign-sync|sqlite3) /.test(l));
+      expect(hints).toContain(`  npx campaign-sync status --db ${quoted}`);
+      // Pasted into a shell (npx replaced by the built CLI), each names the same file and runs nothing else.
+      const status = (hints.find((l) => l.includes(' status ')) as string).replace('npx campaign-sync', `"${process.execPath}" "${BIN}"`);
+      const sqlite = hints.find((l) => l.startsWith('  sqlite3 ')) as string;
+      for (const shell of shells[kind]) {
+        const env = { ...process.env, CAMPAIGN_SYNC_DB: undefined, XDG_STATE_HOME: tempDir() };
+        const s = spawnSync(shell, ['-c', `${status} --json`], { cwd: dir, env, encoding: 'utf8' });
+        expect(s.status, `${shell}: ${s.stderr}`).toBe(0);
+        expect(JSON.parse(s.stdout).streams.length).toBe(2);
+        const q = spawnSync(shell, ['-c', sqlite], { cwd: dir, encoding: 'utf8' });
+        expect(q.status, `${shell}: ${q.stderr}`).toBe(0);
+        expect(q.stdout).toMatch(/^\w+\|\d+\|/);
+      }
+      expect(existsSync(join(dir, 'pwned'))).toBe(false);
+    }
   });
 
   it('demo takes an empty file as a new database, as pull does (a newcomer has no key for pull); other files stay refused', async () => {
