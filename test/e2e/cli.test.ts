@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BIN, cli, sim, tempDir } from '../helpers/index.js';
+import { BIN, cli, sim, startCli, tempDir } from '../helpers/index.js';
 
 const COMMANDS = ['campaigns', 'pull', 'watch', 'status', 'export', 'reset', 'simulate', 'demo'];
 
@@ -201,6 +201,31 @@ describe('cli: against the simulator', () => {
         expect(q.stdout).toMatch(/^\w+\|\d+\|/);
       }
       expect(existsSync(join(dir, 'pwned'))).toBe(false);
+    }
+  });
+
+  it("simulate's hints paste into zsh on IPv6 loopback: the URL's brackets are quoted, not a glob", async () => {
+    const run = startCli(['simulate', '--port', '0', '--host', '::1', '--campaigns', '2', '--records', '3']);
+    try {
+      await run.waitFor(/stop with Ctrl-C/);
+      const lines = run.stderr().split('\n');
+      const curl = (lines.find((l) => l.startsWith('try: ')) as string).slice('try: '.length);
+      expect(curl).toMatch(/^curl -H "Authorization: Bearer demo-key" 'http:\/\/\[::1\]:\d+\/v1\/campaigns'$/);
+      const pull = (lines.find((l) => l.startsWith('or:  ')) as string).slice('or:  '.length);
+      const c = spawnSync('zsh', ['-c', `${curl} -s --noproxy '*'`], { encoding: 'utf8' });
+      expect(c.status, c.stderr).toBe(0);
+      expect(JSON.parse(c.stdout).data.length).toBe(2);
+      const env = { ...process.env, CAMPAIGN_SYNC_DB: undefined, CAMPAIGN_SYNC_BASE_URL: undefined, XDG_STATE_HOME: tempDir() };
+      const db = join(tempDir(), 'm.db');
+      const p = spawnSync('zsh', ['-c', `${pull.replace('campaign-sync', `"${process.execPath}" "${BIN}"`)} --db ${db} --json`], {
+        encoding: 'utf8',
+        env,
+      });
+      expect(p.status, p.stderr).toBe(0);
+      expect(JSON.parse(p.stdout).records).toBe(6);
+    } finally {
+      run.child.kill('SIGTERM');
+      await run.exited;
     }
   });
 
