@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parseDate } from '../src/config/duration.js';
 import { parseFaults } from '../src/simulator/faults.js';
 import {
   CEFR_LEVELS,
@@ -264,6 +265,30 @@ describe('simulator: errors', () => {
       expect(specError.parse(res.json).error.status_code).toBe(400);
     }
     expect((await get(s, '/v1/campaigns/role/results')).status).toBe(400);
+  });
+
+  it('400 for a date the calendar does not have (never rolled over to the next month), as the client refuses it', async () => {
+    const s = await sim({ campaigns: 2, records: 1 });
+    const { session } = await campaignsOf(s);
+    const base = `/v1/campaigns/session/results?campaign_id=${session[0]?.id}`;
+    for (const [q, message] of [
+      ['&start_date=2026-02-30&end_date=2026-02-30', 'start_date: "2026-02-30" is not a day of the calendar (2026-02 has 28 days)'],
+      ['&end_date=2026-04-31', 'end_date: "2026-04-31" is not a day of the calendar (2026-04 has 30 days)'],
+      ['&start_date=2025-02-29', 'start_date: "2025-02-29" is not a day of the calendar (2025-02 has 28 days)'],
+      ['&start_date=2026-13-45', 'start_date: "2026-13-45" has no month 13'],
+      ['&start_date=2026-00-10', 'start_date: "2026-00-10" has no month 00'],
+      ['&end_date=2026-01-00', 'end_date: "2026-01-00" is not a day of the calendar (2026-01 has 31 days)'],
+      ['&end_date=2026-1-1', 'end_date: "2026-1-1" is not a date in the form YYYY-MM-DD'],
+    ] as const) {
+      const res = await get(s, base + q);
+      expect(res.status, q).toBe(400);
+      expect(specError.parse(res.json).error).toMatchObject({ message, status_code: 400 });
+      // The client's own check says the same of --since.
+      const value = q.split('=').at(-1) as string;
+      expect(() => parseDate(value, 'x')).toThrow(`x: ${message.slice(message.indexOf('"'))}`);
+    }
+    // A leap day is a day.
+    expect((await get(s, `${base}&start_date=2024-02-29&end_date=2028-02-29`)).status).toBe(200);
   });
 
   it('429 with Retry-After past the per-key limit', async () => {

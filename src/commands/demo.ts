@@ -6,11 +6,13 @@ import { exitCodeForPass, UsageError } from '../errors.js';
 import { startSimulator } from '../simulator/server.js';
 import { Campaigns } from '../store/campaigns.js';
 import { Checkpoints } from '../store/checkpoints.js';
-import { openDatabase } from '../store/db.js';
+import { isEmptyDatabase, openDatabase } from '../store/db.js';
 import { isPgUrl } from '../store/pg/url.js';
+import { showText } from '../ui/escape.js';
 import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
+import { shellWord } from '../ui/shell.js';
 import { passDocument, passTable } from '../ui/summary.js';
 import { formatCount } from '../ui/table.js';
 
@@ -27,7 +29,8 @@ export interface DemoFlags extends OutputFlags {
  * so it refuses such a --db rather than mixing them in (status would watch them, exports carry them).
  */
 function foreignCampaigns(db: string, served: Set<string>): number {
-  if (!existsSync(db)) return 0;
+  // An empty file holds no campaigns: the pull makes it a new database, as `pull` does.
+  if (!existsSync(db) || isEmptyDatabase(db)) return 0;
   const d = openDatabase(db, { mustExist: true, readonly: true });
   try {
     const ids = new Set([...new Campaigns(d).names().keys(), ...new Checkpoints(d).all().map((s) => s.campaign_id)]);
@@ -81,12 +84,14 @@ export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<numbe
       progress.stop();
       await session.close();
     }
+    // Hints people paste: the path as one shell word (spaces, quotes, $(…)), its escapes kept.
+    const path = shellWord(db);
     out.print(`
-The mirror is in ${resolve(db)}. Try next:
-  npx campaign-sync status --db ${db}
-  npx campaign-sync export --db ${db} --table session-results --format csv -o session-results.csv
-  sqlite3 ${db} "SELECT scenario_type, count(*), round(avg(score), 2) FROM session_results GROUP BY 1"
-  npx campaign-sync demo --db ${db}        # again: an incremental pull finds nothing new
+The mirror is in ${showText(resolve(db))}. Try next:
+  npx campaign-sync status --db ${path}
+  npx campaign-sync export --db ${path} --table session-results --format csv -o session-results.csv
+  sqlite3 ${path} "SELECT scenario_type, count(*), round(avg(score), 2) FROM session_results GROUP BY 1"
+  npx campaign-sync demo --db ${path}        # again: an incremental pull finds nothing new
   npx campaign-sync simulate --port 8080   # a simulator to rehearse your own pipeline against`);
     return code;
   } finally {

@@ -1,3 +1,4 @@
+import { calendarDateProblem } from '../core/date.js';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 
@@ -53,15 +54,8 @@ export function parseRate(text: string, what: string): Rate {
 
 /** Parses a `YYYY-MM-DD` calendar date (checked to exist) and returns it unchanged. */
 export function parseDate(text: string, what: string): string {
-  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
-  if (!m) throw new UsageError(`${what}: "${text}" is not a date in the form YYYY-MM-DD`);
-  const d = new Date(`${text}T00:00:00Z`);
-  if (Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== text) {
-    const month = Number(m[2]);
-    if (month < 1 || month > 12) throw new UsageError(`${what}: "${text}" has no month ${m[2]}`);
-    const days = new Date(Date.UTC(Number(m[1]), month, 0)).getUTCDate();
-    throw new UsageError(`${what}: "${text}" is not a day of the calendar (${m[1]}-${m[2]} has ${days} days)`);
-  }
+  const problem = calendarDateProblem(text);
+  if (problem !== undefined) throw new UsageError(`${what}: ${problem}`);
   return text;
 }
 

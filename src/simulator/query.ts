@@ -3,8 +3,8 @@
  * campaign list's paging parameters (the `campaigns-paged` quirk), with the 400s the README lists.
  */
 import { randomUUID } from 'node:crypto';
+import { calendarDateProblem } from '../core/date.js';
 
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
 const INT64 = /^-?\d{1,19}$/;
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -55,9 +55,8 @@ export function parseQuery(url: URL, allowed: { reportType: boolean }) {
     ['start_date', startDate],
     ['end_date', endDate],
   ] as const) {
-    if (v !== undefined && (!DATE.test(v) || Number.isNaN(Date.parse(`${v}T00:00:00Z`)))) {
-      throw new HttpError(400, `${name} must be a date in the form YYYY-MM-DD`);
-    }
+    const problem = v === undefined ? undefined : calendarDateProblem(v);
+    if (problem !== undefined) throw new HttpError(400, `${name}: ${problem}`);
   }
   const afterText = one('starting_after');
   let startingAfter: bigint | undefined;

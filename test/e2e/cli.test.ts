@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cli, sim, tempDir } from '../helpers/index.js';
+import { BIN, cli, sim, startCli, tempDir } from '../helpers/index.js';
 
 const COMMANDS = ['campaigns', 'pull', 'watch', 'status', 'export', 'reset', 'simulate', 'demo'];
 
@@ -171,6 +172,77 @@ describe('cli: against the simulator', () => {
     const pg = await cli(['demo', '--db', 'postgres://127.0.0.1:9/x'], { cwd: dir });
     expect(pg.code).toBe(2);
     expect(pg.stderr).toMatch(/never into a PostgreSQL mirror/);
+  });
+
+  it("demo's Try next hints paste as they are: a --db with spaces, quotes, $(…) or terminal escapes is shell-quoted", async () => {
+    const dir = tempDir();
+    const shells = { plain: ['dash', 'zsh'], escaped: ['bash', 'zsh'] };
+    for (const [db, quoted, kind] of [
+      ['campaign-sync-demo.db', 'campaign-sync-demo.db', 'plain'],
+      ['team mirror.db', "'team mirror.db'", 'plain'],
+      ["my demo's $(touch pwned).db", "'my demo'\\''s $(touch pwned).db'", 'plain'],
+      ['esc\u001b]0;title\u0007.db', "$'esc\\x1b]0;title\\x07.db'", 'escaped'],
+    ] as const) {
+      const r = await cli(['demo', '--db', db, '--campaigns', '2', '--records', '5'], { cwd: dir });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+      const hints = r.stdout.split('\n').filter((l) => /^ {2}(npx campaign-sync|sqlite3) /.test(l));
+      expect(hints).toContain(`  npx campaign-sync status --db ${quoted}`);
+      // Pasted into a shell (npx replaced by the built CLI), each names the same file and runs nothing else.
+      const status = (hints.find((l) => l.includes(' status ')) as string).replace('npx campaign-sync', `"${process.execPath}" "${BIN}"`);
+      const sqlite = hints.find((l) => l.startsWith('  sqlite3 ')) as string;
+      for (const shell of shells[kind]) {
+        const env = { ...process.env, CAMPAIGN_SYNC_DB: undefined, XDG_STATE_HOME: tempDir() };
+        const s = spawnSync(shell, ['-c', `${status} --json`], { cwd: dir, env, encoding: 'utf8' });
+        expect(s.status, `${shell}: ${s.stderr}`).toBe(0);
+        expect(JSON.parse(s.stdout).streams.length).toBe(2);
+        const q = spawnSync(shell, ['-c', sqlite], { cwd: dir, encoding: 'utf8' });
+        expect(q.status, `${shell}: ${q.stderr}`).toBe(0);
+        expect(q.stdout).toMatch(/^\w+\|\d+\|/);
+      }
+      expect(existsSync(join(dir, 'pwned'))).toBe(false);
+    }
+  });
+
+  it("simulate's hints paste into zsh on IPv6 loopback: the URL's brackets are quoted, not a glob", async () => {
+    const run = startCli(['simulate', '--port', '0', '--host', '::1', '--campaigns', '2', '--records', '3']);
+    try {
+      await run.waitFor(/stop with Ctrl-C/);
+      const lines = run.stderr().split('\n');
+      const curl = (lines.find((l) => l.startsWith('try: ')) as string).slice('try: '.length);
+      expect(curl).toMatch(/^curl -H "Authorization: Bearer demo-key" 'http:\/\/\[::1\]:\d+\/v1\/campaigns'$/);
+      const pull = (lines.find((l) => l.startsWith('or:  ')) as string).slice('or:  '.length);
+      const c = spawnSync('zsh', ['-c', `${curl} -s --noproxy '*'`], { encoding: 'utf8' });
+      expect(c.status, c.stderr).toBe(0);
+      expect(JSON.parse(c.stdout).data.length).toBe(2);
+      const env = { ...process.env, CAMPAIGN_SYNC_DB: undefined, CAMPAIGN_SYNC_BASE_URL: undefined, XDG_STATE_HOME: tempDir() };
+      const db = join(tempDir(), 'm.db');
+      const p = spawnSync('zsh', ['-c', `${pull.replace('campaign-sync', `"${process.execPath}" "${BIN}"`)} --db ${db} --json`], {
+        encoding: 'utf8',
+        env,
+      });
+      expect(p.status, p.stderr).toBe(0);
+      expect(JSON.parse(p.stdout).records).toBe(6);
+    } finally {
+      run.child.kill('SIGTERM');
+      await run.exited;
+    }
+  });
+
+  it('demo takes an empty file as a new database, as pull does (a newcomer has no key for pull); other files stay refused', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'campaign-sync-demo.db'), '', { mode: 0o600 });
+    const r = await cli(['demo', '--records', '5', '--json'], { cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).records).toBe(30);
+    const status = await cli(['status', '--db', join(dir, 'campaign-sync-demo.db'), '--json']);
+    expect(JSON.parse(status.stdout).streams.length).toBe(6);
+
+    writeFileSync(join(dir, 'one-byte.db'), '\n');
+    const refused = await cli(['demo', '--db', 'one-byte.db'], { cwd: dir });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/one-byte\.db is not a campaign-sync database/);
+    expect(readFileSync(join(dir, 'one-byte.db'), 'utf8')).toBe('\n');
   });
 });
 
