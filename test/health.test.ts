@@ -12,7 +12,7 @@ import { openDatabase } from '../src/store/db.js';
 import { RunLock } from '../src/store/lock.js';
 import { assessHealth } from '../src/sync/health.js';
 import { relativeTime } from '../src/ui/health.js';
-import { tempDir } from './helpers/index.js';
+import { cli, sim, tempDir } from './helpers/index.js';
 
 const MIN = 60_000;
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
@@ -123,5 +123,38 @@ describe('human status', () => {
     expect(relativeTime('2026-01-02T23:59:48Z', now)).toBe('12 s ago');
     expect(relativeTime('2026-01-02T21:00:00Z', now)).toBe('3 h ago');
     expect(relativeTime('2026-01-01T00:00:00Z', now)).toBe('2 d ago');
+  });
+});
+
+describe('a campaign the service no longer lists', () => {
+  it('is named by pull, marked in status, and left out of status --check instead of stale for ever', async () => {
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    // The same seed: the first two campaigns of four are the two of the second list.
+    const before = await sim({ seed: 5, campaigns: 4, records: 3 });
+    const env = (s: { url: string; apiKey: string }) => ({ CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey });
+    expect((await cli(['pull', '--db', db, '--quiet'], { env: env(before) })).code).toBe(0);
+    await new Promise((r) => setTimeout(r, 2100));
+    const after = await sim({ seed: 5, campaigns: 2, records: 3 });
+    const pulled = await cli(['pull', '--db', db], { env: env(after) });
+    expect(pulled.code, pulled.stderr).toBe(0);
+    const warned = pulled.stderr.split('\n').filter((l) => l.includes('is no longer listed by the service (last listed '));
+    expect(warned).toHaveLength(2);
+    // Its streams' last success is 2 s old, the listed ones' fresh: stale (exit 4) before.
+    const check = await cli(['status', '--check', '--max-age', '2s', '--db', db]);
+    expect(check.code, check.stdout).toBe(0);
+    const lines = check.stdout.trim().split('\n');
+    expect(lines.filter((l) => l.includes(': not listed by the service since '))).toHaveLength(2);
+    expect(lines.at(-1)).toMatch(/^OK: 2 of 2 streams healthy/);
+    const doc = JSON.parse((await cli(['status', '--check', '--max-age', '2s', '--json', '--db', db])).stdout);
+    expect(doc.unlisted).toHaveLength(2);
+    expect(doc.unlisted[0].listed_last_at).toMatch(/^\d{4}-\d\d-\d\dT/);
+    const all = JSON.parse((await cli(['status', '--json', '--db', db])).stdout).streams;
+    expect(all.filter((s: { unlisted_since: string | null }) => s.unlisted_since !== null)).toHaveLength(2);
+    // Listed again: back in the check, nothing marked.
+    expect((await cli(['pull', '--db', db, '--quiet'], { env: env(before) })).code).toBe(0);
+    const again = JSON.parse((await cli(['status', '--check', '--json', '--db', db])).stdout);
+    expect(again.unlisted).toHaveLength(0);
+    expect(again.streams).toBe(4);
   });
 });

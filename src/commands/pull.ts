@@ -8,6 +8,23 @@ import { failureLines, passDocument, passTable } from '../ui/summary.js';
 /** What `pull` takes: the sync settings and the output options. */
 export type PullFlags = SyncFlags & OutputFlags;
 
+/**
+ * A campaign this database synced that the service's list no longer holds (its key lost access, or
+ * the campaign was removed) is never synced again: said once per pull, by name, so that a stream
+ * that stops moving is not taken for a sync problem. `status` shows it too.
+ */
+async function warnUnlisted(session: SyncJob, out: Output): Promise<void> {
+  const gone = new Map<string, string>();
+  for (const row of await session.store.streams()) if (row.unlisted_since) gone.set(row.campaign_id, row.unlisted_since);
+  if (gone.size === 0) return;
+  const names = await session.store.campaignNames();
+  for (const [id, since] of gone) {
+    out.warn(
+      `campaign ${names.get(id) ?? id} (${id}) is no longer listed by the service (last listed ${since}): its records and checkpoints are kept; it is not synced and \`status --check\` leaves it out`,
+    );
+  }
+}
+
 /** `campaign-sync pull`: one pass, a summary, and the exit code of PRODUCT.md §3. */
 export async function pull(flags: PullFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
@@ -22,6 +39,7 @@ export async function pull(flags: PullFlags, signal: AbortSignal): Promise<numbe
     if (!out.quiet && !out.json) out.print(passTable(result, out.tableStyle));
     // The table lists failures; without it (--quiet, --json) each failed stream still gets one line.
     if (out.quiet || out.json) for (const line of failureLines(result)) out.error(line);
+    if (!out.quiet) await warnUnlisted(session, out);
     return exitCodeForPass(result);
   } finally {
     progress.stop();

@@ -61,6 +61,7 @@ export async function status(flags: StatusFlags): Promise<number> {
         last_success_at: r.last_success_at,
         last_error: r.last_error,
         last_error_at: r.last_error_at,
+        unlisted_since: r.unlisted_since,
       })),
       skipped: skipped.map((s) => ({ id: s.id, name: s.name, type: s.type, reason: 'campaign type not supported' })),
     });
@@ -82,7 +83,11 @@ export async function status(flags: StatusFlags): Promise<number> {
             r.cursor === null ? '' : r.cursor.toString(),
             formatCount(r.records),
             relativeTime(r.last_success_at, now),
-            r.last_error ? `${relativeTime(r.last_error_at, now)}: ${r.last_error}` : '',
+            r.last_error
+              ? `${relativeTime(r.last_error_at, now)}: ${r.last_error}`
+              : r.unlisted_since
+                ? `not listed by the service since ${relativeTime(r.unlisted_since, now)}`
+                : '',
           ]),
           [],
           // An error is cut later than a name: its end (status, message, request id) is what helps.

@@ -23,7 +23,19 @@ export interface StreamRow {
   last_success_at: string | null;
   last_error: string | null;
   last_error_at: string | null;
+  /**
+   * When the stream's campaign was last listed, if the service's newest campaign list left it out
+   * (its key lost access, or the campaign was removed); null while it is listed.
+   */
+  unlisted_since: string | null;
 }
+
+/**
+ * Every stream, with `unlisted_since`: every campaign of one list gets the same `seen_at`, so one
+ * older than the newest was not in the newest list. Shared by the SQLite and PostgreSQL mirrors.
+ */
+export const STREAMS_SQL = `SELECT s.*, CASE WHEN c.seen_at < (SELECT max(seen_at) FROM campaigns) THEN c.seen_at END AS unlisted_since
+  FROM sync_state s LEFT JOIN campaigns c ON c.id = s.campaign_id`;
 
 function prepare(db: Db) {
   return {
@@ -36,7 +48,7 @@ function prepare(db: Db) {
     count: db.prepare('UPDATE sync_state SET records = max(0, records + ?) WHERE stream = ?'),
     success: db.prepare('UPDATE sync_state SET last_success_at = ?, last_error = NULL, last_error_at = NULL WHERE stream = ?'),
     failure: db.prepare('UPDATE sync_state SET last_error = ?, last_error_at = ? WHERE stream = ?'),
-    all: db.prepare('SELECT * FROM sync_state ORDER BY campaign_id, endpoint, report_type').safeIntegers(true),
+    all: db.prepare(`${STREAMS_SQL} ORDER BY s.campaign_id, s.endpoint, s.report_type`).safeIntegers(true),
     hasStreams: db.prepare('SELECT 1 FROM sync_state WHERE campaign_id = ? LIMIT 1').pluck(),
     destination: db.prepare("SELECT value FROM meta WHERE key = 'destination'").pluck(),
     erasePending: db.prepare('SELECT 1 FROM meta WHERE key = ?').pluck().bind(ERASE_PENDING_KEY),

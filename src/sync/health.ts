@@ -12,6 +12,8 @@ export interface StreamState {
   last_success_at: string | null;
   last_error: string | null;
   last_error_at: string | null;
+  /** Set when the service's newest campaign list left the stream's campaign out (see StreamRow). */
+  unlisted_since?: string | null;
 }
 
 export type Unhealthy<S extends StreamState = StreamState> =
@@ -26,13 +28,24 @@ export interface Health<S extends StreamState = StreamState> {
   healthy: number;
   total: number;
   unhealthy: Unhealthy<S>[];
+  /** Streams of campaigns the service no longer lists: left out of the verdict (see assessHealth). */
+  unlisted: S[];
   maxAgeMs: number;
 }
 
 /** Judges every stream at `now` (ms since the epoch). */
 export function assessHealth<S extends StreamState>(rows: readonly S[], now: number, maxAgeMs: number): Health<S> {
   const unhealthy: Unhealthy<S>[] = [];
+  const unlisted: S[] = [];
+  const judged: S[] = [];
   for (const row of rows) {
+    // A campaign the service no longer lists cannot be synced, and would be stale for ever: it is
+    // named apart and left out of the verdict (its records and checkpoint stay, should it come back).
+    if (row.unlisted_since) {
+      unlisted.push(row);
+      continue;
+    }
+    judged.push(row);
     if (row.last_error !== null) {
       unhealthy.push({ row, reason: 'failing', error: row.last_error, since: row.last_error_at });
       continue;
@@ -41,7 +54,7 @@ export function assessHealth<S extends StreamState>(rows: readonly S[], now: num
     if (Number.isNaN(at)) unhealthy.push({ row, reason: 'never' });
     else if (now - at > maxAgeMs) unhealthy.push({ row, reason: 'stale', ageMs: now - at });
   }
-  const healthy = rows.length - unhealthy.length;
+  const healthy = judged.length - unhealthy.length;
   const verdict: HealthVerdict = healthy === 0 ? 'down' : unhealthy.length > 0 ? 'degraded' : 'ok';
-  return { verdict, healthy, total: rows.length, unhealthy, maxAgeMs };
+  return { verdict, healthy, total: judged.length, unhealthy, unlisted, maxAgeMs };
 }

@@ -24,9 +24,15 @@ export function unhealthyReason(u: Unhealthy, now: number, maxAgeMs: number): st
   return `stale: last success ${relativeTime(u.row.last_success_at, now)}, older than --max-age ${formatDuration(maxAgeMs)}`;
 }
 
-/** One line per unhealthy stream, then the verdict: what a monitoring check prints. */
+/** Why a stream is left out of the health rule, in words, without its name. */
+export function unlistedReason(row: StreamState, now: number): string {
+  return `not listed by the service since ${relativeTime(row.unlisted_since ?? null, now)} (the key lost access, or the campaign was removed); left out of the check, its records kept`;
+}
+
+/** One line per unhealthy stream, one per stream left out, then the verdict: what a monitoring check prints. */
 export function healthLines<S extends StreamState>(h: Health<S>, label: (row: S) => string, now: number): string[] {
   const lines = h.unhealthy.map((u) => showText(`${label(u.row as S)}: ${unhealthyReason(u, now, h.maxAgeMs)}`));
+  for (const row of h.unlisted) lines.push(showText(`${label(row)}: ${unlistedReason(row, now)}`));
   const word = h.verdict === 'ok' ? 'OK' : h.verdict === 'degraded' ? 'WARNING' : 'CRITICAL';
   lines.push(`${word}: ${h.healthy} of ${h.total} streams healthy (max age ${formatDuration(h.maxAgeMs)})`);
   return lines;
@@ -47,6 +53,12 @@ export function healthDocument<S extends StreamState>(h: Health<S>, label: (row:
       last_success_at: u.row.last_success_at,
       last_error: u.row.last_error,
       last_error_at: u.row.last_error_at,
+    })),
+    unlisted: h.unlisted.map((row) => ({
+      stream: row.stream,
+      name: label(row),
+      listed_last_at: row.unlisted_since ?? null,
+      detail: unlistedReason(row, now),
     })),
   };
 }

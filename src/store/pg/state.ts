@@ -7,15 +7,16 @@
 import type pg from 'pg';
 import type { CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
-import type { StreamRow } from '../checkpoints.js';
+import { STREAMS_SQL, type StreamRow } from '../checkpoints.js';
 import type { PgDatabase } from './database.js';
 import { prepared } from './mirror.js';
 
-type RawRow = Omit<StreamRow, 'cursor' | 'records' | 'last_success_at' | 'last_error_at'> & {
+type RawRow = Omit<StreamRow, 'cursor' | 'records' | 'last_success_at' | 'last_error_at' | 'unlisted_since'> & {
   cursor: string | null;
   records: string;
   last_success_at: Date | null;
   last_error_at: Date | null;
+  unlisted_since: Date | null;
 };
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
@@ -89,13 +90,14 @@ export class PgState {
 
   /** Every stream's row, as store/checkpoints.ts returns them (bigint cursors, ISO times). */
   async all(): Promise<StreamRow[]> {
-    const r = await this.db.query<RawRow>('SELECT * FROM sync_state ORDER BY campaign_id, endpoint, report_type NULLS FIRST');
+    const r = await this.db.query<RawRow>(`${STREAMS_SQL} ORDER BY s.campaign_id, s.endpoint, s.report_type NULLS FIRST`);
     return r.rows.map((row) => ({
       ...row,
       cursor: row.cursor === null ? null : BigInt(row.cursor),
       records: BigInt(row.records),
       last_success_at: iso(row.last_success_at),
       last_error_at: iso(row.last_error_at),
+      unlisted_since: iso(row.unlisted_since),
     }));
   }
 
