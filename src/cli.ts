@@ -3,7 +3,7 @@
  * when that command runs, so `campaign-sync --help` loads nothing heavy (STYLE.md rule 1).
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { shownDefault } from './config/defaults.js';
+import { CHOICES, shownDefault } from './config/defaults.js';
 import { packageVersion } from './core/version.js';
 
 /** What an action leaves for main.ts: the exit code. */
@@ -46,7 +46,13 @@ function apiOptions(cmd: Command): Command {
       '--max-retry-wait <duration>',
       `longest Retry-After to wait; a longer one fails the stream at once${shownDefault('maxRetryWait')}`,
     )
-    .option('--compression <mode>', `gzip response bodies: auto (all but loopback hosts), gzip or off${shownDefault('compression')}`)
+    .addOption(
+      enumOption(
+        '--compression <mode>',
+        `gzip response bodies: auto (all but loopback hosts), gzip or off${shownDefault('compression')}`,
+        CHOICES.compression,
+      ),
+    )
     .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host')
     .option(VERBOSE, VERBOSE_HELP);
 }
@@ -79,9 +85,9 @@ function syncOptions(cmd: Command, watch = false): Command {
   };
   return cmd
     .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect)
-    .addOption(enumOption('--type <type>', 'only this kind of campaign', ['session', 'role']))
-    .addOption(enumOption('--report-type <type>', `role report to mirror${shownDefault('reportType')}`, ['DETAILED', 'OVERALL']))
-    .addOption(enumOption('--format <format>', `where records go${shownDefault('format')}`, ['sqlite', 'ndjson']))
+    .addOption(enumOption('--type <type>', 'only this kind of campaign', CHOICES.type))
+    .addOption(enumOption('--report-type <type>', `role report to mirror${shownDefault('reportType')}`, CHOICES.reportType))
+    .addOption(enumOption('--format <format>', `where records go${shownDefault('format')}`, CHOICES.format))
     .option('--out <dir>', `NDJSON folder (with --format ndjson)${shownDefault('out')}`)
     .option('--page-size <n>', `records per request, 1 to 100${shownDefault('pageSize')}`)
     .option('--concurrency <n>', `streams synced at once (one shared request budget)${shownDefault('concurrency')}`)
@@ -170,16 +176,8 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       program
         .command('export')
         .description('stream a table of the mirror as CSV, NDJSON or Parquet')
-        .addOption(
-          enumOption('--table <table>', 'what to export', [
-            'campaigns',
-            'session-results',
-            'role-results',
-            'score-details',
-            'eval-results',
-          ]).makeOptionMandatory(),
-        )
-        .addOption(enumOption('--format <format>', `output format${shownDefault('exportFormat')}`, ['csv', 'ndjson', 'parquet']))
+        .addOption(enumOption('--table <table>', 'what to export', CHOICES.table).makeOptionMandatory())
+        .addOption(enumOption('--format <format>', `output format${shownDefault('exportFormat')}`, CHOICES.exportFormat))
         .option('-o, --output <file>', 'write to this file (0600) instead of stdout (- is stdout)')
         .option('--campaign <id-or-name>', 'only rows of this campaign')
         .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
@@ -220,9 +218,9 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       ),
     )
       .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect)
-      .addOption(enumOption('--type <type>', 'only this kind of campaign', ['session', 'role']))
-      .addOption(enumOption('--report-type <type>', `role report to compare${shownDefault('reportType')}`, ['DETAILED', 'OVERALL']))
-      .addOption(enumOption('--format <format>', 'destination to compare (default: the one this database feeds)', ['sqlite', 'ndjson']))
+      .addOption(enumOption('--type <type>', 'only this kind of campaign', CHOICES.type))
+      .addOption(enumOption('--report-type <type>', `role report to compare${shownDefault('reportType')}`, CHOICES.reportType))
+      .addOption(enumOption('--format <format>', 'destination to compare (default: the one this database feeds)', CHOICES.format))
       .option('--out <dir>', 'NDJSON folder (default: the one this database feeds)')
       .option('--page-size <n>', `records per request, 1 to 100${shownDefault('pageSize')}`)
       .option('--prune', 'delete gone records from the mirror (NDJSON: append one tombstone line each)'),
