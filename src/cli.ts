@@ -303,9 +303,11 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     'campaign-sync completion zsh > ~/.zsh/completions/_campaign-sync',
     'campaign-sync completion fish > ~/.config/fish/completions/campaign-sync.fish',
   ).action(async (shell: string) => {
+    const { completion, SHELLS } = await import('./commands/completion.js');
     const commands = program.commands.map((c) => ({
       name: c.name(),
       description: c.description(),
+      args: c.name() === 'completion' ? SHELLS : undefined,
       // An option kept out of --help (watch's --full, --since, --until: refused) is not offered here either.
       options: [
         ...c.options.filter((o) => !o.hidden),
@@ -317,7 +319,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         description: o.description,
       })),
     }));
-    done((await import('./commands/completion.js')).completion(shell, commands, (text) => process.stdout.write(text)));
+    done(completion(shell, commands, (text) => process.stdout.write(text)));
   });
 
   return program;
