@@ -3,7 +3,7 @@
  * when that command runs, so `campaign-sync --help` loads nothing heavy (STYLE.md rule 1).
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { DEFAULTS, shownDefault } from './config/defaults.js';
+import { CHOICES, DEFAULTS, shownDefault } from './config/defaults.js';
 import { packageVersion } from './core/version.js';
 
 /** What an action leaves for main.ts: the exit code. */
@@ -46,7 +46,13 @@ function apiOptions(cmd: Command): Command {
       '--max-retry-wait <duration>',
       `longest Retry-After to wait; a longer one fails the stream at once${shownDefault('maxRetryWait')}`,
     )
-    .option('--compression <mode>', `gzip response bodies: auto (all but loopback hosts), gzip or off${shownDefault('compression')}`)
+    .addOption(
+      enumOption(
+        '--compression <mode>',
+        `gzip response bodies: auto (all but loopback hosts), gzip or off${shownDefault('compression')}`,
+        CHOICES.compression,
+      ),
+    )
     .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host')
     .option(VERBOSE, VERBOSE_HELP);
 }
@@ -79,13 +85,14 @@ function syncOptions(cmd: Command, watch = false): Command {
   };
   return cmd
     .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect)
-    .addOption(enumOption('--type <type>', 'only this kind of campaign', ['session', 'role']))
-    .addOption(enumOption('--report-type <type>', `role report to mirror${shownDefault('reportType')}`, ['DETAILED', 'OVERALL']))
+    .addOption(enumOption('--type <type>', 'only this kind of campaign', CHOICES.type))
+    .addOption(enumOption('--report-type <type>', `role report to mirror${shownDefault('reportType')}`, CHOICES.reportType))
     .addOption(
-      enumOption('--format <format>', 'where records go (default: what this database fed last; else ndjson with --out, sqlite without)', [
-        'sqlite',
-        'ndjson',
-      ]),
+      enumOption(
+        '--format <format>',
+        'where records go (default: what this database fed last; else ndjson with --out, sqlite without)',
+        CHOICES.format,
+      ),
     )
     .option('--out <dir>', `NDJSON folder; given alone, it means --format ndjson (default: ${DEFAULTS.out})`)
     .option('--page-size <n>', `records per request, 1 to 100${shownDefault('pageSize')}`)
@@ -175,16 +182,8 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       program
         .command('export')
         .description('stream a table of the mirror as CSV, NDJSON or Parquet')
-        .addOption(
-          enumOption('--table <table>', 'what to export', [
-            'campaigns',
-            'session-results',
-            'role-results',
-            'score-details',
-            'eval-results',
-          ]).makeOptionMandatory(),
-        )
-        .addOption(enumOption('--format <format>', `output format${shownDefault('exportFormat')}`, ['csv', 'ndjson', 'parquet']))
+        .addOption(enumOption('--table <table>', 'what to export', CHOICES.table).makeOptionMandatory())
+        .addOption(enumOption('--format <format>', `output format${shownDefault('exportFormat')}`, CHOICES.exportFormat))
         .option('-o, --output <file>', 'write to this file (0600) instead of stdout (- is stdout)')
         .option('--campaign <id-or-name>', 'only rows of this campaign')
         .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
@@ -225,9 +224,9 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       ),
     )
       .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect)
-      .addOption(enumOption('--type <type>', 'only this kind of campaign', ['session', 'role']))
-      .addOption(enumOption('--report-type <type>', `role report to compare${shownDefault('reportType')}`, ['DETAILED', 'OVERALL']))
-      .addOption(enumOption('--format <format>', 'destination to compare (default: the one this database feeds)', ['sqlite', 'ndjson']))
+      .addOption(enumOption('--type <type>', 'only this kind of campaign', CHOICES.type))
+      .addOption(enumOption('--report-type <type>', `role report to compare${shownDefault('reportType')}`, CHOICES.reportType))
+      .addOption(enumOption('--format <format>', 'destination to compare (default: the one this database feeds)', CHOICES.format))
       .option('--out <dir>', 'NDJSON folder (default: the one this database feeds)')
       .option('--page-size <n>', `records per request, 1 to 100${shownDefault('pageSize')}`)
       .option('--prune', 'delete gone records from the mirror (NDJSON: append one tombstone line each)'),
@@ -310,9 +309,11 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     'campaign-sync completion zsh > ~/.zsh/completions/_campaign-sync',
     'campaign-sync completion fish > ~/.config/fish/completions/campaign-sync.fish',
   ).action(async (shell: string) => {
+    const { completion, SHELLS } = await import('./commands/completion.js');
     const commands = program.commands.map((c) => ({
       name: c.name(),
       description: c.description(),
+      args: c.name() === 'completion' ? SHELLS : undefined,
       // An option kept out of --help (watch's --full, --since, --until: refused) is not offered here either.
       options: [
         ...c.options.filter((o) => !o.hidden),
@@ -324,7 +325,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         description: o.description,
       })),
     }));
-    done((await import('./commands/completion.js')).completion(shell, commands, (text) => process.stdout.write(text)));
+    done(completion(shell, commands, (text) => process.stdout.write(text)));
   });
 
   return program;

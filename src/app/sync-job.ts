@@ -5,6 +5,7 @@
 
 import type { ApiClient } from '../api/client.js';
 import { type ApiConfig, type ApiFlags, resolveApiConfig, resolvePgSchema } from '../config/config.js';
+import { CHOICES } from '../config/defaults.js';
 import { parseDate } from '../config/duration.js';
 import { type DbFlags, ENV, readEnv, resolveDb } from '../config/env.js';
 import { checkAt, parseSettings, syncSchema } from '../config/schema.js';
@@ -67,8 +68,8 @@ export function resolvePassOptions(flags: SyncFlags, settings = syncSettings(fla
     throw new UsageError(`--lookback: "${flags.lookback}" reaches back more than 3650d; use pull --full to re-read everything`);
   if (settings.lookback !== undefined && (flags.full || since || until))
     throw new UsageError('--lookback re-reads a recent window after the incremental read; it does not go with --full or --since/--until');
-  if (flags.type !== undefined && flags.type !== 'session' && flags.type !== 'role')
-    throw new UsageError('--type: must be session or role');
+  if (flags.type !== undefined && !(CHOICES.type as readonly string[]).includes(flags.type))
+    throw new UsageError(`--type: must be ${CHOICES.type.join(' or ')}`);
   return {
     campaigns: flags.campaign ?? [],
     type: flags.type as Endpoint | undefined,

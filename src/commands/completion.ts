@@ -18,9 +18,12 @@ export interface CompletionCommand {
   name: string;
   description: string;
   options: CompletionOption[];
+  /** The values of its argument, when fixed (`completion bash`). */
+  args?: readonly string[];
 }
 
-const SHELLS = ['bash', 'zsh', 'fish'] as const;
+/** The shells `completion` writes for: what its argument accepts, and what it offers for it. */
+export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 
 /** Single-quoted for a POSIX shell. */
 function quote(text: string): string {
@@ -39,8 +42,12 @@ function bash(commands: CompletionCommand[]): string {
         `    ${c.name})`,
         '      case "$prev" in',
         ...choiceCases,
-        ...(fileCases.length > 0 ? [`        ${fileCases.join('|')}) COMPREPLY=($(compgen -f -- "$cur")); return ;;`] : []),
+        ...(fileCases.length > 0 ? [`        ${fileCases.join('|')}) _campaign_sync_files; return ;;`] : []),
         '      esac',
+        // Its argument's values, unless an option is being typed.
+        ...(c.args && c.args.length > 0
+          ? [`      [[ $cur != -* ]] && { COMPREPLY=($(compgen -W ${quote(c.args.join(' '))} -- "$cur")); return; }`]
+          : []),
         `      COMPREPLY=($(compgen -W ${quote(c.options.map((o) => o.flag).join(' '))} -- "$cur")); return ;;`,
       ].join('\n');
     })
@@ -48,6 +55,15 @@ function bash(commands: CompletionCommand[]): string {
   return `# bash completion for campaign-sync. Load it with:
 #   source <(campaign-sync completion bash)
 # or save it as ~/.local/share/bash-completion/completions/campaign-sync
+
+# File names one per line, not split on spaces; -o filenames makes bash quote them and add / to folders.
+_campaign_sync_files() {
+  local f
+  compopt -o filenames 2>/dev/null
+  COMPREPLY=()
+  while IFS= read -r f; do COMPREPLY+=("$f"); done < <(compgen -f -- "$cur")
+}
+
 _campaign_sync() {
   local cur prev cmd
   cur="\${COMP_WORDS[COMP_CWORD]}"
@@ -74,6 +90,7 @@ function zsh(commands: CompletionCommand[]): string {
         const action = o.choices.length > 0 ? `:value:(${o.choices.join(' ')})` : o.value ? ':value:_files' : '';
         return `        ${quote(`${o.flag}[${bracket(o.description)}]${action}`)}`;
       });
+      if (c.args && c.args.length > 0) args.push(`        ${quote(`1:argument:(${c.args.join(' ')})`)}`);
       return [`    ${c.name})`, '      _arguments \\', `${args.join(' \\\n')}`, '      ;;'].join('\n');
     })
     .join('\n');
@@ -96,7 +113,13 @@ ${subs}
 ${cases}
   esac
 }
-compdef _campaign_sync campaign-sync
+# Autoloaded from $fpath, this file is the body of _campaign-sync and runs on each TAB: it must
+# complete, not only register (else the first TAB of every shell completes nothing). Sourced, it registers.
+if [[ $zsh_eval_context[-1] == (loadautofunc|shfunc) ]]; then
+  _campaign_sync "$@"
+else
+  compdef _campaign_sync campaign-sync
+fi
 `;
 }
 
@@ -108,6 +131,8 @@ function fish(commands: CompletionCommand[]): string {
   const names = commands.map((c) => c.name).join(' ');
   for (const c of commands) {
     lines.push(`complete -c campaign-sync -n ${quote(`not __fish_seen_subcommand_from ${names}`)} -a ${c.name} -d ${quote(c.description)}`);
+    if (c.args && c.args.length > 0)
+      lines.push(`complete -c campaign-sync -n ${quote(`__fish_seen_subcommand_from ${c.name}`)} -a ${quote(c.args.join(' '))}`);
     for (const o of c.options) {
       const parts = [`complete -c campaign-sync -n ${quote(`__fish_seen_subcommand_from ${c.name}`)} -l ${o.flag.replace(/^--/, '')}`];
       if (o.choices.length > 0) parts.push(`-x -a ${quote(o.choices.join(' '))}`);

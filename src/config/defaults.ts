@@ -2,6 +2,8 @@
  * Every setting's default, as a user would type it: the schemas of config/schema.ts apply them, and
  * `--help` shows them (cli.ts). Kept apart from the schemas so that `--help` loads no zod.
  */
+import { REPORT_TYPES } from '../core/types.js';
+
 export const DEFAULTS = {
   db: './campaign-sync.db',
   pgSchema: 'campaign_sync',
@@ -34,3 +36,17 @@ export const DEFAULTS = {
 export function shownDefault(key: keyof typeof DEFAULTS): string {
   return ` (default: ${DEFAULTS[key]})`;
 }
+
+/**
+ * The values of each option that takes a fixed set: cli.ts declares them on the option (its parser,
+ * --help and the completion scripts read them there) and the schemas check the same lists, so a
+ * profile or the environment is held to what the flag accepts.
+ */
+export const CHOICES = {
+  compression: ['auto', 'gzip', 'off'],
+  type: ['session', 'role'],
+  reportType: REPORT_TYPES,
+  format: ['sqlite', 'ndjson'],
+  exportFormat: ['csv', 'ndjson', 'parquet'],
+  table: ['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results'],
+} as const;

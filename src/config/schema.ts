@@ -13,9 +13,8 @@
  */
 import { createRequire } from 'node:module';
 import type { z as Z } from 'zod';
-import { REPORT_TYPES } from '../core/types.js';
 import { UsageError } from '../errors.js';
-import { DEFAULTS } from './defaults.js';
+import { CHOICES, DEFAULTS } from './defaults.js';
 import { parseDuration, parseIntIn, parseRate } from './duration.js';
 
 export { DEFAULTS };
@@ -76,13 +75,13 @@ export const apiSchema = {
   timeout: parsed((t) => parseDuration(t, '--timeout'), DEFAULTS.timeout),
   maxRetries: parsed((t) => parseIntIn(t, '--max-retries', 0, 100), DEFAULTS.maxRetries),
   maxRetryWait: parsed((t) => parseDuration(t, '--max-retry-wait'), DEFAULTS.maxRetryWait),
-  compression: oneOf(['auto', 'gzip', 'off'] as const, '--compression', DEFAULTS.compression),
+  compression: oneOf(CHOICES.compression, '--compression', DEFAULTS.compression),
 };
 
 /** Settings of `pull` and `watch` (a pass). */
 export const syncSchema = {
-  reportType: oneOf(REPORT_TYPES, '--report-type', DEFAULTS.reportType),
-  format: oneOf(['sqlite', 'ndjson'] as const, '--format', DEFAULTS.format),
+  reportType: oneOf(CHOICES.reportType, '--report-type', DEFAULTS.reportType),
+  format: oneOf(CHOICES.format, '--format', DEFAULTS.format),
   out: text(DEFAULTS.out),
   pageSize: parsed((t) => parseIntIn(t, '--page-size', 1, 100), DEFAULTS.pageSize),
   concurrency: parsed((t) => parseIntIn(t, '--concurrency', 1, 64), DEFAULTS.concurrency),
@@ -102,7 +101,7 @@ export const statusSchema = {
 };
 
 export const exportSchema = {
-  format: oneOf(['csv', 'ndjson', 'parquet'] as const, '--format', DEFAULTS.exportFormat),
+  format: oneOf(CHOICES.exportFormat, '--format', DEFAULTS.exportFormat),
 };
 
 export const simulateSchema = {
