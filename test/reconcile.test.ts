@@ -301,3 +301,45 @@ describe('reconcile compares the report type the mirror holds (hostile pass 2, f
     expect(roleSnapshot(db)).toEqual(before);
   });
 });
+
+describe('an interrupted reconcile (hostile pass 2, finding 6)', () => {
+  /** A reconcile slow enough to stop in its first stream: 2 requests a second, 5 records a page. */
+  async function startSlow(signal: NodeJS.Signals, json: boolean) {
+    const s = await sim({ campaigns: 4, records: 40 });
+    const db = join(tempDir(), 'm.db');
+    await pullCli(s, ['--db', db]);
+    // Gone everywhere: a stream not read to its end must not prune any of them.
+    for (const c of s.data.campaigns) s.changes.remove(c, 3);
+    const args = ['reconcile', '--base-url', s.url, '--db', db, '--prune', '--page-size', '5', '--rate-limit', '2/1s', '--verbose'];
+    const run = startCli(json ? [...args, '--json'] : args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    await run.waitFor(/starting_after/);
+    run.child.kill(signal);
+    const { code } = await run.exited;
+    const m = openDatabase(db);
+    try {
+      const rows = count(m, 'SELECT count(*) FROM session_results') + count(m, 'SELECT count(*) FROM role_results');
+      return { code, stdout: run.stdout(), stderr: run.stderr(), rows };
+    } finally {
+      m.close();
+    }
+  }
+
+  it('--json, SIGTERM: exit 130, and the document says so (exit_code 130, interrupted); nothing pruned', async () => {
+    const r = await startSlow('SIGTERM', true);
+    expect(r.code, r.stderr).toBe(130);
+    const doc = JSON.parse(r.stdout);
+    expect(doc).toMatchObject({ interrupted: true, exit_code: 130 });
+    expect(doc.streams.length).toBeLessThan(4);
+    expect(doc.streams.reduce((n: number, x: { pruned: number }) => n + x.pruned, 0)).toBe(0);
+    expect(r.stderr).toMatch(/^campaign-sync: reconcile interrupted: /m);
+    expect(r.rows).toBe(160);
+  });
+
+  it('text, SIGINT: exit 130 with one line saying the report is incomplete; nothing pruned', async () => {
+    const r = await startSlow('SIGINT', false);
+    expect(r.code, r.stderr).toBe(130);
+    expect(r.stdout).toContain('interrupted');
+    expect(r.stderr).toMatch(/^campaign-sync: reconcile interrupted: \d of 4 streams reconciled/m);
+    expect(r.rows).toBe(160);
+  });
+});

@@ -46,6 +46,8 @@ export interface ReconcileStream {
 
 export interface ReconcileResult {
   streams: ReconcileStream[];
+  /** How many streams were to be reconciled (an interrupted run reports fewer). */
+  planned: number;
   requests: number;
   durationMs: number;
   interrupted: boolean;
@@ -145,8 +147,11 @@ export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise
   await deps.sink.flush();
   return {
     streams,
+    planned: planned.length,
     requests: deps.client.requests - requestsBefore,
     durationMs: Date.now() - started,
-    interrupted: deps.signal?.aborted === true,
+    // Interrupted only when a stream was cut short or never reached: a signal after the last stream
+    // was read leaves a whole report.
+    interrupted: deps.signal?.aborted === true && (streams.length < planned.length || streams.some((s) => s.status === 'interrupted')),
   };
 }
