@@ -14,7 +14,10 @@ export const ExitCode = {
   /** Local storage failed (disk full, read-only, permission denied, missing folder): nothing committed was lost. */
   storage: 74,
   locked: 75,
-  /** `export` stopped by SIGINT/SIGTERM: nothing was written at -o (stdout got part of the rows). */
+  /**
+   * `export` or `reconcile` stopped by SIGINT/SIGTERM: nothing was written at -o (stdout got part of
+   * the rows); the reconcile's report covers only the streams read before the signal.
+   */
   interrupted: 130,
 } as const;
 
@@ -90,6 +93,15 @@ export function exitCodeForPass(pass: { streams: readonly StreamOutcome[]; inter
   if (pass.interrupted || failed.length === 0) return ExitCode.ok;
   const allUnavailable = failed.length === pass.streams.length && failed.every((s) => s.errorKind === 'unavailable');
   return allUnavailable ? ExitCode.unavailable : ExitCode.partial;
+}
+
+/**
+ * The exit code of a reconcile: as a pass's, except that one stopped by a signal before it read every
+ * stream is 130, as an export is. A sync's committed pages are its result; a reconcile's result is the
+ * whole report (what is gone), so `reconcile --json > report && act-on-it` must not take part of it.
+ */
+export function exitCodeForReconcile(result: { streams: readonly StreamOutcome[]; interrupted: boolean }): ExitCodeValue {
+  return result.interrupted ? ExitCode.interrupted : exitCodeForPass(result);
 }
 
 /** `status --check` and /healthz (sync/health.ts): 0 all healthy, 4 some stale or failing, 5 none healthy. */

@@ -93,6 +93,23 @@ describePg('commands on a PostgreSQL mirror', () => {
     expect((await query(schema, "SELECT count(*)::int AS n FROM eval_results WHERE parent_id = 'gone-1'"))[0]?.n).toBe(0);
   });
 
+  it('reconcile --report-type OVERALL on a DETAILED mirror is exit 2: no row rewritten, no stream row added (hostile pass 2, finding 4)', async () => {
+    const s = await sim({ campaigns: 2, records: 15 });
+    const schema = freshSchema();
+    const db = ['--db', PG_URL, '--pg-schema', schema];
+    const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
+    expect((await cli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
+    const snapshot = async () => ({
+      roles: await query(schema, 'SELECT id, report_type, raw::text AS raw FROM role_results ORDER BY id'),
+      streams: await query(schema, 'SELECT stream, cursor::text AS cursor FROM sync_state ORDER BY stream'),
+    });
+    const before = await snapshot();
+    const r = await cli(['reconcile', ...db, '--base-url', s.url, '--report-type', 'OVERALL', '--json'], env);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr.trim()).toMatch(/^campaign-sync: --report-type OVERALL: .*DETAILED/m);
+    expect(await snapshot()).toEqual(before);
+  });
+
   it('export streams csv and ndjson from PostgreSQL: every row, int64 exact, JSON columns as JSON, filters by campaign', async () => {
     const s = await sim({ campaigns: 2, records: 25, orderIndexStart: 9_007_199_254_740_990n });
     const schema = freshSchema();

@@ -115,7 +115,7 @@ describe('reconcile into SQLite', () => {
     const rate = { count: 100_000, windowMs: 1000 };
     const client = new ApiClient(clientConfig(s, { rate }), { budget: new RequestBudget(rate) });
     try {
-      const opts = { campaigns: [], reportType: 'DETAILED' as const, pageSize: 10, prune: true };
+      const opts = { campaigns: [], reportType: 'DETAILED' as const, pageSize: 10, prune: true, held: [] };
       await reconcile({ client, sink, state }, opts);
       const [session, role] = s.data.campaigns as [(typeof s.data.campaigns)[0], (typeof s.data.campaigns)[0]];
       s.changes.remove(session, 1);
@@ -225,5 +225,121 @@ describe('simulate --churn', () => {
     expect(r.code, r.stderr).toBe(0);
     const streams = JSON.parse(r.stdout).streams as Array<Record<string, number>>;
     expect(streams.reduce((n, x) => n + (x.added ?? 0) + (x.changed ?? 0) + (x.gone ?? 0), 0)).toBeGreaterThan(0);
+  });
+});
+
+/** What a reconcile must not change when it refuses: every role row as stored, and the stream rows. */
+function roleSnapshot(path: string) {
+  const m = openDatabase(path);
+  try {
+    return {
+      roles: m.prepare('SELECT id, report_type, raw FROM role_results ORDER BY id').all(),
+      details: count(m, 'SELECT count(*) FROM score_details'),
+      streams: m.prepare('SELECT stream, cursor, records FROM sync_state ORDER BY stream').safeIntegers(true).all(),
+    };
+  } finally {
+    m.close();
+  }
+}
+
+describe('reconcile compares the report type the mirror holds (hostile pass 2, finding 4)', () => {
+  it('SQLite: --report-type OVERALL on a DETAILED mirror is exit 2 naming what it mirrors; no row is rewritten, no stream row added', async () => {
+    const s = await sim({ campaigns: 2, records: 20 });
+    const db = join(tempDir(), 'm.db');
+    await pullCli(s, ['--db', db]);
+    const role = s.data.campaigns.find((c) => c.type === 'ROLE_SUBMISSION') as (typeof s.data.campaigns)[0];
+    const before = roleSnapshot(db);
+    expect(before.roles).toHaveLength(20);
+
+    const r = await reconcileCli(s, ['--db', db, '--report-type', 'overall']);
+    expect(r.code, r.stderr).toBe(2);
+    const line = r.stderr.trim();
+    expect(line.split('\n')).toHaveLength(1);
+    expect(line).toMatch(/^campaign-sync: --report-type OVERALL: /);
+    expect(line).toContain(role.name);
+    expect(line).toContain('DETAILED');
+    expect(JSON.parse(r.stdout)).toMatchObject({ exit_code: 2 });
+    expect(roleSnapshot(db)).toEqual(before);
+
+    // The report type it mirrors is compared as before, with counts that agree with each other.
+    const ok = await reconcileCli(s, ['--db', db, '--type', 'role']);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(JSON.parse(ok.stdout).streams).toMatchObject([
+      { report_type: 'DETAILED', served: 20, stored: 20, added: 0, changed: 0, gone: 0 },
+    ]);
+  });
+
+  it('SQLite: an OVERALL mirror refuses the default DETAILED and compares --report-type OVERALL', async () => {
+    const s = await sim({ campaigns: 2, records: 15 });
+    const db = join(tempDir(), 'm.db');
+    await pullCli(s, ['--db', db, '--report-type', 'OVERALL']);
+    const before = roleSnapshot(db);
+    const r = await reconcileCli(s, ['--db', db]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr.trim()).toMatch(/^campaign-sync: --report-type DETAILED: .*OVERALL/);
+    expect(roleSnapshot(db)).toEqual(before);
+    const ok = await reconcileCli(s, ['--db', db, '--report-type', 'OVERALL']);
+    expect(ok.code, ok.stderr).toBe(0);
+    const role = JSON.parse(ok.stdout).streams.find((x: Record<string, unknown>) => x.endpoint === 'role');
+    expect(role).toMatchObject({ report_type: 'OVERALL', served: 15, stored: 15, added: 0, changed: 0 });
+    expect(roleSnapshot(db).streams).toEqual(before.streams);
+  });
+
+  it('NDJSON: --report-type OVERALL on a DETAILED folder is exit 2; no line is appended, no stream row added', async () => {
+    const s = await sim({ campaigns: 2, records: 20 });
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    const out = join(dir, 'out');
+    await pullCli(s, ['--db', db, '--format', 'ndjson', '--out', out]);
+    const file = join(out, 'role_results.ndjson');
+    const text = readFileSync(file, 'utf8');
+    const before = roleSnapshot(db);
+    const r = await reconcileCli(s, ['--db', db, '--report-type', 'OVERALL']);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr.trim()).toMatch(/^campaign-sync: --report-type OVERALL: .*DETAILED/);
+    expect(readFileSync(file, 'utf8')).toBe(text);
+    expect(roleSnapshot(db)).toEqual(before);
+  });
+});
+
+describe('an interrupted reconcile (hostile pass 2, finding 6)', () => {
+  /** A reconcile slow enough to stop in its first stream: 2 requests a second, 5 records a page. */
+  async function startSlow(signal: NodeJS.Signals, json: boolean) {
+    const s = await sim({ campaigns: 4, records: 40 });
+    const db = join(tempDir(), 'm.db');
+    await pullCli(s, ['--db', db]);
+    // Gone everywhere: a stream not read to its end must not prune any of them.
+    for (const c of s.data.campaigns) s.changes.remove(c, 3);
+    const args = ['reconcile', '--base-url', s.url, '--db', db, '--prune', '--page-size', '5', '--rate-limit', '2/1s', '--verbose'];
+    const run = startCli(json ? [...args, '--json'] : args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    await run.waitFor(/starting_after/);
+    run.child.kill(signal);
+    const { code } = await run.exited;
+    const m = openDatabase(db);
+    try {
+      const rows = count(m, 'SELECT count(*) FROM session_results') + count(m, 'SELECT count(*) FROM role_results');
+      return { code, stdout: run.stdout(), stderr: run.stderr(), rows };
+    } finally {
+      m.close();
+    }
+  }
+
+  it('--json, SIGTERM: exit 130, and the document says so (exit_code 130, interrupted); nothing pruned', async () => {
+    const r = await startSlow('SIGTERM', true);
+    expect(r.code, r.stderr).toBe(130);
+    const doc = JSON.parse(r.stdout);
+    expect(doc).toMatchObject({ interrupted: true, exit_code: 130 });
+    expect(doc.streams.length).toBeLessThan(4);
+    expect(doc.streams.reduce((n: number, x: { pruned: number }) => n + x.pruned, 0)).toBe(0);
+    expect(r.stderr).toMatch(/^campaign-sync: reconcile interrupted: /m);
+    expect(r.rows).toBe(160);
+  });
+
+  it('text, SIGINT: exit 130 with one line saying the report is incomplete; nothing pruned', async () => {
+    const r = await startSlow('SIGINT', false);
+    expect(r.code, r.stderr).toBe(130);
+    expect(r.stdout).toContain('interrupted');
+    expect(r.stderr).toMatch(/^campaign-sync: reconcile interrupted: \d of 4 streams reconciled/m);
+    expect(r.rows).toBe(160);
   });
 });

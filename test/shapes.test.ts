@@ -311,7 +311,7 @@ describe('the documented shapes with lookback and reconcile', () => {
     try {
       const rec = await reconcile(
         { client, sink: st.sink, state: st.state },
-        { campaigns: [], reportType: 'DETAILED', pageSize: 20, prune: false },
+        { campaigns: [], reportType: 'DETAILED', pageSize: 20, prune: false, held: [] },
       );
       expect(rec.streams.map((x) => [x.status, x.served, x.gone.length, x.changed])).toEqual([
         ['ok', 199, 1, 0],

@@ -148,8 +148,9 @@ export class SyncJob {
   }
 
   /** `reconcile`: re-walk every planned stream from the start and compare (sync/reconcile.ts). */
-  reconcile(prune: boolean): Promise<ReconcileResult> {
-    return reconcile(this.deps(), { ...this.options, prune });
+  async reconcile(prune: boolean): Promise<ReconcileResult> {
+    const held = (await this.store.streams()).map((r) => ({ campaignId: r.campaign_id, endpoint: r.endpoint, reportType: r.report_type }));
+    return reconcile(this.deps(), { ...this.options, prune, held });
   }
 
   async close(): Promise<void> {

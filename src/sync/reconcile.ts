@@ -7,10 +7,19 @@
  */
 import type { Progress } from '../core/events.js';
 import type { StreamId } from '../core/types.js';
+import { UsageError } from '../errors.js';
 import { listAndPlan, type PassDeps, type PassOptions } from './pass.js';
+import type { PlannedStream } from './plan.js';
 import { emptyCounts, type StreamStatus, streamFailure, walkStream } from './stream.js';
 
-export type ReconcileOptions = Pick<PassOptions, 'campaigns' | 'type' | 'reportType' | 'pageSize'> & { prune: boolean };
+/** A stream the destination holds (its row in `sync_state`). */
+export type HeldStream = Pick<StreamId, 'campaignId' | 'endpoint' | 'reportType'>;
+
+export type ReconcileOptions = Pick<PassOptions, 'campaigns' | 'type' | 'reportType' | 'pageSize'> & {
+  prune: boolean;
+  /** The streams the destination holds before the reconcile: which report type it mirrors. */
+  held: readonly HeldStream[];
+};
 
 export interface ReconcileStream {
   id: StreamId;
@@ -37,15 +46,54 @@ export interface ReconcileStream {
 
 export interface ReconcileResult {
   streams: ReconcileStream[];
+  /** How many streams were to be reconciled (an interrupted run reports fewer). */
+  planned: number;
   requests: number;
   durationMs: number;
   interrupted: boolean;
+}
+
+/**
+ * Refuses (exit 2) to reconcile a campaign's role results as a report type the destination does not
+ * mirror for it: records are upserted by id, so reading OVERALL over a DETAILED mirror would replace
+ * every stored report (and its score details in `raw`), and its new stream row would be one nothing
+ * syncs, stale in `status --check` for ever. A campaign with no role stream yet is held to the report
+ * types the database mirrors for the others; an empty database takes any.
+ */
+export function checkReportType(planned: readonly PlannedStream[], held: readonly HeldStream[], reportType: string): void {
+  const typesOf = (campaignId?: string) =>
+    new Set(
+      held
+        .filter((h) => h.endpoint === 'role' && (campaignId === undefined || h.campaignId === campaignId))
+        .map((h) => String(h.reportType)),
+    );
+  const everywhere = typesOf();
+  const refused = planned
+    .filter((p) => p.id.endpoint === 'role')
+    .map((p) => {
+      const own = typesOf(p.id.campaignId);
+      return { p, own: own.size > 0, types: own.size > 0 ? own : everywhere };
+    })
+    .filter((r) => r.types.size > 0 && !r.types.has(reportType));
+  const first = refused[0];
+  if (first === undefined) return;
+  const types = [...first.types].sort().join(' and ');
+  const which = `"${first.p.campaignName}" (${first.p.id.campaignId})`;
+  const more = refused.length > 1 ? ` and ${refused.length - 1} more campaign${refused.length > 2 ? 's' : ''}` : '';
+  const what = first.own
+    ? `this database mirrors the role results of ${which}${more} as ${types}`
+    : `this database mirrors role results as ${types}, and none yet of ${which}${more}`;
+  // Reading another report type would overwrite the stored reports, or add a stream nothing syncs.
+  throw new UsageError(
+    `--report-type ${reportType}: ${what}; reconcile compares the report type a mirror holds, so nothing was reconciled: give --report-type ${[...first.types].sort()[0]}`,
+  );
 }
 
 export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise<ReconcileResult> {
   const started = Date.now();
   const requestsBefore = deps.client.requests;
   const { planned } = await listAndPlan(deps, opts);
+  checkReportType(planned, opts.held, opts.reportType);
   const totals: Progress = { streamsDone: 0, streams: planned.length, records: 0, requests: deps.client.requests };
   const streams: ReconcileStream[] = [];
   // One stream at a time: the request budget, not the CPU, bounds a full re-read.
@@ -99,8 +147,11 @@ export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise
   await deps.sink.flush();
   return {
     streams,
+    planned: planned.length,
     requests: deps.client.requests - requestsBefore,
     durationMs: Date.now() - started,
-    interrupted: deps.signal?.aborted === true,
+    // Interrupted only when a stream was cut short or never reached: a signal after the last stream
+    // was read leaves a whole report.
+    interrupted: deps.signal?.aborted === true && (streams.length < planned.length || streams.some((s) => s.status === 'interrupted')),
   };
 }

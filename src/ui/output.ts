@@ -89,6 +89,11 @@ export class Output {
     this.streams.stderr.write(`${this.paint('error:', 31)} ${showText(text)}\n`);
   }
 
+  /** The line a command ends with when it fails as a whole, `campaign-sync: …` as main.ts prints an error's: always printed. */
+  fatal(text: string): void {
+    this.streams.stderr.write(`campaign-sync: ${showText(text)}\n`);
+  }
+
   paint(text: string, code: number): string {
     return this.color ? `\u001b[${code}m${text}\u001b[39m` : text;
   }

@@ -1,5 +1,5 @@
 /** How a reconcile is shown: a table for people, a document for --json. */
-import { exitCodeForPass } from '../errors.js';
+import { exitCodeForReconcile } from '../errors.js';
 import type { ReconcileResult } from '../sync/reconcile.js';
 import { failureLine, streamFields, typeOf } from './summary.js';
 import { formatCount, formatMs, plural, renderTable, type TableStyle } from './table.js';
@@ -7,6 +7,16 @@ import { formatCount, formatMs, plural, renderTable, type TableStyle } from './t
 /** The failed streams, one line each (what --quiet and --json still print on stderr). */
 export function reconcileFailures(result: ReconcileResult): string[] {
   return result.streams.filter((s) => s.status === 'failed').map(failureLine);
+}
+
+/**
+ * The line an interrupted reconcile ends with (exit 130): how much of the report is whole, and that
+ * nothing was pruned where a stream was not read to its end.
+ */
+export function reconcileInterrupted(result: { streams: ReconcileResult['streams']; planned: number }): string {
+  if (result.planned === 0) return 'reconcile interrupted while listing the campaigns: nothing was reconciled';
+  const whole = result.streams.filter((s) => s.status === 'ok').length;
+  return `reconcile interrupted: ${whole} of ${plural(result.planned, 'stream')} reconciled; the report is incomplete, and nothing was pruned for the rest`;
 }
 
 export function reconcileDocument(result: ReconcileResult, prune: boolean) {
@@ -30,7 +40,7 @@ export function reconcileDocument(result: ReconcileResult, prune: boolean) {
     requests: result.requests,
     duration_ms: result.durationMs,
     interrupted: result.interrupted,
-    exit_code: exitCodeForPass(result),
+    exit_code: exitCodeForReconcile(result),
   };
 }
 
