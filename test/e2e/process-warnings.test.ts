@@ -31,7 +31,7 @@ describe("Node's process warnings", () => {
     expect(err[0]).toMatch(
       /^campaign-sync: warning: SECURITY WARNING: The SSL modes 'prefer', 'require', and 'verify-ca' are treated as aliases for 'verify-full'\. In the next major version .* See https:\/\/www\.postgresql\.org\/\S+ for libpq SSL mode definitions\.$/,
     );
-    expect(err[1]).toMatch(/^campaign-sync: cannot open postgres:\/\/sync@127\.0\.0\.1:1\/analytics /);
+    expect(err[1]).toMatch(/^campaign-sync: --db: cannot open postgres:\/\/sync@127\.0\.0\.1:1\/analytics /);
     expect(r.stderr).not.toMatch(/\(node:\d+\)|--trace-warnings/);
   });
 
