@@ -101,6 +101,9 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
           session = await openSession();
           closed = false;
         }
+        // The database (or NDJSON folder) moved or removed since the last pass: stop (74) before
+        // committing more into a file nobody will find; a moved database is made complete first.
+        await session.verify();
         const lookback = session.lookbackMs !== undefined && startedAt - lastLookback >= lookbackEvery;
         // More streams than the interval's budget: check the due, then the active, then the oldest.
         const select = (planned: PlannedStream[]) => {
