@@ -14,7 +14,7 @@ export const ExitCode = {
   /** Local storage failed (disk full, read-only, permission denied, missing folder): nothing committed was lost. */
   storage: 74,
   locked: 75,
-  /** `export` stopped by SIGINT/SIGTERM: nothing was written at -o (stdout got part of the rows). */
+  /** `export` stopped by SIGINT/SIGTERM/SIGHUP: nothing was written at -o (stdout got part of the rows). */
   interrupted: 130,
 } as const;
 

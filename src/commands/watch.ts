@@ -32,7 +32,7 @@ export function nextStart(startedAt: number, intervalMs: number, random: () => n
 
 /**
  * `campaign-sync watch`: a pass every --interval. A failing pass is logged and the next interval
- * tries again; 401 stops with exit 3; SIGINT/SIGTERM stop after the page in flight, exit 0.
+ * tries again; 401 stops with exit 3; SIGINT/SIGTERM/SIGHUP stop after the page in flight, exit 0.
  * With --max-cycles the exit code is the last pass's.
  */
 export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<number> {

@@ -36,6 +36,23 @@ function assertConsistent(dbPath: string) {
   return total;
 }
 
+/** Waits until a page of some stream has committed (a loaded machine may take a while to get there). */
+async function waitCommitted(dbPath: string): Promise<void> {
+  const committed = () => {
+    try {
+      const m = new Database(dbPath, { readonly: true, fileMustExist: true });
+      try {
+        return (m.prepare('SELECT count(*) FROM sync_state WHERE cursor IS NOT NULL').pluck().get() as number) > 0;
+      } finally {
+        m.close();
+      }
+    } catch {
+      return false;
+    }
+  };
+  for (const t0 = Date.now(); !committed() && Date.now() - t0 < 30_000; ) await new Promise((r) => setTimeout(r, 50));
+}
+
 describe('run lock', () => {
   it('every name of a database takes the same lock: a link to it, or its path spelled another way', async () => {
     const s = await sim({ campaigns: 1, records: 10 });
@@ -122,6 +139,33 @@ describe('signals', () => {
     } finally {
       await s.close();
     }
+  });
+
+  it('SIGHUP (the ssh session or tmux window closed) stops watch as SIGTERM does: the open group commits, exit 0', async () => {
+    // Slow replies keep a page in flight, and a group open, when the hangup lands.
+    const s = await startSimulator({ campaigns: 4, records: 400, faults: { slow: 1 }, slowMs: 150 });
+    try {
+      const db = join(tempDir(), 'm.db');
+      const run = startCli(['watch', '--db', db, '--page-size', '20', '--interval', '1m'], { env: envFor(s.url) });
+      await waitCommitted(db);
+      run.child.kill('SIGHUP');
+      const { code, signal } = await run.exited;
+      // Before: killed by Node's default action (exit 129), nothing said, the open group lost.
+      expect({ code, signal }, run.stderr()).toEqual({ code: 0, signal: null });
+      expect(run.stdout()).toMatch(/pass 1: .*interrupted/);
+      const stored = assertConsistent(db);
+      expect(stored).toBeGreaterThan(0n);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('SIGHUP stops simulate as SIGINT does: exit 0', async () => {
+    const run = startCli(['simulate', '--port', '0', '--records', '4', '--campaigns', '2', '--json']);
+    await run.waitFor(/"url":/);
+    run.child.kill('SIGHUP');
+    const { code, signal } = await run.exited;
+    expect({ code, signal }, run.stderr()).toEqual({ code: 0, signal: null });
   });
 
   it('SIGINT cuts the watch interval sleep short and exits 0', async () => {
