@@ -284,6 +284,66 @@ describe('watch', () => {
     expect(assertConsistent(db)).toBeGreaterThan(10n);
   });
 
+  it('warns at start when --max-age is within --interval (/healthz would flap to 503 between passes); --quiet silences it', async () => {
+    const s = await sim({ campaigns: 1, records: 5 });
+    const args = [
+      'watch',
+      '--db',
+      join(tempDir(), 'm.db'),
+      '--interval',
+      '3s',
+      '--max-age',
+      '1s',
+      '--metrics-listen',
+      '0',
+      '--max-cycles',
+      '1',
+    ];
+    const run = await cli(args, { env: envFor(s.url) });
+    expect(run.code, run.stderr).toBe(0);
+    const warnings = run.stderr.split('\n').filter((l) => l.startsWith('warning:'));
+    expect(warnings).toEqual([
+      'warning: --max-age 1s is not above --interval 3s: /healthz will answer 503 between passes, and a liveness probe would restart a healthy watch; set --max-age above --interval plus a pass',
+    ]);
+    expect((await cli([...args, '--quiet'], { env: envFor(s.url) })).stderr).not.toMatch(/warning/);
+    // Above the interval: nothing to say.
+    const fine = await cli(
+      ['watch', '--db', join(tempDir(), 'm.db'), '--interval', '3s', '--max-age', '10s', '--metrics-listen', '0', '--max-cycles', '1'],
+      {
+        env: envFor(s.url),
+      },
+    );
+    expect(fine.stderr).not.toMatch(/warning/);
+  });
+
+  it('warns once when the request budget cannot keep --max-staleness for the number of streams', async () => {
+    const s = await sim({ campaigns: 30, records: 2 });
+    const run = await cli(
+      // 14 streams a pass, a pass every 5 s (the rate paces it): a stream may wait three passes.
+      [
+        'watch',
+        '--db',
+        join(tempDir(), 'm.db'),
+        '--interval',
+        '1s',
+        '--rate-limit',
+        '15/5s',
+        '--max-staleness',
+        '10s',
+        '--max-cycles',
+        '2',
+        '--json',
+      ],
+      { env: envFor(s.url) },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim().split('\n')).toHaveLength(2);
+    const warnings = run.stderr.split('\n').filter((l) => l.startsWith('warning:'));
+    expect(warnings).toEqual([
+      'warning: --max-staleness 10s cannot be kept for 30 streams: the request budget (15/5s) checks at most 14 a pass, so a stream may wait 15s; set --max-staleness to 15s or more, or raise --rate-limit if the service allows it',
+    ]);
+  });
+
   it('401 stops watch with exit 3', async () => {
     const s = await sim({ campaigns: 1, records: 5 });
     const run = await cli(['watch', '--db', join(tempDir(), 'm.db'), '--interval', '1s'], { env: envFor(s.url, 'wrong') });
