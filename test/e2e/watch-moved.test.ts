@@ -6,6 +6,7 @@ import { existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { startSimulator } from '../../src/simulator/server.js';
 import { cli, type RunningCli, sim, startCli, tempDir } from '../helpers/index.js';
 
 function envFor(url: string, key: string) {
@@ -109,6 +110,26 @@ describe('watch: the mirror moved or removed while it runs', () => {
         expect(readFileSync(join(out, 'campaigns.ndjson'), 'utf8')).toMatch(/"id"/);
         expect((await cli(['pull', ...args.slice(1, 7)], { env: envFor(s.url, s.apiKey) })).code).toBe(0);
       }
+    }
+  });
+
+  it('pull: a database moved while it runs is made complete at its new name before the close, exit 74', async () => {
+    // Slow replies keep the pull running when the file is moved.
+    const s = await startSimulator({ campaigns: 4, records: 400, faults: { slow: 1 }, slowMs: 100 });
+    try {
+      const dir = tempDir();
+      const db = join(dir, 'm.db');
+      const run = startCli(['pull', '--db', db, '--page-size', '20'], { env: envFor(s.url, s.apiKey) });
+      for (const t0 = Date.now(); !existsSync(`${db}-wal`) && Date.now() - t0 < 30_000; ) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 300));
+      renameSync(db, join(dir, 'moved.db'));
+      const { code } = await run.exited;
+      expect(code, run.stderr()).toBe(74);
+      expect(run.stderr()).toMatch(/m\.db was moved to \S*moved\.db while it was being synced: that file holds everything committed/);
+      // The pull went on to the end into the moved file: all of it is there.
+      expect(storedRecords(join(dir, 'moved.db'))).toBe(1600);
+    } finally {
+      await s.close();
     }
   });
 });
