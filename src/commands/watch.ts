@@ -63,7 +63,7 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
   // /healthz answer 503 between passes, and a liveness probe restart a healthy watch (hostile report 12).
   if (metricsAt && maxAge <= intervalMs * 1.05)
     out.warn(
-      `--max-age ${formatDuration(maxAge)}${flags.maxAge === undefined ? ' (the default)' : ''} is not above --interval ${formatDuration(intervalMs)}: /healthz will answer 503 between passes, and a liveness probe would restart a healthy watch; set --max-age above --interval plus a pass`,
+      `--max-age ${formatDuration(maxAge)}${flags.maxAge === undefined ? ' (the default)' : ''} is not above --interval ${formatDuration(intervalMs)} and its 5% jitter: /healthz will answer 503 between passes, and a liveness probe would restart a healthy watch; set --max-age above --interval plus a pass`,
     );
   const openSession = () => SyncJob.open(flags, signal, { events: mergeEvents(commandEvents(out), metrics?.events()) });
   let session = await openSession();

@@ -303,7 +303,7 @@ describe('watch', () => {
     expect(run.code, run.stderr).toBe(0);
     const warnings = run.stderr.split('\n').filter((l) => l.startsWith('warning:'));
     expect(warnings).toEqual([
-      'warning: --max-age 1s is not above --interval 3s: /healthz will answer 503 between passes, and a liveness probe would restart a healthy watch; set --max-age above --interval plus a pass',
+      'warning: --max-age 1s is not above --interval 3s and its 5% jitter: /healthz will answer 503 between passes, and a liveness probe would restart a healthy watch; set --max-age above --interval plus a pass',
     ]);
     expect((await cli([...args, '--quiet'], { env: envFor(s.url) })).stderr).not.toMatch(/warning/);
     // Above the interval: nothing to say.
