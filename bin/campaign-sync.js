@@ -17,10 +17,10 @@ if (warnings.enabled) {
 }
 globalThis[Symbol.for('campaign-sync.early-warnings')] = warnings;
 
-// A SIGINT/SIGTERM that arrives while the CLI loads (before main() installs its handlers, ~0.1-0.2 s)
-// is kept and handed to main(), which acts on it as on any other: the first one stops the command
-// (watch exits 0, export 130 with its line), a second one exits 130 at once. Without this, Node's
-// default action killed the process with no message and no exit code of PRODUCT.md §3.
+// A SIGINT/SIGTERM/SIGHUP that arrives while the CLI loads (before main() installs its handlers,
+// ~0.1-0.2 s) is kept and handed to main(), which acts on it as on any other: the first one stops the
+// command (watch exits 0, export 130 with its line), a second one exits 130 at once. Without this,
+// Node's default action killed the process with no message and no exit code of PRODUCT.md §3.
 const early = { signals: [], stop: () => {} };
 const onEarly = (name) => {
   early.signals.push(name);
@@ -29,8 +29,8 @@ const onEarly = (name) => {
     process.exit(130);
   }
 };
-process.on('SIGINT', onEarly).on('SIGTERM', onEarly);
-early.stop = () => process.off('SIGINT', onEarly).off('SIGTERM', onEarly);
+process.on('SIGINT', onEarly).on('SIGTERM', onEarly).on('SIGHUP', onEarly);
+early.stop = () => process.off('SIGINT', onEarly).off('SIGTERM', onEarly).off('SIGHUP', onEarly);
 globalThis[Symbol.for('campaign-sync.early-signals')] = early;
 
 if (process.env.CAMPAIGN_SYNC_DEBUG) process.setSourceMapsEnabled(true);

@@ -152,7 +152,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
 
   example(
     outputOptions(
-      syncOptions(dbOption(apiOptions(program.command('watch').description('pull again and again; stops on SIGINT/SIGTERM'))), true),
+      syncOptions(dbOption(apiOptions(program.command('watch').description('pull again and again; stops on SIGINT/SIGTERM/SIGHUP'))), true),
     )
       .option('--interval <duration>', `time from the start of one pass to the next${shownDefault('interval')}`)
       .option('--max-cycles <n>', 'stop after this many passes')

@@ -15,8 +15,8 @@ export const ExitCode = {
   storage: 74,
   locked: 75,
   /**
-   * `export` or `reconcile` stopped by SIGINT/SIGTERM: nothing was written at -o (stdout got part of
-   * the rows); the reconcile's report covers only the streams read before the signal.
+   * `export` or `reconcile` stopped by SIGINT/SIGTERM/SIGHUP: nothing was written at -o (stdout got
+   * part of the rows); the reconcile's report covers only the streams read before the signal.
    */
   interrupted: 130,
 } as const;

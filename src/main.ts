@@ -1,7 +1,7 @@
 /**
  * The only place that calls process.exit: every error maps to an exit code of PRODUCT.md §3.
- * The first SIGINT/SIGTERM aborts the shared signal (work in flight commits or rolls back, then the
- * command returns); a second one exits at once.
+ * The first SIGINT/SIGTERM/SIGHUP aborts the shared signal (work in flight commits or rolls back, then
+ * the command returns); a second one exits at once.
  */
 import { setFlagsFromString } from 'node:v8';
 import { CommanderError } from 'commander';
@@ -95,8 +95,8 @@ export async function run(argv: string[], signal: AbortSignal): Promise<number> 
 }
 
 /**
- * The first SIGINT/SIGTERM aborts `controller` (work winds down and the command returns); a second
- * one calls `exit(130)` at once. Returns the handler (tests call it directly).
+ * The first SIGINT/SIGTERM/SIGHUP aborts `controller` (work winds down and the command returns); a
+ * second one calls `exit(130)` at once. Returns the handler (tests call it directly).
  */
 export function signalHandler(
   controller: AbortController,
@@ -152,7 +152,11 @@ export function replayEarlySignals(onSignal: (name: NodeJS.Signals) => void): vo
  * run exits with the command's own code when the reader went away (as `export | head` already did),
  * else 74 with one line. `export` handles its own stdout (export/sink.ts keeps a listener there).
  */
-export function watchStdout(stdout: NodeJS.WriteStream, controller: AbortController): { code(code: number, late?: Error | null): number } {
+export function watchStdout(
+  stdout: NodeJS.WriteStream,
+  controller: AbortController,
+  hungUp: () => boolean = () => false,
+): { code(code: number, late?: Error | null): number } {
   let failure: NodeJS.ErrnoException | undefined;
   let reported = false;
   stdout.on('error', (err: NodeJS.ErrnoException) => {
@@ -166,7 +170,8 @@ export function watchStdout(stdout: NodeJS.WriteStream, controller: AbortControl
       // (export) or the stream was already given up (destroyed after an earlier failure).
       const own = stdout.listenerCount('error') <= 1 && (late as NodeJS.ErrnoException | null | undefined)?.code !== 'ERR_STREAM_DESTROYED';
       if (late && own) failure ??= late;
-      if (failure === undefined || failure.code === 'EPIPE') return code;
+      // After SIGHUP the terminal is gone: its EIO is the hangup, not a storage failure.
+      if (failure === undefined || failure.code === 'EPIPE' || (failure.code === 'EIO' && hungUp())) return code;
       if (!reported) process.stderr.write(`campaign-sync: cannot write stdout: ${showText(messageOf(failure))}\n`);
       reported = true;
       return ExitCode.storage;
@@ -181,11 +186,19 @@ export async function main(argv: string[]): Promise<void> {
   const badCa = quiet ? undefined : await extraCaCertsProblem();
   if (badCa !== undefined) warn(badCa);
   const controller = new AbortController();
-  const onSignal = signalHandler(controller, (code) => process.exit(code));
+  const stop = signalHandler(controller, (code) => process.exit(code));
+  // SIGHUP (the ssh session or tmux window closed) stops a command as SIGTERM does: Node's default
+  // killed it with 129, nothing said and watch's open group lost (hostile report 7).
+  let hungUp = false;
+  const onSignal = (name: NodeJS.Signals) => {
+    if (name === 'SIGHUP') hungUp = true;
+    stop(name);
+  };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
   replayEarlySignals(onSignal);
-  const stdout = watchStdout(process.stdout, controller);
+  const stdout = watchStdout(process.stdout, controller, () => hungUp);
   // Lines on stderr that nobody reads any more (`2>&1 | head`) are no crash either.
   process.stderr.on('error', () => {});
   const code = stdout.code(await run(argv, controller.signal));

@@ -3,7 +3,7 @@
  * least every --max-staleness, active ones far more often, and no pass checks more than its budget.
  */
 import { describe, expect, it } from 'vitest';
-import { passBudget, type StreamTimes, scheduleStreams } from '../src/sync/schedule.js';
+import { longestWait, passBudget, type StreamTimes, scheduleStreams } from '../src/sync/schedule.js';
 
 const MIN = 60_000;
 
@@ -65,6 +65,19 @@ describe('passBudget', () => {
   it('is the interval share of the rate minus the campaign list', () => {
     expect(passBudget({ count: 100, windowMs: MIN }, 2 * MIN)).toBe(199);
     expect(passBudget({ count: 100, windowMs: MIN }, 10_000)).toBe(99);
+  });
+});
+
+describe('longestWait', () => {
+  it('is how long a stream may wait when the budget cannot check all streams on each pass', () => {
+    // Hostile report 12: 30 streams, 30/1m, --interval 10s: 29 a pass, a pass a minute (the rate paces it).
+    expect(longestWait(30, { count: 30, windowMs: 60_000 }, 10_000, passBudget({ count: 30, windowMs: 60_000 }, 10_000))).toBe(120_000);
+    // README's case: 200 streams, 100/1m, 2m: 199 a pass, every stream within two passes.
+    expect(longestWait(200, { count: 100, windowMs: 60_000 }, 120_000, passBudget({ count: 100, windowMs: 60_000 }, 120_000))).toBe(
+      240_000,
+    );
+    // Every stream fits in each pass: --max-staleness never comes into play.
+    expect(longestWait(5, { count: 100, windowMs: 60_000 }, 3_600_000, 99)).toBeUndefined();
   });
 });
 

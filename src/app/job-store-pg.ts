@@ -13,6 +13,8 @@ export async function openPgStore(c: StoreChoice): Promise<JobStore> {
     cursors: m.state,
     streams: () => m.state.all(),
     campaignNames: () => campaignNames(m.db),
+    // Nothing local to move: the server keeps the mirror.
+    async verify() {},
     async close() {
       try {
         await m.sink.close();

@@ -12,6 +12,7 @@ import { RunLock } from '../store/lock.js';
 import { isPgUrl } from '../store/pg/url.js';
 import type { Cursors, Sink } from '../store/sinks/sink.js';
 import { SqliteSink } from '../store/sinks/sqlite.js';
+import { MirrorGuard } from './mirror-guard.js';
 
 export interface JobStore {
   readonly sink: Sink;
@@ -20,7 +21,12 @@ export interface JobStore {
   streams(): Promise<StreamRow[]>;
   /** Campaign id -> name, for people. */
   campaignNames(): Promise<Map<string, string>>;
-  /** Flushes the sink, then releases the database and the lock. */
+  /**
+   * Throws StorageError (exit 74) once the database file, or an NDJSON folder or file, is no longer
+   * where it was opened (moved or removed meanwhile; app/mirror-guard.ts). Watch calls it before each pass.
+   */
+  verify(): Promise<void>;
+  /** Flushes the sink, then releases the database and the lock; throws as verify() would, once the data is safe. */
   close(): Promise<void>;
 }
 
@@ -67,18 +73,28 @@ async function openSqliteStore(c: StoreChoice): Promise<JobStore> {
         ? new (await import('../store/sinks/ndjson.js')).NdjsonSink(db, state, destination.out)
         : new SqliteSink(db, state);
     const opened = db;
+    const guard = new MirrorGuard(db, c.db, sink);
     return {
       sink,
       cursors: state,
       streams: async () => state.all(),
       campaignNames: async () => new Campaigns(opened).names(),
+      async verify() {
+        const moved = guard.check();
+        if (moved) throw moved;
+      },
       async close() {
+        let moved: Error | undefined;
         try {
           await sink.close();
         } finally {
+          // After the last commit, before SQLite's close, which would strand the WAL of a moved database.
+          moved = guard.check();
           opened.close();
+          guard.tidy();
           lock.release();
         }
+        if (moved) throw moved;
       },
     };
   } catch (err) {

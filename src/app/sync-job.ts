@@ -153,6 +153,11 @@ export class SyncJob {
     return reconcile(this.deps(), { ...this.options, prune, held });
   }
 
+  /** Throws StorageError (74) when the mirror's files are no longer where they were opened (moved, removed). */
+  verify(): Promise<void> {
+    return this.store.verify();
+  }
+
   async close(): Promise<void> {
     try {
       await this.store.sink.close();

@@ -118,7 +118,7 @@ export function listenFailure(err: unknown, host: string, port: number): unknown
   return err;
 }
 
-/** `campaign-sync simulate`: serves until SIGINT/SIGTERM. */
+/** `campaign-sync simulate`: serves until SIGINT/SIGTERM/SIGHUP. */
 export async function simulate(opts: SimulateOptions, signal: AbortSignal): Promise<number> {
   const out = new Output({ quiet: opts.quiet, json: opts.json });
   let sim: Awaited<ReturnType<typeof startSimulator>>;

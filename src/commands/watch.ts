@@ -5,11 +5,12 @@ import { parseListen } from '../config/listen.js';
 import { parseSettings, watchSchema } from '../config/schema.js';
 import { sleep } from '../core/clock.js';
 import { mergeEvents } from '../core/events.js';
+import { formatDuration, formatRate } from '../core/rate.js';
 import { AuthError, CampaignSyncError, ExitCode, exitCodeFor, exitCodeForPass, isAbort, StorageError, UsageError } from '../errors.js';
 import { assessHealth } from '../sync/health.js';
 import type { PassResult } from '../sync/pass.js';
 import type { PlannedStream } from '../sync/plan.js';
-import { passBudget, type StreamTimes, scheduleStreams } from '../sync/schedule.js';
+import { longestWait, passBudget, type StreamTimes, scheduleStreams } from '../sync/schedule.js';
 import { commandEvents } from '../ui/events.js';
 import { healthDocument } from '../ui/health.js';
 import { Output, type OutputFlags } from '../ui/output.js';
@@ -32,7 +33,7 @@ export function nextStart(startedAt: number, intervalMs: number, random: () => n
 
 /**
  * `campaign-sync watch`: a pass every --interval. A failing pass is logged and the next interval
- * tries again; 401 stops with exit 3; SIGINT/SIGTERM stop after the page in flight, exit 0.
+ * tries again; 401 stops with exit 3; SIGINT/SIGTERM/SIGHUP stop after the page in flight, exit 0.
  * With --max-cycles the exit code is the last pass's.
  */
 export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<number> {
@@ -58,6 +59,12 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
     throw new UsageError(
       'watch --since/--until would re-read the same window on every pass; run `campaign-sync pull --since …` once instead',
     );
+  // Every stream ages a whole interval (plus jitter) between passes: a --max-age within it makes
+  // /healthz answer 503 between passes, and a liveness probe restart a healthy watch (hostile report 12).
+  if (metricsAt && maxAge <= intervalMs * 1.05)
+    out.warn(
+      `--max-age ${formatDuration(maxAge)}${flags.maxAge === undefined ? ' (the default)' : ''} is not above --interval ${formatDuration(intervalMs)} and its 5% jitter: /healthz will answer 503 between passes, and a liveness probe would restart a healthy watch; set --max-age above --interval plus a pass`,
+    );
   const openSession = () => SyncJob.open(flags, signal, { events: mergeEvents(commandEvents(out), metrics?.events()) });
   let session = await openSession();
   // Closed after another program's lock failed a pass (below); opened again by the next pass.
@@ -71,6 +78,17 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
   let names = await session.store.campaignNames();
   for (const r of rows) if (r.last_success_at !== null) times.set(r.stream, { checkedAt: Date.parse(r.last_success_at) });
   const budget = passBudget(session.rate, intervalMs);
+  // Known once the campaign list gives the number of streams: said once, at the first pass that shows it.
+  let warnedStaleness = false;
+  const checkStaleness = (streams: number) => {
+    const wait = warnedStaleness ? undefined : longestWait(streams, session.rate, intervalMs, budget);
+    if (wait === undefined || wait <= maxStaleness) return;
+    warnedStaleness = true;
+    const waitText = formatDuration(Math.ceil(wait / 1000) * 1000);
+    out.warn(
+      `--max-staleness ${formatDuration(maxStaleness)} cannot be kept for ${streams} streams: the request budget (${formatRate(session.rate)}) checks at most ${budget} a pass, so a stream may wait ${waitText}; set --max-staleness to ${waitText} or more, or raise --rate-limit if the service allows it`,
+    );
+  };
   const stamp = () => new Date().toISOString();
   let lastCode: number = ExitCode.ok;
   // The lookback window is re-read on the first pass, then at most every --lookback-every.
@@ -101,9 +119,13 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
           session = await openSession();
           closed = false;
         }
+        // The database (or NDJSON folder) moved or removed since the last pass: stop (74) before
+        // committing more into a file nobody will find; a moved database is made complete first.
+        await session.verify();
         const lookback = session.lookbackMs !== undefined && startedAt - lastLookback >= lookbackEvery;
         // More streams than the interval's budget: check the due, then the active, then the oldest.
         const select = (planned: PlannedStream[]) => {
+          checkStaleness(planned.length);
           const keep = new Set(
             scheduleStreams(
               planned.map((p) => p.id.key),

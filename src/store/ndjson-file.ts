@@ -9,6 +9,7 @@ import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, ftruncateSync, 
 import { resolve } from 'node:path';
 import { CampaignSyncError, ExitCode, errorCode, storageError } from '../errors.js';
 import { makeFolders } from './folders.js';
+import type { FileIdentity } from './moved.js';
 
 export const NDJSON_FILES = { campaigns: 'campaigns.ndjson', session: 'session_results.ndjson', role: 'role_results.ndjson' } as const;
 
@@ -138,6 +139,13 @@ export class NdjsonFile {
     } catch {
       // A later run cuts it: the committed length says where this database's data ends.
     }
+  }
+
+  /** The identity of the open file (store/moved.ts), whatever its name is now. */
+  identity(): FileIdentity | undefined {
+    if (this.fd === undefined) return undefined;
+    const s = fstatSync(this.fd, { bigint: true });
+    return { dev: s.dev, ino: s.ino };
   }
 
   close(): void {

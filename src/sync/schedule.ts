@@ -59,3 +59,21 @@ export function passBudget(rate: { count: number; windowMs: number }, intervalMs
   const share = Math.floor((rate.count * intervalMs) / rate.windowMs);
   return Math.max(1, Math.max(rate.count, share) - listRequests);
 }
+
+/**
+ * The longest a stream may wait between checks when the budget cannot check every stream on every
+ * pass (ms), in steady state: a pass checks at most `budget` streams and costs one request more (the
+ * campaign list); passes come every interval, or slower when the rate paces them; so each stream is
+ * checked at least every ceil(streams / budget) passes. Undefined when every stream fits in each
+ * pass: then --max-staleness never comes into play. Watch warns when it is over --max-staleness.
+ */
+export function longestWait(
+  streams: number,
+  rate: { count: number; windowMs: number },
+  intervalMs: number,
+  budget: number,
+): number | undefined {
+  if (streams <= budget) return undefined;
+  const passMs = Math.max(intervalMs, ((budget + 1) * rate.windowMs) / rate.count);
+  return Math.ceil(streams / budget) * passMs;
+}

@@ -48,6 +48,20 @@ describe('a signal while the CLI loads', () => {
     expect(s.stats.requests).toBe(0);
   });
 
+  it('SIGHUP to watch: kept like SIGTERM, exit 0 (before: Node killed it, 129)', async () => {
+    const s = await sim({ campaigns: 1, records: 5 });
+    const { run, release } = await held(['watch', '--db', join(tempDir(), 'm.db'), '--interval', '10m'], {
+      CAMPAIGN_SYNC_BASE_URL: s.url,
+      CAMPAIGN_SYNC_API_KEY: s.apiKey,
+    });
+    await send(run, 'SIGHUP');
+    expect(run.child.exitCode).toBeNull();
+    release();
+    const { code, signal } = await run.exited;
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(run.stderr()).toBe('campaign-sync: interrupted; nothing more was done\n');
+  });
+
   it('SIGINT to pull --json: exit 0 with one document saying so (before: nothing at all)', async () => {
     const s = await sim({ campaigns: 1, records: 5 });
     const { run, release } = await held(['pull', '--json', '--db', join(tempDir(), 'm.db')], {

@@ -36,6 +36,23 @@ function assertConsistent(dbPath: string) {
   return total;
 }
 
+/** Waits until a page of some stream has committed (a loaded machine may take a while to get there). */
+async function waitCommitted(dbPath: string): Promise<void> {
+  const committed = () => {
+    try {
+      const m = new Database(dbPath, { readonly: true, fileMustExist: true });
+      try {
+        return (m.prepare('SELECT count(*) FROM sync_state WHERE cursor IS NOT NULL').pluck().get() as number) > 0;
+      } finally {
+        m.close();
+      }
+    } catch {
+      return false;
+    }
+  };
+  for (const t0 = Date.now(); !committed() && Date.now() - t0 < 30_000; ) await new Promise((r) => setTimeout(r, 50));
+}
+
 describe('run lock', () => {
   it('every name of a database takes the same lock: a link to it, or its path spelled another way', async () => {
     const s = await sim({ campaigns: 1, records: 10 });
@@ -122,6 +139,33 @@ describe('signals', () => {
     } finally {
       await s.close();
     }
+  });
+
+  it('SIGHUP (the ssh session or tmux window closed) stops watch as SIGTERM does: the open group commits, exit 0', async () => {
+    // Slow replies keep a page in flight, and a group open, when the hangup lands.
+    const s = await startSimulator({ campaigns: 4, records: 400, faults: { slow: 1 }, slowMs: 150 });
+    try {
+      const db = join(tempDir(), 'm.db');
+      const run = startCli(['watch', '--db', db, '--page-size', '20', '--interval', '1m'], { env: envFor(s.url) });
+      await waitCommitted(db);
+      run.child.kill('SIGHUP');
+      const { code, signal } = await run.exited;
+      // Before: killed by Node's default action (exit 129), nothing said, the open group lost.
+      expect({ code, signal }, run.stderr()).toEqual({ code: 0, signal: null });
+      expect(run.stdout()).toMatch(/pass 1: .*interrupted/);
+      const stored = assertConsistent(db);
+      expect(stored).toBeGreaterThan(0n);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('SIGHUP stops simulate as SIGINT does: exit 0', async () => {
+    const run = startCli(['simulate', '--port', '0', '--records', '4', '--campaigns', '2', '--json']);
+    await run.waitFor(/"url":/);
+    run.child.kill('SIGHUP');
+    const { code, signal } = await run.exited;
+    expect({ code, signal }, run.stderr()).toEqual({ code: 0, signal: null });
   });
 
   it('SIGINT cuts the watch interval sleep short and exits 0', async () => {
@@ -238,6 +282,66 @@ describe('watch', () => {
     expect(passes[1]?.error).toBeUndefined();
     expect(passes[2]?.error).toBeUndefined();
     expect(assertConsistent(db)).toBeGreaterThan(10n);
+  });
+
+  it('warns at start when --max-age is within --interval (/healthz would flap to 503 between passes); --quiet silences it', async () => {
+    const s = await sim({ campaigns: 1, records: 5 });
+    const args = [
+      'watch',
+      '--db',
+      join(tempDir(), 'm.db'),
+      '--interval',
+      '3s',
+      '--max-age',
+      '1s',
+      '--metrics-listen',
+      '0',
+      '--max-cycles',
+      '1',
+    ];
+    const run = await cli(args, { env: envFor(s.url) });
+    expect(run.code, run.stderr).toBe(0);
+    const warnings = run.stderr.split('\n').filter((l) => l.startsWith('warning:'));
+    expect(warnings).toEqual([
+      'warning: --max-age 1s is not above --interval 3s and its 5% jitter: /healthz will answer 503 between passes, and a liveness probe would restart a healthy watch; set --max-age above --interval plus a pass',
+    ]);
+    expect((await cli([...args, '--quiet'], { env: envFor(s.url) })).stderr).not.toMatch(/warning/);
+    // Above the interval: nothing to say.
+    const fine = await cli(
+      ['watch', '--db', join(tempDir(), 'm.db'), '--interval', '3s', '--max-age', '10s', '--metrics-listen', '0', '--max-cycles', '1'],
+      {
+        env: envFor(s.url),
+      },
+    );
+    expect(fine.stderr).not.toMatch(/warning/);
+  });
+
+  it('warns once when the request budget cannot keep --max-staleness for the number of streams', async () => {
+    const s = await sim({ campaigns: 30, records: 2 });
+    const run = await cli(
+      // 14 streams a pass, a pass every 5 s (the rate paces it): a stream may wait three passes.
+      [
+        'watch',
+        '--db',
+        join(tempDir(), 'm.db'),
+        '--interval',
+        '1s',
+        '--rate-limit',
+        '15/5s',
+        '--max-staleness',
+        '10s',
+        '--max-cycles',
+        '2',
+        '--json',
+      ],
+      { env: envFor(s.url) },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim().split('\n')).toHaveLength(2);
+    const warnings = run.stderr.split('\n').filter((l) => l.startsWith('warning:'));
+    expect(warnings).toEqual([
+      'warning: --max-staleness 10s cannot be kept for 30 streams: the request budget (15/5s) checks at most 14 a pass, so a stream may wait 15s; set --max-staleness to 15s or more, or raise --rate-limit if the service allows it',
+    ]);
   });
 
   it('401 stops watch with exit 3', async () => {

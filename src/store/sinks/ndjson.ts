@@ -3,7 +3,7 @@
  * length commits with the checkpoint in the group (sinks/sink.ts). Who may touch which file: ../ndjson-file.ts.
  */
 import { lstatSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { toJson } from '../../core/json.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { storageError } from '../../errors.js';
@@ -13,6 +13,7 @@ import { finishRewrites } from '../erase.js';
 import type { GroupLimits } from '../group.js';
 import { RunLock } from '../lock.js';
 import type { UpsertCounts } from '../mirror.js';
+import { type FileIdentity, identify, stillAt, whereNow } from '../moved.js';
 import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from '../ndjson-file.js';
 import { isTombstone, lineDigest, NdjsonIndex, RECORD_STREAM } from '../ndjson-index.js';
 import { NdjsonOffsets } from '../offsets.js';
@@ -30,6 +31,9 @@ export class NdjsonSink extends GroupedSink {
   private readonly offsets: NdjsonOffsets;
   private readonly index: NdjsonIndex;
   private readonly folderLock: RunLock | undefined;
+  /** The folder and files as opened, for moved() (kept after the files close: checked once more then). */
+  private readonly opened: Array<{ path: string; id: FileIdentity; folder: boolean }> = [];
+  private movedAtClose: string | undefined;
 
   constructor(db: Db, state: Checkpoints, dir: string, options: NdjsonSinkOptions = {}) {
     super(db, state, options.limits);
@@ -59,6 +63,12 @@ export class NdjsonSink extends GroupedSink {
         if (committed === undefined) unclaimed.push(path);
         this.files.set(kind as keyof typeof NDJSON_FILES, new NdjsonFile(path, committed, options.write, this.lineCheck(kind, path)));
         if (committed !== undefined && kind !== 'campaigns') this.index.ensureIndexed(path, committed, indexKeyOfLine(kind));
+      }
+      const folderId = identify(folder);
+      if (folderId) this.opened.push({ path: folder, id: folderId, folder: true });
+      for (const f of this.files.values()) {
+        const id = f.identity();
+        if (id) this.opened.push({ path: f.path, id, folder: false });
       }
       // A file this database is about to write is claimed (committed length 0) before its first
       // byte: a crash before the first commit then leaves a tail this database can prove is its own.
@@ -207,10 +217,41 @@ export class NdjsonSink extends GroupedSink {
     );
   }
 
+  /**
+   * The --out folder or one of its files moved or removed while the process ran: lines appended there
+   * went into the moved or unlinked file, and the next run would find the file gone (hostile report 2).
+   */
+  moved(): string | undefined {
+    // Closed: what was found just before (the files' new names can only be read while they are open).
+    if (this.files.size === 0) return this.movedAtClose;
+    const stop = 'nothing more was written';
+    const lost = '(restore it, or run `campaign-sync reset --all` with this --db and pull again to write the files anew)';
+    const folder = this.opened.find((o) => o.folder);
+    if (folder && !stillAt(folder.path, folder.id)) {
+      // Where the folder went: the new name of a file in it.
+      const file = this.opened.find((o) => !o.folder);
+      const at = file && whereNow(file.id);
+      if (at === 'removed')
+        return `the NDJSON folder ${folder.path} was removed while it was being synced: the lines written there went with it; ${stop} ${lost}`;
+      if (at === undefined)
+        return `the NDJSON folder ${folder.path} was moved or removed while it was being synced; ${stop} (move it back to go on)`;
+      return `the NDJSON folder ${folder.path} was moved to ${dirname(at)} while it was being synced: its files there hold every committed line; ${stop} (move it back to ${folder.path} to go on)`;
+    }
+    for (const o of this.opened) {
+      if (o.folder || stillAt(o.path, o.id)) continue;
+      const at = whereNow(o.id);
+      if (at === 'removed') return `${o.path} was removed while it was being synced: the lines written there went with it; ${stop} ${lost}`;
+      if (at === undefined) return `${o.path} was moved or removed while it was being synced; ${stop} (move it back to go on)`;
+      return `${o.path} was moved to ${at} while it was being synced: it holds every committed line; ${stop} (move it back to go on)`;
+    }
+    return undefined;
+  }
+
   override async close(): Promise<void> {
     try {
       await super.close();
     } finally {
+      if (this.files.size > 0) this.movedAtClose = this.moved();
       this.release();
     }
   }

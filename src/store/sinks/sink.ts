@@ -58,6 +58,11 @@ export interface Sink {
   flush(): Promise<void>;
   /** Flushes and releases files; the database stays open. After a storage failure, only releases. */
   close(): Promise<void>;
+  /**
+   * Optional: a line saying which of the sink's own files or folders is no longer where it was
+   * opened (moved or removed while the process ran), or undefined while all are in place.
+   */
+  moved?(): string | undefined;
   /** The storage failure that stopped this sink's writes, if one did. */
   readonly failure: StorageError | undefined;
 }
