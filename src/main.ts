@@ -183,7 +183,7 @@ export async function main(argv: string[]): Promise<void> {
   tuneEngine();
   const quiet = wants(argv, '--quiet');
   const warn = takeOverWarnings({ quiet, debug: Boolean(process.env.CAMPAIGN_SYNC_DEBUG) });
-  const badCa = quiet ? undefined : await extraCaCertsProblem();
+  const badCa = quiet ? undefined : extraCaCertsProblem();
   if (badCa !== undefined) warn(badCa);
   const controller = new AbortController();
   const stop = signalHandler(controller, (code) => process.exit(code));

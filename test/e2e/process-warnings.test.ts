@@ -139,12 +139,10 @@ describe('an unusable NODE_EXTRA_CA_CERTS', () => {
     expect(lines(r.stderr)).toContain(`campaign-sync: warning: NODE_EXTRA_CA_CERTS=${file}: no such file: Node trusts nothing from it`);
   });
 
-  it('a certificate that does not parse is named by its position', async () => {
+  it('a certificate that does not parse is left to Node, which reports it (parsing the bundle again cost 50 ms a start)', async () => {
     const file = join(tempDir(), 'broken.pem');
     writeFileSync(file, '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n');
     const r = await cli(['status', '--db', join(tempDir(), 'm.db')], { env: { NODE_EXTRA_CA_CERTS: file } });
-    expect(lines(r.stderr)).toContain(
-      `campaign-sync: warning: NODE_EXTRA_CA_CERTS=${file}: certificate 1 of 1 cannot be read: Node trusts nothing from it`,
-    );
+    expect(r.stderr).not.toContain('campaign-sync: warning: NODE_EXTRA_CA_CERTS');
   });
 });
