@@ -2,7 +2,6 @@
  * Networks people have: a forward proxy (a real proxy process on loopback), a private CA (a TLS
  * simulator with a certificate made here by openssl), gzip over real HTTP, and the User-Agent.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -15,6 +14,7 @@ import { AbortedError, ExitCode, NetworkError } from '../src/errors.js';
 import { atFileEnd } from './helpers/file-end.js';
 import { cli, clientConfig, sim, startCli, tempDir } from './helpers/index.js';
 import { PROXIED_HOST, startProxy, viaProxyName } from './helpers/proxy.js';
+import { selfSigned } from './helpers/tls.js';
 
 const KEY = 'net-secret-key-123';
 /** No proxy setting of the tester's shell leaks in; each test sets its own. */
@@ -244,37 +244,8 @@ describe('a connection that never completes (a proxy silent on CONNECT)', () => 
   }
 });
 
-/** A self-signed certificate for 127.0.0.1 and localhost, made by the openssl CLI. */
-function selfSigned(): { cert: string; key: string } {
-  const dir = tempDir();
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      `subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:${PROXIED_HOST}`,
-    ],
-    { stdio: 'ignore' },
-  );
-  return { cert, key };
-}
-
 describe('a private CA', () => {
-  const files = selfSigned();
+  const files = selfSigned(['IP:127.0.0.1', 'DNS:localhost', `DNS:${PROXIED_HOST}`]);
 
   it('NODE_EXTRA_CA_CERTS makes a pull over https to a self-signed service work; without it, a TLS error not retried', async () => {
     const s = await sim({ apiKey: KEY, campaigns: 2, records: 10, tls: { cert: readFileSync(files.cert), key: readFileSync(files.key) } });

@@ -2,7 +2,6 @@
  * Waits and retries that tell the truth: a Retry-After longer than --max-retry-wait fails at once,
  * certificate errors are never retried, an unknown host is retried once, and each says what to check.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:https';
@@ -17,6 +16,7 @@ import { parseDuration } from '../src/config/duration.js';
 import { formatDuration } from '../src/core/rate.js';
 import { ApiError, NetworkError, UsageError } from '../src/errors.js';
 import { cli, sim, tempDir } from './helpers/index.js';
+import { selfSigned as makeCertificate } from './helpers/tls.js';
 
 const req = { method: 'GET', path: '/v1/campaigns/session/results', campaignId: 'c1' };
 const opts = { maxRetries: 5, baseMs: 100, capMs: 1000, maxRetryAfterMs: 120_000 };
@@ -94,17 +94,10 @@ describe('retry policy: what it stops on, and why', () => {
   });
 });
 
-/** A self-signed certificate made for this test run (openssl is part of the build image and CI). */
+/** A self-signed certificate made for this test run, read (openssl is part of the build image and CI). */
 function selfSigned(): { key: Buffer; cert: Buffer } {
-  const dir = tempDir();
-  const key = join(dir, 'key.pem');
-  const cert = join(dir, 'cert.pem');
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-days', '1', '-keyout', key, '-out', cert],
-    { stdio: 'ignore' },
-  );
-  return { key: readFileSync(key), cert: readFileSync(cert) };
+  const files = makeCertificate();
+  return { key: readFileSync(files.key), cert: readFileSync(files.cert) };
 }
 
 function client(baseUrl: string, maxRetries = 5) {

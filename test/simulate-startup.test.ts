@@ -3,13 +3,13 @@
  * names the flag, instead of an "internal error" (exit 1), an OOM kill or a server nobody can reach.
  */
 import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { listenFailure, type SimulateOptions, simulate } from '../src/commands/simulate.js';
 import { exitCodeFor, UsageError } from '../src/errors.js';
 import { parseFaults } from '../src/simulator/faults.js';
 import { checkRateLimit, MAX_WINDOW_COUNT, SlidingWindow } from '../src/simulator/window.js';
-import { tempDir } from './helpers/index.js';
+import { selfSigned } from './helpers/tls.js';
 
 /** Runs simulate with an already-aborted signal: it stops at once if it started, or throws at start-up. */
 async function startUp(opts: SimulateOptions): Promise<unknown> {
@@ -50,11 +50,9 @@ describe('--rate-limit is bounded', () => {
 
 /** A self-signed certificate and its key, and a second key, made by the openssl CLI. */
 function tlsFiles(): { cert: string; key: string; other: string } {
-  const dir = tempDir();
-  const [cert, key, other] = ['cert.pem', 'key.pem', 'other-key.pem'].map((f) => join(dir, f)) as [string, string, string];
-  const run = (args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
-  run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost']);
-  run(['genrsa', '-out', other, '2048']);
+  const { cert, key } = selfSigned();
+  const other = join(dirname(cert), 'other-key.pem');
+  execFileSync('openssl', ['genrsa', '-out', other, '2048'], { stdio: 'ignore' });
   return { cert, key, other };
 }
 

@@ -3,12 +3,13 @@
  * the CLI's one-line format: `campaign-sync: warning: <text>`, once, silent with --quiet; and an
  * unusable NODE_EXTRA_CA_CERTS, which Node reports from C++ or not at all, is named in one line.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { proxyFor } from '../../src/api/dispatcher.js';
 import { cli, sim, tempDir } from '../helpers/index.js';
 import { viaProxyName } from '../helpers/proxy.js';
+import { selfSigned } from '../helpers/tls.js';
 
 /** A PostgreSQL URL on a loopback port nothing listens on: pg reads sslmode=require, then the connection is refused. */
 const PG_REQUIRE = 'postgres://sync@127.0.0.1:1/analytics?sslmode=require';
@@ -65,33 +66,8 @@ describe("Node's process warnings", () => {
   it('an https:// proxy named by its IP address (DEP0123 from undici) is one warning line, then the error', async () => {
     // A TLS "proxy" on loopback that completes no CONNECT: enough for undici to open TLS to it by address.
     const tls = await import('node:tls');
-    const { execFileSync } = await import('node:child_process');
-    const dir = tempDir();
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-subj',
-        '/CN=localhost',
-        '-days',
-        '1',
-        '-keyout',
-        join(dir, 'k.pem'),
-        '-out',
-        join(dir, 'c.pem'),
-      ],
-      {
-        stdio: 'ignore',
-      },
-    );
-    const { readFileSync } = await import('node:fs');
-    const proxy = tls.createServer({ key: readFileSync(join(dir, 'k.pem')), cert: readFileSync(join(dir, 'c.pem')) }, (socket) =>
-      socket.destroy(),
-    );
+    const files = selfSigned();
+    const proxy = tls.createServer({ key: readFileSync(files.key), cert: readFileSync(files.cert) }, (socket) => socket.destroy());
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     try {
       const port = (proxy.address() as { port: number }).port;

@@ -112,19 +112,7 @@ describe('signals', () => {
       const db = join(tempDir(), 'm.db');
       const run = startCli(['pull', '--db', db, '--page-size', '20'], { env: envFor(s.url) });
       // Signal once some pages are committed (a loaded machine may take longer than usual to get there).
-      const committed = () => {
-        try {
-          const m = new Database(db, { readonly: true, fileMustExist: true });
-          try {
-            return (m.prepare('SELECT count(*) FROM sync_state WHERE cursor IS NOT NULL').pluck().get() as number) > 0;
-          } finally {
-            m.close();
-          }
-        } catch {
-          return false;
-        }
-      };
-      for (const t0 = Date.now(); !committed() && Date.now() - t0 < 30_000; ) await new Promise((r) => setTimeout(r, 50));
+      await waitCommitted(db);
       await new Promise((r) => setTimeout(r, 300));
       run.child.kill('SIGTERM');
       const { code } = await run.exited;
