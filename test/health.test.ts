@@ -127,15 +127,17 @@ describe('human status', () => {
 });
 
 describe('a campaign the service no longer lists', () => {
+  const env = (s: { url: string; apiKey: string }) => ({ CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey });
+
   it('is named by pull, marked in status, and left out of status --check instead of stale for ever', async () => {
     const dir = tempDir();
     const db = join(dir, 'm.db');
-    // The same seed: the first two campaigns of four are the two of the second list.
+    // The same service (seed and address): the first two campaigns of four are the two of the second list.
     const before = await sim({ seed: 5, campaigns: 4, records: 3 });
-    const env = (s: { url: string; apiKey: string }) => ({ CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey });
     expect((await cli(['pull', '--db', db, '--quiet'], { env: env(before) })).code).toBe(0);
+    await before.close();
     await new Promise((r) => setTimeout(r, 2100));
-    const after = await sim({ seed: 5, campaigns: 2, records: 3 });
+    const after = await sim({ seed: 5, campaigns: 2, records: 3, port: before.port });
     const pulled = await cli(['pull', '--db', db], { env: env(after) });
     expect(pulled.code, pulled.stderr).toBe(0);
     const warned = pulled.stderr.split('\n').filter((l) => l.includes('is no longer listed by the service (last listed '));
@@ -152,9 +154,33 @@ describe('a campaign the service no longer lists', () => {
     const all = JSON.parse((await cli(['status', '--json', '--db', db])).stdout).streams;
     expect(all.filter((s: { unlisted_since: string | null }) => s.unlisted_since !== null)).toHaveLength(2);
     // Listed again: back in the check, nothing marked.
-    expect((await cli(['pull', '--db', db, '--quiet'], { env: env(before) })).code).toBe(0);
-    const again = JSON.parse((await cli(['status', '--check', '--json', '--db', db])).stdout);
-    expect(again.unlisted).toHaveLength(0);
-    expect(again.streams).toBe(4);
+    await after.close();
+    const again = await sim({ seed: 5, campaigns: 4, records: 3, port: before.port });
+    expect((await cli(['pull', '--db', db, '--quiet'], { env: env(again) })).code).toBe(0);
+    const back = JSON.parse((await cli(['status', '--check', '--json', '--db', db])).stdout);
+    expect(back.unlisted).toHaveLength(0);
+    expect(back.streams).toBe(4);
+  });
+
+  it("is not one another key lists: workers with different keys share a mirror, each seeing its own campaigns", async () => {
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    const a = await sim({ seed: 5, campaigns: 2, records: 3 });
+    const b = await sim({ seed: 9, campaigns: 2, records: 3, apiKey: 'other-key' });
+    expect((await cli(['pull', '--db', db, '--quiet'], { env: env(a) })).code).toBe(0);
+    // The second key's list holds none of the first's campaigns: they are not "no longer listed".
+    const second = await cli(['pull', '--db', db], { env: env(b) });
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).not.toContain('no longer listed');
+    const doc = JSON.parse((await cli(['status', '--check', '--json', '--db', db])).stdout);
+    expect(doc.streams).toBe(4);
+    expect(doc.unlisted).toHaveLength(0);
+    // `campaigns` keeps its key's list too: the first key's list, now one campaign short.
+    await a.close();
+    const fewer = await sim({ seed: 5, campaigns: 1, records: 3, port: a.port });
+    expect((await cli(['campaigns', '--db', db], { env: env(fewer) })).code).toBe(0);
+    const after = JSON.parse((await cli(['status', '--check', '--json', '--db', db])).stdout);
+    expect(after.unlisted).toHaveLength(1);
+    expect(after.streams).toBe(3);
   });
 });

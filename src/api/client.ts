@@ -10,6 +10,7 @@
 import type { Dispatcher } from 'undici';
 import { type Clock, MAX_TIMER_MS, realClock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
+import { keyFingerprint } from '../core/fingerprint.js';
 import { parseJsonBytes } from '../core/json-bytes.js';
 import type { ReportType } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
@@ -131,6 +132,14 @@ export class ApiClient {
     this.basePath = config.baseUrl.pathname.replace(/\/+$/, '');
     this.origin = config.baseUrl.origin;
     this.secrets = [...new Set([config.apiKey, encodeURIComponent(config.apiKey)])].filter((k) => k.length > 0);
+  }
+
+  /**
+   * Who lists campaigns through this client: the service and key, as a fingerprint (the key cannot
+   * be recovered from it). A mirror keeps each one's newest list (store/listings.ts).
+   */
+  get lister(): string {
+    return keyFingerprint('campaign-list', this.config.baseUrl.href, this.config.apiKey);
   }
 
   /**

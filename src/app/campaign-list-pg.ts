@@ -5,10 +5,16 @@
 import { upsertCampaigns } from '../store/pg/campaigns.js';
 import { PgDatabase } from '../store/pg/database.js';
 
-export async function storeCampaignsPg(url: string, pgSchema: string, list: Array<Record<string, unknown>>, where: string): Promise<void> {
+export async function storeCampaignsPg(
+  url: string,
+  pgSchema: string,
+  list: Array<Record<string, unknown>>,
+  where: string,
+  lister: string,
+): Promise<void> {
   const db = await PgDatabase.open(url, pgSchema, { connections: 1, where });
   try {
-    await upsertCampaigns(db, list, new Date().toISOString());
+    await upsertCampaigns(db, list, new Date().toISOString(), lister);
   } finally {
     await db.close();
   }

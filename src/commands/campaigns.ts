@@ -34,11 +34,11 @@ export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Pro
   // The campaigns table is small and written in one transaction: no run lock needed.
   if (pgSchema !== undefined) {
     // pg is loaded only for a postgres:// --db.
-    await (await import('../app/campaign-list-pg.js')).storeCampaignsPg(dbPath, pgSchema, list, where);
+    await (await import('../app/campaign-list-pg.js')).storeCampaignsPg(dbPath, pgSchema, list, where, client.lister);
   } else {
     const db = openDatabase(dbPath);
     try {
-      new Campaigns(db).upsert(list, new Date().toISOString());
+      new Campaigns(db).upsert(list, new Date().toISOString(), client.lister);
     } finally {
       db.close();
     }

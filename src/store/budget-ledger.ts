@@ -8,10 +8,11 @@
  * which a 429 then corrects), and a ledger that cannot be opened (read-only home) is skipped with a
  * warning rather than failing the sync.
  */
-import { createHash } from 'node:crypto';
+
 import { chmodSync, closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
+import { keyFingerprint } from '../core/fingerprint.js';
 import type { RequestLedger } from '../core/rate.js';
 import { makeFolders } from './folders.js';
 import { Database } from './sqlite.js';
@@ -21,7 +22,8 @@ const KEEP_MS = 86_400_000;
 
 /** The ledger's key for a service and an API key; the key itself cannot be recovered from it. */
 export function ledgerFingerprint(baseUrl: string, apiKey: string): string {
-  return createHash('sha256').update(`${baseUrl}\n${apiKey}`).digest('hex').slice(0, 32);
+  // The same value as before core/fingerprint.ts: ledgers written by earlier releases stay in use.
+  return keyFingerprint('budget', baseUrl, apiKey);
 }
 
 export class BudgetLedger implements RequestLedger {

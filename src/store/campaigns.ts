@@ -4,6 +4,7 @@
  */
 import { ROUTES } from '../spec/paths.js';
 import type { Db } from './db.js';
+import { listingKey, listingValue } from './listings.js';
 import { campaignRow } from './rows.js';
 import { upsert } from './sql.js';
 
@@ -22,6 +23,7 @@ export class Campaigns {
     const routed = Object.keys(ROUTES);
     this.s = {
       upsert: db.prepare(upsert('campaigns')),
+      listing: db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
       names: db.prepare('SELECT id, coalesce(name, display_name, id) AS name FROM campaigns'),
       named: db.prepare('SELECT id FROM campaigns WHERE name = ?').pluck(),
       byIdOrName: db.prepare('SELECT id FROM campaigns WHERE id = ? OR name = ?').pluck(),
@@ -33,11 +35,23 @@ export class Campaigns {
     };
   }
 
-  /** Upserts campaigns (in the caller's transaction if there is one). */
-  upsert(campaigns: Array<Record<string, unknown>>, seenAt: string): void {
+  /**
+   * Upserts campaigns (in the caller's transaction if there is one); with `lister`, the list is that
+   * lister's newest (store/listings.ts).
+   */
+  upsert(campaigns: Array<Record<string, unknown>>, seenAt: string, lister?: string): void {
     this.db.transaction(() => {
       for (const c of campaigns) {
         this.s.upsert.run(...campaignRow(c, seenAt));
+      }
+      if (lister !== undefined) {
+        this.s.listing.run(
+          listingKey(lister),
+          listingValue(
+            campaigns.map((c) => String(c.id)),
+            seenAt,
+          ),
+        );
       }
     })();
   }

@@ -6,6 +6,7 @@ import type { CheckpointMove, Destination, Endpoint, StreamId } from '../core/ty
 import { StorageError, UsageError } from '../errors.js';
 import type { Db } from './db.js';
 import { decodeDestination, describeDestination, encodeDestination } from './destination.js';
+import { LISTING_KEYS, listedIds, unlistedSince } from './listings.js';
 
 /**
  * The `meta` row of an erasure whose rebuild is not finished (store/erase.ts): set with the deletion,
@@ -31,11 +32,13 @@ export interface StreamRow {
 }
 
 /**
- * Every stream, with `unlisted_since`: every campaign of one list gets the same `seen_at`, so one
- * older than the newest was not in the newest list. Shared by the SQLite and PostgreSQL mirrors.
+ * Every stream, with when its campaign was last listed (`campaign_seen_at`), from which, with the
+ * listers' newest lists, `unlisted_since` is made (store/listings.ts). Shared by SQLite and PostgreSQL.
  */
-export const STREAMS_SQL = `SELECT s.*, CASE WHEN c.seen_at < (SELECT max(seen_at) FROM campaigns) THEN c.seen_at END AS unlisted_since
-  FROM sync_state s LEFT JOIN campaigns c ON c.id = s.campaign_id`;
+export const STREAMS_SQL = 'SELECT s.*, c.seen_at AS campaign_seen_at FROM sync_state s LEFT JOIN campaigns c ON c.id = s.campaign_id';
+
+/** The newest list of every lister, as stored in `meta` (store/listings.ts). */
+export const LISTINGS_SQL = `SELECT value FROM meta WHERE key LIKE '${LISTING_KEYS}'`;
 
 function prepare(db: Db) {
   return {
@@ -49,6 +52,7 @@ function prepare(db: Db) {
     success: db.prepare('UPDATE sync_state SET last_success_at = ?, last_error = NULL, last_error_at = NULL WHERE stream = ?'),
     failure: db.prepare('UPDATE sync_state SET last_error = ?, last_error_at = ? WHERE stream = ?'),
     all: db.prepare(`${STREAMS_SQL} ORDER BY s.campaign_id, s.endpoint, s.report_type`).safeIntegers(true),
+    listings: db.prepare(LISTINGS_SQL).pluck(),
     hasStreams: db.prepare('SELECT 1 FROM sync_state WHERE campaign_id = ? LIMIT 1').pluck(),
     destination: db.prepare("SELECT value FROM meta WHERE key = 'destination'").pluck(),
     erasePending: db.prepare('SELECT 1 FROM meta WHERE key = ?').pluck().bind(ERASE_PENDING_KEY),
@@ -105,7 +109,10 @@ export class Checkpoints {
   }
 
   all(): StreamRow[] {
-    return this.s.all.all() as StreamRow[];
+    const listed = listedIds(this.s.listings.all() as string[]);
+    return (this.s.all.all() as Array<Omit<StreamRow, 'unlisted_since'> & { campaign_seen_at: string | null }>).map(
+      ({ campaign_seen_at, ...row }) => ({ ...row, unlisted_since: unlistedSince(row.campaign_id, campaign_seen_at, listed) }),
+    );
   }
 
   /**

@@ -66,7 +66,7 @@ export async function listAndPlan(
     }
     throw err;
   }
-  await deps.sink.campaigns(campaigns as Array<Record<string, unknown>>);
+  await deps.sink.campaigns(campaigns as Array<Record<string, unknown>>, deps.client.lister);
   const { streams: planned, skipped } = planStreams(selectCampaigns(campaigns, opts.campaigns), opts);
   for (const s of skipped)
     deps.events?.warning?.(`campaign ${s.name} (${s.id}) has type ${s.type}, which campaign-sync does not know how to read: skipped`);

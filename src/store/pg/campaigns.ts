@@ -1,6 +1,7 @@
 /** The campaign list in the PostgreSQL mirror: its upsert, names for people and lookups by selector (as store/campaigns.ts). */
 import { ROUTES } from '../../spec/paths.js';
 import type { SkippedCampaign } from '../campaigns.js';
+import { listingKey, listingValue } from '../listings.js';
 import { campaignRow } from '../rows.js';
 import type { PgDatabase } from './database.js';
 import { rowParams, upsertChanged } from './statements.js';
@@ -8,11 +9,24 @@ import { rowParams, upsertChanged } from './statements.js';
 const UPSERT = upsertChanged('campaigns', false);
 
 /** Upserts the campaign list (a pull's, or `campaigns`'), one row per id. */
-export async function upsertCampaigns(db: PgDatabase, list: Array<Record<string, unknown>>, seenAt: string): Promise<void> {
+export async function upsertCampaigns(
+  db: PgDatabase,
+  list: Array<Record<string, unknown>>,
+  seenAt: string,
+  lister?: string,
+): Promise<void> {
   // One row per id, in id order: two workers upserting the same campaigns take row locks in the same order.
   const byId = new Map(list.map((c) => [String(c.id), c]));
   const rows = [...byId.keys()].sort().map((k) => campaignRow(byId.get(k) as Record<string, unknown>, seenAt));
   if (rows.length > 0) await db.query(UPSERT, rowParams('campaigns', rows), 'cannot write to');
+  // This lister's newest list (store/listings.ts): its own row, so workers with other keys never touch it.
+  if (lister !== undefined) {
+    await db.query(
+      'INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+      [listingKey(lister), listingValue([...byId.keys()], seenAt)],
+      'cannot write to',
+    );
+  }
 }
 
 /** Campaign id -> the name people know it by: its name, else its display name, else its id. */

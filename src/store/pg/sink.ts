@@ -197,8 +197,8 @@ export class PgSink implements Sink {
     );
   }
 
-  async campaigns(list: Array<Record<string, unknown>>): Promise<void> {
-    await this.guard(() => upsertCampaigns(this.db, list, new Date().toISOString()));
+  async campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void> {
+    await this.guard(() => upsertCampaigns(this.db, list, new Date().toISOString(), lister));
   }
 
   async openStream(id: StreamId): Promise<void> {

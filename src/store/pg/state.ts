@@ -7,7 +7,8 @@
 import type pg from 'pg';
 import type { CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
-import { STREAMS_SQL, type StreamRow } from '../checkpoints.js';
+import { LISTINGS_SQL, STREAMS_SQL, type StreamRow } from '../checkpoints.js';
+import { listedIds, unlistedSince } from '../listings.js';
 import type { PgDatabase } from './database.js';
 import { prepared } from './mirror.js';
 
@@ -16,7 +17,7 @@ type RawRow = Omit<StreamRow, 'cursor' | 'records' | 'last_success_at' | 'last_e
   records: string;
   last_success_at: Date | null;
   last_error_at: Date | null;
-  unlisted_since: Date | null;
+  campaign_seen_at: Date | null;
 };
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
@@ -90,14 +91,16 @@ export class PgState {
 
   /** Every stream's row, as store/checkpoints.ts returns them (bigint cursors, ISO times). */
   async all(): Promise<StreamRow[]> {
+    const listings = await this.db.query<{ value: string }>(LISTINGS_SQL);
+    const listed = listedIds(listings.rows.map((r) => r.value));
     const r = await this.db.query<RawRow>(`${STREAMS_SQL} ORDER BY s.campaign_id, s.endpoint, s.report_type NULLS FIRST`);
-    return r.rows.map((row) => ({
+    return r.rows.map(({ campaign_seen_at, ...row }) => ({
       ...row,
       cursor: row.cursor === null ? null : BigInt(row.cursor),
       records: BigInt(row.records),
       last_success_at: iso(row.last_success_at),
       last_error_at: iso(row.last_error_at),
-      unlisted_since: iso(row.unlisted_since),
+      unlisted_since: unlistedSince(row.campaign_id, iso(campaign_seen_at), listed),
     }));
   }
 

@@ -201,7 +201,7 @@ export class NdjsonSink extends GroupedSink {
     return this.index.ids((this.files.get(id.endpoint) as NdjsonFile).path, indexKey(id), id.campaignId);
   }
 
-  async campaigns(list: Array<Record<string, unknown>>): Promise<void> {
+  async campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void> {
     // Campaigns are not paged: a line is appended when a campaign is new to this file or has changed
     // since the line this database last wrote there (not since the shared `campaigns` table changed).
     const path = (this.files.get('campaigns') as NdjsonFile).path;
@@ -212,7 +212,7 @@ export class NdjsonSink extends GroupedSink {
       changed.map((c) => c.raw),
       () => {
         for (const c of changed) this.offsets.setCampaignLine(path, c.id, c.raw);
-        this.campaignRows.upsert(list, seenAt);
+        this.campaignRows.upsert(list, seenAt, lister);
       },
     );
   }

@@ -49,7 +49,7 @@ export interface Sink {
    */
   prune(id: StreamId, recordIds: string[], at: string): Promise<number>;
   /** Stores the campaign list (and, for NDJSON, appends the campaigns new or changed for this folder). */
-  campaigns(list: Array<Record<string, unknown>>): Promise<void>;
+  campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void>;
   /** Makes sure the stream has its row in `sync_state`. */
   openStream(id: StreamId): Promise<void>;
   /** Records how the stream's pass ended: a success time, or the error. */
@@ -82,7 +82,7 @@ export abstract class GroupedSink implements Sink {
   }
 
   abstract commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
-  abstract campaigns(list: Array<Record<string, unknown>>): Promise<void>;
+  abstract campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void>;
   abstract storedIds(id: StreamId): Promise<string[]>;
   abstract prune(id: StreamId, recordIds: string[], at: string): Promise<number>;
 

@@ -47,8 +47,8 @@ export class SqliteSink extends GroupedSink {
     );
   }
 
-  async campaigns(list: Array<Record<string, unknown>>): Promise<void> {
+  async campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void> {
     const seenAt = new Date().toISOString();
-    this.group.write(() => this.campaignRows.upsert(list, seenAt), 0, 0);
+    this.group.write(() => this.campaignRows.upsert(list, seenAt, lister), 0, 0);
   }
 }
