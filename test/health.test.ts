@@ -162,7 +162,7 @@ describe('a campaign the service no longer lists', () => {
     expect(back.streams).toBe(4);
   });
 
-  it("is not one another key lists: workers with different keys share a mirror, each seeing its own campaigns", async () => {
+  it('is not one another key lists: workers with different keys share a mirror, each seeing its own campaigns', async () => {
     const dir = tempDir();
     const db = join(dir, 'm.db');
     const a = await sim({ seed: 5, campaigns: 2, records: 3 });
