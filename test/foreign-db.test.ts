@@ -4,7 +4,7 @@
  * is refused for writing, since writers using two names corrupt it (a hostile run did).
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, linkSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { chmodSync, linkSync, readFileSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -54,6 +54,27 @@ describe("another program's SQLite file", () => {
     check.close();
   });
 
+  it('in WAL mode, with commits in its WAL: refused, and neither the file nor its WAL touched', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'app.db');
+    const other = new Database(path);
+    other.pragma('journal_mode = WAL');
+    other.pragma('wal_autocheckpoint = 0');
+    other.exec("CREATE TABLE notes (x); INSERT INTO notes VALUES ('in the wal')");
+    const wal = readFileSync(`${path}-wal`);
+    other.close();
+    writeFileSync(`${path}-wal`, wal);
+    const before = md5(path);
+    const s = await sim({ campaigns: 1, records: 2 });
+    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+    for (const args of [['pull'], ['reset', '--all']]) {
+      expectUsage(await cli([...args, '--db', path], { env }), /app\.db already holds tables that are not campaign-sync's/);
+      // The refusing close checkpointed the WAL into the file (4096 -> 8192 bytes) and deleted it.
+      expect(md5(path), args.join(' ')).toBe(before);
+      expect(readFileSync(`${path}-wal`).equals(wal), args.join(' ')).toBe(true);
+    }
+  });
+
   it('an SQLite file with no tables at all is no mirror for readers; a pull makes it one', async () => {
     const dir = tempDir();
     const path = join(dir, 'blank.db');
@@ -97,5 +118,30 @@ describe('a mirror with several names (hard links)', () => {
     unlinkSync(link);
     const r = await cli(['pull', '--db', db, '--quiet'], { env });
     expect(r.code, r.stderr).toBe(0);
+  });
+});
+
+describe('a database file of 0 bytes beside a WAL that holds commits', () => {
+  it('is opened by no command (exit 74): SQLite would delete the WAL, and every commit in it', async () => {
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    // A WAL with pages, kept as a killed writer leaves it; then the main file truncated.
+    const writer = new Database(db);
+    writer.pragma('journal_mode = WAL');
+    writer.pragma('wal_autocheckpoint = 0');
+    writer.exec("CREATE TABLE t (x); INSERT INTO t VALUES ('committed')");
+    const wal = readFileSync(`${db}-wal`);
+    writer.close();
+    writeFileSync(`${db}-wal`, wal);
+    truncateSync(db, 0);
+    const s = await sim({ campaigns: 1, records: 2 });
+    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+    for (const args of [['status'], ['status', '--check'], ['export', '--table', 'campaigns', '-o', join(dir, 'c.csv')], ['pull']]) {
+      const r = await cli([...args, '--db', db], { env });
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(74);
+      expect(r.stderr).toMatch(/m\.db is empty, but \S*m\.db-wal beside it holds \d+ bytes of commits/);
+      // status said "not a campaign-sync mirror" and the WAL was gone.
+      expect(readFileSync(`${db}-wal`).equals(wal), args.join(' ')).toBe(true);
+    }
   });
 });

@@ -4,14 +4,33 @@
  * WAL copied in (store/moved.ts), so the file at its new name holds every commit; then the run stops
  * with exit 74 and one line saying where the data is. The NDJSON sink checks its own folder and files.
  */
-import { existsSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, constants, copyFileSync, existsSync, rmSync, statSync } from 'node:fs';
 import { StorageError } from '../errors.js';
 import type { Db } from '../store/db.js';
 import { checkpointAll, type FileIdentity, identify, stillAt, whereNow } from '../store/moved.js';
 import type { Sink } from '../store/sinks/sink.js';
 
+/**
+ * A copy of `<path>-wal` beside it (0600), when it holds commits: `{ kept }` names it; `{}` when there
+ * is nothing to keep (no WAL by that name, or an empty one); `{ failed }` when the copy failed.
+ */
+function keepWal(path: string): { kept?: string; failed?: string } {
+  const wal = `${path}-wal`;
+  try {
+    if ((statSync(wal, { throwIfNoEntry: false })?.size ?? 0) === 0) return {};
+    const kept = `${path}-wal.kept-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    copyFileSync(wal, kept, constants.COPYFILE_EXCL);
+    chmodSync(kept, 0o600);
+    return { kept };
+  } catch (err) {
+    return { failed: (err as Error).message };
+  }
+}
+
 export class MirrorGuard {
   private readonly id: FileIdentity | undefined;
+  /** The WAL SQLite holds open: removed alone (`rm m.db-wal`), the commits in it live only in this process. */
+  private readonly walId: FileIdentity | undefined;
   private found: StorageError | undefined;
   private moved = false;
 
@@ -21,6 +40,7 @@ export class MirrorGuard {
     private readonly sink: Sink,
   ) {
     this.id = identify(path);
+    this.walId = identify(`${path}-wal`);
   }
 
   /** The failure to stop with, the first time a path no longer leads to what was opened; undefined after. */
@@ -31,20 +51,36 @@ export class MirrorGuard {
   }
 
   private checkDatabase(): StorageError | undefined {
-    if (this.id === undefined || stillAt(this.path, this.id)) return undefined;
+    if (this.id === undefined) return undefined;
+    if (stillAt(this.path, this.id)) return this.checkWal();
     this.moved = true;
+    const stop = 'nothing more was written';
+    const at = whereNow(this.id);
+    if (at === 'removed' || (at === undefined && !existsSync(this.path))) {
+      // Removed, or moved to another file system (a copy, then the name removed): the copy holds only
+      // what was checkpointed, and the newest commits are in the WAL under the old name. Copying them
+      // into the removed file would lose them, and a later open of a new database there would reset
+      // that WAL: it is kept beside, as it is.
+      const { kept, failed } = keepWal(this.path);
+      const gone = `${this.path} was removed (or moved to another file system) while it was being synced; ${stop}`;
+      if (kept !== undefined) {
+        return new StorageError(
+          `${gone}; its newest commits were in ${this.path}-wal, kept as ${kept}: to recover them, put the database file back at ${this.path} and rename ${kept} to ${this.path}-wal before anything opens it`,
+        );
+      }
+      if (failed !== undefined) {
+        return new StorageError(
+          `${gone}; its newest commits are in ${this.path}-wal, which could not be copied aside (${failed}): keep that file, put the database file back at ${this.path}, before anything opens it`,
+        );
+      }
+      const rest = existsSync(`${this.path}-wal`) ? 'it held every commit itself' : 'what it held went with it';
+      return new StorageError(`${gone}; ${rest} (run again to start a new mirror there)`);
+    }
     let complete = false;
     try {
       complete = checkpointAll(this.db);
     } catch {
       // Reported below as not complete.
-    }
-    const at = whereNow(this.id);
-    const stop = 'nothing more was written';
-    if (at === 'removed') {
-      return new StorageError(
-        `${this.path} was removed while it was being synced: what it held went with it; ${stop} (run again to start a new mirror there)`,
-      );
     }
     if (!complete) {
       return new StorageError(
@@ -58,6 +94,26 @@ export class MirrorGuard {
     }
     return new StorageError(
       `${this.path} was moved to ${at} while it was being synced: that file holds everything committed; ${stop} (go on with --db ${at}, or move it back)`,
+    );
+  }
+
+  /**
+   * The WAL removed (or replaced) under a database still in place: its commits are in the open,
+   * unlinked file only, gone with this process (or a kill -9). They are copied into the database now.
+   */
+  private checkWal(): StorageError | undefined {
+    if (this.walId === undefined || stillAt(`${this.path}-wal`, this.walId)) return undefined;
+    let complete = false;
+    try {
+      complete = checkpointAll(this.db);
+    } catch {
+      // Reported below as not complete.
+    }
+    const what = `${this.path}-wal was removed or replaced while ${this.path} was being synced`;
+    return new StorageError(
+      complete
+        ? `${what}: every commit it held was copied into ${this.path} first; nothing more was written`
+        : `${what}: its newest commits could not all be copied into ${this.path} (another connection held them back) and may be lost; nothing more was written`,
     );
   }
 

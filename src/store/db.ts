@@ -77,10 +77,14 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   }
   checkDbPath(path);
   checkHeader(path);
+  checkTruncated(path);
   // A file that is there already is only made private (0600) and switched to WAL once it is known to
   // be a mirror (or an empty database): another program's SQLite file is refused as it was found.
   const existing = opts.readonly !== true && existsSync(path);
-  if (existing) checkOneName(path);
+  if (existing) {
+    checkOneName(path);
+    checkOursFirst(path);
+  }
   if (opts.readonly) {
     try {
       accessSync(path, constants.R_OK);
@@ -121,6 +125,44 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     db.close();
     throw openFailure(err, path, opts);
   }
+}
+
+/**
+ * Another program's database is refused through a read-only connection first: refused through the
+ * writer's, its close checkpointed the other program's WAL into the file and deleted the WAL. When
+ * the read-only open cannot be made (a WAL database without its -wal and -shm, a lock), the writer's
+ * checks decide, as before.
+ */
+function checkOursFirst(path: string): void {
+  let probe: Db;
+  try {
+    probe = new Database(path, { readonly: true, fileMustExist: true });
+  } catch {
+    return;
+  }
+  try {
+    checkOurs(probe, path);
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+  } finally {
+    probe.close();
+  }
+}
+
+/**
+ * A database file of 0 bytes beside a WAL that holds pages: the file was truncated or replaced (or
+ * moved away) while its newest commits stayed in the WAL. SQLite deletes the WAL of an empty
+ * database as it opens it, read-only too, and with it every commit it held: nothing is opened. Exit
+ * 74: the storage is not as the last writer left it, and the WAL is the data to save.
+ */
+function checkTruncated(path: string): void {
+  const size = (p: string) => statSync(p, { throwIfNoEntry: false })?.size;
+  const wal = size(`${path}-wal`) ?? 0;
+  if (size(path) !== 0 || wal === 0) return;
+  throw new StorageError(
+    `${path} is empty, but ${path}-wal beside it holds ${wal} bytes of commits: the database file was truncated, replaced or moved away; nothing was opened, since SQLite would delete that log (put the database file back, or move ${path}-wal aside to start a new mirror)`,
+    { code: 'EWALORPHAN' },
+  );
 }
 
 /**

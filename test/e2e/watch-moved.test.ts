@@ -2,7 +2,7 @@
  * The database or the NDJSON folder moved or removed while `watch` runs (hostile report 2): watch
  * stops with exit 74 and one line saying where the data is, and a moved database holds every commit.
  */
-import { existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -83,9 +83,48 @@ describe('watch: the mirror moved or removed while it runs', () => {
     const { code } = await run.exited;
     expect(code, run.stderr()).toBe(74);
     expect(run.stderr().trim()).toMatch(
-      /^campaign-sync: \S*m\.db was removed while it was being synced: what it held went with it; nothing more was written \(run again to start a new mirror there\)$/,
+      /^campaign-sync: \S*m\.db was removed \(or moved to another file system\) while it was being synced; nothing more was written; what it held went with it \(run again to start a new mirror there\)$/,
     );
     expect(run.stdout()).not.toMatch(/pass 3:/);
+  });
+
+  it('moved to another file system (a copy, then the name removed): the WAL that held the newest commits is kept, and recovers them', async () => {
+    const s = await sim({ campaigns: 2, records: 40 });
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    const run = startCli(['watch', '--db', db, '--interval', '1h', '--json'], { env: envFor(s.url, s.apiKey) });
+    await run.waitFor(/"pass":1,/);
+    // What `mv` does across file systems; the main file holds none of the commits yet (all in the WAL).
+    const copy = join(tempDir(), 'elsewhere.db');
+    copyFileSync(db, copy);
+    rmSync(db);
+    run.child.kill('SIGTERM');
+    const { code } = await run.exited;
+    expect(code, run.stderr()).toBe(74);
+    // The close used to copy the WAL into the removed file and empty it: the copy had no tables.
+    const kept = /kept as (\S+): to recover them, put the database file back at \S+ and rename/.exec(run.stderr())?.[1];
+    expect(kept, run.stderr()).toBeDefined();
+    expect((statSync(kept as string).mode & 0o777).toString(8)).toBe('600');
+    copyFileSync(copy, db);
+    renameSync(kept as string, `${db}-wal`);
+    rmSync(`${db}-shm`, { force: true });
+    expect(storedRecords(db)).toBe(80);
+    expect(reportedNew(run)).toBe(80);
+  });
+
+  it('its WAL alone removed: the commits only the open file still held are copied into the database, then 74', async () => {
+    const s = await sim({ campaigns: 2, records: 40, growth: { count: 5, windowMs: 1000 } });
+    const db = join(tempDir(), 'm.db');
+    const run = startCli(['watch', '--db', db, '--interval', '1s', '--max-cycles', '6', '--json'], { env: envFor(s.url, s.apiKey) });
+    await run.waitFor(/"pass":1,/);
+    // Every commit is in the WAL (the database file is a page or two): went unnoticed, and a kill -9 lost it all.
+    rmSync(`${db}-wal`);
+    const { code } = await run.exited;
+    expect(code, run.stderr()).toBe(74);
+    expect(run.stderr().trim()).toMatch(
+      /m\.db-wal was removed or replaced while \S*m\.db was being synced: every commit it held was copied into \S*m\.db first; nothing more was written$/,
+    );
+    expect(storedRecords(db)).toBe(reportedNew(run));
   });
 
   it('NDJSON: a removed --out folder stops watch with 74; a moved one is named with its new place', async () => {
