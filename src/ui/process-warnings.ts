@@ -4,7 +4,7 @@
  * `--trace-warnings` hint, between the one-line messages scripts and cron mail read. The launcher
  * (bin/campaign-sync.js) removes that printer before anything can warn and keeps what arrives until
  * main() calls `takeOverWarnings`; from then on each distinct warning is one line on stderr,
- * `campaign-sync: warning: [DEP0123] DeprecationWarning: …`, silent with --quiet (like every warning),
+ * `warning: [DEP0123] DeprecationWarning: …`, silent with --quiet (like every warning),
  * and with CAMPAIGN_SYNC_DEBUG (or node --trace-warnings) followed by where it was emitted. Where Node's printer was off
  * (--no-warnings, NODE_NO_WARNINGS=1) they stay off.
  */
@@ -37,7 +37,7 @@ export function takeOverWarnings(
 ): (text: string) => void {
   const seen = new Set<string>();
   const say = (text: string, stack?: string) => {
-    const line = `campaign-sync: warning: ${showText(text)}`;
+    const line = `warning: ${showText(text)}`;
     if (opts.quiet || seen.has(line)) return;
     seen.add(line);
     write(`${line}\n`);

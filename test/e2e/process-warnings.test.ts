@@ -1,6 +1,6 @@
 /**
  * Node's own process warnings (a library's emitWarning, a deprecation, an experimental feature) keep
- * the CLI's one-line format: `campaign-sync: warning: <text>`, once, silent with --quiet; and an
+ * the CLI's one-line format: `warning: <text>`, once, silent with --quiet; and an
  * unusable NODE_EXTRA_CA_CERTS, which Node reports from C++ or not at all, is named in one line.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -30,7 +30,7 @@ describe("Node's process warnings", () => {
     const err = lines(r.stderr);
     expect(err).toHaveLength(2);
     expect(err[0]).toMatch(
-      /^campaign-sync: warning: SECURITY WARNING: The SSL modes 'prefer', 'require', and 'verify-ca' are treated as aliases for 'verify-full'\. In the next major version .* See https:\/\/www\.postgresql\.org\/\S+ for libpq SSL mode definitions\.$/,
+      /^warning: SECURITY WARNING: The SSL modes 'prefer', 'require', and 'verify-ca' are treated as aliases for 'verify-full'\. In the next major version .* See https:\/\/www\.postgresql\.org\/\S+ for libpq SSL mode definitions\.$/,
     );
     expect(err[1]).toMatch(/^campaign-sync: --db: cannot open postgres:\/\/sync@127\.0\.0\.1:1\/analytics /);
     expect(r.stderr).not.toMatch(/\(node:\d+\)|--trace-warnings/);
@@ -41,7 +41,7 @@ describe("Node's process warnings", () => {
     expect(lines(quiet.stderr)).toEqual([expect.stringMatching(/^campaign-sync: --db: cannot open /)]);
     const json = await cli(['status', '--db', PG_REQUIRE, '--json']);
     expect(JSON.parse(json.stdout)).toMatchObject({ exit_code: 74 });
-    expect(lines(json.stderr)[0]).toMatch(/^campaign-sync: warning: SECURITY WARNING: /);
+    expect(lines(json.stderr)[0]).toMatch(/^warning: SECURITY WARNING: /);
   });
 
   it('a deprecation keeps its code and type; an experimental warning its type; each distinct warning once', async () => {
@@ -57,8 +57,8 @@ describe("Node's process warnings", () => {
     expect(r.code).toBe(0);
     const warnings = lines(r.stderr).filter((l) => l.includes('warning:'));
     expect(warnings).toEqual([
-      'campaign-sync: warning: [DEP0123] DeprecationWarning: Setting the TLS ServerName to an IP address is not permitted by RFC 6066. This will be ignored in a future version.',
-      'campaign-sync: warning: ExperimentalWarning: SOCKS5 proxy support is experimental and subject to change',
+      'warning: [DEP0123] DeprecationWarning: Setting the TLS ServerName to an IP address is not permitted by RFC 6066. This will be ignored in a future version.',
+      'warning: ExperimentalWarning: SOCKS5 proxy support is experimental and subject to change',
     ]);
     expect(r.stderr).not.toMatch(/\(node:\d+\)/);
   });
@@ -79,7 +79,7 @@ describe("Node's process warnings", () => {
       const err = lines(r.stderr);
       expect(err).toHaveLength(2);
       expect(err[0]).toMatch(
-        /^campaign-sync: warning: \[DEP0123\] DeprecationWarning: Setting the TLS ServerName to an IP address is not permitted by RFC 6066\./,
+        /^warning: \[DEP0123\] DeprecationWarning: Setting the TLS ServerName to an IP address is not permitted by RFC 6066\./,
       );
       expect(err[1]).toMatch(/^campaign-sync: GET \/v1\/campaigns: .*through proxy https:\/\/127\.0\.0\.1:\d+ \(HTTPS_PROXY\)/);
     } finally {
@@ -101,7 +101,7 @@ describe('an unusable NODE_EXTRA_CA_CERTS', () => {
     const r = await cli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, NODE_EXTRA_CA_CERTS: file } });
     expect(r.code).toBe(0);
     expect(lines(r.stderr)).toEqual([
-      `campaign-sync: warning: NODE_EXTRA_CA_CERTS=${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----): Node trusts nothing from it`,
+      `warning: NODE_EXTRA_CA_CERTS=${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----): Node trusts nothing from it`,
     ]);
     const quiet = await cli(['campaigns', '--base-url', s.url, '--quiet'], {
       env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, NODE_EXTRA_CA_CERTS: file },
@@ -112,13 +112,13 @@ describe('an unusable NODE_EXTRA_CA_CERTS', () => {
   it("a missing file: Node's own line cannot be caught (printed before any JavaScript runs), ours names the variable", async () => {
     const file = join(tempDir(), 'missing.pem');
     const r = await cli(['status', '--db', join(tempDir(), 'm.db')], { env: { NODE_EXTRA_CA_CERTS: file } });
-    expect(lines(r.stderr)).toContain(`campaign-sync: warning: NODE_EXTRA_CA_CERTS=${file}: no such file: Node trusts nothing from it`);
+    expect(lines(r.stderr)).toContain(`warning: NODE_EXTRA_CA_CERTS=${file}: no such file: Node trusts nothing from it`);
   });
 
   it('a certificate that does not parse is left to Node, which reports it (parsing the bundle again cost 50 ms a start)', async () => {
     const file = join(tempDir(), 'broken.pem');
     writeFileSync(file, '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n');
     const r = await cli(['status', '--db', join(tempDir(), 'm.db')], { env: { NODE_EXTRA_CA_CERTS: file } });
-    expect(r.stderr).not.toContain('campaign-sync: warning: NODE_EXTRA_CA_CERTS');
+    expect(r.stderr).not.toContain('warning: NODE_EXTRA_CA_CERTS');
   });
 });
