@@ -112,6 +112,12 @@ describe('a PostgreSQL URL from CAMPAIGN_SYNC_DB or a profile is named by where 
     expect(ndjson.stderr).toBe(
       'campaign-sync: --format ndjson writes files; with a postgres:// URL in CAMPAIGN_SYNC_DB the records go to PostgreSQL\n',
     );
+    // --out alone means NDJSON: named as the user gave it, not as a --format never typed.
+    const out = await cli(['pull', '--out', 'drop'], { env: { ...API, CAMPAIGN_SYNC_DB: url } });
+    expect(out.code).toBe(2);
+    expect(out.stderr).toBe(
+      'campaign-sync: --out (an NDJSON folder) writes files; with a postgres:// URL in CAMPAIGN_SYNC_DB the records go to PostgreSQL\n',
+    );
     const runs = await Promise.all(OPENERS.map((args) => cli(args, { env: { ...API, CAMPAIGN_SYNC_DB: url } })));
     for (const [i, r] of runs.entries()) {
       const args = OPENERS[i] as string[];

@@ -6,7 +6,9 @@ import type { JobStore, StoreChoice } from './job-store.js';
 
 export async function openPgStore(c: StoreChoice): Promise<JobStore> {
   if (c.format === 'ndjson')
-    throw new UsageError(`--format ndjson writes files; with a postgres:// URL in ${c.dbWhere ?? '--db'} the records go to PostgreSQL`);
+    throw new UsageError(
+      `${c.formatWhere ?? '--format ndjson'} writes files; with a postgres:// URL in ${c.dbWhere ?? '--db'} the records go to PostgreSQL`,
+    );
   const m = await openPgMirror(c.db, c.pgSchema, c.concurrency, c.warning, c.dbWhere);
   return {
     sink: m.sink,

@@ -37,6 +37,8 @@ export interface StoreChoice {
   pgSchema: string;
   /** --format/--out as given (flag or environment), undefined when neither was. */
   chosen: string | undefined;
+  /** What asked for NDJSON, for messages: `--format ndjson`, its variable, or `--out` alone (or its variable). */
+  formatWhere?: string;
   format: string;
   out: string;
   concurrency: number;

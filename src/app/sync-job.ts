@@ -57,6 +57,16 @@ function syncSettings(flags: SyncFlags) {
   });
 }
 
+/** What asked for the format, in the user's words: `--format ndjson`, its variable, or `--out` alone (or its variable). */
+function formatSource(flags: SyncFlags): string {
+  if (flags.format !== undefined) return `--format ${flags.format}`;
+  const env = readEnv('format');
+  if (env !== undefined) return `${ENV.format.name}=${env}`;
+  if (flags.out !== undefined) return '--out (an NDJSON folder)';
+  if (readEnv('out') !== undefined) return `${ENV.out.name} (an NDJSON folder)`;
+  return '--format';
+}
+
 /** Validates the pass flags (exported for tests); `settings` when the caller parsed them already. */
 export function resolvePassOptions(flags: SyncFlags, settings = syncSettings(flags)): PassOptions {
   const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
@@ -123,6 +133,7 @@ export class SyncJob {
       dbWhere: db.where,
       pgSchema: resolvePgSchema(flags.pgSchema),
       chosen: flags.format ?? readEnv('format') ?? flags.out ?? readEnv('out'),
+      formatWhere: formatSource(flags),
       format: settings.format,
       out: settings.out,
       concurrency: settings.concurrency,
