@@ -84,8 +84,9 @@ export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<numbe
       progress.stop();
       await session.close();
     }
-    // Hints people paste: the path as one shell word (spaces, quotes, $(…)), its escapes kept.
-    const path = shellWord(db);
+    // Hints people paste: the path as one shell word (spaces, quotes, $(…)), its escapes kept; one
+    // that starts with `-` as `./-x.db`, or sqlite3 took it for an option.
+    const path = shellWord(db.startsWith('-') ? `./${db}` : db);
     out.print(`
 The mirror is in ${showText(resolve(db))}. Try next:
   npx campaign-sync status --db ${path}

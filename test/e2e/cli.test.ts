@@ -182,6 +182,8 @@ describe('cli: against the simulator', () => {
       ['team mirror.db', "'team mirror.db'", 'plain'],
       ["my demo's $(touch pwned).db", "'my demo'\\''s $(touch pwned).db'", 'plain'],
       ['esc\u001b]0;title\u0007.db', "$'esc\\x1b]0;title\\x07.db'", 'escaped'],
+      // sqlite3 took `-x.db` for an option.
+      ['-x.db', './-x.db', 'plain'],
     ] as const) {
       const r = await cli(['demo', '--db', db, '--campaigns', '2', '--records', '5'], { cwd: dir });
       expect(r.code, r.stderr).toBe(0);
