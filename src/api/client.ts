@@ -136,7 +136,7 @@ export class ApiClient {
 
   /**
    * Who lists campaigns through this client: the service and key, as a fingerprint (the key cannot
-   * be recovered from it). A mirror keeps each one's newest list (store/listings.ts).
+   * be recovered from it). A mirror keeps each one's newest list (store/checkpoints.ts, listings).
    */
   get lister(): string {
     return keyFingerprint('campaign-list', this.config.baseUrl.href, this.config.apiKey);

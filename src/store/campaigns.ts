@@ -3,8 +3,8 @@
  * name, and the campaigns a pull skips because spec/paths.ts routes no endpoint for their type.
  */
 import { ROUTES } from '../spec/paths.js';
+import { listingKey, listingValue } from './checkpoints.js';
 import type { Db } from './db.js';
-import { listingKey, listingValue } from './listings.js';
 import { campaignRow } from './rows.js';
 import { upsert } from './sql.js';
 
@@ -37,7 +37,7 @@ export class Campaigns {
 
   /**
    * Upserts campaigns (in the caller's transaction if there is one); with `lister`, the list is that
-   * lister's newest (store/listings.ts).
+   * lister's newest (store/checkpoints.ts, listings).
    */
   upsert(campaigns: Array<Record<string, unknown>>, seenAt: string, lister?: string): void {
     this.db.transaction(() => {

@@ -6,7 +6,6 @@ import type { CheckpointMove, Destination, Endpoint, StreamId } from '../core/ty
 import { StorageError, UsageError } from '../errors.js';
 import type { Db } from './db.js';
 import { decodeDestination, describeDestination, encodeDestination } from './destination.js';
-import { LISTING_KEYS, listedIds, unlistedSince } from './listings.js';
 
 /**
  * The `meta` row of an erasure whose rebuild is not finished (store/erase.ts): set with the deletion,
@@ -33,12 +32,12 @@ export interface StreamRow {
 
 /**
  * Every stream, with when its campaign was last listed (`campaign_seen_at`), from which, with the
- * listers' newest lists, `unlisted_since` is made (store/listings.ts). Shared by SQLite and PostgreSQL.
+ * listers' newest lists, `unlisted_since` is made (listings, below). Shared by SQLite and PostgreSQL.
  */
 export const STREAMS_SQL = 'SELECT s.*, c.seen_at AS campaign_seen_at FROM sync_state s LEFT JOIN campaigns c ON c.id = s.campaign_id';
 
-/** The newest list of every lister, as stored in `meta` (store/listings.ts). */
-export const LISTINGS_SQL = `SELECT value FROM meta WHERE key LIKE '${LISTING_KEYS}'`;
+/** The newest list of every lister, as stored in `meta` (listings, below). */
+export const LISTINGS_SQL = "SELECT value FROM meta WHERE key LIKE 'listed_by:%'";
 
 function prepare(db: Db) {
   return {
@@ -159,4 +158,46 @@ export class Checkpoints {
     if (campaignIds.length === 0) return this.s.resetAll.run().changes;
     return this.db.transaction(() => campaignIds.reduce((n, id) => n + this.s.resetCampaign.run(id).changes, 0))();
   }
+}
+
+/*
+ * Which campaigns each lister (a service and API key: ApiClient.lister, a fingerprint) listed last, so
+ * that a campaign the service no longer lists is told apart from one another key lists: workers with
+ * different keys write one mirror side by side (a PostgreSQL team mirror), and each sees only its
+ * own campaigns. A campaign is unlisted when no lister's newest list holds it; a mirror that has
+ * recorded no list yet (written by an earlier release) calls nothing unlisted. Kept in `meta`, one row
+ * per lister: `listed_by:<fingerprint>` → `{ "at", "ids" }`. Here, beside the stream rows that use
+ * them, rather than in a module of their own: one more shared chunk of the bundle for a no-op pull.
+ */
+
+/** The `meta` key of a lister's newest list. */
+export const listingKey = (lister: string) => `listed_by:${lister}`;
+
+/** The value stored for a list. */
+export function listingValue(ids: readonly string[], at: string): string {
+  return JSON.stringify({ at, ids: [...new Set(ids)].sort() });
+}
+
+/** Every campaign id some lister listed last; undefined when none has recorded a list. */
+export function listedIds(values: readonly string[]): Set<string> | undefined {
+  if (values.length === 0) return undefined;
+  const ids = new Set<string>();
+  for (const value of values) {
+    try {
+      const parsed = JSON.parse(value) as { ids?: unknown };
+      if (Array.isArray(parsed.ids)) for (const id of parsed.ids) ids.add(String(id));
+    } catch {
+      // A row this release did not write: it lists nothing.
+    }
+  }
+  return ids;
+}
+
+/**
+ * `unlisted_since` of a stream: when its campaign was last seen in a list (`seenAt`), if no lister's
+ * newest list holds it; null while one does, or when nothing can be said.
+ */
+export function unlistedSince(campaignId: string, seenAt: string | null, listed: Set<string> | undefined): string | null {
+  if (listed === undefined || seenAt === null || listed.has(campaignId)) return null;
+  return seenAt;
 }

@@ -7,8 +7,7 @@
 import type pg from 'pg';
 import type { CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
-import { LISTINGS_SQL, STREAMS_SQL, type StreamRow } from '../checkpoints.js';
-import { listedIds, unlistedSince } from '../listings.js';
+import { LISTINGS_SQL, listedIds, STREAMS_SQL, type StreamRow, unlistedSince } from '../checkpoints.js';
 import type { PgDatabase } from './database.js';
 import { prepared } from './mirror.js';
 
