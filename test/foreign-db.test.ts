@@ -12,6 +12,22 @@ import { type CliResult, cli, sim, tempDir } from './helpers/index.js';
 
 const md5 = (path: string) => createHash('md5').update(readFileSync(path)).digest('hex');
 
+/**
+ * A WAL-mode database at `path` whose commits (`sql`) stay in its -wal, as a killed writer leaves
+ * them: the -wal is read while the connection is open and written back after its close (which
+ * checkpoints and deletes it). Returns the -wal's bytes.
+ */
+function walWithCommits(path: string, sql: string): Buffer {
+  const writer = new Database(path);
+  writer.pragma('journal_mode = WAL');
+  writer.pragma('wal_autocheckpoint = 0');
+  writer.exec(sql);
+  const wal = readFileSync(`${path}-wal`);
+  writer.close();
+  writeFileSync(`${path}-wal`, wal);
+  return wal;
+}
+
 function expectUsage(r: CliResult, pattern: RegExp): void {
   expect(r.code, r.stderr).toBe(2);
   expect(r.stderr.trim().split('\n'), r.stderr).toHaveLength(1);
@@ -57,13 +73,7 @@ describe("another program's SQLite file", () => {
   it('in WAL mode, with commits in its WAL: refused, and neither the file nor its WAL touched', async () => {
     const dir = tempDir();
     const path = join(dir, 'app.db');
-    const other = new Database(path);
-    other.pragma('journal_mode = WAL');
-    other.pragma('wal_autocheckpoint = 0');
-    other.exec("CREATE TABLE notes (x); INSERT INTO notes VALUES ('in the wal')");
-    const wal = readFileSync(`${path}-wal`);
-    other.close();
-    writeFileSync(`${path}-wal`, wal);
+    const wal = walWithCommits(path, "CREATE TABLE notes (x); INSERT INTO notes VALUES ('in the wal')");
     const before = md5(path);
     const s = await sim({ campaigns: 1, records: 2 });
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
@@ -126,13 +136,7 @@ describe('a database file of 0 bytes beside a WAL that holds commits', () => {
     const dir = tempDir();
     const db = join(dir, 'm.db');
     // A WAL with pages, kept as a killed writer leaves it; then the main file truncated.
-    const writer = new Database(db);
-    writer.pragma('journal_mode = WAL');
-    writer.pragma('wal_autocheckpoint = 0');
-    writer.exec("CREATE TABLE t (x); INSERT INTO t VALUES ('committed')");
-    const wal = readFileSync(`${db}-wal`);
-    writer.close();
-    writeFileSync(`${db}-wal`, wal);
+    const wal = walWithCommits(db, "CREATE TABLE t (x); INSERT INTO t VALUES ('committed')");
     truncateSync(db, 0);
     const s = await sim({ campaigns: 1, records: 2 });
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };

@@ -76,12 +76,7 @@ export class MirrorGuard {
       const rest = existsSync(`${this.path}-wal`) ? 'it held every commit itself' : 'what it held went with it';
       return new StorageError(`${gone}; ${rest} (run again to start a new mirror there)`);
     }
-    let complete = false;
-    try {
-      complete = checkpointAll(this.db);
-    } catch {
-      // Reported below as not complete.
-    }
+    const complete = checkpointAll(this.db);
     if (!complete) {
       return new StorageError(
         `${this.path} was moved while it was being synced${at === undefined ? '' : ` (to ${at})`}: its newest commits are still in ${this.path}-wal; ${stop} (keep that file: rename it to the database's new name followed by -wal before opening the database)`,
@@ -103,12 +98,7 @@ export class MirrorGuard {
    */
   private checkWal(): StorageError | undefined {
     if (this.walId === undefined || stillAt(`${this.path}-wal`, this.walId)) return undefined;
-    let complete = false;
-    try {
-      complete = checkpointAll(this.db);
-    } catch {
-      // Reported below as not complete.
-    }
+    const complete = checkpointAll(this.db);
     const what = `${this.path}-wal was removed or replaced while ${this.path} was being synced`;
     return new StorageError(
       complete

@@ -66,9 +66,14 @@ export function whereNow(id: FileIdentity): string | 'removed' | undefined {
 /**
  * Copies the whole WAL into the database file through the open connection and empties the WAL: the
  * moved file then holds every commit on its own (SQLite would not do it on close, and the WAL keeps
- * the old name). True when every frame was copied; false when a reader of the old name held some back.
+ * the old name). True when every frame was copied; false when a reader of the old name held some
+ * back, or the checkpoint failed (a full disk): the caller says the commits may not all be there.
  */
 export function checkpointAll(db: Db): boolean {
-  const [r] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number; checkpointed: number }>;
-  return r !== undefined && r.busy === 0 && r.log === r.checkpointed;
+  try {
+    const [r] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number; checkpointed: number }>;
+    return r !== undefined && r.busy === 0 && r.log === r.checkpointed;
+  } catch {
+    return false;
+  }
 }
