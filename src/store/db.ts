@@ -4,7 +4,7 @@
  * read-only, disk full, a folder where the file should be) is a StorageError (exit 74) naming the
  * path; a file that is not a campaign-sync database is a UsageError (exit 2): a wrong path.
  */
-import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, readSync, type Stats, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { BUSY_WAIT_S, CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../errors.js';
@@ -30,13 +30,9 @@ const WAL_AUTOCHECKPOINT_PAGES = 10_000;
  * Checks where a database goes before anything is created there or beside it (the lock file): the
  * folder must exist and the path must not be a folder.
  */
-export function checkDbPath(path: string): void {
-  try {
-    if (statSync(path).isDirectory()) throw new StorageError(`${path} is a folder, not a database file`, { code: 'EISDIR' });
-    return;
-  } catch (err) {
-    if (errorCode(err) !== 'ENOENT') throw storageError(err, `cannot reach ${path}`);
-  }
+export function checkDbPath(path: string, found: Found = look(path)): void {
+  if (found.kind === 'folder') throw new StorageError(`${path} is a folder, not a database file`, { code: 'EISDIR' });
+  if (found.kind !== 'absent') return;
   const dir = dirname(path);
   if (!existsSync(dir)) throw new StorageError(`cannot create ${path}: the folder ${dir} does not exist`, { code: 'ENOENT' });
 }
@@ -67,23 +63,25 @@ export interface OpenOptions {
 
 /** Opens the database at `path`, creating and migrating it as needed. */
 export function openDatabase(path: string, opts: OpenOptions = {}): Db {
-  if (opts.mustExist && !existsSync(path)) {
+  // One look at the file (and at its -wal when the file is empty) serves every check below.
+  const found = look(path);
+  if (opts.mustExist && found.kind === 'absent') {
     throw new UsageError(`no database at ${path} (run \`campaign-sync pull\` first, or pass --db)`);
   }
   // Opened as it is, SQLite takes an empty file for an empty database: `status` and `export` then
   // failed on a missing table (exit 74), and `reset` turned the file into a mirror. It is not one yet.
-  if (opts.mustExist && isEmptyDatabase(path)) {
+  if (opts.mustExist && found.kind === 'empty') {
     throw new UsageError(`${path} is empty: it is not a campaign-sync mirror yet (run \`campaign-sync pull\` first, or pass --db)`);
   }
-  checkDbPath(path);
+  checkFound(path, found);
   checkHeader(path);
-  checkTruncated(path);
   // A file that is there already is only made private (0600) and switched to WAL once it is known to
   // be a mirror (or an empty database): another program's SQLite file is refused as it was found.
-  const existing = opts.readonly !== true && existsSync(path);
+  const existing = opts.readonly !== true && found.kind !== 'absent';
+  let checked = false;
   if (existing) {
-    checkOneName(path);
-    checkOursFirst(path);
+    checkOneName(path, found.links);
+    checked = checkOursFirst(path);
   }
   if (opts.readonly) {
     try {
@@ -109,7 +107,8 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
       }
       return db;
     }
-    checkOurs(db, path);
+    // The read-only probe has checked an existing file already; a new one, or one it could not open, is checked here.
+    if (!checked) checkOurs(db, path);
     if (existing) createPrivateFile(path);
     db.pragma('journal_mode = WAL');
     // NORMAL in WAL mode: a process crash (kill -9 included) loses no committed page; only a power
@@ -127,42 +126,69 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   }
 }
 
-/**
- * Another program's database is refused through a read-only connection first: refused through the
- * writer's, its close checkpointed the other program's WAL into the file and deleted the WAL. When
- * the read-only open cannot be made (a WAL database without its -wal and -shm, a lock), the writer's
- * checks decide, as before.
- */
-function checkOursFirst(path: string): void {
-  let probe: Db;
+/** What is at a database's path, from one `stat` of it (and one of its `-wal` when it is empty). */
+type Found =
+  | { kind: 'absent'; links: 1 }
+  | { kind: 'folder'; links: number }
+  /** A file of 0 bytes with no pages in a `-wal` beside it: what `touch m.db` leaves. */
+  | { kind: 'empty'; links: number }
+  /** A file of 0 bytes beside a `-wal` of `wal` bytes: see checkFound. */
+  | { kind: 'orphaned-wal'; links: number; wal: number }
+  | { kind: 'file'; links: number };
+
+function look(path: string): Found {
+  let stats: Stats | undefined;
   try {
-    probe = new Database(path, { readonly: true, fileMustExist: true });
-  } catch {
-    return;
-  }
-  try {
-    checkOurs(probe, path);
+    stats = statSync(path, { throwIfNoEntry: false });
   } catch (err) {
-    if (err instanceof UsageError) throw err;
-  } finally {
-    probe.close();
+    throw storageError(err, `cannot reach ${path}`);
+  }
+  if (stats === undefined) return { kind: 'absent', links: 1 };
+  if (stats.isDirectory()) return { kind: 'folder', links: stats.nlink };
+  if (stats.size > 0 || !stats.isFile()) return { kind: 'file', links: stats.nlink };
+  const wal = statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
+  return wal > 0 ? { kind: 'orphaned-wal', links: stats.nlink, wal } : { kind: 'empty', links: stats.nlink };
+}
+
+/**
+ * Checks what `look` found before anything is created or opened there: the path (checkDbPath); and a file of 0 bytes beside a WAL that holds pages
+ * was truncated or replaced (or moved away) while its newest commits stayed in the WAL. SQLite
+ * deletes the WAL of an empty database as it opens it, read-only too, and with it every commit it
+ * held: nothing is opened. Exit 74: the storage is not as the last writer left it, and the WAL is the
+ * data to save.
+ */
+function checkFound(path: string, found: Found): void {
+  checkDbPath(path, found);
+  if (found.kind === 'orphaned-wal') {
+    throw new StorageError(
+      `${path} is empty, but ${path}-wal beside it holds ${found.wal} bytes of commits: the database file was truncated, replaced or moved away; nothing was opened, since SQLite would delete that log (put the database file back, or move ${path}-wal aside to start a new mirror)`,
+      { code: 'EWALORPHAN' },
+    );
   }
 }
 
 /**
- * A database file of 0 bytes beside a WAL that holds pages: the file was truncated or replaced (or
- * moved away) while its newest commits stayed in the WAL. SQLite deletes the WAL of an empty
- * database as it opens it, read-only too, and with it every commit it held: nothing is opened. Exit
- * 74: the storage is not as the last writer left it, and the WAL is the data to save.
+ * Another program's database is refused through a read-only connection first: refused through the
+ * writer's, its close checkpointed the other program's WAL into the file and deleted the WAL. When
+ * the read-only open cannot be made (a WAL database without its -wal and -shm, a lock), the writer's
+ * checks decide, as before. True when the probe found a database campaign-sync may open.
  */
-function checkTruncated(path: string): void {
-  const size = (p: string) => statSync(p, { throwIfNoEntry: false })?.size;
-  const wal = size(`${path}-wal`) ?? 0;
-  if (size(path) !== 0 || wal === 0) return;
-  throw new StorageError(
-    `${path} is empty, but ${path}-wal beside it holds ${wal} bytes of commits: the database file was truncated, replaced or moved away; nothing was opened, since SQLite would delete that log (put the database file back, or move ${path}-wal aside to start a new mirror)`,
-    { code: 'EWALORPHAN' },
-  );
+function checkOursFirst(path: string): boolean {
+  let probe: Db;
+  try {
+    probe = new Database(path, { readonly: true, fileMustExist: true });
+  } catch {
+    return false;
+  }
+  try {
+    checkOurs(probe, path);
+    return true;
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    return false;
+  } finally {
+    probe.close();
+  }
 }
 
 /**
@@ -172,8 +198,7 @@ function checkTruncated(path: string): void {
  * "How To Corrupt An SQLite Database File": multiple links to the same file); the run lock sits beside a name too. A symbolic
  * link is fine: it leads to the one name.
  */
-function checkOneName(path: string): void {
-  const links = statSync(path, { throwIfNoEntry: false })?.nlink ?? 1;
+function checkOneName(path: string, links: number): void {
   if (links > 1) {
     throw new UsageError(
       `${path} has ${links} names (hard links); SQLite keeps its write-ahead log beside the name it is opened by, so writers using two names corrupt it: remove the other names (find them with \`find <folder> -xdev -samefile ${path}\`), or copy the file instead of linking it`,
@@ -187,8 +212,7 @@ function checkOneName(path: string): void {
  */
 export function isEmptyDatabase(path: string): boolean {
   try {
-    const file = statSync(path, { throwIfNoEntry: false });
-    return file?.isFile() === true && file.size === 0 && !statSync(`${path}-wal`, { throwIfNoEntry: false })?.size;
+    return look(path).kind === 'empty';
   } catch {
     return false; // unreachable: the open reports it
   }
