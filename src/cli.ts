@@ -317,11 +317,13 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       // An option kept out of --help (watch's --full, --since, --until: refused) is not offered here either.
       options: [
         ...c.options.filter((o) => !o.hidden),
-        ...[{ long: '--help', required: false, optional: false, argChoices: undefined, description: 'show help' }],
+        ...[{ long: '--help', flags: '--help', required: false, optional: false, argChoices: undefined, description: 'show help' }],
       ].map((o) => ({
         flag: o.long as string,
         value: o.required || o.optional,
         choices: o.argChoices ?? [],
+        // The value's placeholder says what it is: `--db <path>`, `-o, --output <file>`, `--out <dir>`.
+        files: /[<[](path|file|dir)[>\]]/.test(o.flags),
         description: o.description,
       })),
     }));

@@ -167,6 +167,34 @@ describe('completion', () => {
     expect(readFileSync(file, 'utf8')).toMatch(/compopt -o filenames/);
   });
 
+  it('an option whose value is a number, a duration or an id offers nothing; one that takes a path offers files', async () => {
+    const cwd = filesDir();
+    // Free values as the program declares them (not a path, no fixed set): none may offer 'my file.db'.
+    const free = program.commands.flatMap((c) =>
+      c.options
+        .filter((o) => !o.hidden && (o.required || o.optional) && o.argChoices === undefined && !/<(path|file|dir)>/.test(o.flags))
+        .map((o) => ({ cmd: c.name(), flag: o.long as string })),
+    );
+    expect(free.map((f) => f.flag)).toEqual(expect.arrayContaining(['--page-size', '--interval', '--campaign', '--rate-limit']));
+    const lines = free.map((f) => ['campaign-sync', f.cmd, f.flag, 'my']);
+    const bash = bashComplete(await script('bash'), [...lines, ['campaign-sync', 'pull', '--config', 'my']], cwd);
+    for (const [i, f] of free.entries()) expect(bash[i], `bash: ${f.cmd} ${f.flag}`).toEqual([]);
+    expect(bash[free.length], 'bash: --config <file>').toEqual(['my file.db']);
+    if (present('fish')) {
+      const fish = fishComplete(
+        await script('fish'),
+        [...lines, ['campaign-sync', 'watch', '--out', 'my']].map((l) => l.join(' ')),
+        cwd,
+      );
+      for (const [i, f] of free.entries()) expect(fish[i], `fish: ${f.cmd} ${f.flag}`).toEqual([]);
+      expect(fish[free.length], 'fish: --out <dir>').toEqual(['my file.db']);
+    }
+    if (present('zsh')) {
+      const typed = ['campaign-sync pull --page-size my', 'campaign-sync watch --interval my', 'campaign-sync export --output my'];
+      expect(zshComplete(await script('zsh'), typed, cwd)).toEqual([typed[0], typed[1], 'campaign-sync export --output my\\ file.db ']);
+    }
+  });
+
   it('completion <TAB> offers the shells (bash, fish; zsh below)', async () => {
     const cwd = filesDir();
     expect(bashComplete(await script('bash'), [['campaign-sync', 'completion', '']], cwd)).toEqual([['bash', 'zsh', 'fish']]);

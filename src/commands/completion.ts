@@ -11,6 +11,8 @@ export interface CompletionOption {
   value: boolean;
   /** Allowed values, when fixed. */
   choices: string[];
+  /** Its value is a file or folder name (`--db <path>`): offer file names. Other free values (`--page-size <n>`) offer nothing. */
+  files: boolean;
   description: string;
 }
 
@@ -37,12 +39,15 @@ function bash(commands: CompletionCommand[]): string {
       const choiceCases = valued
         .filter((o) => o.choices.length > 0)
         .map((o) => `        ${o.flag}) COMPREPLY=($(compgen -W ${quote(o.choices.join(' '))} -- "$cur")); return ;;`);
-      const fileCases = valued.filter((o) => o.choices.length === 0).map((o) => o.flag);
+      const fileCases = valued.filter((o) => o.choices.length === 0 && o.files).map((o) => o.flag);
+      // A number, a duration, an id: nothing to offer, and file names would only mislead.
+      const freeCases = valued.filter((o) => o.choices.length === 0 && !o.files).map((o) => o.flag);
       return [
         `    ${c.name})`,
         '      case "$prev" in',
         ...choiceCases,
         ...(fileCases.length > 0 ? [`        ${fileCases.join('|')}) _campaign_sync_files; return ;;`] : []),
+        ...(freeCases.length > 0 ? [`        ${freeCases.join('|')}) return ;;`] : []),
         '      esac',
         // Its argument's values, unless an option is being typed.
         ...(c.args && c.args.length > 0
@@ -87,7 +92,8 @@ function zsh(commands: CompletionCommand[]): string {
   const cases = commands
     .map((c) => {
       const args = c.options.map((o) => {
-        const action = o.choices.length > 0 ? `:value:(${o.choices.join(' ')})` : o.value ? ':value:_files' : '';
+        // An action of one space: zsh shows the message and offers nothing.
+        const action = o.choices.length > 0 ? `:value:(${o.choices.join(' ')})` : !o.value ? '' : o.files ? ':value:_files' : ':value: ';
         return `        ${quote(`${o.flag}[${bracket(o.description)}]${action}`)}`;
       });
       if (c.args && c.args.length > 0) args.push(`        ${quote(`1:argument:(${c.args.join(' ')})`)}`);
@@ -136,7 +142,7 @@ function fish(commands: CompletionCommand[]): string {
     for (const o of c.options) {
       const parts = [`complete -c campaign-sync -n ${quote(`__fish_seen_subcommand_from ${c.name}`)} -l ${o.flag.replace(/^--/, '')}`];
       if (o.choices.length > 0) parts.push(`-x -a ${quote(o.choices.join(' '))}`);
-      else if (o.value) parts.push('-r -F');
+      else if (o.value) parts.push(o.files ? '-r -F' : '-x');
       parts.push(`-d ${quote(o.description)}`);
       lines.push(parts.join(' '));
     }
