@@ -176,6 +176,16 @@ describe('checkpoints belong to one destination', () => {
       'campaign-sync: --out names an NDJSON folder, but --format sqlite writes records into --db; drop one of them',
     );
     expect(existsSync(join(dir, 'x.db'))).toBe(false);
+    // A profile's format against --out: named by the profile's key.
+    const config = join(dir, 'campaign-sync.toml');
+    writeFileSync(config, '[profiles.lite]\nformat = "sqlite"\n', { mode: 0o600 });
+    const fromProfile = await cli(['pull', '--config', config, '--profile', 'lite', '--db', join(dir, 'x.db'), '--out', join(dir, 'x')], {
+      env,
+    });
+    expect(fromProfile.code).toBe(2);
+    expect(fromProfile.stderr.trim()).toBe(
+      `campaign-sync: --out names an NDJSON folder, but ${config}: profiles.lite.format = "sqlite" writes records into --db; drop one of them`,
+    );
     const help = await cli(['pull', '--help']);
     const text = help.stdout.replace(/\s+/g, ' ');
     expect(text).toContain(

@@ -118,6 +118,20 @@ describe('a PostgreSQL URL from CAMPAIGN_SYNC_DB or a profile is named by where 
     expect(out.stderr).toBe(
       'campaign-sync: --out (an NDJSON folder) writes files; with a postgres:// URL in CAMPAIGN_SYNC_DB the records go to PostgreSQL\n',
     );
+    // From a profile: named by its key, not by a flag the user never typed.
+    const dir = tempDir();
+    const config = join(dir, 'campaign-sync.toml');
+    writeFileSync(config, '[profiles.drop]\nout = "drop"\n[profiles.fmt]\nformat = "ndjson"\n', { mode: 0o600 });
+    for (const [profile, said] of [
+      ['drop', `${config}: profiles.drop.out (an NDJSON folder)`],
+      ['fmt', `${config}: profiles.fmt.format = "ndjson"`],
+    ]) {
+      const r = await cli(['pull', '--config', config, '--profile', profile as string], { env: { ...API, CAMPAIGN_SYNC_DB: url } });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(
+        `campaign-sync: ${said} writes files; with a postgres:// URL in CAMPAIGN_SYNC_DB the records go to PostgreSQL\n`,
+      );
+    }
     const runs = await Promise.all(OPENERS.map((args) => cli(args, { env: { ...API, CAMPAIGN_SYNC_DB: url } })));
     for (const [i, r] of runs.entries()) {
       const args = OPENERS[i] as string[];

@@ -51,14 +51,20 @@ describe('config profiles', () => {
         file: join(dir, 'campaign-sync.toml'),
         mode: expect.any(Number),
       },
+      // Every option the profile filled, by its key: messages name that, not a flag never typed.
+      fromProfile: {
+        baseUrl: `${join(dir, 'campaign-sync.toml')}: profiles.a.base_url`,
+        apiKeyFile: `${join(dir, 'campaign-sync.toml')}: profiles.a.api_key_file`,
+        db: `${join(dir, 'campaign-sync.toml')}: profiles.a.db`,
+      },
     });
     // --profile beats default_profile; CAMPAIGN_SYNC_PROFILE too; options the command lacks are left out.
     const b: Record<string, unknown> = { profile: 'b' };
     await applyProfile(b, new Set(['baseUrl', 'format']), {}, dir);
-    expect(b).toEqual({ profile: 'b', baseUrl: 'https://b.example.com', format: 'ndjson' });
+    expect(b).toEqual({ profile: 'b', baseUrl: 'https://b.example.com', format: 'ndjson', fromProfile: expect.any(Object) });
     const viaEnv: Record<string, unknown> = {};
     await applyProfile(viaEnv, ALL, { CAMPAIGN_SYNC_PROFILE: 'b', CAMPAIGN_SYNC_OUT: '/elsewhere' }, dir);
-    expect(viaEnv).toEqual({ baseUrl: 'https://b.example.com', format: 'ndjson' });
+    expect(viaEnv).toEqual({ baseUrl: 'https://b.example.com', format: 'ndjson', fromProfile: expect.any(Object) });
   });
 
   it('finds the user file under XDG_CONFIG_HOME, or --config; none at all is fine', async () => {

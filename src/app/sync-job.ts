@@ -7,7 +7,7 @@ import type { ApiClient } from '../api/client.js';
 import { type ApiConfig, type ApiFlags, resolveApiConfig, resolvePgSchema } from '../config/config.js';
 import { CHOICES } from '../config/defaults.js';
 import { parseDate } from '../config/duration.js';
-import { type DbFlags, ENV, readEnv, resolveDb } from '../config/env.js';
+import { type DbFlags, ENV, type ProfileFilled, readEnv, resolveDb } from '../config/env.js';
 import { checkAt, parseSettings, syncSchema } from '../config/schema.js';
 import type { RunEvents } from '../core/events.js';
 import type { Endpoint } from '../core/types.js';
@@ -19,7 +19,7 @@ import type { DateWindow } from '../sync/stream.js';
 import { createClient } from './client.js';
 import { type JobStore, openJobStore } from './job-store.js';
 
-export interface SyncFlags extends ApiFlags, DbFlags {
+export interface SyncFlags extends ApiFlags, DbFlags, ProfileFilled {
   pgSchema?: string;
   campaign?: string[];
   type?: string;
@@ -43,8 +43,8 @@ function syncSettings(flags: SyncFlags) {
   const format = flags.format ?? checkAt(syncSchema.format, ENV.format.name, readEnv('format'));
   const out = flags.out ?? readEnv('out');
   if (format === 'sqlite' && out !== undefined) {
-    const formatWhere = flags.format !== undefined ? '--format sqlite' : `${ENV.format.name}=sqlite`;
-    const outWhere = flags.out !== undefined ? '--out' : ENV.out.name;
+    const formatWhere = said(origin(flags, 'format') as Origin, 'sqlite');
+    const outWhere = (origin(flags, 'out') as Origin).where;
     throw new UsageError(`${outWhere} names an NDJSON folder, but ${formatWhere} writes records into --db; drop one of them`);
   }
   return parseSettings(syncSchema, {
@@ -57,14 +57,31 @@ function syncSettings(flags: SyncFlags) {
   });
 }
 
-/** What asked for the format, in the user's words: `--format ndjson`, its variable, or `--out` alone (or its variable). */
+/** Where an option's value came from: its flag, its variable, or the profile key that filled the flag. */
+interface Origin {
+  where: string;
+  kind: 'flag' | 'env' | 'profile';
+}
+
+function origin(flags: SyncFlags, option: 'format' | 'out'): Origin | undefined {
+  if (flags[option] !== undefined) {
+    const key = flags.fromProfile?.[option];
+    return key === undefined ? { where: `--${option}`, kind: 'flag' } : { where: key, kind: 'profile' };
+  }
+  return readEnv(option) === undefined ? undefined : { where: ENV[option].name, kind: 'env' };
+}
+
+/** A value with its origin, as the user wrote it: `--format ndjson`, `CAMPAIGN_SYNC_FORMAT=ndjson`, `<file>: profiles.x.format = "ndjson"`. */
+function said(o: Origin, value: string): string {
+  return o.kind === 'flag' ? `${o.where} ${value}` : o.kind === 'env' ? `${o.where}=${value}` : `${o.where} = "${value}"`;
+}
+
+/** What asked for the format, in the user's words: `--format ndjson`, its variable, its profile key, or `--out` alone (or its variable or key). */
 function formatSource(flags: SyncFlags): string {
-  if (flags.format !== undefined) return `--format ${flags.format}`;
-  const env = readEnv('format');
-  if (env !== undefined) return `${ENV.format.name}=${env}`;
-  if (flags.out !== undefined) return '--out (an NDJSON folder)';
-  if (readEnv('out') !== undefined) return `${ENV.out.name} (an NDJSON folder)`;
-  return '--format';
+  const format = origin(flags, 'format');
+  if (format !== undefined) return said(format, flags.format ?? (readEnv('format') as string));
+  const out = origin(flags, 'out');
+  return out === undefined ? '--format' : `${out.where} (an NDJSON folder)`;
 }
 
 /** Validates the pass flags (exported for tests); `settings` when the caller parsed them already. */

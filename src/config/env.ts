@@ -57,6 +57,11 @@ export interface DbOrigin {
   mode: number;
 }
 
+/** The options a config profile filled (config/profile.ts), each with its key (`<file>: profiles.<name>.<key>`), for messages to name. */
+export interface ProfileFilled {
+  fromProfile?: Record<string, string> | undefined;
+}
+
 /** The options that choose the database: --db, and what filled it when a profile did. */
 export interface DbFlags {
   db?: string | undefined;

@@ -211,8 +211,9 @@ function checkValue(value: string, option: string, where: string): void {
 
 /**
  * Fills `flags` (a command's parsed options) from the chosen profile, for the options the command has
- * (`accepted`) that neither a flag nor the environment set. Returns the profile used, if any. A `db`
- * it fills is marked with its key (`dbFrom`, config/env.ts), which messages about it name.
+ * (`accepted`) that neither a flag nor the environment set. Returns the profile used, if any. Each
+ * option it fills is marked with its key (`fromProfile`; a `db` also as `dbFrom`, config/env.ts), which
+ * messages about it name: the user never typed that flag.
  */
 export async function applyProfile(
   flags: Record<string, unknown>,
@@ -250,6 +251,7 @@ export async function applyProfile(
     const where = `${file}: profiles.${name}.${key}`;
     checkValue(value, option, where);
     flags[option] = value;
+    flags.fromProfile = { ...(flags.fromProfile as Record<string, string> | undefined), [option]: where };
     if (option === 'db') flags.dbFrom = { where, file, mode: config.mode } satisfies DbOrigin;
   }
   return { file, profile: name };
