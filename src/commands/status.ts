@@ -2,7 +2,7 @@ import { openMirrorReader } from '../app/mirror-reader.js';
 import { exitCodeForHealth, UsageError } from '../errors.js';
 import { assessHealth } from '../sync/health.js';
 import { showText } from '../ui/escape.js';
-import { healthDocument, healthLines, relativeTime } from '../ui/health.js';
+import { healthDocument, healthLines, relativeTime, unlistedSince } from '../ui/health.js';
 import { compareNames } from '../ui/order.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { formatCount, renderTable } from '../ui/table.js';
@@ -83,11 +83,7 @@ export async function status(flags: StatusFlags): Promise<number> {
             r.cursor === null ? '' : r.cursor.toString(),
             formatCount(r.records),
             relativeTime(r.last_success_at, now),
-            r.last_error
-              ? `${relativeTime(r.last_error_at, now)}: ${r.last_error}`
-              : r.unlisted_since
-                ? `not listed by the service since ${relativeTime(r.unlisted_since, now)}`
-                : '',
+            r.last_error ? `${relativeTime(r.last_error_at, now)}: ${r.last_error}` : r.unlisted_since ? unlistedSince(r, now) : '',
           ]),
           [],
           // An error is cut later than a name: its end (status, message, request id) is what helps.

@@ -24,9 +24,14 @@ export function unhealthyReason(u: Unhealthy, now: number, maxAgeMs: number): st
   return `stale: last success ${relativeTime(u.row.last_success_at, now)}, older than --max-age ${formatDuration(maxAgeMs)}`;
 }
 
+/** A stream's campaign gone from the service's list, as `status` shows it in its table. */
+export function unlistedSince(row: StreamState, now: number): string {
+  return `not listed by the service since ${relativeTime(row.unlisted_since ?? null, now)}`;
+}
+
 /** Why a stream is left out of the health rule, in words, without its name. */
 export function unlistedReason(row: StreamState, now: number): string {
-  return `not listed by the service since ${relativeTime(row.unlisted_since ?? null, now)} (the key lost access, or the campaign was removed); left out of the check, its records kept`;
+  return `${unlistedSince(row, now)} (the key lost access, or the campaign was removed); left out of the check, its records kept`;
 }
 
 /** One line per unhealthy stream, one per stream left out, then the verdict: what a monitoring check prints. */
