@@ -147,6 +147,13 @@ export class StreamSink implements Sink {
     } else {
       // stdout keeps the listener: a reader that goes away after the last write (EPIPE) is no crash.
       await this.drain();
+      // Every write handed over, and its outcome known: stdout to a file writes synchronously but
+      // reports a failure (ENOSPC on a full disk) a tick later, so an export whose bytes fit in one
+      // chunk ended before its error arrived, and exited 0 over an empty file. An empty write's
+      // callback runs after those of every write before it, then the error event has been emitted.
+      await new Promise<void>((resolve) => this.stream.write('', () => resolve()));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      this.check();
     }
   }
 
