@@ -87,7 +87,19 @@ describe('config profiles', () => {
       ['[profiles.a]\nbase_ur = "x"\n', {}, /campaign-sync\.toml: profiles\.a: unknown key "base_ur" \(allowed: base_url/],
       ['[profiles.a]\napi_key = "sk_live_123"\n', {}, /profiles\.a: "api_key" would keep the API key in the config file; .*api_key_file/],
       ['[profiles.a]\npage_size = [1]\n', {}, /profiles\.a\.page_size: must be a string or a number/],
-      ['colour = "red"\n', {}, /unknown or invalid top-level key colour/],
+      ['colour = "red"\n', {}, /unknown top-level key colour \(allowed: default_profile, \[profiles\.NAME\]\)/],
+      ['default_profile = 5\n', {}, /campaign-sync\.toml: default_profile must be a string: the name of one of its \[profiles\.NAME\]$/],
+      // Names Object.prototype holds are no profiles (they ran on the defaults); __proto__ is refused, not dropped.
+      ...['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__'].map((name): [string, Record<string, unknown>, RegExp] => [
+        '[profiles.a]\n',
+        { profile: name },
+        new RegExp(`has no profile "${name}" \\(profiles: a\\)`),
+      ]),
+      [
+        '[profiles.__proto__]\ndb = "p.db"\n',
+        { profile: '__proto__' },
+        /profiles\.__proto__: that name cannot be a profile; rename the table$/,
+      ],
       ['[profiles.a\n', {}, /not a valid TOML config file/],
       ['[profiles.a]\n', { profile: 'zz' }, /has no profile "zz" \(profiles: a\)/],
       // A value of the right type but out of range is named where it was written, not as the flag it fills.
@@ -126,6 +138,18 @@ describe('config profiles', () => {
       /--profile a: no config file/,
     );
     await expect(applyProfile({ config: 'nope.toml' }, ALL, {}, tempDir())).rejects.toThrow(/--config: .*nope\.toml does not exist/);
+    await expect(applyProfile({ config: '' }, ALL, {}, tempDir())).rejects.toThrow(/^--config: the file name is empty/);
+    // A profile the environment or the file chose is named by that, not as a --profile never typed.
+    const one = project('[profiles.a]\n');
+    await expect(applyProfile({}, ALL, { CAMPAIGN_SYNC_PROFILE: 'toString' }, one)).rejects.toThrow(
+      /^CAMPAIGN_SYNC_PROFILE: .*campaign-sync\.toml has no profile "toString" \(profiles: a\)$/,
+    );
+    await expect(applyProfile({}, ALL, { CAMPAIGN_SYNC_PROFILE: 'b', XDG_CONFIG_HOME: tempDir() }, tempDir())).rejects.toThrow(
+      /^CAMPAIGN_SYNC_PROFILE=b: no config file/,
+    );
+    await expect(applyProfile({}, ALL, {}, project('default_profile = "valueOf"\n[profiles.a]\n'))).rejects.toThrow(
+      /campaign-sync\.toml: default_profile "valueOf" is not one of its profiles \(profiles: a\)$/,
+    );
   });
 
   it('a config file that is there but cannot be followed is an error naming it, never the defaults', async () => {

@@ -12,7 +12,7 @@ import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { parseBaseUrl } from './config.js';
-import { type DbOrigin, type EnvKey, readEnv, xdgHome } from './env.js';
+import { type DbOrigin, ENV, type EnvKey, readEnv, xdgHome } from './env.js';
 import { apiSchema, checkAt, type Setting, syncSchema, watchSchema } from './schema.js';
 
 /**
@@ -105,6 +105,8 @@ function configAt(path: string, name: string): boolean {
 /** The config file to read: `--config`, else the working directory's, else the user's; none is fine. */
 export function findConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv, cwd = process.cwd()): string | undefined {
   if (flag !== undefined) {
+    // resolve(cwd, '') is the working folder, which was then "not a regular file".
+    if (flag === '') throw new UsageError('--config: the file name is empty; give a config file, or leave out --config');
     const path = resolve(cwd, flag);
     if (!configAt(path, '--config')) throw new UsageError(`--config: ${path} does not exist`);
     return path;
@@ -158,7 +160,7 @@ function checkConfigFile(file: string): number {
 /** Reads and validates a config file; returns its profiles. */
 async function readConfig(
   file: string,
-): Promise<{ defaultProfile?: string; profiles: Record<string, Record<string, string | number>>; mode: number }> {
+): Promise<{ defaultProfile?: string; profiles: Map<string, Record<string, string | number>>; mode: number }> {
   const mode = checkConfigFile(file);
   let data: unknown;
   try {
@@ -173,10 +175,24 @@ async function readConfig(
   const parsed = fileSchema.safeParse(data);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const key = issue?.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue?.path.join('.');
-    throw new UsageError(`${file}: unknown or invalid top-level key ${key} (allowed: default_profile, [profiles.NAME])`);
+    if (issue?.code === 'unrecognized_keys') {
+      throw new UsageError(`${file}: unknown top-level key ${issue.keys.join(', ')} (allowed: default_profile, [profiles.NAME])`);
+    }
+    const key = issue?.path.join('.');
+    throw new UsageError(
+      key === 'default_profile'
+        ? `${file}: default_profile must be a string: the name of one of its [profiles.NAME]`
+        : `${file}: ${key} must be tables of settings, [profiles.NAME]`,
+    );
   }
-  const profiles: Record<string, Record<string, string | number>> = {};
+  // A Map, not an object: a profile named constructor or toString was found on Object.prototype (and
+  // ran on the defaults). A [profiles.__proto__] table, which TOML reads as a table like any other, is
+  // dropped by the schema's record: refused by name rather than ignored.
+  const raw = (data as { profiles?: object }).profiles;
+  if (raw !== undefined && Object.hasOwn(raw, '__proto__')) {
+    throw new UsageError(`${file}: profiles.__proto__: that name cannot be a profile; rename the table`);
+  }
+  const profiles = new Map<string, Record<string, string | number>>();
   for (const [name, profile] of Object.entries(parsed.data.profiles ?? {})) {
     const literal = Object.keys(profile).find((k) => LITERAL_KEYS.includes(k.toLowerCase()));
     if (literal) {
@@ -194,7 +210,7 @@ async function readConfig(
       }
       throw new UsageError(`${file}: profiles.${name}.${issue?.path.join('.')}: must be a string or a number`);
     }
-    profiles[name] = checked.data as Record<string, string | number>;
+    profiles.set(name, checked.data as Record<string, string | number>);
   }
   return { defaultProfile: parsed.data.default_profile, profiles, mode };
 }
@@ -222,11 +238,14 @@ export async function applyProfile(
   cwd = process.cwd(),
 ): Promise<{ file: string; profile: string } | undefined> {
   const file = findConfigFile(flags.config as string | undefined, env, cwd);
-  const wanted = (flags.profile as string | undefined) ?? readEnv('profile', env);
+  const fromFlag = flags.profile as string | undefined;
+  const wanted = fromFlag ?? readEnv('profile', env);
+  // What chose the profile, as the user wrote it: a CAMPAIGN_SYNC_PROFILE set long ago is not --profile.
+  const chooser = fromFlag !== undefined ? '--profile' : ENV.profile.name;
   if (file === undefined) {
     if (wanted !== undefined) {
       throw new UsageError(
-        `--profile ${wanted}: no config file (./campaign-sync.toml, $XDG_CONFIG_HOME/campaign-sync/config.toml, or --config <file>)`,
+        `${fromFlag !== undefined ? `--profile ${wanted}` : `${chooser}=${wanted}`}: no config file (./campaign-sync.toml, $XDG_CONFIG_HOME/campaign-sync/config.toml, or --config <file>)`,
       );
     }
     return undefined;
@@ -234,10 +253,14 @@ export async function applyProfile(
   const config = await readConfig(file);
   const name = wanted ?? config.defaultProfile;
   if (name === undefined) return undefined;
-  const profile = config.profiles[name];
+  const profile = config.profiles.get(name);
   if (profile === undefined) {
-    const names = Object.keys(config.profiles);
-    throw new UsageError(`--profile: ${file} has no profile "${name}" (profiles: ${names.length ? names.join(', ') : 'none'})`);
+    const names = `(profiles: ${config.profiles.size ? [...config.profiles.keys()].join(', ') : 'none'})`;
+    throw new UsageError(
+      wanted === undefined
+        ? `${file}: default_profile "${name}" is not one of its profiles ${names}`
+        : `${chooser}: ${file} has no profile "${name}" ${names}`,
+    );
   }
   for (const [key, raw] of Object.entries(profile)) {
     const option = PROFILE_KEYS[key as ProfileKey];
