@@ -21,8 +21,38 @@ export interface RunningMetricsServer {
   close(): Promise<void>;
 }
 
-export async function startMetricsServer(at: ListenAddress, endpoints: MetricsEndpoints): Promise<RunningMetricsServer> {
-  const server: Server = createServer((req, res) => {
+/**
+ * What one client may hold of the endpoint. It answers anyone who can reach it (every local user, by
+ * default), in the process that syncs: with Node's defaults (no cap, 60 s for a request's headers,
+ * checked every 30 s) a few thousand half-sent requests used up watch's file descriptors, and its
+ * passes failed with EMFILE as if the service were down. A scraper and a probe need a few connections
+ * and answer within a second; a flood now costs at most the scrapes while it lasts, never the sync.
+ */
+export const METRICS_LIMITS = {
+  /** Connections at once; more are closed as they arrive. */
+  maxConnections: 64,
+  /** A request's headers must arrive within this (ms)... */
+  headersTimeoutMs: 5_000,
+  /** ...and the whole request within this. */
+  requestTimeoutMs: 10_000,
+  /** An idle kept-alive connection is closed after this. */
+  keepAliveTimeoutMs: 5_000,
+  /** How often the two timeouts above are checked. */
+  checkEveryMs: 1_000,
+};
+
+export async function startMetricsServer(
+  at: ListenAddress,
+  endpoints: MetricsEndpoints,
+  limits = METRICS_LIMITS,
+): Promise<RunningMetricsServer> {
+  const options = {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: limits.checkEveryMs,
+  };
+  const server: Server = createServer(options, (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
@@ -48,6 +78,9 @@ export async function startMetricsServer(at: ListenAddress, endpoints: MetricsEn
     }
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics or /healthz\n');
   });
+  server.maxConnections = limits.maxConnections;
+  // A socket that sends nothing at all (not even half a request line) is closed too.
+  server.setTimeout(limits.requestTimeoutMs);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) => reject(listenFailure(err, at)));
     server.listen(at.port, at.host, () => resolve());
