@@ -130,6 +130,47 @@ describe('forget --user', () => {
     expect((await run(s, ['forget', '--db', db])).code).toBe(2);
   });
 
+  it("scrubs the candidate's e-mail and id from the streams' stored errors, which status and /healthz show; other texts stay", async () => {
+    const s = await sim({ campaigns: 2, records: 20 });
+    const db = join(tempDir(), 'm.db');
+    expect((await run(s, ['pull', '--db', db])).code).toBe(0);
+    const [session, role] = s.data.campaigns as [(typeof s.data.campaigns)[0], (typeof s.data.campaigns)[0]];
+    const a = s.data.sessionResult(session, 4) as { user: { id: string; email: string } };
+    const other = s.data.roleResult(role, 2, 'DETAILED') as { user: { id: string; email: string } };
+    expect(other.user.email).not.toBe(a.user.email);
+    // What a service's 500 may say, stored as a stream's last error (hostile pass 5: forget left it, strings found it).
+    const m = openDatabase(db);
+    const streams = m.prepare('SELECT stream FROM sync_state ORDER BY stream').pluck().all() as string[];
+    const fail = m.prepare("UPDATE sync_state SET last_error = ?, last_error_at = '2026-11-25T10:00:00Z' WHERE stream = ?");
+    fail.run(`GET /v1/x: 500 cannot score ${a.user.email.toUpperCase()} (user ${a.user.id}) (request_id rq-1)`, streams[0]);
+    fail.run(`GET /v1/x: 500 cannot score ${other.user.email} (request_id rq-2)`, streams[1]);
+    m.close();
+    const r = await run(s, ['forget', '--db', db, '--user', a.user.email, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).removed.error_texts).toBe(1);
+    const errors = openDatabase(db, { readonly: true });
+    expect(errors.prepare('SELECT last_error FROM sync_state WHERE stream = ?').pluck().get(streams[0])).toBe(
+      'GET /v1/x: 500 cannot score [erased] (user [erased]) (request_id rq-1)',
+    );
+    expect(errors.prepare('SELECT last_error FROM sync_state WHERE stream = ?').pluck().get(streams[1])).toBe(
+      `GET /v1/x: 500 cannot score ${other.user.email} (request_id rq-2)`,
+    );
+    errors.close();
+    expect(dbBytes(db).toLowerCase()).not.toContain(a.user.email.toLowerCase());
+    const status = await run(s, ['status', '--db', db]);
+    expect(status.stdout).toContain('cannot score [erased]');
+    // A candidate named only in an error (their records never mirrored) is still erased from it, not "no record".
+    const m2 = openDatabase(db);
+    m2.prepare('UPDATE sync_state SET last_error = ? WHERE stream = ?').run('500 for ghost@example.com', streams[0]);
+    m2.close();
+    const ghost = await run(s, ['forget', '--db', db, '--user', 'Ghost@Example.com']);
+    expect(ghost.code, ghost.stderr).toBe(0);
+    expect(ghost.stdout).toMatch(
+      /Erased Ghost@Example\.com: 0 session results, .*; their e-mail or id replaced by \[erased\] in 1 stored error text/,
+    );
+    expect(dbBytes(db)).not.toContain('ghost@example.com');
+  });
+
   it('rewrites the NDJSON files without their lines, nothing else changed, and the next pull goes on', async () => {
     const { s, db, out } = await ndjsonMirror();
     const file = join(out, 'role_results.ndjson');

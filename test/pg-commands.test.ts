@@ -186,9 +186,18 @@ describePg('commands on a PostgreSQL mirror', () => {
     const email = String(who?.user_email);
     const before = await query(schema, 'SELECT count(*)::int AS n FROM role_results WHERE lower(user_email) = lower($1)', [email]);
     expect(before[0]?.n).toBeGreaterThan(0);
+    // A service's error message that quoted the candidate, stored as a stream's last error: scrubbed too.
+    await query(schema, 'UPDATE sync_state SET last_error = $1 WHERE stream = (SELECT min(stream) FROM sync_state)', [
+      `500 cannot score ${email} (request_id rq-1)`,
+    ]);
     const r = await cli(['forget', ...db, '--user', email.toUpperCase(), '--json']);
     expect(r.code, r.stderr).toBe(0);
-    expect((JSON.parse(r.stdout) as { removed: { role_results: number } }).removed.role_results).toBe(before[0]?.n);
+    const removed = (JSON.parse(r.stdout) as { removed: { role_results: number; error_texts: number } }).removed;
+    expect(removed.role_results).toBe(before[0]?.n);
+    expect(removed.error_texts).toBe(1);
+    expect(await query(schema, 'SELECT last_error FROM sync_state WHERE last_error IS NOT NULL')).toEqual([
+      { last_error: '500 cannot score [erased] (request_id rq-1)' },
+    ]);
     for (const t of ['session_results', 'role_results', 'score_details'])
       expect((await query(schema, `SELECT count(*)::int AS n FROM ${t} WHERE lower(user_email) = lower($1)`, [email]))[0]?.n).toBe(0);
     const orphans = await query(

@@ -5,6 +5,7 @@ import { RequestBudget } from '../src/api/budget.js';
 import { parseRetryAfter, retryDelay } from '../src/api/retry.js';
 import { resolveApiConfig, resolveDb } from '../src/config/config.js';
 import { parseDate, parseDuration, parseRate } from '../src/config/duration.js';
+import { withoutCandidate } from '../src/core/email.js';
 import { NumberText, parseJson, toJson } from '../src/core/json.js';
 import { isLoopbackHost } from '../src/core/loopback.js';
 import { ApiError, AuthError, NetworkError, UsageError } from '../src/errors.js';
@@ -330,5 +331,23 @@ describe('formatCount', () => {
     const values = [0, 7, 999, 1000, -1000, 12345, 999_999, 1_000_000, -1_234_567, 2 ** 53 - 1, 1.5, -0.25, 123456.789];
     for (const n of values) expect(formatCount(n), String(n)).toBe(n.toLocaleString('en-US'));
     for (const n of [0n, 1234n, -98765n, 2n ** 63n - 1n]) expect(formatCount(n), String(n)).toBe(n.toLocaleString('en-US'));
+  });
+});
+
+describe("a candidate's e-mail and ids in a stored error text (forget)", () => {
+  it('is replaced where it stands as a whole word, ignoring case for all of Unicode; longer names and numbers are left', () => {
+    const text =
+      'GET /x (campaign c): 500 boom for Person1.Private@Example.COM (user u1, not u10, nor xu1); see person1.private@example.com.';
+    expect(withoutCandidate(text, ['person1.private@example.com', 'u1'])).toBe(
+      'GET /x (campaign c): 500 boom for [erased] (user [erased], not u10, nor xu1); see [erased].',
+    );
+    // Composed or decomposed accents, any case; a longer address that ends the same is someone else.
+    expect(withoutCandidate('ÉLODIE@exemple.fr, e\u0301lodie@exemple.fr and zélodie@exemple.fr.com', ['élodie@exemple.fr'])).toBe(
+      '[erased], [erased] and zélodie@exemple.fr.com',
+    );
+    // A short id does not blank out every digit; regex characters in a term are literal.
+    expect(withoutCandidate('id=1, 12, x1, 1.5 and 1', ['1'])).toBe('id=[erased], 12, x1, 1.5 and [erased]');
+    expect(withoutCandidate('a+b(c)@x.io and abc@x.io', ['a+b(c)@x.io'])).toBe('[erased] and abc@x.io');
+    expect(withoutCandidate('nothing to see', [])).toBe('nothing to see');
   });
 });

@@ -5,8 +5,8 @@ import { PgDatabase } from '../store/pg/database.js';
 import { allStreams, eraseFromPg } from '../store/pg/erase.js';
 import { PgLocks } from '../store/pg/lock.js';
 import { showText } from '../ui/escape.js';
+import { erasedLine } from '../ui/forget.js';
 import type { Output } from '../ui/output.js';
-import { formatCount } from '../ui/table.js';
 
 /** `target`: the URL and where it came from (--db, CAMPAIGN_SYNC_DB, a profile's key). */
 export async function forgetInPg(
@@ -21,15 +21,13 @@ export async function forgetInPg(
     // A pull running meanwhile could write the user's records back: hold every stream.
     for (const stream of await allStreams(db)) await locks.acquire(stream);
     const rows = await eraseFromPg(db, user);
-    if (rows.session_results + rows.role_results + rows.score_details === 0) {
+    if (rows.session_results + rows.role_results + rows.score_details + rows.error_texts === 0) {
       throw new UsageError(
         `forget: no record of the candidate "${showText(user)}" in ${db.name} (match: user id, or e-mail ignoring case)`,
       );
     }
     out.document({ user, removed: rows, files: [] });
-    out.print(
-      `Erased ${showText(user)}: ${formatCount(rows.session_results)} session results, ${formatCount(rows.role_results)} role results, ${formatCount(rows.score_details)} score details, ${formatCount(rows.eval_results)} eval results from ${db.name}.`,
-    );
+    out.print(erasedLine(user, rows, db.name));
     return 0;
   } finally {
     await locks.release();

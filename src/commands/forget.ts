@@ -7,6 +7,7 @@ import { RunLock } from '../store/lock.js';
 import { NdjsonOffsets } from '../store/offsets.js';
 import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import { showText } from '../ui/escape.js';
+import { erasedLine } from '../ui/forget.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { formatCount } from '../ui/table.js';
 
@@ -45,7 +46,7 @@ export async function forget(flags: ForgetFlags): Promise<number> {
       const lines = eraseFromFile(db, f.path, f.committed, user);
       if (lines > 0) files.push({ path: f.path, lines });
     }
-    const total = rows.session_results + rows.role_results + rows.score_details + files.reduce((n, f) => n + f.lines, 0);
+    const total = rows.session_results + rows.role_results + rows.score_details + rows.error_texts + files.reduce((n, f) => n + f.lines, 0);
     if ((total > 0 || earlier) && !scrub(db)) {
       throw new StorageError(
         `forget: cannot finish erasing in ${dbPath}: another process has it open (a reader's transaction or a writer) and did not let go within ${BUSY_TIMEOUT_MS / 1000} s, so the old pages could not be overwritten; the rows are deleted but the erasure is not finished: close that process and run \`campaign-sync forget\` again (any --user) to finish it`,
@@ -66,7 +67,7 @@ export async function forget(flags: ForgetFlags): Promise<number> {
     }
     out.document({ user, removed: rows, files, finished_earlier: earlier });
     out.print(
-      `Erased ${showText(user)}: ${formatCount(rows.session_results)} session results, ${formatCount(rows.role_results)} role results, ${formatCount(rows.score_details)} score details, ${formatCount(rows.eval_results)} eval results from ${dbPath}${files.map((f) => `; ${formatCount(f.lines)} lines from ${f.path}`).join('')}.${earlier ? ' Also finished the erasure an earlier forget left unfinished there.' : ''}`,
+      `${erasedLine(user, rows, dbPath, files)}${earlier ? ' Also finished the erasure an earlier forget left unfinished there.' : ''}`,
     );
     return 0;
   } catch (err) {

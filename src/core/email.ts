@@ -12,3 +12,37 @@
 export function emailKey(email: string): string {
   return email.normalize('NFC').toLowerCase().normalize('NFC');
 }
+
+/** What stands in a stored text for an erased candidate's e-mail or id. */
+export const ERASED = '[erased]';
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * `text` (an error message the service sent, kept as a stream's last error) without a candidate's
+ * e-mail or ids: each of `terms` where it stands as a whole word, ignoring case for all of Unicode,
+ * becomes ERASED. A term inside a longer name or number (`u1` in `u10`, `a@b.c` in `xa@b.co`) is
+ * left, so a short id does not blank out the rest of the message.
+ */
+export function withoutCandidate(text: string, terms: readonly string[]): string {
+  const words = [...new Set(terms.filter((t) => t !== '').map((t) => t.normalize('NFC')))];
+  if (words.length === 0) return text;
+  // Longest first: an e-mail before an id it may contain.
+  words.sort((a, b) => b.length - a.length);
+  const pattern = new RegExp(
+    `(?<![\\p{L}\\p{N}_.@+-])(?:${words.map(escapeRegExp).join('|')})(?![\\p{L}\\p{N}_@-]|\\.[\\p{L}\\p{N}])`,
+    'giu',
+  );
+  return text.normalize('NFC').replace(pattern, ERASED);
+}
+
+/** A stored record's candidate: what their erasure removes from other texts too. */
+export interface Identity {
+  user_id: string | null;
+  user_email: string | null;
+}
+
+/** The ids and e-mails of the erased rows, once each. */
+export function identities(rows: readonly Identity[]): string[] {
+  return [...new Set(rows.flatMap((r) => [r.user_id, r.user_email]).filter((v): v is string => typeof v === 'string'))];
+}

@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { emailKey } from '../core/email.js';
+import { emailKey, type Identity, identities, withoutCandidate } from '../core/email.js';
 import { errorCode, storageError } from '../errors.js';
 import { ERASE_PENDING_KEY } from './checkpoints.js';
 import type { Db } from './db.js';
@@ -27,6 +27,8 @@ export interface Erased {
   role_results: number;
   score_details: number;
   eval_results: number;
+  /** Streams' last errors that named the candidate (a service's message may quote an e-mail): scrubbed. */
+  error_texts: number;
   /** NDJSON files rewritten, with the lines removed from each. */
   files: Array<{ path: string; lines: number }>;
 }
@@ -63,15 +65,12 @@ export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
   // Deleted cells are overwritten with zeros, not left in the pages.
   db.pragma('secure_delete = ON');
   return db.transaction(() => {
-    const sessions = db.prepare(`SELECT id, campaign_id FROM session_results WHERE ${match}`).all({ user, key }) as Array<{
-      id: string;
-      campaign_id: string;
-    }>;
-    const roles = db.prepare(`SELECT id, campaign_id, report_type FROM role_results WHERE ${match}`).all({ user, key }) as Array<{
-      id: string;
-      campaign_id: string;
-      report_type: string;
-    }>;
+    const sessions = db
+      .prepare(`SELECT id, campaign_id, user_id, user_email FROM session_results WHERE ${match}`)
+      .all({ user, key }) as Array<Identity & { id: string; campaign_id: string }>;
+    const roles = db
+      .prepare(`SELECT id, campaign_id, report_type, user_id, user_email FROM role_results WHERE ${match}`)
+      .all({ user, key }) as Array<Identity & { id: string; campaign_id: string; report_type: string }>;
     let evals = 0;
     let details = 0;
     const deleteEvals = db.prepare('DELETE FROM eval_results WHERE parent_type = ? AND parent_id = ?');
@@ -93,13 +92,41 @@ export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
       uncount.run(`${r.campaign_id}/role/${r.report_type}`);
     }
     // Their score details under another record, if any: theirs too.
-    for (const d of db.prepare(`SELECT id FROM score_details WHERE ${match}`).pluck().all({ user, key }) as string[]) {
-      evals += deleteEvals.run('score_detail', d).changes;
-      details += deleteDetail.run(d).changes;
+    const others = db.prepare(`SELECT id, user_id, user_email FROM score_details WHERE ${match}`).all({ user, key }) as Array<
+      Identity & { id: string }
+    >;
+    for (const d of others) {
+      evals += deleteEvals.run('score_detail', d.id).changes;
+      details += deleteDetail.run(d.id).changes;
     }
-    if (sessions.length + roles.length + details > 0) markPending(db);
-    return { session_results: sessions.length, role_results: roles.length, score_details: details, eval_results: evals };
+    const errorTexts = scrubErrors(db, [user, ...identities([...sessions, ...roles, ...others])]);
+    if (sessions.length + roles.length + details + errorTexts > 0) markPending(db);
+    return {
+      session_results: sessions.length,
+      role_results: roles.length,
+      score_details: details,
+      eval_results: evals,
+      error_texts: errorTexts,
+    };
   })();
+}
+
+/**
+ * The streams' last errors without the candidate (core/email.ts withoutCandidate): a service's error
+ * message may quote the e-mail of a record it failed on, and `status` and watch's /healthz show the
+ * text. Returns how many were changed.
+ */
+function scrubErrors(db: Db, terms: string[]): number {
+  const update = db.prepare('UPDATE sync_state SET last_error = ? WHERE stream = ?');
+  let n = 0;
+  for (const row of db.prepare('SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL').all() as Array<{
+    stream: string;
+    last_error: string;
+  }>) {
+    const text = withoutCandidate(row.last_error, terms);
+    if (text !== row.last_error) n += update.run(text, row.stream).changes;
+  }
+  return n;
 }
 
 /**

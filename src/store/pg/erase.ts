@@ -6,7 +6,7 @@
  * operator's to age out).
  */
 import type pg from 'pg';
-import { emailKey } from '../../core/email.js';
+import { emailKey, type Identity, identities, withoutCandidate } from '../../core/email.js';
 import type { PgDatabase } from './database.js';
 
 export interface PgErased {
@@ -14,6 +14,8 @@ export interface PgErased {
   role_results: number;
   score_details: number;
   eval_results: number;
+  /** Streams' last errors that named the candidate, scrubbed (store/erase.ts). */
+  error_texts: number;
 }
 
 /** The user's rows: $1 the id, $2 every stored spelling of their e-mail (`spellingsOf`). */
@@ -38,22 +40,22 @@ async function spellingsOf(c: pg.PoolClient, user: string): Promise<string[]> {
 export async function eraseFromPg(db: PgDatabase, user: string): Promise<PgErased> {
   const erased = await db.transaction(async (c) => {
     const spellings = await spellingsOf(c, user);
-    const sessions = await c.query<{ id: string; campaign_id: string }>(
-      `DELETE FROM session_results WHERE ${MATCH} RETURNING id, campaign_id`,
+    const sessions = await c.query<Identity & { id: string; campaign_id: string }>(
+      `DELETE FROM session_results WHERE ${MATCH} RETURNING id, campaign_id, user_id, user_email`,
       [user, spellings],
     );
     const sessionIds = sessions.rows.map((r) => r.id);
     let evals =
       (await c.query("DELETE FROM eval_results WHERE parent_type = 'session_result' AND parent_id = ANY($1::text[])", [sessionIds]))
         .rowCount ?? 0;
-    const roles = await c.query<{ id: string; stream: string }>(
-      `DELETE FROM role_results WHERE ${MATCH} RETURNING id, campaign_id || '/role/' || coalesce(report_type, '') AS stream`,
+    const roles = await c.query<Identity & { id: string; stream: string }>(
+      `DELETE FROM role_results WHERE ${MATCH} RETURNING id, campaign_id || '/role/' || coalesce(report_type, '') AS stream, user_id, user_email`,
       [user, spellings],
     );
     const roleIds = roles.rows.map((r) => r.id);
     // Their score details, under their role results or (if any) under another record: theirs too.
-    const details = await c.query<{ id: string }>(
-      `DELETE FROM score_details WHERE role_result_id = ANY($3::text[]) OR ${MATCH} RETURNING id`,
+    const details = await c.query<Identity & { id: string }>(
+      `DELETE FROM score_details WHERE role_result_id = ANY($3::text[]) OR ${MATCH} RETURNING id, user_id, user_email`,
       [user, spellings, roleIds],
     );
     evals +=
@@ -64,10 +66,27 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<PgErase
       ).rowCount ?? 0;
     const streams = [...sessions.rows.map((r) => `${r.campaign_id}/session`), ...roles.rows.map((r) => r.stream)];
     for (const stream of streams) await c.query('UPDATE sync_state SET records = greatest(0, records - 1) WHERE stream = $1', [stream]);
-    return { session_results: sessionIds.length, role_results: roleIds.length, score_details: details.rowCount ?? 0, eval_results: evals };
+    // A service's error message may quote the candidate; status and /healthz show the stored text.
+    const terms = [user, ...identities([...sessions.rows, ...roles.rows, ...details.rows])];
+    let errorTexts = 0;
+    const failing = await c.query<{ stream: string; last_error: string }>(
+      'SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL',
+    );
+    for (const row of failing.rows) {
+      const text = withoutCandidate(row.last_error, terms);
+      if (text !== row.last_error)
+        errorTexts += (await c.query('UPDATE sync_state SET last_error = $1 WHERE stream = $2', [text, row.stream])).rowCount ?? 0;
+    }
+    return {
+      session_results: sessionIds.length,
+      role_results: roleIds.length,
+      score_details: details.rowCount ?? 0,
+      eval_results: evals,
+      error_texts: errorTexts,
+    };
   });
-  if (erased.session_results + erased.role_results + erased.score_details > 0) {
-    await db.query('VACUUM session_results, role_results, score_details, eval_results', [], 'cannot vacuum');
+  if (erased.session_results + erased.role_results + erased.score_details + erased.error_texts > 0) {
+    await db.query('VACUUM session_results, role_results, score_details, eval_results, sync_state', [], 'cannot vacuum');
   }
   return erased;
 }

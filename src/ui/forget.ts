@@ -1,0 +1,30 @@
+/** `forget`'s closing line, one for the SQLite and the PostgreSQL mirror. */
+import { showText } from './escape.js';
+import { formatCount } from './table.js';
+
+export interface ErasedCounts {
+  session_results: number;
+  role_results: number;
+  score_details: number;
+  eval_results: number;
+  /** Streams' last errors that named the candidate, scrubbed. */
+  error_texts: number;
+}
+
+/**
+ * `Erased <user>: N session results, … from <where>[; N lines from <file>…][; … error texts].`
+ * `files`: the NDJSON files rewritten (SQLite's mirror only).
+ */
+export function erasedLine(
+  user: string,
+  rows: ErasedCounts,
+  where: string,
+  files: ReadonlyArray<{ path: string; lines: number }> = [],
+): string {
+  const n = rows.error_texts;
+  const errors =
+    n === 0
+      ? ''
+      : `; their e-mail or id replaced by [erased] in ${formatCount(n)} stored error text${n === 1 ? '' : 's'} (a stream's last error)`;
+  return `Erased ${showText(user)}: ${formatCount(rows.session_results)} session results, ${formatCount(rows.role_results)} role results, ${formatCount(rows.score_details)} score details, ${formatCount(rows.eval_results)} eval results from ${where}${files.map((f) => `; ${formatCount(f.lines)} lines from ${f.path}`).join('')}${errors}.`;
+}
