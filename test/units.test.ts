@@ -31,6 +31,12 @@ describe('durations, rates and dates', () => {
         `--timeout: "${bare}" needs a unit: ms, s, m, h or d (examples: 500ms, 30s, 2m, 1h, 1d)`,
       );
     expect(() => parseDuration('0ms', '--timeout')).toThrow('--timeout: "0ms" must be more than zero');
+    // Under a millisecond rounds to none: a rate of 2/0.4ms had no limit at all (hostile pass 4).
+    expect(() => parseDuration('0.4ms', '--timeout')).toThrow('--timeout: "0.4ms" is under a millisecond; give 1ms or more');
+    expect(() => parseRate('2/0.4ms', '--rate-limit')).toThrow('--rate-limit: "2/0.4ms" is not a rate');
+    // Past 2^53 it is too many to count, not too few (hostile pass 5).
+    expect(() => parseRate('9007199254740993/1m', '--rate-limit')).toThrow(/is more requests than can be counted/);
+    expect(parseDuration('0.5ms', '--timeout')).toBe(1);
   });
 
   it('parses rates: N (per minute), N/DURATION, N/unit', () => {

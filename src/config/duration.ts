@@ -15,6 +15,8 @@ export function parseDuration(text: string, what: string): number {
   if (!m) throw new UsageError(`${what}: "${text}" is not a duration (examples: 500ms, 30s, 2m, 1h, 1d)`);
   const ms = Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
   if (!(ms > 0) || !Number.isFinite(ms)) throw new UsageError(`${what}: "${text}" must be more than zero`);
+  // Whole milliseconds: 0.4ms would round to no time at all (a rate of 2/0.4ms then had no limit).
+  if (Math.round(ms) === 0) throw new UsageError(`${what}: "${text}" is under a millisecond; give 1ms or more`);
   return Math.round(ms);
 }
 
@@ -41,6 +43,7 @@ export function parseRate(text: string, what: string): Rate {
   const m = /^(\d+)(?:\/(.+))?$/.exec(text.trim());
   if (!m) throw bad();
   const count = Number(m[1]);
+  if (count > Number.MAX_SAFE_INTEGER) throw new UsageError(`${what}: "${text}" is more requests than can be counted (at most 2^53 - 1)`);
   if (!Number.isSafeInteger(count) || count < 1) throw new UsageError(`${what}: "${text}" needs at least 1 request`);
   const given = (m[2] ?? '1m').trim().toLowerCase();
   const word = /^(\d*(?:\.\d+)?)\s*([a-z]+)$/.exec(given);
