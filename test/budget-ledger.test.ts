@@ -3,30 +3,35 @@
  * processes with the same key made within the window, on a fake clock and between two real
  * processes against a server limited to exactly the budget.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, linkSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { BudgetLedger, ledgerFingerprint } from '../src/store/budget-ledger.js';
+import { Database } from '../src/store/sqlite.js';
 import { fakeClock } from './helpers/clock.js';
 import { cli, sim, tempDir } from './helpers/index.js';
 
 const rate = { count: 3, windowMs: 1000 };
 
+/** The ledger in `dir` for a key, opened at `t` by a budget of `windowMs`. */
+const open = (dir: string, fingerprint: string, t: number, windowMs = 1000) => BudgetLedger.open(dir, fingerprint, windowMs, t).ledger;
+
 describe('the budget ledger', () => {
   it('a new budget with the same key waits for the slots an earlier one used; another key does not', () => {
     const dir = tempDir();
     const clock = fakeClock(1_000_000);
-    const first = BudgetLedger.open(dir, 'key-a', clock.t);
+    const first = open(dir, 'key-a', clock.t);
     const a = new RequestBudget(rate, clock, first);
     for (let i = 0; i < 3; i++) (a.tryAcquire() as () => void)();
     first.close();
 
     clock.t += 200;
-    const again = BudgetLedger.open(dir, 'key-a', clock.t);
+    const again = open(dir, 'key-a', clock.t);
     const b = new RequestBudget(rate, clock, again);
     expect(b.tryAcquire()).toBeUndefined();
-    const other = BudgetLedger.open(dir, 'key-b', clock.t);
+    const other = open(dir, 'key-b', clock.t);
     expect(new RequestBudget(rate, clock, other).tryAcquire()).toBeDefined();
     // A window (plus its margin) after the earlier requests ended, their slots are free again.
     clock.t += 1000;
@@ -38,12 +43,12 @@ describe('the budget ledger', () => {
   it('a request left in flight by a killed process holds its slot for a window', () => {
     const dir = tempDir();
     const clock = fakeClock(5_000_000);
-    const ledger = BudgetLedger.open(dir, 'k', clock.t);
+    const ledger = open(dir, 'k', clock.t);
     const killed = new RequestBudget({ count: 1, windowMs: 1000 }, clock, ledger);
     expect(killed.tryAcquire()).toBeDefined(); // never released: the process died
     ledger.close();
     clock.t += 1500;
-    const next = BudgetLedger.open(dir, 'k', clock.t);
+    const next = open(dir, 'k', clock.t);
     const budget = new RequestBudget({ count: 1, windowMs: 1000 }, clock, next);
     expect(budget.tryAcquire()).toBeUndefined();
     clock.t += 1100;
@@ -56,11 +61,160 @@ describe('the budget ledger', () => {
     const fp = ledgerFingerprint('https://api.example.com/', 'sk_live_secret');
     expect(fp).toMatch(/^[0-9a-f]{32}$/);
     expect(fp).not.toBe(ledgerFingerprint('https://api.example.com/', 'sk_live_other'));
-    const ledger = BudgetLedger.open(dir, fp);
+    const ledger = open(dir, fp, Date.now());
     ledger.end(ledger.begin(Date.now()), Date.now());
     ledger.close();
     expect(statSync(join(dir, 'budget.db')).mode & 0o777).toBe(0o600);
     expect(readFileSync(join(dir, 'budget.db')).toString('latin1')).not.toContain('sk_live_secret');
+  });
+});
+
+const DAY = 86_400_000;
+
+describe('the ledger where hostile pass 4 broke it', () => {
+  it("an earlier process's request in flight with a longer window holds one slot, for at most this budget's window", () => {
+    const dir = tempDir();
+    const clock = fakeClock(10_000_000);
+    // A pull at 100/30d killed (kill -9) with one request in flight.
+    const killed = open(dir, 'k', clock.t, 30 * DAY);
+    expect(new RequestBudget({ count: 100, windowMs: 30 * DAY }, clock, killed).tryAcquire()).toBeDefined();
+    killed.close();
+    clock.t += 1500;
+    const ledger = open(dir, 'k', clock.t, 6000);
+    const budget = new RequestBudget({ count: 5, windowMs: 6000 }, clock, ledger);
+    const held = [1, 2, 3, 4].map(() => budget.tryAcquire());
+    expect(held.every((r) => r !== undefined)).toBe(true);
+    expect(budget.tryAcquire()).toBeUndefined();
+    for (const release of held) release?.();
+    // A window later its own four slots are free again: they waited behind the killed request's
+    // 30-day end (the next pull announced a 30-day wait after 4 requests).
+    clock.t += 6100;
+    expect([1, 2, 3, 4].map(() => budget.tryAcquire()).every((r) => r !== undefined)).toBe(true);
+    // The killed request's slot: held from this budget's start for two of its windows at most, not 30 days.
+    expect(budget.tryAcquire()).toBeUndefined();
+    clock.t += 6000;
+    expect(budget.tryAcquire()).toBeDefined();
+    ledger.close();
+  });
+
+  it('rows are kept for their own window, whoever prunes: a 2/2d budget never sends a third request within 2 days', () => {
+    const dir = tempDir();
+    const clock = fakeClock(20_000_000);
+    const slow = { count: 2, windowMs: 2 * DAY };
+    const first = open(dir, 'k', clock.t, slow.windowMs);
+    const a = new RequestBudget(slow, clock, first);
+    for (let i = 0; i < 2; i++) (a.tryAcquire() as () => void)();
+    first.close();
+    // 25 hours on, another key's short-window run opens the ledger (it pruned every row over a day old).
+    clock.t += 25 * 3_600_000;
+    open(dir, 'other', clock.t, 1000).close();
+    const again = open(dir, 'k', clock.t, slow.windowMs);
+    const b = new RequestBudget(slow, clock, again);
+    expect(b.tryAcquire()).toBeUndefined();
+    clock.t += 23 * 3_600_000 + 200_000;
+    expect(b.tryAcquire()).toBeDefined();
+    again.close();
+  });
+
+  it('times in the future (a clock that ran a year ahead, or was set back) are pruned, and never hold a slot past one window', () => {
+    const dir = tempDir();
+    const clock = fakeClock(30_000_000);
+    const ahead = fakeClock(clock.t + 365 * DAY);
+    const wrong = open(dir, 'k', ahead.t, 10_000);
+    const w = new RequestBudget({ count: 2, windowMs: 10_000 }, ahead, wrong);
+    for (let i = 0; i < 2; i++) (w.tryAcquire() as () => void)();
+    wrong.close();
+    // Back at the right time: those rows cannot be, and are dropped (every later run waited a year).
+    const ledger = open(dir, 'k', clock.t, 10_000);
+    expect(ledger.recent(0)).toEqual([]);
+    const budget = new RequestBudget({ count: 2, windowMs: 10_000 }, clock, ledger);
+    expect([budget.tryAcquire(), budget.tryAcquire()].every((r) => r !== undefined)).toBe(true);
+    ledger.close();
+    // A ledger that hands the budget such a time anyway: one window from now at most.
+    const future = { recent: () => [clock.t + 365 * DAY], begin: () => -1, end: () => {} };
+    const held = new RequestBudget({ count: 1, windowMs: 10_000 }, clock, future);
+    expect(held.waitEstimate()).toBeLessThanOrEqual(2 * 10_020);
+  });
+
+  it("another program's lock on the ledger costs skipped rows, not seconds of a frozen process", () => {
+    const dir = tempDir();
+    const ledger = open(dir, 'k', Date.now());
+    const other = new Database(join(dir, 'budget.db'));
+    other.exec("BEGIN IMMEDIATE; INSERT INTO requests (fingerprint, ended_at) VALUES ('x', 0)");
+    const t0 = performance.now();
+    // Forty requests' writes: with a 2 s wait at each, 80 s of a frozen event loop.
+    for (let i = 0; i < 40; i++) ledger.end(ledger.begin(Date.now() + 1000), Date.now());
+    expect(performance.now() - t0).toBeLessThan(1000);
+    other.exec('ROLLBACK');
+    other.close();
+    ledger.close();
+  });
+
+  it('a long-running process prunes rows past their window as it goes, not only when a ledger opens', () => {
+    const dir = tempDir();
+    const ledger = open(dir, 'k', Date.now());
+    const other = new Database(join(dir, 'budget.db'));
+    other.prepare("INSERT INTO requests (fingerprint, ended_at, window_ms) VALUES ('old', ?, 1000)").run(Date.now() - 3 * DAY);
+    for (let i = 0; i < 1000; i++) ledger.end(ledger.begin(Date.now() + 1000), Date.now());
+    expect(other.prepare("SELECT count(*) FROM requests WHERE fingerprint = 'old'").pluck().get()).toBe(0);
+    other.close();
+    ledger.close();
+  });
+
+  it('a damaged ledger is moved aside, named in a warning, and a new one started', () => {
+    const dir = tempDir();
+    const path = join(dir, 'budget.db');
+    const garbage = Buffer.alloc(5000, 0x5a);
+    writeFileSync(path, garbage);
+    const opened = BudgetLedger.open(dir, 'k', 1000, Date.now());
+    expect(opened.warnings).toHaveLength(1);
+    const aside = /moved aside to (\S+), and a new one started$/.exec(opened.warnings[0] as string)?.[1] as string;
+    expect(opened.warnings[0]).toContain(`${path} could not be read (SQLITE_NOTADB)`);
+    expect(readFileSync(aside)).toEqual(garbage);
+    opened.ledger.end(opened.ledger.begin(Date.now() + 1000), Date.now());
+    expect(opened.ledger.recent(0)).toHaveLength(1);
+    opened.ledger.close();
+  });
+});
+
+describe("what is at the ledger's path is left as it was when it is not a file of the ledger's own", () => {
+  it("a symbolic link, a hard link, a named pipe, another program's database: one warning each, the sync goes on, nothing changed or waited on", async () => {
+    const s = await sim({ campaigns: 1, records: 3 });
+    const victim = join(tempDir(), 'notes.txt');
+    writeFileSync(victim, 'my notes\n', { mode: 0o644 });
+    chmodSync(victim, 0o644);
+    const foreign = join(tempDir(), 'other.db');
+    const f = new Database(foreign);
+    f.exec('CREATE TABLE notes (id INTEGER PRIMARY KEY, t TEXT)');
+    f.close();
+    chmodSync(foreign, 0o644);
+    const foreignBytes = readFileSync(foreign);
+    const cases: Array<[string, (path: string) => void, RegExp]> = [
+      ['symlink', (p) => symlinkSync(victim, p), /is a symbolic link/],
+      ['hard link', (p) => linkSync(victim, p), /has 2 names \(hard links\)/],
+      ['named pipe', (p) => execFileSync('mkfifo', [p]), /is not a file \(a folder, a named pipe or a device\)/],
+      ['foreign database', (p) => copyFileSync(foreign, p), /holds tables that are not the ledger's \(notes\)/],
+    ];
+    for (const [name, make, said] of cases) {
+      const state = tempDir();
+      mkdirSync(join(state, 'campaign-sync'));
+      const path = join(state, 'campaign-sync', 'budget.db');
+      make(path);
+      const before = name === 'foreign database' ? readFileSync(path) : undefined;
+      const r = await cli(['campaigns', '--base-url', s.url], {
+        env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state },
+        timeoutMs: 20_000,
+      });
+      expect(r.code, `${name}: ${r.stderr}`).toBe(0);
+      expect(r.stderr, name).toMatch(/^warning: the request budget is not shared with other runs: /);
+      expect(r.stderr, name).toMatch(said);
+      expect(r.stderr.trim().split('\n'), name).toHaveLength(1);
+      if (before !== undefined) expect(readFileSync(path), name).toEqual(before);
+    }
+    // The link's target kept its mode and bytes; the other program's database too.
+    expect(statSync(victim).mode & 0o777).toBe(0o644);
+    expect(readFileSync(victim, 'utf8')).toBe('my notes\n');
+    expect(readFileSync(foreign)).toEqual(foreignBytes);
   });
 });
 

@@ -28,8 +28,10 @@ export class RequestBudget {
   /** Slots never used yet. */
   private unused: number;
   /**
-   * End times of the free slots, oldest first. Releases happen in time order, so appending keeps
-   * the queue sorted and the oldest free slot is always at the head: O(1) per request.
+   * End times of the free slots, oldest first, so the oldest free slot is at the head. This
+   * process's releases come in time order and are appended (O(1) per request); an earlier process's
+   * request still in flight came from the ledger with a provisional end in the future, and a release
+   * earlier than it goes in before it (`release`), or every slot freed meanwhile waited behind it.
    */
   private readonly free: number[] = [];
   private head = 0;
@@ -47,9 +49,13 @@ export class RequestBudget {
     // A hair of margin for servers that round their clock.
     this.windowMs = rate.windowMs + Math.min(100, Math.ceil(rate.windowMs * 0.002));
     if (ledger) {
-      // The last `count` requests of earlier processes hold their slots as if they were ours.
-      const ends = ledger.recent(this.clock.now() - this.windowMs).slice(-rate.count);
-      this.free.push(...ends);
+      // The last `count` requests of earlier processes hold their slots as if they were ours. An end
+      // later than a window from now (an earlier process's longer window, or a clock set back since)
+      // holds its slot one window from now, never longer: a row dated a year ahead had every later
+      // run wait a year. Clamping keeps the order (the ledger's is ascending).
+      const now = this.clock.now();
+      const ends = ledger.recent(now - this.windowMs).slice(-rate.count);
+      for (const end of ends) this.free.push(Math.min(end, now + this.windowMs));
       this.unused -= ends.length;
     }
   }
@@ -112,11 +118,24 @@ export class RequestBudget {
       released = true;
       const now = this.clock.now();
       if (id !== undefined) this.ledger?.end(id, now);
-      this.free.push(now);
+      this.release(now);
       const woken = this.waiters;
       this.waiters = [];
       for (const w of woken) w();
     };
+  }
+
+  /** Puts a slot that ended at `end` back in the free queue, in order. */
+  private release(end: number): void {
+    const free = this.free;
+    if (free.length === this.head || (free[free.length - 1] as number) <= end) {
+      free.push(end);
+      return;
+    }
+    // Before the provisional ends of earlier processes' requests (at most `count` of them).
+    let i = free.length;
+    while (i > this.head && (free[i - 1] as number) > end) i--;
+    free.splice(i, 0, end);
   }
 
   /**

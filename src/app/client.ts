@@ -10,7 +10,7 @@ import { stateDir } from '../config/env.js';
 import type { Clock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
 import { userAgent } from '../core/version.js';
-import { BudgetLedger, ledgerFingerprint } from '../store/budget-ledger.js';
+import { BudgetLedger, LedgerUnusable, ledgerFingerprint } from '../store/budget-ledger.js';
 
 export interface ClientHooks {
   signal?: AbortSignal | undefined;
@@ -28,10 +28,13 @@ export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiCli
   let ledger: BudgetLedger | undefined;
   const dir = stateDir();
   try {
-    ledger = BudgetLedger.open(dir, ledgerFingerprint(config.baseUrl.href, config.apiKey), hooks.clock?.now() ?? Date.now());
+    const fingerprint = ledgerFingerprint(config.baseUrl.href, config.apiKey);
+    const opened = BudgetLedger.open(dir, fingerprint, config.rate.windowMs, hooks.clock?.now() ?? Date.now());
+    ledger = opened.ledger;
+    for (const w of opened.warnings) hooks.events?.warning?.(w);
   } catch (err) {
-    const code = (err as { code?: string }).code ?? 'error';
-    hooks.events?.warning?.(`the request budget is not shared with other runs: cannot write ${dir} (${code})`);
+    const why = err instanceof LedgerUnusable ? err.message : `cannot write ${dir} (${(err as { code?: string }).code ?? 'error'})`;
+    hooks.events?.warning?.(`the request budget is not shared with other runs: ${why}`);
   }
   const budget = new RequestBudget(config.rate, hooks.clock, ledger);
   return new ApiClient(

@@ -4,21 +4,44 @@
  * (`$XDG_STATE_HOME/campaign-sync/budget.db`, `~/.local/state/…`), shared by every database. A
  * ledger is keyed by a fingerprint of the base URL and the key (a hash: the key is never stored).
  *
- * It is advisory: writes are not fsynced (a power cut forgets the last second or so of requests,
- * which a 429 then corrects), and a ledger that cannot be opened (read-only home) is skipped with a
- * warning rather than failing the sync.
+ * It is advisory and disposable: writes are not fsynced (a power cut forgets the last second or so
+ * of requests, which a 429 then corrects); a write that has to wait for another program's lock is
+ * skipped rather than stalling the sync; a file that is not an SQLite database (a crash's damage) is
+ * moved aside and a new ledger started; and a path that is not a plain file of its own (a symbolic
+ * or hard link, a named pipe, another program's database) is left as it is and the ledger skipped,
+ * with a warning either way, rather than failing the sync.
  */
 
-import { chmodSync, closeSync, openSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, lstatSync, openSync, renameSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { keyFingerprint } from '../core/fingerprint.js';
 import type { RequestLedger } from '../core/rate.js';
+import { errorCode } from '../errors.js';
 import { makeFolders } from './folders.js';
 import { Database } from './sqlite.js';
 
-/** Rows older than this are pruned when a ledger opens: no rate window is longer. */
-const KEEP_MS = 86_400_000;
+/** The window a row written before rows kept their own (a release before this one) is kept for: a day. */
+const OLD_ROW_WINDOW_MS = 86_400_000;
+
+/**
+ * How long a write waits for another connection's lock. The ledger's own writes take microseconds,
+ * so this only runs out when another program holds it (`sqlite3 budget.db` left in a transaction):
+ * then the write is skipped, and so are the next ones for BUSY_BACKOFF_MS. With a wait of 2 s at
+ * each of a request's two writes, such a lock tripled a pull's time and froze the event loop long
+ * enough for idle connections to the service to be closed under it.
+ */
+const BUSY_TIMEOUT_MS = 50;
+const BUSY_BACKOFF_MS = 5_000;
+
+/**
+ * Rows past their own window (a 30-day budget's rows stay 30 days, whoever prunes), or later than
+ * their window from now: a time that cannot be (a clock set back since, or one that ran a year ahead).
+ */
+const PRUNE = `DELETE FROM requests WHERE ended_at + coalesce(window_ms, ${OLD_ROW_WINDOW_MS}) < @now OR ended_at > @now + coalesce(window_ms, ${OLD_ROW_WINDOW_MS})`;
+
+/** A long-running watch prunes every this many requests too (a row is ~100 bytes; 100/min is 15 MB a day). */
+const PRUNE_EVERY = 1_000;
 
 /** The ledger's key for a service and an API key; the key itself cannot be recovered from it. */
 export function ledgerFingerprint(baseUrl: string, apiKey: string): string {
@@ -26,63 +49,155 @@ export function ledgerFingerprint(baseUrl: string, apiKey: string): string {
   return keyFingerprint('budget', baseUrl, apiKey);
 }
 
+/** A path the ledger cannot use, left as it was found; the message says what is there and what to do. */
+export class LedgerUnusable extends Error {
+  readonly code = 'ELEDGER';
+}
+
+/** What `open` did besides opening, for the command to say once. */
+export interface OpenedLedger {
+  ledger: BudgetLedger;
+  /** A damaged ledger moved aside, with where it went. */
+  warnings: string[];
+}
+
 export class BudgetLedger implements RequestLedger {
   private readonly s;
+  private writes = 0;
+  private skipUntil = 0;
 
   private constructor(
     private readonly db: BetterSqlite3.Database,
     private readonly fingerprint: string,
+    private readonly windowMs: number,
   ) {
     this.s = {
       recent: db.prepare('SELECT ended_at FROM requests WHERE fingerprint = ? AND ended_at > ? ORDER BY ended_at').pluck(),
-      begin: db.prepare('INSERT INTO requests (fingerprint, ended_at) VALUES (?, ?)'),
+      begin: db.prepare('INSERT INTO requests (fingerprint, ended_at, window_ms) VALUES (?, ?, ?)'),
       end: db.prepare('UPDATE requests SET ended_at = ? WHERE id = ?'),
+      prune: db.prepare(PRUNE),
     };
   }
 
-  /** Opens (creating, 0700/0600) the ledger in `dir` for `fingerprint`. Throws if the folder cannot be written. */
-  static open(dir: string, fingerprint: string, now = Date.now()): BudgetLedger {
+  /**
+   * Opens (creating, 0700/0600) the ledger in `dir` for `fingerprint`, whose budget's window is
+   * `windowMs` (kept with each row, so a row is pruned only after its own window). Throws a
+   * LedgerUnusable, or the system's error, when it cannot be used.
+   */
+  static open(dir: string, fingerprint: string, windowMs: number, now = Date.now()): OpenedLedger {
     makeFolders(dir, 0o700);
     const path = join(dir, 'budget.db');
-    closeSync(openSync(path, 'a', 0o600));
-    chmodSync(path, 0o600);
-    const db = new Database(path);
+    const warnings: string[] = [];
+    let db: BetterSqlite3.Database;
     try {
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = OFF');
-      db.pragma('busy_timeout = 2000');
-      db.exec(
-        'CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL, ended_at REAL NOT NULL); CREATE INDEX IF NOT EXISTS requests_by_key ON requests (fingerprint, ended_at);',
-      );
-      db.prepare('DELETE FROM requests WHERE ended_at < ?').run(now - KEEP_MS);
+      db = openFile(path, now);
     } catch (err) {
-      db.close();
-      throw err;
+      if (!isDamaged(err)) throw err;
+      // Only ever a ledger, and a disposable one: moved aside (not deleted), and a new one started.
+      const aside = `${path}.damaged-${new Date(now).toISOString().replace(/[:.]/g, '-')}`;
+      renameSync(path, aside);
+      for (const suffix of ['-wal', '-shm']) {
+        try {
+          renameSync(path + suffix, aside + suffix);
+        } catch {}
+      }
+      warnings.push(
+        `the request budget's ledger ${path} could not be read (${errorCode(err)}): moved aside to ${aside}, and a new one started`,
+      );
+      db = openFile(path, now);
     }
-    return new BudgetLedger(db, fingerprint);
+    return { ledger: new BudgetLedger(db, fingerprint, windowMs), warnings };
   }
 
   recent(since: number): number[] {
     return this.s.recent.all(this.fingerprint, since) as number[];
   }
 
-  // Advisory: a failed write (a full disk, a lock held too long) costs the next process its view of
-  // this request, never this request itself.
+  // Advisory: a failed write (a full disk, a lock held by another program) costs the next process its
+  // view of this request, never this request itself.
   begin(until: number): number {
+    const now = until - this.windowMs;
+    if (now < this.skipUntil) return -1;
     try {
-      return Number(this.s.begin.run(this.fingerprint, until).lastInsertRowid);
-    } catch {
+      const id = Number(this.s.begin.run(this.fingerprint, until, this.windowMs).lastInsertRowid);
+      if (++this.writes % PRUNE_EVERY === 0) this.s.prune.run({ now });
+      return id;
+    } catch (err) {
+      this.failed(err, now);
       return -1;
     }
   }
 
   end(id: number, at: number): void {
+    if (id < 0 || at < this.skipUntil) return;
     try {
-      if (id >= 0) this.s.end.run(at, id);
-    } catch {}
+      this.s.end.run(at, id);
+    } catch (err) {
+      this.failed(err, at);
+    }
   }
 
   close(): void {
     this.db.close();
   }
+
+  private failed(err: unknown, now: number): void {
+    if (errorCode(err)?.startsWith('SQLITE_BUSY')) this.skipUntil = now + BUSY_BACKOFF_MS;
+  }
+}
+
+/** What is at the ledger's path, in words, when it is not a plain file of its own. */
+function unusable(path: string, stat: Stats): string | undefined {
+  const fix = 'remove it or move it away to share the budget again';
+  if (stat.isSymbolicLink()) return `${path} is a symbolic link; the ledger is only written as a file of its own: ${fix}`;
+  if (!stat.isFile()) return `${path} is not a file (a folder, a named pipe or a device): ${fix}`;
+  if (stat.nlink > 1) return `${path} has ${stat.nlink} names (hard links); the ledger is only written as a file of its own: ${fix}`;
+  return undefined;
+}
+
+function openFile(path: string, now: number): BetterSqlite3.Database {
+  const stat = lstatSync(path, { throwIfNoEntry: false });
+  const problem = stat === undefined ? undefined : unusable(path, stat);
+  if (problem !== undefined) throw new LedgerUnusable(problem);
+  // Never follows a link made meanwhile; never blocks on a named pipe put there meanwhile (open(2)
+  // of a pipe with no reader waited for ever, deaf to SIGINT and SIGTERM).
+  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  try {
+    fchmodSync(fd, 0o600);
+  } finally {
+    closeSync(fd);
+  }
+  const db = new Database(path);
+  try {
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    // Read before anything is written: another program's database is left as it was.
+    const tables = db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+      .pluck()
+      .all() as string[];
+    const foreign = tables.filter((t) => t !== 'requests');
+    if (foreign.length > 0) {
+      throw new LedgerUnusable(
+        `${path} holds tables that are not the ledger's (${foreign.slice(0, 3).join(', ')}): another program's database; move it away to share the budget again`,
+      );
+    }
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = OFF');
+    db.exec(
+      'CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL, ended_at REAL NOT NULL, window_ms REAL); CREATE INDEX IF NOT EXISTS requests_by_key ON requests (fingerprint, ended_at);',
+    );
+    const columns = db.prepare("SELECT name FROM pragma_table_info('requests')").pluck().all() as string[];
+    if (!columns.includes('window_ms')) db.exec('ALTER TABLE requests ADD COLUMN window_ms REAL');
+    db.prepare(PRUNE).run({ now });
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+/** A file SQLite cannot read as a database: damaged by a crash (writes are not synced), or garbage. */
+function isDamaged(err: unknown): boolean {
+  const code = errorCode(err) ?? '';
+  return code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT');
 }
