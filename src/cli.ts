@@ -2,8 +2,11 @@
  * The commander program. It only declares commands and options; each command's module is imported
  * when that command runs, so `campaign-sync --help` loads nothing heavy (STYLE.md rule 1).
  */
+
+import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { CHOICES, DEFAULTS, shownDefault } from './config/defaults.js';
+import { xdgHome } from './config/env.js';
 import { packageVersion } from './core/version.js';
 
 /** What an action leaves for main.ts: the exit code. */
@@ -57,12 +60,18 @@ function apiOptions(cmd: Command): Command {
     .option(VERBOSE, VERBOSE_HELP);
 }
 
+/** The user's config file as findConfigFile reads it (config/profile.ts): XDG_CONFIG_HOME's, when set. */
+function userConfigFile(): string {
+  const base = xdgHome('xdgConfigHome');
+  return base === undefined ? '~/.config/campaign-sync/config.toml' : join(base, 'campaign-sync', 'config.toml');
+}
+
 function dbOption(cmd: Command): Command {
   return cmd
     .option('--db <path>', `SQLite database, or postgres://… for a team mirror in PostgreSQL (env CAMPAIGN_SYNC_DB)${shownDefault('db')}`)
     .option('--pg-schema <name>', `with a postgres:// --db: the schema of the mirror${shownDefault('pgSchema')}`)
-    .option('--config <file>', 'config file with [profiles.NAME] (default: ./campaign-sync.toml, then ~/.config/campaign-sync/config.toml)')
-    .option('--profile <name>', 'profile of the config file to use (env CAMPAIGN_SYNC_PROFILE)');
+    .option('--config <file>', `config file with [profiles.NAME] (default: ./campaign-sync.toml, then ${userConfigFile()})`)
+    .option('--profile <name>', "profile of the config file to use (env CAMPAIGN_SYNC_PROFILE; default: the file's default_profile)");
 }
 
 /** The command's options with the config file's profile filled in under flags and environment (config/profile.ts). */
@@ -145,7 +154,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       syncOptions(dbOption(apiOptions(program.command('pull').description('one sync pass of every campaign, then exit (for cron)')))),
     ),
     'campaign-sync pull --base-url https://api.example.com --api-key-file ~/.campaign-sync-key',
-    'campaign-sync pull --campaign support-emea --report-type OVERALL',
+    'campaign-sync pull --campaign role-2-trust-safety-reviewers --report-type OVERALL',
     'campaign-sync pull --format ndjson --out ./warehouse-drop',
     'campaign-sync pull --since 2026-01-01 --until 2026-01-31',
   ).action(async (opts, cmd: Command) => done(await (await import('./commands/pull.js')).pull(await configured(cmd, opts), signal)));
@@ -182,7 +191,13 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       program
         .command('export')
         .description('stream a table of the mirror as CSV, NDJSON or Parquet')
-        .addOption(enumOption('--table <table>', 'what to export', CHOICES.table).makeOptionMandatory())
+        .addOption(
+          enumOption(
+            '--table <table>',
+            'what to export (required; the SQL names, session_results and the like, work too)',
+            CHOICES.table,
+          ).makeOptionMandatory(),
+        )
         .addOption(enumOption('--format <format>', `output format${shownDefault('exportFormat')}`, CHOICES.exportFormat))
         .option('-o, --output <file>', 'write to this file (0600) instead of stdout (- is stdout)')
         .option('--campaign <id-or-name>', 'only rows of this campaign')
@@ -209,7 +224,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
           .option('--all', 'forget every checkpoint (without it, reset asks on a terminal and refuses elsewhere)'),
       ),
     ),
-    'campaign-sync reset --campaign 5c8e0b4e-2f7a-4c1e-9d3b-0a1b2c3d4e5f',
+    'campaign-sync reset --campaign 1fd25390-c20a-4b40-9a80-74259b12ee9c',
     'campaign-sync reset --all',
   ).action(async (opts, cmd: Command) => done(await (await import('./commands/reset.js')).reset(await configured(cmd, opts))));
 
@@ -231,7 +246,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       .option('--page-size <n>', `records per request, 1 to 100${shownDefault('pageSize')}`)
       .option('--prune', 'delete gone records from the mirror (NDJSON: append one tombstone line each)'),
     'campaign-sync reconcile',
-    'campaign-sync reconcile --campaign support-emea --prune --json',
+    'campaign-sync reconcile --campaign session-5-support-agents-emea --prune --json',
   ).action(async (opts, cmd: Command) =>
     done(await (await import('./commands/reconcile.js')).reconcileStreams(await configured(cmd, opts), signal)),
   );
@@ -306,7 +321,8 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       .description('print a shell completion script (bash, zsh or fish)')
       .argument('<shell>', 'bash, zsh or fish'),
     'source <(campaign-sync completion bash)',
-    'campaign-sync completion zsh > ~/.zsh/completions/_campaign-sync',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: zsh's ${fpath[1]}, for the user to paste.
+    'campaign-sync completion zsh > "${fpath[1]}/_campaign-sync"   # then restart zsh',
     'campaign-sync completion fish > ~/.config/fish/completions/campaign-sync.fish',
   ).action(async (shell: string) => {
     const { completion, SHELLS } = await import('./commands/completion.js');

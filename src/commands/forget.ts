@@ -9,7 +9,6 @@ import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import { showText } from '../ui/escape.js';
 import { erasedLine } from '../ui/forget.js';
 import { Output, type OutputFlags } from '../ui/output.js';
-import { formatCount } from '../ui/table.js';
 
 export interface ForgetFlags extends OutputFlags, DbFlags {
   pgSchema?: string;

@@ -37,6 +37,19 @@ describe('consistency', () => {
     expect(jsonToStdout.code).toBe(2);
   });
 
+  it("the campaigns --help's examples name are the demo's, so an example pasted after `demo` runs", async () => {
+    // The demo's service: the simulator with its defaults (seed 1, six campaigns).
+    const s = await sim({});
+    const names = new Set(s.data.campaigns.flatMap((c) => [c.name, c.id]));
+    const named: string[] = [];
+    for (const command of ['pull', 'reconcile', 'export', 'status', 'reset', 'watch']) {
+      const help = await cli([command, '--help']);
+      for (const m of help.stdout.matchAll(/^ +\$ .*--campaign (\S+)/gm)) named.push(m[1] as string);
+    }
+    expect(named.length).toBeGreaterThan(0);
+    for (const name of named) expect(names, name).toContain(name);
+  });
+
   it('one error style, and messages that name the real problem', async () => {
     const unknown = await cli(['pull', '--bogus']);
     expect(unknown.code).toBe(2);
