@@ -14,7 +14,8 @@ export interface ResetFlags extends OutputFlags {
 async function resolveCampaigns(admin: CheckpointAdmin, selectors: string[]): Promise<string[]> {
   const ids: string[] = [];
   for (const sel of selectors) ids.push(await resolveCampaign(admin, sel));
-  return ids;
+  // One campaign named twice (by its name and its id, or the same twice) is one campaign.
+  return [...new Set(ids)];
 }
 
 async function resolveCampaign(admin: CheckpointAdmin, sel: string): Promise<string> {

@@ -108,8 +108,12 @@ describe('cli: against the simulator', () => {
     const unknown = await cli(['reset', '--db', db, '--campaign', 'no-such-campaign']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/no stream of a campaign with the id or name "no-such-campaign"/);
-    const byName = await cli(['reset', '--db', db, '--campaign', JSON.parse(campaigns.stdout).data[0].name, '--json']);
+    const first = JSON.parse(campaigns.stdout).data[0];
+    const byName = await cli(['reset', '--db', db, '--campaign', first.name, '--json']);
     expect(JSON.parse(byName.stdout).reset).toBe(1);
+    // Named twice, by its name and its id: one campaign, listed once (it was listed twice).
+    const twice = await cli(['reset', '--db', db, '--campaign', first.name, '--campaign', first.id, '--json']);
+    expect(JSON.parse(twice.stdout).campaigns).toEqual([first.id]);
     const reset = await cli(['reset', '--all', '--db', db]);
     expect(reset.code).toBe(0);
     expect(reset.stdout).toMatch(/Forgot 2 checkpoints/);
