@@ -273,6 +273,19 @@ describe('a private CA', () => {
     expect(proxy.seen.every((l) => l.kind === 'connect')).toBe(true);
   });
 
+  it('HTTPS_PROXY=https:// for a plain-http proxy (a common slip): names the proxy and says to write http://, not retried', async () => {
+    const s = await sim({ apiKey: KEY, campaigns: 1, records: 5, tls: { cert: readFileSync(files.cert), key: readFileSync(files.key) } });
+    const proxy = await startProxy();
+    const wrong = proxy.url.replace(/^http:/, 'https:');
+    const r = await pull(proxied(s.url, { HTTPS_PROXY: wrong }), { NODE_EXTRA_CA_CERTS: files.cert, HTTPS_PROXY: wrong });
+    expect(r.code).toBe(ExitCode.unavailable);
+    expect(r.stderr).toContain(`the proxy ${wrong} (HTTPS_PROXY) or ${PROXIED_HOST}`);
+    expect(r.stderr).toContain('most proxies speak plain HTTP: write http:// in the proxy variable');
+    // It was the service's port that was blamed: "check the port in --base-url" first.
+    expect(r.stderr).not.toMatch(/not retried: that port does not speak HTTPS/);
+    expect(r.stderr).not.toMatch(/^retry/m);
+  });
+
   it('simulate --tls-cert/--tls-key serves https', async () => {
     const run = startCli(['simulate', '--port', '0', '--tls-cert', files.cert, '--tls-key', files.key]);
     await run.waitFor(/listening on https:\/\/127\.0\.0\.1:\d+/);

@@ -19,7 +19,7 @@ import type { RequestBudget } from './budget.js';
 import { nextCampaignStep, parseCampaignPage } from './campaign-list.js';
 import { createRoute } from './dispatcher.js';
 import { type Campaign, formatIssues, type Page, toPage } from './envelopes.js';
-import { NOT_TLS, parseRetryAfter, retryDecision, TLS_PORT } from './retry.js';
+import { NOT_TLS, PROXY_NOT_TLS, parseRetryAfter, retryDecision, TLS_PORT } from './retry.js';
 import { speaksTls } from './tls-probe.js';
 
 /** 64 MiB: a page of 100 DETAILED records is well under 1 MiB; more means something is wrong. */
@@ -352,6 +352,14 @@ export class ApiClient {
     const code = (err as { code?: string }).code ?? 'ERROR';
     const message = opensslReason(String((err as Error).message ?? err));
     const where = this.config.baseUrl.host;
+    if (NOT_TLS.test(code) && this.proxy?.startsWith('https://')) {
+      return new NetworkError(
+        info,
+        PROXY_NOT_TLS,
+        `${code}: the proxy ${this.proxy} or ${where} behind it answered, but not in TLS (${message})`,
+        err,
+      );
+    }
     if (NOT_TLS.test(code)) {
       return new NetworkError(info, code, `${code}: ${where} answered, but not in TLS (${message})${this.via()}`, err);
     }

@@ -24,6 +24,13 @@ export const TLS_PORT = 'TLS_PORT';
 /** OpenSSL found no TLS in the answer to https://: the port speaks something else, plain HTTP most often. */
 export const NOT_TLS = /^ERR_SSL_(WRONG_VERSION_NUMBER|PACKET_LENGTH_TOO_LONG)$/;
 
+/**
+ * The same through an https:// proxy: the first TLS handshake is with the proxy, and most proxies
+ * speak plain HTTP (`HTTPS_PROXY=https://proxy:3128` written for `http://proxy:3128` is a common
+ * slip), so the proxy is the likelier culprit than the service's port.
+ */
+export const PROXY_NOT_TLS = 'PROXY_NOT_TLS';
+
 /** The host name did not resolve. One more try covers a resolver hiccup; five only delay the message. */
 const DNS_FAILURE = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME']);
 
@@ -52,6 +59,13 @@ export function retryDecision(err: unknown, attempt: number, opts: RetryOptions,
   if (err instanceof AuthError) return { retry: false };
   // The wrong scheme for the port: the same on every try.
   if (err instanceof NetworkError && err.code === TLS_PORT) return { retry: false, reason: 'not retried: use https:// in --base-url' };
+  if (err instanceof NetworkError && err.code === PROXY_NOT_TLS) {
+    return {
+      retry: false,
+      reason:
+        'not retried: most proxies speak plain HTTP: write http:// in the proxy variable (the tunnel to the service is TLS either way); if the proxy does speak TLS, check the port in --base-url',
+    };
+  }
   if (err instanceof NetworkError && NOT_TLS.test(err.code)) {
     return {
       retry: false,
