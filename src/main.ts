@@ -63,6 +63,13 @@ function errorDocument(argv: string[], message: string, exitCode: number): void 
 export async function run(argv: string[], signal: AbortSignal): Promise<number> {
   const result: RunResult = { exitCode: ExitCode.ok };
   const program = buildProgram(signal, result);
+  // `help forgt` printed the whole help on stderr, without a word about the typo: read as `forgt`,
+  // it is commander's one line, `unknown command 'forgt' (Did you mean forget?)`, exit 2.
+  const [, , first, topic, ...rest] = argv;
+  if (first === 'help' && topic !== undefined && rest.length === 0 && !topic.startsWith('-')) {
+    const known = program.commands.some((c) => c.name() === topic || c.aliases().includes(topic));
+    if (!known) argv = [argv[0] as string, argv[1] as string, topic];
+  }
   try {
     await program.parseAsync(argv);
     return result.exitCode;

@@ -38,6 +38,14 @@ describe('cli: help and usage', () => {
       expect(r.stdout, c).toMatch(/Examples:\n {2}\$ campaign-sync|Examples:\n {2}\$ curl/);
       expect(r.stdout.split('\n')[2]?.trim().length, c).toBeGreaterThan(10);
     }
+    // `help <command>` too; a typo gets the one line a mistyped command gets, not the whole help.
+    const viaHelp = await cli(['help', 'forget']);
+    expect(viaHelp.code).toBe(0);
+    expect(viaHelp.stdout).toMatch(/^Usage: campaign-sync forget /);
+    const typo = await cli(['help', 'forgt']);
+    expect(typo.code).toBe(2);
+    expect(typo.stdout).toBe('');
+    expect(typo.stderr).toBe("campaign-sync: unknown command 'forgt' (Did you mean forget?) (add --help for usage)\n");
   });
 
   it('bad flags exit 2 with one clear line', async () => {
