@@ -331,6 +331,14 @@ describe('client: HTTP failures', () => {
       .catch((e) => e);
     expect(err).toBeInstanceOf(NetworkError);
     expect(err.message).toMatch(/^GET \/v1\/campaigns: /);
+    // A socket never made (no file descriptors left) has no local address: Node's "- Local (undefined:undefined)" is dropped.
+    const { agent: out } = mockService(() => {
+      throw Object.assign(new Error('connect EMFILE 127.0.0.1:443 - Local (undefined:undefined)'), { code: 'EMFILE' });
+    });
+    const emfile = await mockClient(out, { maxRetries: 0 })
+      .listCampaigns()
+      .catch((e) => e);
+    expect(emfile.message).toBe('GET /v1/campaigns: EMFILE: connect EMFILE 127.0.0.1:443');
   });
 });
 

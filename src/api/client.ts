@@ -455,7 +455,10 @@ function closedSilently(err: Error): boolean {
  * reduced to its reason; any other message is left as it is.
  */
 function opensslReason(message: string): string {
-  return /^[0-9A-F]+:error:[0-9A-F]+:[^:]*:[^:]*:([^:]+):/.exec(message)?.[1] ?? message;
+  // Node's connect errors end with the local address, unknown when the socket was never made
+  // (EMFILE, EADDRNOTAVAIL): `connect EMFILE 127.0.0.1:443 - Local (undefined:undefined)`.
+  const plain = message.replace(/ - Local \(undefined:undefined\)$/, '');
+  return /^[0-9A-F]+:error:[0-9A-F]+:[^:]*:[^:]*:([^:]+):/.exec(plain)?.[1] ?? plain;
 }
 
 /**
