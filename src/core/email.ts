@@ -33,7 +33,10 @@ export function withoutCandidate(text: string, terms: readonly string[]): string
     `(?<![\\p{L}\\p{N}_.@+-])(?:${words.map(escapeRegExp).join('|')})(?![\\p{L}\\p{N}_@-]|\\.[\\p{L}\\p{N}])`,
     'giu',
   );
-  return text.normalize('NFC').replace(pattern, ERASED);
+  const composed = text.normalize('NFC');
+  const scrubbed = composed.replace(pattern, ERASED);
+  // Unchanged as it was stored (a decomposed text is not rewritten, nor counted as scrubbed).
+  return scrubbed === composed ? text : scrubbed;
 }
 
 /** A stored record's candidate: what their erasure removes from other texts too. */

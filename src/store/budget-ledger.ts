@@ -89,21 +89,27 @@ export class BudgetLedger implements RequestLedger {
     const path = join(dir, 'budget.db');
     const warnings: string[] = [];
     let db: BetterSqlite3.Database;
+    const found = lstatSync(path, { throwIfNoEntry: false });
     try {
       db = openFile(path, now);
     } catch (err) {
       if (!isDamaged(err)) throw err;
       // Only ever a ledger, and a disposable one: moved aside (not deleted), and a new one started.
-      const aside = `${path}.damaged-${new Date(now).toISOString().replace(/[:.]/g, '-')}`;
-      renameSync(path, aside);
-      for (const suffix of ['-wal', '-shm']) {
-        try {
-          renameSync(path + suffix, aside + suffix);
-        } catch {}
+      // Unless another process got there first: the file at the path is then no longer the one found
+      // damaged, and is opened as it is (moving it would take a new ledger from under its writer).
+      const still = lstatSync(path, { throwIfNoEntry: false });
+      if (found !== undefined && still?.ino === found.ino && still.dev === found.dev) {
+        const aside = `${path}.damaged-${new Date(now).toISOString().replace(/[:.]/g, '-')}`;
+        renameSync(path, aside);
+        for (const suffix of ['-wal', '-shm']) {
+          try {
+            renameSync(path + suffix, aside + suffix);
+          } catch {}
+        }
+        warnings.push(
+          `the request budget's ledger ${path} could not be read (${errorCode(err)}): moved aside to ${aside}, and a new one started`,
+        );
       }
-      warnings.push(
-        `the request budget's ledger ${path} could not be read (${errorCode(err)}): moved aside to ${aside}, and a new one started`,
-      );
       db = openFile(path, now);
     }
     return { ledger: new BudgetLedger(db, fingerprint, windowMs), warnings };

@@ -151,11 +151,11 @@ function look(path: string): Found {
 }
 
 /**
- * Checks what `look` found before anything is created or opened there: the path (checkDbPath); and a file of 0 bytes beside a WAL that holds pages
- * was truncated or replaced (or moved away) while its newest commits stayed in the WAL. SQLite
- * deletes the WAL of an empty database as it opens it, read-only too, and with it every commit it
- * held: nothing is opened. Exit 74: the storage is not as the last writer left it, and the WAL is the
- * data to save.
+ * Checks what `look` found before anything is created or opened there: the path (checkDbPath), and
+ * a file of 0 bytes beside a WAL that holds pages, which was truncated or replaced (or moved away)
+ * while its newest commits stayed in the WAL. SQLite deletes the WAL of an empty database as it
+ * opens it, read-only too, and with it every commit it held: nothing is opened. Exit 74: the storage
+ * is not as the last writer left it, and the WAL is the data to save.
  */
 function checkFound(path: string, found: Found): void {
   checkDbPath(path, found);
