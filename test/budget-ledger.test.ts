@@ -4,7 +4,19 @@
  * processes against a server limited to exactly the budget.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, linkSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
@@ -177,6 +189,58 @@ describe('the ledger where hostile pass 4 broke it', () => {
   });
 });
 
+describe('the ledger where hostile pass 6 broke the fixes', () => {
+  it("another process opening the ledger right after a request was sent keeps that request's row", () => {
+    const dir = tempDir();
+    const clock = fakeClock(40_000_000);
+    const ledger = open(dir, 'k', clock.t, 60_000);
+    const budget = new RequestBudget({ count: 1, windowMs: 60_000 }, clock, ledger);
+    expect(budget.tryAcquire()).toBeDefined(); // in flight: its provisional end is a window and a margin ahead
+    clock.t += 50;
+    // Another key's run opens (and prunes) the ledger 50 ms later: the row was taken for "a time that cannot be".
+    open(dir, 'other', clock.t, 1000).close();
+    expect(ledger.recent(0)).toHaveLength(1);
+    ledger.close();
+  });
+
+  it('damage only a read finds (an index page) is found at open: moved aside, never a failed command', () => {
+    const dir = tempDir();
+    const path = join(dir, 'budget.db');
+    const setup = open(dir, 'k', Date.now());
+    setup.close();
+    const db = new Database(path);
+    const insert = db.prepare('INSERT INTO requests (fingerprint, ended_at, window_ms) VALUES (?, ?, 60000)');
+    db.transaction(() => {
+      for (let i = 0; i < 3000; i++) insert.run(`fp${i}`, Date.now());
+    })();
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    const root = db.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'requests_by_key'").pluck().get() as number;
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    db.close();
+    const fd = openSync(path, 'r+');
+    writeSync(fd, Buffer.alloc(pageSize, 0xa5), 0, pageSize, (root - 1) * pageSize);
+    closeSync(fd);
+    const opened = BudgetLedger.open(dir, 'k', 60_000, Date.now());
+    expect(opened.warnings.join('\n')).toMatch(/could not be read \(SQLITE_CORRUPT[A-Z_]*\): moved aside to .*budget\.db\.damaged-/);
+    expect(opened.ledger.recent(0)).toEqual([]);
+    opened.ledger.close();
+  });
+
+  it('a wall clock set back during a run does not stall the budget: its slots are timed on a monotonic clock', () => {
+    let wall = 50_000_000;
+    let mono = 1_000;
+    const clock = { now: () => wall, monotonic: () => mono, sleep: async () => {} };
+    const budget = new RequestBudget({ count: 2, windowMs: 1000 }, clock);
+    for (let i = 0; i < 2; i++) (budget.tryAcquire() as () => void)();
+    expect(budget.tryAcquire()).toBeUndefined();
+    // NTP steps the wall clock back a minute while a second goes by: the slots are free (a pull waited the minute).
+    wall -= 60_000;
+    mono += 1100;
+    expect(budget.tryAcquire()).toBeDefined();
+    expect(budget.waitEstimate()).toBe(0);
+  });
+});
+
 describe("what is at the ledger's path is left as it was when it is not a file of the ledger's own", () => {
   it("a symbolic link, a hard link, a named pipe, another program's database: one warning each, the sync goes on, nothing changed or waited on", async () => {
     const s = await sim({ campaigns: 1, records: 3 });
@@ -194,6 +258,8 @@ describe("what is at the ledger's path is left as it was when it is not a file o
       ['hard link', (p) => linkSync(victim, p), /has 2 names \(hard links\)/],
       ['named pipe', (p) => execFileSync('mkfifo', [p]), /is not a file \(a folder, a named pipe or a device\)/],
       ['foreign database', (p) => copyFileSync(foreign, p), /holds tables that are not the ledger's \(notes\)/],
+      // SQLite refuses a link at the WAL's name itself, but said only "cannot write <folder> (SQLITE_CANTOPEN)".
+      ['symlinked -wal', (p) => symlinkSync(victim, `${p}-wal`), /budget\.db-wal is not a file \(a symbolic link\?\)/],
     ];
     for (const [name, make, said] of cases) {
       const state = tempDir();
@@ -209,7 +275,11 @@ describe("what is at the ledger's path is left as it was when it is not a file o
       expect(r.stderr, name).toMatch(/^warning: the request budget is not shared with other runs: /);
       expect(r.stderr, name).toMatch(said);
       expect(r.stderr.trim().split('\n'), name).toHaveLength(1);
-      if (before !== undefined) expect(readFileSync(path), name).toEqual(before);
+      if (before !== undefined) {
+        expect(readFileSync(path), name).toEqual(before);
+        // Its mode too: it was made 0600 before its tables were looked at.
+        expect(statSync(path).mode & 0o777, name).toBe(0o644);
+      }
     }
     // The link's target kept its mode and bytes; the other program's database too.
     expect(statSync(victim).mode & 0o777).toBe(0o644);

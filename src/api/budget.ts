@@ -39,6 +39,13 @@ export class RequestBudget {
   private pausedUntil = 0;
   /** Wakes waiters when a slot whose request was in flight becomes free. */
   private waiters: Array<() => void> = [];
+  /**
+   * The clock the slots are timed on: monotonic, so a wall clock set back during a run (NTP, a
+   * resumed VM) does not make every free slot look a step's length in the future (a pull stopped for
+   * the minute the clock went back). The ledger shares times with other processes, so it gets wall
+   * times (`clock.now()`), converted at the edges.
+   */
+  private readonly tick: () => number;
 
   constructor(
     readonly rate: Rate,
@@ -46,6 +53,7 @@ export class RequestBudget {
     private readonly ledger?: RequestLedger,
   ) {
     this.unused = rate.count;
+    this.tick = clock.monotonic === undefined ? () => clock.now() : () => (clock.monotonic as () => number)();
     // A hair of margin for servers that round their clock.
     this.windowMs = rate.windowMs + Math.min(100, Math.ceil(rate.windowMs * 0.002));
     if (ledger) {
@@ -53,9 +61,10 @@ export class RequestBudget {
       // later than a window from now (an earlier process's longer window, or a clock set back since)
       // holds its slot one window from now, never longer: a row dated a year ahead had every later
       // run wait a year. Clamping keeps the order (the ledger's is ascending).
-      const now = this.clock.now();
-      const ends = ledger.recent(now - this.windowMs).slice(-rate.count);
-      for (const end of ends) this.free.push(Math.min(end, now + this.windowMs));
+      const wall = this.clock.now();
+      const tick = this.tick();
+      const ends = ledger.recent(wall - this.windowMs).slice(-rate.count);
+      for (const end of ends) this.free.push(Math.min(end - wall, this.windowMs) + tick);
       this.unused -= ends.length;
     }
   }
@@ -65,7 +74,7 @@ export class RequestBudget {
    * the same tick it is asked for (the sync engine relies on it to overlap fetching and storing).
    */
   tryAcquire(): Release | undefined {
-    const now = this.clock.now();
+    const now = this.tick();
     if (this.pausedUntil > now) return undefined;
     if (this.unused > 0) {
       this.unused--;
@@ -81,7 +90,7 @@ export class RequestBudget {
       if (signal?.aborted) throw new AbortedError();
       const ready = this.tryAcquire();
       if (ready) return ready;
-      const now = this.clock.now();
+      const now = this.tick();
       const pause = this.pausedUntil - now;
       if (this.unused === 0 && this.head === this.free.length) {
         // Every slot is in flight: wait for one to end.
@@ -116,9 +125,8 @@ export class RequestBudget {
     return () => {
       if (released) return;
       released = true;
-      const now = this.clock.now();
-      if (id !== undefined) this.ledger?.end(id, now);
-      this.release(now);
+      if (id !== undefined) this.ledger?.end(id, this.clock.now());
+      this.release(this.tick());
       const woken = this.waiters;
       this.waiters = [];
       for (const w of woken) w();
@@ -143,7 +151,7 @@ export class RequestBudget {
    * comes round; 0 when a slot is free now or every slot is in flight (its end is unknown).
    */
   waitEstimate(): number {
-    const now = this.clock.now();
+    const now = this.tick();
     const pause = this.pausedUntil - now;
     let slot = 0;
     if (this.unused === 0 && this.head < this.free.length) slot = (this.free[this.head] as number) + this.windowMs - now;
@@ -152,6 +160,6 @@ export class RequestBudget {
 
   /** Holds every stream back for `ms` (after a 429). */
   pause(ms: number): void {
-    this.pausedUntil = Math.max(this.pausedUntil, this.clock.now() + ms);
+    this.pausedUntil = Math.max(this.pausedUntil, this.tick() + ms);
   }
 }

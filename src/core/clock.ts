@@ -5,6 +5,11 @@ import { AbortedError } from '../errors.js';
 export interface Clock {
   now(): number;
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Milliseconds that never go back, for measuring intervals (the request budget's slots): `now()`
+   * follows the wall clock, which NTP, a resumed VM or an operator may set back. Defaults to `now`.
+   */
+  monotonic?(): number;
 }
 
 /**
@@ -39,4 +44,4 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-export const realClock: Clock = { now: () => Date.now(), sleep };
+export const realClock: Clock = { now: () => Date.now(), sleep, monotonic: () => performance.now() };

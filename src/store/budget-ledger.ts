@@ -32,13 +32,18 @@ const OLD_ROW_WINDOW_MS = 86_400_000;
  * enough for idle connections to the service to be closed under it.
  */
 const BUSY_TIMEOUT_MS = 50;
+const OPEN_BUSY_TIMEOUT_MS = 2_000;
 const BUSY_BACKOFF_MS = 5_000;
 
 /**
  * Rows past their own window (a 30-day budget's rows stay 30 days, whoever prunes), or later than
- * their window from now: a time that cannot be (a clock set back since, or one that ran a year ahead).
+ * two of their windows from now: a time that cannot be (a clock set back since, or one that ran a
+ * year ahead). A request in flight is stored with a provisional end of its send time plus its budget's
+ * window and a margin (api/budget.ts), so up to a window and a bit ahead is a live row, never pruned:
+ * at exactly one window, a process opening the ledger within 100 ms of another's request deleted it.
+ * A time between one and two windows ahead holds its slot one window at most (the budget clamps it).
  */
-const PRUNE = `DELETE FROM requests WHERE ended_at + coalesce(window_ms, ${OLD_ROW_WINDOW_MS}) < @now OR ended_at > @now + coalesce(window_ms, ${OLD_ROW_WINDOW_MS})`;
+const PRUNE = `DELETE FROM requests WHERE ended_at + coalesce(window_ms, ${OLD_ROW_WINDOW_MS}) < @now OR ended_at > @now + 2 * coalesce(window_ms, ${OLD_ROW_WINDOW_MS})`;
 
 /** A long-running watch prunes every this many requests too (a row is ~100 bytes; 100/min is 15 MB a day). */
 const PRUNE_EVERY = 1_000;
@@ -93,12 +98,14 @@ export class BudgetLedger implements RequestLedger {
     try {
       db = openFile(path, now);
     } catch (err) {
-      if (!isDamaged(err)) throw err;
-      // Only ever a ledger, and a disposable one: moved aside (not deleted), and a new one started.
-      // Unless another process got there first: the file at the path is then no longer the one found
-      // damaged, and is opened as it is (moving it would take a new ledger from under its writer).
+      // Another process may have moved a damaged file aside meanwhile and started a new one (SQLite
+      // then fails on the file gone from under it): what is there now is opened as it is; moving it
+      // would take a new ledger from under its writer.
       const still = lstatSync(path, { throwIfNoEntry: false });
-      if (found !== undefined && still?.ino === found.ino && still.dev === found.dev) {
+      const same = found !== undefined && still?.ino === found.ino && still.dev === found.dev;
+      if (!isDamaged(err) && (same || found === undefined)) throw err;
+      // Only ever a ledger, and a disposable one: moved aside (not deleted), and a new one started.
+      if (same) {
         const aside = `${path}.damaged-${new Date(now).toISOString().replace(/[:.]/g, '-')}`;
         renameSync(path, aside);
         for (const suffix of ['-wal', '-shm']) {
@@ -116,7 +123,12 @@ export class BudgetLedger implements RequestLedger {
   }
 
   recent(since: number): number[] {
-    return this.s.recent.all(this.fingerprint, since) as number[];
+    try {
+      return this.s.recent.all(this.fingerprint, since) as number[];
+    } catch {
+      // Damage the checks at open did not reach: this run's budget starts empty, the next open moves the file aside.
+      return [];
+    }
   }
 
   // Advisory: a failed write (a full disk, a lock held by another program) costs the next process its
@@ -165,17 +177,20 @@ function openFile(path: string, now: number): BetterSqlite3.Database {
   const stat = lstatSync(path, { throwIfNoEntry: false });
   const problem = stat === undefined ? undefined : unusable(path, stat);
   if (problem !== undefined) throw new LedgerUnusable(problem);
-  // Never follows a link made meanwhile; never blocks on a named pipe put there meanwhile (open(2)
-  // of a pipe with no reader waited for ever, deaf to SIGINT and SIGTERM).
-  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
-  try {
-    fchmodSync(fd, 0o600);
-  } finally {
-    closeSync(fd);
+  for (const suffix of ['-wal', '-shm']) {
+    // SQLite refuses a link there itself, but then says only SQLITE_CANTOPEN: named here.
+    const side = lstatSync(path + suffix, { throwIfNoEntry: false });
+    if (side !== undefined && !side.isFile())
+      throw new LedgerUnusable(`${path}${suffix} is not a file (a symbolic link?): remove it to share the budget again`);
   }
+  // Never follows a link made meanwhile; never blocks on a named pipe put there meanwhile (open(2)
+  // of a pipe with no reader waited for ever, deaf to SIGINT and SIGTERM). Made 0600 only once it is
+  // known to be the ledger (below): another program's database keeps its mode.
+  closeSync(openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600));
   const db = new Database(path);
   try {
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    // Opening waits as long as it did before: processes starting together create the table at once.
+    db.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`);
     // Read before anything is written: another program's database is left as it was.
     const tables = db
       .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
@@ -187,6 +202,12 @@ function openFile(path: string, now: number): BetterSqlite3.Database {
         `${path} holds tables that are not the ledger's (${foreign.slice(0, 3).join(', ')}): another program's database; move it away to share the budget again`,
       );
     }
+    const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      fchmodSync(fd, 0o600);
+    } finally {
+      closeSync(fd);
+    }
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = OFF');
     db.exec(
@@ -195,6 +216,12 @@ function openFile(path: string, now: number): BetterSqlite3.Database {
     const columns = db.prepare("SELECT name FROM pragma_table_info('requests')").pluck().all() as string[];
     if (!columns.includes('window_ms')) db.exec('ALTER TABLE requests ADD COLUMN window_ms REAL');
     db.prepare(PRUNE).run({ now });
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    // Damage that no statement above reached (an index page: the first read of it failed every later
+    // command with SQLITE_CORRUPT, naming no file): found here, and the file is moved aside. The
+    // ledger holds a few hundred rows at most, so the check costs well under a millisecond.
+    const verdict = db.pragma('quick_check', { simple: true });
+    if (verdict !== 'ok') throw Object.assign(new Error(`quick_check: ${String(verdict)}`), { code: 'SQLITE_CORRUPT' });
     return db;
   } catch (err) {
     db.close();

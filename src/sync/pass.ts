@@ -75,7 +75,8 @@ export async function listAndPlan(
 
 /** Runs one pass; 401 throws AuthError, a failed campaign list throws ApiError (exit 5). */
 export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassResult> {
-  const started = Date.now();
+  // Durations on a monotonic clock: a wall clock set back during the run made them negative.
+  const started = performance.now();
   const requestsBefore = deps.client.requests;
   const listed = await listAndPlan(deps, opts);
   const { skipped } = listed;
@@ -139,7 +140,7 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
     requests: deps.client.requests - requestsBefore,
     records: streams.reduce((n, s) => n + s.records, 0),
     bytes: streams.reduce((n, s) => n + s.bytes, 0),
-    durationMs: Date.now() - started,
+    durationMs: Math.round(performance.now() - started),
     interrupted,
   };
 }

@@ -90,7 +90,7 @@ export function checkReportType(planned: readonly PlannedStream[], held: readonl
 }
 
 export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise<ReconcileResult> {
-  const started = Date.now();
+  const started = performance.now();
   const requestsBefore = deps.client.requests;
   const { planned } = await listAndPlan(deps, opts);
   checkReportType(planned, opts.held, opts.reportType);
@@ -99,7 +99,7 @@ export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise
   // One stream at a time: the request budget, not the CPU, bounds a full re-read.
   for (const { id, campaignName } of planned) {
     if (deps.signal?.aborted) break;
-    const streamStarted = Date.now();
+    const streamStarted = performance.now();
     await deps.sink.openStream(id);
     const stored = new Set(await deps.sink.storedIds(id));
     const served = new Set<string>();
@@ -139,7 +139,7 @@ export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise
     result.changed = counts.updated;
     result.pages = counts.pages;
     result.requests = counts.requests;
-    result.durationMs = Date.now() - streamStarted;
+    result.durationMs = Math.round(performance.now() - streamStarted);
     streams.push(result);
     totals.streamsDone++;
     deps.events?.streamDone?.({ stream: id, status: result.status, progress: { ...totals, requests: deps.client.requests } });
@@ -149,7 +149,7 @@ export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise
     streams,
     planned: planned.length,
     requests: deps.client.requests - requestsBefore,
-    durationMs: Date.now() - started,
+    durationMs: Math.round(performance.now() - started),
     // Interrupted only when a stream was cut short or never reached: a signal after the last stream
     // was read leaves a whole report.
     interrupted: deps.signal?.aborted === true && (streams.length < planned.length || streams.some((s) => s.status === 'interrupted')),

@@ -235,7 +235,7 @@ export async function streamFailure(
 
 export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts: StreamOptions, totals: Progress): Promise<StreamResult> {
   const { id } = planned;
-  const started = Date.now();
+  const started = performance.now();
   const backfill = opts.since !== undefined || opts.until !== undefined;
   await deps.sink.openStream(id);
   const stored = deps.state.cursor(id);
@@ -272,7 +272,7 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
     try {
       result.cursor = deps.state.cursor(id);
     } catch {}
-    result.durationMs = Date.now() - started;
+    result.durationMs = Math.round(performance.now() - started);
   }
   return result;
 }
