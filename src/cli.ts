@@ -336,6 +336,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         ...[{ long: '--help', flags: '--help', required: false, optional: false, argChoices: undefined, description: 'show help' }],
       ].map((o) => ({
         flag: o.long as string,
+        short: 'short' in o ? o.short : undefined,
         value: o.required || o.optional,
         choices: o.argChoices ?? [],
         // The value's placeholder says what it is: `--db <path>`, `-o, --output <file>`, `--out <dir>`.

@@ -177,9 +177,15 @@ describe('completion', () => {
     );
     expect(free.map((f) => f.flag)).toEqual(expect.arrayContaining(['--page-size', '--interval', '--campaign', '--rate-limit']));
     const lines = free.map((f) => ['campaign-sync', f.cmd, f.flag, 'my']);
-    const bash = bashComplete(await script('bash'), [...lines, ['campaign-sync', 'pull', '--config', 'my']], cwd);
+    const bash = bashComplete(
+      await script('bash'),
+      [...lines, ['campaign-sync', 'pull', '--config', 'my'], ['campaign-sync', 'export', '-o', 'my']],
+      cwd,
+    );
     for (const [i, f] of free.entries()) expect(bash[i], `bash: ${f.cmd} ${f.flag}`).toEqual([]);
     expect(bash[free.length], 'bash: --config <file>').toEqual(['my file.db']);
+    // The short form names the same option (-o, --output <file>): it offered option names.
+    expect(bash[free.length + 1], 'bash: export -o').toEqual(['my file.db']);
     if (present('fish')) {
       const fish = fishComplete(
         await script('fish'),
@@ -188,10 +194,21 @@ describe('completion', () => {
       );
       for (const [i, f] of free.entries()) expect(fish[i], `fish: ${f.cmd} ${f.flag}`).toEqual([]);
       expect(fish[free.length], 'fish: --out <dir>').toEqual(['my file.db']);
+      expect(fishComplete(await script('fish'), ['campaign-sync export -o my'], cwd)[0], 'fish: export -o').toEqual(['my file.db']);
     }
     if (present('zsh')) {
-      const typed = ['campaign-sync pull --page-size my', 'campaign-sync watch --interval my', 'campaign-sync export --output my'];
-      expect(zshComplete(await script('zsh'), typed, cwd)).toEqual([typed[0], typed[1], 'campaign-sync export --output my\\ file.db ']);
+      const typed = [
+        'campaign-sync pull --page-size my',
+        'campaign-sync watch --interval my',
+        'campaign-sync export --output my',
+        'campaign-sync export -o my',
+      ];
+      expect(zshComplete(await script('zsh'), typed, cwd)).toEqual([
+        typed[0],
+        typed[1],
+        'campaign-sync export --output my\\ file.db ',
+        'campaign-sync export -o my\\ file.db ',
+      ]);
     }
   });
 

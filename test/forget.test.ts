@@ -171,6 +171,30 @@ describe('forget --user', () => {
     expect(dbBytes(db)).not.toContain('ghost@example.com');
   });
 
+  it('an NDJSON mirror: given the id, the e-mail goes from the stored errors too (and the other way round)', async () => {
+    const { s, db } = await ndjsonMirror();
+    const [, role] = s.data.campaigns as [(typeof s.data.campaigns)[0], (typeof s.data.campaigns)[0]];
+    const a = s.data.roleResult(role, 5, 'DETAILED') as { user: { id: string; email: string } };
+    const b = s.data.roleResult(role, 9, 'DETAILED') as { user: { id: string; email: string } };
+    expect(b.user.id).not.toBe(a.user.id);
+    const m = openDatabase(db);
+    const streams = m.prepare('SELECT stream FROM sync_state ORDER BY stream').pluck().all() as string[];
+    const fail = m.prepare('UPDATE sync_state SET last_error = ? WHERE stream = ?');
+    fail.run(`500 boom for ${a.user.email} (user ${a.user.id})`, streams[0]);
+    fail.run(`500 boom for ${b.user.email} (user ${b.user.id})`, streams[1]);
+    m.close();
+    // The tables of an NDJSON mirror are empty: the other identifier comes from the lines erased.
+    expect((await run(s, ['forget', '--db', db, '--user', a.user.id])).code).toBe(0);
+    expect((await run(s, ['forget', '--db', db, '--user', b.user.email])).code).toBe(0);
+    const after = openDatabase(db, { readonly: true });
+    expect(after.prepare('SELECT last_error FROM sync_state WHERE last_error IS NOT NULL ORDER BY stream').pluck().all()).toEqual([
+      '500 boom for [erased] (user [erased])',
+      '500 boom for [erased] (user [erased])',
+    ]);
+    after.close();
+    for (const text of [a.user.email, a.user.id, b.user.email, b.user.id]) expect(dbBytes(db)).not.toContain(text);
+  });
+
   it('rewrites the NDJSON files without their lines, nothing else changed, and the next pull goes on', async () => {
     const { s, db, out } = await ndjsonMirror();
     const file = join(out, 'role_results.ndjson');

@@ -355,6 +355,14 @@ describe("a candidate's e-mail and ids in a stored error text (forget)", () => {
     expect(withoutCandidate('id=1, 12, x1, 1.5 and 1', ['1'])).toBe('id=[erased], 12, x1, 1.5 and [erased]');
     expect(withoutCandidate('a+b(c)@x.io and abc@x.io', ['a+b(c)@x.io'])).toBe('[erased] and abc@x.io');
     expect(withoutCandidate('nothing to see', [])).toBe('nothing to see');
+    // As a quoted URL writes it, hex digits in either case.
+    expect(
+      withoutCandidate('GET /x?email=person1.private%40example.com&user_id=u1 and Zo%C3%AB%40x.io', [
+        'person1.private@example.com',
+        'u1',
+        'zoë@x.io',
+      ]),
+    ).toBe('GET /x?email=[erased]&user_id=[erased] and [erased]');
     // A text with decomposed letters that does not name the candidate comes back exactly as stored.
     const decomposed = 'Zoe\u0308 failed';
     expect(withoutCandidate(decomposed, ['someone@example.com'])).toBe(decomposed);

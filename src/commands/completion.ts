@@ -7,6 +7,8 @@ import { UsageError } from '../errors.js';
 export interface CompletionOption {
   /** `--report-type` */
   flag: string;
+  /** `-o`, when it has a short form. */
+  short?: string | undefined;
   /** Takes a value. */
   value: boolean;
   /** Allowed values, when fixed. */
@@ -27,6 +29,11 @@ export interface CompletionCommand {
 /** The shells `completion` writes for: what its argument accepts, and what it offers for it. */
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 
+/** An option's names: `--output` and `-o`. */
+function names(o: CompletionOption): string[] {
+  return o.short === undefined ? [o.flag] : [o.flag, o.short];
+}
+
 /** Single-quoted for a POSIX shell. */
 function quote(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`;
@@ -38,10 +45,10 @@ function bash(commands: CompletionCommand[]): string {
       const valued = c.options.filter((o) => o.value);
       const choiceCases = valued
         .filter((o) => o.choices.length > 0)
-        .map((o) => `        ${o.flag}) COMPREPLY=($(compgen -W ${quote(o.choices.join(' '))} -- "$cur")); return ;;`);
-      const fileCases = valued.filter((o) => o.choices.length === 0 && o.files).map((o) => o.flag);
+        .map((o) => `        ${names(o).join('|')}) COMPREPLY=($(compgen -W ${quote(o.choices.join(' '))} -- "$cur")); return ;;`);
+      const fileCases = valued.filter((o) => o.choices.length === 0 && o.files).flatMap(names);
       // A number, a duration, an id: nothing to offer, and file names would only mislead.
-      const freeCases = valued.filter((o) => o.choices.length === 0 && !o.files).map((o) => o.flag);
+      const freeCases = valued.filter((o) => o.choices.length === 0 && !o.files).flatMap(names);
       return [
         `    ${c.name})`,
         '      case "$prev" in',
@@ -53,7 +60,7 @@ function bash(commands: CompletionCommand[]): string {
         ...(c.args && c.args.length > 0
           ? [`      [[ $cur != -* ]] && { COMPREPLY=($(compgen -W ${quote(c.args.join(' '))} -- "$cur")); return; }`]
           : []),
-        `      COMPREPLY=($(compgen -W ${quote(c.options.map((o) => o.flag).join(' '))} -- "$cur")); return ;;`,
+        `      COMPREPLY=($(compgen -W ${quote(c.options.flatMap(names).join(' '))} -- "$cur")); return ;;`,
       ].join('\n');
     })
     .join('\n');
@@ -91,10 +98,10 @@ function zsh(commands: CompletionCommand[]): string {
   const subs = commands.map((c) => `    ${quote(`${c.name}:${bracket(c.description)}`)}`).join('\n');
   const cases = commands
     .map((c) => {
-      const args = c.options.map((o) => {
+      const args = c.options.flatMap((o) => {
         // An action of one space: zsh shows the message and offers nothing.
         const action = o.choices.length > 0 ? `:value:(${o.choices.join(' ')})` : !o.value ? '' : o.files ? ':value:_files' : ':value: ';
-        return `        ${quote(`${o.flag}[${bracket(o.description)}]${action}`)}`;
+        return names(o).map((flag) => `        ${quote(`${flag}[${bracket(o.description)}]${action}`)}`);
       });
       if (c.args && c.args.length > 0) args.push(`        ${quote(`1:argument:(${c.args.join(' ')})`)}`);
       return [`    ${c.name})`, '      _arguments \\', `${args.join(' \\\n')}`, '      ;;'].join('\n');
@@ -140,7 +147,10 @@ function fish(commands: CompletionCommand[]): string {
     if (c.args && c.args.length > 0)
       lines.push(`complete -c campaign-sync -n ${quote(`__fish_seen_subcommand_from ${c.name}`)} -a ${quote(c.args.join(' '))}`);
     for (const o of c.options) {
-      const parts = [`complete -c campaign-sync -n ${quote(`__fish_seen_subcommand_from ${c.name}`)} -l ${o.flag.replace(/^--/, '')}`];
+      const short = o.short === undefined ? '' : ` -s ${o.short.replace(/^-/, '')}`;
+      const parts = [
+        `complete -c campaign-sync -n ${quote(`__fish_seen_subcommand_from ${c.name}`)} -l ${o.flag.replace(/^--/, '')}${short}`,
+      ];
       if (o.choices.length > 0) parts.push(`-x -a ${quote(o.choices.join(' '))}`);
       else if (o.value) parts.push(o.files ? '-r -F' : '-x');
       parts.push(`-d ${quote(o.description)}`);

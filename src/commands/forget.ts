@@ -2,7 +2,7 @@ import { type DbFlags, resolveDb } from '../config/env.js';
 import { StorageError, storageError, UsageError } from '../errors.js';
 import { Checkpoints } from '../store/checkpoints.js';
 import { BUSY_TIMEOUT_MS, openDatabase } from '../store/db.js';
-import { eraseFromFile, eraseFromMirror, finishRewrites, removeStrayRewrites, scrub } from '../store/erase.js';
+import { eraseFromFile, eraseFromMirror, finishRewrites, removeStrayRewrites, scrub, scrubErrors } from '../store/erase.js';
 import { RunLock } from '../store/lock.js';
 import { NdjsonOffsets } from '../store/offsets.js';
 import { dbWarnings, isPgUrl } from '../store/pg/url.js';
@@ -37,14 +37,17 @@ export async function forget(flags: ForgetFlags): Promise<number> {
     lock = RunLock.acquire(dbPath);
     finishRewrites(db);
     const earlier = new Checkpoints(db).erasurePending();
-    const rows = eraseFromMirror(db, user);
+    const { identities, ...counts } = eraseFromMirror(db, user);
     const files: Array<{ path: string; lines: number }> = [];
+    const found = new Set<string>(identities);
     for (const f of new NdjsonOffsets(db).files()) {
       if (f.path.endsWith('/campaigns.ndjson')) continue;
       removeStrayRewrites(f.path);
-      const lines = eraseFromFile(db, f.path, f.committed, user);
+      const lines = eraseFromFile(db, f.path, f.committed, user, found);
       if (lines > 0) files.push({ path: f.path, lines });
     }
+    // Given an id, their e-mail goes too (and the other way round), found in the rows and the lines erased.
+    const rows = { ...counts, error_texts: scrubErrors(db, [user, ...found]) };
     const total = rows.session_results + rows.role_results + rows.score_details + rows.error_texts + files.reduce((n, f) => n + f.lines, 0);
     if ((total > 0 || earlier) && !scrub(db)) {
       throw new StorageError(

@@ -188,9 +188,15 @@ async function readConfig(
   // A Map, not an object: a profile named constructor or toString was found on Object.prototype (and
   // ran on the defaults). A [profiles.__proto__] table, which TOML reads as a table like any other, is
   // dropped by the schema's record: refused by name rather than ignored.
-  const raw = (data as { profiles?: object }).profiles;
+  const raw = (data as { profiles?: Record<string, unknown> }).profiles;
   if (raw !== undefined && Object.hasOwn(raw, '__proto__')) {
     throw new UsageError(`${file}: profiles.__proto__: that name cannot be a profile; rename the table`);
+  }
+  // The same record drops a `__proto__` key inside a profile, which any other unknown key is refused as.
+  for (const [name, profile] of Object.entries(raw ?? {})) {
+    if (profile !== null && typeof profile === 'object' && Object.hasOwn(profile, '__proto__')) {
+      throw new UsageError(`${file}: profiles.${name}: unknown key "__proto__" (allowed: ${Object.keys(PROFILE_KEYS).join(', ')})`);
+    }
   }
   const profiles = new Map<string, Record<string, string | number>>();
   for (const [name, profile] of Object.entries(parsed.data.profiles ?? {})) {

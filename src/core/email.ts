@@ -22,10 +22,13 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
  * `text` (an error message the service sent, kept as a stream's last error) without a candidate's
  * e-mail or ids: each of `terms` where it stands as a whole word, ignoring case for all of Unicode,
  * becomes ERASED. A term inside a longer name or number (`u1` in `u10`, `a@b.c` in `xa@b.co`) is
- * left, so a short id does not blank out the rest of the message.
+ * left, so a short id does not blank out the rest of the message. A term percent-encoded (in a
+ * quoted URL) is found too; one escaped inside a JSON string (`jos\u00e9`) is not.
  */
 export function withoutCandidate(text: string, terms: readonly string[]): string {
-  const words = [...new Set(terms.filter((t) => t !== '').map((t) => t.normalize('NFC')))];
+  // Each also as a URL writes it (`person%40example.com`): an error may quote the request's URL.
+  const written = terms.filter((t) => t !== '').map((t) => t.normalize('NFC'));
+  const words = [...new Set([...written, ...written.map((t) => encodeURIComponent(t))])];
   if (words.length === 0) return text;
   // Longest first: an e-mail before an id it may contain.
   words.sort((a, b) => b.length - a.length);

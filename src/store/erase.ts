@@ -27,8 +27,6 @@ export interface Erased {
   role_results: number;
   score_details: number;
   eval_results: number;
-  /** Streams' last errors that named the candidate (a service's message may quote an e-mail): scrubbed. */
-  error_texts: number;
   /** NDJSON files rewritten, with the lines removed from each. */
   files: Array<{ path: string; lines: number }>;
 }
@@ -47,17 +45,30 @@ function markPending(db: Db): void {
   );
 }
 
-/** Whether a record (nested or flat shape) is the user's: by id, or by e-mail ignoring case (core/email.ts). */
-function isUsers(record: Obj, user: string): boolean {
+/** A record's candidate (nested or flat shape): their id and e-mail, as written. */
+function userOf(record: Obj): { id: unknown; email: unknown } {
   const u = record.user as Obj | null | undefined;
   const nested = u && typeof u === 'object' ? u : {};
-  const email = nested.email ?? record.email ?? record.user_email;
-  const id = nested.id ?? record.user_id;
+  return { id: nested.id ?? record.user_id, email: nested.email ?? record.email ?? record.user_email };
+}
+
+/** Whether a record is the user's: by id, or by e-mail ignoring case (core/email.ts). */
+function isUsers(record: Obj, user: string): boolean {
+  const { id, email } = userOf(record);
   return id === user || (typeof email === 'string' && emailKey(email) === emailKey(user));
 }
 
-/** Erases a user's rows from the mirror's tables. Runs in one transaction. */
-export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
+/** A record's id and e-mail, where they are text: what its erasure scrubs from error texts too. */
+function identityOf(record: Obj): string[] {
+  const { id, email } = userOf(record);
+  return [id, email].filter((v): v is string => typeof v === 'string');
+}
+
+/**
+ * Erases a user's rows from the mirror's tables. Runs in one transaction. Returns the counts, and
+ * the ids and e-mails of the rows erased (for scrubErrors; never printed).
+ */
+export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> & { identities: string[] } {
   // SQLite's lower() folds ASCII only: the rows are compared with the NDJSON lines' own key.
   db.function('email_key', { deterministic: true }, (email: unknown) => (typeof email === 'string' ? emailKey(email) : null));
   const match = '(user_id = @user OR email_key(user_email) = @key)';
@@ -99,14 +110,13 @@ export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
       evals += deleteEvals.run('score_detail', d.id).changes;
       details += deleteDetail.run(d.id).changes;
     }
-    const errorTexts = scrubErrors(db, [user, ...identities([...sessions, ...roles, ...others])]);
-    if (sessions.length + roles.length + details + errorTexts > 0) markPending(db);
+    if (sessions.length + roles.length + details > 0) markPending(db);
     return {
       session_results: sessions.length,
       role_results: roles.length,
       score_details: details,
       eval_results: evals,
-      error_texts: errorTexts,
+      identities: identities([...sessions, ...roles, ...others]),
     };
   })();
 }
@@ -114,19 +124,25 @@ export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> {
 /**
  * The streams' last errors without the candidate (core/email.ts withoutCandidate): a service's error
  * message may quote the e-mail of a record it failed on, and `status` and watch's /healthz show the
- * text. Returns how many were changed.
+ * text. `terms`: what forget was given, and the ids and e-mails of every row and NDJSON line it
+ * erased (given an id, the e-mail goes too). Returns how many were changed; marks the erasure pending
+ * (scrub's VACUUM overwrites the old texts) when any was.
  */
-function scrubErrors(db: Db, terms: string[]): number {
-  const update = db.prepare('UPDATE sync_state SET last_error = ? WHERE stream = ?');
-  let n = 0;
-  for (const row of db.prepare('SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL').all() as Array<{
-    stream: string;
-    last_error: string;
-  }>) {
-    const text = withoutCandidate(row.last_error, terms);
-    if (text !== row.last_error) n += update.run(text, row.stream).changes;
-  }
-  return n;
+export function scrubErrors(db: Db, terms: string[]): number {
+  db.pragma('secure_delete = ON');
+  return db.transaction(() => {
+    const update = db.prepare('UPDATE sync_state SET last_error = ? WHERE stream = ?');
+    let n = 0;
+    for (const row of db.prepare('SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL').all() as Array<{
+      stream: string;
+      last_error: string;
+    }>) {
+      const text = withoutCandidate(row.last_error, terms);
+      if (text !== row.last_error) n += update.run(text, row.stream).changes;
+    }
+    if (n > 0) markPending(db);
+    return n;
+  })();
 }
 
 /**
@@ -177,7 +193,7 @@ function isBusy(err: unknown): boolean {
  * Rewrites one NDJSON file without the user's lines (and without tombstones of their records), and
  * commits its new length and index with the pending rename before the rename. Returns the lines removed.
  */
-export function eraseFromFile(db: Db, path: string, committed: number, user: string): number {
+export function eraseFromFile(db: Db, path: string, committed: number, user: string, found?: Set<string>): number {
   if (!existsSync(path)) return 0;
   const size = statSync(path).size;
   if (size < committed)
@@ -198,6 +214,7 @@ export function eraseFromFile(db: Db, path: string, committed: number, user: str
     const r = (record ?? {}) as Obj;
     if (isUsers(r, user) || (typeof r._deleted_at === 'string' && theirs.has(String(r.id)))) {
       if (typeof r.id === 'string') theirs.add(r.id);
+      for (const v of identityOf(r)) found?.add(v);
       removed++;
       return;
     }
