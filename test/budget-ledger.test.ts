@@ -8,12 +8,14 @@ import {
   chmodSync,
   closeSync,
   copyFileSync,
+  existsSync,
   linkSync,
   mkdirSync,
   openSync,
   readFileSync,
   statSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
@@ -178,6 +180,8 @@ describe('the ledger where hostile pass 4 broke it', () => {
     const path = join(dir, 'budget.db');
     const garbage = Buffer.alloc(5000, 0x5a);
     writeFileSync(path, garbage);
+    // Left by an earlier crash: a file written in the last second may be another process's new ledger.
+    utimesSync(path, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
     const opened = BudgetLedger.open(dir, 'k', 1000, Date.now());
     expect(opened.warnings).toHaveLength(1);
     const aside = /moved aside to (\S+), and a new one started$/.exec(opened.warnings[0] as string)?.[1] as string;
@@ -186,6 +190,29 @@ describe('the ledger where hostile pass 4 broke it', () => {
     opened.ledger.end(opened.ledger.begin(Date.now() + 1000), Date.now());
     expect(opened.ledger.recent(0)).toHaveLength(1);
     opened.ledger.close();
+    // One written in the last second is taken for another process's new ledger: not moved, the open fails once.
+    const fresh = tempDir();
+    writeFileSync(join(fresh, 'budget.db'), garbage);
+    expect(() => BudgetLedger.open(fresh, 'k', 1000, Date.now())).toThrow(/not a database/);
+    expect(readFileSync(join(fresh, 'budget.db'))).toEqual(garbage);
+  });
+
+  it('processes starting together on a damaged ledger move it aside once, under a lock file; a lock a crash left is taken over', () => {
+    const garbage = Buffer.alloc(5000, 0x5a);
+    const aged = (path: string) => utimesSync(path, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+    // Another process holds the lock (it is moving the file): this one does not move what is there.
+    const busy = tempDir();
+    writeFileSync(join(busy, 'budget.db'), garbage);
+    aged(join(busy, 'budget.db'));
+    writeFileSync(join(busy, 'budget.db.moving'), '');
+    expect(() => BudgetLedger.open(busy, 'k', 1000, Date.now())).toThrow(/not a database/);
+    expect(readFileSync(join(busy, 'budget.db'))).toEqual(garbage);
+    // A lock older than 10 s was left by a crash: taken over, the file moved, the lock removed.
+    aged(join(busy, 'budget.db.moving'));
+    const opened = BudgetLedger.open(busy, 'k', 1000, Date.now());
+    expect(opened.warnings).toHaveLength(1);
+    opened.ledger.close();
+    expect(existsSync(join(busy, 'budget.db.moving'))).toBe(false);
   });
 });
 
@@ -220,6 +247,7 @@ describe('the ledger where hostile pass 6 broke the fixes', () => {
     const fd = openSync(path, 'r+');
     writeSync(fd, Buffer.alloc(pageSize, 0xa5), 0, pageSize, (root - 1) * pageSize);
     closeSync(fd);
+    utimesSync(path, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
     const opened = BudgetLedger.open(dir, 'k', 60_000, Date.now());
     expect(opened.warnings.join('\n')).toMatch(/could not be read \(SQLITE_CORRUPT[A-Z_]*\): moved aside to .*budget\.db\.damaged-/);
     expect(opened.ledger.recent(0)).toEqual([]);

@@ -12,7 +12,7 @@
  * with a warning either way, rather than failing the sync.
  */
 
-import { closeSync, constants, fchmodSync, lstatSync, openSync, renameSync, type Stats } from 'node:fs';
+import { closeSync, constants, fchmodSync, lstatSync, openSync, renameSync, type Stats, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { keyFingerprint } from '../core/fingerprint.js';
@@ -44,6 +44,9 @@ const BUSY_BACKOFF_MS = 5_000;
  * A time between one and two windows ahead holds its slot one window at most (the budget clamps it).
  */
 const PRUNE = `DELETE FROM requests WHERE ended_at + coalesce(window_ms, ${OLD_ROW_WINDOW_MS}) < @now OR ended_at > @now + 2 * coalesce(window_ms, ${OLD_ROW_WINDOW_MS})`;
+
+/** A ledger file written this recently (ms) may be another process's new one, still being set up. */
+const STARTING_MS = 1_000;
 
 /** A long-running watch prunes every this many requests too (a row is ~100 bytes; 100/min is 15 MB a day). */
 const PRUNE_EVERY = 1_000;
@@ -103,19 +106,19 @@ export class BudgetLedger implements RequestLedger {
       // would take a new ledger from under its writer.
       const still = lstatSync(path, { throwIfNoEntry: false });
       const same = found !== undefined && still?.ino === found.ino && still.dev === found.dev;
-      if (!isDamaged(err) && (same || found === undefined)) throw err;
+      // A file written in the last second, or empty, is one another process has just created and is
+      // starting: moved aside, it took the new ledger from under its writer (seen with six processes
+      // starting together on a damaged ledger). It is opened again; a damaged one is older.
+      const starting = still?.isFile() === true && (still.size === 0 || Date.now() - still.mtimeMs < STARTING_MS);
+      if (!isDamaged(err) && !starting && (same || found === undefined)) throw err;
       // Only ever a ledger, and a disposable one: moved aside (not deleted), and a new one started.
-      if (same) {
-        const aside = `${path}.damaged-${new Date(now).toISOString().replace(/[:.]/g, '-')}`;
-        renameSync(path, aside);
-        for (const suffix of ['-wal', '-shm']) {
-          try {
-            renameSync(path + suffix, aside + suffix);
-          } catch {}
+      if (same && !starting && found !== undefined) {
+        const aside = moveAside(path, found, now);
+        if (aside !== undefined) {
+          warnings.push(
+            `the request budget's ledger ${path} could not be read (${errorCode(err)}): moved aside to ${aside}, and a new one started`,
+          );
         }
-        warnings.push(
-          `the request budget's ledger ${path} could not be read (${errorCode(err)}): moved aside to ${aside}, and a new one started`,
-        );
       }
       db = openFile(path, now);
     }
@@ -161,6 +164,48 @@ export class BudgetLedger implements RequestLedger {
 
   private failed(err: unknown, now: number): void {
     if (errorCode(err)?.startsWith('SQLITE_BUSY')) this.skipUntil = now + BUSY_BACKOFF_MS;
+  }
+}
+
+/** A process moving a damaged ledger aside holds this; one older than this was left by a crash. */
+const MOVING_STALE_MS = 10_000;
+
+/**
+ * Moves the damaged ledger `found` aside, under a lock file (`budget.db.moving`, O_EXCL): processes
+ * starting together all find the damage, and a rename moves whatever is at the path by then, a new
+ * ledger another process has just started included. Under the lock the file is checked to be still
+ * the damaged one. Returns where it went, or undefined when another process is moving it (after a
+ * short wait, so that the caller's second open finds the new ledger) or already has.
+ */
+function moveAside(path: string, found: Stats, now: number): string | undefined {
+  const lock = `${path}.moving`;
+  let fd: number;
+  try {
+    fd = openSync(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  } catch (err) {
+    if (errorCode(err) !== 'EEXIST') throw err;
+    const held = lstatSync(lock, { throwIfNoEntry: false });
+    if (held !== undefined && Date.now() - held.mtimeMs > MOVING_STALE_MS) {
+      unlinkSync(lock);
+      return moveAside(path, found, now);
+    }
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    return undefined;
+  }
+  try {
+    const still = lstatSync(path, { throwIfNoEntry: false });
+    if (still === undefined || still.ino !== found.ino || still.dev !== found.dev) return undefined;
+    const aside = `${path}.damaged-${new Date(now).toISOString().replace(/[:.]/g, '-')}`;
+    renameSync(path, aside);
+    for (const suffix of ['-wal', '-shm']) {
+      try {
+        renameSync(path + suffix, aside + suffix);
+      } catch {}
+    }
+    return aside;
+  } finally {
+    closeSync(fd);
+    unlinkSync(lock);
   }
 }
 
