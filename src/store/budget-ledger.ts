@@ -230,29 +230,26 @@ function openFile(path: string, now: number): BetterSqlite3.Database {
   }
   // Never follows a link made meanwhile; never blocks on a named pipe put there meanwhile (open(2)
   // of a pipe with no reader waited for ever, deaf to SIGINT and SIGTERM). Made 0600 only once it is
-  // known to be the ledger (below): another program's database keeps its mode.
-  closeSync(openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600));
-  const db = new Database(path);
+  // known to be the ledger: another program's database keeps its mode. The descriptor is closed
+  // before the ledger's connection opens: closed after, it dropped that connection's lock on the file
+  // (POSIX locks are the process's, and any close releases them), and another process's close could
+  // then take itself for the last connection and delete the WAL under it.
+  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
   try {
-    // Opening waits as long as it did before: processes starting together create the table at once.
-    db.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`);
-    // Read before anything is written: another program's database is left as it was.
-    const tables = db
-      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
-      .pluck()
-      .all() as string[];
-    const foreign = tables.filter((t) => t !== 'requests');
+    const foreign = foreignTables(path);
     if (foreign.length > 0) {
       throw new LedgerUnusable(
         `${path} holds tables that are not the ledger's (${foreign.slice(0, 3).join(', ')}): another program's database; move it away to share the budget again`,
       );
     }
-    const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    try {
-      fchmodSync(fd, 0o600);
-    } finally {
-      closeSync(fd);
-    }
+    fchmodSync(fd, 0o600);
+  } finally {
+    closeSync(fd);
+  }
+  const db = new Database(path);
+  try {
+    // Opening waits as long as it did before: processes starting together create the table at once.
+    db.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = OFF');
     db.exec(
@@ -271,6 +268,24 @@ function openFile(path: string, now: number): BetterSqlite3.Database {
   } catch (err) {
     db.close();
     throw err;
+  }
+}
+
+/**
+ * The tables at `path` other than the ledger's, read through a read-only connection that is closed
+ * again at once: another program's database is left as it was.
+ */
+function foreignTables(path: string): string[] {
+  const probe = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    probe.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`);
+    const tables = probe
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+      .pluck()
+      .all() as string[];
+    return tables.filter((t) => t !== 'requests');
+  } finally {
+    probe.close();
   }
 }
 
