@@ -1,4 +1,5 @@
 /** `forget`'s closing line, one for the SQLite and the PostgreSQL mirror. */
+import { ERASED } from '../core/email.js';
 import { showText } from './escape.js';
 import { formatCount } from './table.js';
 
@@ -25,6 +26,6 @@ export function erasedLine(
   const errors =
     n === 0
       ? ''
-      : `; their e-mail or id replaced by [erased] in ${formatCount(n)} stored error text${n === 1 ? '' : 's'} (a stream's last error)`;
+      : `; their e-mail or id replaced by ${ERASED} in ${formatCount(n)} stored error text${n === 1 ? '' : 's'} (a stream's last error)`;
   return `Erased ${showText(user)}: ${formatCount(rows.session_results)} session results, ${formatCount(rows.role_results)} role results, ${formatCount(rows.score_details)} score details, ${formatCount(rows.eval_results)} eval results from ${where}${files.map((f) => `; ${formatCount(f.lines)} lines from ${f.path}`).join('')}${errors}.`;
 }
