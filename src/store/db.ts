@@ -40,11 +40,16 @@ export function checkDbPath(path: string, found: Found = look(path)): void {
 /**
  * Creates (if needed) a file readable by the owner only, whatever the umask, and forces 0600 on an
  * existing one: the mirror holds candidates' e-mail addresses. `what` names it in errors.
+ *
+ * An existing file is never opened here, only checked for writing by its path: closing a descriptor
+ * of a file drops every POSIX lock this process holds on it, so a connection of ours to it (a run
+ * lock, a reader while the writer opens) would lose its lock (test/posix-locks.test.ts).
  */
 export function createPrivateFile(path: string, what = path): void {
   const existed = existsSync(path);
   try {
-    closeSync(openSync(path, 'a', 0o600));
+    if (existed) writable(path);
+    else closeSync(openSync(path, 'a', 0o600));
   } catch (err) {
     throw storageError(err, existed ? `cannot open ${what} for writing` : `cannot create ${what}`);
   }
@@ -53,6 +58,14 @@ export function createPrivateFile(path: string, what = path): void {
   } catch (err) {
     throw storageError(err, `cannot make ${what} private (chmod 600)`);
   }
+}
+
+/** Throws what opening `path` for writing would: EISDIR for a folder, EACCES, EROFS. */
+function writable(path: string): void {
+  if (statSync(path).isDirectory()) {
+    throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${path}'`), { code: 'EISDIR' });
+  }
+  accessSync(path, constants.W_OK);
 }
 
 export interface OpenOptions {
@@ -74,7 +87,12 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     throw new UsageError(`${path} is empty: it is not a campaign-sync mirror yet (run \`campaign-sync pull\` first, or pass --db)`);
   }
   checkFound(path, found);
-  checkHeader(path);
+  // A file too small to be a database is checked before SQLite opens it (SQLite took a few bytes for
+  // an empty database and overwrote them); anything bigger SQLite refuses itself (SQLITE_NOTADB),
+  // and openFailure says why. Reading the header opens and closes a descriptor of the file, which
+  // would drop the locks of another connection of this process to a mirror that is open (export's
+  // helper thread opens a second one): a mirror is never that small.
+  if (found.kind === 'file' && (found.size < SMALLEST_DATABASE || !found.regular)) checkHeader(path);
   // A file that is there already is only made private (0600) and switched to WAL once it is known to
   // be a mirror (or an empty database): another program's SQLite file is refused as it was found.
   const existing = opts.readonly !== true && found.kind !== 'absent';
@@ -134,7 +152,7 @@ type Found =
   | { kind: 'empty'; links: number }
   /** A file of 0 bytes beside a `-wal` of `wal` bytes: see checkFound. */
   | { kind: 'orphaned-wal'; links: number; wal: number }
-  | { kind: 'file'; links: number };
+  | { kind: 'file'; links: number; size: number; regular: boolean };
 
 function look(path: string): Found {
   let stats: Stats | undefined;
@@ -145,7 +163,7 @@ function look(path: string): Found {
   }
   if (stats === undefined) return { kind: 'absent', links: 1 };
   if (stats.isDirectory()) return { kind: 'folder', links: stats.nlink };
-  if (stats.size > 0 || !stats.isFile()) return { kind: 'file', links: stats.nlink };
+  if (stats.size > 0 || !stats.isFile()) return { kind: 'file', links: stats.nlink, size: stats.size, regular: stats.isFile() };
   const wal = statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
   return wal > 0 ? { kind: 'orphaned-wal', links: stats.nlink, wal } : { kind: 'empty', links: stats.nlink };
 }
@@ -220,6 +238,9 @@ export function isEmptyDatabase(path: string): boolean {
 
 const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
 
+/** SQLite's smallest page: a file below it cannot hold a database (its header and schema page). */
+const SMALLEST_DATABASE = 512;
+
 /**
  * A file that exists, is not empty and does not start with SQLite's header is someone else's: exit 2,
  * before SQLite opens it. SQLite itself says so only from some size on; a file of a few bytes (a stray
@@ -248,6 +269,14 @@ function openFailure(err: unknown, path: string, opts: OpenOptions): unknown {
   if (err instanceof CampaignSyncError) return err;
   const code = errorCode(err) ?? '';
   const notOurs = code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT');
+  if (notOurs) {
+    // The connection is closed: its header can be read now. Not an SQLite file at all is said so.
+    try {
+      checkHeader(path);
+    } catch (header) {
+      return header;
+    }
+  }
   // A WAL database is read through its -wal and -shm files; SQLite creates them when they are
   // missing, which read-only storage (or a folder we may not write to) does not allow.
   const missing = ['-wal', '-shm'].filter((suffix) => !existsSync(path + suffix)).map((suffix) => basename(path) + suffix);
@@ -275,8 +304,11 @@ function keepWalFiles(db: Db, path: string): void {
     close();
     for (const suffix of ['-wal', '-shm']) {
       try {
-        // Never truncates: if another connection has opened the database since, its files stay as they are.
-        closeSync(openSync(path + suffix, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o600));
+        // Only where it is missing: if another connection has opened the database since (one of this
+        // process too, whose locks on the file a close would drop), its files stay as they are.
+        if (!existsSync(path + suffix)) {
+          closeSync(openSync(path + suffix, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600));
+        }
       } catch {
         // Best effort: only reading from read-only storage needs them, and that is reported when it happens.
       }

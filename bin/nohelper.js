@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+// Tiny launcher: everything lives in dist/bundle/ (built by `npm install` through the prepare script;
+// scripts/bundle.js). With CAMPAIGN_SYNC_DEBUG set, stack traces name src/ files (source maps; they
+// cost start time, so only then). On Node 22+, V8's compiled code is cached between runs.
+import module from 'node:module';
+
+// Node's printer of process warnings (a library's emitWarning, a deprecation) writes several lines
+// with the pid; the CLI prints each as one line of its own (src/ui/process-warnings.ts). It is
+// removed before anything can warn, and what arrives is kept until main() takes over. Where there
+// is no printer (--no-warnings, NODE_NO_WARNINGS=1) the warnings stay silent.
+const warnings = { list: [], enabled: process.listenerCount('warning') > 0, stop: () => {} };
+if (warnings.enabled) {
+  process.removeAllListeners('warning');
+  const keep = (warning) => warnings.list.push(warning);
+  process.on('warning', keep);
+  warnings.stop = () => process.off('warning', keep);
+}
+globalThis[Symbol.for('campaign-sync.early-warnings')] = warnings;
+
+// A SIGINT/SIGTERM/SIGHUP that arrives while the CLI loads (before main() installs its handlers,
+// ~0.1-0.2 s) is kept and handed to main(), which acts on it as on any other: the first one stops the
+// command (watch exits 0, export 130 with its line), a second one exits 130 at once. Without this,
+// Node's default action killed the process with no message and no exit code of PRODUCT.md §3.
+const early = { signals: [], stop: () => {} };
+const onEarly = (name) => {
+  early.signals.push(name);
+  if (early.signals.length > 1) {
+    process.stderr.write(`campaign-sync: second ${name}, exiting now\n`);
+    process.exit(130);
+  }
+};
+process.on('SIGINT', onEarly).on('SIGTERM', onEarly).on('SIGHUP', onEarly);
+early.stop = () => process.off('SIGINT', onEarly).off('SIGTERM', onEarly).off('SIGHUP', onEarly);
+globalThis[Symbol.for('campaign-sync.early-signals')] = early;
+
+if (process.env.CAMPAIGN_SYNC_DEBUG) process.setSourceMapsEnabled(true);
+module.enableCompileCache?.();
+// `export`: CSV's helper thread boots while the CLI loads, its own start-up (100-200 ms) overlapping
+// ours, so it is ready by the main thread's first range; export/helper.ts adopts it, or stops it when
+// the export needs none. `failed` is what the command reads of a worker that died before adoption.
+if (process.argv[2] === 'export' && !process.argv.includes('--help') && !process.argv.includes('-h')) {
+  const [{ availableParallelism }, { Worker }] = await Promise.all([import('node:os'), import('node:worker_threads')]);
+  if (false) {
+    const url = new URL('../dist/bundle/csv-worker.js', import.meta.url);
+    const slot = { worker: new Worker(url), url: url.href, failed: false };
+    slot.worker.unref();
+    const failed = () => {
+      slot.failed = true;
+    };
+    slot.worker.on('error', failed).on('exit', failed);
+    globalThis[Symbol.for('campaign-sync.csv-helper')] = slot;
+  }
+}
+const { main } = await import('../dist/bundle/main.js');
+
+main(process.argv);
