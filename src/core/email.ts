@@ -42,6 +42,33 @@ export function withoutCandidate(text: string, terms: readonly string[]): string
   return scrubbed === composed ? text : scrubbed;
 }
 
+/** A stream's stored last error. */
+export interface StoredError {
+  stream: string;
+  last_error: string;
+}
+
+/**
+ * The stored errors that name the candidate, as they are to be stored now (withoutCandidate over
+ * `terms`): what `forget` rewrites in either mirror's sync_state.
+ */
+export function errorsWithout(rows: readonly StoredError[], terms: readonly string[]): StoredError[] {
+  return rows.flatMap((row) => {
+    const text = withoutCandidate(row.last_error, terms);
+    return text === row.last_error ? [] : [{ stream: row.stream, last_error: text }];
+  });
+}
+
+/** What `forget` removed, in either mirror (SQLite's also names the NDJSON files it rewrote). */
+export interface ErasedCounts {
+  session_results: number;
+  role_results: number;
+  score_details: number;
+  eval_results: number;
+  /** Streams' last errors that named the candidate, scrubbed. */
+  error_texts: number;
+}
+
 /** A stored record's candidate: what their erasure removes from other texts too. */
 export interface Identity {
   user_id: string | null;

@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, existsSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { emailKey, type Identity, identities, withoutCandidate } from '../core/email.js';
+import { type ErasedCounts, emailKey, errorsWithout, type Identity, identities, type StoredError } from '../core/email.js';
 import { errorCode, storageError } from '../errors.js';
 import { ERASE_PENDING_KEY } from './checkpoints.js';
 import type { Db } from './db.js';
@@ -22,11 +22,8 @@ import { forEachLine, RECORD_STREAM } from './ndjson-index.js';
 
 type Obj = Record<string, unknown>;
 
-export interface Erased {
-  session_results: number;
-  role_results: number;
-  score_details: number;
-  eval_results: number;
+/** The rows removed (core/email.ts; the error texts are scrubbed apart, scrubErrors) and the NDJSON files rewritten. */
+export interface Erased extends Omit<ErasedCounts, 'error_texts'> {
   /** NDJSON files rewritten, with the lines removed from each. */
   files: Array<{ path: string; lines: number }>;
 }
@@ -132,14 +129,9 @@ export function scrubErrors(db: Db, terms: string[]): number {
   db.pragma('secure_delete = ON');
   return db.transaction(() => {
     const update = db.prepare('UPDATE sync_state SET last_error = ? WHERE stream = ?');
+    const stored = db.prepare('SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL').all() as StoredError[];
     let n = 0;
-    for (const row of db.prepare('SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL').all() as Array<{
-      stream: string;
-      last_error: string;
-    }>) {
-      const text = withoutCandidate(row.last_error, terms);
-      if (text !== row.last_error) n += update.run(text, row.stream).changes;
-    }
+    for (const row of errorsWithout(stored, terms)) n += update.run(row.last_error, row.stream).changes;
     if (n > 0) markPending(db);
     return n;
   })();

@@ -1,16 +1,7 @@
 /** `forget`'s closing line, one for the SQLite and the PostgreSQL mirror. */
-import { ERASED } from '../core/email.js';
+import { ERASED, type ErasedCounts } from '../core/email.js';
 import { showText } from './escape.js';
 import { formatCount } from './table.js';
-
-export interface ErasedCounts {
-  session_results: number;
-  role_results: number;
-  score_details: number;
-  eval_results: number;
-  /** Streams' last errors that named the candidate, scrubbed. */
-  error_texts: number;
-}
 
 /**
  * `Erased <user>: N session results, … from <where>[; N lines from <file>…][; … error texts].`

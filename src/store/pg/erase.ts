@@ -6,17 +6,8 @@
  * operator's to age out).
  */
 import type pg from 'pg';
-import { emailKey, type Identity, identities, withoutCandidate } from '../../core/email.js';
+import { type ErasedCounts, emailKey, errorsWithout, type Identity, identities, type StoredError } from '../../core/email.js';
 import type { PgDatabase } from './database.js';
-
-export interface PgErased {
-  session_results: number;
-  role_results: number;
-  score_details: number;
-  eval_results: number;
-  /** Streams' last errors that named the candidate, scrubbed (store/erase.ts). */
-  error_texts: number;
-}
 
 /** The user's rows: $1 the id, $2 every stored spelling of their e-mail (`spellingsOf`). */
 const MATCH = '(user_id = $1 OR user_email = ANY($2::text[]))';
@@ -37,7 +28,7 @@ async function spellingsOf(c: pg.PoolClient, user: string): Promise<string[]> {
   return all.rows.map((r) => r.user_email).filter((e) => emailKey(e) === key);
 }
 
-export async function eraseFromPg(db: PgDatabase, user: string): Promise<PgErased> {
+export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedCounts> {
   const erased = await db.transaction(async (c) => {
     const spellings = await spellingsOf(c, user);
     const sessions = await c.query<Identity & { id: string; campaign_id: string }>(
@@ -69,13 +60,9 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<PgErase
     // A service's error message may quote the candidate; status and /healthz show the stored text.
     const terms = [user, ...identities([...sessions.rows, ...roles.rows, ...details.rows])];
     let errorTexts = 0;
-    const failing = await c.query<{ stream: string; last_error: string }>(
-      'SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL',
-    );
-    for (const row of failing.rows) {
-      const text = withoutCandidate(row.last_error, terms);
-      if (text !== row.last_error)
-        errorTexts += (await c.query('UPDATE sync_state SET last_error = $1 WHERE stream = $2', [text, row.stream])).rowCount ?? 0;
+    const stored = await c.query<StoredError>('SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL');
+    for (const row of errorsWithout(stored.rows, terms)) {
+      errorTexts += (await c.query('UPDATE sync_state SET last_error = $1 WHERE stream = $2', [row.last_error, row.stream])).rowCount ?? 0;
     }
     return {
       session_results: sessionIds.length,
