@@ -3,6 +3,7 @@
  * unchanged. SQLite itself refused only files from some size on; a few bytes (`echo > m.db`, a typo
  * naming a notes file) it took for an empty database and overwrote.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -124,5 +125,45 @@ describe('a hand-edited schema version (PRAGMA user_version)', () => {
     const r = await cli(['status', '--db', path]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/was written by a newer campaign-sync \(schema 99, this one knows \d+\); upgrade\n$/);
+  });
+});
+
+describe('a --db that is not a regular file (a named pipe, a device)', () => {
+  // A named pipe blocked the open for ever, and the signal handlers of the CLI could not run while
+  // it did: `timeout 5 campaign-sync status` hung until SIGKILL.
+  const fifo = () => {
+    const path = join(tempDir(), 'm.db');
+    execFileSync('mkfifo', [path]);
+    return path;
+  };
+
+  it.skipIf(process.platform === 'win32').each([[['status']], [['export', '--table', 'campaigns']], [['pull']], [['reset', '--all']]])(
+    '%j on a named pipe: exit 2 at once, saying so',
+    async (args) => {
+      const path = fifo();
+      const r = await cli([...args, '--db', path], {
+        env: { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' },
+        timeoutMs: 15_000,
+      });
+      expect(r.signal).toBeNull();
+      expect(r.stderr).toBe(`campaign-sync: ${path} is a named pipe, not a database file: give the path of a file, or of one to create\n`);
+      expect(r.code).toBe(2);
+    },
+  );
+
+  it.skipIf(process.platform === 'win32')('a named pipe as the run lock file: exit 74 naming it, at once', async () => {
+    const path = join(tempDir(), 'm.db');
+    execFileSync('mkfifo', [`${path}.lock`]);
+    const r = await cli(['pull', '--db', path], {
+      env: { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' },
+      timeoutMs: 15_000,
+    });
+    expect(r.stderr).toBe(`campaign-sync: the lock file ${path}.lock is a named pipe, not a file: remove it and run again\n`);
+    expect(r.code).toBe(74);
+  });
+
+  it.skipIf(process.platform === 'win32')('a character device (/dev/null) is refused as well, by the store itself', () => {
+    expect(() => openDatabase('/dev/null')).toThrow('/dev/null is a character device, not a database file');
+    expect(() => openDatabase('/dev/null', { mustExist: true, readonly: true })).toThrow(/is a character device/);
   });
 });

@@ -32,6 +32,11 @@ const WAL_AUTOCHECKPOINT_PAGES = 10_000;
  */
 export function checkDbPath(path: string, found: Found = look(path)): void {
   if (found.kind === 'folder') throw new StorageError(`${path} is a folder, not a database file`, { code: 'EISDIR' });
+  // A named pipe blocks whoever opens it until someone writes to it: the CLI hung there, deaf to
+  // SIGINT and SIGTERM (its handlers run on the thread the open blocked).
+  if (found.kind === 'special') {
+    throw new UsageError(`${path} is ${found.what}, not a database file: give the path of a file, or of one to create`);
+  }
   if (found.kind !== 'absent') return;
   const dir = dirname(path);
   if (!existsSync(dir)) throw new StorageError(`cannot create ${path}: the folder ${dir} does not exist`, { code: 'ENOENT' });
@@ -48,7 +53,7 @@ export function checkDbPath(path: string, found: Found = look(path)): void {
 export function createPrivateFile(path: string, what = path): void {
   const existed = existsSync(path);
   try {
-    if (existed) writable(path);
+    if (existed) writable(path, what);
     else closeSync(openSync(path, 'a', 0o600));
   } catch (err) {
     throw storageError(err, existed ? `cannot open ${what} for writing` : `cannot create ${what}`);
@@ -60,10 +65,17 @@ export function createPrivateFile(path: string, what = path): void {
   }
 }
 
-/** Throws what opening `path` for writing would: EISDIR for a folder, EACCES, EROFS. */
-function writable(path: string): void {
-  if (statSync(path).isDirectory()) {
+/**
+ * Throws what opening `path` for writing would (EISDIR for a folder, EACCES, EROFS), and a
+ * StorageError for a named pipe or a device there (a lock file a hostile or careless hand replaced).
+ */
+function writable(path: string, what: string): void {
+  const stats = statSync(path);
+  if (stats.isDirectory()) {
     throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${path}'`), { code: 'EISDIR' });
+  }
+  if (!stats.isFile()) {
+    throw new StorageError(`${what} is ${special(stats)}, not a file: remove it and run again`, { code: 'ENOTREG' });
   }
   accessSync(path, constants.W_OK);
 }
@@ -92,7 +104,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   // and openFailure says why. Reading the header opens and closes a descriptor of the file, which
   // would drop the locks of another connection of this process to a mirror that is open (export's
   // helper thread opens a second one): a mirror is never that small.
-  if (found.kind === 'file' && (found.size < SMALLEST_DATABASE || !found.regular)) checkHeader(path);
+  if (found.kind === 'file' && found.size < SMALLEST_DATABASE) checkHeader(path);
   // A file that is there already is only made private (0600) and switched to WAL once it is known to
   // be a mirror (or an empty database): another program's SQLite file is refused as it was found.
   const existing = opts.readonly !== true && found.kind !== 'absent';
@@ -152,7 +164,9 @@ type Found =
   | { kind: 'empty'; links: number }
   /** A file of 0 bytes beside a `-wal` of `wal` bytes: see checkFound. */
   | { kind: 'orphaned-wal'; links: number; wal: number }
-  | { kind: 'file'; links: number; size: number; regular: boolean };
+  | { kind: 'file'; links: number; size: number }
+  /** Not a file: a named pipe, a device or a socket (links followed). */
+  | { kind: 'special'; links: number; what: string };
 
 function look(path: string): Found {
   let stats: Stats | undefined;
@@ -163,9 +177,18 @@ function look(path: string): Found {
   }
   if (stats === undefined) return { kind: 'absent', links: 1 };
   if (stats.isDirectory()) return { kind: 'folder', links: stats.nlink };
-  if (stats.size > 0 || !stats.isFile()) return { kind: 'file', links: stats.nlink, size: stats.size, regular: stats.isFile() };
+  if (!stats.isFile()) return { kind: 'special', links: stats.nlink, what: special(stats) };
+  if (stats.size > 0) return { kind: 'file', links: stats.nlink, size: stats.size };
   const wal = statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
   return wal > 0 ? { kind: 'orphaned-wal', links: stats.nlink, wal } : { kind: 'empty', links: stats.nlink };
+}
+
+function special(stats: Stats): string {
+  if (stats.isFIFO()) return 'a named pipe';
+  if (stats.isCharacterDevice()) return 'a character device';
+  if (stats.isBlockDevice()) return 'a block device';
+  if (stats.isSocket()) return 'a socket';
+  return 'not a regular file';
 }
 
 /**
