@@ -2,6 +2,7 @@
  * Networks people have: a forward proxy (a real proxy process on loopback), a private CA (a TLS
  * simulator with a certificate made here by openssl), gzip over real HTTP, and the User-Agent.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -298,6 +299,17 @@ describe('a private CA', () => {
     expect(half.code).toBe(ExitCode.usage);
     expect(half.stderr).toContain('--tls-cert and --tls-key go together');
   });
+
+  it.skipIf(process.platform === 'win32')(
+    'simulate --tls-cert naming a named pipe: exit 2 at once (it blocked, signals included)',
+    async () => {
+      const pipe = join(tempDir(), 'cert.pem');
+      execFileSync('mkfifo', [pipe]);
+      const r = await cli(['simulate', '--port', '0', '--tls-cert', pipe, '--tls-key', files.key], { timeoutMs: 15_000 });
+      expect(r.stderr).toBe(`campaign-sync: --tls-cert: ${pipe} is not a regular file\n`);
+      expect(r.code).toBe(ExitCode.usage);
+    },
+  );
 });
 
 describe('compression and User-Agent over real HTTP', () => {

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { checkKey } from '../config/config.js';
 import { DEFAULTS } from '../config/defaults.js';
 import { parseRate } from '../config/duration.js';
+import { readRegularFile } from '../config/read-file.js';
 import { parseSettings, simulateSchema } from '../config/schema.js';
 import { formatRate, type Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
@@ -73,15 +73,18 @@ function simulatorOptions(opts: SimulateOptions) {
 }
 
 /** --tls-cert and --tls-key, read (both or neither). */
+/** A certificate chain of a few PEM blocks is a few kB; this is generous. */
+const MAX_TLS_FILE_BYTES = 1024 * 1024;
+
 function tlsFiles(opts: SimulateOptions): { cert: Buffer; key: Buffer } | undefined {
   if (opts.tlsCert === undefined && opts.tlsKey === undefined) return undefined;
   if (opts.tlsCert === undefined || opts.tlsKey === undefined) throw new UsageError('--tls-cert and --tls-key go together');
   const read = (flag: string, path: string) => {
-    try {
-      return readFileSync(path);
-    } catch (err) {
-      throw new UsageError(`${flag}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-    }
+    const file = readRegularFile(path, MAX_TLS_FILE_BYTES);
+    if (!('kind' in file)) return file.bytes;
+    if (file.kind === 'not-regular') throw new UsageError(`${flag}: ${path} is not a regular file`);
+    if (file.kind === 'too-big') throw new UsageError(`${flag}: ${path} is ${file.size} bytes, too big for a PEM file`);
+    throw new UsageError(`${flag}: cannot read ${path} (${file.code})`);
   };
   const cert = read('--tls-cert', opts.tlsCert);
   const key = read('--tls-key', opts.tlsKey);

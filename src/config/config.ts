@@ -1,8 +1,8 @@
-import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { isLoopbackHost } from '../core/loopback.js';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 import { ENV, readEnv } from './env.js';
+import { readRegularFile } from './read-file.js';
 import { apiSchema, checkAt, DEFAULTS, parseSettings } from './schema.js';
 
 /** Options shared by every command that calls the API (the raw strings commander gives us). */
@@ -79,27 +79,15 @@ const MAX_KEY_FILE_BYTES = 64 * 1024;
  * (as ssh does with a private key): the key itself is never part of it.
  */
 function readKeyFile(path: string): { key: string; warnings: string[] } {
-  let text: string;
-  let mode: number;
-  try {
-    // Non-blocking: a named pipe with no writer would hold the open (and every signal) for ever.
-    const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-    try {
-      const stat = fstatSync(fd);
-      mode = stat.mode;
-      // A pipe, a device (/dev/zero would be read until memory ran out) or a folder holds no key.
-      if (!stat.isFile()) throw new UsageError(`--api-key-file: ${path} is not a regular file`);
-      if (stat.size > MAX_KEY_FILE_BYTES) throw new UsageError(`--api-key-file: ${path} is ${stat.size} bytes, too big for a key file`);
-      text = readFileSync(fd, 'utf8');
-    } finally {
-      closeSync(fd);
-    }
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new UsageError(`--api-key-file: cannot read ${path} (${code})`);
+  const read = readRegularFile(path, MAX_KEY_FILE_BYTES);
+  // A pipe, a device or a folder holds no key.
+  if ('kind' in read) {
+    if (read.kind === 'not-regular') throw new UsageError(`--api-key-file: ${path} is not a regular file`);
+    if (read.kind === 'too-big') throw new UsageError(`--api-key-file: ${path} is ${read.size} bytes, too big for a key file`);
+    throw new UsageError(`--api-key-file: cannot read ${path} (${read.code})`);
   }
-  const key = text.trim();
+  const { mode } = read;
+  const key = read.bytes.toString('utf8').trim();
   if (!key) throw new UsageError(`--api-key-file: ${path} is empty`);
   if (/\s/.test(key)) throw new UsageError(`--api-key-file: ${path} must hold the key alone on one line`);
   checkKey(key, `--api-key-file: ${path}`);
