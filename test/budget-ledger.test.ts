@@ -76,7 +76,8 @@ describe('the budget ledger', () => {
     expect(fp).toMatch(/^[0-9a-f]{32}$/);
     expect(fp).not.toBe(ledgerFingerprint('https://api.example.com/', 'sk_live_other'));
     const ledger = open(dir, fp, Date.now());
-    ledger.end(ledger.begin(Date.now()), Date.now());
+    const t = Date.now();
+    ledger.end(ledger.begin(t), t, t, true);
     ledger.close();
     expect(statSync(join(dir, 'budget.db')).mode & 0o777).toBe(0o600);
     expect(readFileSync(join(dir, 'budget.db')).toString('latin1')).not.toContain('sk_live_secret');
@@ -140,7 +141,7 @@ describe('the ledger where hostile pass 4 broke it', () => {
     wrong.close();
     // Back at the right time: those rows cannot be, and are dropped (every later run waited a year).
     const ledger = open(dir, 'k', clock.t, 10_000);
-    expect(ledger.recent(0)).toEqual([]);
+    expect(ledger.recent(0, 1000)).toEqual([]);
     const budget = new RequestBudget({ count: 2, windowMs: 10_000 }, clock, ledger);
     expect([budget.tryAcquire(), budget.tryAcquire()].every((r) => r !== undefined)).toBe(true);
     ledger.close();
@@ -157,7 +158,10 @@ describe('the ledger where hostile pass 4 broke it', () => {
     other.exec("BEGIN IMMEDIATE; INSERT INTO requests (fingerprint, ended_at) VALUES ('x', 0)");
     const t0 = performance.now();
     // Forty requests' writes: with a 2 s wait at each, 80 s of a frozen event loop.
-    for (let i = 0; i < 40; i++) ledger.end(ledger.begin(Date.now() + 1000), Date.now());
+    for (let i = 0; i < 40; i++) {
+      const t = Date.now();
+      ledger.end(ledger.begin(t), t, t, true);
+    }
     expect(performance.now() - t0).toBeLessThan(1000);
     other.exec('ROLLBACK');
     other.close();
@@ -169,7 +173,10 @@ describe('the ledger where hostile pass 4 broke it', () => {
     const ledger = open(dir, 'k', Date.now());
     const other = new Database(join(dir, 'budget.db'));
     other.prepare("INSERT INTO requests (fingerprint, ended_at, window_ms) VALUES ('old', ?, 1000)").run(Date.now() - 3 * DAY);
-    for (let i = 0; i < 1000; i++) ledger.end(ledger.begin(Date.now() + 1000), Date.now());
+    for (let i = 0; i < 1000; i++) {
+      const t = Date.now();
+      ledger.end(ledger.begin(t), t, t, true);
+    }
     expect(other.prepare("SELECT count(*) FROM requests WHERE fingerprint = 'old'").pluck().get()).toBe(0);
     other.close();
     ledger.close();
@@ -187,8 +194,9 @@ describe('the ledger where hostile pass 4 broke it', () => {
     const aside = /moved aside to (\S+), and a new one started$/.exec(opened.warnings[0] as string)?.[1] as string;
     expect(opened.warnings[0]).toContain(`${path} could not be read (SQLITE_NOTADB)`);
     expect(readFileSync(aside)).toEqual(garbage);
-    opened.ledger.end(opened.ledger.begin(Date.now() + 1000), Date.now());
-    expect(opened.ledger.recent(0)).toHaveLength(1);
+    const t = Date.now();
+    opened.ledger.end(opened.ledger.begin(t), t, t, true);
+    expect(opened.ledger.recent(0, 1000)).toHaveLength(1);
     opened.ledger.close();
     // One written in the last second is taken for another process's new ledger: not moved, the open fails once.
     const fresh = tempDir();
@@ -226,7 +234,7 @@ describe('the ledger where hostile pass 6 broke the fixes', () => {
     clock.t += 50;
     // Another key's run opens (and prunes) the ledger 50 ms later: the row was taken for "a time that cannot be".
     open(dir, 'other', clock.t, 1000).close();
-    expect(ledger.recent(0)).toHaveLength(1);
+    expect(ledger.recent(0, 1000)).toHaveLength(1);
     ledger.close();
   });
 
@@ -250,7 +258,7 @@ describe('the ledger where hostile pass 6 broke the fixes', () => {
     utimesSync(path, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
     const opened = BudgetLedger.open(dir, 'k', 60_000, Date.now());
     expect(opened.warnings.join('\n')).toMatch(/could not be read \(SQLITE_CORRUPT[A-Z_]*\): moved aside to .*budget\.db\.damaged-/);
-    expect(opened.ledger.recent(0)).toEqual([]);
+    expect(opened.ledger.recent(0, 1000)).toEqual([]);
     opened.ledger.close();
   });
 
@@ -266,6 +274,128 @@ describe('the ledger where hostile pass 6 broke the fixes', () => {
     mono += 1100;
     expect(budget.tryAcquire()).toBeDefined();
     expect(budget.waitEstimate()).toBe(0);
+  });
+});
+
+describe('the ledger where hostile pass 7 broke it', () => {
+  it('a request given up on (a timeout, an abort) holds its slot as one of unknown end: two windows after it was sent, here and in the next process', () => {
+    const dir = tempDir();
+    const clock = fakeClock(60_000_000);
+    const one = { count: 1, windowMs: 1000 };
+    const ledger = open(dir, 'k', clock.t);
+    const budget = new RequestBudget(one, clock, ledger);
+    const sent = clock.t;
+    const release = budget.tryAcquire() as (answered?: boolean) => void;
+    // No answer within 300 ms: the client gives up. The server may still count it later (an
+    // overloaded one handles what waited in its queue when it wakes): 4 in 2 s at 3/2s.
+    clock.t += 300;
+    release(false);
+    clock.t = sent + 1400;
+    expect(budget.tryAcquire(), 'a window after the give-up').toBeUndefined();
+    const next = open(dir, 'k', clock.t);
+    const after = new RequestBudget(one, clock, next);
+    expect(after.tryAcquire(), 'the next process, a window after the give-up').toBeUndefined();
+    clock.t = sent + 2100;
+    expect(budget.tryAcquire()).toBeDefined();
+    expect(after.tryAcquire()).toBeDefined();
+    ledger.close();
+    next.close();
+  });
+
+  it('an answered request (any status) frees its slot a window after its answer, as before', () => {
+    const clock = fakeClock(61_000_000);
+    const budget = new RequestBudget({ count: 1, windowMs: 1000 }, clock);
+    const release = budget.tryAcquire() as (answered?: boolean) => void;
+    clock.t += 300;
+    release();
+    clock.t += 1100;
+    expect(budget.tryAcquire()).toBeDefined();
+  });
+
+  it("a request a killed longer-window run left in flight holds a later run's slot until two of that run's windows after it was sent, not from each run's start", () => {
+    const dir = tempDir();
+    const clock = fakeClock(62_000_000);
+    const killed = open(dir, 'k', clock.t, 3_600_000);
+    const hourly = new RequestBudget({ count: 100, windowMs: 3_600_000 }, clock, killed);
+    const sent = clock.t;
+    for (let i = 0; i < 4; i++) expect(hourly.tryAcquire()).toBeDefined(); // kill -9 with four in flight
+    killed.close();
+    const short = { count: 5, windowMs: 3000 };
+    // 1.5 s after: the four hold their slots until 6 s after they were sent.
+    clock.t = sent + 1500;
+    const early = open(dir, 'k', clock.t, short.windowMs);
+    const a = new RequestBudget(short, clock, early);
+    expect(a.tryAcquire()).toBeDefined();
+    expect(a.tryAcquire()).toBeUndefined();
+    clock.t = sent + 6100;
+    expect([1, 2, 3, 4].map(() => a.tryAcquire()).every((r) => r !== undefined)).toBe(true);
+    early.close();
+    // 15 s after, and every run after it: nothing held (each run waited 6 s, for the two hours the rows lived).
+    for (const at of [15_000, 22_000, 3_000_000]) {
+      clock.t = sent + at;
+      const later = open(dir, 'k', clock.t, short.windowMs);
+      const b = new RequestBudget(short, clock, later);
+      expect(
+        [1, 2, 3, 4, 5].map(() => b.tryAcquire()).every((r) => r !== undefined),
+        `${at} ms after`,
+      ).toBe(true);
+      later.close();
+    }
+  });
+
+  it("a run with a longer window sees an earlier shorter-window run's requests, ended or left in flight", () => {
+    for (const killed of [false, true]) {
+      const dir = tempDir();
+      const clock = fakeClock(63_000_000);
+      const first = open(dir, 'k', clock.t, 1000);
+      const fast = new RequestBudget({ count: 5, windowMs: 1000 }, clock, first);
+      const held = [1, 2, 3, 4, 5].map(() => fast.tryAcquire() as () => void);
+      clock.t += 20;
+      if (!killed) for (const release of held) release();
+      first.close();
+      // 1.2 s later a 5/3s run opens the ledger: it pruned the 1 s rows before reading them (8 in 3 s).
+      clock.t += 1200;
+      const second = open(dir, 'k', clock.t, 3000);
+      const slow = new RequestBudget({ count: 5, windowMs: 3000 }, clock, second);
+      expect(slow.tryAcquire(), killed ? 'left in flight' : 'ended').toBeUndefined();
+      second.close();
+    }
+  });
+
+  it('the end of a request whose row another process pruned meanwhile is recorded anyway, and never over another row', () => {
+    const dir = tempDir();
+    const clock = fakeClock(64_000_000);
+    const ledger = open(dir, 'k', clock.t, 1000);
+    const budget = new RequestBudget({ count: 5, windowMs: 1000 }, clock, ledger);
+    const release = budget.tryAcquire() as () => void;
+    // Its row goes (a prune by an earlier release's rules, or by hand), and another key's row takes its id.
+    const other = new Database(join(dir, 'budget.db'));
+    const id = other.prepare("SELECT id FROM requests WHERE fingerprint = 'k'").pluck().get() as number;
+    other.prepare('DELETE FROM requests WHERE id = ?').run(id);
+    other.prepare("INSERT INTO requests (id, fingerprint, ended_at, window_ms) VALUES (?, 'someone', ?, 1000)").run(id, clock.t);
+    clock.t += 5000; // a slow page
+    release();
+    expect(other.prepare("SELECT ended_at FROM requests WHERE fingerprint = 'someone'").pluck().get()).toBe(clock.t - 5000);
+    ledger.close();
+    other.close();
+    // The next run right after waits for it: 8 in 1 s at 5/1s against a server counting at completion.
+    const next = open(dir, 'k', clock.t + 100, 1000);
+    const after = new RequestBudget({ count: 1, windowMs: 1000 }, fakeClock(clock.t + 100), next);
+    expect(after.tryAcquire()).toBeUndefined();
+    next.close();
+  });
+
+  it('a ledger that cannot be opened is named, with what is wrong with it, not its folder', async () => {
+    const s = await sim({ campaigns: 1, records: 3 });
+    const state = tempDir();
+    mkdirSync(join(state, 'campaign-sync'));
+    // Damaged and written a moment ago (another run's new ledger, maybe): not moved aside this time.
+    writeFileSync(join(state, 'campaign-sync', 'budget.db'), Buffer.alloc(5000, 0x5a));
+    const r = await cli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toBe(
+      `warning: the request budget is not shared with other runs: ${join(state, 'campaign-sync', 'budget.db')} could not be read (SQLITE_NOTADB); if it is damaged, the next run moves it aside\n`,
+    );
   });
 });
 

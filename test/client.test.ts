@@ -1,4 +1,6 @@
+import { MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
+import { RequestBudget } from '../src/api/budget.js';
 import { ApiError, AuthError, exitCodeForPass, NetworkError } from '../src/errors.js';
 import { runPass } from '../src/sync/pass.js';
 import { fakeClock } from './helpers/clock.js';
@@ -7,6 +9,7 @@ import {
   campaignList,
   mockClient,
   mockService,
+  ORIGIN,
   pass,
   passDefaults,
   ROLE_CAMPAIGN,
@@ -339,6 +342,53 @@ describe('client: HTTP failures', () => {
       .listCampaigns()
       .catch((e) => e);
     expect(emfile.message).toBe('GET /v1/campaigns: EMFILE: connect EMFILE 127.0.0.1:443');
+  });
+});
+
+describe('what the client tells the budget of each request', () => {
+  /** A budget that grants every request and records what each release said. */
+  function spyBudget() {
+    const said: Array<boolean | undefined> = [];
+    const inner = new RequestBudget({ count: 10_000, windowMs: 1000 });
+    const grant = () => (answered?: boolean) => void said.push(answered);
+    const budget = Object.assign(Object.create(inner) as RequestBudget, { tryAcquire: grant, acquire: async () => grant() });
+    return { budget, said };
+  }
+
+  it('an answer of any status is answered; no answer (a connection lost, a timeout) is not: the server may still count it', async () => {
+    for (const [reply, expected] of [
+      [{ body: { data: [] } }, [undefined]],
+      [{ status: 503, body: '' }, [true]],
+      [{ status: 429, body: '', headers: { 'retry-after': '0' } }, [true]],
+    ] as const) {
+      const { agent } = mockService(() => reply);
+      const { budget, said } = spyBudget();
+      await mockClient(agent, { maxRetries: 0 }, { budget })
+        .listCampaigns()
+        .catch(() => undefined);
+      expect(said, JSON.stringify(reply)).toEqual(expected);
+    }
+    const { agent } = mockService(() => {
+      throw new Error('connection reset');
+    });
+    const { budget, said } = spyBudget();
+    await mockClient(agent, { maxRetries: 0 }, { budget })
+      .listCampaigns()
+      .catch(() => undefined);
+    expect(said).toEqual([false]);
+    // A reply slower than --timeout: given up on before any answer.
+    const slow = new MockAgent();
+    slow.disableNetConnect();
+    slow
+      .get(ORIGIN)
+      .intercept({ path: () => true, method: 'GET' })
+      .reply(200, '{"data":[]}')
+      .delay(2000);
+    const timed = spyBudget();
+    await mockClient(slow, { maxRetries: 0, timeoutMs: 50 }, { budget: timed.budget })
+      .listCampaigns()
+      .catch(() => undefined);
+    expect(timed.said).toEqual([false]);
   });
 });
 

@@ -21,8 +21,12 @@ import { type Clock, realClock } from '../core/clock.js';
 import type { Rate, RequestLedger } from '../core/rate.js';
 import { AbortedError } from '../errors.js';
 
-/** Ends a request's hold on its slot; call when the response has ended (or failed). */
-export type Release = () => void;
+/**
+ * Ends a request's hold on its slot; call when the response has ended (or failed). `answered`
+ * false: no answer came (a timeout, an abort, a connection lost), so the server may still count the
+ * request later; its slot is held as one of unknown end, a window after it was sent at the earliest.
+ */
+export type Release = (answered?: boolean) => void;
 
 export class RequestBudget {
   /** Slots never used yet. */
@@ -63,7 +67,7 @@ export class RequestBudget {
       // run wait a year. Clamping keeps the order (the ledger's is ascending).
       const wall = this.clock.now();
       const tick = this.tick();
-      const ends = ledger.recent(wall - this.windowMs).slice(-rate.count);
+      const ends = ledger.recent(wall - this.windowMs, this.windowMs).slice(-rate.count);
       for (const end of ends) this.free.push(Math.min(end - wall, this.windowMs) + tick);
       this.unused -= ends.length;
     }
@@ -120,13 +124,18 @@ export class RequestBudget {
 
   private grant(): Release {
     let released = false;
-    // A process killed with the request in flight leaves its slot busy for one more window.
-    const id = this.ledger?.begin(this.clock.now() + this.windowMs);
-    return () => {
+    const sentWall = this.clock.now();
+    const sent = this.tick();
+    // A process killed with the request in flight leaves it in the ledger as one of unknown end.
+    const id = this.ledger?.begin(sentWall);
+    return (answered = true) => {
       if (released) return;
       released = true;
-      if (id !== undefined) this.ledger?.end(id, this.clock.now());
-      this.release(this.tick());
+      if (id !== undefined) this.ledger?.end(id, sentWall, this.clock.now(), answered);
+      // Given up on, it may still reach the server: it counts as ending a window after it was sent
+      // (the rule for a request a killed process left in flight), or now if that is later.
+      const now = this.tick();
+      this.release(answered ? now : Math.max(now, sent + this.windowMs));
       const woken = this.waiters;
       this.waiters = [];
       for (const w of woken) w();

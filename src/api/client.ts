@@ -248,7 +248,8 @@ export class ApiClient {
         });
         return res;
       } catch (err) {
-        release();
+        // Without an answer (a timeout, an abort, a connection lost) the server may still count it.
+        release(err instanceof ApiError && err.status !== undefined);
         this.redacted(err);
         const received = receivedBy.get(err as object);
         // Still one request event: the log's lines and the summary's request count must agree.

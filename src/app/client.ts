@@ -2,6 +2,8 @@
  * The one place that builds an API client: its request budget from the config's rate, shared by every
  * stream of the command, and the client's own settings. Nobody else calls `new RequestBudget`.
  */
+
+import { join } from 'node:path';
 import type { Dispatcher } from 'undici';
 import { RequestBudget } from '../api/budget.js';
 import { ApiClient } from '../api/client.js';
@@ -10,7 +12,8 @@ import { stateDir } from '../config/env.js';
 import type { Clock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
 import { userAgent } from '../core/version.js';
-import { BudgetLedger, LedgerUnusable, ledgerFingerprint } from '../store/budget-ledger.js';
+import { errorCode } from '../errors.js';
+import { BudgetLedger, LEDGER_FILE, LedgerUnusable, ledgerFingerprint } from '../store/budget-ledger.js';
 
 export interface ClientHooks {
   signal?: AbortSignal | undefined;
@@ -24,6 +27,20 @@ export interface ClientHooks {
  * The budget starts from the requests earlier processes made with the same key (store/budget-ledger.ts);
  * when the ledger cannot be opened, the budget is this process's alone, with one warning.
  */
+/** What kept the ledger in `dir` from being used, naming the file when the folder is not at fault. */
+function ledgerProblem(err: unknown, dir: string): string {
+  if (err instanceof LedgerUnusable) return err.message;
+  const code = errorCode(err) ?? 'error';
+  const file = join(dir, LEDGER_FILE);
+  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return `${file} is locked by another program (${code})`;
+  // A damaged file written in the last second may be another run's new ledger: left for now.
+  if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
+    return `${file} could not be read (${code}); if it is damaged, the next run moves it aside`;
+  }
+  if (code.startsWith('SQLITE_')) return `${file} could not be used (${code})`;
+  return `cannot write ${dir} (${code})`;
+}
+
 export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiClient {
   let ledger: BudgetLedger | undefined;
   const dir = stateDir();
@@ -33,8 +50,7 @@ export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiCli
     ledger = opened.ledger;
     for (const w of opened.warnings) hooks.events?.warning?.(w);
   } catch (err) {
-    const why = err instanceof LedgerUnusable ? err.message : `cannot write ${dir} (${(err as { code?: string }).code ?? 'error'})`;
-    hooks.events?.warning?.(`the request budget is not shared with other runs: ${why}`);
+    hooks.events?.warning?.(`the request budget is not shared with other runs: ${ledgerProblem(err, dir)}`);
   }
   const budget = new RequestBudget(config.rate, hooks.clock, ledger);
   return new ApiClient(

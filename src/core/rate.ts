@@ -23,10 +23,18 @@ export function formatDuration(ms: number): string {
  * starts from them (store/budget-ledger.ts keeps it in a small SQLite file). Times are ms since the epoch.
  */
 export interface RequestLedger {
-  /** End times (or provisional ends, for requests still in flight) of the requests that ended after `since`, oldest first. */
-  recent(since: number): number[];
-  /** Records a request sent now that holds its slot until `until` at most (if the process dies with it in flight). */
-  begin(until: number): number;
-  /** Records when the request `id` ended. */
-  end(id: number, at: number): void;
+  /**
+   * When the recorded requests ended, for a budget of `windowMs`, those after `since`, oldest first.
+   * A request of unknown end (still in flight, left in flight by a killed process, or given up on
+   * without an answer) counts as ending a window of that budget after it was sent, or when it was
+   * given up on if that is later: the server may count it any time until it answers.
+   */
+  recent(since: number, windowMs: number): number[];
+  /** Records a request sent at `sentAt`, of unknown end until `end`; returns its id (negative: not recorded). */
+  begin(sentAt: number): number;
+  /**
+   * Records the end of request `id`, sent at `sentAt`: `answered`, it ended at `at`; not (a timeout,
+   * an abort, a connection lost before the answer), its end stays unknown, no earlier than `at`.
+   */
+  end(id: number, sentAt: number, at: number, answered: boolean): void;
 }

@@ -21,6 +21,9 @@ import { errorCode } from '../errors.js';
 import { makeFolders } from './folders.js';
 import { Database } from './sqlite.js';
 
+/** The ledger's file in its folder. */
+export const LEDGER_FILE = 'budget.db';
+
 /** The window a row written before rows kept their own (a release before this one) is kept for: a day. */
 const OLD_ROW_WINDOW_MS = 86_400_000;
 
@@ -35,15 +38,26 @@ const BUSY_TIMEOUT_MS = 50;
 const OPEN_BUSY_TIMEOUT_MS = 2_000;
 const BUSY_BACKOFF_MS = 5_000;
 
+/** Every row is kept at least this long after it ended, whatever the windows of the runs that prune. */
+const KEEP_MS = 3_600_000;
+
 /**
- * Rows past their own window (a 30-day budget's rows stay 30 days, whoever prunes), or later than
- * two of their windows from now: a time that cannot be (a clock set back since, or one that ran a
- * year ahead). A request in flight is stored with a provisional end of its send time plus its budget's
- * window and a margin (api/budget.ts), so up to a window and a bit ahead is a live row, never pruned:
- * at exactly one window, a process opening the ledger within 100 ms of another's request deleted it.
- * A time between one and two windows ahead holds its slot one window at most (the budget clamps it).
+ * Rows past their own window (a 30-day budget's rows stay 30 days, whoever prunes), past the window
+ * of the run that prunes (a 5/3s run opening the ledger after a 5/1s one read its rows: it deleted
+ * them first, and sent 8 in 3 s), and past an hour; or later than two of their windows from now: a
+ * time that cannot be (a clock set back since, or one that ran a year ahead). A row of unknown end
+ * (`sent_at` set: in flight, left by a killed process, given up on) holds its send time or the time
+ * it was given up on in `ended_at`, so it is kept as long. `@window`: the pruning run's window.
  */
-const PRUNE = `DELETE FROM requests WHERE ended_at + coalesce(window_ms, ${OLD_ROW_WINDOW_MS}) < @now OR ended_at > @now + 2 * coalesce(window_ms, ${OLD_ROW_WINDOW_MS})`;
+const PRUNE = `DELETE FROM requests WHERE ended_at + max(coalesce(window_ms, ${OLD_ROW_WINDOW_MS}), @window, ${KEEP_MS}) < @now OR ended_at > @now + 2 * max(coalesce(window_ms, ${OLD_ROW_WINDOW_MS}), @window)`;
+
+/**
+ * When the rows of one key ended, for a reader whose window is @window: a row of unknown end counts
+ * as ending a window after it was sent (a killed 100/1h run's request holds a 5/3s run's slot for 6 s
+ * after it was sent, not for the hour, nor from every later run's start), or when it was given up on
+ * if that is later. Rows written by a release before `sent_at` keep their (provisional) end.
+ */
+const RECENT = `SELECT e FROM (SELECT CASE WHEN sent_at IS NULL THEN ended_at ELSE max(ended_at, sent_at + @window) END AS e FROM requests WHERE fingerprint = @fingerprint) WHERE e > @since ORDER BY e`;
 
 /** A ledger file written this recently (ms) may be another process's new one, still being set up. */
 const STARTING_MS = 1_000;
@@ -80,9 +94,12 @@ export class BudgetLedger implements RequestLedger {
     private readonly windowMs: number,
   ) {
     this.s = {
-      recent: db.prepare('SELECT ended_at FROM requests WHERE fingerprint = ? AND ended_at > ? ORDER BY ended_at').pluck(),
-      begin: db.prepare('INSERT INTO requests (fingerprint, ended_at, window_ms) VALUES (?, ?, ?)'),
-      end: db.prepare('UPDATE requests SET ended_at = ? WHERE id = ?'),
+      recent: db.prepare(RECENT).pluck(),
+      begin: db.prepare('INSERT INTO requests (fingerprint, ended_at, window_ms, sent_at) VALUES (?, ?, ?, ?)'),
+      // Only its own row: matched by key and send time too, since a row pruned meanwhile may have left its id to another.
+      end: db.prepare(
+        'UPDATE requests SET ended_at = @at, sent_at = @unknown WHERE id = @id AND fingerprint = @fingerprint AND sent_at = @sent',
+      ),
       prune: db.prepare(PRUNE),
     };
   }
@@ -94,12 +111,12 @@ export class BudgetLedger implements RequestLedger {
    */
   static open(dir: string, fingerprint: string, windowMs: number, now = Date.now()): OpenedLedger {
     makeFolders(dir, 0o700);
-    const path = join(dir, 'budget.db');
+    const path = join(dir, LEDGER_FILE);
     const warnings: string[] = [];
     let db: BetterSqlite3.Database;
     const found = lstatSync(path, { throwIfNoEntry: false });
     try {
-      db = openFile(path, now);
+      db = openFile(path, now, windowMs);
     } catch (err) {
       // Another process may have moved a damaged file aside meanwhile and started a new one (SQLite
       // then fails on the file gone from under it): what is there now is opened as it is; moving it
@@ -120,14 +137,14 @@ export class BudgetLedger implements RequestLedger {
           );
         }
       }
-      db = openFile(path, now);
+      db = openFile(path, now, windowMs);
     }
     return { ledger: new BudgetLedger(db, fingerprint, windowMs), warnings };
   }
 
-  recent(since: number): number[] {
+  recent(since: number, windowMs: number): number[] {
     try {
-      return this.s.recent.all(this.fingerprint, since) as number[];
+      return this.s.recent.all({ fingerprint: this.fingerprint, since, window: windowMs }) as number[];
     } catch {
       // Damage the checks at open did not reach: this run's budget starts empty, the next open moves the file aside.
       return [];
@@ -136,23 +153,27 @@ export class BudgetLedger implements RequestLedger {
 
   // Advisory: a failed write (a full disk, a lock held by another program) costs the next process its
   // view of this request, never this request itself.
-  begin(until: number): number {
-    const now = until - this.windowMs;
-    if (now < this.skipUntil) return -1;
+  begin(sentAt: number): number {
+    if (sentAt < this.skipUntil) return -1;
     try {
-      const id = Number(this.s.begin.run(this.fingerprint, until, this.windowMs).lastInsertRowid);
-      if (++this.writes % PRUNE_EVERY === 0) this.s.prune.run({ now });
+      const id = Number(this.s.begin.run(this.fingerprint, sentAt, this.windowMs, sentAt).lastInsertRowid);
+      if (++this.writes % PRUNE_EVERY === 0) this.s.prune.run({ now: sentAt, window: this.windowMs });
       return id;
     } catch (err) {
-      this.failed(err, now);
+      this.failed(err, sentAt);
       return -1;
     }
   }
 
-  end(id: number, at: number): void {
+  end(id: number, sentAt: number, at: number, answered: boolean): void {
     if (id < 0 || at < this.skipUntil) return;
+    const unknown = answered ? null : sentAt;
     try {
-      this.s.end.run(at, id);
+      // Its row may be gone (pruned by a release with other rules, or by hand): the end is what the
+      // next run needs most (8 requests in 1 s at 5/1s, against a server counting at completion).
+      if (this.s.end.run({ at, unknown, id, fingerprint: this.fingerprint, sent: sentAt }).changes === 0) {
+        this.s.begin.run(this.fingerprint, at, this.windowMs, unknown);
+      }
     } catch (err) {
       this.failed(err, at);
     }
@@ -218,7 +239,7 @@ function unusable(path: string, stat: Stats): string | undefined {
   return undefined;
 }
 
-function openFile(path: string, now: number): BetterSqlite3.Database {
+function openFile(path: string, now: number, windowMs: number): BetterSqlite3.Database {
   const stat = lstatSync(path, { throwIfNoEntry: false });
   const problem = stat === undefined ? undefined : unusable(path, stat);
   if (problem !== undefined) throw new LedgerUnusable(problem);
@@ -253,11 +274,13 @@ function openFile(path: string, now: number): BetterSqlite3.Database {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = OFF');
     db.exec(
-      'CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL, ended_at REAL NOT NULL, window_ms REAL); CREATE INDEX IF NOT EXISTS requests_by_key ON requests (fingerprint, ended_at);',
+      'CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL, ended_at REAL NOT NULL, window_ms REAL, sent_at REAL); CREATE INDEX IF NOT EXISTS requests_by_key ON requests (fingerprint, ended_at);',
     );
+    // Columns later releases added: `window_ms` (a row's own window), `sent_at` (set while its end is unknown).
     const columns = db.prepare("SELECT name FROM pragma_table_info('requests')").pluck().all() as string[];
     if (!columns.includes('window_ms')) db.exec('ALTER TABLE requests ADD COLUMN window_ms REAL');
-    db.prepare(PRUNE).run({ now });
+    if (!columns.includes('sent_at')) db.exec('ALTER TABLE requests ADD COLUMN sent_at REAL');
+    db.prepare(PRUNE).run({ now, window: windowMs });
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     // Damage that no statement above reached (an index page: the first read of it failed every later
     // command with SQLITE_CORRUPT, naming no file): found here, and the file is moved aside. The
