@@ -355,7 +355,7 @@ describe('what the client tells the budget of each request', () => {
     return { budget, said };
   }
 
-  it('an answer of any status is answered; no answer (a connection lost, a timeout) is not: the server may still count it', async () => {
+  it('an answer of any status, or a refused connection, is a known end; no answer (a connection lost, a timeout) is not: the server may still count it', async () => {
     for (const [reply, expected] of [
       [{ body: { data: [] } }, [undefined]],
       [{ status: 503, body: '' }, [true]],
@@ -376,6 +376,15 @@ describe('what the client tells the budget of each request', () => {
       .listCampaigns()
       .catch(() => undefined);
     expect(said).toEqual([false]);
+    // Refused at connect: it never left this machine, so its end is known.
+    const { agent: refused } = mockService(() => {
+      throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:443'), { code: 'ECONNREFUSED' });
+    });
+    const never = spyBudget();
+    await mockClient(refused, { maxRetries: 0 }, { budget: never.budget })
+      .listCampaigns()
+      .catch(() => undefined);
+    expect(never.said).toEqual([true]);
     // A reply slower than --timeout: given up on before any answer.
     const slow = new MockAgent();
     slow.disableNetConnect();

@@ -248,8 +248,7 @@ export class ApiClient {
         });
         return res;
       } catch (err) {
-        // Without an answer (a timeout, an abort, a connection lost) the server may still count it.
-        release(err instanceof ApiError && err.status !== undefined);
+        release(endKnown(err));
         this.redacted(err);
         const received = receivedBy.get(err as object);
         // Still one request event: the log's lines and the summary's request count must agree.
@@ -508,4 +507,17 @@ const STATUS_TEXT: Record<number, string> = {
 
 function statusText(status: number): string {
   return STATUS_TEXT[status] ?? 'error';
+}
+
+/** Connecting failed: the request never left this machine, so no server can count it later. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EMFILE', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * Whether a failed request's end is known: it was answered (any status), or it never reached a
+ * server. Without an answer (a timeout, an abort, a connection lost) the server may still count it.
+ */
+function endKnown(err: unknown): boolean {
+  // A proxy's refusal of CONNECT did not reach the service either.
+  if (err instanceof NetworkError) return NEVER_SENT.has(err.code) || err.code.startsWith('PROXY_');
+  return err instanceof ApiError && err.status !== undefined;
 }
