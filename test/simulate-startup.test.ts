@@ -3,6 +3,7 @@
  * names the flag, instead of an "internal error" (exit 1), an OOM kill or a server nobody can reach.
  */
 import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { listenFailure, type SimulateOptions, simulate } from '../src/commands/simulate.js';
@@ -65,11 +66,15 @@ describe('start-up failures name the flag and the file', () => {
   });
 
   it('a certificate or key that is not PEM, or the two swapped', async () => {
+    const empty = join(dirname(f.cert), 'empty.pem');
+    writeFileSync(empty, '');
     expectUsage(
-      await startUp({ tlsCert: '/dev/null', tlsKey: f.key }),
-      /^--tls-cert: \/dev\/null is not a PEM certificate \(.*no start line\)$/,
+      await startUp({ tlsCert: empty, tlsKey: f.key }),
+      /^--tls-cert: .*empty\.pem is not a PEM certificate \(.*no start line\)$/,
     );
-    expectUsage(await startUp({ tlsCert: f.cert, tlsKey: '/dev/null' }), /^--tls-key: \/dev\/null is not a PEM private key/);
+    expectUsage(await startUp({ tlsCert: f.cert, tlsKey: empty }), /^--tls-key: .*empty\.pem is not a PEM private key/);
+    // A device is no file of PEM (read as --api-key-file is: a named pipe there blocked the start).
+    expectUsage(await startUp({ tlsCert: '/dev/null', tlsKey: f.key }), /^--tls-cert: \/dev\/null is not a regular file$/);
     expectUsage(await startUp({ tlsCert: f.key, tlsKey: f.cert }), /^--tls-cert: .*key\.pem is not a PEM certificate/);
     // The right pair still serves.
     expect(await startUp({ tlsCert: f.cert, tlsKey: f.key })).toBeUndefined();
