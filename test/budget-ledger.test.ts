@@ -1,7 +1,7 @@
 /**
- * The request budget across processes (issue 15): a budget starts from the requests earlier
- * processes with the same key made within the window, on a fake clock and between two real
- * processes against a server limited to exactly the budget.
+ * The request budget across processes (issue 15): a budget counts the requests other processes with
+ * the same key made within the window, earlier ones and those running at the same time, on a fake
+ * clock and between real processes against a server limited to exactly the budget.
  */
 import { execFileSync } from 'node:child_process';
 import {
@@ -31,6 +31,23 @@ const rate = { count: 3, windowMs: 1000 };
 
 /** The ledger in `dir` for a key, opened at `t` by a budget of `windowMs`. */
 const open = (dir: string, fingerprint: string, t: number, windowMs = 1000) => BudgetLedger.open(dir, fingerprint, windowMs, t).ledger;
+
+/** Records a request sent at `t` in `ledger`, whatever the others hold; returns its id. */
+const record = (ledger: BudgetLedger, t: number) => ledger.reserve(t, 1000, () => true) as number;
+
+/** The rows of the ledger in `dir` (of one key), read by another connection. */
+function rows(dir: string, fingerprint?: string): number {
+  const db = new Database(join(dir, 'budget.db'), { readonly: true });
+  try {
+    const sql = `SELECT count(*) FROM requests${fingerprint === undefined ? '' : ' WHERE fingerprint = ?'}`;
+    return db
+      .prepare(sql)
+      .pluck()
+      .get(...(fingerprint === undefined ? [] : [fingerprint])) as number;
+  } finally {
+    db.close();
+  }
+}
 
 describe('the budget ledger', () => {
   it('a new budget with the same key waits for the slots an earlier one used; another key does not', () => {
@@ -77,7 +94,7 @@ describe('the budget ledger', () => {
     expect(fp).not.toBe(ledgerFingerprint('https://api.example.com/', 'sk_live_other'));
     const ledger = open(dir, fp, Date.now());
     const t = Date.now();
-    ledger.end(ledger.begin(t), t, t, true);
+    ledger.end(record(ledger, t), t, t, true);
     ledger.close();
     expect(statSync(join(dir, 'budget.db')).mode & 0o777).toBe(0o600);
     expect(readFileSync(join(dir, 'budget.db')).toString('latin1')).not.toContain('sk_live_secret');
@@ -141,14 +158,20 @@ describe('the ledger where hostile pass 4 broke it', () => {
     wrong.close();
     // Back at the right time: those rows cannot be, and are dropped (every later run waited a year).
     const ledger = open(dir, 'k', clock.t, 10_000);
-    expect(ledger.recent(0, 1000)).toEqual([]);
+    expect(rows(dir, 'k')).toBe(0);
     const budget = new RequestBudget({ count: 2, windowMs: 10_000 }, clock, ledger);
     expect([budget.tryAcquire(), budget.tryAcquire()].every((r) => r !== undefined)).toBe(true);
     ledger.close();
-    // A ledger that hands the budget such a time anyway: one window from now at most.
-    const future = { recent: () => [clock.t + 365 * DAY], begin: () => -1, end: () => {} };
-    const held = new RequestBudget({ count: 1, windowMs: 10_000 }, clock, future);
+    // One ahead by less than two windows is not pruned: it holds its slot one window from now at most.
+    const other = new Database(join(dir, 'budget.db'));
+    other.prepare("INSERT INTO requests (fingerprint, ended_at, window_ms) VALUES ('j', ?, 10000)").run(clock.t + 19_000);
+    other.close();
+    const near = open(dir, 'j', clock.t, 10_000);
+    const held = new RequestBudget({ count: 1, windowMs: 10_000 }, clock, near);
+    expect(held.tryAcquire()).toBeUndefined();
+    expect(held.waitEstimate()).toBeGreaterThan(10_000);
     expect(held.waitEstimate()).toBeLessThanOrEqual(2 * 10_020);
+    near.close();
   });
 
   it("another program's lock on the ledger costs skipped rows, not seconds of a frozen process", () => {
@@ -160,7 +183,7 @@ describe('the ledger where hostile pass 4 broke it', () => {
     // Forty requests' writes: with a 2 s wait at each, 80 s of a frozen event loop.
     for (let i = 0; i < 40; i++) {
       const t = Date.now();
-      ledger.end(ledger.begin(t), t, t, true);
+      ledger.end(record(ledger, t), t, t, true);
     }
     expect(performance.now() - t0).toBeLessThan(1000);
     other.exec('ROLLBACK');
@@ -175,7 +198,7 @@ describe('the ledger where hostile pass 4 broke it', () => {
     other.prepare("INSERT INTO requests (fingerprint, ended_at, window_ms) VALUES ('old', ?, 1000)").run(Date.now() - 3 * DAY);
     for (let i = 0; i < 1000; i++) {
       const t = Date.now();
-      ledger.end(ledger.begin(t), t, t, true);
+      ledger.end(record(ledger, t), t, t, true);
     }
     expect(other.prepare("SELECT count(*) FROM requests WHERE fingerprint = 'old'").pluck().get()).toBe(0);
     other.close();
@@ -195,8 +218,8 @@ describe('the ledger where hostile pass 4 broke it', () => {
     expect(opened.warnings[0]).toContain(`${path} could not be read (SQLITE_NOTADB)`);
     expect(readFileSync(aside)).toEqual(garbage);
     const t = Date.now();
-    opened.ledger.end(opened.ledger.begin(t), t, t, true);
-    expect(opened.ledger.recent(0, 1000)).toHaveLength(1);
+    opened.ledger.end(record(opened.ledger, t), t, t, true);
+    expect(rows(dir)).toBe(1);
     opened.ledger.close();
     // One written in the last second is taken for another process's new ledger: not moved, the open fails once.
     const fresh = tempDir();
@@ -234,7 +257,7 @@ describe('the ledger where hostile pass 6 broke the fixes', () => {
     clock.t += 50;
     // Another key's run opens (and prunes) the ledger 50 ms later: the row was taken for "a time that cannot be".
     open(dir, 'other', clock.t, 1000).close();
-    expect(ledger.recent(0, 1000)).toHaveLength(1);
+    expect(rows(dir, 'k')).toBe(1);
     ledger.close();
   });
 
@@ -258,7 +281,8 @@ describe('the ledger where hostile pass 6 broke the fixes', () => {
     utimesSync(path, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
     const opened = BudgetLedger.open(dir, 'k', 60_000, Date.now());
     expect(opened.warnings.join('\n')).toMatch(/could not be read \(SQLITE_CORRUPT[A-Z_]*\): moved aside to .*budget\.db\.damaged-/);
-    expect(opened.ledger.recent(0, 1000)).toEqual([]);
+    expect(rows(dir)).toBe(0);
+    expect(record(opened.ledger, Date.now())).toBeGreaterThan(0);
     opened.ledger.close();
   });
 
@@ -296,8 +320,9 @@ describe('the ledger where hostile pass 7 broke it', () => {
     const after = new RequestBudget(one, clock, next);
     expect(after.tryAcquire(), 'the next process, a window after the give-up').toBeUndefined();
     clock.t = sent + 2100;
-    expect(budget.tryAcquire()).toBeDefined();
     expect(after.tryAcquire()).toBeDefined();
+    // Both run at once and share the one slot: the other process's new request holds it.
+    expect(budget.tryAcquire(), 'the first process, while the next one holds the slot').toBeUndefined();
     ledger.close();
     next.close();
   });
@@ -396,6 +421,86 @@ describe('the ledger where hostile pass 7 broke it', () => {
     expect(r.stderr).toBe(
       `warning: the request budget is not shared with other runs: ${join(state, 'campaign-sync', 'budget.db')} could not be read (SQLITE_NOTADB); if it is damaged, the next run moves it aside\n`,
     );
+  });
+});
+
+describe('processes running at the same time with one key share the budget', () => {
+  it('the slots one takes are not there for the other, and come back to both a window after they ended', () => {
+    const dir = tempDir();
+    const clock = fakeClock(70_000_000);
+    const five = { count: 5, windowMs: 1000 };
+    const a = new RequestBudget(five, clock, open(dir, 'k', clock.t));
+    const b = new RequestBudget(five, clock, open(dir, 'k', clock.t));
+    const heldByA = [1, 2, 3].map(() => a.tryAcquire() as () => void);
+    expect(heldByA.every((r) => r !== undefined)).toBe(true);
+    const heldByB = [1, 2].map(() => b.tryAcquire() as () => void);
+    expect(heldByB.every((r) => r !== undefined)).toBe(true);
+    expect(b.tryAcquire(), "B, with A's three in flight").toBeUndefined();
+    expect(a.tryAcquire(), "A, with B's two in flight").toBeUndefined();
+    clock.t += 20;
+    for (const release of [...heldByA, ...heldByB]) release();
+    // Ended 20 ms after they were sent: a window (and its margin) after that, not two after the send.
+    expect(b.tryAcquire()).toBeUndefined();
+    expect(b.waitEstimate()).toBeGreaterThan(900);
+    expect(b.waitEstimate()).toBeLessThanOrEqual(1002);
+    clock.t += 1003;
+    expect([1, 2, 3, 4, 5].map(() => b.tryAcquire()).every((r) => r !== undefined)).toBe(true);
+    expect(a.tryAcquire(), 'B took all five').toBeUndefined();
+  });
+
+  it("a budget held back by another process's request in flight looks again soon, and sends a window after that request's answer", () => {
+    const dir = tempDir();
+    const clock = fakeClock(71_000_000);
+    const one = { count: 1, windowMs: 1000 };
+    const a = new RequestBudget(one, clock, open(dir, 'k', clock.t));
+    const b = new RequestBudget(one, clock, open(dir, 'k', clock.t));
+    const sent = clock.t;
+    const release = a.tryAcquire() as () => void;
+    // A's request is in flight: counted as ending a window after it was sent, until its answer comes,
+    // which may be any moment: B looks again within 50 ms.
+    expect(b.tryAcquire()).toBeUndefined();
+    expect(b.waitEstimate()).toBeLessThanOrEqual(50);
+    clock.t = sent + 300;
+    release();
+    clock.t = sent + 300 + 900;
+    expect(b.tryAcquire(), 'within a window of the answer').toBeUndefined();
+    expect(b.waitEstimate()).toBeGreaterThan(50);
+    // A window after the answer, not two after the send (sent + 2004).
+    clock.t = sent + 300 + 1003;
+    expect(b.tryAcquire()).toBeDefined();
+  });
+
+  it('a process that opens no ledger (its state folder unwritable) is not seen: the budget is its own, as the warning says', () => {
+    const dir = tempDir();
+    const clock = fakeClock(72_000_000);
+    const a = new RequestBudget({ count: 1, windowMs: 1000 }, clock);
+    const b = new RequestBudget({ count: 1, windowMs: 1000 }, clock, open(dir, 'k', clock.t));
+    expect(a.tryAcquire()).toBeDefined();
+    expect(b.tryAcquire()).toBeDefined();
+  });
+
+  it('two pulls started together on two databases stay within the server limit together: zero 429 (each on its own state folder: 429s)', async () => {
+    // Each pull makes 5 requests (the list, 2 pages per stream) at 6/8s; the server allows 6 per 8 s
+    // and answers each after 300 ms, so that the two runs overlap whichever starts first.
+    const run = async (states: [string, string]) => {
+      const s = await sim({ campaigns: 2, records: 10, rateLimit: { count: 6, windowMs: 8000 }, faults: { slow: 1 }, slowMs: 300 });
+      const args = (db: string) => ['pull', '--db', db, '--page-size', '5', '--rate-limit', '6/8s', '--max-retries', '0', '--json'];
+      const env = (state: string) => ({ CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state });
+      const [first, second] = await Promise.all([
+        cli(args(join(tempDir(), 'a.db')), { env: env(states[0]) }),
+        cli(args(join(tempDir(), 'b.db')), { env: env(states[1]) }),
+      ]);
+      return { first, second, tooMany: s.stats.byStatus[429] ?? 0, served: s.stats.requests };
+    };
+    const state = tempDir();
+    const shared = await run([state, state]);
+    expect(shared.first.code, shared.first.stderr).toBe(0);
+    expect(shared.second.code, shared.second.stderr).toBe(0);
+    expect(shared.tooMany).toBe(0);
+    expect(shared.served).toBe(10);
+    // The control: each process on its own budget sends its 5 into the same 8 s.
+    const split = await run([tempDir(), tempDir()]);
+    expect(split.tooMany).toBeGreaterThan(0);
   });
 });
 

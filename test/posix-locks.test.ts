@@ -48,7 +48,7 @@ describe('the budget ledger keeps its lock on its file', () => {
     for (let i = 0; i < 2; i++) {
       const { ledger } = BudgetLedger.open(dir, 'k', 1000, Date.now());
       try {
-        ledger.recent(0, 1000);
+        ledger.reserve(Date.now(), 1000, () => false);
         expect(locksOn(join(dir, 'budget.db')), `open ${i + 1}`).toBeGreaterThan(0);
       } finally {
         ledger.close();

@@ -12,13 +12,15 @@
  * Cost: each slot idles for one response time per window, e.g. 10 ms per second (1%) at 20/1s.
  * A 429's Retry-After pauses everyone.
  *
- * Across processes: with a ledger (core/rate.ts), the budget starts from the requests the previous
- * processes with the same key made within the window (their slots are busy until a window after
- * they ended) and records its own as it goes, so back-to-back cron runs or a restarted watch stay
- * within the rate together.
+ * Across processes: with a ledger (core/rate.ts), every request is recorded, and a request is sent
+ * only while this process's busy slots and the other processes' (their requests within a window of
+ * ending, or in flight) number fewer than N, checked and recorded under the ledger's lock. The proof
+ * above needs no slot identities: among any N + 1 requests arriving in one window, the last one sent
+ * found the N others busy when it was sent. So back-to-back cron runs, a restarted watch and two
+ * processes running at the same time on different databases stay within the rate together.
  */
 import { type Clock, realClock } from '../core/clock.js';
-import type { Rate, RequestLedger } from '../core/rate.js';
+import type { OtherRequests, Rate, RequestLedger } from '../core/rate.js';
 import { AbortedError } from '../errors.js';
 
 /**
@@ -32,15 +34,17 @@ export class RequestBudget {
   /** Slots never used yet. */
   private unused: number;
   /**
-   * End times of the free slots, oldest first, so the oldest free slot is at the head. This
-   * process's releases come in time order and are appended (O(1) per request); an earlier process's
-   * request still in flight came from the ledger with a provisional end in the future, and a release
-   * earlier than it goes in before it (`release`), or every slot freed meanwhile waited behind it.
+   * End times of the free slots, oldest first, so the oldest free slot is at the head. Releases come
+   * in time order and are appended (O(1) per request), but for a request given up on, whose slot ends
+   * a window after it was sent: a release earlier than that goes in before it (`release`), or every
+   * slot freed meanwhile waited behind it.
    */
   private readonly free: number[] = [];
   private head = 0;
   private readonly windowMs: number;
   private pausedUntil = 0;
+  /** The other processes' requests, as the ledger last showed them (for waits). */
+  private others: OtherRequests | undefined;
   /** Wakes waiters when a slot whose request was in flight becomes free. */
   private waiters: Array<() => void> = [];
   /**
@@ -60,17 +64,6 @@ export class RequestBudget {
     this.tick = clock.monotonic === undefined ? () => clock.now() : () => (clock.monotonic as () => number)();
     // A hair of margin for servers that round their clock.
     this.windowMs = rate.windowMs + Math.min(100, Math.ceil(rate.windowMs * 0.002));
-    if (ledger) {
-      // The last `count` requests of earlier processes hold their slots as if they were ours. An end
-      // later than a window from now (an earlier process's longer window, or a clock set back since)
-      // holds its slot one window from now, never longer: a row dated a year ahead had every later
-      // run wait a year. Clamping keeps the order (the ledger's is ascending).
-      const wall = this.clock.now();
-      const tick = this.tick();
-      const ends = ledger.recent(wall - this.windowMs, this.windowMs).slice(-rate.count);
-      for (const end of ends) this.free.push(Math.min(end - wall, this.windowMs) + tick);
-      this.unused -= ends.length;
-    }
   }
 
   /**
@@ -80,12 +73,60 @@ export class RequestBudget {
   tryAcquire(): Release | undefined {
     const now = this.tick();
     if (this.pausedUntil > now) return undefined;
-    if (this.unused > 0) {
-      this.unused--;
-      return this.grant();
+    const ledger = this.ledger;
+    if (ledger === undefined) {
+      const slot = this.pick(now, 0);
+      return slot === undefined ? undefined : this.grant(slot, undefined, this.clock.now(), now);
     }
-    if (this.head < this.free.length && (this.free[this.head] as number) + this.windowMs <= now) return this.takeFree();
-    return undefined;
+    const wall = this.clock.now();
+    let slot: Slot | undefined;
+    const id = ledger.reserve(wall, this.windowMs, (others) => {
+      this.others = others;
+      slot = this.pick(now, busyAfter(others.ends, wall - this.windowMs));
+      return slot !== undefined;
+    });
+    return slot === undefined ? undefined : this.grant(slot, id, wall, now);
+  }
+
+  /**
+   * Which of this process's slots a request may take now, when the other processes hold `busy`:
+   * one only while ours that are free (never used, or come round) outnumber theirs, so that ours in
+   * use and theirs stay under N together. An unused slot first: the free ones keep their order.
+   */
+  private pick(now: number, busy: number): Slot | undefined {
+    if (this.unused > busy) return 'unused';
+    let ready = this.unused;
+    for (let i = this.head; i < this.free.length && ready <= busy; i++) {
+      if ((this.free[i] as number) + this.windowMs > now) break;
+      ready++;
+    }
+    if (ready <= busy) return undefined;
+    return this.unused > 0 ? 'unused' : 'free';
+  }
+
+  /**
+   * When a slot may next be free (on the monotonic clock): the next of ours to come round, or the
+   * next of the other processes' to leave the window, whichever is sooner; no later than POLL_MS from
+   * now while one of theirs is in flight, whose end may come sooner than counted.
+   */
+  private nextChance(now: number): number {
+    let next = Number.POSITIVE_INFINITY;
+    for (let i = this.head; i < this.free.length; i++) {
+      const due = (this.free[i] as number) + this.windowMs;
+      if (due > now) {
+        next = due;
+        break;
+      }
+    }
+    const others = this.others;
+    if (others !== undefined && others.ends.length > 0) {
+      const wall = this.clock.now();
+      const since = wall - this.windowMs;
+      const first = others.ends.length - busyAfter(others.ends, since);
+      if (first < others.ends.length) next = Math.min(next, (others.ends[first] as number) - since + now);
+      if (others.inFlight) next = Math.min(next, now + POLL_MS);
+    }
+    return Number.isFinite(next) ? next : now + POLL_MS;
   }
 
   /** Waits until a request may be sent, then holds a slot for it until `release()`. */
@@ -108,26 +149,22 @@ export class RequestBudget {
         });
         continue;
       }
-      const oldest = this.unused > 0 ? Number.NEGATIVE_INFINITY : (this.free[this.head] as number);
-      await this.clock.sleep(Math.max(1, oldest + this.windowMs - now, pause), signal);
+      await this.clock.sleep(Math.max(1, this.nextChance(now) - now, pause), signal);
     }
   }
 
-  private takeFree(): Release {
-    this.head++;
-    if (this.head > 1024 && this.head * 2 > this.free.length) {
-      this.free.splice(0, this.head);
-      this.head = 0;
+  /** Takes `slot` for a request sent now (`sentWall`, `sent` on the monotonic clock), recorded in the ledger as `id`. */
+  private grant(slot: Slot, id: number | undefined, sentWall: number, sent: number): Release {
+    if (slot === 'unused') this.unused--;
+    else {
+      this.head++;
+      if (this.head > 1024 && this.head * 2 > this.free.length) {
+        this.free.splice(0, this.head);
+        this.head = 0;
+      }
     }
-    return this.grant();
-  }
-
-  private grant(): Release {
     let released = false;
-    const sentWall = this.clock.now();
-    const sent = this.tick();
     // A process killed with the request in flight leaves it in the ledger as one of unknown end.
-    const id = this.ledger?.begin(sentWall);
     return (answered = true) => {
       if (released) return;
       released = true;
@@ -149,7 +186,7 @@ export class RequestBudget {
       free.push(end);
       return;
     }
-    // Before the provisional ends of earlier processes' requests (at most `count` of them).
+    // Before the ends of requests given up on, a window after they were sent.
     let i = free.length;
     while (i > this.head && (free[i - 1] as number) > end) i--;
     free.splice(i, 0, end);
@@ -163,7 +200,9 @@ export class RequestBudget {
     const now = this.tick();
     const pause = this.pausedUntil - now;
     let slot = 0;
-    if (this.unused === 0 && this.head < this.free.length) slot = (this.free[this.head] as number) + this.windowMs - now;
+    const others = this.others === undefined ? 0 : busyAfter(this.others.ends, this.clock.now() - this.windowMs);
+    const allInFlight = this.unused === 0 && this.head === this.free.length;
+    if (!allInFlight && this.pick(now, others) === undefined) slot = this.nextChance(now) - now;
     return Math.max(0, pause, slot);
   }
 
@@ -171,4 +210,25 @@ export class RequestBudget {
   pause(ms: number): void {
     this.pausedUntil = Math.max(this.pausedUntil, this.tick() + ms);
   }
+}
+
+/** A slot never used yet, or the oldest free one. */
+type Slot = 'unused' | 'free';
+
+/**
+ * How often a budget waiting on another process's request in flight looks again: its end, once
+ * answered, may free the slot sooner than a window after it was sent.
+ */
+const POLL_MS = 50;
+
+/** How many of `ends` (ascending) are later than `since`. */
+function busyAfter(ends: readonly number[], since: number): number {
+  let lo = 0;
+  let hi = ends.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((ends[mid] as number) > since) hi = mid;
+    else lo = mid + 1;
+  }
+  return ends.length - lo;
 }

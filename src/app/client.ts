@@ -23,10 +23,6 @@ export interface ClientHooks {
   events?: RunEvents | undefined;
 }
 
-/**
- * The budget starts from the requests earlier processes made with the same key (store/budget-ledger.ts);
- * when the ledger cannot be opened, the budget is this process's alone, with one warning.
- */
 /** What kept the ledger in `dir` from being used, naming the file when the folder is not at fault. */
 function ledgerProblem(err: unknown, dir: string): string {
   if (err instanceof LedgerUnusable) return err.message;
@@ -41,6 +37,11 @@ function ledgerProblem(err: unknown, dir: string): string {
   return `cannot write ${dir} (${code})`;
 }
 
+/**
+ * Builds the command's client. Its budget counts the requests other processes make with the same
+ * key, earlier or at the same time (store/budget-ledger.ts); when the ledger cannot be opened, the
+ * budget is this process's alone, with one warning.
+ */
 export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiClient {
   let ledger: BudgetLedger | undefined;
   const dir = stateDir();

@@ -19,19 +19,32 @@ export function formatDuration(ms: number): string {
 }
 
 /**
- * Where a request budget keeps the requests it granted, so that the next process with the same key
- * starts from them (store/budget-ledger.ts keeps it in a small SQLite file). Times are ms since the epoch.
+ * Other processes' recent requests with the same key and service, as a budget of one window sees
+ * them when it last asked: when each ended (ms since the epoch), ascending. A request of unknown end
+ * (in flight, left in flight by a killed process, given up on without an answer) counts as ending a
+ * window after it was sent, or when it was given up on if that is later: the server may count it any
+ * time until it answers.
+ */
+export interface OtherRequests {
+  ends: readonly number[];
+  /** Some are in flight in a live process: their ends may come sooner than `ends` says. */
+  inFlight: boolean;
+}
+
+/**
+ * Where every process's request budget records the requests it sends, so that processes with the
+ * same key, one after another or at the same time, stay within the rate together
+ * (store/budget-ledger.ts keeps it in a small SQLite file). Times are ms since the epoch.
  */
 export interface RequestLedger {
   /**
-   * When the recorded requests ended, for a budget of `windowMs`, those after `since`, oldest first.
-   * A request of unknown end (still in flight, left in flight by a killed process, or given up on
-   * without an answer) counts as ending a window of that budget after it was sent, or when it was
-   * given up on if that is later: the server may count it any time until it answers.
+   * Calls `take` with the other processes' requests (read again only when one of them has written
+   * since: cheap otherwise) and, when it says yes, records a request of this process sent at
+   * `sentAt`, both under the ledger's write lock, so that two processes cannot both take the last
+   * slot. Returns the request's id (negative: sent, but not recorded), or undefined when `take`
+   * declined. `windowMs`: the window of the asking budget. Never throws: the ledger is advisory.
    */
-  recent(since: number, windowMs: number): number[];
-  /** Records a request sent at `sentAt`, of unknown end until `end`; returns its id (negative: not recorded). */
-  begin(sentAt: number): number;
+  reserve(sentAt: number, windowMs: number, take: (others: OtherRequests) => boolean): number | undefined;
   /**
    * Records the end of request `id`, sent at `sentAt`: `answered`, it ended at `at`; not (a timeout,
    * an abort, a connection lost before the answer), its end stays unknown, no earlier than `at`.

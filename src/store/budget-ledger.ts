@@ -1,8 +1,10 @@
 /**
  * The request budget's memory across processes (core/rate.ts RequestLedger): when each recent
- * request of one key at one service ended, in a small SQLite file of the user's state folder
- * (`$XDG_STATE_HOME/campaign-sync/budget.db`, `~/.local/state/…`), shared by every database. A
- * ledger is keyed by a fingerprint of the base URL and the key (a hash: the key is never stored).
+ * request of one key at one service was sent and ended, in a small SQLite file of the user's state
+ * folder (`$XDG_STATE_HOME/campaign-sync/budget.db`, `~/.local/state/…`), shared by every database
+ * and by processes running at the same time. A ledger is keyed by a fingerprint of the base URL and
+ * the key (a hash: the key is never stored); each process's rows carry a random owner number, so
+ * that it tells its own requests (which its budget counts itself) from everyone else's.
  *
  * It is advisory and disposable: writes are not fsynced (a power cut forgets the last second or so
  * of requests, which a 429 then corrects); a write that has to wait for another program's lock is
@@ -12,11 +14,12 @@
  * with a warning either way, rather than failing the sync.
  */
 
+import { randomInt } from 'node:crypto';
 import { closeSync, constants, fchmodSync, lstatSync, openSync, renameSync, type Stats, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { keyFingerprint } from '../core/fingerprint.js';
-import type { RequestLedger } from '../core/rate.js';
+import type { OtherRequests, RequestLedger } from '../core/rate.js';
 import { errorCode } from '../errors.js';
 import { makeFolders } from './folders.js';
 import { Database } from './sqlite.js';
@@ -52,12 +55,15 @@ const KEEP_MS = 3_600_000;
 const PRUNE = `DELETE FROM requests WHERE ended_at + max(coalesce(window_ms, ${OLD_ROW_WINDOW_MS}), @window, ${KEEP_MS}) < @now OR ended_at > @now + 2 * max(coalesce(window_ms, ${OLD_ROW_WINDOW_MS}), @window)`;
 
 /**
- * When the rows of one key ended, for a reader whose window is @window: a row of unknown end counts
- * as ending a window after it was sent (a killed 100/1h run's request holds a 5/3s run's slot for 6 s
- * after it was sent, not for the hour, nor from every later run's start), or when it was given up on
- * if that is later. Rows written by a release before `sent_at` keep their (provisional) end.
+ * When the other owners' rows of one key ended, those after @since, for a reader whose window is
+ * @window: a row of unknown end counts as ending a window after it was sent (a killed 100/1h run's
+ * request holds a 5/3s run's slot for 6 s after it was sent, not for the hour, nor from every later
+ * run's start), or when it was given up on if that is later; one still in flight (`ended_at` is its
+ * send time) is flagged. Rows written by a release before `sent_at` keep their (provisional) end, and
+ * those before `owner` are everyone else's. `ended_at > @since - @window` lets the index find them:
+ * an end is never more than a window after `ended_at`.
  */
-const RECENT = `SELECT e FROM (SELECT CASE WHEN sent_at IS NULL THEN ended_at ELSE max(ended_at, sent_at + @window) END AS e FROM requests WHERE fingerprint = @fingerprint) WHERE e > @since ORDER BY e`;
+const OTHERS = `SELECT e, inflight FROM (SELECT CASE WHEN sent_at IS NULL THEN ended_at ELSE max(ended_at, sent_at + @window) END AS e, sent_at IS NOT NULL AND ended_at = sent_at AS inflight FROM requests WHERE fingerprint = @fingerprint AND ended_at > @since - @window AND owner IS NOT @owner) WHERE e > @since ORDER BY e`;
 
 /** A ledger file written this recently (ms) may be another process's new one, still being set up. */
 const STARTING_MS = 1_000;
@@ -87,6 +93,11 @@ export class BudgetLedger implements RequestLedger {
   private readonly s;
   private writes = 0;
   private skipUntil = 0;
+  /** This process's rows: its budget counts them itself. */
+  private readonly owner = randomInt(1, 2 ** 47);
+  /** The other owners' requests as last read, and the file's `data_version` then: read again only when another connection wrote. */
+  private others: OtherRequests = { ends: [], inFlight: false };
+  private version: number | undefined;
 
   private constructor(
     private readonly db: BetterSqlite3.Database,
@@ -94,8 +105,12 @@ export class BudgetLedger implements RequestLedger {
     private readonly windowMs: number,
   ) {
     this.s = {
-      recent: db.prepare(RECENT).pluck(),
-      begin: db.prepare('INSERT INTO requests (fingerprint, ended_at, window_ms, sent_at) VALUES (?, ?, ?, ?)'),
+      others: db.prepare(OTHERS).raw(),
+      version: db.prepare('PRAGMA data_version').pluck(),
+      lock: db.prepare('BEGIN IMMEDIATE'),
+      commit: db.prepare('COMMIT'),
+      rollback: db.prepare('ROLLBACK'),
+      begin: db.prepare('INSERT INTO requests (fingerprint, ended_at, window_ms, sent_at, owner) VALUES (?, ?, ?, ?, ?)'),
       // Only its own row: matched by key and send time too, since a row pruned meanwhile may have left its id to another.
       end: db.prepare(
         'UPDATE requests SET ended_at = @at, sent_at = @unknown WHERE id = @id AND fingerprint = @fingerprint AND sent_at = @sent',
@@ -142,26 +157,55 @@ export class BudgetLedger implements RequestLedger {
     return { ledger: new BudgetLedger(db, fingerprint, windowMs), warnings };
   }
 
-  recent(since: number, windowMs: number): number[] {
+  reserve(sentAt: number, windowMs: number, take: (others: OtherRequests) => boolean): number | undefined {
+    // Writes skipped for a while (another program held the lock): decided on what was last read.
+    if (sentAt < this.skipUntil) return take(this.others) ? -1 : undefined;
     try {
-      return this.s.recent.all({ fingerprint: this.fingerprint, since, window: windowMs }) as number[];
-    } catch {
-      // Damage the checks at open did not reach: this run's budget starts empty, the next open moves the file aside.
-      return [];
+      this.s.lock.run();
+    } catch (err) {
+      this.failed(err, sentAt);
+      return take(this.others) ? -1 : undefined;
+    }
+    try {
+      this.read(sentAt, windowMs);
+      if (!take(this.others)) return undefined;
+      // Advisory: a failed write (a full disk) costs the other processes their view of this request, never the request itself.
+      try {
+        const id = Number(this.s.begin.run(this.fingerprint, sentAt, this.windowMs, sentAt, this.owner).lastInsertRowid);
+        if (++this.writes % PRUNE_EVERY === 0) this.s.prune.run({ now: sentAt, window: this.windowMs });
+        this.s.commit.run();
+        return id;
+      } catch (err) {
+        this.failed(err, sentAt);
+        return -1;
+      }
+    } finally {
+      if (this.db.inTransaction) {
+        try {
+          this.s.rollback.run();
+        } catch {}
+      }
     }
   }
 
-  // Advisory: a failed write (a full disk, a lock held by another program) costs the next process its
-  // view of this request, never this request itself.
-  begin(sentAt: number): number {
-    if (sentAt < this.skipUntil) return -1;
+  /** Reads the other owners' requests again when another connection has written since the last read. */
+  private read(now: number, windowMs: number): void {
     try {
-      const id = Number(this.s.begin.run(this.fingerprint, sentAt, this.windowMs, sentAt).lastInsertRowid);
-      if (++this.writes % PRUNE_EVERY === 0) this.s.prune.run({ now: sentAt, window: this.windowMs });
-      return id;
-    } catch (err) {
-      this.failed(err, sentAt);
-      return -1;
+      const version = this.s.version.get() as number;
+      if (version === this.version) return;
+      const rows = this.s.others.all({
+        fingerprint: this.fingerprint,
+        owner: this.owner,
+        since: now - windowMs,
+        window: windowMs,
+      }) as Array<[number, number]>;
+      // An end later than a window from now (another process's longer window, or a clock set back
+      // since) holds its slot one window from now, never longer: a row dated a year ahead had every
+      // later run wait a year. Clamping keeps the order.
+      this.others = { ends: rows.map(([e]) => Math.min(e, now + windowMs)), inFlight: rows.some(([, inflight]) => inflight === 1) };
+      this.version = version;
+    } catch {
+      // Damage the checks at open did not reach: what was read last stands, and the next open moves the file aside.
     }
   }
 
@@ -172,7 +216,7 @@ export class BudgetLedger implements RequestLedger {
       // Its row may be gone (pruned by a release with other rules, or by hand): the end is what the
       // next run needs most (8 requests in 1 s at 5/1s, against a server counting at completion).
       if (this.s.end.run({ at, unknown, id, fingerprint: this.fingerprint, sent: sentAt }).changes === 0) {
-        this.s.begin.run(this.fingerprint, at, this.windowMs, unknown);
+        this.s.begin.run(this.fingerprint, at, this.windowMs, unknown, this.owner);
       }
     } catch (err) {
       this.failed(err, at);
@@ -274,12 +318,14 @@ function openFile(path: string, now: number, windowMs: number): BetterSqlite3.Da
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = OFF');
     db.exec(
-      'CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL, ended_at REAL NOT NULL, window_ms REAL, sent_at REAL); CREATE INDEX IF NOT EXISTS requests_by_key ON requests (fingerprint, ended_at);',
+      'CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL, ended_at REAL NOT NULL, window_ms REAL, sent_at REAL, owner INTEGER); CREATE INDEX IF NOT EXISTS requests_by_key ON requests (fingerprint, ended_at);',
     );
-    // Columns later releases added: `window_ms` (a row's own window), `sent_at` (set while its end is unknown).
+    // Columns later releases added: `window_ms` (a row's own window), `sent_at` (set while its end is
+    // unknown), `owner` (the process that wrote it).
     const columns = db.prepare("SELECT name FROM pragma_table_info('requests')").pluck().all() as string[];
     if (!columns.includes('window_ms')) db.exec('ALTER TABLE requests ADD COLUMN window_ms REAL');
     if (!columns.includes('sent_at')) db.exec('ALTER TABLE requests ADD COLUMN sent_at REAL');
+    if (!columns.includes('owner')) db.exec('ALTER TABLE requests ADD COLUMN owner INTEGER');
     db.prepare(PRUNE).run({ now, window: windowMs });
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     // Damage that no statement above reached (an index page: the first read of it failed every later
