@@ -31,8 +31,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { request } from 'undici';
-import { RequestBudget } from '../dist/api/budget.js';
-import { ApiClient } from '../dist/api/client.js';
+import { createClient } from '../dist/app/client.js';
 import { startSimulator } from '../dist/simulator/server.js';
 import { Checkpoints } from '../dist/store/checkpoints.js';
 import { openDatabase } from '../dist/store/db.js';
@@ -66,12 +65,21 @@ function startServer(options) {
   });
 }
 
+/**
+ * The client a command builds (app/client.ts): its budget records every request in the ledger of a
+ * state folder of the bench's own, as a real pull does.
+ */
 function clientFor(server) {
   const rate = { count: 1_000_000, windowMs: 1000 };
-  return new ApiClient(
-    { baseUrl: new URL(server.url), apiKey: server.apiKey, rate, timeoutMs: 60_000, maxRetries: 3, maxRetryWaitMs: 120_000 },
-    { budget: new RequestBudget(rate) },
-  );
+  process.env.XDG_STATE_HOME = join(work, 'state');
+  return createClient({
+    baseUrl: new URL(server.url),
+    apiKey: server.apiKey,
+    rate,
+    timeoutMs: 60_000,
+    maxRetries: 3,
+    maxRetryWaitMs: 120_000,
+  });
 }
 
 /** Every page body of a stream, as the server sends them (also fills the server's page cache). */
@@ -307,10 +315,15 @@ async function budget() {
   const sim = await startSimulator({ seed: 5, campaigns: 8, records: 1000, rateLimit: rate });
   const db = openDatabase(join(work, 'budget.db'));
   const state = new Checkpoints(db);
-  const client = new ApiClient(
-    { baseUrl: new URL(sim.url), apiKey: sim.apiKey, rate, timeoutMs: 30_000, maxRetries: 5, maxRetryWaitMs: 120_000 },
-    { budget: new RequestBudget(rate) },
-  );
+  process.env.XDG_STATE_HOME = join(work, 'state');
+  const client = createClient({
+    baseUrl: new URL(sim.url),
+    apiKey: sim.apiKey,
+    rate,
+    timeoutMs: 30_000,
+    maxRetries: 5,
+    maxRetryWaitMs: 120_000,
+  });
   const t0 = performance.now();
   const result = await runPass(
     { client, sink: new SqliteSink(db, state), state },
