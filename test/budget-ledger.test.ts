@@ -480,11 +480,11 @@ describe('processes running at the same time with one key share the budget', () 
   });
 
   it('two pulls started together on two databases stay within the server limit together: zero 429 (each on its own state folder: 429s)', async () => {
-    // Each pull makes 5 requests (the list, 2 pages per stream) at 6/8s; the server allows 6 per 8 s
+    // Each pull makes 5 requests (the list, 2 pages per stream) at 6/4s; the server allows 6 per 4 s
     // and answers each after 300 ms, so that the two runs overlap whichever starts first.
     const run = async (states: [string, string]) => {
-      const s = await sim({ campaigns: 2, records: 10, rateLimit: { count: 6, windowMs: 8000 }, faults: { slow: 1 }, slowMs: 300 });
-      const args = (db: string) => ['pull', '--db', db, '--page-size', '5', '--rate-limit', '6/8s', '--max-retries', '0', '--json'];
+      const s = await sim({ campaigns: 2, records: 10, rateLimit: { count: 6, windowMs: 4000 }, faults: { slow: 1 }, slowMs: 300 });
+      const args = (db: string) => ['pull', '--db', db, '--page-size', '5', '--rate-limit', '6/4s', '--max-retries', '0', '--json'];
       const env = (state: string) => ({ CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state });
       const [first, second] = await Promise.all([
         cli(args(join(tempDir(), 'a.db')), { env: env(states[0]) }),
@@ -498,7 +498,7 @@ describe('processes running at the same time with one key share the budget', () 
     expect(shared.second.code, shared.second.stderr).toBe(0);
     expect(shared.tooMany).toBe(0);
     expect(shared.served).toBe(10);
-    // The control: each process on its own budget sends its 5 into the same 8 s.
+    // The control: each process on its own budget sends its 5 into the same 4 s.
     const split = await run([tempDir(), tempDir()]);
     expect(split.tooMany).toBeGreaterThan(0);
   });
