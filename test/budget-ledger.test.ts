@@ -470,6 +470,26 @@ describe('processes running at the same time with one key share the budget', () 
     expect(b.tryAcquire()).toBeDefined();
   });
 
+  it('a request a killed process left in flight stops being looked at once it has left the window', () => {
+    const dir = tempDir();
+    const clock = fakeClock(73_000_000);
+    const one = { count: 1, windowMs: 1000 };
+    const killed = open(dir, 'k', clock.t);
+    const sent = clock.t;
+    expect(new RequestBudget(one, clock, killed).tryAcquire()).toBeDefined(); // never answered: kill -9
+    killed.close();
+    clock.t += 100;
+    const b = new RequestBudget(one, clock, open(dir, 'k', clock.t));
+    expect(b.tryAcquire()).toBeUndefined();
+    expect(b.waitEstimate(), 'its answer may come any moment').toBeLessThanOrEqual(50);
+    // Two windows after it was sent it holds nothing, and B's own request is what B waits for: a
+    // window, not a look every 50 ms.
+    clock.t = sent + 2 * 1002 + 10;
+    (b.tryAcquire() as () => void)();
+    expect(b.tryAcquire()).toBeUndefined();
+    expect(b.waitEstimate()).toBeGreaterThan(1000);
+  });
+
   it('a process that opens no ledger (its state folder unwritable) is not seen: the budget is its own, as the warning says', () => {
     const dir = tempDir();
     const clock = fakeClock(72_000_000);

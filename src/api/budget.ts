@@ -124,7 +124,7 @@ export class RequestBudget {
       const since = wall - this.windowMs;
       const first = others.ends.length - busyAfter(others.ends, since);
       if (first < others.ends.length) next = Math.min(next, (others.ends[first] as number) - since + now);
-      if (others.inFlight) next = Math.min(next, now + POLL_MS);
+      if (others.inFlightUntil > since) next = Math.min(next, now + POLL_MS);
     }
     return Number.isFinite(next) ? next : now + POLL_MS;
   }

@@ -27,8 +27,11 @@ export function formatDuration(ms: number): string {
  */
 export interface OtherRequests {
   ends: readonly number[];
-  /** Some are in flight in a live process: their ends may come sooner than `ends` says. */
-  inFlight: boolean;
+  /**
+   * The latest of `ends` of those in flight (-Infinity: none): their answers may come sooner than
+   * `ends` says, and free their slots sooner.
+   */
+  inFlightUntil: number;
 }
 
 /**

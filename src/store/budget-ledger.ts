@@ -96,7 +96,7 @@ export class BudgetLedger implements RequestLedger {
   /** This process's rows: its budget counts them itself. */
   private readonly owner = randomInt(1, 2 ** 47);
   /** The other owners' requests as last read, and the file's `data_version` then: read again only when another connection wrote. */
-  private others: OtherRequests = { ends: [], inFlight: false };
+  private others: OtherRequests = { ends: [], inFlightUntil: Number.NEGATIVE_INFINITY };
   private version: number | undefined;
 
   private constructor(
@@ -202,7 +202,12 @@ export class BudgetLedger implements RequestLedger {
       // An end later than a window from now (another process's longer window, or a clock set back
       // since) holds its slot one window from now, never longer: a row dated a year ahead had every
       // later run wait a year. Clamping keeps the order.
-      this.others = { ends: rows.map(([e]) => Math.min(e, now + windowMs)), inFlight: rows.some(([, inflight]) => inflight === 1) };
+      const ends = rows.map(([e]) => Math.min(e, now + windowMs));
+      let inFlightUntil = Number.NEGATIVE_INFINITY;
+      rows.forEach(([, inflight], i) => {
+        if (inflight === 1) inFlightUntil = ends[i] as number;
+      });
+      this.others = { ends, inFlightUntil };
       this.version = version;
     } catch {
       // Damage the checks at open did not reach: what was read last stands, and the next open moves the file aside.
