@@ -1,4 +1,4 @@
-import { MockAgent } from 'undici';
+import { type Dispatcher, MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiError, AuthError, exitCodeForPass, NetworkError } from '../src/errors.js';
@@ -9,7 +9,6 @@ import {
   campaignList,
   mockClient,
   mockService,
-  ORIGIN,
   pass,
   passDefaults,
   ROLE_CAMPAIGN,
@@ -355,49 +354,77 @@ describe('what the client tells the budget of each request', () => {
     return { budget, said };
   }
 
-  it('an answer of any status, or a refused connection, is a known end; no answer (a connection lost, a timeout) is not: the server may still count it', async () => {
-    for (const [reply, expected] of [
-      [{ body: { data: [] } }, [undefined]],
-      [{ status: 503, body: '' }, [true]],
-      [{ status: 429, body: '', headers: { 'retry-after': '0' } }, [true]],
-    ] as const) {
-      const { agent } = mockService(() => reply);
+  /**
+   * A dispatcher that plays `script` on each request's handler (undici's legacy handler calls), so an
+   * exchange can stop at any stage: before its connection, sent, answered and cut.
+   */
+  function scripted(script: (h: Dispatcher.DispatchHandler) => void): Dispatcher {
+    const dispatch = (_opts: unknown, handler: Dispatcher.DispatchHandler) => {
+      script(handler);
+      return true;
+    };
+    return { dispatch } as unknown as Dispatcher;
+  }
+  /** The request is handed to a connected socket; an abort ends it with onError, as undici's does. */
+  const connect = (h: Dispatcher.DispatchHandler) => h.onConnect?.((err) => h.onError?.(err as Error));
+  const headers = [Buffer.from('content-type'), Buffer.from('application/json')];
+  const resume = () => {};
+
+  it('answered (any status, a body cut off after it) or never sent is a known end; sent and unanswered (lost, timed out) is not: the server may still count it', async () => {
+    const cases: Array<[string, (h: Dispatcher.DispatchHandler) => void, boolean, number | undefined]> = [
+      [
+        'a 503',
+        (h) => {
+          connect(h);
+          h.onHeaders?.(503, headers, resume, 'Service Unavailable');
+          h.onComplete?.([]);
+        },
+        true,
+        503,
+      ],
+      [
+        'a 200 whose body is cut off',
+        (h) => {
+          connect(h);
+          h.onHeaders?.(200, headers, resume, 'OK');
+          h.onData?.(Buffer.from('{"data":['));
+          h.onError?.(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
+        },
+        true,
+        200,
+      ],
+      [
+        'refused at connect',
+        (h) => h.onError?.(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:443'), { code: 'ECONNREFUSED' })),
+        true,
+        undefined,
+      ],
+      // A SYN never answered: --timeout ends it before any connection (undici's own connect timeout is 10 s).
+      ['a connection never made, timed out', () => {}, true, undefined],
+      [
+        'sent, the connection lost',
+        (h) => {
+          connect(h);
+          h.onError?.(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
+        },
+        false,
+        undefined,
+      ],
+      ['sent, no answer within --timeout', (h) => connect(h), false, undefined],
+    ];
+    for (const [what, script, known, status] of cases) {
       const { budget, said } = spyBudget();
-      await mockClient(agent, { maxRetries: 0 }, { budget })
+      const events: Array<number | undefined> = [];
+      await mockClient(
+        new MockAgent(),
+        { maxRetries: 0, timeoutMs: 50 },
+        { budget, dispatcher: scripted(script), events: { request: (e) => void events.push(e.status) } },
+      )
         .listCampaigns()
         .catch(() => undefined);
-      expect(said, JSON.stringify(reply)).toEqual(expected);
+      expect(said, what).toEqual([known]);
+      expect(events, `${what}: the request event's status`).toEqual([status]);
     }
-    const { agent } = mockService(() => {
-      throw new Error('connection reset');
-    });
-    const { budget, said } = spyBudget();
-    await mockClient(agent, { maxRetries: 0 }, { budget })
-      .listCampaigns()
-      .catch(() => undefined);
-    expect(said).toEqual([false]);
-    // Refused at connect: it never left this machine, so its end is known.
-    const { agent: refused } = mockService(() => {
-      throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:443'), { code: 'ECONNREFUSED' });
-    });
-    const never = spyBudget();
-    await mockClient(refused, { maxRetries: 0 }, { budget: never.budget })
-      .listCampaigns()
-      .catch(() => undefined);
-    expect(never.said).toEqual([true]);
-    // A reply slower than --timeout: given up on before any answer.
-    const slow = new MockAgent();
-    slow.disableNetConnect();
-    slow
-      .get(ORIGIN)
-      .intercept({ path: () => true, method: 'GET' })
-      .reply(200, '{"data":[]}')
-      .delay(2000);
-    const timed = spyBudget();
-    await mockClient(slow, { maxRetries: 0, timeoutMs: 50 }, { budget: timed.budget })
-      .listCampaigns()
-      .catch(() => undefined);
-    expect(timed.said).toEqual([false]);
   });
 });
 

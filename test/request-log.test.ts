@@ -118,7 +118,7 @@ describe('the request log', () => {
       if (json) expect(JSON.parse(c.stderr())).toMatchObject({ event: 'request', bytes: 0, body_not_read: true });
       else
         expect(c.stderr()).toMatch(
-          /^http GET \/v1\/campaigns no-status \d+ ms body not read attempt 1\/1 .*of 523 bytes is over the 100-byte cap$/m,
+          /^http GET \/v1\/campaigns 200 \d+ ms body not read attempt 1\/1 .*of 523 bytes is over the 100-byte cap$/m,
         );
     }
   });

@@ -203,6 +203,26 @@ describe('request budget', () => {
     expect(clock.t).toBeGreaterThanOrEqual(600);
   });
 
+  it('a request waiting for a slot takes one freed meanwhile, not the one it was waiting for', async () => {
+    const clock = fakeClock(0);
+    const budget = new RequestBudget({ count: 2, windowMs: 2000 }, clock);
+    const a = budget.tryAcquire() as (answered?: boolean) => void;
+    const b = budget.tryAcquire() as () => void;
+    // a is given up on (a timeout): its slot is held until two windows after it was sent (~4 s).
+    clock.t = 100;
+    a(false);
+    clock.t = 200;
+    let got = -1;
+    const c = budget.acquire().then(() => {
+      got = clock.t;
+    });
+    // b is answered while c sleeps: its slot comes round a window later, at ~2.3 s.
+    clock.t = 310;
+    b();
+    await c;
+    expect(got).toBe(310 + 2004);
+  });
+
   it('a pause (429) holds every stream back', async () => {
     const clock = fakeClock(1000);
     const budget = new RequestBudget({ count: 100, windowMs: 1000 }, clock);

@@ -66,7 +66,17 @@ export interface Exchange {
   received(): number;
   /** True when the answer's headers came and its body was refused unread (see BodyHandler.onHeaders). */
   skipped(): boolean;
+  /**
+   * How far the exchange got: `unsent`, never handed to a connected socket (a refused or never
+   * completed connection, a proxy's refusal: no server can count it); `sent`, handed to one, no
+   * answer yet; `answered`, its status came (the server counted it, whatever became of the body).
+   */
+  stage(): ExchangeStage;
+  /** The answer's status, once it came (0 before). */
+  readonly status: number;
 }
+
+export type ExchangeStage = 'unsent' | 'sent' | 'answered';
 
 /** Sends a GET and collects its whole answer (see the module's comment). */
 export function exchange(dispatcher: Dispatcher, req: ExchangeRequest, info: RequestInfo): Exchange {
@@ -87,7 +97,9 @@ class BodyHandler implements Exchange {
   /** Why the exchange was ended by us; once set, every later callback only finishes the ending. */
   private reason: Error | undefined;
   private settled = false;
-  private status = 0;
+  /** Handed to a connected socket (undici calls onConnect right before it writes the request). */
+  private sent = false;
+  status = 0;
   private headers: Headers = {};
   private gzip = false;
   private readonly chunks: Buffer[] = [];
@@ -115,6 +127,10 @@ class BodyHandler implements Exchange {
     return this.refused;
   }
 
+  stage(): ExchangeStage {
+    return this.status > 0 ? 'answered' : this.sent ? 'sent' : 'unsent';
+  }
+
   /**
    * Ends the exchange with `err`. undici is told after the callback that asked (a microtask), never
    * from inside its parser. Before the connection the answer settles at once: undici calls
@@ -135,6 +151,7 @@ class BodyHandler implements Exchange {
   onConnect(abort: (err: Error) => void): void {
     this.abort = abort;
     if (this.reason) abort(this.reason);
+    else this.sent = true;
   }
 
   onHeaders(status: number, raw: Buffer[]): boolean {

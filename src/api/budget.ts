@@ -45,6 +45,8 @@ export class RequestBudget {
   private pausedUntil = 0;
   /** The other processes' requests, as the ledger last showed them (for waits). */
   private others: OtherRequests | undefined;
+  /** Those sleeping until a slot comes round: woken when a request ends, since its slot may come round sooner. */
+  private readonly dozing = new Set<AbortController>();
   /** Wakes waiters when a slot whose request was in flight becomes free. */
   private waiters: Array<() => void> = [];
   /**
@@ -149,7 +151,27 @@ export class RequestBudget {
         });
         continue;
       }
-      await this.clock.sleep(Math.max(1, this.nextChance(now) - now, pause), signal);
+      await this.doze(Math.max(1, this.nextChance(now) - now, pause), signal);
+    }
+  }
+
+  /**
+   * Sleeps `ms`, or until a request ends: a slot it frees may come round before the one this sleep
+   * was timed for (one given up on holds its slot a window longer), and a waiter that slept on
+   * through it left the slot idle for up to a window.
+   */
+  private async doze(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    const wake = new AbortController();
+    const onAbort = () => wake.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    this.dozing.add(wake);
+    try {
+      await this.clock.sleep(ms, wake.signal);
+    } catch (err) {
+      if (signal?.aborted || !wake.signal.aborted) throw err;
+    } finally {
+      this.dozing.delete(wake);
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 
@@ -176,6 +198,8 @@ export class RequestBudget {
       const woken = this.waiters;
       this.waiters = [];
       for (const w of woken) w();
+      for (const d of this.dozing) d.abort();
+      this.dozing.clear();
     };
   }
 

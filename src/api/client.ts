@@ -14,7 +14,7 @@ import { keyFingerprint } from '../core/fingerprint.js';
 import { parseJsonBytes } from '../core/json-bytes.js';
 import type { ReportType } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
-import { type Answer, type Exchange, exchange } from './body.js';
+import { type Answer, type Exchange, type ExchangeStage, exchange } from './body.js';
 import type { RequestBudget } from './budget.js';
 import { nextCampaignStep, parseCampaignPage } from './campaign-list.js';
 import { createRoute } from './dispatcher.js';
@@ -248,13 +248,16 @@ export class ApiClient {
         });
         return res;
       } catch (err) {
-        release(endKnown(err));
-        this.redacted(err);
         const received = receivedBy.get(err as object);
+        // Unanswered once sent (a timeout, an abort, a connection lost), the server may still count it
+        // later; never sent, or answered (a cut body included), its end is now.
+        release(received?.stage !== 'sent');
+        this.redacted(err);
         // Still one request event: the log's lines and the summary's request count must agree.
         this.events?.request?.({
           ...requestFacts(info, query, attempt, maxAttempts, sentAt, this.clock.now()),
-          status: err instanceof ApiError ? err.status : undefined,
+          // The status that came, a body cut off after it included.
+          status: received?.status || (err instanceof ApiError ? err.status : undefined),
           bytes: received?.bytes ?? 0,
           bodySkipped: received?.skipped,
           budgetWaitMs,
@@ -320,7 +323,7 @@ export class ApiClient {
     try {
       answer = await pending.answer;
     } catch (err) {
-      failure = withReceived(err instanceof ApiError ? err : this.failed(err, info, timedOut), pending.received(), pending.skipped());
+      failure = withReceived(err instanceof ApiError ? err : this.failed(err, info, timedOut), receivedIn(pending));
     } finally {
       clearTimeout(timer);
       this.opts.signal?.removeEventListener('abort', onAbort);
@@ -341,7 +344,7 @@ export class ApiClient {
     const where = this.config.baseUrl.host;
     return withReceived(
       new NetworkError(info, TLS_PORT, `${where} closed the connection without an HTTP answer, and it speaks TLS there`, failure),
-      0,
+      receivedBy.get(failure),
     );
   }
 
@@ -385,7 +388,12 @@ export class ApiClient {
       } catch {}
     }
     // The body was read whole: the request log gives its size, not 0 B.
-    throw withReceived(this.answerError(answer, info, path), wireBytes);
+    throw withReceived(this.answerError(answer, info, path), {
+      bytes: wireBytes,
+      skipped: false,
+      stage: 'answered',
+      status: answer.status,
+    });
   }
 
   /** The error an answer that is not a page of JSON means: not JSON, a redirect, an error status. */
@@ -462,14 +470,28 @@ function opensslReason(message: string): string {
 }
 
 /**
- * The body bytes a failed attempt had read (an error status's body, a body cut off at the cap), for
- * its request event. Kept beside the error, not in it: set on failures only, nothing per page.
+ * What a failed attempt had received (an error status's body, a body cut off at the cap or by a lost
+ * connection, the status before it) and how far it got, for its request event and its budget slot.
+ * Kept beside the error, not in it: set on failures only, nothing per page. An error without it was
+ * thrown before the exchange started: never sent.
  */
-const receivedBy = new WeakMap<object, { bytes: number; skipped: boolean }>();
+interface Received {
+  bytes: number;
+  skipped: boolean;
+  stage: ExchangeStage;
+  /** 0: no status came. */
+  status: number;
+}
 
-function withReceived(err: Error, bytes: number, skipped = false): Error {
-  receivedBy.set(err, { bytes, skipped });
+const receivedBy = new WeakMap<object, Received>();
+
+function withReceived(err: Error, received: Received | undefined): Error {
+  if (received !== undefined) receivedBy.set(err, received);
   return err;
+}
+
+function receivedIn(pending: Exchange): Received {
+  return { bytes: pending.received(), skipped: pending.skipped(), stage: pending.stage(), status: pending.status };
 }
 
 /** The spec's error body (§7), when the body is one. */
@@ -507,17 +529,4 @@ const STATUS_TEXT: Record<number, string> = {
 
 function statusText(status: number): string {
   return STATUS_TEXT[status] ?? 'error';
-}
-
-/** Connecting failed: the request never left this machine, so no server can count it later. */
-const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EMFILE', 'UND_ERR_CONNECT_TIMEOUT']);
-
-/**
- * Whether a failed request's end is known: it was answered (any status), or it never reached a
- * server. Without an answer (a timeout, an abort, a connection lost) the server may still count it.
- */
-function endKnown(err: unknown): boolean {
-  // A proxy's refusal of CONNECT did not reach the service either.
-  if (err instanceof NetworkError) return NEVER_SENT.has(err.code) || err.code.startsWith('PROXY_');
-  return err instanceof ApiError && err.status !== undefined;
 }

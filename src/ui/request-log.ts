@@ -25,7 +25,8 @@ export function requestLine(e: RequestEvent): string {
   ];
   if (e.requestId !== undefined) parts.push(`request_id ${e.requestId}`);
   const line = parts.join(' ');
-  return e.error === undefined || e.status !== undefined ? line : `${line}: ${e.error}`;
+  // An error status speaks for itself; a success status with an error is a body that failed after it (cut off, not JSON).
+  return e.error === undefined || (e.status !== undefined && e.status >= 300) ? line : `${line}: ${e.error}`;
 }
 
 /** Why and how long: `rate-limit: 429, every stream paused 30.0 s (Retry-After), then attempt 2/6 of GET /v1/campaigns`. */

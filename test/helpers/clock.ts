@@ -31,7 +31,21 @@ export function fakeClock(start = 0): Clock & { t: number; sleeps: number[] } {
       new Promise<void>((resolve, reject) => {
         if (signal?.aborted) return reject(new AbortedError());
         clock.sleeps.push(ms);
-        sleepers.push({ at: clock.t + ms, resolve });
+        // An abort ends the sleep at once, as the real sleep's does.
+        const onAbort = () => {
+          const i = sleepers.indexOf(sleeper);
+          if (i >= 0) sleepers.splice(i, 1);
+          reject(new AbortedError());
+        };
+        const sleeper = {
+          at: clock.t + ms,
+          resolve: () => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
+          },
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+        sleepers.push(sleeper);
         schedule();
       }),
   };
