@@ -67,6 +67,20 @@ export class CampaignSyncError extends Error {
 }
 
 /**
+ * A pass that synced nothing: the campaign list failed. Carries the requests it made, for the
+ * `--json` document (where a pass's summary would have given them) to agree with the request log.
+ */
+export class NothingSynced extends CampaignSyncError {
+  override readonly name = 'NothingSynced';
+  constructor(
+    cause: CampaignSyncError,
+    readonly requests: number,
+  ) {
+    super(`nothing synced: ${cause.message}`, cause.exitCode, { kind: cause.kind, cause });
+  }
+}
+
+/**
  * The exit code for any error a command ends with (PRODUCT.md §3): a CampaignSyncError's own, 0 for
  * an interruption, 74 for a raw storage failure nobody wrapped, else 1 (a bug).
  */

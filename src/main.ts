@@ -7,7 +7,16 @@ import { setFlagsFromString } from 'node:v8';
 import { CommanderError } from 'commander';
 import { buildProgram, commanderMessage, type RunResult } from './cli.js';
 import { extraCaCertsProblem } from './config/extra-ca.js';
-import { CampaignSyncError, ExitCode, exitCodeFor, isAbort, isStorageFailure, type StorageError, storageError } from './errors.js';
+import {
+  CampaignSyncError,
+  ExitCode,
+  exitCodeFor,
+  isAbort,
+  isStorageFailure,
+  NothingSynced,
+  type StorageError,
+  storageError,
+} from './errors.js';
 import { safeJson, showLines, showText } from './ui/escape.js';
 import { takeOverWarnings } from './ui/process-warnings.js';
 
@@ -55,8 +64,8 @@ function reportInterrupted(argv: string[]): void {
  * With --json a script reads stdout: a fatal error (401, the service down, a full disk) is one JSON
  * document there too, `{ "error": …, "exit_code": … }`, besides the line on stderr.
  */
-function errorDocument(argv: string[], message: string, exitCode: number): void {
-  if (wantsJson(argv)) process.stdout.write(`${safeJson(JSON.stringify({ error: message, exit_code: exitCode }))}\n`);
+function errorDocument(argv: string[], message: string, exitCode: number, requests?: number): void {
+  if (wantsJson(argv)) process.stdout.write(`${safeJson(JSON.stringify({ error: message, exit_code: exitCode, requests }))}\n`);
 }
 
 /** Runs the CLI and returns the exit code (tests call this; the launcher exits with it). */
@@ -91,7 +100,7 @@ export async function run(argv: string[], signal: AbortSignal): Promise<number> 
     if (failure) {
       // One terminal-safe line: a message may quote what the service sent (ui/escape.ts).
       process.stderr.write(`campaign-sync: ${showText(messageOf(failure))}\n`);
-      errorDocument(argv, messageOf(failure), exitCodeFor(failure));
+      errorDocument(argv, messageOf(failure), exitCodeFor(failure), failure instanceof NothingSynced ? failure.requests : undefined);
       return exitCodeFor(failure);
     }
     process.stderr.write(`campaign-sync: internal error: ${showText(messageOf(err))}\n`);

@@ -22,10 +22,12 @@ import {
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
+import { resolveBaseUrl } from '../src/config/config.js';
 import { BudgetLedger, ledgerFingerprint } from '../src/store/budget-ledger.js';
 import { Database } from '../src/store/sqlite.js';
 import { fakeClock } from './helpers/clock.js';
 import { cli, sim, tempDir } from './helpers/index.js';
+import { mountReadOnly, mountTmpfs } from './helpers/mounts.js';
 
 const rate = { count: 3, windowMs: 1000 };
 
@@ -421,6 +423,103 @@ describe('the ledger where hostile pass 7 broke it', () => {
     expect(r.stderr).toBe(
       `warning: the request budget is not shared with other runs: ${join(state, 'campaign-sync', 'budget.db')} could not be read (SQLITE_NOTADB); if it is damaged, the next run moves it aside\n`,
     );
+  });
+});
+
+describe('the ledger where hostile pass 8 broke it', () => {
+  it('a request of unknown end is kept until two windows after it was sent, for windows over half an hour too', () => {
+    for (const ago of [50, 90, 110]) {
+      const dir = tempDir();
+      const clock = fakeClock(80_000_000);
+      const hour = { count: 1, windowMs: 3_600_000 };
+      const killed = open(dir, 'k', clock.t, hour.windowMs);
+      const sent = clock.t;
+      expect(new RequestBudget(hour, clock, killed).tryAcquire()).toBeDefined(); // kill -9 with it in flight
+      killed.close();
+      // The next run opens (and prunes) the ledger `ago` minutes later: at 90 the row was pruned, and it sent at once.
+      clock.t = sent + ago * 60_000;
+      const next = open(dir, 'k', clock.t, hour.windowMs);
+      const budget = new RequestBudget(hour, clock, next);
+      expect(budget.tryAcquire(), `${ago} min after`).toBeUndefined();
+      clock.t = sent + 2 * 3_600_100 + 1;
+      expect(budget.tryAcquire(), 'two windows after it was sent').toBeDefined();
+      next.close();
+    }
+  });
+
+  it('every spelling of one base URL is one service to the ledger: an empty query or fragment too', () => {
+    const key = (text: string) => ledgerFingerprint(resolveBaseUrl(text, false).href, 'k');
+    const one = key('http://127.0.0.1:8080');
+    for (const text of [
+      'http://127.0.0.1:8080/',
+      'http://127.0.0.1:8080?',
+      'http://127.0.0.1:8080/?',
+      'http://127.0.0.1:8080#',
+      'HTTP://127.0.0.1:8080/v1/?#',
+    ]) {
+      expect(key(text), text).toBe(one);
+    }
+    expect(() => resolveBaseUrl('http://127.0.0.1:8080?a=1', false)).toThrow(/must not carry a query or fragment/);
+  });
+
+  it('a ledger that cannot be opened for writing is named, not its folder; a folder that cannot be written is', async (ctx) => {
+    const s = await sim({ campaigns: 1, records: 3 });
+    const state = tempDir();
+    const run = () => cli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state } });
+    expect((await run()).stderr).toBe('');
+    const folder = join(state, 'campaign-sync');
+    const undo = mountReadOnly(folder);
+    if (!undo) return ctx.skip();
+    try {
+      const r = await run();
+      expect(r.code).toBe(0);
+      expect(r.stderr).toBe(
+        `warning: the request budget is not shared with other runs: ${join(folder, 'budget.db')} could not be opened for writing (EROFS)\n`,
+      );
+    } finally {
+      undo();
+    }
+    const empty = tempDir();
+    mkdirSync(join(empty, 'campaign-sync'));
+    const undoEmpty = mountReadOnly(join(empty, 'campaign-sync'));
+    try {
+      const r = await cli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: empty } });
+      expect(r.stderr).toBe(
+        `warning: the request budget is not shared with other runs: cannot write ${join(empty, 'campaign-sync')} (EROFS)\n`,
+      );
+    } finally {
+      undoEmpty?.();
+    }
+  });
+
+  it('a disk that fills during a run: one warning naming the file, and the requests go on', async (ctx) => {
+    const dir = tempDir();
+    const undo = mountTmpfs(dir, 256);
+    if (!undo) return ctx.skip();
+    try {
+      const warnings: string[] = [];
+      const { ledger } = BudgetLedger.open(dir, 'k', 1000, Date.now(), (w) => warnings.push(w));
+      const budget = new RequestBudget({ count: 1_000_000, windowMs: 1000 }, undefined, ledger);
+      // Full to the last block after the ledger opened.
+      try {
+        writeFileSync(join(dir, 'filler'), Buffer.alloc(1024 * 1024));
+      } catch (err) {
+        expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC');
+      }
+      for (let i = 0; i < 2000; i++) {
+        const release = budget.tryAcquire();
+        expect(release, `request ${i}`).toBeDefined();
+        release?.();
+      }
+      expect(warnings).toEqual([
+        expect.stringMatching(
+          new RegExp(`^the request budget is no longer shared with other runs: ${dir}/budget\\.db could not be written \\(SQLITE_FULL\\)`),
+        ),
+      ]);
+      ledger.close();
+    } finally {
+      undo();
+    }
   });
 });
 

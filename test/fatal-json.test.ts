@@ -21,12 +21,27 @@ describe('--json on fatal errors', () => {
     expect(r.stdout + r.stderr).not.toContain('ops2-wrong');
   });
 
-  it('the service down: exit 5, one JSON document', async () => {
-    const r = await cli(['pull', '--json', '--max-retries', '0', '--base-url', 'http://127.0.0.1:9', '--db', `${tempDir()}/m.db`], {
-      env: { CAMPAIGN_SYNC_API_KEY: 'k' },
-    });
+  it('the service down: exit 5, one JSON document with the requests made, as many as the request log has', async () => {
+    const r = await cli(
+      [
+        'pull',
+        '--json',
+        '-v',
+        '--max-retries',
+        '2',
+        '--base-url',
+        'http://127.0.0.1:9',
+        '--db',
+        `${tempDir()}/m.db`,
+        '--rate-limit',
+        '100/1s',
+      ],
+      { env: { CAMPAIGN_SYNC_API_KEY: 'k', XDG_STATE_HOME: tempDir() } },
+    );
     expect(r.code).toBe(5);
-    expect(JSON.parse(r.stdout)).toMatchObject({ exit_code: 5 });
+    const logged = r.stderr.split('\n').filter((l) => l.startsWith('{') && JSON.parse(l).event === 'request');
+    expect(logged).toHaveLength(3);
+    expect(JSON.parse(r.stdout)).toMatchObject({ exit_code: 5, requests: 3 });
   });
 
   it.each([

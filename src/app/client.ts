@@ -3,6 +3,7 @@
  * stream of the command, and the client's own settings. Nobody else calls `new RequestBudget`.
  */
 
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Dispatcher } from 'undici';
 import { RequestBudget } from '../api/budget.js';
@@ -34,6 +35,8 @@ function ledgerProblem(err: unknown, dir: string): string {
     return `${file} could not be read (${code}); if it is damaged, the next run moves it aside`;
   }
   if (code.startsWith('SQLITE_')) return `${file} could not be used (${code})`;
+  // The file is at fault, not the folder: another user's (after one `sudo` run), or on a read-only mount.
+  if ((err as { path?: unknown }).path === file && existsSync(file)) return `${file} could not be opened for writing (${code})`;
   return `cannot write ${dir} (${code})`;
 }
 
@@ -47,7 +50,9 @@ export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiCli
   const dir = stateDir();
   try {
     const fingerprint = ledgerFingerprint(config.baseUrl.href, config.apiKey);
-    const opened = BudgetLedger.open(dir, fingerprint, config.rate.windowMs, hooks.clock?.now() ?? Date.now());
+    const opened = BudgetLedger.open(dir, fingerprint, config.rate.windowMs, hooks.clock?.now() ?? Date.now(), (text) =>
+      hooks.events?.warning?.(text),
+    );
     ledger = opened.ledger;
     for (const w of opened.warnings) hooks.events?.warning?.(w);
   } catch (err) {

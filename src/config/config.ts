@@ -55,6 +55,10 @@ export function parseBaseUrl(text: string, where = '--base-url'): URL {
           ? 'must not carry a query or fragment'
           : undefined;
   if (problem) throw new UsageError(`${where}: ${problem}`);
+  // An empty one (a trailing `?` or `#`, a paste's leftover) is dropped: URL keeps it in `href`, which
+  // made it another service to the request budget's ledger, and the two spellings drew 429s.
+  url.search = '';
+  url.hash = '';
   return url;
 }
 

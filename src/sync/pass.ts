@@ -7,7 +7,7 @@
 import type { Campaign } from '../api/envelopes.js';
 import type { Progress } from '../core/events.js';
 import type { Endpoint } from '../core/types.js';
-import { ApiError, AuthError, CampaignSyncError } from '../errors.js';
+import { ApiError, AuthError, NothingSynced } from '../errors.js';
 import { type PlannedStream, planStreams, type SkippedCampaign, selectCampaigns } from './plan.js';
 import {
   type DateWindow,
@@ -49,20 +49,21 @@ export interface PassResult {
 
 /**
  * Lists the campaigns, stores them, and plans the streams the options ask for. 401 throws AuthError;
- * a failed campaign list throws a CampaignSyncError with the list's own exit code (nothing can sync).
+ * a failed campaign list throws NothingSynced, with the list's own exit code and the requests made.
  */
 export async function listAndPlan(
   deps: PassDeps,
   opts: Pick<PassOptions, 'campaigns' | 'type' | 'reportType'>,
 ): Promise<{ planned: PlannedStream[]; skipped: SkippedCampaign[] }> {
   let campaigns: Campaign[];
+  const requestsBefore = deps.client.requests;
   try {
     campaigns = await deps.client.listCampaigns();
   } catch (err) {
     // Without the campaign list no stream can sync: the error's own kind decides the exit code
     // (5 for a service that is unreachable or failing, 4 for a bad answer).
     if (err instanceof ApiError && !(err instanceof AuthError)) {
-      throw new CampaignSyncError(`nothing synced: ${err.message}`, err.exitCode, { kind: err.kind, cause: err });
+      throw new NothingSynced(err, deps.client.requests - requestsBefore);
     }
     throw err;
   }
