@@ -84,7 +84,7 @@ export class RequestBudget {
     let slot: Slot | undefined;
     const id = ledger.reserve(wall, this.windowMs, (others) => {
       this.others = others;
-      slot = this.pick(now, busyAfter(others.ends, wall - this.windowMs));
+      slot = others.locked ? undefined : this.pick(now, busyAfter(others.holds, wall));
       return slot !== undefined;
     });
     return slot === undefined ? undefined : this.grant(slot, id, wall, now);
@@ -108,10 +108,11 @@ export class RequestBudget {
 
   /**
    * When a slot may next be free (on the monotonic clock): the next of ours to come round, or the
-   * next of the other processes' to leave the window, whichever is sooner; no later than POLL_MS from
-   * now while one of theirs is in flight, whose end may come sooner than counted.
+   * next of the other processes' to stop holding one, whichever is sooner; no later than POLL_MS
+   * from now while one of theirs is in flight, whose end may come sooner than counted (`poll`), or
+   * LOCK_RETRY_MS while the ledger is locked.
    */
-  private nextChance(now: number): number {
+  private nextChance(now: number, poll = true): number {
     let next = Number.POSITIVE_INFINITY;
     for (let i = this.head; i < this.free.length; i++) {
       const due = (this.free[i] as number) + this.windowMs;
@@ -121,12 +122,12 @@ export class RequestBudget {
       }
     }
     const others = this.others;
-    if (others !== undefined && others.ends.length > 0) {
+    if (others?.locked) return now + LOCK_RETRY_MS;
+    if (others !== undefined && others.holds.length > 0) {
       const wall = this.clock.now();
-      const since = wall - this.windowMs;
-      const first = others.ends.length - busyAfter(others.ends, since);
-      if (first < others.ends.length) next = Math.min(next, (others.ends[first] as number) - since + now);
-      if (others.inFlightUntil > since) next = Math.min(next, now + POLL_MS);
+      const first = others.holds.length - busyAfter(others.holds, wall);
+      if (first < others.holds.length) next = Math.min(next, (others.holds[first] as number) - wall + now);
+      if (poll && others.inFlightUntil > wall) next = Math.min(next, now + POLL_MS);
     }
     return Number.isFinite(next) ? next : now + POLL_MS;
   }
@@ -224,9 +225,10 @@ export class RequestBudget {
     const now = this.tick();
     const pause = this.pausedUntil - now;
     let slot = 0;
-    const others = this.others === undefined ? 0 : busyAfter(this.others.ends, this.clock.now() - this.windowMs);
+    const others = this.others === undefined ? 0 : busyAfter(this.others.holds, this.clock.now());
     const allInFlight = this.unused === 0 && this.head === this.free.length;
-    if (!allInFlight && this.pick(now, others) === undefined) slot = this.nextChance(now) - now;
+    // Behind another process's request in flight, the wait is until its hold ends at most: said so, not the next look.
+    if (!allInFlight && (this.others?.locked || this.pick(now, others) === undefined)) slot = this.nextChance(now, false) - now;
     return Math.max(0, pause, slot);
   }
 
@@ -245,14 +247,17 @@ type Slot = 'unused' | 'free';
  */
 const POLL_MS = 50;
 
-/** How many of `ends` (ascending) are later than `since`. */
-function busyAfter(ends: readonly number[], since: number): number {
+/** How often a budget looks again while the ledger is locked (core/rate.ts OtherRequests.locked). */
+const LOCK_RETRY_MS = 25;
+
+/** How many of `holds` (ascending) are later than `now`: the slots they hold then. */
+function busyAfter(holds: readonly number[], now: number): number {
   let lo = 0;
-  let hi = ends.length;
+  let hi = holds.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if ((ends[mid] as number) > since) hi = mid;
+    if ((holds[mid] as number) > now) hi = mid;
     else lo = mid + 1;
   }
-  return ends.length - lo;
+  return holds.length - lo;
 }

@@ -50,9 +50,10 @@ export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiCli
   const dir = stateDir();
   try {
     const fingerprint = ledgerFingerprint(config.baseUrl.href, config.apiKey);
-    const opened = BudgetLedger.open(dir, fingerprint, config.rate.windowMs, hooks.clock?.now() ?? Date.now(), (text) =>
-      hooks.events?.warning?.(text),
-    );
+    const opened = BudgetLedger.open(dir, fingerprint, config.rate.windowMs, hooks.clock?.now() ?? Date.now(), {
+      timeoutMs: config.timeoutMs,
+      warn: (text) => hooks.events?.warning?.(text),
+    });
     ledger = opened.ledger;
     for (const w of opened.warnings) hooks.events?.warning?.(w);
   } catch (err) {

@@ -20,18 +20,20 @@ export function formatDuration(ms: number): string {
 
 /**
  * Other processes' recent requests with the same key and service, as a budget of one window sees
- * them when it last asked: when each ended (ms since the epoch), ascending. A request of unknown end
- * (in flight, left in flight by a killed process, given up on without an answer) counts as ending a
- * window after it was sent, or when it was given up on if that is later: the server may count it any
- * time until it answers.
+ * them when it last asked: until when each holds a slot (ms since the epoch), ascending, those that
+ * still did then. A request holds its slot a window after it ended; one of unknown end (left in
+ * flight by a killed process, given up on without an answer) a window after the later of its give-up
+ * and a window after its send: the server may count it any time until it answers.
  */
 export interface OtherRequests {
-  ends: readonly number[];
+  holds: readonly number[];
   /**
-   * The latest of `ends` of those in flight (-Infinity: none): their answers may come sooner than
-   * `ends` says, and free their slots sooner.
+   * The latest of `holds` of those still in flight (-Infinity: none): their answers may come sooner
+   * than `holds` says, and free their slots sooner.
    */
   inFlightUntil: number;
+  /** The ledger is locked by another process or program: wait a moment and ask again. */
+  locked: boolean;
 }
 
 /**

@@ -1,17 +1,19 @@
 /**
- * The request budget's memory across processes (core/rate.ts RequestLedger): when each recent
- * request of one key at one service was sent and ended, in a small SQLite file of the user's state
- * folder (`$XDG_STATE_HOME/campaign-sync/budget.db`, `~/.local/state/…`), shared by every database
- * and by processes running at the same time. A ledger is keyed by a fingerprint of the base URL and
- * the key (a hash: the key is never stored); each process's rows carry a random owner number, so
- * that it tells its own requests (which its budget counts itself) from everyone else's.
+ * The request budget's memory across processes (core/rate.ts RequestLedger): each recent request of
+ * one key at one service, with when it was sent and ended and until when it holds a slot, in a small
+ * SQLite file of the user's state folder (`$XDG_STATE_HOME/campaign-sync/budget.db`,
+ * `~/.local/state/…`), shared by every database and by processes running at the same time. A ledger
+ * is keyed by a fingerprint of the base URL and the key (a hash: the key is never stored); each
+ * process's rows carry a random owner number, so that it tells its own requests (which its budget
+ * counts itself) from everyone else's.
  *
  * It is advisory and disposable: writes are not fsynced (a power cut forgets the last second or so
- * of requests, which a 429 then corrects); a write that has to wait for another program's lock is
- * skipped rather than stalling the sync; a file that is not an SQLite database (a crash's damage) is
- * moved aside and a new ledger started; and a path that is not a plain file of its own (a symbolic
- * or hard link, a named pipe, another program's database) is left as it is and the ledger skipped,
- * with a warning either way, rather than failing the sync.
+ * of requests, which a 429 then corrects); a lock that another program holds for long (`sqlite3
+ * budget.db` left in a transaction) is waited for, then worked around, never frozen on; a file that
+ * is not an SQLite database (a crash's damage) is moved aside and a new ledger started; and a path
+ * that is not a plain file of its own (a symbolic or hard link, a named pipe, another program's
+ * database) is left as it is and the ledger skipped, with a warning either way, rather than failing
+ * the sync.
  */
 
 import { randomInt } from 'node:crypto';
@@ -31,46 +33,81 @@ export const LEDGER_FILE = 'budget.db';
 const OLD_ROW_WINDOW_MS = 86_400_000;
 
 /**
- * How long a write waits for another connection's lock. The ledger's own writes take microseconds,
- * so this only runs out when another program holds it (`sqlite3 budget.db` left in a transaction):
- * then the write is skipped, and so are the next ones for BUSY_BACKOFF_MS. With a wait of 2 s at
- * each of a request's two writes, such a lock tripled a pull's time and froze the event loop long
- * enough for idle connections to the service to be closed under it.
+ * How long one attempt waits for the ledger's write lock. The processes' own transactions take tens
+ * of microseconds, so a longer wait means another program holds it, or a process holding it is
+ * stopped: a request then waits, retrying every LOCK_RETRY_MS (the event loop free meanwhile), for
+ * LOCK_PATIENCE_MS; after that the run goes on without the ledger for BUSY_BACKOFF_MS at a time, with
+ * one warning. Going on at once (after 50 ms) made processes busy on one core blind to each other
+ * for 5 s: eight pulls at 200/1s drew 250-360 429s. A lock held at open is waited for OPEN_BUSY_TIMEOUT_MS.
  */
-const BUSY_TIMEOUT_MS = 50;
+const BUSY_TIMEOUT_MS = 10;
 const OPEN_BUSY_TIMEOUT_MS = 2_000;
 const BUSY_BACKOFF_MS = 5_000;
+const LOCK_PATIENCE_MS = 10_000;
 
-/** Every row is kept at least this long after it ended, whatever the windows of the runs that prune. */
+/** Every row is kept at least this long past its hold, whatever the windows of the runs that prune. */
 const KEEP_MS = 3_600_000;
 
-/** A row's window, or a day for one written before rows kept their own. */
-const ROW_WINDOW = `coalesce(window_ms, ${OLD_ROW_WINDOW_MS})`;
+/**
+ * Until when a request holds a slot, by its writer's rule (`hold_until`), with `window` its budget's
+ * window up to an hour: a window after it ended; one of unknown end, a window after the later of its
+ * give-up and a window after its send; one still in flight, a window after the longer of its window
+ * and its writer's --timeout (at most KEEP_MS) from its send, since a live process gives a request up
+ * by then. (A slow answer in a live process is still in flight two windows after its send: held as a
+ * killed one's, it stopped counting for the others then, and three pulls at 3/1s behind 0-3 s of
+ * delay drew 2-4 429s.)
+ */
+function holdUntil(window: number, sentAt: number, endedAt: number | undefined, answered: boolean, timeoutMs: number): number {
+  if (endedAt === undefined) return sentAt + Math.max(window, timeoutMs) + window;
+  return (answered ? endedAt : Math.max(endedAt, sentAt + window)) + window;
+}
+
+/** A row's window as the others hold it: its own, up to an hour (a 100/30d run's killed request held a 5/6s run's slot 60 days). */
+const ROW_WINDOW = `min(coalesce(window_ms, ${OLD_ROW_WINDOW_MS}), ${KEEP_MS})`;
+
+/** The same rule in SQL, for rows written before `hold_until` was: as their writers' rules had it. */
+const OLD_HOLD = `CASE WHEN sent_at IS NULL THEN ended_at + ${ROW_WINDOW} ELSE max(ended_at, sent_at + ${ROW_WINDOW}) + ${ROW_WINDOW} END`;
 
 /**
- * Rows whose hold has passed for any reader: a window past their end, for their own window (a 30-day
- * budget's rows stay 30 days, whoever prunes), the window of the run that prunes (a 5/3s run opening
- * the ledger after a 5/1s one read its rows: it deleted them first, and sent 8 in 3 s), and an hour.
- * A row of unknown end (`sent_at` set: in flight, left by a killed process, given up on) ends a window
- * after it was sent, so it is kept until two windows after that (one window after the send, a
- * 1/1h budget's killed request stopped holding its slot half-way through: the next run sent at once).
- * Or later than two of their windows from now: a time that cannot be (a clock set back since, or one
- * that ran a year ahead). `@window`: the pruning run's window. The first term of each rule is implied
- * by the second: it lets the index on `ended_at` find the rows, so a prune reads what it deletes
- * rather than the whole file (245,000 rows an hour at a raised rate).
+ * Rows whose hold has passed for any reader, with their own window, an hour, and at least the window
+ * of the run that prunes to spare (a reader with a longer window than their writer's holds them
+ * longer: a 2/2d budget's rows stay two days, whoever prunes; a 5/3s run
+ * opening the ledger after a 5/1s one read its rows: it deleted them first, and sent 8 in 3 s); or
+ * later than two of their windows from now: a time that cannot be (a clock set back since, or one that
+ * ran a year ahead). `@window`: the pruning run's window. The first term of each rule is implied by
+ * the second (`hold_until` is never before `ended_at`): it lets the index on `ended_at` find the rows,
+ * so a prune reads what it deletes rather than the whole file (245,000 rows an hour at a raised rate).
  */
-const PRUNE = `DELETE FROM requests WHERE (ended_at < @now - max(@window, ${KEEP_MS}) AND CASE WHEN sent_at IS NULL THEN ended_at ELSE max(ended_at, sent_at + max(${ROW_WINDOW}, @window)) END + max(${ROW_WINDOW}, @window, ${KEEP_MS}) < @now) OR (ended_at > @now + 2 * @window AND ended_at > @now + 2 * max(${ROW_WINDOW}, @window))`;
+const PRUNE = `DELETE FROM requests WHERE (ended_at < @now - max(@window, ${KEEP_MS}) AND coalesce(hold_until, ${OLD_HOLD}) + max(coalesce(window_ms, ${OLD_ROW_WINDOW_MS}), @window, ${KEEP_MS}) < @now) OR (ended_at > @now + 2 * @window AND ended_at > @now + 2 * max(coalesce(window_ms, ${OLD_ROW_WINDOW_MS}), @window))`;
 
 /**
- * When the other owners' rows of one key ended, those after @since, for a reader whose window is
- * @window: a row of unknown end counts as ending a window after it was sent (a killed 100/1h run's
- * request holds a 5/3s run's slot for 6 s after it was sent, not for the hour, nor from every later
- * run's start), or when it was given up on if that is later; one still in flight (`ended_at` is its
- * send time) is flagged. Rows written by a release before `sent_at` keep their (provisional) end, and
- * those before `owner` are everyone else's. `ended_at > @since - @window` lets the index find them:
- * an end is never more than a window after `ended_at`.
+ * Until when the other owners' rows of one key hold a slot, for a reader whose window is @window:
+ * their `hold_until`, so by the longer of the two windows (a 5/2s run counted a 10/4s one's requests
+ * for 2 s only, and the two drew 429s from a 10/4s server), longer by the reader's window's excess
+ * over theirs, twice for a row of unknown end (a window after its end, which is a window after its
+ * send); a row from the future (a clock set back since it was written) as if written now, and one
+ * more than two windows ahead not at all (it cannot be). Those holding after @now, ascending.
+ * `hold_until > @now - 2 * @window` lets the index find them.
  */
-const OTHERS = `SELECT e, inflight FROM (SELECT CASE WHEN sent_at IS NULL THEN ended_at ELSE max(ended_at, sent_at + @window) END AS e, sent_at IS NOT NULL AND ended_at = sent_at AS inflight FROM requests WHERE fingerprint = @fingerprint AND ended_at > @since - @window AND owner IS NOT @owner) WHERE e > @since ORDER BY e`;
+const HELD = `coalesce(hold_until, ${OLD_HOLD}) + max(0, @window - min(coalesce(window_ms, @window), ${KEEP_MS})) * (CASE WHEN sent_at IS NULL THEN 1 ELSE 2 END) - max(0, ended_at - @now)`;
+/**
+ * The other owners' rows that may hold a slot; a row without `hold_until` was written by a release
+ * before it, maybe running now. Two index ranges: one query with `OR hold_until IS NULL` read every row of the key.
+ */
+const OTHER_ROWS = ['hold_until > @now - 2 * @window', 'hold_until IS NULL']
+  .map(
+    (range) =>
+      `SELECT ${HELD} AS h, sent_at IS NOT NULL AND ended_at = sent_at AS inflight FROM requests WHERE fingerprint = @fingerprint AND ${range} AND owner IS NOT @owner AND ended_at <= @now + 2 * max(coalesce(window_ms, 0), @window)`,
+  )
+  .join(' UNION ALL ');
+const OTHERS = `SELECT h FROM (${OTHER_ROWS}) WHERE h > @now ORDER BY h`;
+const OTHERS_IN_FLIGHT = `SELECT max(h) FROM (${OTHER_ROWS}) WHERE h > @now AND inflight`;
+
+/** A process checks every this often that its ledger's path still names the file it has open. */
+const MOVED_CHECK_MS = 2_000;
+
+/** Ends not yet written (the lock was held) are kept up to this many, the newest. */
+const MAX_PENDING_ENDS = 10_000;
 
 /** A ledger file written this recently (ms) may be another process's new one, still being set up. */
 const STARTING_MS = 1_000;
@@ -96,36 +133,73 @@ export interface OpenedLedger {
   warnings: string[];
 }
 
+/** An end of this process's requests, written when the ledger's lock allows. */
+interface End {
+  id: number;
+  sentAt: number;
+  at: number;
+  answered: boolean;
+}
+
+/** What a ledger is told of its run besides its window. */
+export interface LedgerOptions {
+  /** The client's --timeout: how long this process keeps a request in flight at most (in-flight rows hold for it). */
+  timeoutMs?: number | undefined;
+  /** Hears of what goes wrong after the open (a write that fails, a lock held for long, the file replaced), once each. */
+  warn?: ((text: string) => void) | undefined;
+}
+
 export class BudgetLedger implements RequestLedger {
-  private readonly s;
+  private s;
   private writes = 0;
+  /** Until then the run goes on without the ledger (a lock held past LOCK_PATIENCE_MS, a failed write). */
   private skipUntil = 0;
+  /** Since when the lock could not be had: a request waits for it that long at most. */
+  private lockedSince: number | undefined;
   /** This process's rows: its budget counts them itself. */
   private readonly owner = randomInt(1, 2 ** 47);
   /** The other owners' requests as last read, and the file's `data_version` then: read again only when another connection wrote. */
-  private others: OtherRequests = { ends: [], inFlightUntil: Number.NEGATIVE_INFINITY };
+  private others: OtherRequests = { holds: [], inFlightUntil: Number.NEGATIVE_INFINITY, locked: false };
   private version: number | undefined;
-
-  /** Set once the first write failed for another reason than a lock: said once. */
-  private broken = false;
+  /** Ends that found the lock held, written with the next request (in order). */
+  private pending: End[] = [];
+  /** The window the budget writes with (its margin included, up to KEEP_MS): set by `reserve`. */
+  private holdWindow: number;
+  private readonly timeoutMs: number;
+  /** The file this connection has open, and when the path was last checked to name it. */
+  private file: { dev: number; ino: number } | undefined;
+  private checkedAt = 0;
+  /** What has been said already: each once. */
+  private readonly said = new Set<string>();
 
   private constructor(
-    private readonly db: BetterSqlite3.Database,
+    private db: BetterSqlite3.Database,
     private readonly path: string,
     private readonly fingerprint: string,
     private readonly windowMs: number,
-    private readonly warn: ((text: string) => void) | undefined,
+    private readonly options: LedgerOptions,
   ) {
-    this.s = {
-      others: db.prepare(OTHERS).raw(),
+    this.holdWindow = Math.min(windowMs, KEEP_MS);
+    // A request without a timeout is held as one of an hour at most.
+    this.timeoutMs = Math.min(options.timeoutMs ?? 0, KEEP_MS);
+    this.s = this.statements(db);
+    this.file = identity(path);
+  }
+
+  private statements(db: BetterSqlite3.Database) {
+    return {
+      others: db.prepare(OTHERS).pluck(),
+      inFlight: db.prepare(OTHERS_IN_FLIGHT).pluck(),
       version: db.prepare('PRAGMA data_version').pluck(),
       lock: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
       rollback: db.prepare('ROLLBACK'),
-      begin: db.prepare('INSERT INTO requests (fingerprint, ended_at, window_ms, sent_at, owner) VALUES (?, ?, ?, ?, ?)'),
+      begin: db.prepare(
+        'INSERT INTO requests (fingerprint, ended_at, window_ms, sent_at, owner, hold_until) VALUES (@fingerprint, @ended, @window, @sent, @owner, @hold)',
+      ),
       // Only its own row: matched by key and send time too, since a row pruned meanwhile may have left its id to another.
       end: db.prepare(
-        'UPDATE requests SET ended_at = @at, sent_at = @unknown WHERE id = @id AND fingerprint = @fingerprint AND sent_at = @sent',
+        'UPDATE requests SET ended_at = @ended, sent_at = @sent, hold_until = @hold WHERE id = @id AND fingerprint = @fingerprint AND sent_at = @sentBefore',
       ),
       prune: db.prepare(PRUNE),
     };
@@ -134,10 +208,9 @@ export class BudgetLedger implements RequestLedger {
   /**
    * Opens (creating, 0700/0600) the ledger in `dir` for `fingerprint`, whose budget's window is
    * `windowMs` (kept with each row, so a row is pruned only after its own window). Throws a
-   * LedgerUnusable, or the system's error, when it cannot be used. `warn` hears of a write that
-   * fails later (a disk that fills during the run), once.
+   * LedgerUnusable, or the system's error, when it cannot be used.
    */
-  static open(dir: string, fingerprint: string, windowMs: number, now = Date.now(), warn?: (text: string) => void): OpenedLedger {
+  static open(dir: string, fingerprint: string, windowMs: number, now = Date.now(), options: LedgerOptions = {}): OpenedLedger {
     makeFolders(dir, 0o700);
     const path = join(dir, LEDGER_FILE);
     const warnings: string[] = [];
@@ -167,31 +240,52 @@ export class BudgetLedger implements RequestLedger {
       }
       db = openFile(path, now, windowMs);
     }
-    return { ledger: new BudgetLedger(db, path, fingerprint, windowMs, warn), warnings };
+    return { ledger: new BudgetLedger(db, path, fingerprint, windowMs, options), warnings };
   }
 
   reserve(sentAt: number, windowMs: number, take: (others: OtherRequests) => boolean): number | undefined {
-    // Writes skipped for a while (another program held the lock): decided on what was last read.
+    this.holdWindow = Math.min(windowMs, KEEP_MS);
+    this.checkMoved(sentAt);
+    // Going on without the ledger for a while: decided on what was last read, nothing recorded.
     if (sentAt < this.skipUntil) return take(this.others) ? -1 : undefined;
     try {
       this.s.lock.run();
     } catch (err) {
+      if (!isBusy(err)) {
+        this.failed(err, sentAt);
+        return take(this.others) ? -1 : undefined;
+      }
+      // Held by another: this request waits for it (the others may be sending), up to the patience.
+      this.lockedSince ??= sentAt;
+      if (sentAt - this.lockedSince < LOCK_PATIENCE_MS) {
+        take({ ...this.others, locked: true });
+        return undefined;
+      }
       this.failed(err, sentAt);
       return take(this.others) ? -1 : undefined;
     }
+    this.lockedSince = undefined;
+    let taken = false;
     try {
+      this.flush();
       this.read(sentAt, windowMs);
-      if (!take(this.others)) return undefined;
-      // Advisory: a failed write (a full disk) costs the other processes their view of this request, never the request itself.
-      try {
-        const id = Number(this.s.begin.run(this.fingerprint, sentAt, this.windowMs, sentAt, this.owner).lastInsertRowid);
+      let id: number | undefined;
+      taken = take(this.others);
+      if (taken) {
+        const hold = holdUntil(this.holdWindow, sentAt, undefined, false, this.timeoutMs);
+        id = Number(
+          this.s.begin.run({ fingerprint: this.fingerprint, ended: sentAt, window: windowMs, sent: sentAt, owner: this.owner, hold })
+            .lastInsertRowid,
+        );
         if (++this.writes % PRUNE_EVERY === 0) this.s.prune.run({ now: sentAt, window: this.windowMs });
-        this.s.commit.run();
-        return id;
-      } catch (err) {
-        this.failed(err, sentAt);
-        return -1;
       }
+      this.s.commit.run();
+      return id;
+    } catch (err) {
+      // Advisory: a failed write (a full disk) costs the other processes their view of this request,
+      // never the request itself. `take` has said yes when it got that far.
+      this.failed(err, sentAt);
+      return taken ? -1 : undefined;
     } finally {
       if (this.db.inTransaction) {
         try {
@@ -206,21 +300,10 @@ export class BudgetLedger implements RequestLedger {
     try {
       const version = this.s.version.get() as number;
       if (version === this.version) return;
-      const rows = this.s.others.all({
-        fingerprint: this.fingerprint,
-        owner: this.owner,
-        since: now - windowMs,
-        window: windowMs,
-      }) as Array<[number, number]>;
-      // An end later than a window from now (another process's longer window, or a clock set back
-      // since) holds its slot one window from now, never longer: a row dated a year ahead had every
-      // later run wait a year. Clamping keeps the order.
-      const ends = rows.map(([e]) => Math.min(e, now + windowMs));
-      let inFlightUntil = Number.NEGATIVE_INFINITY;
-      rows.forEach(([, inflight], i) => {
-        if (inflight === 1) inFlightUntil = ends[i] as number;
-      });
-      this.others = { ends, inFlightUntil };
+      const params = { fingerprint: this.fingerprint, owner: this.owner, now, window: windowMs };
+      const holds = this.s.others.all(params) as number[];
+      const inFlight = this.s.inFlight.get(params) as number | null;
+      this.others = { holds, inFlightUntil: inFlight ?? Number.NEGATIVE_INFINITY, locked: false };
       this.version = version;
     } catch {
       // Damage the checks at open did not reach: what was read last stands, and the next open moves the file aside.
@@ -228,38 +311,128 @@ export class BudgetLedger implements RequestLedger {
   }
 
   end(id: number, sentAt: number, at: number, answered: boolean): void {
-    if (id < 0 || at < this.skipUntil) return;
-    const unknown = answered ? null : sentAt;
+    if (id < 0) return;
+    const end = { id, sentAt, at, answered };
+    // After those waiting for the lock: the order of a request's two writes is kept.
+    if (this.pending.length > 0 || at < this.skipUntil) {
+      this.queue(end);
+      return;
+    }
     try {
-      // Its row may be gone (pruned by a release with other rules, or by hand): the end is what the
-      // next run needs most (8 requests in 1 s at 5/1s, against a server counting at completion).
-      if (this.s.end.run({ at, unknown, id, fingerprint: this.fingerprint, sent: sentAt }).changes === 0) {
-        this.s.begin.run(this.fingerprint, at, this.windowMs, unknown, this.owner);
-      }
+      this.write(end);
     } catch (err) {
-      this.failed(err, at);
+      if (isBusy(err)) this.queue(end);
+      else this.failed(err, at);
     }
   }
 
   close(): void {
+    if (this.pending.length > 0) {
+      try {
+        this.db.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`);
+        this.db.transaction(() => this.flush())();
+      } catch {}
+    }
     this.db.close();
   }
 
+  private queue(end: End): void {
+    this.pending.push(end);
+    if (this.pending.length > MAX_PENDING_ENDS) this.pending.splice(0, this.pending.length - MAX_PENDING_ENDS);
+  }
+
+  private flush(): void {
+    for (const end of this.pending) this.write(end);
+    this.pending = [];
+  }
+
+  private write({ id, sentAt, at, answered }: End): void {
+    const sent = answered ? null : sentAt;
+    const hold = holdUntil(this.holdWindow, sentAt, at, answered, this.timeoutMs);
+    // Its row may be gone (pruned by a release with other rules, or by hand): the end is what the
+    // next run needs most (8 requests in 1 s at 5/1s, against a server counting at completion).
+    const row = { ended: at, sent, hold, id, fingerprint: this.fingerprint, sentBefore: sentAt };
+    if (this.s.end.run(row).changes === 0) {
+      this.s.begin.run({ fingerprint: this.fingerprint, ended: at, window: this.holdWindow, sent, owner: this.owner, hold });
+    }
+  }
+
   /**
-   * A write failed: skipped, with the next ones for a while (another program's lock, a full disk,
-   * which may free up); any failure but a lock is said once, since the other processes no longer
-   * see this one's requests (a disk that filled during a run failed every write silently, and the
-   * next run drew 429s).
+   * Every MOVED_CHECK_MS, that the path still names the file this connection has open: a ledger
+   * removed or renamed during a run left the processes that had it open writing to one file, and
+   * those started later to a new one, blind to each other. Opened again at its path when not.
+   */
+  private checkMoved(now: number): void {
+    if (now - this.checkedAt < MOVED_CHECK_MS && now >= this.checkedAt) return;
+    this.checkedAt = now;
+    const found = identity(this.path);
+    if (found !== undefined && this.file !== undefined && found.dev === this.file.dev && found.ino === this.file.ino) return;
+    let db: BetterSqlite3.Database;
+    try {
+      db = openFile(this.path, now, this.windowMs);
+    } catch (err) {
+      const why = err instanceof LedgerUnusable ? err.message : `${this.path} could not be opened (${errorCode(err) ?? 'error'})`;
+      this.say(
+        'moved',
+        `the request budget's ledger was removed or replaced during the run, and ${why}: this run's requests are not counted by the others`,
+      );
+      this.file = found;
+      return;
+    }
+    this.flushOrDrop();
+    this.db.close();
+    this.db = db;
+    this.s = this.statements(db);
+    this.file = identity(this.path);
+    this.version = undefined;
+    this.others = { holds: [], inFlightUntil: Number.NEGATIVE_INFINITY, locked: false };
+    this.say('moved', `the request budget's ledger ${this.path} was removed or replaced during the run: opened again`);
+  }
+
+  /** Writes what is pending to the file about to be left, if it can at once. */
+  private flushOrDrop(): void {
+    try {
+      this.db.transaction(() => this.flush())();
+    } catch {
+      this.pending = [];
+    }
+  }
+
+  /**
+   * The ledger is left out for a while (a lock held past the patience, a write that failed), with the
+   * next writes: the others stop seeing this run's requests meanwhile, which is said once.
    */
   private failed(err: unknown, now: number): void {
     this.skipUntil = now + BUSY_BACKOFF_MS;
     const code = errorCode(err) ?? 'error';
-    if (code.startsWith('SQLITE_BUSY') || this.broken) return;
-    this.broken = true;
-    this.warn?.(
+    if (isBusy(err)) {
+      this.say(
+        'locked',
+        `the request budget is not shared with other runs for now: ${this.path} has been locked by another program for ${LOCK_PATIENCE_MS / 1000} s (${code}; an sqlite3 shell left in a transaction?); tried again every ${BUSY_BACKOFF_MS / 1000} s`,
+      );
+      return;
+    }
+    this.say(
+      'write',
       `the request budget is no longer shared with other runs: ${this.path} could not be written (${code}); this run's requests from now on are not counted by the others`,
     );
   }
+
+  private say(what: string, text: string): void {
+    if (this.said.has(what)) return;
+    this.said.add(what);
+    this.options.warn?.(text);
+  }
+}
+
+/** The file at `path`, by device and inode (undefined: nothing there). */
+function identity(path: string): { dev: number; ino: number } | undefined {
+  const st = lstatSync(path, { throwIfNoEntry: false });
+  return st === undefined ? undefined : { dev: st.dev, ino: st.ino };
+}
+
+function isBusy(err: unknown): boolean {
+  return errorCode(err)?.startsWith('SQLITE_BUSY') === true;
 }
 
 /** A process moving a damaged ledger aside holds this; one older than this was left by a crash. */
@@ -348,14 +521,22 @@ function openFile(path: string, now: number, windowMs: number): BetterSqlite3.Da
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = OFF');
     db.exec(
-      'CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL, ended_at REAL NOT NULL, window_ms REAL, sent_at REAL, owner INTEGER); CREATE INDEX IF NOT EXISTS requests_by_key ON requests (fingerprint, ended_at); CREATE INDEX IF NOT EXISTS requests_by_end ON requests (ended_at);',
+      'CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL, ended_at REAL NOT NULL, window_ms REAL, sent_at REAL, owner INTEGER, hold_until REAL); CREATE INDEX IF NOT EXISTS requests_by_end ON requests (ended_at);',
     );
     // Columns later releases added: `window_ms` (a row's own window), `sent_at` (set while its end is
-    // unknown), `owner` (the process that wrote it).
+    // unknown), `owner` (the process that wrote it), `hold_until` (until when it holds a slot).
     const columns = db.prepare("SELECT name FROM pragma_table_info('requests')").pluck().all() as string[];
     if (!columns.includes('window_ms')) db.exec('ALTER TABLE requests ADD COLUMN window_ms REAL');
     if (!columns.includes('sent_at')) db.exec('ALTER TABLE requests ADD COLUMN sent_at REAL');
     if (!columns.includes('owner')) db.exec('ALTER TABLE requests ADD COLUMN owner INTEGER');
+    if (!columns.includes('hold_until')) {
+      // Rows of a release before it hold by their writers' rules; the index the readers use replaces
+      // the one by key and end time, which nothing reads any more.
+      db.exec(
+        `ALTER TABLE requests ADD COLUMN hold_until REAL; UPDATE requests SET hold_until = ${OLD_HOLD}; DROP INDEX IF EXISTS requests_by_key;`,
+      );
+    }
+    db.exec('CREATE INDEX IF NOT EXISTS requests_by_hold ON requests (fingerprint, hold_until)');
     db.prepare(PRUNE).run({ now, window: windowMs });
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     // Damage that no statement above reached (an index page: the first read of it failed every later

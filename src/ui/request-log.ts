@@ -78,7 +78,7 @@ export function requestLog(out: Output): Pick<RunEvents, 'request' | 'retry' | '
       request: (e) => out.trace(requestDocument(e)),
       retry: (e) => out.trace(retryDocument(e)),
       budgetWaitStart: (e) => {
-        if (e.ms >= WAIT_LINE_MS) out.trace({ event: 'budget_wait', wait_ms: e.ms });
+        if (e.ms >= WAIT_LINE_MS) out.trace({ event: 'budget_wait', wait_ms: Math.round(e.ms) });
       },
     };
   }
