@@ -170,7 +170,7 @@ describe('the ledger where hostile pass 4 broke it', () => {
     const budget = new RequestBudget({ count: 2, windowMs: 10_000 }, clock, ledger);
     expect([budget.tryAcquire(), budget.tryAcquire()].every((r) => r !== undefined)).toBe(true);
     ledger.close();
-    // One ahead by less than two windows is not pruned: it holds its slot one window from now at most.
+    // One ahead by less than two windows is not pruned: it holds its slot as written, three windows from now at most.
     const other = new Database(join(dir, 'budget.db'));
     other.prepare("INSERT INTO requests (fingerprint, ended_at, window_ms) VALUES ('j', ?, 10000)").run(clock.t + 19_000);
     other.close();
@@ -178,7 +178,7 @@ describe('the ledger where hostile pass 4 broke it', () => {
     const held = new RequestBudget({ count: 1, windowMs: 10_000 }, clock, near);
     expect(held.tryAcquire()).toBeUndefined();
     expect(held.waitEstimate()).toBeGreaterThan(10_000);
-    expect(held.waitEstimate()).toBeLessThanOrEqual(2 * 10_020);
+    expect(held.waitEstimate()).toBeLessThanOrEqual(3 * 10_020);
     near.close();
   });
 

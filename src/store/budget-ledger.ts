@@ -24,6 +24,7 @@ import { keyFingerprint } from '../core/fingerprint.js';
 import type { OtherRequests, RequestLedger } from '../core/rate.js';
 import { errorCode } from '../errors.js';
 import { makeFolders } from './folders.js';
+import { type HeldRow, HeldSlots } from './held-slots.js';
 import { Database } from './sqlite.js';
 
 /** The ledger's file in its folder. */
@@ -85,23 +86,21 @@ const PRUNE = `DELETE FROM requests WHERE (ended_at < @now - max(@window, ${KEEP
  * their `hold_until`, so by the longer of the two windows (a 5/2s run counted a 10/4s one's requests
  * for 2 s only, and the two drew 429s from a 10/4s server), longer by the reader's window's excess
  * over theirs, twice for a row of unknown end (a window after its end, which is a window after its
- * send); a row from the future (a clock set back since it was written) as if written now, and one
- * more than two windows ahead not at all (it cannot be). Those holding after @now, ascending.
- * `hold_until > @now - 2 * @window` lets the index find them.
+ * send); a row from the future (a clock set back since it was written) as written, up to two
+ * windows ahead, and one further ahead not at all (it cannot be). Not as if written now: a row
+ * another process wrote while this one waited for the lock is a few milliseconds ahead of the time
+ * this one asks at, and taken back to it, it held its slot that much too short (eight pulls at
+ * 200/1s drew 8-16 429s).
  */
-const HELD = `coalesce(hold_until, ${OLD_HOLD}) + max(0, @window - min(coalesce(window_ms, @window), ${KEEP_MS})) * (CASE WHEN sent_at IS NULL THEN 1 ELSE 2 END) - max(0, ended_at - @now)`;
-/**
- * The other owners' rows that may hold a slot; a row without `hold_until` was written by a release
- * before it, maybe running now. Two index ranges: one query with `OR hold_until IS NULL` read every row of the key.
- */
-const OTHER_ROWS = ['hold_until > @now - 2 * @window', 'hold_until IS NULL']
-  .map(
-    (range) =>
-      `SELECT ${HELD} AS h, sent_at IS NOT NULL AND ended_at = sent_at AS inflight FROM requests WHERE fingerprint = @fingerprint AND ${range} AND owner IS NOT @owner AND ended_at <= @now + 2 * max(coalesce(window_ms, 0), @window)`,
-  )
-  .join(' UNION ALL ');
-const OTHERS = `SELECT h FROM (${OTHER_ROWS}) WHERE h > @now ORDER BY h`;
-const OTHERS_IN_FLIGHT = `SELECT max(h) FROM (${OTHER_ROWS}) WHERE h > @now AND inflight`;
+const HELD = `hold_until + max(0, @window - min(coalesce(window_ms, @window), ${KEEP_MS})) * (CASE WHEN sent_at IS NULL THEN 1 ELSE 2 END)`;
+const ROW = `id, ${HELD} AS h, sent_at IS NOT NULL AND ended_at = sent_at AS inflight`;
+const OTHERS_OF_KEY = `fingerprint = @fingerprint AND owner IS NOT @owner AND ended_at <= @now + 2 * max(coalesce(window_ms, 0), @window)`;
+/** A first read: the rows that may hold a slot now (`hold_until > @now - 2 * @window` lets the index find them). */
+const OTHERS_NOW = `SELECT ${ROW} FROM requests WHERE ${OTHERS_OF_KEY} AND hold_until > @now - 2 * @window`;
+/** Every later read: the rows written or changed since (store/held-slots.ts keeps the rest). */
+const OTHERS_SINCE = `SELECT ${ROW} FROM requests WHERE seq > @seq AND ${OTHERS_OF_KEY}`;
+/** Each write numbers its row anew, in order (under the write lock): what a reader has seen is a number. */
+const NEXT_SEQ = '(SELECT coalesce(max(seq), 0) + 1 FROM requests)';
 
 /** A process checks every this often that its ledger's path still names the file it has open. */
 const MOVED_CHECK_MS = 2_000;
@@ -158,9 +157,11 @@ export class BudgetLedger implements RequestLedger {
   private lockedSince: number | undefined;
   /** This process's rows: its budget counts them itself. */
   private readonly owner = randomInt(1, 2 ** 47);
-  /** The other owners' requests as last read, and the file's `data_version` then: read again only when another connection wrote. */
+  /** The other owners' requests as last read, and the file's `data_version` and the last row number then: read again only when another connection wrote. */
+  private held = new HeldSlots();
   private others: OtherRequests = { holds: [], inFlightUntil: Number.NEGATIVE_INFINITY, locked: false };
   private version: number | undefined;
+  private seq: number | undefined;
   /** Ends that found the lock held, written with the next request (in order). */
   private pending: End[] = [];
   /** The window the budget writes with (its margin included, up to KEEP_MS): set by `reserve`. */
@@ -184,22 +185,31 @@ export class BudgetLedger implements RequestLedger {
     this.timeoutMs = Math.min(options.timeoutMs ?? 0, KEEP_MS);
     this.s = this.statements(db);
     this.file = identity(path);
+    this.adoptOldRows(db);
+  }
+
+  /** Rows a release before `hold_until` wrote since (one may be running): holding by their writers' rules. */
+  private adoptOldRows(db: BetterSqlite3.Database): void {
+    try {
+      db.prepare(`UPDATE requests SET hold_until = ${OLD_HOLD} WHERE fingerprint = ? AND hold_until IS NULL`).run(this.fingerprint);
+    } catch {}
   }
 
   private statements(db: BetterSqlite3.Database) {
     return {
-      others: db.prepare(OTHERS).pluck(),
-      inFlight: db.prepare(OTHERS_IN_FLIGHT).pluck(),
+      othersNow: db.prepare(OTHERS_NOW).raw(),
+      othersSince: db.prepare(OTHERS_SINCE).raw(),
+      lastSeq: db.prepare('SELECT max(seq) FROM requests').pluck(),
       version: db.prepare('PRAGMA data_version').pluck(),
       lock: db.prepare('BEGIN IMMEDIATE'),
       commit: db.prepare('COMMIT'),
       rollback: db.prepare('ROLLBACK'),
       begin: db.prepare(
-        'INSERT INTO requests (fingerprint, ended_at, window_ms, sent_at, owner, hold_until) VALUES (@fingerprint, @ended, @window, @sent, @owner, @hold)',
+        `INSERT INTO requests (fingerprint, ended_at, window_ms, sent_at, owner, hold_until, seq) VALUES (@fingerprint, @ended, @window, @sent, @owner, @hold, ${NEXT_SEQ})`,
       ),
       // Only its own row: matched by key and send time too, since a row pruned meanwhile may have left its id to another.
       end: db.prepare(
-        'UPDATE requests SET ended_at = @ended, sent_at = @sent, hold_until = @hold WHERE id = @id AND fingerprint = @fingerprint AND sent_at = @sentBefore',
+        `UPDATE requests SET ended_at = @ended, sent_at = @sent, hold_until = @hold, seq = ${NEXT_SEQ} WHERE id = @id AND fingerprint = @fingerprint AND sent_at = @sentBefore`,
       ),
       prune: db.prepare(PRUNE),
     };
@@ -295,16 +305,22 @@ export class BudgetLedger implements RequestLedger {
     }
   }
 
-  /** Reads the other owners' requests again when another connection has written since the last read. */
+  /**
+   * Reads what the other owners wrote since the last read, when another connection has written
+   * (under the write lock: nothing is written meanwhile). The first read takes every row that may
+   * hold a slot now.
+   */
   private read(now: number, windowMs: number): void {
     try {
       const version = this.s.version.get() as number;
-      if (version === this.version) return;
-      const params = { fingerprint: this.fingerprint, owner: this.owner, now, window: windowMs };
-      const holds = this.s.others.all(params) as number[];
-      const inFlight = this.s.inFlight.get(params) as number | null;
-      this.others = { holds, inFlightUntil: inFlight ?? Number.NEGATIVE_INFINITY, locked: false };
-      this.version = version;
+      if (version !== this.version) {
+        const params = { fingerprint: this.fingerprint, owner: this.owner, now, window: windowMs, seq: this.seq ?? 0 };
+        const rows = (this.seq === undefined ? this.s.othersNow : this.s.othersSince).all(params) as HeldRow[];
+        this.seq = (this.s.lastSeq.get() as number | null) ?? 0;
+        this.version = version;
+        this.held.apply(rows, now);
+      }
+      this.others = this.held.view(now);
     } catch {
       // Damage the checks at open did not reach: what was read last stands, and the next open moves the file aside.
     }
@@ -383,8 +399,11 @@ export class BudgetLedger implements RequestLedger {
     this.db.close();
     this.db = db;
     this.s = this.statements(db);
+    this.adoptOldRows(db);
     this.file = identity(this.path);
     this.version = undefined;
+    this.seq = undefined;
+    this.held = new HeldSlots();
     this.others = { holds: [], inFlightUntil: Number.NEGATIVE_INFINITY, locked: false };
     this.say('moved', `the request budget's ledger ${this.path} was removed or replaced during the run: opened again`);
   }
@@ -521,10 +540,11 @@ function openFile(path: string, now: number, windowMs: number): BetterSqlite3.Da
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = OFF');
     db.exec(
-      'CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL, ended_at REAL NOT NULL, window_ms REAL, sent_at REAL, owner INTEGER, hold_until REAL); CREATE INDEX IF NOT EXISTS requests_by_end ON requests (ended_at);',
+      'CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL, ended_at REAL NOT NULL, window_ms REAL, sent_at REAL, owner INTEGER, hold_until REAL, seq INTEGER); CREATE INDEX IF NOT EXISTS requests_by_end ON requests (ended_at);',
     );
     // Columns later releases added: `window_ms` (a row's own window), `sent_at` (set while its end is
-    // unknown), `owner` (the process that wrote it), `hold_until` (until when it holds a slot).
+    // unknown), `owner` (the process that wrote it), `hold_until` (until when it holds a slot), `seq`
+    // (the order rows were written or changed in).
     const columns = db.prepare("SELECT name FROM pragma_table_info('requests')").pluck().all() as string[];
     if (!columns.includes('window_ms')) db.exec('ALTER TABLE requests ADD COLUMN window_ms REAL');
     if (!columns.includes('sent_at')) db.exec('ALTER TABLE requests ADD COLUMN sent_at REAL');
@@ -536,7 +556,10 @@ function openFile(path: string, now: number, windowMs: number): BetterSqlite3.Da
         `ALTER TABLE requests ADD COLUMN hold_until REAL; UPDATE requests SET hold_until = ${OLD_HOLD}; DROP INDEX IF EXISTS requests_by_key;`,
       );
     }
-    db.exec('CREATE INDEX IF NOT EXISTS requests_by_hold ON requests (fingerprint, hold_until)');
+    if (!columns.includes('seq')) db.exec('ALTER TABLE requests ADD COLUMN seq INTEGER');
+    db.exec(
+      'CREATE INDEX IF NOT EXISTS requests_by_hold ON requests (fingerprint, hold_until); CREATE INDEX IF NOT EXISTS requests_by_seq ON requests (seq)',
+    );
     db.prepare(PRUNE).run({ now, window: windowMs });
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     // Damage that no statement above reached (an index page: the first read of it failed every later
