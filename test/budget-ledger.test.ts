@@ -667,6 +667,22 @@ describe('the shared budget where hostile pass 9 broke it', () => {
     expect(b.tryAcquire(), "A's five within B's window").toBeUndefined();
   });
 
+  it("a request another process recorded a moment after this one's clock read holds its slot for its whole hold", () => {
+    const dir = tempDir();
+    const clock = fakeClock(94_000_000);
+    const ahead = fakeClock(clock.t + 5); // B's clock read came 5 ms later (A waited for the lock meanwhile)
+    const one = { count: 1, windowMs: 1000 };
+    const a = new RequestBudget(one, clock, open(dir, 'k', clock.t));
+    const b = new RequestBudget(one, ahead, open(dir, 'k', clock.t));
+    (b.tryAcquire() as () => void)();
+    // Read while A's time is behind the row's: taken back to A's time, it stopped holding 5 ms early.
+    expect(a.tryAcquire()).toBeUndefined();
+    clock.t += 1004;
+    expect(a.tryAcquire(), "within a window (and its margin) of B's answer").toBeUndefined();
+    clock.t += 4;
+    expect(a.tryAcquire()).toBeDefined();
+  });
+
   it('a ledger another program holds locked is waited for (nothing sent blind), then worked around with one warning', () => {
     const dir = tempDir();
     const clock = fakeClock(92_000_000);
