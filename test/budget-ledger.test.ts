@@ -683,6 +683,21 @@ describe('the shared budget where hostile pass 9 broke it', () => {
     expect(a.tryAcquire()).toBeDefined();
   });
 
+  it("a process that read the others' rows before a prune took them all still sees what they write after it", () => {
+    const dir = tempDir();
+    const clock = fakeClock(95_000_000);
+    const one = { count: 1, windowMs: 1000 };
+    const a = new RequestBudget(one, clock, open(dir, 'k', clock.t));
+    const b = new RequestBudget(one, clock, open(dir, 'k', clock.t));
+    (b.tryAcquire() as () => void)();
+    expect(a.tryAcquire()).toBeUndefined(); // A has read B's row
+    // Three hours on, another process's open prunes every row: B's next one must not take a number A has read past.
+    clock.t += 3 * 3_600_000;
+    open(dir, 'other', clock.t).close();
+    (b.tryAcquire() as () => void)();
+    expect(a.tryAcquire(), "B's new request").toBeUndefined();
+  });
+
   it('a ledger another program holds locked is waited for (nothing sent blind), then worked around with one warning', () => {
     const dir = tempDir();
     const clock = fakeClock(92_000_000);
