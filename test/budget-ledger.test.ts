@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { resolveBaseUrl } from '../src/config/config.js';
-import { BudgetLedger, ledgerFingerprint } from '../src/store/budget-ledger.js';
+import { BudgetLedger, LEDGER_QUERIES, ledgerFingerprint } from '../src/store/budget-ledger.js';
 import { Database } from '../src/store/sqlite.js';
 import { fakeClock } from './helpers/clock.js';
 import { cli, sim, tempDir } from './helpers/index.js';
@@ -714,6 +714,9 @@ describe('the shared budget where hostile pass 9 broke it', () => {
     expect(budget.tryAcquire()).toBeUndefined();
     expect(warnings).toEqual([]);
     holder.exec('COMMIT');
+    // Looked at again 25 ms on (one look per 25 ms for the process, whatever its streams).
+    expect(budget.tryAcquire()).toBeUndefined();
+    clock.t += 25;
     const release = budget.tryAcquire();
     expect(release).toBeDefined();
     // An end that finds the lock held is written with the next request, not lost.
@@ -764,6 +767,81 @@ describe('the shared budget where hostile pass 9 broke it', () => {
       expect(later.tryAcquire(), how).toBeUndefined();
       ledger.close();
     }
+  });
+});
+
+describe('the shared budget where hostile pass 10 broke it', () => {
+  it("reads by index: the others' rows that changed by their numbers, a first read and a prune by time", () => {
+    const dir = tempDir();
+    open(dir, 'k', Date.now()).close();
+    const db = new Database(join(dir, 'budget.db'));
+    const plan = (sql: string) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all({ now: 1, window: 1, fingerprint: 'k', owner: 1, seq: 0 }) as Array<{ detail: string }>)
+        .map((r) => r.detail)
+        .join('; ');
+    // Left to choose, SQLite read every row of the key (an hour of them) at each read.
+    expect(plan(LEDGER_QUERIES.OTHERS_SINCE)).toMatch(/^SEARCH requests USING INDEX requests_by_seq \(seq>\?\)$/);
+    expect(plan(LEDGER_QUERIES.OTHERS_NOW)).toMatch(/^SEARCH requests USING INDEX requests_by_hold \(fingerprint=\? AND hold_until>\?\)$/);
+    expect(plan(LEDGER_QUERIES.PRUNE)).toContain('SEARCH requests USING INDEX requests_by_end (ended_at<?)');
+    expect(plan(LEDGER_QUERIES.PRUNE)).not.toMatch(/SCAN requests(?! USING COVERING INDEX requests_by_seq)/);
+    db.close();
+  });
+
+  it('waiting for a locked ledger does not hold the event loop: one look without a wait per 25 ms', () => {
+    const dir = tempDir();
+    const clock = fakeClock(96_000_000);
+    const { ledger } = BudgetLedger.open(dir, 'k', 1000, clock.t);
+    const budget = new RequestBudget({ count: 5, windowMs: 1000 }, clock, ledger);
+    const holder = new Database(join(dir, 'budget.db'));
+    holder.exec('BEGIN IMMEDIATE');
+    const t0 = performance.now();
+    for (let i = 0; i < 100; i++) {
+      // Four streams asking each time; 10 ms of waiting on the lock at each was 4 s here.
+      for (let s = 0; s < 4; s++) expect(budget.tryAcquire()).toBeUndefined();
+      clock.t += 25;
+    }
+    expect(performance.now() - t0).toBeLessThan(1000);
+    holder.exec('ROLLBACK');
+    clock.t += 25;
+    expect(budget.tryAcquire()).toBeDefined();
+    holder.close();
+    ledger.close();
+  });
+
+  it("a clock set back by more than a window: the others' rows read before are read afresh, not held for the step", () => {
+    const dir = tempDir();
+    let wall = 97_000_000;
+    const a = new RequestBudget({ count: 2, windowMs: 1000 }, { now: () => wall, sleep: async () => {} }, open(dir, 'k', wall));
+    const b = new RequestBudget({ count: 2, windowMs: 1000 }, { now: () => wall, sleep: async () => {} }, open(dir, 'k', wall));
+    for (let i = 0; i < 2; i++) (b.tryAcquire() as () => void)();
+    expect(a.tryAcquire()).toBeUndefined(); // A has read B's two
+    // An hour back: B's rows are an hour ahead (they cannot be); held as read, A sent nothing for the hour.
+    wall -= 3_600_000;
+    expect(a.tryAcquire()).toBeDefined();
+  });
+
+  it('budget.db removed alone, its -wal and -shm left: a new ledger starts without them, and the running one goes on', () => {
+    const dir = tempDir();
+    const path = join(dir, 'budget.db');
+    const clock = fakeClock(98_000_000);
+    const one = { count: 1, windowMs: 1000 };
+    const a = new RequestBudget(one, clock, BudgetLedger.open(dir, 'k', 1000, clock.t, { warn: () => {} }).ledger);
+    (a.tryAcquire() as () => void)();
+    const inode = (suffix: string) => (existsSync(path + suffix) ? statSync(path + suffix).ino : -1);
+    const before = [inode('-wal'), inode('-shm')];
+    rmSync(path);
+    // A new process: the old log and shared memory are not its own (joined, a pull died of SIGBUS).
+    clock.t += 1100;
+    const b = new RequestBudget(one, clock, open(dir, 'k', clock.t));
+    expect(inode('-wal')).not.toBe(before[0]);
+    expect(inode('-shm')).not.toBe(before[1]);
+    (b.tryAcquire() as () => void)();
+    // A opens the new file again within 2 s and sees B's request.
+    clock.t += 950;
+    expect(a.tryAcquire()).toBeUndefined();
+    const db = new Database(path, { readonly: true });
+    expect(db.pragma('quick_check', { simple: true })).toBe('ok');
+    db.close();
   });
 });
 

@@ -20,7 +20,7 @@
  * processes running at the same time on different databases stay within the rate together.
  */
 import { type Clock, realClock } from '../core/clock.js';
-import type { OtherRequests, Rate, RequestLedger } from '../core/rate.js';
+import { LOCK_RETRY_MS, type OtherRequests, type Rate, type RequestLedger } from '../core/rate.js';
 import { AbortedError } from '../errors.js';
 
 /**
@@ -246,9 +246,6 @@ type Slot = 'unused' | 'free';
  * answered, may free the slot sooner than a window after it was sent.
  */
 const POLL_MS = 50;
-
-/** How often a budget looks again while the ledger is locked (core/rate.ts OtherRequests.locked). */
-const LOCK_RETRY_MS = 25;
 
 /** How many of `holds` (ascending) are later than `now`: the slots they hold then. */
 function busyAfter(holds: readonly number[], now: number): number {

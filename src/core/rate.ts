@@ -36,6 +36,9 @@ export interface OtherRequests {
   locked: boolean;
 }
 
+/** How often a budget asks the ledger again while it is locked (OtherRequests.locked). */
+export const LOCK_RETRY_MS = 25;
+
 /**
  * Where every process's request budget records the requests it sends, so that processes with the
  * same key, one after another or at the same time, stay within the rate together
