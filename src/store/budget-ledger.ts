@@ -496,17 +496,16 @@ function isBusy(err: unknown): boolean {
   return errorCode(err)?.startsWith('SQLITE_BUSY') === true;
 }
 
-/** A process moving a damaged ledger aside holds this; one older than this was left by a crash. */
+/** A process replacing the ledger's file holds `budget.db.moving`; one older than this was left by a crash. */
 const MOVING_STALE_MS = 10_000;
 
 /**
- * Moves the damaged ledger `found` aside, under a lock file (`budget.db.moving`, O_EXCL): processes
- * starting together all find the damage, and a rename moves whatever is at the path by then, a new
- * ledger another process has just started included. Under the lock the file is checked to be still
- * the damaged one. Returns where it went, or undefined when another process is moving it (after a
- * short wait, so that the caller's second open finds the new ledger) or already has.
+ * Runs `work` holding the lock file `budget.db.moving` (O_EXCL), which a process holds while it
+ * replaces the file at the ledger's path; one older than MOVING_STALE_MS was left by a crash and is
+ * taken over. Held by another process: waits a moment (that process is done by then) and returns
+ * undefined.
  */
-function moveAside(path: string, found: Stats, now: number): string | undefined {
+function withMovingLock<T>(path: string, work: () => T): T | undefined {
   const lock = `${path}.moving`;
   let fd: number;
   try {
@@ -516,12 +515,27 @@ function moveAside(path: string, found: Stats, now: number): string | undefined 
     const held = lstatSync(lock, { throwIfNoEntry: false });
     if (held !== undefined && Date.now() - held.mtimeMs > MOVING_STALE_MS) {
       unlinkSync(lock);
-      return moveAside(path, found, now);
+      return withMovingLock(path, work);
     }
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
     return undefined;
   }
   try {
+    return work();
+  } finally {
+    closeSync(fd);
+    unlinkSync(lock);
+  }
+}
+
+/**
+ * Moves the damaged ledger `found` aside, under the lock file: processes starting together all find
+ * the damage, and a rename moves whatever is at the path by then, a new ledger another process has
+ * just started included. Under the lock the file is checked to be still the damaged one. Returns
+ * where it went, or undefined when another process is moving it or already has.
+ */
+function moveAside(path: string, found: Stats, now: number): string | undefined {
+  return withMovingLock(path, () => {
     const still = lstatSync(path, { throwIfNoEntry: false });
     if (still === undefined || still.ino !== found.ino || still.dev !== found.dev) return undefined;
     const aside = `${path}.damaged-${new Date(now).toISOString().replace(/[:.]/g, '-')}`;
@@ -532,33 +546,20 @@ function moveAside(path: string, found: Stats, now: number): string | undefined 
       } catch {}
     }
     return aside;
-  } finally {
-    closeSync(fd);
-    unlinkSync(lock);
-  }
+  });
 }
 
 /**
  * A `-wal` or `-shm` left without its database (`budget.db` removed by hand while processes had it
- * open) is removed before a new ledger starts there, under the lock file moving a damaged ledger
- * takes, and the new file is created under it too: joined to them, a new file met a log and a shared
- * memory of another file's, which the processes still writing that file had mapped (a pull died of
- * SIGBUS; others drew 9-55 429s). Those processes keep theirs: removing a name leaves the open file.
+ * open) is removed before a new ledger starts there, under the lock file, and the new file is
+ * created under it too: joined to them, a new file met a log and a shared memory of another file's,
+ * which the processes still writing that file had mapped (a pull died of SIGBUS; others drew 9-55
+ * 429s). Those processes keep theirs: removing a name leaves the open file.
  */
 function startWithoutOrphans(path: string): void {
   const sides = ['-wal', '-shm'].filter((suffix) => lstatSync(path + suffix, { throwIfNoEntry: false }) !== undefined);
   if (sides.length === 0) return;
-  const lock = `${path}.moving`;
-  let fd: number;
-  try {
-    fd = openSync(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  } catch (err) {
-    if (errorCode(err) !== 'EEXIST') throw err;
-    // Another process is starting the new ledger: it is there once this wait is over.
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
-    return;
-  }
-  try {
+  withMovingLock(path, () => {
     if (lstatSync(path, { throwIfNoEntry: false }) !== undefined) return;
     for (const suffix of sides) {
       try {
@@ -566,10 +567,7 @@ function startWithoutOrphans(path: string): void {
       } catch {}
     }
     closeSync(openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600));
-  } finally {
-    closeSync(fd);
-    unlinkSync(lock);
-  }
+  });
 }
 
 /** What is at the ledger's path, in words, when it is not a plain file of its own. */
