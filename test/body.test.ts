@@ -7,6 +7,7 @@ import { gzipSync } from 'node:zlib';
 import type { Dispatcher } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { exchange } from '../src/api/body.js';
+import { redactor } from '../src/core/redact.js';
 import { ApiError } from '../src/errors.js';
 
 interface Handler {
@@ -37,6 +38,7 @@ const request = (maxBytes = 1024) => ({
   path: '/v1/x?a=1',
   headers: { accept: 'application/json' },
   maxBytes,
+  redact: redactor('test-key-never-sent'),
 });
 
 describe('one exchange through dispatch', () => {

@@ -14,6 +14,7 @@
 import { createRequire } from 'node:module';
 import { gunzip } from 'node:zlib';
 import type { Dispatcher } from 'undici';
+import { type Redact, shorten } from '../core/redact.js';
 import { ApiError, type RequestInfo } from '../errors.js';
 
 export type Headers = Record<string, string | string[] | undefined>;
@@ -31,13 +32,13 @@ export interface Answer {
 const parseHeaders = (createRequire(import.meta.url)('undici/lib/core/util.js') as { parseHeaders(raw: Buffer[]): Headers }).parseHeaders;
 
 /** The codings we ask for and undo; identity needs nothing. */
-function coding(status: number, headers: Headers, info: RequestInfo): 'identity' | 'gzip' | ApiError {
+function coding(status: number, headers: Headers, info: RequestInfo, redact: Redact): 'identity' | 'gzip' | ApiError {
   const raw = String(headers['content-encoding'] ?? '')
     .trim()
     .toLowerCase();
   if (raw === '' || raw === 'identity') return 'identity';
   if (raw === 'gzip' || raw === 'x-gzip') return 'gzip';
-  const shown = JSON.stringify(raw.slice(0, 40));
+  const shown = JSON.stringify(shorten(redact(raw), 40));
   return new ApiError(
     info,
     `${status}: response body has content-encoding ${shown}, which campaign-sync cannot decode (it asks for gzip only)`,
@@ -53,6 +54,8 @@ export interface ExchangeRequest {
   path: string;
   headers: Record<string, string>;
   maxBytes: number;
+  /** Takes the key out of the answer's text quoted in an error (core/redact.ts). */
+  redact: Redact;
 }
 
 /**
@@ -80,7 +83,7 @@ export type ExchangeStage = 'unsent' | 'sent' | 'answered';
 
 /** Sends a GET and collects its whole answer (see the module's comment). */
 export function exchange(dispatcher: Dispatcher, req: ExchangeRequest, info: RequestInfo): Exchange {
-  const handler = new BodyHandler(req.maxBytes, info);
+  const handler = new BodyHandler(req.maxBytes, info, req.redact);
   dispatcher.dispatch({ origin: req.origin, path: req.path, method: 'GET', headers: req.headers }, handler);
   return handler;
 }
@@ -112,6 +115,7 @@ class BodyHandler implements Exchange {
   constructor(
     private readonly maxBytes: number,
     private readonly info: RequestInfo,
+    private readonly redact: Redact,
   ) {
     this.answer = new Promise<Answer>((resolve, reject) => {
       this.done = resolve;
@@ -159,7 +163,7 @@ class BodyHandler implements Exchange {
     if (status < 200 || this.reason) return true;
     this.status = status;
     this.headers = parseHeaders(raw);
-    const kind = coding(status, this.headers, this.info);
+    const kind = coding(status, this.headers, this.info, this.redact);
     if (kind instanceof ApiError) {
       this.refused = true;
       this.cancel(kind);

@@ -9,6 +9,7 @@
  * other loop. A bare JSON array is the whole list (it carries no paging signal, and no `limit` is
  * sent to judge a full page by).
  */
+import { type Redact, redactJson } from '../core/redact.js';
 import { ApiError, type RequestInfo } from '../errors.js';
 import { type Campaign, formatIssues, identitySchemas, isCampaign, isObject } from './envelopes.js';
 
@@ -85,4 +86,17 @@ export function nextCampaignStep(page: CampaignPage, facts: { info: RequestInfo;
       invalid: true,
     });
   return { done: false, next };
+}
+
+/**
+ * A listed campaign as it may be stored and shown: its text (name, type, every other value) without
+ * the key, since a mirror's campaigns reach `status`, warnings and /healthz. Its id cannot be changed
+ * (it is what the results are asked by): a campaign whose id carries a run of the key is left out,
+ * `undefined`.
+ */
+export function redactCampaign(campaign: Campaign, redact: Redact): Campaign | undefined {
+  if (redact(campaign.id) !== campaign.id) return undefined;
+  const out = redactJson(campaign, redact) as Campaign;
+  out.id = campaign.id;
+  return out;
 }

@@ -12,11 +12,12 @@ import { type Clock, MAX_TIMER_MS, realClock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
 import { keyFingerprint } from '../core/fingerprint.js';
 import { parseJsonBytes } from '../core/json-bytes.js';
+import { type Redact, type Redacted, redactor, shorten } from '../core/redact.js';
 import type { ReportType } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
 import { type Answer, type Exchange, type ExchangeStage, exchange } from './body.js';
 import type { RequestBudget } from './budget.js';
-import { nextCampaignStep, parseCampaignPage } from './campaign-list.js';
+import { nextCampaignStep, parseCampaignPage, redactCampaign } from './campaign-list.js';
 import { createRoute } from './dispatcher.js';
 import { type Campaign, formatIssues, type Page, toPage } from './envelopes.js';
 import { NOT_TLS, PROXY_NOT_TLS, parseRetryAfter, retryDecision, TLS_PORT } from './retry.js';
@@ -77,12 +78,21 @@ export interface ClientOptions {
   retry?: { baseMs?: number; capMs?: number };
 }
 
-function requestFacts(info: RequestInfo, query: string, attempt: number, maxAttempts: number, sentAt: number, endedAt: number) {
+/** A request's facts for its event; the query and campaign id may carry the service's own text (a cursor, an id). */
+function requestFacts(
+  redact: Redact,
+  info: RequestInfo,
+  query: string,
+  attempt: number,
+  maxAttempts: number,
+  sentAt: number,
+  endedAt: number,
+) {
   return {
     method: info.method,
     path: info.path,
-    query,
-    campaignId: info.campaignId,
+    query: redact(query),
+    campaignId: info.campaignId === undefined ? undefined : redact(info.campaignId),
     attempt: attempt + 1,
     maxAttempts,
     ms: endedAt - sentAt,
@@ -106,8 +116,12 @@ export class ApiClient {
   private readonly origin: string;
   /** Every attempt made, retries included. */
   requests = 0;
-  /** The key as sent, and URL-encoded: what `redact` takes out of the service's text. */
-  private readonly secrets: string[];
+  /**
+   * The text with the key taken out (core/redact.ts): a service (or something posing as one) may echo
+   * the key it was sent in an error message, a request id, a cursor or a body, and every such string
+   * reaches the terminal, the request log, `last_error` in the mirror and /healthz.
+   */
+  readonly redact: Redact;
   /** The answers of the attempts under way, for close(). */
   private readonly inFlight = new Set<Promise<Answer>>();
   private readonly events: RunEvents | undefined;
@@ -131,7 +145,7 @@ export class ApiClient {
     if (config.userAgent) this.headers['user-agent'] = config.userAgent;
     this.basePath = config.baseUrl.pathname.replace(/\/+$/, '');
     this.origin = config.baseUrl.origin;
-    this.secrets = [...new Set([config.apiKey, encodeURIComponent(config.apiKey)])].filter((k) => k.length > 0);
+    this.redact = redactor(config.apiKey);
   }
 
   /**
@@ -140,17 +154,6 @@ export class ApiClient {
    */
   get lister(): string {
     return keyFingerprint('campaign-list', this.config.baseUrl.href, this.config.apiKey);
-  }
-
-  /**
-   * The text with the key taken out: a service (or something posing as one) may echo the key it was
-   * sent in an error message, a request id or a body, and every such string reaches the terminal, the
-   * request log, `last_error` in the mirror and /healthz.
-   */
-  redact(text: string): string {
-    let out = text;
-    for (const k of this.secrets) if (out.includes(k)) out = out.split(k).join('[the API key]');
-    return out;
   }
 
   /** The same error, its message without the key (see `redact`); rethrown by every public method. */
@@ -188,10 +191,12 @@ export class ApiClient {
       let step: ReturnType<typeof nextCampaignStep>;
       try {
         const page = parseCampaignPage(value, info);
-        for (const c of page.campaigns) {
-          if (ids.has(c.id)) continue;
-          ids.add(c.id);
-          out.push(c);
+        for (const listed of page.campaigns) {
+          if (ids.has(listed.id)) continue;
+          ids.add(listed.id);
+          const c = redactCampaign(listed, this.redact);
+          if (c) out.push(c);
+          else this.events?.warning?.('the service listed a campaign whose id holds the API key: left out');
         }
         step = nextCampaignStep(page, { info, page: n, sent });
       } catch (err) {
@@ -241,7 +246,7 @@ export class ApiClient {
         release();
         if (counter) counter.bytes += res.bytes;
         this.events?.request?.({
-          ...requestFacts(info, query, attempt, maxAttempts, sentAt, this.clock.now()),
+          ...requestFacts(this.redact, info, query, attempt, maxAttempts, sentAt, this.clock.now()),
           status: res.status,
           bytes: res.bytes,
           budgetWaitMs,
@@ -255,7 +260,7 @@ export class ApiClient {
         this.redacted(err);
         // Still one request event: the log's lines and the summary's request count must agree.
         this.events?.request?.({
-          ...requestFacts(info, query, attempt, maxAttempts, sentAt, this.clock.now()),
+          ...requestFacts(this.redact, info, query, attempt, maxAttempts, sentAt, this.clock.now()),
           // The status that came, a body cut off after it included.
           status: received?.status || (err instanceof ApiError ? err.status : undefined),
           bytes: received?.bytes ?? 0,
@@ -302,7 +307,7 @@ export class ApiClient {
     let failure: Error | undefined;
     let pending: Exchange;
     try {
-      pending = exchange(this.dispatcher, { origin: this.origin, path, headers: this.headers, maxBytes }, info);
+      pending = exchange(this.dispatcher, { origin: this.origin, path, headers: this.headers, maxBytes, redact: this.redact }, info);
     } catch (err) {
       throw this.failed(err, info, false);
     }
@@ -400,9 +405,9 @@ export class ApiClient {
   private answerError(answer: Answer, info: RequestInfo, path: string): Error {
     const { status, headers: resHeaders, body } = answer;
     if (status >= 200 && status < 300) {
-      const text = this.redact(body.toString('utf8'));
-      const type = String(resHeaders['content-type'] ?? 'no content-type');
-      return new ApiError(info, `${status} but the body is not JSON (${type.split(';')[0]}): ${preview(text)}`, { invalid: true });
+      const text = this.redact(oneLine(body.toString('utf8')));
+      const type = this.redact(String(resHeaders['content-type'] ?? 'no content-type').split(';')[0] ?? '');
+      return new ApiError(info, `${status} but the body is not JSON (${type}): ${preview(text)}`, { invalid: true });
     }
     if (status >= 300 && status < 400) {
       const location = String(resHeaders.location ?? '');
@@ -415,7 +420,7 @@ export class ApiClient {
         invalid: true,
       });
     }
-    const { message, requestId } = errorFields(this.redact(body.toString('utf8')));
+    const { message, requestId } = errorFields(body.toString('utf8'), this.redact);
     const retryAfterMs = parseRetryAfter(resHeaders['retry-after'], this.clock.now());
     let detail = `${status} ${message ?? statusText(status)}`;
     if (status === 400 && this.config.baseUrl.protocol === 'http:' && PLAIN_TO_TLS_PORT.test(body.toString('latin1'))) {
@@ -494,25 +499,28 @@ function receivedIn(pending: Exchange): Received {
   return { bytes: pending.received(), skipped: pending.skipped(), stage: pending.stage(), status: pending.status };
 }
 
-/** The spec's error body (§7), when the body is one. */
-function errorFields(text: string): { message?: string; requestId?: string } {
+/**
+ * The spec's error body (§7), when the body is one: its fields are redacted once parsed (JSON escapes
+ * could hide the key from a redaction of the raw text), and only then cut.
+ */
+function errorFields(text: string, redact: Redact): { message?: string; requestId?: string } {
+  const field = (v: unknown) => (typeof v === 'string' ? shorten(redact(oneLine(v)), 200) : undefined);
   try {
     const body = JSON.parse(text) as { error?: { message?: unknown; request_id?: unknown } };
-    const message = typeof body?.error?.message === 'string' ? oneLine(body.error.message) : undefined;
-    const requestId = typeof body?.error?.request_id === 'string' ? oneLine(body.error.request_id) : undefined;
-    return { message, requestId };
+    return { message: field(body?.error?.message), requestId: field(body?.error?.request_id) };
   } catch {
-    return { message: text.trim() ? `(not JSON: ${preview(text)})` : undefined };
+    return { message: text.trim() ? `(not JSON: ${preview(redact(oneLine(text)))})` : undefined };
   }
 }
 
+/** The text on one line: runs of white space as one space. */
 function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim().slice(0, 200);
+  return text.replace(/\s+/g, ' ').trim();
 }
 
-function preview(text: string): string {
-  const t = oneLine(text);
-  return JSON.stringify(t.length > 60 ? `${t.slice(0, 60)}…` : t);
+/** The start of a redacted body, quoted. */
+function preview(text: Redacted): string {
+  return JSON.stringify(shorten(text, 60));
 }
 
 const STATUS_TEXT: Record<number, string> = {

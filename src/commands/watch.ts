@@ -6,6 +6,7 @@ import { parseSettings, watchSchema } from '../config/schema.js';
 import { sleep } from '../core/clock.js';
 import { mergeEvents } from '../core/events.js';
 import { formatDuration, formatRate } from '../core/rate.js';
+import { redactJson } from '../core/redact.js';
 import { AuthError, CampaignSyncError, ExitCode, exitCodeFor, exitCodeForPass, isAbort, StorageError, UsageError } from '../errors.js';
 import { assessHealth } from '../sync/health.js';
 import type { PassResult } from '../sync/pass.js';
@@ -103,7 +104,11 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
           const now = Date.now();
           const h = assessHealth(rows, now, maxAge);
           return {
-            body: healthDocument(h, (r) => `${names.get(r.campaign_id) ?? r.campaign_id} (${r.endpoint})`, now),
+            // Redacted again as served: a mirror written by an older version may hold the key in a stored error.
+            body: redactJson(
+              healthDocument(h, (r) => `${names.get(r.campaign_id) ?? r.campaign_id} (${r.endpoint})`, now),
+              session.client.redact,
+            ),
             ok: h.verdict !== 'down',
           };
         },

@@ -10,6 +10,7 @@
  * or an empty one, is the end.
  */
 import { toInt64 } from '../core/int64.js';
+import type { Redact } from '../core/redact.js';
 import { DataError } from '../errors.js';
 import { show } from './records.js';
 
@@ -32,17 +33,19 @@ export interface PageFacts {
   last: bigint | undefined;
   /** The `limit` the page was asked for with: a bare-array page cannot be paged without it. */
   limit?: number | undefined;
+  /** Takes the key out of the values an error quotes (core/redact.ts). */
+  redact: Redact;
 }
 
 export type PagingStep = { done: true } | { done: false; next: bigint };
 
 /** The envelope's cursor for the next page, if it names one. */
-function envelopeCursor(page: PageEnvelope, where: string): bigint | undefined {
+function envelopeCursor(page: PageEnvelope, where: string, redact: Redact): bigint | undefined {
   for (const field of ['last_record_index', 'last_record_id'] as const) {
     const value = page[field];
     if (value === undefined || value === null) continue;
     const cursor = toInt64(value);
-    if (cursor === undefined) throw new DataError(`${where}: ${field}: ${show(value)} is not a non-negative int64`);
+    if (cursor === undefined) throw new DataError(`${where}: ${field}: ${show(value, redact)} is not a non-negative int64`);
     return cursor;
   }
   return undefined;
@@ -52,7 +55,7 @@ function envelopeCursor(page: PageEnvelope, where: string): bigint | undefined {
 export function nextStep(page: PageEnvelope, facts: PageFacts): PagingStep {
   const { where, sent, last } = facts;
   // A bad cursor field is an error even on the last page: the envelope is not what it claims.
-  const next = envelopeCursor(page, where) ?? last;
+  const next = envelopeCursor(page, where, facts.redact) ?? last;
   if (page.has_more === undefined) return fullPageStep(facts);
   if (!page.has_more) return { done: true };
   if (facts.records === 0) {

@@ -7,6 +7,7 @@
  */
 import { toInt64 } from '../core/int64.js';
 import { NumberText, toJson } from '../core/json.js';
+import { type Redact, shorten } from '../core/redact.js';
 import type { CheckedRecord } from '../core/types.js';
 import { DataError } from '../errors.js';
 
@@ -16,13 +17,12 @@ import { DataError } from '../errors.js';
  */
 const MAX_ID_LENGTH = 200;
 
-/** How a bad value reads in an error message. */
-export function show(value: unknown): string {
+/** How a bad value from the service reads in an error message: without the key, then cut to 40 characters. */
+export function show(value: unknown, redact: Redact): string {
   if (value === undefined) return 'missing';
-  if (value instanceof NumberText) return `${value.text} (not an integer)`;
+  if (value instanceof NumberText) return `${redact(value.text)} (not an integer)`;
   if (typeof value === 'bigint') return value.toString();
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+  return shorten(redact(JSON.stringify(value) ?? String(value)), 40);
 }
 
 /**
@@ -51,6 +51,8 @@ export interface PageContext {
   campaignId: string;
   /** The cursor sent with the request: every record must come after it. */
   after: bigint | undefined;
+  /** Takes the key out of the values an error quotes (core/redact.ts). */
+  redact: Redact;
 }
 
 /** Checks a page's records; throws a DataError naming the record's position and field. */
@@ -65,10 +67,10 @@ export function checkPage(data: unknown[], ctx: PageContext): CheckedRecord[] {
     }
     const id = record.id;
     if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID_LENGTH)
-      throw new DataError(`${at}: id: ${show(id)} is not a usable id`);
+      throw new DataError(`${at}: id: ${show(id, ctx.redact)} is not a usable id`);
     const orderIndex = toInt64(record.order_index);
     if (orderIndex === undefined) {
-      throw new DataError(`${at} (id ${id}): order_index: ${show(record.order_index)} is not a non-negative int64`);
+      throw new DataError(`${at} (id ${id}): order_index: ${show(record.order_index, ctx.redact)} is not a non-negative int64`);
     }
     // Nested `campaign.id` (the interface), else flat `campaign_id` (the session reference's sample).
     const campaign = record.campaign as { id?: unknown } | null | undefined;
@@ -77,7 +79,7 @@ export function checkPage(data: unknown[], ctx: PageContext): CheckedRecord[] {
     if (campaignId !== ctx.campaignId) {
       const field = nested || record.campaign_id === undefined ? 'campaign.id' : 'campaign_id';
       if (typeof campaignId !== 'string' || campaignId.length === 0) {
-        throw new DataError(`${at} (id ${id}): ${field}: ${show(campaignId)} is not a usable campaign id`);
+        throw new DataError(`${at} (id ${id}): ${field}: ${show(campaignId, ctx.redact)} is not a usable campaign id`);
       }
       throw new DataError(`${at} (id ${id}): ${field}: ${campaignId} is not the campaign asked for`);
     }

@@ -158,9 +158,16 @@ export async function walkStream(
       const { page } = await (committing === undefined ? pending : Promise.race([pending, committing.then(() => pending)]));
       counts.pages++;
       const where = `${describeRequest({ method: 'GET', path, campaignId: id.campaignId })}, page ${counts.pages}`;
-      const checked = checkPage(page.data, { where, campaignId: id.campaignId, after: cursor });
+      const checked = checkPage(page.data, { where, campaignId: id.campaignId, after: cursor, redact: deps.client.redact });
       const last = checked.at(-1)?.orderIndex;
-      const step = nextStep(page, { where, sent: cursor, records: checked.length, last, limit: opts.pageSize });
+      const step = nextStep(page, {
+        where,
+        sent: cursor,
+        records: checked.length,
+        last,
+        limit: opts.pageSize,
+        redact: deps.client.redact,
+      });
       // The next page is on its way while this one is stored: the network overlaps the disk.
       if (!step.done && !deps.signal?.aborted) {
         pending = fetchPage(step.next);

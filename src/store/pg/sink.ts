@@ -12,6 +12,7 @@
  *
  * As with SQLite, the first storage failure is final for the process: every later write throws it.
  */
+import type { Redacted } from '../../core/redact.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
 import type { UpsertCounts } from '../mirror.js';
@@ -208,7 +209,7 @@ export class PgSink implements Sink {
     });
   }
 
-  async endStream(id: StreamId, error: string | undefined, at: string): Promise<void> {
+  async endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void> {
     await this.guard(() => this.state.end(id, error, at));
   }
 

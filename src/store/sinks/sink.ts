@@ -8,6 +8,7 @@
  * Every write of a sync (pages, stream rows and outcomes, campaigns) goes through the group, so after
  * one failed write or commit the process writes nothing more: each later call throws that failure.
  */
+import type { Redacted } from '../../core/redact.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import type { StorageError } from '../../errors.js';
 import { Campaigns } from '../campaigns.js';
@@ -52,8 +53,8 @@ export interface Sink {
   campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void>;
   /** Makes sure the stream has its row in `sync_state`. */
   openStream(id: StreamId): Promise<void>;
-  /** Records how the stream's pass ended: a success time, or the error. */
-  endStream(id: StreamId, error: string | undefined, at: string): Promise<void>;
+  /** Records how the stream's pass ended: a success time, or the error (without the key: it is stored and shown). */
+  endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void>;
   /** Commits what the current group holds (see store/group.ts). */
   flush(): Promise<void>;
   /** Flushes and releases files; the database stays open. After a storage failure, only releases. */
@@ -94,7 +95,7 @@ export abstract class GroupedSink implements Sink {
     this.group.write(() => this.state.ensure(id), 0, 0);
   }
 
-  async endStream(id: StreamId, error: string | undefined, at: string): Promise<void> {
+  async endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void> {
     this.group.write(() => (error === undefined ? this.state.success(id, at) : this.state.failure(id, error, at)), 0, 0);
   }
 
