@@ -14,6 +14,7 @@ const UNIT = [
   'test/hostile.test.ts',
   'test/json-bytes.test.ts',
   'test/output.test.ts',
+  'test/redact.test.ts',
   'test/units.test.ts',
 ];
 /** Kill -9 rounds and million-row exports: left out of `npm run test:fast`, always run by `npm test` and CI. */

@@ -42,8 +42,8 @@ function hashOf(text: string, from: number, w: number): number {
 /**
  * The redaction of one key, built once. A text is scanned once with a rolling hash of its next `w`
  * characters (w = 8, or the key's length when shorter), looked up among the hashes of the key's own
- * windows of `w` and then compared; a hit is extended while the following windows hit too, and the
- * whole run is replaced. Linear in the text's length, whatever the key's.
+ * windows of `w` and then compared: every window of the text that is one of the key's is taken out,
+ * windows that overlap or touch as one run. Linear in the text's length, whatever the key's.
  */
 export function redactor(key: string): Redact {
   const forms = [...new Set([key, encodeURIComponent(key), JSON.stringify(key).slice(1, -1)])].filter((k) => k.length > 0);
@@ -60,35 +60,28 @@ export function redactor(key: string): Redact {
   // BASE^(w-1), to take the leaving character out of the rolling hash.
   let top = 1;
   for (let i = 1; i < w; i++) top = Math.imul(top, BASE) >>> 0;
-  const hit = (text: string, at: number, h: number) => hashes.has(h) && windows.has(foldText(text.slice(at, at + w)));
   return (text) => {
     if (text.length < w) return text as Redacted;
     let out = '';
+    // Up to where the text is copied; the run being taken out, [start, end).
     let kept = 0;
-    let i = 0;
+    let start = -1;
+    let end = -1;
     let h = hashOf(text, 0, w);
-    for (;;) {
-      if (hit(text, i, h)) {
-        // The run goes on while each next window is one of the key's.
-        let end = i + w;
-        while (end < text.length) {
-          const next = (Math.imul(h - Math.imul(fold(text.charCodeAt(end - w)), top), BASE) + fold(text.charCodeAt(end))) >>> 0;
-          if (!hit(text, end - w + 1, next)) break;
-          h = next;
-          end++;
+    for (let i = 0; ; i++) {
+      if (hashes.has(h) && windows.has(foldText(text.slice(i, i + w)))) {
+        if (i > end) {
+          if (start >= 0) out += text.slice(kept, start) + KEY_MARK;
+          if (start >= 0) kept = end;
+          start = i;
         }
-        out += text.slice(kept, i) + KEY_MARK;
-        kept = end;
-        i = end;
-        if (i + w > text.length) break;
-        h = hashOf(text, i, w);
-        continue;
+        end = i + w;
       }
       if (i + w >= text.length) break;
       h = (Math.imul(h - Math.imul(fold(text.charCodeAt(i)), top), BASE) + fold(text.charCodeAt(i + w))) >>> 0;
-      i++;
     }
-    return (kept === 0 ? text : out + text.slice(kept)) as Redacted;
+    if (start < 0) return text as Redacted;
+    return (out + text.slice(kept, start) + KEY_MARK + text.slice(end)) as Redacted;
   };
 }
 
