@@ -224,11 +224,18 @@ export class StorageError extends CampaignSyncError {
   override readonly name = 'StorageError';
   /** The OS or SQLite code behind it (ENOSPC, EROFS, SQLITE_FULL, …) when there is one. */
   readonly code: string | undefined;
-  constructor(message: string, options: { code?: string | undefined; cause?: unknown } = {}) {
+  /**
+   * The connection to a database server was lost (the server ended it, restarted or went away): the
+   * pass stops (exit 74), and `watch` tries again at the next pass on new connections, which read
+   * the committed checkpoints afresh, as a new process would.
+   */
+  readonly disconnected: boolean;
+  constructor(message: string, options: { code?: string | undefined; cause?: unknown; disconnected?: boolean } = {}) {
     // Another program's lock on the database (SQLITE_BUSY once busy_timeout ran out) is not broken
     // storage: exit 75, like a lock held by another campaign-sync, and `watch` tries again.
     super(message, isBusyCode(options.code) ? ExitCode.locked : ExitCode.storage, { cause: options.cause });
     this.code = options.code;
+    this.disconnected = options.disconnected === true;
   }
 
   /** A lock held by another connection outlasted busy_timeout: waiting, not fixing, is the cure. */

@@ -158,10 +158,12 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
         for (const line of failureLines(result)) out.error(`${stamp()} pass ${cycle}: ${line}`);
       } catch (err) {
         // Another program held the database locked past busy_timeout (a sqlite3 shell, an analyst's
-        // tool): the pass failed and its open group was rolled back. The database is closed and opened
-        // again for the next pass, whose sink starts from the committed checkpoints, as a new process
-        // would. Closing releases the run lock meanwhile: a pull that takes it makes the reopen exit 75.
-        if (err instanceof StorageError && err.busy) {
+        // tool), or the connection to the PostgreSQL server was lost (the server ended it or
+        // restarted): the pass failed and its open group or transaction was rolled back. The database
+        // is closed and opened again for the next pass (a server still away fails that pass too), whose
+        // sink starts from the committed checkpoints, as a new process would. Closing releases the run
+        // lock meanwhile: a pull that takes it makes the reopen exit 75.
+        if (err instanceof StorageError && (err.busy || err.disconnected)) {
           if (!closed) {
             closed = true;
             await session.close().catch(() => {});

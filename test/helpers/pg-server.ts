@@ -15,6 +15,8 @@ import { join } from 'node:path';
 
 export interface TestPgServer {
   url: string;
+  /** Restarts the server (`pg_ctl restart -m mode`), waiting until it accepts connections again. */
+  restart(mode: 'fast' | 'immediate'): void;
   stop(): void;
 }
 
@@ -90,7 +92,8 @@ export async function startPgServer(): Promise<TestPgServer> {
   // A loopback port may be taken between freePort and the start: a few tries.
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    // fsync off: the tests kill clients, never the server, so its durability is not what they test.
+    // fsync off: the tests kill clients and restart the server, never the machine, so what reaches the
+    // disk is not what they test.
     const opts = `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200`;
     try {
       run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', opts, 'start']);
@@ -102,6 +105,9 @@ export async function startPgServer(): Promise<TestPgServer> {
     const url = `postgres://${TEST_PG_USER}:${TEST_PG_PASSWORD}@127.0.0.1:${port}/postgres`;
     return {
       url,
+      restart(mode) {
+        run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-m', mode, '-w', '-t', '60', '-o', opts, 'restart']);
+      },
       stop() {
         try {
           run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);

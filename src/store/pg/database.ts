@@ -49,8 +49,14 @@ export class PgDatabase {
       // read refuses (40001).
       options: `-c search_path=${ident(schema)} -c synchronous_commit=off -c default_transaction_isolation=read\\ committed`,
     });
-    // An idle connection the server drops must not crash the process; the next query reports it.
+    // A connection the server ends (pg_terminate_backend, a restart, idle_session_timeout) or whose
+    // network goes emits 'error' on its client, and an 'error' event nobody listens to ends the process
+    // with a stack trace. The pool listens on its idle clients (and drops them: the next checkout opens
+    // a new one), re-emitting on the pool; a client checked out loses that listener, so every client
+    // gets one of its own at birth. The statement under way, or the next one, fails with the cause,
+    // and becomes a StorageError (`failure`).
     pool.on('error', () => {});
+    pool.on('connect', (client) => client.on('error', () => {}));
     const db = new PgDatabase(pool, url, schema);
     try {
       const client = await pool.connect();
@@ -141,13 +147,27 @@ export class PgDatabase {
     const e = err as { message?: string; code?: string };
     const code = typeof e?.code === 'string' ? e.code : undefined;
     const message = scrub(e?.message ?? String(err), this.url);
+    const disconnected = isDisconnect(code, e?.message);
     return new StorageError(
-      `${what} ${this.name}: ${message}${code ? ` (${code})` : ''}; nothing committed was lost: fix the database and run again`,
-      { code, cause: err },
+      `${what} ${this.name}: ${message}${code ? ` (${code})` : ''}; nothing committed was lost: ${disconnected ? 'run again' : 'fix the database and run again'}`,
+      { code, cause: err, disconnected },
     );
   }
 
   async close(): Promise<void> {
     await this.pool.end().catch(() => {});
   }
+}
+
+/** Errno codes of a connection that failed or broke at the network: the server may be back soon. */
+const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * Whether a failure is the loss of the connection rather than a fault of the database: SQLSTATE class
+ * 08 (connection exception); 57P01-57P03 (the server shutting down, restarting or starting) and 57P05
+ * (idle_session_timeout); a network errno; the driver's own words for a socket that closed.
+ */
+function isDisconnect(code: string | undefined, message: string | undefined): boolean {
+  if (code !== undefined && (code.startsWith('08') || /^57P0[1235]$/.test(code) || NETWORK_CODES.has(code))) return true;
+  return /^Connection terminated|connection error and is not queryable/.test(message ?? '');
 }

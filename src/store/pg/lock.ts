@@ -28,21 +28,32 @@ export class PgLocks {
   lost: unknown;
 
   private connection(): Promise<pg.PoolClient> {
-    this.client ??= this.db.pool.connect().then(
-      (client) => {
-        // Checked out for the whole run, so the pool's own 'error' listener does not cover it: an
-        // error event with no listener would end the process with a stack trace.
-        client.on('error', (err) => {
-          this.lost ??= this.db.failure(err, 'lost the stream locks of');
-        });
-        return client;
-      },
-      (err) => {
-        this.client = undefined;
-        throw this.db.failure(err, 'cannot lock');
-      },
-    );
+    this.client ??= this.open().catch((err: unknown) => {
+      this.client = undefined;
+      throw this.db.failure(err, 'cannot lock');
+    });
     return this.client;
+  }
+
+  private async open(): Promise<pg.PoolClient> {
+    const client = await this.db.pool.connect();
+    // Checked out for the whole run: its loss is recorded here, and the next write stops on it.
+    client.on('error', (err) => {
+      this.lost ??= this.db.failure(err, 'lost the stream locks of');
+    });
+    try {
+      // Idle for the whole run by design: a server's idle_session_timeout (PostgreSQL 14 and later;
+      // earlier servers have no such setting) would end it, and the locks with it, in every pass
+      // longer than the timeout. The pool's other connections idle only in the pool, which drops one
+      // the server ends and opens another.
+      await client.query(
+        "SELECT set_config('idle_session_timeout', '0', false) WHERE current_setting('idle_session_timeout', true) IS NOT NULL",
+      );
+    } catch (err) {
+      client.release(true);
+      throw err;
+    }
+    return client;
   }
 
   /** Takes the lock of `name` (a stream key, or `*` for the whole mirror) or throws LockedError at once. */

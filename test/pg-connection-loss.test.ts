@@ -1,0 +1,394 @@
+/**
+ * A PostgreSQL mirror whose connections are lost mid-pass: a page's backend ended under way
+ * (pg_terminate_backend), the stream locks' backend, the pool's idle backends, the server restarted
+ * (fast and immediate), idle_session_timeout. Against real servers: what is checked is what the
+ * driver and the server do, and the CLI's answer to it: one line naming the database (never its
+ * password), exit 74 when the pass had to stop, no "Unhandled 'error' event", no stack trace, and a
+ * mirror left exact (a second pull stores every record once). `watch` tries again at its next pass.
+ *
+ * Mid-pass is arranged, not timed: a trigger of the mirror makes every insert wait for an advisory
+ * lock (the gate) that the test holds once `GATE_AFTER` results are stored, so the pass is stopped
+ * inside a page's statement while the test ends backends, then the gate opens.
+ */
+import { hostname } from 'node:os';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { RunningSimulator } from '../src/simulator/server.js';
+import { PgDatabase } from '../src/store/pg/database.js';
+import { cli, type RunningCli, servedRecords, sim, startCli } from './helpers/index.js';
+import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
+import { startPgServer, TEST_PG_PASSWORD, type TestPgServer } from './helpers/pg-server.js';
+
+const CAMPAIGNS = 2;
+const RECORDS = 200;
+const PAGE = '20';
+/** Results stored before the gate holds inserts: a few pages in. */
+const GATE_AFTER = 60;
+/** The gate's advisory lock (one bigint key: objsubid 1, never one of the mirror's two-key locks). */
+const GATE_KEY = 740_074;
+
+async function connect(url: string): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: url });
+  // A restart ends the test's own connections too: an error event must not end the test process.
+  c.on('error', () => {});
+  await c.connect();
+  return c;
+}
+
+/**
+ * Creates the mirror in `schema` (migrated, as a pull would) with the gate's trigger on role results:
+ * the role campaign's stream is held there while the session campaign's completes, whose connection
+ * then waits idle in the pool.
+ */
+async function gatedMirror(url: string, schema: string): Promise<void> {
+  const db = await PgDatabase.open(url, schema);
+  try {
+    await db.query(`CREATE FUNCTION gate() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF (SELECT count(*) FROM role_results) >= ${GATE_AFTER} THEN
+    PERFORM pg_advisory_xact_lock_shared(${GATE_KEY});
+  END IF;
+  RETURN NULL;
+END $$`);
+    await db.query('CREATE TRIGGER gate BEFORE INSERT ON role_results FOR EACH STATEMENT EXECUTE FUNCTION gate()');
+  } finally {
+    await db.close();
+  }
+}
+
+/** The gate, shut: inserts past GATE_AFTER wait until `open()`. */
+async function shutGate(url: string): Promise<{ open(): Promise<void> }> {
+  const c = await connect(url);
+  await c.query('SELECT pg_advisory_lock($1)', [GATE_KEY]);
+  return { open: () => c.end().catch(() => {}) };
+}
+
+interface Backend {
+  pid: number;
+  state: string | null;
+  /** Waiting at the gate: a page's statement under way. */
+  gated: boolean;
+  /** Holds a stream lock of the mirror. */
+  locks: boolean;
+}
+
+/** The backends of the campaign-sync process `pid` (its connections carry its pid in application_name). */
+async function backends(admin: pg.Client, pid: number): Promise<Backend[]> {
+  const r = await admin.query<Backend>(
+    `SELECT a.pid, a.state,
+            EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 1 AND l.objid = $2) AS gated,
+            EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted AND l.objsubid = 2) AS locks
+       FROM pg_stat_activity a WHERE a.application_name = $1`,
+    [`campaign-sync pid ${pid} on ${hostname()}`.slice(0, 63), GATE_KEY],
+  );
+  return r.rows;
+}
+
+/** Waits until `test` holds for the backends of `run`'s process (polling the server, no fixed delay). */
+async function until(admin: pg.Client, run: RunningCli, test: (b: Backend[]) => boolean, what: string): Promise<Backend[]> {
+  for (let i = 0; i < 1500; i++) {
+    if (run.child.exitCode !== null) throw new Error(`${what}: the command ended first (exit ${run.child.exitCode}): ${run.stderr()}`);
+    const b = await backends(admin, run.child.pid as number);
+    if (test(b)) return b;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Ends the backends and waits until each is gone. */
+async function terminate(admin: pg.Client, pids: number[]): Promise<void> {
+  expect(pids.length).toBeGreaterThan(0);
+  for (const pid of pids) await admin.query('SELECT pg_terminate_backend($1, 30000)', [pid]);
+}
+
+/** One line on stderr naming the database without its password; no crash, no stack trace. */
+function expectOneLine(stderr: string, pattern: RegExp, start = /^campaign-sync: /): void {
+  expect(stderr).not.toContain('Unhandled');
+  expect(stderr).not.toMatch(/^\s+at /m);
+  expect(stderr).not.toContain(TEST_PG_PASSWORD);
+  expect(stderr.trimEnd().split('\n'), stderr).toHaveLength(1);
+  expect(stderr).toMatch(start);
+  expect(stderr).toMatch(/postgres:\/\/campaign_sync_test@127\.0\.0\.1:\d+\/postgres \(schema t_\w+\)/);
+  expect(stderr.trimEnd()).toMatch(pattern);
+}
+
+/** Every record of every stream stored once, cursors at the last record, child rows never doubled. */
+async function expectExact(url: string, s: RunningSimulator, schema: string, reportType: string): Promise<void> {
+  const expected = servedRecords(s, RECORDS);
+  let evals = 0;
+  for (const text of expected.values()) {
+    const r = JSON.parse(text);
+    if (r.score_details && reportType === 'OVERALL') continue;
+    evals += r.score_details
+      ? r.score_details.reduce((n: number, d: { eval_results: unknown[] }) => n + d.eval_results.length, 0)
+      : r.eval_results.length;
+  }
+  const c = await connect(url);
+  try {
+    await c.query(`SET search_path TO ${schema}`);
+    const state = (await c.query('SELECT campaign_id, cursor::text AS cursor, records::text AS records FROM sync_state')).rows;
+    expect(state.length).toBe(CAMPAIGNS);
+    for (const r of state) {
+      const camp = s.data.byId.get(r.campaign_id);
+      expect(r.cursor).toBe(String(s.data.orderIndex(camp as NonNullable<typeof camp>, RECORDS - 1)));
+      expect(r.records).toBe(String(RECORDS));
+    }
+    const ids = (await c.query('SELECT id FROM session_results UNION ALL SELECT id FROM role_results')).rows.map((r) => r.id as string);
+    expect(ids.length).toBe(CAMPAIGNS * RECORDS);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(expected.has(id)).toBe(true);
+    expect(Number((await c.query('SELECT count(*) AS n FROM eval_results')).rows[0]?.n)).toBe(evals);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Starts `command` on a gated mirror at `url`, and waits until its pass is held at the gate. */
+async function heldAtGate(
+  url: string,
+  command: string[],
+  reportType = 'DETAILED',
+  /** Who holds the gate and watches the backends (a role whose idle sessions the server ends would not do). */
+  adminUrl = url,
+): Promise<{
+  s: RunningSimulator;
+  schema: string;
+  run: RunningCli;
+  admin: pg.Client;
+  gate: { open(): Promise<void> };
+  pull: string[];
+  env: Record<string, string>;
+}> {
+  const s = await sim({ campaigns: CAMPAIGNS, records: RECORDS });
+  const schema = freshSchema();
+  await gatedMirror(url, schema);
+  // The URL (and its password) through the environment, as a careful operator gives it.
+  const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_DB: url };
+  const pull = ['pull', '--report-type', reportType, '--page-size', PAGE, '--pg-schema', schema];
+  const gate = await shutGate(adminUrl);
+  const admin = await connect(adminUrl);
+  const run = startCli([...command, '--report-type', reportType, '--page-size', PAGE, '--pg-schema', schema], { env });
+  await until(admin, run, (b) => b.some((x) => x.gated), 'a page held at the gate');
+  return { s, schema, run, admin, gate, pull, env };
+}
+
+describePg('a lost connection of the PostgreSQL mirror', () => {
+  it.each([
+    ['DETAILED', 'a page in a transaction'],
+    ['OVERALL', 'a page of one statement'],
+  ])('%s: the backend of %s ended under way: exit 74, one line, nothing lost', async (reportType) => {
+    const { s, schema, run, admin, gate, pull, env } = await heldAtGate(PG_URL, ['pull'], reportType);
+    try {
+      const held = await backends(admin, run.child.pid as number);
+      await terminate(
+        admin,
+        held.filter((b) => b.gated).map((b) => b.pid),
+      );
+      await gate.open();
+      const { code } = await run.exited;
+      expect(code, run.stderr()).toBe(74);
+      expectOneLine(
+        run.stderr(),
+        /: cannot write to .*: terminating connection due to administrator command \(57P01\); nothing committed was lost: run again$/,
+      );
+    } finally {
+      await gate.open();
+      await admin.end();
+    }
+    const again = await cli(pull, { env });
+    expect(again.code, again.stderr).toBe(0);
+    await expectExact(PG_URL, s, schema, reportType);
+  });
+
+  it.each([
+    ['the stream locks’ backend', (b: Backend) => b.locks],
+    ['every idle backend (the stream locks’ among them)', (b: Backend) => b.state === 'idle'],
+  ])('%s ended: the pass stops at its next write, exit 74, nothing lost', async (_, pick) => {
+    const { s, schema, run, admin, gate, pull, env } = await heldAtGate(PG_URL, ['pull']);
+    try {
+      const held = await backends(admin, run.child.pid as number);
+      expect(held.filter((b) => b.locks)).toHaveLength(1);
+      await terminate(
+        admin,
+        held.filter(pick).map((b) => b.pid),
+      );
+      await gate.open();
+      const { code } = await run.exited;
+      expect(code, run.stderr()).toBe(74);
+      expectOneLine(
+        run.stderr(),
+        /: lost the stream locks of .*: terminating connection due to administrator command \(57P01\); nothing committed was lost: run again$/,
+      );
+    } finally {
+      await gate.open();
+      await admin.end();
+    }
+    const again = await cli(pull, { env });
+    expect(again.code, again.stderr).toBe(0);
+    await expectExact(PG_URL, s, schema, 'DETAILED');
+  });
+
+  it('idle backends of the pool ended (not the locks’): the pool opens others, the pass completes', async () => {
+    const { s, schema, run, admin, gate } = await heldAtGate(PG_URL, ['pull']);
+    try {
+      // The session campaign's stream done: its connection is back in the pool, idle.
+      for (let i = 0; i < 1500; i++) {
+        const r = await admin.query(`SELECT 1 FROM ${schema}.sync_state WHERE endpoint = 'session' AND last_success_at IS NOT NULL`);
+        if (r.rowCount === 1) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const held = await until(admin, run, (b) => b.some((x) => x.state === 'idle' && !x.locks), 'an idle connection in the pool');
+      await terminate(
+        admin,
+        held.filter((b) => b.state === 'idle' && !b.locks).map((b) => b.pid),
+      );
+      await gate.open();
+      const { code } = await run.exited;
+      expect(code, run.stderr()).toBe(0);
+      expect(run.stderr()).toBe('');
+    } finally {
+      await gate.open();
+      await admin.end();
+    }
+    await expectExact(PG_URL, s, schema, 'DETAILED');
+  });
+
+  it('reconcile: the backend of a page ended under way: exit 74, one line; reconcile again completes', async () => {
+    const s = await sim({ campaigns: CAMPAIGNS, records: RECORDS });
+    const schema = freshSchema();
+    await gatedMirror(PG_URL, schema);
+    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_DB: PG_URL };
+    const args = ['--page-size', PAGE, '--pg-schema', schema];
+    const first = await cli(['pull', ...args], { env });
+    expect(first.code, first.stderr).toBe(0);
+    const gate = await shutGate(PG_URL);
+    const admin = await connect(PG_URL);
+    const run = startCli(['reconcile', ...args], { env });
+    try {
+      const held = await until(admin, run, (b) => b.some((x) => x.gated), 'a page held at the gate');
+      await terminate(
+        admin,
+        held.filter((b) => b.gated).map((b) => b.pid),
+      );
+      await gate.open();
+      const { code } = await run.exited;
+      expect(code, run.stderr()).toBe(74);
+      expectOneLine(run.stderr(), /: cannot write to .*: terminating connection due to administrator command \(57P01\)/);
+    } finally {
+      await gate.open();
+      await admin.end();
+    }
+    const again = await cli(['reconcile', ...args], { env });
+    expect(again.code, again.stderr).toBe(0);
+    await expectExact(PG_URL, s, schema, 'DETAILED');
+  });
+
+  it('watch: a pass whose backend was ended fails with one line; the next pass, on new connections, completes', async () => {
+    const { s, schema, run, admin, gate } = await heldAtGate(PG_URL, ['watch', '--interval', '1s', '--max-cycles', '3']);
+    try {
+      const held = await backends(admin, run.child.pid as number);
+      // The page under way and the stream locks' connection: both are opened anew.
+      await terminate(
+        admin,
+        held.filter((b) => b.gated || b.locks).map((b) => b.pid),
+      );
+      await gate.open();
+      const { code } = await run.exited;
+      expect(code, run.stderr()).toBe(0);
+      expectOneLine(
+        run.stderr(),
+        / pass 1 failed: (cannot write to|lost the stream locks of) .*: terminating connection due to administrator command \(57P01\); nothing committed was lost: run again$/,
+        /^error: \S+ pass 1 failed: /,
+      );
+      expect(run.stdout()).toMatch(/ pass 2: /);
+      expect(run.stdout()).toMatch(/ pass 3: /);
+    } finally {
+      await gate.open();
+      await admin.end();
+    }
+    await expectExact(PG_URL, s, schema, 'DETAILED');
+  });
+
+  it('idle_session_timeout shorter than the pass: the stream locks’ connection is kept, the pass completes', async () => {
+    // A role of its own whose sessions end after 300 ms idle (PostgreSQL 14 and later).
+    const admin = await connect(PG_URL);
+    const role = `idle_${process.pid}_${Date.now().toString(36)}`;
+    const url = new URL(PG_URL);
+    try {
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${TEST_PG_PASSWORD}'`);
+      await admin.query(`GRANT CREATE ON DATABASE postgres TO ${role}`);
+      await admin.query(`ALTER ROLE ${role} SET idle_session_timeout = '300ms'`);
+      url.username = role;
+      const { s, schema, run, admin: watcher, gate } = await heldAtGate(url.toString(), ['pull'], 'DETAILED', PG_URL);
+      try {
+        // Held past the timeout: the pool's idle connections are ended; the locks' is not.
+        const held = await backends(watcher, run.child.pid as number);
+        await new Promise((r) => setTimeout(r, 1000));
+        const after = await backends(watcher, run.child.pid as number);
+        expect(after.filter((b) => b.locks).map((b) => b.pid)).toEqual(held.filter((b) => b.locks).map((b) => b.pid));
+        await gate.open();
+        const { code } = await run.exited;
+        expect(code, run.stderr()).toBe(0);
+        expect(run.stderr()).toBe('');
+      } finally {
+        await gate.open();
+        await watcher.end();
+      }
+      await expectExact(PG_URL, s, schema, 'DETAILED');
+    } finally {
+      await admin.query(`DROP OWNED BY ${role} CASCADE`).catch(() => {});
+      await admin.query(`REVOKE CREATE ON DATABASE postgres FROM ${role}`).catch(() => {});
+      await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
+      await admin.end();
+    }
+  });
+});
+
+describePg('the PostgreSQL server restarted mid-pass (a server of this file’s own)', () => {
+  let server: TestPgServer | undefined;
+  beforeAll(async () => {
+    server = await startPgServer();
+  }, 120_000);
+  afterAll(() => server?.stop());
+
+  it.each(['fast', 'immediate'] as const)(
+    'pg_ctl restart -m %s: exit 74, one line; the next pull completes, nothing lost',
+    async (mode) => {
+      const url = (server as TestPgServer).url;
+      const { s, schema, run, admin, gate, pull, env } = await heldAtGate(url, ['pull']);
+      try {
+        (server as TestPgServer).restart(mode);
+        const { code } = await run.exited;
+        expect(code, run.stderr()).toBe(74);
+        expectOneLine(run.stderr(), /: (cannot write to|lost the stream locks of) .*; nothing committed was lost: run again$/);
+      } finally {
+        await gate.open();
+        await admin.end().catch(() => {});
+      }
+      const again = await cli(pull, { env });
+      expect(again.code, again.stderr).toBe(0);
+      await expectExact(url, s, schema, 'DETAILED');
+    },
+  );
+
+  it('watch: the server restarted during a pass; the next pass, on new connections, completes', async () => {
+    const url = (server as TestPgServer).url;
+    const { s, schema, run, admin, gate } = await heldAtGate(url, ['watch', '--interval', '1s', '--max-cycles', '3']);
+    try {
+      (server as TestPgServer).restart('fast');
+      const { code } = await run.exited;
+      expect(code, run.stderr()).toBe(0);
+      expectOneLine(
+        run.stderr(),
+        / pass 1 failed: (cannot write to|lost the stream locks of) .*; nothing committed was lost: run again$/,
+        /^error: \S+ pass 1 failed: /,
+      );
+      expect(run.stdout()).toMatch(/ pass 2: /);
+      expect(run.stdout()).toMatch(/ pass 3: /);
+    } finally {
+      await gate.open();
+      await admin.end().catch(() => {});
+    }
+    await expectExact(url, s, schema, 'DETAILED');
+  });
+});
