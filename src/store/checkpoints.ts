@@ -40,7 +40,7 @@ export interface StreamRow {
   id_conflicts: number;
 }
 
-/** A stream row as STREAMS_SQL reads it, before retiredAs and the conflict counts fill it in. */
+/** A stream row as STREAMS_SQL reads it, before streamRow and the conflict counts fill it in. */
 export type StreamSqlRow = Omit<StreamRow, 'unlisted_since' | 'type_changed_to' | 'id_conflicts'> & {
   campaign_seen_at: string | null;
   campaign_type: string | null;
@@ -209,7 +209,7 @@ export function streamRow(
   return {
     ...row,
     unlisted_since,
-    type_changed_to: unlisted_since === null && campaign_seen_at !== null ? retiredAs(row.endpoint, campaign_type) : null,
+    type_changed_to: unlisted_since === null && campaign_seen_at !== null ? retiredType(row.endpoint, campaign_type) : null,
     id_conflicts: conflicts.get(row.stream) ?? 0,
   };
 }
@@ -218,7 +218,7 @@ export function streamRow(
  * The campaign's type (`none` when it has none) when it routes to another endpoint than the stream's,
  * or none at all: the stream is retired. Null while it routes here.
  */
-export function retiredAs(endpoint: Endpoint, type: string | null): string | null {
+export function retiredType(endpoint: Endpoint, type: string | null): string | null {
   return endpointFor(type) === endpoint ? null : (type ?? 'none');
 }
 
