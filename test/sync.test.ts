@@ -288,7 +288,7 @@ describe('files', () => {
   });
 });
 
-/** Undo version 5 (views and indexes) on a fresh database, to stand for one an older release wrote. */
+/** Undo version 5 (views and indexes) and the versions after it on a fresh database, to stand for one an older release wrote. */
 function dropV5(db: ReturnType<typeof openDatabase>) {
   const objs = db
     .prepare(
@@ -298,6 +298,8 @@ function dropV5(db: ReturnType<typeof openDatabase>) {
   for (const o of objs) db.exec(`DROP ${o.type.toUpperCase()} ${o.name}`);
   // Version 6's columns (its views went above).
   db.exec('ALTER TABLE score_details DROP COLUMN position; ALTER TABLE eval_results DROP COLUMN position');
+  // Version 7's table.
+  db.exec('DROP TABLE id_conflicts');
 }
 
 describe('schema migrations', () => {

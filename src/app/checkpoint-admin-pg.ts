@@ -18,7 +18,7 @@ export async function openPgCheckpointAdmin(dbPath: string, pgSchema: string | u
     async reset(campaignIds) {
       const all = await state.all();
       for (const r of all) if (campaignIds.length === 0 || campaignIds.includes(r.campaign_id)) await locks.acquire(r.stream);
-      return state.reset(campaignIds);
+      return state.reset(campaignIds, all);
     },
     async close() {
       await locks.release();

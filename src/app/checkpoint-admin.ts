@@ -17,8 +17,11 @@ export interface CheckpointAdmin {
   idsNamed(name: string): Promise<string[]>;
   /** Streams that have a checkpoint. */
   checkpointed(): Promise<number>;
-  /** Forgets the checkpoints of the campaigns (all when none), under the lock; returns how many. */
-  reset(campaignIds: string[]): Promise<number>;
+  /**
+   * Forgets the checkpoints of the campaigns (all when none), under the lock, and removes their
+   * retired streams (a campaign whose type changed); returns how many were forgotten, and which went.
+   */
+  reset(campaignIds: string[]): Promise<{ forgotten: number; removed: string[] }>;
   close(): Promise<void>;
 }
 

@@ -15,12 +15,20 @@ export type PullFlags = SyncFlags & OutputFlags;
  */
 async function warnUnlisted(session: SyncJob, out: Output): Promise<void> {
   const gone = new Map<string, string>();
-  for (const row of await session.store.streams()) if (row.unlisted_since) gone.set(row.campaign_id, row.unlisted_since);
-  if (gone.size === 0) return;
+  const rows = await session.store.streams();
+  for (const row of rows) if (row.unlisted_since) gone.set(row.campaign_id, row.unlisted_since);
+  // A campaign whose type changed is read through its new type's stream; the old one is retired.
+  const retired = rows.filter((r) => r.type_changed_to);
+  if (gone.size === 0 && retired.length === 0) return;
   const names = await session.store.campaignNames();
   for (const [id, since] of gone) {
     out.warn(
       `campaign ${names.get(id) ?? id} (${id}) is no longer listed by the service (last listed ${since}): its records and checkpoints are kept; it is not synced and \`status --check\` leaves it out`,
+    );
+  }
+  for (const r of retired) {
+    out.warn(
+      `campaign ${names.get(r.campaign_id) ?? r.campaign_id} (${r.campaign_id}) is of type ${r.type_changed_to} now: its stream ${r.stream} is retired, its records kept; \`status --check\` leaves it out, \`reconcile --prune\` removes its records, \`reset --campaign\` the stream`,
     );
   }
 }

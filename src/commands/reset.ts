@@ -1,6 +1,7 @@
 import { type CheckpointAdmin, openCheckpointAdmin } from '../app/checkpoint-admin.js';
 import { UsageError } from '../errors.js';
 import { canAsk, confirm } from '../ui/confirm.js';
+import { showText } from '../ui/escape.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 
 export interface ResetFlags extends OutputFlags {
@@ -62,11 +63,18 @@ export async function reset(flags: ResetFlags): Promise<number> {
         return 0;
       }
     }
-    const changed = await admin.reset(campaigns);
-    out.document({ reset: changed, campaigns });
+    const { forgotten: changed, removed } = await admin.reset(campaigns);
+    out.document({ reset: changed, campaigns, retired_streams_removed: removed });
     out.print(
       `Forgot ${changed} checkpoint${changed === 1 ? '' : 's'}${campaigns.length ? ` of ${campaigns.join(', ')}` : ''}; the next pull re-reads (stored records are kept).`,
     );
+    // Stream keys are campaign ids from the service: escaped.
+    if (removed.length > 0)
+      out.print(
+        showText(
+          `Removed ${removed.length === 1 ? 'the retired stream' : `${removed.length} retired streams`} ${removed.join(', ')} (the campaign's type changed; its stored records are kept).`,
+        ),
+      );
     return 0;
   } finally {
     await admin.close();

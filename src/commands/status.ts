@@ -2,7 +2,7 @@ import { openMirrorReader } from '../app/mirror-reader.js';
 import { exitCodeForHealth, UsageError } from '../errors.js';
 import { assessHealth } from '../sync/health.js';
 import { showText } from '../ui/escape.js';
-import { healthDocument, healthLines, relativeTime, unlistedSince } from '../ui/health.js';
+import { healthDocument, healthLines, relativeTime, retiredAs, unlistedSince } from '../ui/health.js';
 import { compareNames } from '../ui/order.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { formatCount, renderTable } from '../ui/table.js';
@@ -62,6 +62,8 @@ export async function status(flags: StatusFlags): Promise<number> {
         last_error: r.last_error,
         last_error_at: r.last_error_at,
         unlisted_since: r.unlisted_since,
+        type_changed_to: r.type_changed_to,
+        id_conflicts: r.id_conflicts,
       })),
       skipped: skipped.map((s) => ({ id: s.id, name: s.name, type: s.type, reason: 'campaign type not supported' })),
     });
@@ -75,19 +77,26 @@ export async function status(flags: StatusFlags): Promise<number> {
     else {
       out.print(
         renderTable(
-          ['campaign', 'endpoint', 'report', 'cursor', 'records', 'last success', 'last error'],
+          ['campaign', 'endpoint', 'report', 'cursor', 'records', 'id conflicts', 'last success', 'last error'],
           rows.map((r) => [
             names.get(r.campaign_id) ?? r.campaign_id,
             r.endpoint,
             r.report_type ?? '',
             r.cursor === null ? '' : r.cursor.toString(),
             formatCount(r.records),
+            formatCount(r.id_conflicts),
             relativeTime(r.last_success_at, now),
-            r.last_error ? `${relativeTime(r.last_error_at, now)}: ${r.last_error}` : r.unlisted_since ? unlistedSince(r, now) : '',
+            r.last_error
+              ? `${relativeTime(r.last_error_at, now)}: ${r.last_error}`
+              : r.unlisted_since
+                ? unlistedSince(r, now)
+                : r.type_changed_to
+                  ? retiredAs(r)
+                  : '',
           ]),
           [],
           // An error is cut later than a name: its end (status, message, request id) is what helps.
-          [undefined, undefined, undefined, undefined, undefined, undefined, 160],
+          [undefined, undefined, undefined, undefined, undefined, undefined, undefined, 160],
           out.tableStyle,
         ),
       );

@@ -1,8 +1,9 @@
 /**
  * What happens to results after they were first served, as the real service does it: a result is
  * re-scored (its score and `updated_at` change), a result arrives late (its `order_index` falls below
- * cursors clients already hold, its `created_at` is the day it arrived), a result is deleted. Tests
- * and `simulate --churn` apply them; the server pages through the base data merged with them, so a
+ * cursors clients already hold, its `created_at` is the day it arrived), a result is deleted. Two
+ * service faults too: one result served by two campaigns (`share`), and a campaign whose type
+ * changes (`retype`). Tests and `simulate --churn` apply them; the server pages through the base data merged with them, so a
  * client sees them exactly as it would see the real service's.
  */
 import type { ReportType } from '../core/types.js';
@@ -20,6 +21,8 @@ interface Late {
   index: number;
   createdAt: number;
   orderIndex: bigint;
+  /** A record of another campaign served here too (share): its campaign and index there. */
+  from?: { campaign: SimCampaign; index: number };
 }
 
 export interface ResultsQuery {
@@ -99,6 +102,29 @@ export class SimChanges {
   }
 
   /**
+   * A service fault: campaign `to` also serves campaign `from`'s record `i`, the same id and content
+   * under `to`'s campaign reference, at an order_index just below `to`'s record `slot` (as a late
+   * arrival's, created when the original was). Both campaigns must be of one type. Returns the
+   * order_index the copy is served at in `to`.
+   */
+  share(from: SimCampaign, i: number, to: SimCampaign, slot: number): bigint {
+    if (from.type !== to.type) throw new Error(`campaigns of types ${from.type} and ${to.type} are read from different endpoints`);
+    if (from.id === to.id) throw new Error('a record shared with its own campaign is not a second copy');
+    const orderIndex = this.arriveLate(to, slot, this.data.createdAt(i));
+    const late = (this.late.get(to.index) ?? []).find((l) => l.orderIndex === orderIndex) as Late;
+    late.from = { campaign: from, index: i };
+    return orderIndex;
+  }
+
+  /**
+   * A campaign's type changes (say SESSION_COMPLETION to ROLE_SUBMISSION): the campaign list shows
+   * the new type, the new type's endpoint serves its results, the old one answers 404.
+   */
+  retype(c: SimCampaign, type: string): void {
+    c.type = type;
+  }
+
+  /**
    * One page of campaign `c`'s records with the changes applied: base indexes in [lo, hi) (the date
    * filter on base records) merged with the late records in the window, by order_index. `keep`
    * tests each base index against the date filter where [lo, hi) cannot (the unordered-times quirk).
@@ -152,8 +178,10 @@ export class SimChanges {
   }
 
   private lateRecord(c: SimCampaign, endpoint: 'session' | 'role', l: Late, report: ReportType): Record<string, unknown> {
+    const [from, index] = l.from === undefined ? [c, l.index] : [l.from.campaign, l.from.index];
     const r =
-      endpoint === 'session' ? this.data.sessionResult(c, l.index, l.createdAt) : this.data.roleResult(c, l.index, report, l.createdAt);
+      endpoint === 'session' ? this.data.sessionResult(from, index, l.createdAt) : this.data.roleResult(from, index, report, l.createdAt);
+    if (l.from !== undefined) r.campaign = { id: c.id, name: c.name };
     r.order_index = l.orderIndex <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(l.orderIndex) : l.orderIndex;
     return r;
   }

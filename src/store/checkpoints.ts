@@ -4,6 +4,8 @@
  */
 import type { CheckpointMove, Destination, Endpoint, StreamId } from '../core/types.js';
 import { StorageError, UsageError } from '../errors.js';
+import { endpointFor } from '../spec/paths.js';
+import { IdConflicts } from './conflicts.js';
 import type { Db } from './db.js';
 import { decodeDestination, describeDestination, encodeDestination } from './destination.js';
 
@@ -28,13 +30,28 @@ export interface StreamRow {
    * (its key lost access, or the campaign was removed); null while it is listed.
    */
   unlisted_since: string | null;
+  /**
+   * The campaign's type as last listed, when it no longer routes to this stream's endpoint (the type
+   * changed, say SESSION_COMPLETION to ROLE_SUBMISSION): the stream is retired, as an unlisted
+   * campaign's is. Null while the type routes here, and while the campaign is unlisted.
+   */
+  type_changed_to: string | null;
+  /** Records served through this stream whose id another campaign holds: skipped (store/conflicts.ts). */
+  id_conflicts: number;
 }
+
+/** A stream row as STREAMS_SQL reads it, before streamRow and the conflict counts fill it in. */
+export type StreamSqlRow = Omit<StreamRow, 'unlisted_since' | 'type_changed_to' | 'id_conflicts'> & {
+  campaign_seen_at: string | null;
+  campaign_type: string | null;
+};
 
 /**
  * Every stream, with when its campaign was last listed (`campaign_seen_at`), from which, with the
  * listers' newest lists, `unlisted_since` is made (listings, below). Shared by SQLite and PostgreSQL.
  */
-export const STREAMS_SQL = 'SELECT s.*, c.seen_at AS campaign_seen_at FROM sync_state s LEFT JOIN campaigns c ON c.id = s.campaign_id';
+export const STREAMS_SQL =
+  'SELECT s.*, c.seen_at AS campaign_seen_at, c.type AS campaign_type FROM sync_state s LEFT JOIN campaigns c ON c.id = s.campaign_id';
 
 /** The newest list of every lister, as stored in `meta` (listings, below). */
 export const LISTINGS_SQL = "SELECT value FROM meta WHERE key LIKE 'listed_by:%'";
@@ -61,6 +78,7 @@ function prepare(db: Db) {
     cursors: db.prepare('SELECT count(*) FROM sync_state WHERE cursor IS NOT NULL').pluck(),
     resetAll: db.prepare('UPDATE sync_state SET cursor = NULL WHERE cursor IS NOT NULL'),
     resetCampaign: db.prepare('UPDATE sync_state SET cursor = NULL WHERE campaign_id = ? AND cursor IS NOT NULL'),
+    removeStream: db.prepare('DELETE FROM sync_state WHERE stream = ?'),
   };
 }
 
@@ -109,9 +127,8 @@ export class Checkpoints {
 
   all(): StreamRow[] {
     const listed = listedIds(this.s.listings.all() as string[]);
-    return (this.s.all.all() as Array<Omit<StreamRow, 'unlisted_since'> & { campaign_seen_at: string | null }>).map(
-      ({ campaign_seen_at, ...row }) => ({ ...row, unlisted_since: unlistedSince(row.campaign_id, campaign_seen_at, listed) }),
-    );
+    const conflicts = new IdConflicts(this.db).perStream();
+    return (this.s.all.all() as StreamSqlRow[]).map((row) => streamRow(row, listed, conflicts));
   }
 
   /**
@@ -152,12 +169,57 @@ export class Checkpoints {
     return this.s.hasStreams.get(campaignId) !== undefined;
   }
 
-  /** Forgets checkpoints (not data, not counts) of every stream or of the given campaigns. */
-  reset(campaignIds: string[]): number {
-    // With no checkpoint left, claimDestination lets the database feed another destination.
-    if (campaignIds.length === 0) return this.s.resetAll.run().changes;
-    return this.db.transaction(() => campaignIds.reduce((n, id) => n + this.s.resetCampaign.run(id).changes, 0))();
+  /**
+   * Forgets checkpoints (not data, not counts) of every stream or of the given campaigns, and removes
+   * the rows of their retired streams (`type_changed_to`): nothing syncs those again. Returns how
+   * many checkpoints were forgotten and which retired streams went.
+   */
+  reset(campaignIds: string[]): { forgotten: number; removed: string[] } {
+    const removed = retiredStreams(this.all(), campaignIds);
+    const conflicts = new IdConflicts(this.db);
+    return this.db.transaction(() => {
+      for (const stream of removed) {
+        this.s.removeStream.run(stream);
+        conflicts.forget(stream);
+      }
+      // With no checkpoint left, claimDestination lets the database feed another destination.
+      const forgotten =
+        campaignIds.length === 0
+          ? this.s.resetAll.run().changes
+          : campaignIds.reduce((n, id) => n + this.s.resetCampaign.run(id).changes, 0);
+      return { forgotten, removed };
+    })();
   }
+}
+
+/** The keys of the retired streams of the given campaigns (all when none). */
+export function retiredStreams(rows: readonly StreamRow[], campaignIds: readonly string[]): string[] {
+  return rows
+    .filter((r) => r.type_changed_to !== null && (campaignIds.length === 0 || campaignIds.includes(r.campaign_id)))
+    .map((r) => r.stream);
+}
+
+/** A stream's row with what is made of the campaign list and the conflicts. Shared by SQLite and PostgreSQL. */
+export function streamRow(
+  { campaign_seen_at, campaign_type, ...row }: StreamSqlRow,
+  listed: Set<string> | undefined,
+  conflicts: Map<string, number>,
+): StreamRow {
+  const unlisted_since = unlistedSince(row.campaign_id, campaign_seen_at, listed);
+  return {
+    ...row,
+    unlisted_since,
+    type_changed_to: unlisted_since === null && campaign_seen_at !== null ? retiredType(row.endpoint, campaign_type) : null,
+    id_conflicts: conflicts.get(row.stream) ?? 0,
+  };
+}
+
+/**
+ * The campaign's type (`none` when it has none) when it routes to another endpoint than the stream's,
+ * or none at all: the stream is retired. Null while it routes here.
+ */
+export function retiredType(endpoint: Endpoint, type: string | null): string | null {
+  return endpointFor(type) === endpoint ? null : (type ?? 'none');
 }
 
 /*

@@ -11,10 +11,22 @@ import { roleRawSql } from './reassemble.js';
 import { COLUMNS, evalRows, roleRow, sessionRow, type Values } from './rows.js';
 import { insertIgnore, placeholders, update, upsert } from './sql.js';
 
-/** What a page did to the mirror: records new to it, and records whose content changed (a record read again unchanged is neither). */
+/**
+ * What a page did to the mirror: records new to it, and records whose content changed (a record read
+ * again unchanged is neither). A record whose id another campaign's stream stored first is neither
+ * too: it is left to that campaign (store/conflicts.ts), and named in `conflicts` when this is the
+ * first time its stream was served it.
+ */
 export interface UpsertCounts {
   inserted: number;
   updated: number;
+  conflicts?: IdConflict[] | undefined;
+}
+
+/** A record served by this stream's campaign whose id another campaign holds: the id, and that campaign. */
+export interface IdConflict {
+  id: string;
+  kept: string;
 }
 
 /** Only a record whose content differs from the stored one is rewritten (and counted as updated). */
@@ -43,6 +55,9 @@ function prepareStatements(db: Db) {
     deleteDetails: db.prepare('DELETE FROM score_details WHERE role_result_id = ?'),
     deleteSession: db.prepare('DELETE FROM session_results WHERE id = ?'),
     deleteRole: db.prepare('DELETE FROM role_results WHERE id = ?'),
+    // Who holds an id already read by some stream: a record's campaign is part of its identity.
+    sessionOwner: db.prepare('SELECT campaign_id FROM session_results WHERE id = ?').pluck(),
+    roleOwner: db.prepare('SELECT campaign_id FROM role_results WHERE id = ?').pluck(),
     sessionIds: db.prepare('SELECT id FROM session_results WHERE campaign_id = ?').pluck(),
     roleIds: db.prepare('SELECT id FROM role_results WHERE campaign_id = ? AND report_type IS ?').pluck(),
   };
@@ -57,13 +72,18 @@ export class Mirror {
     this.s = prepareStatements(db);
   }
 
-  /** Upserts session results and their eval results. Call inside a transaction. */
+  /**
+   * Upserts session results and their eval results. A stored record of another campaign is left as
+   * it is and named in `conflicts` (the campaign that stored an id first keeps it: it never flips).
+   * Call inside a transaction.
+   */
   upsertSessionResults(records: CheckedRecord[], campaignId: string): UpsertCounts {
-    const counts = { inserted: 0, updated: 0 };
+    const counts: UpsertCounts = { inserted: 0, updated: 0 };
     for (const r of records) {
       const values = sessionRow(r, campaignId);
       this.bytes += r.raw.length;
       if (this.s.insertSession.run(...values).changes === 1) counts.inserted++;
+      else if (this.heldElsewhere(this.s.sessionOwner, r.id, campaignId, counts)) continue;
       else if (this.s.updateSession.run(...values, r.raw).changes === 1) {
         this.s.deleteEvals.run('session_result', r.id);
         counts.updated++;
@@ -78,7 +98,7 @@ export class Mirror {
    * (store/compact.ts). Call inside a transaction.
    */
   upsertRoleResults(records: CheckedRecord[], campaignId: string, reportType: string): UpsertCounts {
-    const counts = { inserted: 0, updated: 0 };
+    const counts: UpsertCounts = { inserted: 0, updated: 0 };
     for (const r of records) {
       // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
       const split = Array.isArray(r.record.score_details) ? splitDetailed(r, campaignId) : undefined;
@@ -86,6 +106,7 @@ export class Mirror {
       this.bytes += (values[values.length - 2] as string).length;
       const inserted = this.s.insertRole.run(...values).changes === 1;
       if (inserted) counts.inserted++;
+      else if (this.heldElsewhere(this.s.roleOwner, r.id, campaignId, counts)) continue;
       else if (this.changed(r, values, split)) counts.updated++;
       // Unchanged: its score details and eval results are what this same record stored.
       else continue;
@@ -97,6 +118,14 @@ export class Mirror {
       this.insertDetails(r, split);
     }
     return counts;
+  }
+
+  /** Whether a stored record `id` belongs to another campaign than `campaignId` (then named in `counts.conflicts`). */
+  private heldElsewhere(owner: { get(id: string): unknown }, id: string, campaignId: string, counts: UpsertCounts): boolean {
+    const kept = owner.get(id) as string | undefined;
+    if (kept === undefined || kept === campaignId) return false;
+    (counts.conflicts ??= []).push({ id, kept });
+    return true;
   }
 
   /** Rewrites a stored DETAILED record into schema 6's shape (the migration). Call inside a transaction. */

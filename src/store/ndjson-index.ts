@@ -35,6 +35,7 @@ export class NdjsonIndex {
   constructor(private readonly db: Db) {
     this.s = {
       get: db.prepare('SELECT digest FROM ndjson_records WHERE path = ? AND report_type = ? AND id = ?').pluck(),
+      entry: db.prepare('SELECT digest, campaign_id FROM ndjson_records WHERE path = ? AND report_type = ? AND id = ?'),
       set: db.prepare(
         'INSERT INTO ndjson_records (path, report_type, id, campaign_id, digest) VALUES (?, ?, ?, ?, ?) ON CONFLICT (path, report_type, id) DO UPDATE SET digest = excluded.digest',
       ),
@@ -49,6 +50,11 @@ export class NdjsonIndex {
   /** The digest of the last line written for a record, if the file holds it. */
   digest(path: string, reportType: string, id: string): string | undefined {
     return this.s.get.get(path, reportType, id) as string | undefined;
+  }
+
+  /** The digest of the last line written for a record, and the campaign it was written for, if the file holds it. */
+  entry(path: string, reportType: string, id: string): { digest: string; campaign_id: string } | undefined {
+    return this.s.entry.get(path, reportType, id) as { digest: string; campaign_id: string } | undefined;
   }
 
   /** Whether the file's records are in the index (a file written before it existed is not, until ensureIndexed). */

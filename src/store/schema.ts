@@ -144,6 +144,21 @@ ALTER TABLE ndjson_files ADD COLUMN indexed INTEGER NOT NULL DEFAULT 1;
 UPDATE ndjson_files SET indexed = 0;
 `;
 
+/**
+ * Version 7: record ids served by two campaigns (store/conflicts.ts): each copy skipped, once, so its
+ * warning is given once and `status` counts them per stream.
+ */
+const V7 = `
+CREATE TABLE id_conflicts (
+  stream TEXT NOT NULL,
+  record_id TEXT NOT NULL,
+  campaign_id TEXT NOT NULL,
+  kept_campaign_id TEXT NOT NULL,
+  first_seen_at TEXT NOT NULL,
+  PRIMARY KEY (stream, record_id)
+) WITHOUT ROWID;
+`;
+
 /** MIGRATIONS[i] takes a database from version i to i + 1: SQL, then a step of code where data moves. */
 const MIGRATIONS: Array<{ sql: string; run?: (db: Database.Database) => number }> = [
   { sql: V1 },
@@ -152,6 +167,7 @@ const MIGRATIONS: Array<{ sql: string; run?: (db: Database.Database) => number }
   { sql: V4 },
   { sql: V5_LINKS + V5_VIEWS + V5_INDEXES },
   { sql: V6_SQL, run: compactStored },
+  { sql: V7 },
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 

@@ -14,6 +14,8 @@ export interface StreamState {
   last_error_at: string | null;
   /** Set when the service's newest campaign list left the stream's campaign out (see StreamRow). */
   unlisted_since?: string | null;
+  /** Set when the campaign's type no longer routes to the stream's endpoint: the stream is retired (see StreamRow). */
+  type_changed_to?: string | null;
 }
 
 export type Unhealthy<S extends StreamState = StreamState> =
@@ -30,6 +32,8 @@ export interface Health<S extends StreamState = StreamState> {
   unhealthy: Unhealthy<S>[];
   /** Streams of campaigns the service no longer lists: left out of the verdict (see assessHealth). */
   unlisted: S[];
+  /** Streams of campaigns whose type changed (read through another endpoint now): left out as the unlisted are. */
+  retired: S[];
   maxAgeMs: number;
 }
 
@@ -37,12 +41,18 @@ export interface Health<S extends StreamState = StreamState> {
 export function assessHealth<S extends StreamState>(rows: readonly S[], now: number, maxAgeMs: number): Health<S> {
   const unhealthy: Unhealthy<S>[] = [];
   const unlisted: S[] = [];
+  const retired: S[] = [];
   const judged: S[] = [];
   for (const row of rows) {
     // A campaign the service no longer lists cannot be synced, and would be stale for ever: it is
     // named apart and left out of the verdict (its records and checkpoint stay, should it come back).
     if (row.unlisted_since) {
       unlisted.push(row);
+      continue;
+    }
+    // Its campaign is read through another endpoint now: nothing syncs this stream again.
+    if (row.type_changed_to) {
+      retired.push(row);
       continue;
     }
     judged.push(row);
@@ -56,5 +66,5 @@ export function assessHealth<S extends StreamState>(rows: readonly S[], now: num
   }
   const healthy = judged.length - unhealthy.length;
   const verdict: HealthVerdict = healthy === 0 ? 'down' : unhealthy.length > 0 ? 'degraded' : 'ok';
-  return { verdict, healthy, total: judged.length, unhealthy, unlisted, maxAgeMs };
+  return { verdict, healthy, total: judged.length, unhealthy, unlisted, retired, maxAgeMs };
 }

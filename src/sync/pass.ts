@@ -54,7 +54,7 @@ export interface PassResult {
 export async function listAndPlan(
   deps: PassDeps,
   opts: Pick<PassOptions, 'campaigns' | 'type' | 'reportType'>,
-): Promise<{ planned: PlannedStream[]; skipped: SkippedCampaign[] }> {
+): Promise<{ planned: PlannedStream[]; skipped: SkippedCampaign[]; selected: Campaign[] }> {
   let campaigns: Campaign[];
   const requestsBefore = deps.client.requests;
   try {
@@ -68,10 +68,11 @@ export async function listAndPlan(
     throw err;
   }
   await deps.sink.campaigns(campaigns as Array<Record<string, unknown>>, deps.client.lister);
-  const { streams: planned, skipped } = planStreams(selectCampaigns(campaigns, opts.campaigns), opts);
+  const selected = selectCampaigns(campaigns, opts.campaigns);
+  const { streams: planned, skipped } = planStreams(selected, opts);
   for (const s of skipped)
     deps.events?.warning?.(`campaign ${s.name} (${s.id}) has type ${s.type}, which campaign-sync does not know how to read: skipped`);
-  return { planned, skipped };
+  return { planned, skipped, selected };
 }
 
 /** Runs one pass; 401 throws AuthError, a failed campaign list throws ApiError (exit 5). */

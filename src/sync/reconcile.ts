@@ -5,9 +5,11 @@
  * results) or tombstoned (NDJSON: one line, exactly once). Checkpoints are left alone. A stream whose
  * walk fails is reported and nothing of it is pruned: what was not read cannot be called gone.
  */
+import type { Campaign } from '../api/envelopes.js';
 import type { Progress } from '../core/events.js';
-import type { StreamId } from '../core/types.js';
+import { type Endpoint, type StreamId, streamId } from '../core/types.js';
 import { UsageError } from '../errors.js';
+import { endpointFor } from '../spec/paths.js';
 import { listAndPlan, type PassDeps, type PassOptions } from './pass.js';
 import type { PlannedStream } from './plan.js';
 import { emptyCounts, type StreamStatus, streamFailure, walkStream } from './stream.js';
@@ -37,6 +39,11 @@ export interface ReconcileStream {
   gone: string[];
   /** Removed (SQLite) or tombstoned (NDJSON) by --prune. */
   pruned: number;
+  /**
+   * The campaign's type now, when it no longer routes to this stream (the type changed): the stream
+   * is retired, not walked, and every record it holds is gone.
+   */
+  retired?: string | undefined;
   pages: number;
   requests: number;
   error?: string | undefined;
@@ -92,9 +99,10 @@ export function checkReportType(planned: readonly PlannedStream[], held: readonl
 export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise<ReconcileResult> {
   const started = performance.now();
   const requestsBefore = deps.client.requests;
-  const { planned } = await listAndPlan(deps, opts);
+  const { planned, selected } = await listAndPlan(deps, opts);
   checkReportType(planned, opts.held, opts.reportType);
-  const totals: Progress = { streamsDone: 0, streams: planned.length, records: 0, requests: deps.client.requests };
+  const retired = retiredStreams(opts.held, selected, opts.type);
+  const totals: Progress = { streamsDone: 0, streams: planned.length + retired.length, records: 0, requests: deps.client.requests };
   const streams: ReconcileStream[] = [];
   // One stream at a time: the request budget, not the CPU, bounds a full re-read.
   for (const { id, campaignName } of planned) {
@@ -144,14 +152,66 @@ export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise
     totals.streamsDone++;
     deps.events?.streamDone?.({ stream: id, status: result.status, progress: { ...totals, requests: deps.client.requests } });
   }
+  for (const r of retired) {
+    if (deps.signal?.aborted) break;
+    streams.push(await reconcileRetired(deps, r, opts.prune));
+    totals.streamsDone++;
+    deps.events?.streamDone?.({ stream: r.id, status: 'ok', progress: { ...totals, requests: deps.client.requests } });
+  }
   await deps.sink.flush();
   return {
     streams,
-    planned: planned.length,
+    planned: planned.length + retired.length,
     requests: deps.client.requests - requestsBefore,
     durationMs: Math.round(performance.now() - started),
     // Interrupted only when a stream was cut short or never reached: a signal after the last stream
     // was read leaves a whole report.
     interrupted: deps.signal?.aborted === true && (streams.length < planned.length || streams.some((s) => s.status === 'interrupted')),
+  };
+}
+
+/**
+ * The held streams of the selected campaigns whose type no longer routes to them (a campaign whose
+ * type changed): nothing serves them any more. `type` (--type) keeps only its endpoint's.
+ */
+function retiredStreams(held: readonly HeldStream[], selected: readonly Campaign[], type: Endpoint | undefined) {
+  const byId = new Map(selected.map((c) => [c.id, c]));
+  const out: Array<{ id: StreamId; campaignName: string; now: string }> = [];
+  for (const h of held) {
+    const c = byId.get(h.campaignId);
+    if (c === undefined || endpointFor(c.type) === h.endpoint || (type !== undefined && type !== h.endpoint)) continue;
+    out.push({
+      id: streamId(h.campaignId, h.endpoint, h.reportType),
+      campaignName: c.name ?? c.display_name ?? c.id,
+      now: String(c.type ?? 'none'),
+    });
+  }
+  return out;
+}
+
+/** A retired stream: no request; every record it holds is gone, and with `prune` removed (or tombstoned). */
+async function reconcileRetired(
+  deps: PassDeps,
+  r: { id: StreamId; campaignName: string; now: string },
+  prune: boolean,
+): Promise<ReconcileStream> {
+  const started = performance.now();
+  await deps.sink.openStream(r.id);
+  const gone = await deps.sink.storedIds(r.id);
+  const pruned = prune && gone.length > 0 ? await deps.sink.prune(r.id, gone, new Date().toISOString()) : 0;
+  return {
+    id: r.id,
+    campaignName: r.campaignName,
+    status: 'ok',
+    served: 0,
+    stored: gone.length,
+    added: 0,
+    changed: 0,
+    gone,
+    pruned,
+    pages: 0,
+    requests: 0,
+    retired: r.now,
+    durationMs: Math.round(performance.now() - started),
   };
 }

@@ -198,6 +198,7 @@ export async function walkStream(
         counts.records += checked.length;
         counts.inserted += done.inserted;
         counts.updated += done.updated;
+        if (done.conflicts !== undefined) for (const line of conflictWarnings(id, done.conflicts)) deps.events?.warning?.(line);
         totals.records += checked.length;
         totals.requests = deps.client.requests;
         deps.events?.page?.({ stream: id, records: checked.length, progress: { ...totals } });
@@ -218,6 +219,21 @@ export async function walkStream(
     }
   }
   return committed;
+}
+
+/**
+ * The warning for records a stream was served whose ids another campaign holds (store/conflicts.ts),
+ * one line per campaign that holds them; given the first time the copy is seen, never again.
+ */
+export function conflictWarnings(id: StreamId, conflicts: ReadonlyArray<{ id: string; kept: string }>): string[] {
+  const byKept = new Map<string, string[]>();
+  for (const c of conflicts) byKept.set(c.kept, [...(byKept.get(c.kept) ?? []), c.id]);
+  return [...byKept].map(([kept, ids]) => {
+    const shown = ids.slice(0, 5).join(', ') + (ids.length > 5 ? ` and ${ids.length - 5} more` : '');
+    const what =
+      ids.length === 1 ? `result ${shown}, which campaign ${kept} holds` : `${ids.length} results (${shown}) that campaign ${kept} holds`;
+    return `campaign ${id.campaignId} (stream ${id.key}) was served ${what}: the service gives one result to two campaigns; the first to store it keeps it, and this copy is skipped (counted in \`status\`, not reported again)`;
+  });
 }
 
 /**

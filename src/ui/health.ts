@@ -1,6 +1,7 @@
 /** How health is shown: relative times, the lines of `status --check`, its --json document. */
 import { formatDuration } from '../core/rate.js';
 import { exitCodeForHealth } from '../errors.js';
+import { endpointFor } from '../spec/paths.js';
 import type { Health, StreamState, Unhealthy } from '../sync/health.js';
 import { showText } from './escape.js';
 
@@ -34,10 +35,23 @@ export function unlistedReason(row: StreamState, now: number): string {
   return `${unlistedSince(row, now)} (the key lost access, or the campaign was removed); left out of the check, its records kept`;
 }
 
+/** A stream whose campaign changed type, as `status` shows it in its table. */
+export function retiredAs(row: StreamState): string {
+  const type = row.type_changed_to ?? 'none';
+  const endpoint = endpointFor(type);
+  return `retired: the campaign's type is now ${type}, ${endpoint ? `read from the ${endpoint} endpoint` : 'which campaign-sync does not read'}`;
+}
+
+/** Why a retired stream is left out of the health rule, in words, without its name. */
+export function retiredReason(row: StreamState): string {
+  return `${retiredAs(row)}; left out of the check, its records kept (\`reconcile --prune\` removes them, \`reset --campaign\` the stream)`;
+}
+
 /** One line per unhealthy stream, one per stream left out, then the verdict: what a monitoring check prints. */
 export function healthLines<S extends StreamState>(h: Health<S>, label: (row: S) => string, now: number): string[] {
   const lines = h.unhealthy.map((u) => showText(`${label(u.row as S)}: ${unhealthyReason(u, now, h.maxAgeMs)}`));
   for (const row of h.unlisted) lines.push(showText(`${label(row)}: ${unlistedReason(row, now)}`));
+  for (const row of h.retired) lines.push(showText(`${label(row)}: ${retiredReason(row)}`));
   const word = h.verdict === 'ok' ? 'OK' : h.verdict === 'degraded' ? 'WARNING' : 'CRITICAL';
   lines.push(`${word}: ${h.healthy} of ${h.total} streams healthy (max age ${formatDuration(h.maxAgeMs)})`);
   return lines;
@@ -64,6 +78,12 @@ export function healthDocument<S extends StreamState>(h: Health<S>, label: (row:
       name: label(row),
       listed_last_at: row.unlisted_since ?? null,
       detail: unlistedReason(row, now),
+    })),
+    retired: h.retired.map((row) => ({
+      stream: row.stream,
+      name: label(row),
+      type_now: row.type_changed_to ?? null,
+      detail: retiredReason(row),
     })),
   };
 }

@@ -30,6 +30,7 @@ export function reconcileDocument(result: ReconcileResult, prune: boolean) {
       gone: s.gone.length,
       gone_ids: s.gone,
       pruned: s.pruned,
+      retired_as: s.retired ?? null,
       pages: s.pages,
       requests: s.requests,
       status: s.status,
@@ -54,7 +55,7 @@ export function reconcileTable(result: ReconcileResult, prune: boolean, style?: 
     formatCount(s.changed),
     formatCount(s.gone.length),
     prune ? formatCount(s.pruned) : '-',
-    s.status,
+    s.retired === undefined ? s.status : `retired (type now ${s.retired})`,
   ]);
   const gone = result.streams.reduce((n, s) => n + s.gone.length, 0);
   const pruned = result.streams.reduce((n, s) => n + s.pruned, 0);

@@ -12,6 +12,7 @@ import { evalRows, roleRow, sessionRow, type Values } from '../rows.js';
 import { type PgSplit, roleRawPg, splitPg } from './compact.js';
 import {
   checkpointParams,
+  heldElsewhere,
   insertAll,
   insertNew,
   jsonText,
@@ -129,6 +130,7 @@ async function upsert(client: pg.ClientBase, sql: string, plan: PagePlan, cp: Pa
 async function writeSessions(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpoint): Promise<UpsertCounts> {
   const written = await upsert(client, SQL.session, plan, cp);
   const counts = count(written);
+  await conflicts(client, 'session_results', plan, new Set(written.map((w) => w.id)), counts);
   if (written.length === 0) return counts;
   const updated = written.filter((w) => !w.inserted).map((w) => w.id);
   if (updated.length > 0) await client.query(SQL.deleteEvals, [updated]);
@@ -153,17 +155,21 @@ export function upsertRoles(client: pg.ClientBase, page: CheckedRecord[], campai
 async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpoint): Promise<UpsertCounts> {
   if (plan.single) {
     // No score details: nothing else to write, so only the counts come back.
-    const params = [...pageParams(plan, cp), cp.ticket ?? 1];
-    const row = (await prepared<{ inserted: number; written: number }>(client, SQL.roleCounts, params)).rows[0];
-    return { inserted: row?.inserted ?? 0, updated: (row?.written ?? 0) - (row?.inserted ?? 0) };
+    const params = [...pageParams(plan, cp), cp.ticket ?? 1, plan.records.map((r) => r.id), plan.campaignId];
+    const row = (await prepared<{ inserted: number; written: number; conflicts: Array<[string, string]> }>(client, SQL.roleCounts, params))
+      .rows[0];
+    const counts: UpsertCounts = { inserted: row?.inserted ?? 0, updated: (row?.written ?? 0) - (row?.inserted ?? 0) };
+    if (row !== undefined && row.conflicts.length > 0) counts.conflicts = row.conflicts.map(([id, kept]) => ({ id, kept }));
+    return counts;
   }
   const { records } = plan;
   const splits = plan.splits ?? new Map<string, PgSplit>();
   const written = await upsert(client, SQL.role, plan, cp);
   const inserted = new Map(written.map((w) => [w.id, w.inserted]));
   const counts = count(written);
-  // Read again with the same stripped raw: its details may still differ.
-  const again = records.filter((r) => !inserted.has(r.id) && splits.get(r.id)?.stripped === true);
+  const held = await conflicts(client, 'role_results', plan, inserted, counts);
+  // Read again with the same stripped raw: its details may still differ (another campaign's record is left alone).
+  const again = records.filter((r) => !inserted.has(r.id) && !held.has(r.id) && splits.get(r.id)?.stripped === true);
   if (again.length > 0) {
     const changed = await client.query<{ id: string }>(SQL.changedFull, [again.map((r) => r.id), again.map((r) => jsonText(r.raw))]);
     for (const { id } of changed.rows) inserted.set(id, false);
@@ -223,6 +229,28 @@ export async function storedIds(client: pg.ClientBase | pg.Pool, id: StreamId): 
           id.reportType,
         ]);
   return r.rows.map((row) => row.id);
+}
+
+/**
+ * The page's records the upsert did not write that another campaign holds (store/conflicts.ts), put
+ * in `counts.conflicts`; returns their ids. Asked only when some record was not written.
+ */
+async function conflicts(
+  client: pg.ClientBase,
+  table: 'session_results' | 'role_results',
+  plan: PagePlan,
+  written: { has(id: string): boolean },
+  counts: UpsertCounts,
+): Promise<Set<string>> {
+  const unwritten = plan.records.filter((r) => !written.has(r.id)).map((r) => r.id);
+  if (unwritten.length === 0) return new Set();
+  const r = await client.query<{ held: Array<[string, string]> }>(`SELECT (${heldElsewhere(table, '$1', '$2')}) AS held`, [
+    unwritten,
+    plan.campaignId,
+  ]);
+  const held = r.rows[0]?.held ?? [];
+  if (held.length > 0) counts.conflicts = held.map(([id, kept]) => ({ id, kept }));
+  return new Set(held.map(([id]) => id));
 }
 
 function count(written: Array<{ inserted: boolean }>): UpsertCounts {

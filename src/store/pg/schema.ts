@@ -152,7 +152,15 @@ UPDATE role_results r SET raw = x.raw
  */
 const V3 = ['session_results', 'role_results', 'score_details'].map((t) => `ALTER TABLE ${t} SET (toast_tuple_target = 8160);`).join('\n');
 
-const MIGRATIONS: string[] = [V1, V2, V3];
+/** Record ids served by two campaigns, each skipped copy once (store/conflicts.ts), as SQLite's schema 7. */
+const V4 = `
+CREATE TABLE IF NOT EXISTS id_conflicts (
+  stream text NOT NULL, record_id text NOT NULL, campaign_id text NOT NULL, kept_campaign_id text NOT NULL,
+  first_seen_at timestamptz NOT NULL, PRIMARY KEY (stream, record_id)
+);
+`;
+
+const MIGRATIONS: string[] = [V1, V2, V3, V4];
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;
 
 /** `name` quoted as an identifier (names are checked by url.ts's checkSchemaName first). */

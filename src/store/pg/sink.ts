@@ -102,8 +102,28 @@ export class PgSink implements Sink {
       }
       this.state.moved(id, move);
       this.warnNul(id, records);
-      return counts;
+      return this.recordConflicts(id, counts);
     });
+  }
+
+  /**
+   * After a page committed: its records another campaign holds are recorded once
+   * (store/conflicts.ts); `counts.conflicts` keeps those seen for the first time. Not in the page's
+   * transaction: a crash between the two only reports them again.
+   */
+  private async recordConflicts(id: StreamId, counts: UpsertCounts): Promise<UpsertCounts> {
+    const all = counts.conflicts;
+    if (all === undefined || all.length === 0) return counts;
+    const r = await this.db.query<{ record_id: string }>(
+      `INSERT INTO id_conflicts (stream, record_id, campaign_id, kept_campaign_id, first_seen_at)
+        SELECT $1, x.id, $2, x.kept, now() FROM unnest($3::text[], $4::text[]) AS x(id, kept)
+        ON CONFLICT (stream, record_id) DO NOTHING RETURNING record_id`,
+      [id.key, id.campaignId, all.map((c) => c.id), all.map((c) => c.kept)],
+      'cannot write to',
+    );
+    const fresh = new Set(r.rows.map((row) => row.record_id));
+    const reported = all.filter((c) => fresh.has(c.id));
+    return { ...counts, conflicts: reported.length === 0 ? undefined : reported };
   }
 
   /**
@@ -163,7 +183,7 @@ export class PgSink implements Sink {
     this.state.moved(id, move);
     // A one-statement page wrote each record's JSON text: made already, it says which records to walk.
     this.warnNul(id, records, true);
-    return counts;
+    return this.recordConflicts(id, counts);
   }
 
   /** Not silent: the records of the page whose U+0000 or lone surrogates became U+FFFD (statements.ts). */

@@ -7,16 +7,21 @@
 import type pg from 'pg';
 import type { CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
-import { LISTINGS_SQL, listedIds, STREAMS_SQL, type StreamRow, unlistedSince } from '../checkpoints.js';
+import { LISTINGS_SQL, listedIds, retiredStreams, STREAMS_SQL, type StreamRow, streamRow } from '../checkpoints.js';
+import { CONFLICT_COUNTS_SQL } from '../conflicts.js';
 import type { PgDatabase } from './database.js';
 import { prepared } from './mirror.js';
 
-type RawRow = Omit<StreamRow, 'cursor' | 'records' | 'last_success_at' | 'last_error_at' | 'unlisted_since'> & {
+type RawRow = Omit<
+  StreamRow,
+  'cursor' | 'records' | 'last_success_at' | 'last_error_at' | 'unlisted_since' | 'type_changed_to' | 'id_conflicts'
+> & {
   cursor: string | null;
   records: string;
   last_success_at: Date | null;
   last_error_at: Date | null;
   campaign_seen_at: Date | null;
+  campaign_type: string | null;
 };
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
@@ -93,14 +98,30 @@ export class PgState {
     const listings = await this.db.query<{ value: string }>(LISTINGS_SQL);
     const listed = listedIds(listings.rows.map((r) => r.value));
     const r = await this.db.query<RawRow>(`${STREAMS_SQL} ORDER BY s.campaign_id, s.endpoint, s.report_type NULLS FIRST`);
-    return r.rows.map(({ campaign_seen_at, ...row }) => ({
-      ...row,
-      cursor: row.cursor === null ? null : BigInt(row.cursor),
-      records: BigInt(row.records),
-      last_success_at: iso(row.last_success_at),
-      last_error_at: iso(row.last_error_at),
-      unlisted_since: unlistedSince(row.campaign_id, iso(campaign_seen_at), listed),
-    }));
+    const conflicts = await this.conflictCounts();
+    return r.rows.map((row) =>
+      streamRow(
+        {
+          ...row,
+          cursor: row.cursor === null ? null : BigInt(row.cursor),
+          records: BigInt(row.records),
+          last_success_at: iso(row.last_success_at),
+          last_error_at: iso(row.last_error_at),
+          campaign_seen_at: iso(row.campaign_seen_at),
+        },
+        listed,
+        conflicts,
+      ),
+    );
+  }
+
+  /** Each stream's count of records skipped for an id another campaign holds (store/conflicts.ts). */
+  private async conflictCounts(): Promise<Map<string, number>> {
+    // A mirror read without migrating it (status) may be of a schema before the table.
+    const exists = await this.db.query<{ t: string | null }>("SELECT to_regclass('id_conflicts')::text AS t");
+    if (exists.rows[0]?.t === null || exists.rows[0]?.t === undefined) return new Map();
+    const r = await this.db.query<{ stream: string; n: string }>(CONFLICT_COUNTS_SQL);
+    return new Map(r.rows.map((row) => [row.stream, Number(row.n)]));
   }
 
   /** Whether any stream of the campaign has a row. */
@@ -108,16 +129,24 @@ export class PgState {
     return (await this.db.query('SELECT 1 FROM sync_state WHERE campaign_id = $1 LIMIT 1', [campaignId])).rowCount !== 0;
   }
 
-  /** Forgets checkpoints (not data, not counts) of every stream or of the given campaigns. */
-  async reset(campaignIds: string[]): Promise<number> {
-    const r =
-      campaignIds.length === 0
-        ? await this.db.query('UPDATE sync_state SET cursor = NULL WHERE cursor IS NOT NULL', [], 'cannot write to')
-        : await this.db.query(
-            'UPDATE sync_state SET cursor = NULL WHERE campaign_id = ANY($1::text[]) AND cursor IS NOT NULL',
-            [campaignIds],
-            'cannot write to',
-          );
-    return r.rowCount ?? 0;
+  /**
+   * Forgets checkpoints (not data, not counts) of every stream or of the given campaigns, and removes
+   * their retired streams (store/checkpoints.ts reset); `rows` are every stream's, read under the locks.
+   */
+  async reset(campaignIds: string[], rows: readonly StreamRow[]): Promise<{ forgotten: number; removed: string[] }> {
+    const removed = retiredStreams(rows, campaignIds);
+    return this.db.transaction(async (client) => {
+      if (removed.length > 0) {
+        await client.query('DELETE FROM id_conflicts WHERE stream = ANY($1::text[])', [removed]);
+        await client.query('DELETE FROM sync_state WHERE stream = ANY($1::text[])', [removed]);
+      }
+      const r =
+        campaignIds.length === 0
+          ? await client.query('UPDATE sync_state SET cursor = NULL WHERE cursor IS NOT NULL')
+          : await client.query('UPDATE sync_state SET cursor = NULL WHERE campaign_id = ANY($1::text[]) AND cursor IS NOT NULL', [
+              campaignIds,
+            ]);
+      return { forgotten: r.rowCount ?? 0, removed };
+    });
   }
 }

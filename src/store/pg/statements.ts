@@ -179,7 +179,8 @@ function fromRows(table: Table): string {
 
 /**
  * Inserts new rows and rewrites rows whose raw changed; returns the rows it wrote with `inserted`
- * (xmax = 0: a fresh row). A row read again unchanged is left alone and not returned.
+ * (xmax = 0: a fresh row). A row read again unchanged is left alone and not returned, and so is a
+ * result another campaign holds (store/conflicts.ts: the campaign that stored an id first keeps it).
  */
 export function upsertChanged(
   table: 'session_results' | 'role_results' | 'campaigns' | 'score_details',
@@ -192,7 +193,8 @@ export function upsertChanged(
     .filter((c) => c !== 'id')
     .map((c) => `${c} = excluded.${c}`)
     .join(', ');
-  const where = onlyChanged ? ` WHERE ${table}.raw IS DISTINCT FROM excluded.raw` : '';
+  const own = table === 'session_results' || table === 'role_results' ? ` AND ${table}.campaign_id = excluded.campaign_id` : '';
+  const where = onlyChanged ? ` WHERE ${table}.raw IS DISTINCT FROM excluded.raw${own}` : '';
   return `INSERT INTO ${table} (${cols.join(', ')}) ${fromRows(table)}${gate === undefined ? '' : ` WHERE ${gate}`} ON CONFLICT (id) DO UPDATE SET ${set}${where} RETURNING id, (xmax = 0) AS inserted`;
 }
 
@@ -246,7 +248,8 @@ const moved = `CASE WHEN (SELECT count(*) FROM c) = 1 THEN true ELSE ('${CHECKPO
  * If the previous page failed, the cursor is not where this page starts: the statement fails with
  * CHECKPOINT_CONFLICT and writes nothing, so a page never commits unless the one before it did. The
  * cursor cannot be checked in the UPDATE itself: its WHERE sees the row as it was when the statement
- * began. Returns one row of counts (`inserted`, `written`): nothing else is written for such a page.
+ * began. Returns one row of counts (`inserted`, `written`), and the page's records another campaign
+ * holds (`conflicts`, heldElsewhere: ids `$n+6`, campaign `$n+7`): nothing else is written for such a page.
  */
 export function withTicket(table: 'role_results', params: number): string {
   const [stream, seq] = [params + 2, params + 5];
@@ -257,7 +260,16 @@ export function withTicket(table: 'role_results', params: number): string {
 previous AS (SELECT pg_advisory_xact_lock_shared(${ticket(1)}) FROM (SELECT count(*) FROM w) AS written),
 latest AS (SELECT cursor FROM sync_state WHERE stream = $${stream}::text AND (SELECT count(*) FROM previous) = 1 FOR UPDATE),
 ${moveCheckpoint(params, (cursor) => `(SELECT ${cursor} FROM latest)`)}
-SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written, ${moved} AS moved FROM w`;
+SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written, ${moved} AS moved,
+(${heldElsewhere(table, `$${params + 6}`, `$${params + 7}`)}) AS conflicts FROM w`;
+}
+
+/**
+ * SQL: the records of the ids `$ids` (text[]) that a campaign other than `$campaign` holds, as a JSON
+ * array of `[id, campaign]` (a statement's snapshot: what was stored before it wrote anything).
+ */
+export function heldElsewhere(table: 'session_results' | 'role_results', ids: string, campaign: string): string {
+  return `SELECT coalesce(json_agg(json_build_array(t.id, t.campaign_id)), '[]') FROM ${table} t WHERE t.id = ANY(${ids}::text[]) AND t.campaign_id <> ${campaign}::text`;
 }
 
 /** A page's number in its stream for withTicket: 1 to 2^31 - 1, then 1 again (the page before is then 0: no wait, at worst a retry). */

@@ -8,6 +8,7 @@ import { toJson } from '../../core/json.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { storageError } from '../../errors.js';
 import type { Checkpoints } from '../checkpoints.js';
+import { IdConflicts } from '../conflicts.js';
 import type { Db } from '../db.js';
 import { finishRewrites } from '../erase.js';
 import type { GroupLimits } from '../group.js';
@@ -30,6 +31,7 @@ export class NdjsonSink extends GroupedSink {
   private readonly files = new Map<keyof typeof NDJSON_FILES, NdjsonFile>();
   private readonly offsets: NdjsonOffsets;
   private readonly index: NdjsonIndex;
+  private readonly conflicts: IdConflicts;
   private readonly folderLock: RunLock | undefined;
   /** The folder and files as opened, for moved() (kept after the files close: checked once more then). */
   private readonly opened: Array<{ path: string; id: FileIdentity; folder: boolean }> = [];
@@ -39,6 +41,7 @@ export class NdjsonSink extends GroupedSink {
     super(db, state, options.limits);
     this.offsets = new NdjsonOffsets(db);
     this.index = new NdjsonIndex(db);
+    this.conflicts = new IdConflicts(db);
     const paths = Object.values(NDJSON_FILES).map((name) => join(resolve(dir), name));
     // A file this database committed to that is gone: said before anything is created, unless a full
     // reset left no checkpoint, when the next lines re-read everything into a new file.
@@ -153,26 +156,34 @@ export class NdjsonSink extends GroupedSink {
 
   /**
    * Appends the page's records that are new to this file or changed since their last line (a record
-   * read again unchanged adds nothing), and moves the checkpoint with the file's new length.
+   * read again unchanged adds nothing), and moves the checkpoint with the file's new length. A record
+   * whose id the file holds for another campaign is that campaign's (store/conflicts.ts): no line.
    */
   async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
     const path = (this.files.get(id.endpoint) as NdjsonFile).path;
     const key = indexKey(id);
     const lines: string[] = [];
     const digests: Array<[string, string]> = [];
-    const counts = { inserted: 0, updated: 0 };
+    const counts: UpsertCounts = { inserted: 0, updated: 0 };
     for (const r of records) {
+      const stored = this.index.entry(path, key, r.id);
+      if (stored !== undefined && stored.campaign_id !== id.campaignId) {
+        (counts.conflicts ??= []).push({ id: r.id, kept: stored.campaign_id });
+        continue;
+      }
       const digest = lineDigest(r.raw);
-      const stored = this.index.digest(path, key, r.id);
-      if (stored === digest) continue;
+      if (stored?.digest === digest) continue;
       if (stored === undefined) counts.inserted++;
       else counts.updated++;
       lines.push(r.raw);
       digests.push([r.id, digest]);
     }
+    const skipped = counts.conflicts;
+    counts.conflicts = undefined;
     this.write(id.endpoint, lines, () => {
       for (const [recordId, digest] of digests) this.index.set(path, key, recordId, id.campaignId, digest);
       this.state.advance(id, move, counts.inserted);
+      counts.conflicts = this.conflicts.record(id, skipped, new Date().toISOString());
     });
     return counts;
   }

@@ -1,6 +1,7 @@
 /** Records into the SQLite mirror, through the group commit of the Sink port (sinks/sink.ts). */
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import type { Checkpoints } from '../checkpoints.js';
+import { IdConflicts } from '../conflicts.js';
 import type { Db } from '../db.js';
 import type { GroupLimits } from '../group.js';
 import { Mirror, type UpsertCounts } from '../mirror.js';
@@ -10,10 +11,12 @@ import { GroupedSink } from './sink.js';
 export class SqliteSink extends GroupedSink {
   // Only this sink writes the mirror's tables: the NDJSON sink prepares none of their statements.
   private readonly mirror: Mirror;
+  private readonly conflicts: IdConflicts;
 
   constructor(db: Db, state: Checkpoints, limits?: GroupLimits) {
     super(db, state, limits);
     this.mirror = new Mirror(db);
+    this.conflicts = new IdConflicts(db);
   }
 
   async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
@@ -24,6 +27,7 @@ export class SqliteSink extends GroupedSink {
             ? this.mirror.upsertSessionResults(records, id.campaignId)
             : this.mirror.upsertRoleResults(records, id.campaignId, id.reportType ?? 'DETAILED');
         this.state.advance(id, move, counts.inserted);
+        counts.conflicts = this.conflicts.record(id, counts.conflicts, new Date().toISOString());
         return counts;
       },
       records.length,
