@@ -152,8 +152,9 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   example(
     outputOptions(
       syncOptions(dbOption(apiOptions(program.command('pull').description('one sync pass of every campaign, then exit (for cron)')))),
-    ),
+    ).option('--if-idle', 'when another campaign-sync holds the lock, exit 0 at once and say nothing (cron, as flock -n)'),
     'campaign-sync pull --base-url https://api.example.com --api-key-file ~/.campaign-sync-key',
+    'campaign-sync pull --quiet --if-idle   # from cron: a tick during a long pull stays silent',
     'campaign-sync pull --campaign role-2-trust-safety-reviewers --report-type OVERALL',
     'campaign-sync pull --format ndjson --out ./warehouse-drop',
     'campaign-sync pull --since 2026-01-01 --until 2026-01-31',
@@ -165,6 +166,8 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     )
       .option('--interval <duration>', `time from the start of one pass to the next${shownDefault('interval')}`)
       .option('--max-cycles <n>', 'stop after this many passes')
+      // Refused with a line that says what to do instead (watch.ts): taken, but not offered in --help.
+      .addOption(new Option('--if-idle').hideHelp())
       .option('--lookback-every <duration>', `with --lookback: re-read the window at most this often${shownDefault('lookbackEvery')}`)
       .option('--metrics-listen <host:port>', 'serve Prometheus /metrics and /healthz here (loopback; port 0 picks one)')
       .option('--metrics-allow-remote', 'allow --metrics-listen on a non-loopback address (no authentication)')
@@ -180,10 +183,12 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   example(
     outputOptions(dbOption(program.command('status').description('show each stream: cursor, records, last success, last error')))
       .option('--check', 'for monitoring: exit 0 if every stream is fresh and none failing, 4 if some are not, 5 if none is')
-      .option('--max-age <duration>', `with --check: longest time since a stream's last success${shownDefault('maxAge')}`),
+      .option('--max-age <duration>', `with --check: longest time since a stream's last success${shownDefault('maxAge')}`)
+      .option('--nagios', 'with --check: a Nagios plugin: one status line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN'),
     'campaign-sync status',
     'campaign-sync status --json',
     'campaign-sync status --check --max-age 15m',
+    'campaign-sync status --check --nagios --max-age 15m',
   ).action(async (opts, cmd: Command) => done(await (await import('./commands/status.js')).status(await configured(cmd, opts))));
 
   example(
@@ -226,7 +231,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     ),
     'campaign-sync reset --campaign 1fd25390-c20a-4b40-9a80-74259b12ee9c',
     'campaign-sync reset --all',
-  ).action(async (opts, cmd: Command) => done(await (await import('./commands/reset.js')).reset(await configured(cmd, opts))));
+  ).action(async (opts, cmd: Command) => done(await (await import('./commands/reset.js')).reset(await configured(cmd, opts), signal)));
 
   example(
     outputOptions(

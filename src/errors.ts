@@ -17,6 +17,7 @@ export const ExitCode = {
   /**
    * `export` or `reconcile` stopped by SIGINT/SIGTERM/SIGHUP: nothing was written at -o (stdout got
    * part of the rows); the reconcile's report covers only the streams read before the signal.
+   * Also Ctrl-C at a yes/no question (`reset`): nothing was done.
    */
   interrupted: 130,
 } as const;
@@ -121,6 +122,35 @@ export function exitCodeForReconcile(result: { streams: readonly StreamOutcome[]
 /** `status --check` and /healthz (sync/health.ts): 0 all healthy, 4 some stale or failing, 5 none healthy. */
 export function exitCodeForHealth(verdict: 'ok' | 'degraded' | 'down'): ExitCodeValue {
   return verdict === 'ok' ? ExitCode.ok : verdict === 'degraded' ? ExitCode.partial : ExitCode.unavailable;
+}
+
+/**
+ * The exit codes of a Nagios plugin (`status --check --nagios`), a scale of their own: Nagios reads
+ * anything above 3 as UNKNOWN, so PRODUCT.md's 4 and 5 cannot be used there.
+ */
+export const NagiosCode = { ok: 0, warning: 1, critical: 2, unknown: 3 } as const;
+
+export type NagiosCodeValue = (typeof NagiosCode)[keyof typeof NagiosCode];
+
+/**
+ * `status --check --nagios`: the verdicts of exitCodeForHealth on Nagios's scale. Some streams stale
+ * or failing is WARNING (exit 4's partial: the others still sync); none healthy is CRITICAL. A mirror
+ * that cannot be read at all is UNKNOWN, decided by the command.
+ */
+export function nagiosCodeForHealth(verdict: 'ok' | 'degraded' | 'down'): NagiosCodeValue {
+  return verdict === 'ok' ? NagiosCode.ok : verdict === 'degraded' ? NagiosCode.warning : NagiosCode.critical;
+}
+
+/**
+ * A question on the terminal answered with Ctrl-C (or the command stopped by a signal while it
+ * waited): nothing was done, and the exit code is 130, as a shell gives a command stopped by Ctrl-C.
+ * The message says what was not done (`nothing was reset`).
+ */
+export class Cancelled extends CampaignSyncError {
+  override readonly name = 'Cancelled';
+  constructor(message: string) {
+    super(message, ExitCode.interrupted, { kind: 'aborted' });
+  }
 }
 
 /**

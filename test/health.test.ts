@@ -86,8 +86,69 @@ describe('status --check', () => {
     });
   });
 
+  it('--quiet silences an OK, never the reason of a failure', async () => {
+    expect((await check(mirror([{ success: MIN }]), { quiet: true })).stdout).toBe('');
+    const r = await check(mirror([{ success: MIN }, { success: 42 * MIN }]), { quiet: true });
+    expect(r.code).toBe(4);
+    expect(r.stdout).toContain('c1 (session): stale: last success 42 min ago');
+    expect(r.stdout).toContain('WARNING: 1 of 2 streams healthy');
+    const down = await check(mirror([{}]), { quiet: true });
+    expect(down.code).toBe(5);
+    expect(down.stdout).toContain('CRITICAL: 0 of 1 streams healthy');
+  });
+
   it('--max-age without --check is a usage error', async () => {
     await expect(status({ db: mirror([]), maxAge: '5m' })).rejects.toThrow(/--max-age goes with --check/);
+  });
+});
+
+describe('status --check --nagios', () => {
+  it('OK: exit 0, one status line with perfdata (label=value;warn;crit;min;max)', async () => {
+    const r = await check(mirror([{ success: MIN }, { success: 2 * MIN }]), { nagios: true });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(
+      'CAMPAIGN-SYNC OK - 2 of 2 streams healthy, max age 10m | healthy=2;;;0;2 stale=0;;;0;2 failing=0;;;0;2 never=0;;;0;2 unlisted=0;;;0 oldest_success_age=120s;600;;0\n',
+    );
+  });
+
+  it('some stale or failing: WARNING, exit 1, one line per stream after the status line; never a | in the text', async () => {
+    const r = await check(mirror([{ success: MIN }, { success: 42 * MIN }, { success: MIN, error: 'GET a|b: 503 busy' }]), {
+      nagios: true,
+      quiet: true,
+    });
+    expect(r.code).toBe(1);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(
+      /^CAMPAIGN-SYNC WARNING - 1 of 3 streams healthy \(1 failing, 1 stale\), max age 10m \| healthy=1;;;0;3 stale=1;;;0;3 failing=1;;;0;3 /,
+    );
+    expect(lines.slice(1)).toEqual([
+      'c1 (session): stale: last success 42 min ago, older than --max-age 10m',
+      'c2 (session): failing since 1 min ago: GET a/b: 503 busy',
+    ]);
+  });
+
+  it('none healthy: CRITICAL, exit 2; no streams at all too', async () => {
+    const r = await check(mirror([{ success: 60 * MIN }, {}]), { nagios: true });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toMatch(/^CAMPAIGN-SYNC CRITICAL - 0 of 2 streams healthy \(1 stale, 1 never synced\)/);
+    const none = await check(mirror([]), { nagios: true });
+    expect(none.code).toBe(2);
+    expect(none.stdout).toMatch(/^CAMPAIGN-SYNC CRITICAL - no streams synced yet \(run `campaign-sync pull`\) \| healthy=0;;;0;0 /);
+  });
+
+  it('a mirror that cannot be read, or a bad flag: UNKNOWN, exit 3, the reason on the status line', async () => {
+    const missing = await check(join(tempDir(), 'nowhere.db'), { nagios: true });
+    expect(missing.code).toBe(3);
+    expect(missing.stdout).toMatch(/^CAMPAIGN-SYNC UNKNOWN - .*nowhere\.db.*\n$/);
+    const badAge = await check(mirror([{ success: MIN }]), { nagios: true, maxAge: 'soon' });
+    expect(badAge.code).toBe(3);
+    expect(badAge.stdout).toMatch(/^CAMPAIGN-SYNC UNKNOWN - .*--max-age/);
+    const alone = await check(mirror([{ success: MIN }]), { nagios: true, check: false });
+    expect(alone.code).toBe(3);
+    expect(alone.stdout).toBe('CAMPAIGN-SYNC UNKNOWN - --nagios goes with --check\n');
+    const json = await check(mirror([{ success: MIN }]), { nagios: true, json: true });
+    expect(json.code).toBe(3);
+    expect(json.stdout).toMatch(/^CAMPAIGN-SYNC UNKNOWN - --nagios .* does not go with --json\n$/);
   });
 });
 
@@ -101,20 +162,25 @@ describe('the health rule', () => {
 });
 
 describe('human status', () => {
-  it('shows relative times and the sync in progress', async () => {
+  it('shows relative times; the sync in progress on stderr, so a pipe reads the TSV from its first line', async () => {
     const db = mirror([{ success: 4 * MIN }]);
     const lock = RunLock.acquire(db);
     const written: string[] = [];
+    const said: string[] = [];
     const spy = vi.spyOn(process.stdout, 'write').mockImplementation((t) => written.push(String(t)) > 0);
+    const spyErr = vi.spyOn(process.stderr, 'write').mockImplementation((t) => said.push(String(t)) > 0);
     try {
       expect(await status({ db })).toBe(0);
     } finally {
       spy.mockRestore();
+      spyErr.mockRestore();
       lock.release();
     }
     const text = written.join('');
-    expect(text).toMatch(new RegExp(`^sync in progress \\(pid ${process.pid} on .+, since \\d{4}-.+Z, 0 s ago\\)$`, 'm'));
+    expect(text.split('\n')[0]).toBe('campaign\tendpoint\treport\tcursor\trecords\tid conflicts\tlast success\tlast error');
+    expect(text).not.toContain('sync in progress');
     expect(text).toContain('4 min ago');
+    expect(said.join('')).toMatch(new RegExp(`^sync in progress \\(pid ${process.pid} on .+, since \\d{4}-.+Z, 0 s ago\\)$`, 'm'));
   });
 
   it('relative times', () => {

@@ -22,6 +22,10 @@ describePg('stream locks in PostgreSQL', () => {
       expect(same.code).toBe(75);
       expect(same.stderr).toMatch(/another campaign-sync is syncing stream .* \(campaign-sync pid \d+ on /);
       expect(same.stderr).not.toContain(new URL(PG_URL).password);
+      // From cron, --if-idle: the stream's advisory lock held by a live worker is exit 0 and silence.
+      const idle = await cli(['pull', ...base, '--campaign', a?.id as string, '--if-idle', '--quiet'], env);
+      expect(idle.code).toBe(0);
+      expect(idle.stdout + idle.stderr).toBe('');
       // status names the worker syncing now, and reset of its stream waits for nobody: exit 75.
       const status = JSON.parse((await cli(['status', '--db', PG_URL, '--pg-schema', schema, '--json'])).stdout);
       expect(status.sync_in_progress?.pid).toBe(holder.child.pid);

@@ -1,39 +1,204 @@
 /**
- * A table too wide for the terminal: below a readable column width it is stacked, one block a row,
- * instead of cutting every cell to `campa…` (a 60-column terminal showed nothing of `status`).
+ * Tables on a terminal narrower than the whole table: low-value columns are dropped and long ones cut
+ * with an ellipsis, as gh does (six streams in six lines at 80 columns, not fifty); only below
+ * STACK_BELOW (60) columns is a table one block a row. A pipe's TSV keeps every column.
  */
 import { describe, expect, it } from 'vitest';
-import { renderTable } from '../src/ui/table.js';
+import type { StreamRow } from '../src/store/checkpoints.js';
+import type { PassResult } from '../src/sync/pass.js';
+import { statusTable } from '../src/ui/status.js';
+import { passTable } from '../src/ui/summary.js';
+import { renderTable, STACK_BELOW } from '../src/ui/table.js';
 
-const HEAD = ['campaign', 'stream', 'cursor', 'records', 'last success', 'last error'];
-const ROWS = [
-  ['role-2-trust-safety-reviewers', 'role DETAILED', '1024', '1,500', '2026-11-25T07:02:19.435Z', ''],
-  ['session-1-customer-support-emea', 'session', '99', '250', '2026-11-25T07:02:19.435Z', 'GET /v1/campaigns/session/results: 503'],
+const NOW = Date.parse('2026-11-25T08:00:00Z');
+const NAMES = [
+  'session-1-tecnicos-de-soporte',
+  'role-2-trust-safety-reviewers',
+  'session-3-claims-handlers-q3',
+  'role-4-claims-handlers-q3',
+  'session-5-support-agents-emea',
+  'role-6-tecnicos-de-soporte',
 ];
 
-describe('tables on a narrow terminal', () => {
-  it('stacks the rows when columns would be cut below a readable width, every line within the width', () => {
-    const out = renderTable(HEAD, ROWS, [], [], { tsv: false, width: 60 });
-    const lines = out.split('\n');
-    for (const line of lines) expect(Array.from(line).length).toBeLessThanOrEqual(60);
-    expect(lines[0]).toBe('role-2-trust-safety-reviewers');
-    expect(out).toContain('  records:      1,500');
-    expect(out).toContain('  last success: 2026-11-25T07:02:19.435Z');
-    expect(out).toContain('session-1-customer-support-emea');
-    expect(out).toMatch(/ {2}last error: {3}GET \/v1\/campaigns\/session\/results: 503/);
-    expect(out).not.toMatch(/[┌│]/);
+/** The demo's pass: six streams of 250 records each. */
+function demoPass(): PassResult {
+  return {
+    streams: NAMES.map((name, i) => ({
+      id: { campaignId: `c${i}`, endpoint: i % 2 ? 'role' : 'session', reportType: i % 2 ? 'DETAILED' : null, key: `k${i}` },
+      campaignName: name,
+      status: 'ok',
+      records: 250,
+      inserted: 250,
+      updated: 0,
+      pages: 3,
+      requests: 3,
+      bytes: 1000,
+      cursor: 3494n,
+      durationMs: 136 + i,
+    })) as PassResult['streams'],
+    skipped: [],
+    requests: 19,
+    records: 1500,
+    bytes: 6000,
+    durationMs: 357,
+    interrupted: false,
+  };
+}
+
+function streams(withError: boolean): StreamRow[] {
+  return NAMES.map((name, i) => ({
+    stream: `s${i}`,
+    campaign_id: name,
+    endpoint: i % 2 ? 'role' : 'session',
+    report_type: i % 2 ? 'DETAILED' : null,
+    cursor: 9007199254740993n + BigInt(i),
+    records: 250n,
+    last_success_at: '2026-11-25T07:58:00Z',
+    last_error: withError && i === 1 ? 'GET /v1/campaigns/role/results (campaign c1): 503 Service unavailable [request_id 8c0ffee]' : null,
+    last_error_at: withError && i === 1 ? '2026-11-25T07:59:00Z' : null,
+    unlisted_since: null,
+    type_changed_to: null,
+    id_conflicts: 0,
+  }));
+}
+
+/** The header row's column names, or undefined when the table is stacked. */
+function headers(table: string): string[] | undefined {
+  const head = table.split('\n')[1];
+  if (!head?.startsWith('│')) return undefined;
+  return head
+    .split('│')
+    .slice(1, -1)
+    .map((c) => c.trim());
+}
+
+function fits(table: string, width: number): void {
+  for (const line of table.split('\n')) expect(Array.from(line).length, line).toBeLessThanOrEqual(width);
+}
+
+describe('the pull summary on a narrow terminal', () => {
+  const table = (width: number) => passTable(demoPass(), { tsv: false, width }).split('\n1,500 records')[0] as string;
+
+  it('at 100 columns keeps every column, the longest names cut with an ellipsis', () => {
+    const t = table(100);
+    fits(t, 100);
+    expect(headers(t)).toEqual(['campaign', 'type', 'new', 'updated', 'pages', 'requests', 'time', 'status']);
+    expect(t).toContain('│ session-1-tecnicos-de-sopo… │');
+    expect(t).toContain('│ role-4-claims-handlers-q3   │');
   });
 
-  it('keeps the boxed table when it fits, or fits with readable columns', () => {
+  it('at 80 columns drops pages and requests (the line below has the total): one line a stream', () => {
+    const t = table(80);
+    fits(t, 80);
+    expect(headers(t)).toEqual(['campaign', 'type', 'new', 'updated', 'time', 'status']);
+    // Six streams, a header and two borders: nine lines, not fifty-four.
+    expect(t.split('\n')).toHaveLength(9);
+    expect(t).toContain('role-DETAILED'.replace('-', ' '));
+  });
+
+  it('at 60 columns keeps campaign, type, new and status, the names still readable', () => {
+    const t = table(60);
+    fits(t, 60);
+    expect(headers(t)).toEqual(['campaign', 'type', 'new', 'status']);
+    expect(t).toContain('│ session-1-tecnicos-de-so… │ session       │ 250 │ ok     │');
+  });
+
+  it('at 40 columns, one block a stream, every line within the width', () => {
+    const t = table(40);
+    fits(t, 40);
+    expect(headers(t)).toBeUndefined();
+    expect(t.split('\n')[0]).toBe('session-1-tecnicos-de-soporte');
+    expect(t).toContain('  requests: 3');
+    expect(t.match(/^ {2}status: {3}ok$/gm)).toHaveLength(6);
+  });
+
+  it('in a pipe, TSV with every column whatever the width', () => {
+    const tsv = passTable(demoPass(), { tsv: true, width: 40 }).split('\n');
+    expect(tsv[0]).toBe('campaign\ttype\tnew\tupdated\tpages\trequests\ttime\tstatus');
+    expect(tsv[1]).toBe('session-1-tecnicos-de-soporte\tsession\t250\t0\t3\t3\t136 ms\tok');
+  });
+});
+
+describe('status on a narrow terminal', () => {
+  const table = (width: number, error = false) => statusTable(streams(error), (id) => id, NOW, { tsv: false, width });
+
+  it('at 100 columns drops the cursor (a 19-digit int64) first', () => {
+    const t = table(100);
+    fits(t, 100);
+    expect(headers(t)).toEqual(['campaign', 'endpoint', 'report', 'records', 'last success', 'last error']);
+    expect(t).toContain('role-2-trust-safety-reviewers');
+  });
+
+  it('at 80 columns drops the report type next; an error is cut with an ellipsis, names kept readable', () => {
+    const t = table(80, true);
+    fits(t, 80);
+    expect(headers(t)).toEqual(['campaign', 'endpoint', 'records', 'last success', 'last error']);
+    expect(t.split('\n')).toHaveLength(9);
+    expect(t).toMatch(/│ 1 min ago: GET \S*… │/);
+    expect(t).toContain('│ role-2-trust-safety… │ role ');
+  });
+
+  it('at 60 columns keeps what says whether a stream is well: campaign, last success, last error', () => {
+    const t = table(60, true);
+    fits(t, 60);
+    expect(headers(t)).toEqual(['campaign', 'last success', 'last error']);
+    expect(t).toContain('2 min ago');
+  });
+
+  it('at 40 columns, one block a stream with every field', () => {
+    const t = table(40, true);
+    fits(t, 40);
+    expect(headers(t)).toBeUndefined();
+    expect(t).toContain('  cursor:       9007199254740994');
+    expect(t).toMatch(/ {2}last error: {3}1 min ago: GET \/v1\/camp…/);
+  });
+});
+
+describe('renderTable', () => {
+  const HEAD = ['campaign', 'stream', 'cursor', 'records', 'last success', 'last error'];
+  const ROWS = [
+    ['role-2-trust-safety-reviewers', 'role DETAILED', '1024', '1,500', '2026-11-25T07:02:19.435Z', ''],
+    ['session-1-customer-support-emea', 'session', '99', '250', '2026-11-25T07:02:19.435Z', 'GET /v1/campaigns/session/results: 503'],
+  ];
+
+  it(`stacks only below ${STACK_BELOW} columns; a table whose columns always stay and do not fit is stacked too`, () => {
+    const out = renderTable(HEAD, ROWS, { tsv: false, width: STACK_BELOW - 1 });
+    for (const line of out.split('\n')) expect(Array.from(line).length).toBeLessThanOrEqual(STACK_BELOW - 1);
+    expect(out.split('\n')[0]).toBe('role-2-trust-safety-reviewers');
+    expect(out).toContain('  records:      1,500');
+    expect(out).toMatch(/ {2}last error: {3}GET \/v1\/campaigns\/session\/results: 503/);
+    expect(out).not.toMatch(/[┌│]/);
+    // No column may be cut or dropped: at 100 columns it cannot fit, and is stacked.
+    expect(renderTable(HEAD, ROWS, { tsv: false, width: 100 })).not.toMatch(/[┌│]/);
+  });
+
+  it('keeps the boxed table when it fits', () => {
     for (const width of [200, 140]) {
-      const out = renderTable(HEAD, ROWS, [], [], { tsv: false, width });
+      const out = renderTable(HEAD, ROWS, { tsv: false, width });
       expect(out).toMatch(/┌/);
       for (const line of out.split('\n')) expect(Array.from(line).length).toBeLessThanOrEqual(width);
     }
   });
 
+  it('drops the lowest rank first, the rightmost of equal ranks, and never a column without a rank', () => {
+    const columns = [
+      { head: 'a', shrink: 25 },
+      { head: 'b', drop: 2 },
+      { head: 'c', drop: 1 },
+      { head: 'd', drop: 1 },
+    ];
+    const row = ['x'.repeat(40), 'y'.repeat(15), 'z'.repeat(15), 'w'.repeat(15)];
+    // Every column, the first cut to fit: 25 + 3 × 15 + 13 of borders is 83.
+    expect(headers(renderTable(columns, [row], { tsv: false, width: 90 }))).toEqual(['a', 'b', 'c', 'd']);
+    expect(headers(renderTable(columns, [row], { tsv: false, width: 75 }))).toEqual(['a', 'b', 'c']);
+    expect(headers(renderTable(columns, [row], { tsv: false, width: 64 }))).toEqual(['a', 'b']);
+    // `a` always stays; when even it cannot fit at its narrowest, the table is stacked.
+    const wide = [{ head: 'a', shrink: 70, max: 100 }, ...columns.slice(1)];
+    expect(headers(renderTable(wide, [['x'.repeat(80), 'y', 'z', 'w']], { tsv: false, width: 70 }))).toBeUndefined();
+  });
+
   it('a very narrow terminal still gets every row and label, cut to the width', () => {
-    const out = renderTable(HEAD, ROWS, [], [], { tsv: false, width: 30 });
+    const out = renderTable(HEAD, ROWS, { tsv: false, width: 30 });
     for (const line of out.split('\n')) expect(Array.from(line).length).toBeLessThanOrEqual(30);
     expect(out.match(/ {2}records: /g)).toHaveLength(2);
   });

@@ -223,7 +223,7 @@ describe('a hostile service reaches no terminal', () => {
     const failing = await run('error line', ['campaigns', '--db', db], { CAMPAIGN_SYNC_BASE_URL: broken.url, CAMPAIGN_SYNC_API_KEY: 'k' });
     expect(failing.code).toBe(4);
     expect(failing.stderr).toMatch(
-      /^campaign-sync: GET \/v1\/campaigns: 404 Not found\\x1b\[2J\\x1b\[H\\x1b\]52;c;.*\\x07 \[request_id req\\x1b\[2J\]\n$/,
+      /^campaign-sync: GET \/v1\/campaigns: 404 Not found\\x1b\[2J\\x1b\[H\\x1b\]52;c;.*\\x07: nothing at .* \[request_id req\\x1b\[2J\]\n$/,
     );
 
     // --quiet still prints nothing on success and exit 4, and --json is a JSON document holding the exact values.

@@ -48,6 +48,8 @@ export interface RequestCounter {
 export interface ClientConfig {
   /** The `{base_url}` of the spec, without /v1. */
   baseUrl: URL;
+  /** What set it, for the errors that say to check it (default `--base-url`). */
+  baseUrlWhere?: string | undefined;
   apiKey: string;
   /** Bound on each whole request, body included. */
   timeoutMs: number;
@@ -125,6 +127,8 @@ export class ApiClient {
   /** The answers of the attempts under way, for close(). */
   private readonly inFlight = new Set<Promise<Answer>>();
   private readonly events: RunEvents | undefined;
+  /** Whether any request got a 2xx answer: until one has, a 404 says more of the base URL (answerError). */
+  private answered = false;
   /** Whether the plain-http base URL's port speaks TLS, once asked (see tlsInstead). */
   private tlsProbe: Promise<boolean> | undefined;
 
@@ -374,10 +378,27 @@ export class ApiClient {
     if (this.proxy === undefined && tlsRecord(err)) {
       return new NetworkError(info, TLS_PORT, `${where} answered with TLS, not HTTP (${message}): it speaks TLS there`, err);
     }
+    if (this.proxy === undefined && code === 'ECONNREFUSED') {
+      return new NetworkError(
+        info,
+        code,
+        `${code}: nothing listens at ${this.baseText()} (connection refused): check ${this.baseWhere()}`,
+        err,
+      );
+    }
     if (this.proxy === undefined) return new NetworkError(info, code, `${code}: ${message}`, err);
     const refused = /^Proxy response \((\d+)\)/.exec(message);
     if (refused) return new NetworkError(info, `PROXY_${refused[1]}`, `proxy ${this.proxy} answered ${refused[1]} to CONNECT`, err);
     return new NetworkError(info, code, `${code}: ${message}${this.via()}`, err);
+  }
+
+  /** The base URL as the user gave it (credentials are refused in it, config.ts). */
+  private baseText(): string {
+    return `${this.origin}${this.basePath}`;
+  }
+
+  private baseWhere(): string {
+    return this.config.baseUrlWhere ?? '--base-url';
   }
 
   private via(): string {
@@ -388,6 +409,7 @@ export class ApiClient {
   private response(answer: Answer, info: RequestInfo, path: string): Response {
     const { status, body, wireBytes } = answer;
     if (status >= 200 && status < 300) {
+      this.answered = true;
       try {
         return { value: parseJsonBytes(body), bytes: wireBytes, status };
       } catch {}
@@ -425,6 +447,13 @@ export class ApiClient {
     let detail = `${status} ${message ?? statusText(status)}`;
     if (status === 400 && this.config.baseUrl.protocol === 'http:' && PLAIN_TO_TLS_PORT.test(body.toString('latin1'))) {
       detail += '; the port speaks HTTPS: use https:// in --base-url';
+    }
+    // Before any answer was found, a 404 is the service's root missed, not a campaign gone.
+    if (status === 404 && !this.answered) {
+      const hint = this.basePath
+        ? `the path of ${this.baseWhere()} (${this.basePath}) is probably wrong`
+        : `${this.baseWhere()} probably lacks the path the service lives under`;
+      detail += `: nothing at ${this.baseText()}${info.path}; ${hint}: give the URL that /v1 hangs from`;
     }
     if (status === 401) {
       return new AuthError(info, `${detail} (check the API key: --api-key-file or CAMPAIGN_SYNC_API_KEY)`, { status, requestId });

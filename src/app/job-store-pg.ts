@@ -11,6 +11,7 @@ export async function openPgStore(c: StoreChoice): Promise<JobStore> {
     );
   const m = await openPgMirror(c.db, c.pgSchema, c.concurrency, c.warning, c.dbWhere);
   return {
+    place: { kind: 'pg', name: m.db.name },
     sink: m.sink,
     cursors: m.state,
     streams: () => m.state.all(),

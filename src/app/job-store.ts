@@ -14,7 +14,14 @@ import type { Cursors, Sink } from '../store/sinks/sink.js';
 import { SqliteSink } from '../store/sinks/sqlite.js';
 import { MirrorGuard } from './mirror-guard.js';
 
+/**
+ * Where a job writes, for people to be told: the database file, the NDJSON folder (its checkpoints in
+ * the database), or the PostgreSQL mirror as messages name it (its URL without the password).
+ */
+export type MirrorPlace = { kind: 'sqlite'; db: string } | { kind: 'ndjson'; out: string; db: string } | { kind: 'pg'; name: string };
+
 export interface JobStore {
+  readonly place: MirrorPlace;
   readonly sink: Sink;
   readonly cursors: Cursors;
   /** Every stream's checkpoint and health. */
@@ -77,6 +84,8 @@ async function openSqliteStore(c: StoreChoice): Promise<JobStore> {
     const opened = db;
     const guard = new MirrorGuard(db, c.db, sink);
     return {
+      place:
+        destination.kind === 'ndjson' ? { kind: 'ndjson', out: destination.out, db: resolve(c.db) } : { kind: 'sqlite', db: resolve(c.db) },
       sink,
       cursors: state,
       streams: async () => state.all(),

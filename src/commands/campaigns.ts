@@ -7,11 +7,23 @@ import { openDatabase } from '../store/db.js';
 import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
-import { renderTable } from '../ui/table.js';
+import { type Column, renderTable } from '../ui/table.js';
 
 export interface CampaignsFlags extends ApiFlags, OutputFlags, DbFlags {
   pgSchema?: string;
 }
+
+/**
+ * On a narrow terminal the creation time goes first, then the display name and the type; the id
+ * and the name (what `--campaign` takes) stay, cut no shorter than 13 and 20 characters.
+ */
+const CAMPAIGN_COLUMNS: Column[] = [
+  { head: 'id', shrink: 13 },
+  { head: 'name', shrink: 20 },
+  { head: 'display name', shrink: 16, drop: 2 },
+  { head: 'type', drop: 3 },
+  { head: 'created', drop: 1 },
+];
 
 /** `campaign-sync campaigns`: lists the accessible campaigns and upserts them into `campaigns`. */
 export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Promise<number> {
@@ -48,10 +60,8 @@ export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Pro
     list.length === 0
       ? 'This key can access no campaigns.'
       : renderTable(
-          ['id', 'name', 'display name', 'type', 'created'],
+          CAMPAIGN_COLUMNS,
           list.map((c) => [c.id, c.name ?? '', c.display_name ?? '', c.type ?? '', c.created_at ?? '']),
-          [],
-          [],
           out.tableStyle,
         ),
   );

@@ -1,12 +1,12 @@
 import { type SyncFlags, SyncJob } from '../app/sync-job.js';
-import { exitCodeForPass } from '../errors.js';
+import { ExitCode, exitCodeForPass, LockedError } from '../errors.js';
 import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
-import { failureLines, passDocument, passTable } from '../ui/summary.js';
+import { failureLines, passDocument, passTable, placeDocument, placeLine } from '../ui/summary.js';
 
-/** What `pull` takes: the sync settings and the output options. */
-export type PullFlags = SyncFlags & OutputFlags;
+/** What `pull` takes: the sync settings, the output options, and --if-idle. */
+export type PullFlags = SyncFlags & OutputFlags & { ifIdle?: boolean };
 
 /**
  * A campaign this database synced that the service's list no longer holds (its key lost access, or
@@ -33,18 +33,41 @@ async function warnUnlisted(session: SyncJob, out: Output): Promise<void> {
   }
 }
 
-/** `campaign-sync pull`: one pass, a summary, and the exit code of PRODUCT.md §3. */
+/**
+ * `campaign-sync pull`: one pass, a summary, and the exit code of PRODUCT.md §3. With --if-idle, a
+ * lock held by another live campaign-sync (the database's lock file, the NDJSON folder's, or a
+ * PostgreSQL stream's advisory lock) is exit 0 and silence, as `flock -n` gives cron: a tick during
+ * a long backfill mails nobody. Only that lock: another program's SQLite lock (busy) is still 75.
+ */
 export async function pull(flags: PullFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
+  try {
+    return await pullOnce(flags, signal, out);
+  } catch (err) {
+    if (!(flags.ifIdle && err instanceof LockedError)) throw err;
+    // Silent: asked for by --verbose (the request log) or --json (a script reads a document).
+    out.trace(`--if-idle: ${err.message}`);
+    out.document({ ran: false, reason: err.message, exit_code: ExitCode.ok });
+    return ExitCode.ok;
+  }
+}
+
+async function pullOnce(flags: PullFlags, signal: AbortSignal, out: Output): Promise<number> {
   const progress = await startProgress(out, 'listing campaigns');
-  const session = await SyncJob.open(flags, signal, { events: commandEvents(out, progress) });
+  let session: SyncJob;
+  try {
+    session = await SyncJob.open(flags, signal, { events: commandEvents(out, progress) });
+  } catch (err) {
+    progress.stop();
+    throw err;
+  }
   for (const w of session.warnings) out.warn(w);
   try {
     const result = await session.pass();
     progress.stop();
-    out.document(passDocument(result));
-    // Built only when printed: a cron pull is --quiet, and the table costs more than a no-op pass (issue 15).
-    if (!out.quiet && !out.json) out.print(passTable(result, out.tableStyle));
+    out.document({ ...passDocument(result), written_to: placeDocument(session.store.place) });
+    // Built only when printed: a cron pull is --quiet, and the table costs more than a no-op pass.
+    if (!out.quiet && !out.json) out.print(`${passTable(result, out.tableStyle)}\n${placeLine(session.store.place)}`);
     // The table lists failures; without it (--quiet, --json) each failed stream still gets one line.
     if (out.quiet || out.json) for (const line of failureLines(result)) out.error(line);
     if (!out.quiet) await warnUnlisted(session, out);

@@ -38,7 +38,7 @@ async function resolveCampaign(admin: CheckpointAdmin, sel: string): Promise<str
 }
 
 /** `campaign-sync reset`: forgets checkpoints (not data) so the next pull re-reads. */
-export async function reset(flags: ResetFlags): Promise<number> {
+export async function reset(flags: ResetFlags, signal?: AbortSignal): Promise<number> {
   const out = new Output(flags);
   const selectors = flags.campaign ?? [];
   if (flags.all && selectors.length > 0) throw new UsageError('--all forgets every checkpoint; it does not go with --campaign');
@@ -58,7 +58,7 @@ export async function reset(flags: ResetFlags): Promise<number> {
         return 0;
       }
       const question = `Forget the checkpoints of all ${streams} stream${streams === 1 ? '' : 's'} in ${admin.name}? The next pull re-reads everything.`;
-      if (!(await confirm(out, question))) {
+      if (!(await confirm(out, question, 'nothing was reset', signal))) {
         out.print('Nothing was reset.');
         return 0;
       }

@@ -2,16 +2,17 @@ import { openMirrorReader } from '../app/mirror-reader.js';
 import { exitCodeForHealth, UsageError } from '../errors.js';
 import { assessHealth } from '../sync/health.js';
 import { showText } from '../ui/escape.js';
-import { healthDocument, healthLines, relativeTime, retiredAs, unlistedSince } from '../ui/health.js';
+import { healthDocument, healthLines, nagiosReport, nagiosUnknown, relativeTime } from '../ui/health.js';
 import { compareNames } from '../ui/order.js';
 import { Output, type OutputFlags } from '../ui/output.js';
-import { formatCount, renderTable } from '../ui/table.js';
+import { statusTable } from '../ui/status.js';
 
 export interface StatusFlags extends OutputFlags {
   db?: string;
   pgSchema?: string;
   check?: boolean;
   maxAge?: string;
+  nagios?: boolean;
 }
 
 async function checkMaxAge(given: string | undefined): Promise<number> {
@@ -21,12 +22,29 @@ async function checkMaxAge(given: string | undefined): Promise<number> {
 
 /**
  * `campaign-sync status`: one row per stream, plus campaigns skipped for their type. With --check,
- * the health rule of sync/health.ts instead: one line per unhealthy stream and exit 0, 4 or 5.
+ * the health rule of sync/health.ts instead: one line per unhealthy stream and exit 0, 4 or 5; with
+ * --nagios too, a Nagios plugin's output and exit 0 to 3, whatever goes wrong.
  */
 export async function status(flags: StatusFlags): Promise<number> {
-  const out = new Output(flags);
+  if (!flags.nagios) return show(flags, new Output(flags));
+  // A plugin's output is its lines on stdout, whatever else was asked (refused below).
+  const out = new Output({ ...flags, json: false });
+  try {
+    if (!flags.check) throw new UsageError('--nagios goes with --check');
+    if (flags.json) throw new UsageError("--nagios prints a Nagios plugin's lines; it does not go with --json");
+    return await show(flags, out);
+  } catch (err) {
+    // Nagios reads any other exit code, and a line on stderr, as a broken plugin: the reason goes
+    // into the plugin's own UNKNOWN line.
+    const report = nagiosUnknown(err instanceof Error ? err.message : String(err));
+    out.outcome(report.lines.join('\n'));
+    return report.code;
+  }
+}
+
+async function show(flags: StatusFlags, out: Output): Promise<number> {
   if (flags.maxAge !== undefined && !flags.check) throw new UsageError('--max-age goes with --check');
-  // The settings' schemas (zod) only for --check: plain `status` stays a light process (issue 15).
+  // The settings' schemas (zod) only for --check: plain `status` stays a light process.
   const maxAge = flags.check ? await checkMaxAge(flags.maxAge) : 0;
   // An empty --db file (touched, or a volume mounted before the first pull) has nothing to check: as
   // a mirror with no streams yet, CRITICAL (5). Plain `status` calls it a usage error, as `export` does.
@@ -41,9 +59,17 @@ export async function status(flags: StatusFlags): Promise<number> {
     if (flags.check) {
       const health = assessHealth(rows, now, maxAge);
       const label = (r: (typeof rows)[number]) => `${nameOf(r.campaign_id)} (${r.endpoint}${r.report_type ? ` ${r.report_type}` : ''})`;
+      if (flags.nagios) {
+        const report = nagiosReport(health, rows, label, now);
+        out.outcome(report.lines.join('\n'));
+        return report.code;
+      }
       out.document(healthDocument(health, label, now));
-      // On stdout: what Nagios and a cron wrapper read; --quiet keeps only the exit code.
-      for (const line of healthLines(health, label, now)) out.print(line);
+      // On stdout: what a cron wrapper or a monitor reads. --quiet keeps a failure's lines (the
+      // reason is the point of the check) and silences only an OK.
+      const lines = healthLines(health, label, now).join('\n');
+      if (health.verdict === 'ok') out.print(lines);
+      else out.outcome(lines);
       return exitCodeForHealth(health.verdict);
     }
     const skipped = await mirror.skipped();
@@ -67,40 +93,13 @@ export async function status(flags: StatusFlags): Promise<number> {
       })),
       skipped: skipped.map((s) => ({ id: s.id, name: s.name, type: s.type, reason: 'campaign type not supported' })),
     });
+    // A note for people, on stderr: stdout is the table, which a pipe reads as TSV from its first line.
     if (holder)
-      out.print(
-        showText(
-          `sync in progress (pid ${holder.pid}${holder.host ? ` on ${holder.host}` : ''}, since ${holder.since}, ${relativeTime(holder.since, now)})`,
-        ),
+      out.info(
+        `sync in progress (pid ${holder.pid}${holder.host ? ` on ${holder.host}` : ''}, since ${holder.since}, ${relativeTime(holder.since, now)})`,
       );
     if (rows.length === 0) out.print('No streams yet: run `campaign-sync pull`.');
-    else {
-      out.print(
-        renderTable(
-          ['campaign', 'endpoint', 'report', 'cursor', 'records', 'id conflicts', 'last success', 'last error'],
-          rows.map((r) => [
-            names.get(r.campaign_id) ?? r.campaign_id,
-            r.endpoint,
-            r.report_type ?? '',
-            r.cursor === null ? '' : r.cursor.toString(),
-            formatCount(r.records),
-            formatCount(r.id_conflicts),
-            relativeTime(r.last_success_at, now),
-            r.last_error
-              ? `${relativeTime(r.last_error_at, now)}: ${r.last_error}`
-              : r.unlisted_since
-                ? unlistedSince(r, now)
-                : r.type_changed_to
-                  ? retiredAs(r)
-                  : '',
-          ]),
-          [],
-          // An error is cut later than a name: its end (status, message, request id) is what helps.
-          [undefined, undefined, undefined, undefined, undefined, undefined, undefined, 160],
-          out.tableStyle,
-        ),
-      );
-    }
+    else out.print(statusTable(rows, nameOf, now, out.tableStyle));
     // Names, ids and types came from the service: escaped (renderTable escapes the table's cells).
     for (const s of skipped)
       out.print(`skipped: ${showText(`${s.name ?? s.id} (${s.id}): campaign type ${s.type ?? 'none'}`)} is not supported`);

@@ -15,7 +15,7 @@ import { longestWait, passBudget, type StreamTimes, scheduleStreams } from '../s
 import { commandEvents } from '../ui/events.js';
 import { healthDocument } from '../ui/health.js';
 import { Output, type OutputFlags } from '../ui/output.js';
-import { failureLines, passDocument, passLine } from '../ui/summary.js';
+import { failureLines, passDocument, passLine, watchStartLine } from '../ui/summary.js';
 
 export interface WatchFlags extends SyncFlags, OutputFlags {
   interval?: string;
@@ -25,6 +25,7 @@ export interface WatchFlags extends SyncFlags, OutputFlags {
   metricsAllowRemote?: boolean;
   maxAge?: string;
   maxStaleness?: string;
+  ifIdle?: boolean;
 }
 
 /** Start-to-start spacing with up to 5% jitter, so many installations do not poll in lockstep. */
@@ -54,6 +55,12 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
   });
   const metricsAt = flags.metricsListen === undefined ? undefined : parseListen(flags.metricsListen, flags.metricsAllowRemote === true);
   const metrics = metricsAt ? new SyncMetrics() : undefined;
+  // A watch runs until stopped: a second one exiting 0 in silence would read as a clean stop to
+  // systemd (and Restart=always would start it again and again). Exit 75 says who holds the lock.
+  if (flags.ifIdle)
+    throw new UsageError(
+      '--if-idle is for `pull` from cron; a watch runs until stopped, so run one watch per database (a second exits 75)',
+    );
   // Every pass would re-read everything (or the same window) and spend the budget on it.
   if (flags.full) throw new UsageError('watch --full would re-read everything on every pass; run `campaign-sync pull --full` once instead');
   if (flags.since !== undefined || flags.until !== undefined)
@@ -71,6 +78,7 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
   // Closed after another program's lock failed a pass (below); opened again by the next pass.
   let closed = false;
   for (const w of session.warnings) out.warn(w);
+  out.notice(watchStartLine(session.client.config.baseUrl, session.store.place, intervalMs, session.rate));
   let server: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   // Per-stream times for the scheduler, in memory; a restart starts from each stream's last success.
   const times = new Map<string, StreamTimes>();

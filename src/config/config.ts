@@ -1,7 +1,7 @@
 import { isLoopbackHost } from '../core/loopback.js';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
-import { ENV, readEnv } from './env.js';
+import { ENV, type ProfileFilled, readEnv } from './env.js';
 import { readRegularFile } from './read-file.js';
 import { apiSchema, checkAt, DEFAULTS, parseSettings } from './schema.js';
 
@@ -20,6 +20,8 @@ export interface ApiFlags {
 /** What the API client needs, validated once. */
 export interface ApiConfig {
   baseUrl: URL;
+  /** What set the base URL (`--base-url`, CAMPAIGN_SYNC_BASE_URL, a profile's key): what an error about it says to check. */
+  baseUrlWhere?: string;
   apiKey: string;
   rate: Rate;
   timeoutMs: number;
@@ -146,8 +148,10 @@ export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = proce
     flags.allowInsecureHttp === true,
     flags.baseUrl === undefined ? ENV.baseUrl.name : '--base-url',
   );
+  const profileKey = (flags as ProfileFilled).fromProfile?.baseUrl;
   return {
     baseUrl,
+    baseUrlWhere: profileKey ?? (flags.baseUrl === undefined ? ENV.baseUrl.name : '--base-url'),
     apiKey: key as string,
     rate: settings.rateLimit,
     timeoutMs: settings.timeout,

@@ -1,6 +1,6 @@
 /** How health is shown: relative times, the lines of `status --check`, its --json document. */
 import { formatDuration } from '../core/rate.js';
-import { exitCodeForHealth } from '../errors.js';
+import { exitCodeForHealth, NagiosCode, type NagiosCodeValue, nagiosCodeForHealth } from '../errors.js';
 import { endpointFor } from '../spec/paths.js';
 import type { Health, StreamState, Unhealthy } from '../sync/health.js';
 import { showText } from './escape.js';
@@ -86,4 +86,74 @@ export function healthDocument<S extends StreamState>(h: Health<S>, label: (row:
       detail: retiredReason(row),
     })),
   };
+}
+
+/** The service's name in a Nagios plugin's status line. */
+const PLUGIN = 'CAMPAIGN-SYNC';
+
+const NAGIOS_WORD: Record<NagiosCodeValue, string> = {
+  [NagiosCode.ok]: 'OK',
+  [NagiosCode.warning]: 'WARNING',
+  [NagiosCode.critical]: 'CRITICAL',
+  [NagiosCode.unknown]: 'UNKNOWN',
+};
+
+/** Plugin text never holds `|`: Nagios reads what follows one as performance data. */
+const plain = (text: string) => showText(text).replace(/\|/g, '/');
+
+/**
+ * `status --check --nagios`, by the Nagios plugin guidelines: one status line `CAMPAIGN-SYNC
+ * WARNING - … | perfdata` (`label=value;warn;crit;min;max`), then one line per unhealthy or unlisted
+ * stream (the long output Nagios shows in a service's details), and the exit code 0 to 3.
+ */
+export function nagiosReport<S extends StreamState>(
+  h: Health<S>,
+  rows: readonly S[],
+  label: (row: S) => string,
+  now: number,
+): { code: NagiosCodeValue; lines: string[] } {
+  const code = nagiosCodeForHealth(h.verdict);
+  const count = (reason: Unhealthy['reason']) => h.unhealthy.filter((u) => u.reason === reason).length;
+  const failing = count('failing');
+  const stale = count('stale');
+  const never = count('never');
+  const problems = [
+    failing ? `${failing} failing` : undefined,
+    stale ? `${stale} stale` : undefined,
+    never ? `${never} never synced` : undefined,
+    h.unlisted.length ? `${h.unlisted.length} no longer listed` : undefined,
+  ].filter(Boolean);
+  const summary =
+    h.total === 0
+      ? 'no streams synced yet (run `campaign-sync pull`)'
+      : `${h.healthy} of ${h.total} streams healthy${problems.length ? ` (${problems.join(', ')})` : ''}, max age ${formatDuration(h.maxAgeMs)}`;
+  const range = `;;;0;${h.total}`;
+  const perf = [
+    `healthy=${h.healthy}${range}`,
+    `stale=${stale}${range}`,
+    `failing=${failing}${range}`,
+    `never=${never}${range}`,
+    `unlisted=${h.unlisted.length};;;0`,
+  ];
+  const oldest = oldestSuccessAge(rows, now);
+  if (oldest !== undefined) perf.push(`oldest_success_age=${oldest}s;${Math.round(h.maxAgeMs / 1000)};;0`);
+  const lines = [`${PLUGIN} ${NAGIOS_WORD[code]} - ${plain(summary)} | ${perf.join(' ')}`];
+  for (const u of h.unhealthy) lines.push(plain(`${label(u.row as S)}: ${unhealthyReason(u, now, h.maxAgeMs)}`));
+  for (const row of h.unlisted) lines.push(plain(`${label(row)}: ${unlistedReason(row, now)}`));
+  return { code, lines };
+}
+
+/** Seconds since the oldest last success among the listed streams that ever succeeded. */
+function oldestSuccessAge(rows: readonly StreamState[], now: number): number | undefined {
+  let oldest: number | undefined;
+  for (const row of rows) {
+    const at = row.unlisted_since || row.last_success_at === null ? Number.NaN : Date.parse(row.last_success_at);
+    if (!Number.isNaN(at)) oldest = oldest === undefined ? at : Math.min(oldest, at);
+  }
+  return oldest === undefined ? undefined : Math.max(0, Math.round((now - oldest) / 1000));
+}
+
+/** The status line of a check that could not judge (the mirror unreadable, a bad flag): UNKNOWN, exit 3. */
+export function nagiosUnknown(message: string): { code: NagiosCodeValue; lines: string[] } {
+  return { code: NagiosCode.unknown, lines: [`${PLUGIN} ${NAGIOS_WORD[NagiosCode.unknown]} - ${plain(message)}`] };
 }

@@ -49,6 +49,14 @@ export class Output {
     if (!this.json && !this.quiet) this.streams.stdout.write(showLines(text.endsWith('\n') ? text : `${text}\n`));
   }
 
+  /**
+   * A command's verdict on stdout that --quiet keeps (a failed check's reasons, a Nagios plugin's
+   * lines): asked for by running the command; silent only with --json, whose document says it.
+   */
+  outcome(text: string): void {
+    if (!this.json) this.streams.stdout.write(showLines(text.endsWith('\n') ? text : `${text}\n`));
+  }
+
   /** The one JSON document of --json. */
   document(value: unknown): void {
     if (this.json) this.streams.stdout.write(`${safeJson(JSON.stringify(value, bigintReplacer, 2))}\n`);

@@ -2,7 +2,7 @@
 import { exitCodeForReconcile } from '../errors.js';
 import type { ReconcileResult } from '../sync/reconcile.js';
 import { failureLine, streamFields, typeOf } from './summary.js';
-import { formatCount, formatMs, plural, renderTable, type TableStyle } from './table.js';
+import { type Column, formatCount, formatMs, plural, renderTable, type TableStyle } from './table.js';
 
 /** The failed streams, one line each (what --quiet and --json still print on stderr). */
 export function reconcileFailures(result: ReconcileResult): string[] {
@@ -45,6 +45,22 @@ export function reconcileDocument(result: ReconcileResult, prune: boolean) {
   };
 }
 
+/**
+ * The report's columns. On a narrow terminal stored goes first (served and gone say what matters),
+ * then pruned, added and changed; the campaign's name is cut, never below 20 characters.
+ */
+const RECONCILE_COLUMNS: Column[] = [
+  { head: 'campaign', shrink: 20 },
+  { head: 'type' },
+  { head: 'served', align: 'right' },
+  { head: 'stored', align: 'right', drop: 1 },
+  { head: 'added', align: 'right', drop: 3 },
+  { head: 'changed', align: 'right', drop: 4 },
+  { head: 'gone', align: 'right' },
+  { head: 'pruned', align: 'right', drop: 2 },
+  { head: 'status' },
+];
+
 export function reconcileTable(result: ReconcileResult, prune: boolean, style?: TableStyle): string {
   const rows = result.streams.map((s) => [
     s.campaignName,
@@ -60,15 +76,7 @@ export function reconcileTable(result: ReconcileResult, prune: boolean, style?: 
   const gone = result.streams.reduce((n, s) => n + s.gone.length, 0);
   const pruned = result.streams.reduce((n, s) => n + s.pruned, 0);
   const lines = [
-    result.streams.length === 0
-      ? 'No streams to reconcile.'
-      : renderTable(
-          ['campaign', 'type', 'served', 'stored', 'added', 'changed', 'gone', 'pruned', 'status'],
-          rows,
-          ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'left'],
-          [],
-          style,
-        ),
+    result.streams.length === 0 ? 'No streams to reconcile.' : renderTable(RECONCILE_COLUMNS, rows, style),
     [
       plural(result.streams.length, 'stream'),
       `${formatCount(gone)} gone`,

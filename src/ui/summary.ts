@@ -1,11 +1,13 @@
 /** How a pass is shown: a table for people, a document for --json, a one-liner for watch logs. */
 
+import type { MirrorPlace } from '../app/job-store.js';
+import { formatDuration, formatRate, type Rate } from '../core/rate.js';
 import type { StreamId } from '../core/types.js';
 import { exitCodeForPass } from '../errors.js';
 import type { PassResult } from '../sync/pass.js';
 import type { WalkCounts } from '../sync/stream.js';
 import { showText } from './escape.js';
-import { formatCount, formatMs, plural, renderTable, type TableStyle } from './table.js';
+import { type Column, formatCount, formatMs, plural, renderTable, type TableStyle } from './table.js';
 
 /** What pass and reconcile results say of each stream. */
 interface StreamFacts {
@@ -73,6 +75,21 @@ function countsDocument(c: WalkCounts) {
   return { records: c.records, new: c.inserted, updated: c.updated, pages: c.pages, requests: c.requests, bytes: c.bytes };
 }
 
+/**
+ * The summary's columns. On a narrow terminal pages go first, then requests (the line under the
+ * table has the total), time and updated; the campaign's name is cut, never below 20 characters.
+ */
+const PASS_COLUMNS: Column[] = [
+  { head: 'campaign', shrink: 20 },
+  { head: 'type' },
+  { head: 'new', align: 'right' },
+  { head: 'updated', align: 'right', drop: 4 },
+  { head: 'pages', align: 'right', drop: 1 },
+  { head: 'requests', align: 'right', drop: 2 },
+  { head: 'time', align: 'right', drop: 3 },
+  { head: 'status' },
+];
+
 /** The table printed at the end of `pull`, followed by failures and skipped campaigns. */
 export function passTable(result: PassResult, style?: TableStyle): string {
   const rows = result.streams.map((s) => [
@@ -85,18 +102,7 @@ export function passTable(result: PassResult, style?: TableStyle): string {
     formatMs(s.durationMs),
     s.status,
   ]);
-  const lines = [
-    result.streams.length === 0
-      ? 'No streams to sync.'
-      : renderTable(
-          ['campaign', 'type', 'new', 'updated', 'pages', 'requests', 'time', 'status'],
-          rows,
-          ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'left'],
-          [],
-          style,
-        ),
-    passLine(result),
-  ];
+  const lines = [result.streams.length === 0 ? 'No streams to sync.' : renderTable(PASS_COLUMNS, rows, style), passLine(result)];
   // Names, ids, types and errors come from the service: escaped, but not cut (the whole error helps).
   for (const s of result.streams) if (s.error) lines.push(`  failed: ${failureLine(s)}`);
   for (const s of result.skipped) lines.push(`  skipped: ${showText(`${s.name} (${s.id}): type ${s.type}`)} is not supported`);
@@ -125,4 +131,30 @@ export function passLine(result: PassResult): string {
 /** `lookback since 2026-11-16: 120 re-read (1 new, 2 updated), 4 requests` */
 function lookbackText(l: NonNullable<PassResult['lookback']>): string {
   return `lookback since ${l.window.since}: ${formatCount(l.records)} re-read (${formatCount(l.inserted)} new, ${formatCount(l.updated)} updated), ${plural(l.requests, 'request')}`;
+}
+
+/** Where a job writes, for people: the database, the NDJSON folder (and the database of its checkpoints), or the PostgreSQL mirror. */
+function placeText(place: MirrorPlace): string {
+  if (place.kind === 'ndjson') return `${place.out} (NDJSON; checkpoints in ${place.db})`;
+  return place.kind === 'pg' ? place.name : place.db;
+}
+
+/** Where a pass wrote, in one line: a profile or a variable may have chosen it, unseen on the command line. */
+export function placeLine(place: MirrorPlace): string {
+  return `written to ${placeText(place)}`;
+}
+
+/** The line a watch starts with, for journald: the service, the mirror, the interval and the request budget. */
+export function watchStartLine(service: URL, place: MirrorPlace, intervalMs: number, rate: Rate): string {
+  const base = `${service.origin}${service.pathname.replace(/\/+$/, '')}`;
+  return `watching ${base} into ${placeText(place)} every ${formatDuration(intervalMs)}, request budget ${formatRate(rate)}`;
+}
+
+/** The same, for --json documents. */
+export function placeDocument(place: MirrorPlace) {
+  return place.kind === 'ndjson'
+    ? { format: 'ndjson', out: place.out, db: place.db }
+    : place.kind === 'pg'
+      ? { format: 'postgres', db: place.name }
+      : { format: 'sqlite', db: place.db };
 }

@@ -13,15 +13,32 @@ export interface TableStyle {
 }
 
 const BOXED: TableStyle = { tsv: false };
-/** Narrowest a column is cut to when a table must fit the terminal. */
-const MIN_COLUMN = 6;
+
+/** One column of a table, and what it gives up when the terminal is too narrow for the whole table. */
+export interface Column {
+  head: string;
+  align?: 'left' | 'right';
+  /** Longest a cell is shown, with an ellipsis (default CELL_MAX); --json has the whole value. */
+  max?: number;
+  /** Narrowest the column is cut to (with an ellipsis) before a column is dropped; without it the column is never cut. */
+  shrink?: number;
+  /** Columns with a rank are dropped on a narrow terminal, lowest rank first; the others always stay. */
+  drop?: number;
+}
+
+/**
+ * Below this many terminal columns a table is one block a row: the columns that always stay would
+ * not fit in a row any more. From it up, low-value columns are dropped and long ones cut instead, as
+ * gh does: six streams in six lines, not fifty.
+ */
+export const STACK_BELOW = 60;
 
 /** A count as a person writes it (`1,234`): in TSV, the digits alone. */
 const GROUPED = /^\d{1,3}(,\d{3})+$/;
 
 /**
  * cli-table3, loaded on the first boxed table: a pipe's TSV and a quiet run never pay for it (a light
- * `status`, issue 15).
+ * `status`).
  */
 let TableClass: typeof TableType | undefined;
 function cliTable(): typeof TableType {
@@ -31,85 +48,104 @@ function cliTable(): typeof TableType {
 
 /**
  * A plain table for people (no colours in the borders, so logs and pipes stay clean). Every cell is
- * escaped and cut (escape.ts): cells often hold what the service sent. `max` widens a column's cut.
+ * escaped and cut (escape.ts): cells often hold what the service sent. A column given as a string
+ * has the defaults of Column. TSV keeps every column whatever the width: a script reads it.
  */
-export function renderTable(
-  head: string[],
-  rows: Array<Array<string | number>>,
-  align: Array<'left' | 'right'> = [],
-  max: Array<number | undefined> = [],
-  style: TableStyle = BOXED,
-): string {
-  const cells = rows.map((row) => row.map((v, i) => cell(String(v), style.tsv ? Number.POSITIVE_INFINITY : (max[i] ?? CELL_MAX))));
+export function renderTable(spec: Array<string | Column>, rows: Array<Array<string | number>>, style: TableStyle = BOXED): string {
+  const columns = spec.map((c) => (typeof c === 'string' ? { head: c } : c));
+  const head = columns.map((c) => c.head);
+  const cells = rows.map((row) => row.map((v, i) => cell(String(v), style.tsv ? Number.POSITIVE_INFINITY : (columns[i]?.max ?? CELL_MAX))));
   if (style.tsv) {
     return [head, ...cells.map((row) => row.map((v) => (GROUPED.test(v) ? v.replace(/,/g, '') : v)))].map((r) => r.join('\t')).join('\n');
   }
-  // Each column's own width, measured once: fitted to the terminal, then checked for readability.
+  // Each column's own width, measured once, then fitted to the terminal.
   const natural = head.map((h, i) => Math.max(length(h), ...cells.map((row) => length(row[i] ?? ''))));
-  const widths = fitWidths(natural, style.width);
-  if (style.width !== undefined && !readable(natural, widths, style.width)) return stacked(head, cells, style.width);
-  const cut = (text: string, i: number) => cell(text, widths[i] ?? CELL_MAX);
+  const fitted = style.width === undefined ? { kept: columns.map((_, i) => i), widths: natural } : layout(columns, natural, style.width);
+  if (fitted === undefined) return stacked(head, cells, style.width as number);
+  const { kept, widths } = fitted;
+  const cut = (text: string, k: number) => cell(text, widths[k] ?? CELL_MAX);
   const table = new (cliTable())({
-    head: head.map(cut),
+    head: kept.map((i, k) => cut(head[i] as string, k)),
     style: { head: [], border: [] },
-    colAligns: align,
+    colAligns: kept.map((i) => columns[i]?.align ?? 'left'),
     chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
   });
-  for (const row of cells) table.push(row.map(cut));
+  for (const row of cells) table.push(kept.map((i, k) => cut(row[i] ?? '', k)));
   return table.toString();
 }
-
-/** Narrowest a fitted column may be and still be read: below it, the table is stacked instead. */
-const READABLE = 12;
 
 const length = (s: string) => Array.from(s).length;
 
 /** The columns a boxed table of `columns` columns spends on borders and padding. */
 const frame = (columns: number) => 3 * columns + 1;
 
-/** Whether the fitted table fits `width` and keeps each column either whole or READABLE wide. */
-function readable(natural: number[], widths: number[], width: number): boolean {
-  if (widths.reduce((a, b) => a + b, 0) + frame(widths.length) > width) return false;
-  return widths.every((w, i) => w >= Math.min(READABLE, natural[i] as number));
-}
+const sum = (ns: number[]) => ns.reduce((a, b) => a + b, 0);
 
 /**
- * A table too wide for the terminal, one block a row: the first column as its heading, then
- * `name: value` lines, each cut to the width (a 60-column terminal read `campa…` in every cell).
+ * Which columns a table of `width` keeps, and their widths: every column whole when it fits; else
+ * the cuttable ones narrowed (widest first) down to their `shrink`; when even that is too wide, the
+ * lowest-ranked droppable column goes and the fit starts again. Undefined below STACK_BELOW, or when
+ * the columns that always stay do not fit: the table is stacked instead.
+ */
+function layout(columns: Column[], natural: number[], width: number): { kept: number[]; widths: number[] } | undefined {
+  if (width < STACK_BELOW) return undefined;
+  let kept = columns.map((_, i) => i);
+  for (;;) {
+    const wants = kept.map((i) => natural[i] as number);
+    const floors = kept.map((i) => Math.min(natural[i] as number, columns[i]?.shrink ?? Number.POSITIVE_INFINITY));
+    const budget = width - frame(kept.length);
+    if (sum(floors) <= budget) return { kept, widths: narrow(wants, floors, budget) };
+    let victim: number | undefined;
+    for (const i of kept) {
+      const rank = columns[i]?.drop;
+      // Ties: the rightmost goes first.
+      if (rank !== undefined && (victim === undefined || rank <= (columns[victim]?.drop as number))) victim = i;
+    }
+    if (victim === undefined) return undefined;
+    kept = kept.filter((i) => i !== victim);
+  }
+}
+
+/** `widths` narrowed one character at a time, the widest first, never below `floors`, until they fit `budget`. */
+function narrow(widths: number[], floors: number[], budget: number): number[] {
+  const out = [...widths];
+  let total = sum(out);
+  while (total > budget) {
+    let widest = -1;
+    for (let k = 0; k < out.length; k++) {
+      if ((out[k] as number) > (floors[k] as number) && (widest < 0 || (out[k] as number) > (out[widest] as number))) widest = k;
+    }
+    if (widest < 0) break;
+    out[widest] = (out[widest] as number) - 1;
+    total--;
+  }
+  return out;
+}
+
+/** Narrowest a stacked value is cut to, however narrow the terminal. */
+const MIN_VALUE = 6;
+
+/**
+ * A table on a terminal too narrow for a row, one block a row: the first column as its heading,
+ * then `name: value` lines, each cut to the width.
  */
 function stacked(head: string[], cells: string[][], width: number): string {
   const label = Math.max(...head.slice(1).map(length));
   return cells
     .map((row) => {
-      const lines = [cell(row[0] ?? '', Math.max(MIN_COLUMN, width))];
+      const lines = [cell(row[0] ?? '', Math.max(MIN_VALUE, width))];
       for (let i = 1; i < head.length; i++) {
         const name = `${head[i] ?? ''}:`.padEnd(label + 1);
-        lines.push(`  ${name} ${cell(row[i] ?? '', Math.max(MIN_COLUMN, width - label - 4))}`);
+        lines.push(`  ${name} ${cell(row[i] ?? '', Math.max(MIN_VALUE, width - label - 4))}`.trimEnd());
       }
       return lines.join('\n');
     })
     .join('\n\n');
 }
 
-/** Column widths (from each column's own) that fit `width` (borders and padding included), narrowing the widest first. */
-function fitWidths(natural: number[], width: number | undefined): number[] {
-  const widths = [...natural];
-  if (!width) return widths;
-  const budget = width - frame(widths.length);
-  let total = widths.reduce((a, b) => a + b, 0);
-  while (total > budget) {
-    let widest = 0;
-    for (let i = 1; i < widths.length; i++) if ((widths[i] as number) > (widths[widest] as number)) widest = i;
-    if ((widths[widest] as number) <= MIN_COLUMN) break;
-    widths[widest] = (widths[widest] as number) - 1;
-    total--;
-  }
-  return widths;
-}
-
 /**
  * `12,345`: en-US digit grouping. Integers are grouped by hand: the first `toLocaleString` of a
- * process loads ICU's number formatting, 15-90 ms, more than all of `status` (issue 15).
+ * process loads ICU's number formatting, 15-90 ms, more than all of `status`.
  */
 export function formatCount(n: number | bigint): string {
   if (typeof n === 'number' && !(Number.isInteger(n) && Math.abs(n) < 1e21)) return n.toLocaleString('en-US');

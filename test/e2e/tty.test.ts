@@ -90,3 +90,57 @@ describe('Ctrl-C in a terminal', () => {
     }
   });
 });
+
+describe('the y/N prompt of reset', () => {
+  /** A mirror with checkpoints, made by a quiet pull. */
+  async function pulled(): Promise<string> {
+    const s = await sim({ campaigns: 2, records: 3 });
+    const db = join(tempDir(), 'm.db');
+    const { cli } = await import('../helpers/index.js');
+    expect(
+      (await cli(['pull', '--db', db, '--quiet'], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code,
+    ).toBe(0);
+    return db;
+  }
+
+  const cursors = (db: string) => {
+    const d = new Database(db, { readonly: true });
+    try {
+      return d.prepare('SELECT count(*) FROM sync_state WHERE cursor IS NOT NULL').pluck().get();
+    } finally {
+      d.close();
+    }
+  };
+
+  it('Ctrl-C at the prompt: "nothing was reset" on a line of its own, exit 130, checkpoints kept', async () => {
+    const db = await pulled();
+    const run = ptyCli(['reset', '--db', db], { env: terminalEnv(), limitMs: 30_000 });
+    try {
+      await run.waitFor(/\(y\/N\) /, 15_000);
+      run.type('\x03');
+      expect(await run.exited, run.screen()).toBe(130);
+      const screen = run.screen();
+      expect(screen).not.toContain('internal error');
+      // The prompt's line ends before the message: never `(y/N) campaign-sync: …` on one line.
+      expect(screen).toMatch(/\(y\/N\) [^\n]*\ncampaign-sync: nothing was reset\r?\n$/);
+      expect(screen).not.toMatch(/\(y\/N\) [^\n]*campaign-sync/);
+      expect(cursors(db)).toBe(2);
+    } finally {
+      run.kill();
+    }
+  });
+
+  it('Ctrl-D (end of input) is the default answer, no: exit 0', async () => {
+    const db = await pulled();
+    const run = ptyCli(['reset', '--db', db], { env: terminalEnv(), limitMs: 30_000 });
+    try {
+      await run.waitFor(/\(y\/N\) /, 15_000);
+      run.type('\x04');
+      expect(await run.exited, run.screen()).toBe(0);
+      expect(run.screen()).toMatch(/\(y\/N\) [^\n]*\r?\nNothing was reset\.\r?\n$/);
+      expect(cursors(db)).toBe(2);
+    } finally {
+      run.kill();
+    }
+  });
+});

@@ -6,16 +6,16 @@ import { spawn } from 'node:child_process';
 import { BIN } from './index.js';
 
 /**
- * The driver: the CLI on the slave side (stdin, stdout and stderr are the terminal, 80x24), the
- * terminal's output copied to our stdout, our stdin copied to the terminal. It exits with the CLI's
- * exit code (128 + n for a signal). Closing the master when the driver dies hangs the CLI up.
+ * The driver: the CLI on the slave side (stdin, stdout and stderr are the terminal, 24 rows of 80
+ * columns unless told another width), the terminal's output copied to our stdout, our stdin copied
+ * to the terminal. It exits with the CLI's exit code (128 + n for a signal). Closing the master when the driver dies hangs the CLI up.
  */
 const DRIVER = `
 import fcntl, os, pty, select, struct, sys, termios
 pid, fd = pty.fork()
 if pid == 0:
-    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', 24, 80, 0, 0))
-    os.execv(sys.argv[1], sys.argv[1:])
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', 24, int(sys.argv[1]), 0, 0))
+    os.execv(sys.argv[2], sys.argv[2:])
 inputs = [fd, 0]
 while True:
     ready, _, _ = select.select(inputs, [], [])
@@ -52,8 +52,8 @@ export interface PtyCli {
 }
 
 /** Starts `campaign-sync ...args` in a pseudo-terminal; it is killed after `limitMs` whatever happens. */
-export function ptyCli(args: string[], opts: { env: NodeJS.ProcessEnv; cwd?: string; limitMs?: number }): PtyCli {
-  const child = spawn('python3', ['-c', DRIVER, process.execPath, BIN, ...args], {
+export function ptyCli(args: string[], opts: { env: NodeJS.ProcessEnv; cwd?: string; limitMs?: number; columns?: number }): PtyCli {
+  const child = spawn('python3', ['-c', DRIVER, String(opts.columns ?? 80), process.execPath, BIN, ...args], {
     cwd: opts.cwd,
     env: opts.env,
     stdio: ['pipe', 'pipe', 'inherit'],
