@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { openDatabase } from '../src/store/db.js';
-import { makePrivate, openPrivateFile, prepareSqliteFile, writePrivateFile } from '../src/store/private-file.js';
+import { makePrivate, openPrivateFile, openSqlite, prepareSqliteFile, writePrivateFile } from '../src/store/private-file.js';
 import { type CliResult, cli, sim, tempDir } from './helpers/index.js';
 
 const BYTES = 'precious: not campaign-sync data\n';
@@ -209,6 +209,20 @@ describe('the one way files are opened for writing refuses a link at the name', 
       if (dangling) expect(existsSync(target)).toBe(false);
       else untouched(target);
     }
+  });
+
+  it('a link put at an SQLite file after the checks: the name SQLite resolved gives it away before any page is read', () => {
+    const at = join(tempDir(), 'm.db');
+    const target = victim();
+    symlinkSync(target, at);
+    expect(() => openSqlite(at, { fileMustExist: true })).toThrow(`${at} is a symbolic link`);
+    untouched(target);
+    // Dangling: never created (the file is created before, by openPrivateFile, and opened as existing).
+    const nowhere = join(tempDir(), 'nothing-here');
+    const dangling = join(tempDir(), 'm.db');
+    symlinkSync(nowhere, dangling);
+    expect(() => openSqlite(dangling, { fileMustExist: true })).toThrow();
+    expect(existsSync(nowhere)).toBe(false);
   });
 
   it('a folder on the way may be a link: the files behind it are written, 0600', () => {
