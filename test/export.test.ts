@@ -1,13 +1,25 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { exportTable } from '../src/commands/export.js';
-import { cleanStalePartials, createPrivateFile, partialPath } from '../src/export/file.js';
+import { cleanStalePartials, partialPath } from '../src/export/file.js';
 import { neutralise } from '../src/export/writers.js';
 import { openDatabase } from '../src/store/db.js';
+import { openPrivateFile } from '../src/store/private-file.js';
 import { parseStrictCsv, parseWithPython } from './helpers/csv.js';
 import { BIN, cli, sim, tempDir } from './helpers/index.js';
 
@@ -197,7 +209,7 @@ describe('export', () => {
     expect(text).toContain(`"'\r=cmd|calc"`);
   });
 
-  it('-o follows no planted symlink: the victims are untouched and the output is a private file, whatever the umask', async () => {
+  it('-o follows no planted symlink: a link at -o is refused (exit 2), the victims are untouched', async () => {
     const d = tempDir();
     const out = join(d, 'out.csv');
     const victim = join(d, 'victim.txt');
@@ -207,19 +219,25 @@ describe('export', () => {
     // The name the old code used, predictable from the pid; and a link where the output goes.
     symlinkSync(victim, `${out}.partial-${process.pid}`);
     symlinkSync(target, out);
+    await expect(exportTable({ db: dbPath, table: 'session-results', output: out, quiet: true })).rejects.toThrow(
+      `${out} is a symbolic link; campaign-sync does not follow links to its own files`,
+    );
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(readFileSync(target, 'utf8')).toBe('also precious\n');
+    expect(lstatSync(out).isSymbolicLink()).toBe(true);
+    expect(readdirSync(d).sort()).toEqual(['out.csv', `out.csv.partial-${process.pid}`, 'target-victim.txt', 'victim.txt'].sort());
+    // Without the link, the output is a private file, whatever the umask.
+    rmSync(out);
     const umask = process.umask(0);
     try {
       expect(await exportTable({ db: dbPath, table: 'session-results', output: out, quiet: true })).toBe(0);
     } finally {
       process.umask(umask);
     }
-    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
-    expect(readFileSync(target, 'utf8')).toBe('also precious\n');
-    // Renaming over a symlink replaces the link itself, never what it points to.
     expect(lstatSync(out).isFile()).toBe(true);
     expect(modeOf(out)).toBe('600');
     expect(parseStrictCsv(readFileSync(out, 'utf8')).length).toBe(count('session_results') + 1);
-    expect(readdirSync(d).sort()).toEqual(['out.csv', `out.csv.partial-${process.pid}`, 'target-victim.txt', 'victim.txt'].sort());
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
   });
 
   it('the temporary file is created exclusively with an unpredictable name, never through a link', () => {
@@ -233,7 +251,7 @@ describe('export', () => {
     const victim = join(d, 'victim');
     writeFileSync(victim, 'precious');
     symlinkSync(victim, a);
-    expect(() => createPrivateFile(a)).toThrow(expect.objectContaining({ code: 'EEXIST' }));
+    expect(() => openPrivateFile(a, { exclusive: true })).toThrow(`${a} is a symbolic link`);
     expect(readFileSync(victim, 'utf8')).toBe('precious');
   });
 

@@ -12,7 +12,7 @@
  * its -wal and -shm, while a connection of this process may have it open.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { chmodSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -20,6 +20,7 @@ import { LockedError } from '../src/errors.js';
 import { BudgetLedger } from '../src/store/budget-ledger.js';
 import { openDatabase } from '../src/store/db.js';
 import { RunLock } from '../src/store/lock.js';
+import { makePrivate } from '../src/store/private-file.js';
 import { tempDir } from './helpers/index.js';
 
 /** The POSIX locks this process holds on the file at `path` (Linux: /proc/locks, by inode). */
@@ -102,6 +103,30 @@ describe('a mirror’s connections keep their lock on its file', () => {
       expect(() => RunLock.acquire(path)).toThrow(LockedError);
       expect(locksOn(`${path}.lock`), 'after the refused second').toBeGreaterThan(0);
     } finally {
+      lock.release();
+    }
+  });
+
+  it.skipIf(!linux)('a mirror, its -shm and its run lock made 0600 while a connection of this process holds them', () => {
+    const path = mirror(1);
+    const lock = RunLock.acquire(path);
+    const reader = openDatabase(path, { mustExist: true, readonly: true });
+    try {
+      reader.prepare('SELECT count(*) FROM campaigns').get();
+      for (const file of [path, `${path}-shm`, `${path}.lock`]) {
+        chmodSync(file, 0o644);
+        makePrivate(file);
+        expect(statSync(file).mode & 0o777, file).toBe(0o600);
+        expect(locksOn(file), `${file} after it was made 0600`).toBeGreaterThan(0);
+      }
+      // And the way the writer's open does it, for an existing mirror: the reader keeps its locks.
+      chmodSync(path, 0o644);
+      openDatabase(path).close();
+      expect(statSync(path).mode & 0o777).toBe(0o600);
+      expect(locksOn(path), 'after a writer opened and closed').toBeGreaterThan(0);
+      expect(() => RunLock.acquire(path)).toThrow(LockedError);
+    } finally {
+      reader.close();
       lock.release();
     }
   });

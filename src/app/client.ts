@@ -13,7 +13,7 @@ import { stateDir } from '../config/env.js';
 import type { Clock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
 import { userAgent } from '../core/version.js';
-import { errorCode } from '../errors.js';
+import { errorCode, UsageError } from '../errors.js';
 import { BudgetLedger, LEDGER_FILE, LedgerUnusable, ledgerFingerprint } from '../store/budget-ledger.js';
 
 export interface ClientHooks {
@@ -43,7 +43,7 @@ function ledgerProblem(err: unknown, dir: string): string {
 /**
  * Builds the command's client. Its budget counts the requests other processes make with the same
  * key, earlier or at the same time (store/budget-ledger.ts); when the ledger cannot be opened, the
- * budget is this process's alone, with one warning.
+ * budget is this process's alone, with one warning (a symbolic link there is a UsageError, thrown).
  */
 export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiClient {
   let ledger: BudgetLedger | undefined;
@@ -57,6 +57,8 @@ export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiCli
     ledger = opened.ledger;
     for (const w of opened.warnings) hooks.events?.warning?.(w);
   } catch (err) {
+    // A symbolic link planted at the ledger's name: refused, not worked around.
+    if (err instanceof UsageError) throw err;
     hooks.events?.warning?.(`the request budget is not shared with other runs: ${ledgerProblem(err, dir)}`);
   }
   const budget = new RequestBudget(config.rate, hooks.clock, ledger);

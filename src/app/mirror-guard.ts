@@ -4,10 +4,11 @@
  * WAL copied in (store/moved.ts), so the file at its new name holds every commit; then the run stops
  * with exit 74 and one line saying where the data is. The NDJSON sink checks its own folder and files.
  */
-import { chmodSync, constants, copyFileSync, existsSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import { StorageError } from '../errors.js';
 import type { Db } from '../store/db.js';
 import { checkpointAll, type FileIdentity, identify, stillAt, whereNow } from '../store/moved.js';
+import { openOwnFile, openPrivateFile } from '../store/private-file.js';
 import type { Sink } from '../store/sinks/sink.js';
 
 /**
@@ -19,11 +20,32 @@ function keepWal(path: string): { kept?: string; failed?: string } {
   try {
     if ((statSync(wal, { throwIfNoEntry: false })?.size ?? 0) === 0) return {};
     const kept = `${path}-wal.kept-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-    copyFileSync(wal, kept, constants.COPYFILE_EXCL);
-    chmodSync(kept, 0o600);
+    copyPrivately(wal, kept);
     return { kept };
   } catch (err) {
     return { failed: (err as Error).message };
+  }
+}
+
+/** Copies `from` into a new file `to` (0600; nothing that is at that name already, a link included, is written). */
+function copyPrivately(from: string, to: string): void {
+  const source = openOwnFile(from);
+  try {
+    const target = openPrivateFile(to, { exclusive: true });
+    try {
+      const chunk = Buffer.alloc(1 << 20);
+      for (let at = 0; ; ) {
+        const n = readSync(source, chunk, 0, chunk.length, at);
+        if (n === 0) break;
+        for (let done = 0; done < n; ) done += writeSync(target, chunk, done, n - done, at + done);
+        at += n;
+      }
+      fsyncSync(target);
+    } finally {
+      closeSync(target);
+    }
+  } finally {
+    closeSync(source);
   }
 }
 

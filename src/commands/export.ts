@@ -16,6 +16,7 @@ import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { canonicalPath } from '../store/lock.js';
 import { dbWarnings, isPgUrl } from '../store/pg/url.js';
+import { refuseLinks } from '../store/private-file.js';
 import { columnNames, schemaVersion } from '../store/schema.js';
 import { Output } from '../ui/output.js';
 
@@ -58,7 +59,8 @@ function notAFile(stat: Stats): string | undefined {
 /**
  * -o is checked before any work: a folder, a pipe or a device (or a link to one) is a bad flag
  * value, since the export would replace it with a file; so is the database being exported, or one
- * of its files (-wal, -shm, the lock), which the export would overwrite with exit 0.
+ * of its files (-wal, -shm, the lock), which the export would overwrite with exit 0; and so is any
+ * other symbolic link.
  */
 function checkOutput(path: string, dbPath: string | undefined): void {
   let stat: Stats | undefined;
@@ -83,6 +85,9 @@ function checkOutput(path: string, dbPath: string | undefined): void {
     }
   });
   if (same) throw new UsageError(`-o ${path}: is the database being exported (${dbPath}) or one of its files; give another file name`);
+  // The rename would replace the link, not write through it; but a link planted where an export goes
+  // is refused as at every file campaign-sync writes.
+  refuseLinks([path], 'give the file its own path, or remove the link');
 }
 
 /**

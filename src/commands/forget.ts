@@ -6,6 +6,7 @@ import { eraseFromFile, eraseFromMirror, finishRewrites, removeStrayRewrites, sc
 import { RunLock } from '../store/lock.js';
 import { NdjsonOffsets } from '../store/offsets.js';
 import { dbWarnings, isPgUrl } from '../store/pg/url.js';
+import { refuseLinks } from '../store/private-file.js';
 import { showText } from '../ui/escape.js';
 import { erasedLine } from '../ui/forget.js';
 import { Output, type OutputFlags } from '../ui/output.js';
@@ -36,6 +37,11 @@ export async function forget(flags: ForgetFlags): Promise<number> {
     // A pull running meanwhile could write the user's records back: take the lock.
     lock = RunLock.acquire(dbPath);
     finishRewrites(db);
+    // A link at one of its NDJSON files is refused before anything is erased anywhere.
+    refuseLinks(
+      new NdjsonOffsets(db).files().map((f) => f.path),
+      'replace it with the file itself',
+    );
     const earlier = new Checkpoints(db).erasurePending();
     const { identities, ...counts } = eraseFromMirror(db, user);
     const files: Array<{ path: string; lines: number }> = [];

@@ -6,21 +6,9 @@
  * export to the same file.
  */
 import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  constants,
-  createWriteStream,
-  fchmodSync,
-  fsyncSync,
-  lstatSync,
-  openSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  unlinkSync,
-  type WriteStream,
-} from 'node:fs';
+import { closeSync, createWriteStream, fsyncSync, lstatSync, readdirSync, renameSync, rmSync, unlinkSync, type WriteStream } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { openPrivateFile } from '../store/private-file.js';
 
 const TAG = '.campaign-sync-';
 const SUFFIX = '.partial';
@@ -30,18 +18,6 @@ export const STALE_AFTER_MS = 60 * 60_000;
 /** `<dir>/.<name>.campaign-sync-<pid>-<16 random hex>.partial`: same folder, so the rename is atomic. */
 export function partialPath(target: string): string {
   return join(dirname(target), `.${basename(target)}${TAG}${process.pid}-${randomBytes(8).toString('hex')}${SUFFIX}`);
-}
-
-/** Creates `path` for writing, 0600 whatever the umask; anything already there (a link too, dangling or not) is EEXIST. */
-export function createPrivateFile(path: string): number {
-  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
-  try {
-    fchmodSync(fd, 0o600);
-  } catch (err) {
-    closeSync(fd);
-    throw err;
-  }
-  return fd;
 }
 
 function alive(pid: number): boolean {
@@ -96,7 +72,8 @@ export class PartialFile {
 
   constructor(readonly target: string) {
     this.path = partialPath(target);
-    this.fd = createPrivateFile(this.path);
+    // Anything already at the name, a link too (dangling or not), is an error: never followed.
+    this.fd = openPrivateFile(this.path, { exclusive: true });
   }
 
   /** A stream over the file, made on first use (NDJSON export pipes into it). */
@@ -106,7 +83,7 @@ export class PartialFile {
     return this.writeStream;
   }
 
-  /** Once the stream has finished: to disk, then in place of the target in one step (a link there is replaced, not followed). */
+  /** Once the stream has finished: to disk, then in place of the target in one step (rename follows no link). */
   commit(): void {
     fsyncSync(this.fd);
     this.close();

@@ -11,21 +11,21 @@
  * of requests, which a 429 then corrects); a lock that another program holds for long (`sqlite3
  * budget.db` left in a transaction) is waited for, then worked around, never frozen on; a file that
  * is not an SQLite database (a crash's damage) is moved aside and a new ledger started; and a path
- * that is not a plain file of its own (a symbolic or hard link, a named pipe, another program's
- * database) is left as it is and the ledger skipped, with a warning either way, rather than failing
- * the sync.
+ * that is not a plain file of its own (a hard link, a named pipe, another program's database) is left
+ * as it is and the ledger skipped, with a warning either way, rather than failing the sync. A
+ * symbolic link at its name or beside it is refused (exit 2), as at every file campaign-sync writes.
  */
 
 import { randomInt } from 'node:crypto';
-import { closeSync, constants, fchmodSync, lstatSync, openSync, renameSync, type Stats, unlinkSync } from 'node:fs';
+import { closeSync, fchmodSync, lstatSync, renameSync, type Stats, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { keyFingerprint } from '../core/fingerprint.js';
 import { LOCK_RETRY_MS, type OtherRequests, type RequestLedger } from '../core/rate.js';
-import { errorCode } from '../errors.js';
+import { errorCode, UsageError } from '../errors.js';
 import { makeFolders } from './folders.js';
 import { type HeldRow, HeldSlots } from './held-slots.js';
-import { Database } from './sqlite.js';
+import { openPrivateFile, openSqlite, refuseLinks, SQLITE_SIDES } from './private-file.js';
 
 /** The ledger's file in its folder. */
 export const LEDGER_FILE = 'budget.db';
@@ -423,7 +423,10 @@ export class BudgetLedger implements RequestLedger {
     try {
       db = openFile(this.path, now, this.windowMs);
     } catch (err) {
-      const why = err instanceof LedgerUnusable ? err.message : `${this.path} could not be opened (${errorCode(err) ?? 'error'})`;
+      const why =
+        err instanceof LedgerUnusable || err instanceof UsageError
+          ? err.message
+          : `${this.path} could not be opened (${errorCode(err) ?? 'error'})`;
       this.say(
         'moved',
         `the request budget's ledger was removed or replaced during the run, and ${why}: this run's requests are not counted by the others`,
@@ -509,7 +512,7 @@ function withMovingLock<T>(path: string, work: () => T): T | undefined {
   const lock = `${path}.moving`;
   let fd: number;
   try {
-    fd = openSync(lock, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    fd = openPrivateFile(lock, { exclusive: true });
   } catch (err) {
     if (errorCode(err) !== 'EEXIST') throw err;
     const held = lstatSync(lock, { throwIfNoEntry: false });
@@ -566,28 +569,29 @@ function startWithoutOrphans(path: string): void {
         unlinkSync(path + suffix);
       } catch {}
     }
-    closeSync(openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600));
+    closeSync(openPrivateFile(path, { exclusive: true }));
   });
 }
 
 /** What is at the ledger's path, in words, when it is not a plain file of its own. */
 function unusable(path: string, stat: Stats): string | undefined {
   const fix = 'remove it or move it away to share the budget again';
-  if (stat.isSymbolicLink()) return `${path} is a symbolic link; the ledger is only written as a file of its own: ${fix}`;
   if (!stat.isFile()) return `${path} is not a file (a folder, a named pipe or a device): ${fix}`;
   if (stat.nlink > 1) return `${path} has ${stat.nlink} names (hard links); the ledger is only written as a file of its own: ${fix}`;
   return undefined;
 }
 
 function openFile(path: string, now: number, windowMs: number): BetterSqlite3.Database {
+  // A link at the ledger's name or beside it is refused (exit 2), as at every file campaign-sync writes.
+  refuseLinks([path, `${path}.moving`, ...SQLITE_SIDES.map((side) => path + side)]);
   const stat = lstatSync(path, { throwIfNoEntry: false });
   const problem = stat === undefined ? undefined : unusable(path, stat);
   if (problem !== undefined) throw new LedgerUnusable(problem);
   for (const suffix of ['-wal', '-shm']) {
-    // SQLite refuses a link there itself, but then says only SQLITE_CANTOPEN: named here.
+    // SQLite refuses anything but a file there itself, but then says only SQLITE_CANTOPEN: named here.
     const side = lstatSync(path + suffix, { throwIfNoEntry: false });
     if (side !== undefined && !side.isFile())
-      throw new LedgerUnusable(`${path}${suffix} is not a file (a symbolic link?): remove it to share the budget again`);
+      throw new LedgerUnusable(`${path}${suffix} is not a file: remove it to share the budget again`);
   }
   if (stat === undefined) startWithoutOrphans(path);
   // Never follows a link made meanwhile; never blocks on a named pipe put there meanwhile (open(2)
@@ -596,7 +600,16 @@ function openFile(path: string, now: number, windowMs: number): BetterSqlite3.Da
   // before the ledger's connection opens: closed after, it dropped that connection's lock on the file
   // (POSIX locks are the process's, and any close releases them), and another process's close could
   // then take itself for the last connection and delete the WAL under it.
-  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  let fd: number;
+  try {
+    fd = openPrivateFile(path, { read: true, keepMode: true });
+  } catch (err) {
+    if (errorCode(err) === 'ENOTREG')
+      throw new LedgerUnusable(
+        `${path} is not a file (a folder, a named pipe or a device): remove it or move it away to share the budget again`,
+      );
+    throw err;
+  }
   try {
     const foreign = foreignTables(path);
     if (foreign.length > 0) {
@@ -608,7 +621,7 @@ function openFile(path: string, now: number, windowMs: number): BetterSqlite3.Da
   } finally {
     closeSync(fd);
   }
-  const db = new Database(path);
+  const db = openSqlite(path, { fileMustExist: true });
   try {
     // Opening waits as long as it did before: processes starting together create the table at once.
     db.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`);
@@ -654,7 +667,7 @@ function openFile(path: string, now: number, windowMs: number): BetterSqlite3.Da
  * again at once: another program's database is left as it was.
  */
 function foreignTables(path: string): string[] {
-  const probe = new Database(path, { readonly: true, fileMustExist: true });
+  const probe = openSqlite(path, { readonly: true, fileMustExist: true });
   try {
     probe.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`);
     const tables = probe

@@ -4,12 +4,21 @@
  * read-only, disk full, a folder where the file should be) is a StorageError (exit 74) naming the
  * path; a file that is not a campaign-sync database is a UsageError (exit 2): a wrong path.
  */
-import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, readSync, type Stats, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, lstatSync, readSync, type Stats, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { BUSY_WAIT_S, CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../errors.js';
+import {
+  makePrivate,
+  openOwnFile,
+  openPrivateFile,
+  openSqlite,
+  prepareSqliteFile,
+  refuseLinks,
+  SQLITE_SIDES,
+  special,
+} from './private-file.js';
 import { checkOurs, migrate } from './schema.js';
-import { Database } from './sqlite.js';
 
 export type Db = BetterSqlite3.Database;
 
@@ -40,44 +49,6 @@ export function checkDbPath(path: string, found: Found = look(path)): void {
   if (found.kind !== 'absent') return;
   const dir = dirname(path);
   if (!existsSync(dir)) throw new StorageError(`cannot create ${path}: the folder ${dir} does not exist`, { code: 'ENOENT' });
-}
-
-/**
- * Creates (if needed) a file readable by the owner only, whatever the umask, and forces 0600 on an
- * existing one: the mirror holds candidates' e-mail addresses. `what` names it in errors.
- *
- * An existing file is never opened here, only checked for writing by its path: closing a descriptor
- * of a file drops every POSIX lock this process holds on it, so a connection of ours to it (a run
- * lock, a reader while the writer opens) would lose its lock (test/posix-locks.test.ts).
- */
-export function createPrivateFile(path: string, what = path): void {
-  const existed = existsSync(path);
-  try {
-    if (existed) writable(path, what);
-    else closeSync(openSync(path, 'a', 0o600));
-  } catch (err) {
-    throw storageError(err, existed ? `cannot open ${what} for writing` : `cannot create ${what}`);
-  }
-  try {
-    chmodSync(path, 0o600);
-  } catch (err) {
-    throw storageError(err, `cannot make ${what} private (chmod 600)`);
-  }
-}
-
-/**
- * Throws what opening `path` for writing would (EISDIR for a folder, EACCES, EROFS), and a
- * StorageError for a named pipe or a device there (a lock file a hostile or careless hand replaced).
- */
-function writable(path: string, what: string): void {
-  const stats = statSync(path);
-  if (stats.isDirectory()) {
-    throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${path}'`), { code: 'EISDIR' });
-  }
-  if (!stats.isFile()) {
-    throw new StorageError(`${what} is ${special(stats)}, not a file: remove it and run again`, { code: 'ENOTREG' });
-  }
-  accessSync(path, constants.W_OK);
 }
 
 export interface OpenOptions {
@@ -119,10 +90,11 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     } catch (err) {
       throw storageError(err, `cannot read ${path}`);
     }
-  } else if (!existing) createPrivateFile(path);
+  } else if (!existing) prepareSqliteFile(path, path, DB_LINK_FIX);
   let db: Db;
   try {
-    db = new Database(path, { readonly: opts.readonly === true, fileMustExist: opts.mustExist === true });
+    // The file is there by now (created above when new): a link put at its name meanwhile is never created through.
+    db = openSqlite(path, { readonly: opts.readonly === true, fileMustExist: true }, DB_LINK_FIX);
   } catch (err) {
     throw openFailure(err, path, opts);
   }
@@ -139,7 +111,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     }
     // The read-only probe has checked an existing file already; a new one, or one it could not open, is checked here.
     if (!checked) checkOurs(db, path);
-    if (existing) createPrivateFile(path);
+    if (existing) prepareSqliteFile(path, path, DB_LINK_FIX);
     db.pragma('journal_mode = WAL');
     // NORMAL in WAL mode: a process crash (kill -9 included) loses no committed page; only a power
     // loss may drop the last pages, and never leaves records and checkpoints out of step.
@@ -147,7 +119,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     db.pragma('foreign_keys = OFF');
     migrate(db, path);
-    for (const suffix of ['-wal', '-shm']) if (existsSync(path + suffix)) chmodSync(path + suffix, 0o600);
+    for (const suffix of ['-wal', '-shm']) if (lstatSync(path + suffix, { throwIfNoEntry: false })) makePrivate(path + suffix);
     keepWalFiles(db, path);
     return db;
   } catch (err) {
@@ -165,10 +137,20 @@ type Found =
   /** A file of 0 bytes beside a `-wal` of `wal` bytes: see checkFound. */
   | { kind: 'orphaned-wal'; links: number; wal: number }
   | { kind: 'file'; links: number; size: number }
-  /** Not a file: a named pipe, a device or a socket (links followed). */
+  /** Not a file: a named pipe, a device or a socket. */
   | { kind: 'special'; links: number; what: string };
 
+/** What to do about a link given as --db. */
+const DB_LINK_FIX = "give the database file's own path";
+
+/**
+ * A link at the database's name, or at the -journal, -wal or -shm beside it, is refused first, for
+ * reading too: SQLite follows a link at the name it opens (and writes the -shm of a WAL database
+ * even to read it); a link there may have been planted in a shared folder.
+ */
 function look(path: string): Found {
+  refuseLinks([path], DB_LINK_FIX);
+  refuseLinks(SQLITE_SIDES.map((side) => path + side));
   let stats: Stats | undefined;
   try {
     stats = statSync(path, { throwIfNoEntry: false });
@@ -181,14 +163,6 @@ function look(path: string): Found {
   if (stats.size > 0) return { kind: 'file', links: stats.nlink, size: stats.size };
   const wal = statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
   return wal > 0 ? { kind: 'orphaned-wal', links: stats.nlink, wal } : { kind: 'empty', links: stats.nlink };
-}
-
-function special(stats: Stats): string {
-  if (stats.isFIFO()) return 'a named pipe';
-  if (stats.isCharacterDevice()) return 'a character device';
-  if (stats.isBlockDevice()) return 'a block device';
-  if (stats.isSocket()) return 'a socket';
-  return 'not a regular file';
 }
 
 /**
@@ -217,7 +191,7 @@ function checkFound(path: string, found: Found): void {
 function checkOursFirst(path: string): boolean {
   let probe: Db;
   try {
-    probe = new Database(path, { readonly: true, fileMustExist: true });
+    probe = openSqlite(path, { readonly: true, fileMustExist: true }, DB_LINK_FIX);
   } catch {
     return false;
   }
@@ -237,7 +211,7 @@ function checkOursFirst(path: string): boolean {
  * keeps the write-ahead log and its index beside the name a database is opened by, so two processes
  * writing through two names never see each other's log or locks, and corrupt the file (sqlite.org,
  * "How To Corrupt An SQLite Database File": multiple links to the same file); the run lock sits beside a name too. A symbolic
- * link is fine: it leads to the one name.
+ * link at the name is refused before (look).
  */
 function checkOneName(path: string, links: number): void {
   if (links > 1) {
@@ -272,7 +246,7 @@ const SMALLEST_DATABASE = 512;
 function checkHeader(path: string): void {
   let head: Buffer;
   try {
-    const fd = openSync(path, 'r');
+    const fd = openOwnFile(path);
     try {
       head = Buffer.alloc(SQLITE_HEADER.length);
       head = head.subarray(0, readSync(fd, head, 0, head.length, 0));
@@ -330,7 +304,7 @@ function keepWalFiles(db: Db, path: string): void {
         // Only where it is missing: if another connection has opened the database since (one of this
         // process too, whose locks on the file a close would drop), its files stay as they are.
         if (!existsSync(path + suffix)) {
-          closeSync(openSync(path + suffix, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600));
+          closeSync(openPrivateFile(path + suffix, { exclusive: true }));
         }
       } catch {
         // Best effort: only reading from read-only storage needs them, and that is reported when it happens.

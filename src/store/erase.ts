@@ -11,7 +11,7 @@
  * would cut.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { type ErasedCounts, emailKey, errorsWithout, type Identity, identities, type StoredError } from '../core/email.js';
 import { errorCode, storageError } from '../errors.js';
@@ -19,6 +19,7 @@ import { ERASE_PENDING_KEY } from './checkpoints.js';
 import type { Db } from './db.js';
 import { NdjsonStateError } from './ndjson-file.js';
 import { forEachLine, RECORD_STREAM } from './ndjson-index.js';
+import { openPrivateFile, refuseLinks } from './private-file.js';
 
 type Obj = Record<string, unknown>;
 
@@ -186,6 +187,8 @@ function isBusy(err: unknown): boolean {
  * commits its new length and index with the pending rename before the rename. Returns the lines removed.
  */
 export function eraseFromFile(db: Db, path: string, committed: number, user: string, found?: Set<string>): number {
+  // Its lines are read and its name replaced: never those of a file a link there leads to.
+  refuseLinks([path], 'replace it with the file itself');
   if (!existsSync(path)) return 0;
   const size = statSync(path).size;
   if (size < committed)
@@ -215,7 +218,7 @@ export function eraseFromFile(db: Db, path: string, committed: number, user: str
   if (removed === 0) return 0;
   const temp = join(dirname(path), `.${basename(path)}.forget-${randomBytes(6).toString('hex')}`);
   const text = keep.length > 0 ? `${keep.join('\n')}\n` : '';
-  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+  const fd = openPrivateFile(temp, { exclusive: true });
   try {
     const buf = Buffer.from(text, 'utf8');
     let done = 0;
@@ -262,6 +265,8 @@ export function finishRewrites(db: Db): void {
   for (const { key, value: temp } of pending) {
     const path = key.slice(REWRITE_KEY.length);
     try {
+      // Renamed into place, a link would replace the file with itself (and the next open refuse it).
+      refuseLinks([temp]);
       if (existsSync(temp)) {
         renameSync(temp, path);
         const dir = openSync(dirname(path), 'r');

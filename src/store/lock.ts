@@ -3,18 +3,22 @@
  * file (`<db>.lock` beside the database; `.campaign-sync.lock` inside an `--out` folder), taken with
  * BEGIN IMMEDIATE and held until the process ends. It is a POSIX advisory lock, so the operating
  * system releases it when its holder dies, kill -9 included: nothing stale to clean up. Who holds it
- * (pid, host, since) is written to `<lock>.info` for the error message.
+ * (pid, host, since) is written to `<lock>.info` for the error message. A link at either name (a
+ * shared `--out` folder is a normal place for one to be planted) is refused: ./private-file.ts.
  */
-import { readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { readlinkSync, realpathSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { errorCode, LockedError, StorageError, storageError } from '../errors.js';
-import { checkDbPath, createPrivateFile } from './db.js';
-import { Database } from './sqlite.js';
+import { checkDbPath } from './db.js';
+import { openSqlite, prepareSqliteFile, readOwnFile, refuseLinks, writePrivateFile } from './private-file.js';
 
 /** The lock file of an NDJSON folder, inside it (a dot file: `*.ndjson` globs pass it by). */
 export const FOLDER_LOCK = '.campaign-sync.lock';
+
+/** An info file is one line of JSON: anything longer is not ours. */
+const INFO_MAX_BYTES = 4096;
 
 export interface Holder {
   pid: number;
@@ -24,8 +28,9 @@ export interface Holder {
 
 /**
  * The file a path names, whatever spelling or links lead there: the path resolved through its links
- * (its folder's, when it does not exist yet). Two processes given `m.db` and a link to it, or `./m.db`
- * and its absolute path, lock the same `<db>.lock`: the lock sits beside the file SQLite opens.
+ * (its folder's, when it does not exist yet). Two processes given `m.db` through a linked folder, or
+ * `./m.db` and its absolute path, lock the same `<db>.lock`: the lock sits beside the file SQLite
+ * opens. (A link at a database's own name is refused before: checkDbPath.)
  */
 export function canonicalPath(path: string): string {
   let at = resolve(path);
@@ -57,9 +62,9 @@ export class RunLock {
 
   /** Takes the lock of `dbPath` or throws LockedError (exit 75) at once; StorageError (74) when the lock file cannot be used. */
   static acquire(dbPath: string): RunLock {
-    // A missing folder or a folder given as the database is named as such, not as a lock file problem.
+    // A missing folder, a folder or a link given as the database is named as such, not as a lock file problem.
     checkDbPath(dbPath);
-    // Beside the file SQLite opens, not beside a link to it: every name of a database locks it.
+    // Beside the file SQLite opens, whatever folder links lead there: every name of a database locks it.
     const lockPath = `${canonicalPath(dbPath)}.lock`;
     return RunLock.take(
       lockPath,
@@ -85,10 +90,12 @@ export class RunLock {
 
   private static take(lockPath: string, busy: (holder: string) => string, what: string): RunLock {
     const infoPath = `${lockPath}.info`;
-    createPrivateFile(lockPath, `the lock file ${lockPath}`);
+    // A link at either name, planted in a shared folder, would have its target written or made 0600.
+    refuseLinks([infoPath]);
+    prepareSqliteFile(lockPath, `the lock file ${lockPath}`);
     let db: BetterSqlite3.Database | undefined;
     try {
-      db = new Database(lockPath);
+      db = openSqlite(lockPath, { fileMustExist: true });
       db.pragma('busy_timeout = 0');
       db.exec('BEGIN IMMEDIATE');
     } catch (err) {
@@ -97,7 +104,7 @@ export class RunLock {
     }
     const holder: Holder = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
     try {
-      writeFileSync(infoPath, `${JSON.stringify(holder)}\n`, { mode: 0o600 });
+      writePrivateFile(infoPath, `${JSON.stringify(holder)}\n`);
     } catch (err) {
       db.exec('ROLLBACK');
       db.close();
@@ -122,7 +129,7 @@ export class RunLock {
 export function lockHolder(dbPath: string): Holder | undefined {
   let h: Holder;
   try {
-    h = JSON.parse(readFileSync(`${canonicalPath(dbPath)}.lock.info`, 'utf8')) as Holder;
+    h = JSON.parse(readOwnFile(`${canonicalPath(dbPath)}.lock.info`, INFO_MAX_BYTES) ?? '') as Holder;
   } catch {
     return undefined;
   }
@@ -157,7 +164,7 @@ function lockFailure(err: unknown, lockPath: string, busy: string, what: string)
 
 function describeHolder(infoPath: string): string {
   try {
-    const h = JSON.parse(readFileSync(infoPath, 'utf8')) as Holder;
+    const h = JSON.parse(readOwnFile(infoPath, INFO_MAX_BYTES) ?? '') as Holder;
     return `pid ${h.pid} on ${h.host}, since ${h.since}`;
   } catch {
     return 'holder unknown';

@@ -5,11 +5,12 @@
  * else's data (another database's output, a user's file): refused, never truncated. Files are opened
  * without following symbolic links, so nothing outside `--out` is ever written or chmod'ed.
  */
-import { closeSync, constants, fchmodSync, fstatSync, fsyncSync, ftruncateSync, lstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, fstatSync, fsyncSync, ftruncateSync, readSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CampaignSyncError, ExitCode, errorCode, storageError } from '../errors.js';
+import { CampaignSyncError, ExitCode, errorCode, StorageError, storageError } from '../errors.js';
 import { makeFolders } from './folders.js';
 import type { FileIdentity } from './moved.js';
+import { openPrivateFile, refuseLinks } from './private-file.js';
 
 export const NDJSON_FILES = { campaigns: 'campaigns.ndjson', session: 'session_results.ndjson', role: 'role_results.ndjson' } as const;
 
@@ -61,30 +62,19 @@ export class NdjsonFile {
     private readonly write: WriteFn = writeSync,
     check?: LineCheck,
   ) {
-    let isLink = false;
-    try {
-      isLink = lstatSync(path).isSymbolicLink();
-    } catch {
-      // Absent: created below.
-    }
-    if (isLink) {
-      throw new NdjsonStateError(
-        `${path} is a symbolic link; campaign-sync does not follow links in --out (replace it with the file itself, or use another --out)`,
-      );
-    }
+    refuseLinks([path], 'replace it with the file itself, or use another --out');
     let fd: number;
     try {
-      fd = openSync(path, constants.O_RDWR | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0), 0o600);
+      // Made 0600 below, once it is known to be this database's.
+      fd = openPrivateFile(path, { read: true, keepMode: true });
     } catch (err) {
-      if (errorCode(err) === 'ELOOP')
-        throw new NdjsonStateError(`${path} is a symbolic link; campaign-sync does not follow links in --out`);
+      if (err instanceof CampaignSyncError && !(err instanceof StorageError)) throw err;
       if (errorCode(err) === 'EISDIR') throw new NdjsonStateError(`${path} is a folder, not an NDJSON file`);
+      if (errorCode(err) === 'ENOTREG') throw new NdjsonStateError(`${path} is not a regular file`);
       throw storageError(err, `cannot open ${path}`);
     }
     try {
-      const stat = fstatSync(fd);
-      if (!stat.isFile()) throw new NdjsonStateError(`${path} is not a regular file`);
-      const size = stat.size;
+      const size = fstatSync(fd).size;
       if (committed === undefined && size > 0) {
         throw new NdjsonStateError(
           `${path} already holds ${size} bytes that this database did not write; nothing was written (use the database that wrote it with --db, another --out, or move the file away)`,

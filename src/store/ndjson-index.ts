@@ -6,9 +6,10 @@
  * the same transaction as the file's committed length, so they stay in step with the file.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, readSync } from 'node:fs';
 import { storageError } from '../errors.js';
 import type { Db } from './db.js';
+import { openOwnFile } from './private-file.js';
 
 /** The digest of a line (without its newline): enough to tell a changed record from an unchanged one. */
 export function lineDigest(line: string): string {
@@ -117,7 +118,7 @@ export class NdjsonIndex {
 
 /** Calls `fn` with each complete line of the first `limit` bytes of a file, reading in chunks. */
 export function forEachLine(path: string, limit: number, fn: (line: string) => void): void {
-  const fd = openSync(path, 'r');
+  const fd = openOwnFile(path);
   try {
     const chunk = Buffer.alloc(1 << 20);
     let rest = Buffer.alloc(0);
