@@ -44,7 +44,7 @@ export function gatherFromFile(path: string, committed: number, graph: PersonGra
   try {
     forEachLine(path, committed, (line) => graph.add(parsed(line)));
   } catch (err) {
-    throw storageError(err, `forget: cannot read ${path}`);
+    throw storageError(err, `cannot read ${path} to erase a candidate from it`);
   }
 }
 
@@ -102,7 +102,7 @@ export function eraseFromFile(db: Db, path: string, committed: number, p: Person
       keep.push(line);
     });
   } catch (err) {
-    throw storageError(err, `forget: cannot read ${path}`);
+    throw storageError(err, `cannot read ${path} to erase a candidate from it`);
   }
   if (lines + changed === 0) {
     db.transaction(() => fileDone(db, path))();

@@ -14,8 +14,7 @@ import { parseJson, toJson } from '../core/json.js';
 import { errorCode } from '../errors.js';
 import type { Db } from './db.js';
 import { endErasure } from './erase-pending.js';
-import type { Person, PersonGraph } from './person.js';
-import { scrubPerson } from './person.js';
+import { names, type Person, type PersonGraph, scrubPerson } from './person.js';
 import { detailValues, roleRow, sessionRow } from './rows.js';
 import { update } from './sql.js';
 
@@ -58,7 +57,7 @@ function scan<R extends Row>(db: Db, sql: string, p: Person): { whole: R[]; part
   const part: Array<{ row: R; record: Obj }> = [];
   for (const row of db.prepare(sql).safeIntegers(true).iterate() as Iterable<R>) {
     // The columns are read from the record: they name the same person, unless changed by hand.
-    const byColumn = (row.user_id !== null && p.hasId(row.user_id)) || (row.user_email !== null && p.hasEmail(row.user_email));
+    const byColumn = names({ user_id: row.user_id, user_email: row.user_email }, p);
     const record = parsed(row.raw);
     const s = byColumn ? ({ kind: 'whole' } as const) : scrubPerson(record, p);
     if (s.kind === 'whole') whole.push(row);

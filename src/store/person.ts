@@ -59,7 +59,8 @@ function namesOf(o: Obj): { ids: string[]; emails: string[] } {
   return { ids, emails };
 }
 
-function names(o: Obj, p: Person): boolean {
+/** Whether an object names the person (a table's row as `{ user_id, user_email }` too). */
+export function names(o: Obj, p: Person): boolean {
   const { ids, emails } = namesOf(o);
   return ids.some((id) => p.hasId(id)) || emails.some((e) => p.hasEmail(e));
 }

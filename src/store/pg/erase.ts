@@ -9,7 +9,7 @@
 import type pg from 'pg';
 import { type ErasedCounts, errorsWithout, type StoredError } from '../../core/email.js';
 import { parseJson, toJson } from '../../core/json.js';
-import { type Person, PersonGraph, scrubPerson } from '../person.js';
+import { names, type Person, PersonGraph, scrubPerson } from '../person.js';
 import type { PgDatabase } from './database.js';
 import { jsonText } from './statements.js';
 
@@ -96,8 +96,7 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
     for (const t of TABLES) {
       await eachRow(c, t, (row, record) => {
         // The columns are read from the record: they name the same person, unless changed by hand.
-        const byColumn =
-          (row.user_id !== null && person.hasId(row.user_id)) || (row.user_email !== null && person.hasEmail(row.user_email));
+        const byColumn = names({ user_id: row.user_id, user_email: row.user_email }, person);
         const s = byColumn ? ({ kind: 'whole' } as const) : scrubPerson(record, person);
         if (s.kind === 'whole') whole[t].push(row);
         else if (s.kind === 'part') part[t].push({ id: row.id, record: s.value as Obj, role_result_id: row.role_result_id });
