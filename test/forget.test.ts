@@ -79,7 +79,14 @@ function killedAfterDelete(db: string, user: string): void {
   const script = `
     const { openDatabase } = await import(${dist('db.js')});
     const { eraseFromMirror } = await import(${dist('erase.js')});
-    eraseFromMirror(openDatabase(process.argv[1]), process.argv[2]);
+    const { beginErasure } = await import(${dist('erase-pending.js')});
+    const { knownPerson } = await import(${dist('person.js')});
+    const db = openDatabase(process.argv[1]);
+    const person = knownPerson([process.argv[2]], [process.argv[2]]);
+    db.transaction(() => {
+      eraseFromMirror(db, person);
+      beginErasure(db, person);
+    })();
     process.kill(process.pid, 'SIGKILL');`;
   const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, db, user], { encoding: 'utf8' });
   expect(child.signal, child.stderr).toBe('SIGKILL');
@@ -204,8 +211,8 @@ describe('forget --user', () => {
     const r = await run(s, ['forget', '--db', db, '--user', victim.user.email, '--json']);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).files).toEqual([
-      ...(theirs.role > 0 ? [{ path: file, lines: theirs.role }] : []),
-      ...(theirs.session > 0 ? [{ path: join(out, 'session_results.ndjson'), lines: theirs.session }] : []),
+      ...(theirs.role > 0 ? [{ path: file, lines: theirs.role, changed: 0 }] : []),
+      ...(theirs.session > 0 ? [{ path: join(out, 'session_results.ndjson'), lines: theirs.session, changed: 0 }] : []),
     ]);
     const after = readFileSync(file, 'utf8');
     expect(after).not.toContain(victim.user.email);
@@ -340,12 +347,12 @@ describe('forget --user', () => {
     const { s, db, out } = await ndjsonMirror();
     const file = join(out, 'session_results.ndjson');
     const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
-    // The first lines get the address in each spelling (as if one candidate's results, spelled apart).
+    // The first lines become one candidate's results, their address spelled apart.
     const spelled = lines.map((l, i) => {
       const spelling = SPELLINGS[i];
       if (spelling === undefined) return l;
-      const email = (JSON.parse(l) as { user: { email: string } }).user.email;
-      return l.replace(`"${email}"`, JSON.stringify(spelling));
+      const user = (JSON.parse(l) as { user: { id: string; email: string } }).user;
+      return l.replace(`"${user.email}"`, JSON.stringify(spelling)).replace(`"${user.id}"`, '"zoe-unal-id"');
     });
     const n = SPELLINGS.length;
     const text = `${spelled.join('\n')}\n`;
@@ -355,7 +362,7 @@ describe('forget --user', () => {
     m.close();
     const r = await run(s, ['forget', '--db', db, '--user', ASKED, '--json']);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout).files).toEqual([{ path: file, lines: n }]);
+    expect(JSON.parse(r.stdout).files).toEqual([{ path: file, lines: n, changed: 0 }]);
     const after = readFileSync(file, 'utf8');
     for (const spelling of SPELLINGS) expect(after).not.toContain(JSON.stringify(spelling).slice(1, -1));
     expect(after).toBe(`${spelled.slice(n).join('\n')}\n`);

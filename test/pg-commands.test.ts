@@ -207,6 +207,36 @@ describePg('commands on a PostgreSQL mirror', () => {
     expect(orphans[0]?.n).toBe(0);
     expect((await cli(['forget', ...db, '--user', 'nobody@example.invalid'])).code).toBe(2);
   });
+  it("forget finds a candidate in a score detail kept in another result's raw (no id), by e-mail or numeric id; the result stays", async () => {
+    const s = await sim({ campaigns: 2, records: 15 });
+    const schema = freshSchema();
+    const db = ['--db', PG_URL, '--pg-schema', schema];
+    expect((await cli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    const [row] = await query(schema, "SELECT id, raw::text AS raw FROM role_results WHERE report_type = 'DETAILED' ORDER BY id LIMIT 1");
+    const id = String(row?.id);
+    const before = JSON.parse(String(row?.raw)) as { score_details: unknown[] };
+    const nested = [
+      { user: { id: 'c0ffee00-0000-4000-8000-00000000000c', email: 'Nested.Only@Example.com' }, score: 1 },
+      { user: { id: 4242, email: 'numeric.id@example.com' }, score: 2 },
+    ];
+    await query(schema, 'UPDATE role_results SET raw = $1::jsonb WHERE id = $2', [
+      JSON.stringify({ ...before, score_details: [...before.score_details, ...nested] }),
+      id,
+    ]);
+    const r = await cli(['forget', ...db, '--user', 'nested.only@example.com', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).removed).toMatchObject({ role_results: 0, records_changed: 1 });
+    const numeric = await cli(['forget', ...db, '--user', '4242']);
+    expect(numeric.code, numeric.stderr).toBe(0);
+    const [after] = await query(schema, 'SELECT raw::text AS raw FROM role_results WHERE id = $1', [id]);
+    expect(JSON.parse(String(after?.raw))).toEqual(before);
+    const left = await query(
+      schema,
+      "SELECT count(*)::int AS n FROM role_results WHERE raw::text ILIKE '%nested.only%' OR raw::text LIKE '%numeric.id%'",
+    );
+    expect(left[0]?.n).toBe(0);
+    expect((await cli(['forget', ...db, '--user', '4242'])).code).toBe(2);
+  });
   it('forget matches the e-mail ignoring case for all of Unicode, composed or not, as in SQLite (not by the server locale)', async () => {
     const s = await sim({ campaigns: 2, records: 15 });
     const schema = freshSchema();

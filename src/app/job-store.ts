@@ -64,10 +64,11 @@ async function openSqliteStore(c: StoreChoice): Promise<JobStore> {
   try {
     db = openDatabase(c.db);
     const state = new Checkpoints(db);
-    // A forget killed before its VACUUM left the erased rows' bytes in free pages: a pull (cron's
-    // command) finishes it rather than wait for someone to run forget again (README "campaign-sync
-    // forget"). store/erase.ts is loaded only then: a pull's start stays light (issue 15).
-    if (state.erasurePending() && !(await import('../store/erase.js')).scrub(db)) {
+    // A forget killed or stopped by a full disk left its erasure unfinished (files not rewritten, the
+    // erased rows' bytes in free pages): a pull (cron's command) finishes it before it syncs anything,
+    // rather than wait for someone to run forget again (README "campaign-sync forget"); a failure
+    // stops the pull. store/erasure.ts is loaded only then: a pull's start stays light (issue 15).
+    if (state.erasurePending() && !(await import('../store/erasure.js')).finishErasure(db).done) {
       c.warning?.(
         `an erasure an earlier forget left unfinished in ${c.db} could not be finished: another process has it open; the next pull or forget finishes it`,
       );

@@ -21,9 +21,9 @@ export async function forgetInPg(
     // A pull running meanwhile could write the user's records back: hold every stream.
     for (const stream of await allStreams(db)) await locks.acquire(stream);
     const rows = await eraseFromPg(db, user);
-    if (rows.session_results + rows.role_results + rows.score_details + rows.error_texts === 0) {
+    if (rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts === 0) {
       throw new UsageError(
-        `forget: no record of the candidate "${showText(user)}" in ${db.name} (match: user id, or e-mail ignoring case)`,
+        `forget: no record of the candidate "${showText(user)}" in ${db.name} (match: user id, or e-mail ignoring case, at the top of a record or nested in it)`,
       );
     }
     out.document({ user, removed: rows, files: [] });

@@ -1,12 +1,9 @@
 import { type DbFlags, resolveDb } from '../config/env.js';
 import { StorageError, storageError, UsageError } from '../errors.js';
-import { Checkpoints } from '../store/checkpoints.js';
 import { BUSY_TIMEOUT_MS, openDatabase } from '../store/db.js';
-import { eraseFromFile, eraseFromMirror, finishRewrites, removeStrayRewrites, scrub, scrubErrors } from '../store/erase.js';
+import { eraseCandidate } from '../store/erasure.js';
 import { RunLock } from '../store/lock.js';
-import { NdjsonOffsets } from '../store/offsets.js';
 import { dbWarnings, isPgUrl } from '../store/pg/url.js';
-import { refuseLinks } from '../store/private-file.js';
 import { showText } from '../ui/escape.js';
 import { erasedLine } from '../ui/forget.js';
 import { Output, type OutputFlags } from '../ui/output.js';
@@ -19,8 +16,8 @@ export interface ForgetFlags extends OutputFlags, DbFlags {
 /**
  * `campaign-sync forget --user <email or id>`: erases one candidate from the database and from the
  * NDJSON files it wrote (store/erase.ts). A user found nowhere is a usage error (exit 2): a typo
- * must not read as "erased". An erasure an earlier forget left unfinished (killed before its VACUUM)
- * is finished first, whoever is named: the mark cannot say who it was (it holds no personal data).
+ * must not read as "erased". An erasure an earlier forget left unfinished (killed, or stopped by a
+ * full disk) is finished first, whoever is named (store/erasure.ts).
  */
 export async function forget(flags: ForgetFlags): Promise<number> {
   const out = new Output(flags);
@@ -36,41 +33,23 @@ export async function forget(flags: ForgetFlags): Promise<number> {
   try {
     // A pull running meanwhile could write the user's records back: take the lock.
     lock = RunLock.acquire(dbPath);
-    finishRewrites(db);
-    // A link at one of its NDJSON files is refused before anything is erased anywhere.
-    refuseLinks(
-      new NdjsonOffsets(db).files().map((f) => f.path),
-      'replace it with the file itself',
-    );
-    const earlier = new Checkpoints(db).erasurePending();
-    const { identities, ...counts } = eraseFromMirror(db, user);
-    const files: Array<{ path: string; lines: number }> = [];
-    const found = new Set<string>(identities);
-    for (const f of new NdjsonOffsets(db).files()) {
-      if (f.path.endsWith('/campaigns.ndjson')) continue;
-      removeStrayRewrites(f.path);
-      const lines = eraseFromFile(db, f.path, f.committed, user, found);
-      if (lines > 0) files.push({ path: f.path, lines });
-    }
-    // Given an id, their e-mail goes too (and the other way round), found in the rows and the lines erased.
-    const rows = { ...counts, error_texts: scrubErrors(db, [user, ...found]) };
-    const total = rows.session_results + rows.role_results + rows.score_details + rows.error_texts + files.reduce((n, f) => n + f.lines, 0);
-    if ((total > 0 || earlier) && !scrub(db)) {
+    const { rows, files, earlier, found, done } = eraseCandidate(db, user);
+    if (!done) {
       throw new StorageError(
         `forget: cannot finish erasing in ${dbPath}: another process has it open (a reader's transaction or a writer) and did not let go within ${BUSY_TIMEOUT_MS / 1000} s, so the old pages could not be overwritten; the rows are deleted but the erasure is not finished: close that process and run \`campaign-sync forget\` again (any --user) to finish it`,
         { code: 'SQLITE_BUSY' },
       );
     }
-    if (total === 0 && earlier) {
+    if (!found && earlier) {
       out.document({ user, removed: rows, files, finished_earlier: true });
       out.print(
         `Finished the erasure an earlier forget left unfinished in ${dbPath} (its rows were already deleted); no other record of ${showText(user)} was there.`,
       );
       return 0;
     }
-    if (total === 0) {
+    if (!found) {
       throw new UsageError(
-        `forget: no record of the candidate "${showText(user)}" in ${dbPath} or the NDJSON files it wrote (match: user id, or e-mail ignoring case)`,
+        `forget: no record of the candidate "${showText(user)}" in ${dbPath} or the NDJSON files it wrote (match: user id, or e-mail ignoring case, at the top of a record or nested in it)`,
       );
     }
     out.document({ user, removed: rows, files, finished_earlier: earlier });

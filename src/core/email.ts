@@ -65,6 +65,11 @@ export interface ErasedCounts {
   role_results: number;
   score_details: number;
   eval_results: number;
+  /**
+   * Other candidates' records kept without the erased one's part in them (a score detail of theirs,
+   * any nested `user` of theirs, their e-mail as a value).
+   */
+  records_changed: number;
   /** Streams' last errors that named the candidate, scrubbed. */
   error_texts: number;
 }

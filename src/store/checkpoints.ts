@@ -10,8 +10,9 @@ import type { Db } from './db.js';
 import { decodeDestination, describeDestination, encodeDestination } from './destination.js';
 
 /**
- * The `meta` row of an erasure whose rebuild is not finished (store/erase.ts): set with the deletion,
- * cleared once VACUUM and the WAL's truncation are done. It holds a time, never who was erased.
+ * The `meta` row of an erasure not finished (store/erase-pending.ts): set with the deletion, cleared
+ * once every file is rewritten and VACUUM and the WAL's truncation are done. It names whom it erases
+ * by keyed digests only.
  */
 export const ERASE_PENDING_KEY = 'erase_pending';
 
@@ -148,7 +149,7 @@ export class Checkpoints {
     this.s.setDestination.run(wanted);
   }
 
-  /** Whether a forget was killed before its rebuild finished (store/erase.ts sets and clears the mark). */
+  /** Whether a forget was killed or stopped before its erasure finished (store/erase-pending.ts). */
   erasurePending(): boolean {
     return this.s.erasePending.get() !== undefined;
   }

@@ -1,155 +1,173 @@
 /**
- * Erasing one candidate from the local copy (`forget --user`), as a data controller must on an
- * erasure request: every row of theirs in every table (score details and eval results included) and
- * every line of theirs in the NDJSON files this database wrote, nothing else.
+ * Erasing one candidate from the SQLite mirror's tables (`forget --user`), as a data controller must
+ * on an erasure request: every row of theirs (score details and eval results included), their score
+ * details inside other candidates' records, and their e-mail and ids in the streams' error texts.
+ * Who is theirs: store/person.ts, the rule every store shares.
  *
  * The database deletes with `secure_delete` on, is rebuilt by VACUUM and its WAL truncated, so the
- * deleted bytes are overwritten rather than left in free space, free pages or the log. An NDJSON file is rewritten without the
- * user's lines into a new file that replaces it by rename; the file's new committed length and the
- * pending rename are committed first, so a crash at any instant leaves either the old file with its
- * old length or a rename that the next open finishes (`finishRewrites`), never a file the database
- * would cut.
+ * deleted bytes are overwritten rather than left in free space, free pages or the log. The NDJSON
+ * files are erase-ndjson.ts's; the order of the whole erasure and its finishing after a crash,
+ * erasure.ts's.
  */
-import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { type ErasedCounts, emailKey, errorsWithout, type Identity, identities, type StoredError } from '../core/email.js';
-import { errorCode, storageError } from '../errors.js';
-import { ERASE_PENDING_KEY } from './checkpoints.js';
+import { type ErasedCounts, errorsWithout, type StoredError } from '../core/email.js';
+import { parseJson, toJson } from '../core/json.js';
+import { errorCode } from '../errors.js';
 import type { Db } from './db.js';
-import { NdjsonStateError } from './ndjson-file.js';
-import { forEachLine, RECORD_STREAM } from './ndjson-index.js';
-import { openPrivateFile, refuseLinks } from './private-file.js';
+import { endErasure } from './erase-pending.js';
+import { names, type Person, type PersonGraph, scrubPerson } from './person.js';
+import { detailValues, roleRow, sessionRow } from './rows.js';
+import { update } from './sql.js';
 
 type Obj = Record<string, unknown>;
 
-/** The rows removed (core/email.ts; the error texts are scrubbed apart, scrubErrors) and the NDJSON files rewritten. */
-export interface Erased extends Omit<ErasedCounts, 'error_texts'> {
-  /** NDJSON files rewritten, with the lines removed from each. */
-  files: Array<{ path: string; lines: number }>;
+/** The rows removed (core/email.ts), and the records kept without the candidate's part in them. */
+export type MirrorCounts = Omit<ErasedCounts, 'error_texts'>;
+
+const TABLES = ['session_results', 'role_results', 'score_details'] as const;
+
+function parsed(raw: string): unknown {
+  try {
+    return parseJson(raw);
+  } catch {
+    return undefined;
+  }
 }
 
-const REWRITE_KEY = 'ndjson_rewrite:';
+/** Feeds every stored record (each table's `raw`, and its user columns) to the graph that tells who is who. */
+export function gatherFromMirror(db: Db, graph: PersonGraph): void {
+  for (const table of TABLES) {
+    for (const row of db.prepare(`SELECT user_id, user_email, raw FROM ${table}`).iterate() as Iterable<Row>) {
+      graph.add({ user_id: row.user_id, user_email: row.user_email });
+      graph.add(parsed(row.raw));
+    }
+  }
+}
+
+interface Row {
+  id: string;
+  campaign_id: string;
+  user_id: string | null;
+  user_email: string | null;
+  raw: string;
+}
+
+/** The rows of `table` the person is in: theirs whole, and others' without them (rewritten, in place). */
+function scan<R extends Row>(db: Db, sql: string, p: Person): { whole: R[]; part: Array<{ row: R; record: Obj }> } {
+  const whole: R[] = [];
+  const part: Array<{ row: R; record: Obj }> = [];
+  for (const row of db.prepare(sql).safeIntegers(true).iterate() as Iterable<R>) {
+    // The columns are read from the record: they name the same person, unless changed by hand.
+    const byColumn = names({ user_id: row.user_id, user_email: row.user_email }, p);
+    const record = parsed(row.raw);
+    const s = byColumn ? ({ kind: 'whole' } as const) : scrubPerson(record, p);
+    if (s.kind === 'whole') whole.push(row);
+    else if (s.kind === 'part') part.push({ row, record: s.value as Obj });
+  }
+  return { whole, part };
+}
+
 /**
- * Marks an erasure (ERASE_PENDING_KEY in `meta`, read by Checkpoints.erasurePending): set in the
- * transaction that deletes a candidate's rows and cleared once the VACUUM and the WAL's truncation are
- * done, so a forget killed in between is finished by the next forget or pull. Its value is the time of
- * the erasure, never who was erased. Call inside the deleting transaction.
+ * Erases the person from the tables. Call inside the erasure's transaction, with secure_delete on.
+ * A record kept without the candidate's part has its row rewritten from its new text, every column.
  */
-function markPending(db: Db): void {
-  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
-    ERASE_PENDING_KEY,
-    new Date().toISOString(),
+export function eraseFromMirror(db: Db, p: Person): MirrorCounts {
+  const sessions = scan<Row & { order_index: bigint }>(
+    db,
+    'SELECT id, campaign_id, user_id, user_email, order_index, raw FROM session_results',
+    p,
   );
-}
-
-/** A record's candidate (nested or flat shape): their id and e-mail, as written. */
-function userOf(record: Obj): { id: unknown; email: unknown } {
-  const u = record.user as Obj | null | undefined;
-  const nested = u && typeof u === 'object' ? u : {};
-  return { id: nested.id ?? record.user_id, email: nested.email ?? record.email ?? record.user_email };
-}
-
-/** Whether a record is the user's: by id, or by e-mail ignoring case (core/email.ts). */
-function isUsers(record: Obj, user: string): boolean {
-  const { id, email } = userOf(record);
-  return id === user || (typeof email === 'string' && emailKey(email) === emailKey(user));
-}
-
-/** A record's id and e-mail, where they are text: what its erasure scrubs from error texts too. */
-function identityOf(record: Obj): string[] {
-  const { id, email } = userOf(record);
-  return [id, email].filter((v): v is string => typeof v === 'string');
-}
-
-/**
- * Erases a user's rows from the mirror's tables. Runs in one transaction. Returns the counts, and
- * the ids and e-mails of the rows erased (for scrubErrors; never printed).
- */
-export function eraseFromMirror(db: Db, user: string): Omit<Erased, 'files'> & { identities: string[] } {
-  // SQLite's lower() folds ASCII only: the rows are compared with the NDJSON lines' own key.
-  db.function('email_key', { deterministic: true }, (email: unknown) => (typeof email === 'string' ? emailKey(email) : null));
-  const match = '(user_id = @user OR email_key(user_email) = @key)';
-  const key = emailKey(user);
-  // Deleted cells are overwritten with zeros, not left in the pages.
-  db.pragma('secure_delete = ON');
-  return db.transaction(() => {
-    const sessions = db
-      .prepare(`SELECT id, campaign_id, user_id, user_email FROM session_results WHERE ${match}`)
-      .all({ user, key }) as Array<Identity & { id: string; campaign_id: string }>;
-    const roles = db
-      .prepare(`SELECT id, campaign_id, report_type, user_id, user_email FROM role_results WHERE ${match}`)
-      .all({ user, key }) as Array<Identity & { id: string; campaign_id: string; report_type: string }>;
-    let evals = 0;
-    let details = 0;
-    const deleteEvals = db.prepare('DELETE FROM eval_results WHERE parent_type = ? AND parent_id = ?');
-    const uncount = db.prepare('UPDATE sync_state SET records = max(0, records - 1) WHERE stream = ?');
-    const deleteSession = db.prepare('DELETE FROM session_results WHERE id = ?');
-    const deleteRole = db.prepare('DELETE FROM role_results WHERE id = ?');
-    const deleteDetailsOf = db.prepare('DELETE FROM score_details WHERE role_result_id = ?');
-    const deleteDetail = db.prepare('DELETE FROM score_details WHERE id = ?');
-    for (const s of sessions) {
-      evals += deleteEvals.run('session_result', s.id).changes;
-      deleteSession.run(s.id);
-      uncount.run(`${s.campaign_id}/session`);
-    }
-    const detailIds = db.prepare('SELECT id FROM score_details WHERE role_result_id = ?').pluck();
-    for (const r of roles) {
-      for (const d of detailIds.all(r.id) as string[]) evals += deleteEvals.run('score_detail', d).changes;
-      details += deleteDetailsOf.run(r.id).changes;
-      deleteRole.run(r.id);
-      uncount.run(`${r.campaign_id}/role/${r.report_type}`);
-    }
-    // Their score details under another record, if any: theirs too.
-    const others = db.prepare(`SELECT id, user_id, user_email FROM score_details WHERE ${match}`).all({ user, key }) as Array<
-      Identity & { id: string }
-    >;
-    for (const d of others) {
-      evals += deleteEvals.run('score_detail', d.id).changes;
-      details += deleteDetail.run(d.id).changes;
-    }
-    if (sessions.length + roles.length + details > 0) markPending(db);
-    return {
-      session_results: sessions.length,
-      role_results: roles.length,
-      score_details: details,
-      eval_results: evals,
-      identities: identities([...sessions, ...roles, ...others]),
-    };
-  })();
+  const roles = scan<Row & { order_index: bigint; report_type: string | null }>(
+    db,
+    'SELECT id, campaign_id, user_id, user_email, order_index, report_type, raw FROM role_results',
+    p,
+  );
+  const details = scan<Row & { role_result_id: string; position: number | bigint | null }>(
+    db,
+    'SELECT id, role_result_id, campaign_id, user_id, user_email, position, raw FROM score_details',
+    p,
+  );
+  let evals = 0;
+  let removedDetails = 0;
+  const deleteEvals = db.prepare('DELETE FROM eval_results WHERE parent_type = ? AND parent_id = ?');
+  const uncount = db.prepare('UPDATE sync_state SET records = max(0, records - 1) WHERE stream = ?');
+  const detailIds = db.prepare('SELECT id FROM score_details WHERE role_result_id = ?').pluck();
+  const deleteDetailsOf = db.prepare('DELETE FROM score_details WHERE role_result_id = ?');
+  const deleteDetail = db.prepare('DELETE FROM score_details WHERE id = ?');
+  const deleteSession = db.prepare('DELETE FROM session_results WHERE id = ?');
+  const deleteRole = db.prepare('DELETE FROM role_results WHERE id = ?');
+  const rewrite = {
+    session: db.prepare(update('session_results')),
+    role: db.prepare(update('role_results')),
+    detail: db.prepare(update('score_details')),
+  };
+  for (const s of sessions.whole) {
+    evals += deleteEvals.run('session_result', s.id).changes;
+    deleteSession.run(s.id);
+    uncount.run(`${s.campaign_id}/session`);
+  }
+  for (const r of roles.whole) {
+    for (const d of detailIds.all(r.id) as string[]) evals += deleteEvals.run('score_detail', d).changes;
+    removedDetails += deleteDetailsOf.run(r.id).changes;
+    deleteRole.run(r.id);
+    uncount.run(`${r.campaign_id}/role/${r.report_type}`);
+  }
+  const gone = new Set(roles.whole.map((r) => r.id));
+  // Their score details under another's record: theirs too (under their own, already gone).
+  for (const d of details.whole) {
+    if (gone.has(d.role_result_id)) continue;
+    evals += deleteEvals.run('score_detail', d.id).changes;
+    removedDetails += deleteDetail.run(d.id).changes;
+  }
+  const checked = (r: Row & { order_index: bigint }, record: Obj) => ({ record, id: r.id, orderIndex: r.order_index, raw: toJson(record) });
+  for (const { row, record } of sessions.part) {
+    rewrite.session.run(...sessionRow(checked(row, record), row.campaign_id));
+  }
+  for (const { row, record } of roles.part) {
+    const r = checked(row, record);
+    rewrite.role.run(...roleRow(r, row.campaign_id, row.report_type ?? '', r.raw));
+  }
+  let nestedDetails = 0;
+  for (const { row, record } of details.part) {
+    if (gone.has(row.role_result_id)) continue;
+    nestedDetails++;
+    rewrite.detail.run(...detailValues(row.role_result_id, row.campaign_id, record, toJson(record), Number(row.position ?? 0)));
+  }
+  return {
+    session_results: sessions.whole.length,
+    role_results: roles.whole.length,
+    score_details: removedDetails,
+    eval_results: evals,
+    records_changed: sessions.part.length + roles.part.length + nestedDetails,
+  };
 }
 
 /**
  * The streams' last errors without the candidate (core/email.ts withoutCandidate): a service's error
  * message may quote the e-mail of a record it failed on, and `status` and watch's /healthz show the
- * text. `terms`: what forget was given, and the ids and e-mails of every row and NDJSON line it
- * erased (given an id, the e-mail goes too). Returns how many were changed; marks the erasure pending
- * (scrub's VACUUM overwrites the old texts) when any was.
+ * text. `terms`: what forget was given and every id and e-mail of the person. Returns how many were
+ * changed. Call inside the erasure's transaction.
  */
 export function scrubErrors(db: Db, terms: string[]): number {
-  db.pragma('secure_delete = ON');
-  return db.transaction(() => {
-    const update = db.prepare('UPDATE sync_state SET last_error = ? WHERE stream = ?');
-    const stored = db.prepare('SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL').all() as StoredError[];
-    let n = 0;
-    for (const row of errorsWithout(stored, terms)) n += update.run(row.last_error, row.stream).changes;
-    if (n > 0) markPending(db);
-    return n;
-  })();
+  const update = db.prepare('UPDATE sync_state SET last_error = ? WHERE stream = ?');
+  const stored = db.prepare('SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL').all() as StoredError[];
+  let n = 0;
+  for (const row of errorsWithout(stored, terms)) n += update.run(row.last_error, row.stream).changes;
+  return n;
 }
 
 /**
  * Leaves no byte of the erased rows in the database's files. `secure_delete` zeroes the deleted cells,
  * but earlier page splits left stale copies of cells in other pages' free space; VACUUM rebuilds every
  * page, and the WAL is then checkpointed and truncated. Costs a rewrite of the database (time and
- * free space about its size): an erasure request is rare and must be complete. Clears the pending
- * mark once done (the mark's own deletion touches only the `meta` page).
+ * free space about its size): an erasure request is rare and must be complete. Ends the pending mark
+ * once done (the mark's own deletion touches only the `meta` page). Call once every file is done.
  *
  * Returns false when another connection keeps it from finishing within the busy timeout: a reader's
  * snapshot pins the old pages (the checkpoint cannot copy the rebuilt ones over them), a writer keeps
  * VACUUM out. The mark then stays, and the next call finishes the work.
  */
 export function scrub(db: Db): boolean {
+  db.pragma('secure_delete = ON');
   try {
     db.exec('VACUUM');
   } catch (err) {
@@ -157,7 +175,7 @@ export function scrub(db: Db): boolean {
     throw err;
   }
   if (!truncateWal(db)) return false;
-  db.prepare('DELETE FROM meta WHERE key = ?').run(ERASE_PENDING_KEY);
+  endErasure(db);
   // Only the meta page is in the log now: a reader arriving meanwhile holds no erased byte.
   truncateWal(db);
   return true;
@@ -180,117 +198,4 @@ function truncateWal(db: Db): boolean {
 function isBusy(err: unknown): boolean {
   const code = errorCode(err) ?? '';
   return code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED');
-}
-
-/**
- * Rewrites one NDJSON file without the user's lines (and without tombstones of their records), and
- * commits its new length and index with the pending rename before the rename. Returns the lines removed.
- */
-export function eraseFromFile(db: Db, path: string, committed: number, user: string, found?: Set<string>): number {
-  // Its lines are read and its name replaced: never those of a file a link there leads to.
-  refuseLinks([path], 'replace it with the file itself');
-  if (!existsSync(path)) return 0;
-  const size = statSync(path).size;
-  if (size < committed)
-    throw new NdjsonStateError(
-      `${path} holds ${size} bytes but ${committed} were committed: it was changed outside campaign-sync; nothing was erased from it`,
-    );
-  const keep: string[] = [];
-  const theirs = new Set<string>();
-  let removed = 0;
-  forEachLine(path, committed, (line) => {
-    let record: unknown;
-    try {
-      record = JSON.parse(line);
-    } catch {
-      keep.push(line);
-      return;
-    }
-    const r = (record ?? {}) as Obj;
-    if (isUsers(r, user) || (typeof r._deleted_at === 'string' && theirs.has(String(r.id)))) {
-      if (typeof r.id === 'string') theirs.add(r.id);
-      for (const v of identityOf(r)) found?.add(v);
-      removed++;
-      return;
-    }
-    keep.push(line);
-  });
-  if (removed === 0) return 0;
-  const temp = join(dirname(path), `.${basename(path)}.forget-${randomBytes(6).toString('hex')}`);
-  const text = keep.length > 0 ? `${keep.join('\n')}\n` : '';
-  const fd = openPrivateFile(temp, { exclusive: true });
-  try {
-    const buf = Buffer.from(text, 'utf8');
-    let done = 0;
-    while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, done);
-    fsyncSync(fd);
-  } catch (err) {
-    closeSync(fd);
-    unlinkSync(temp);
-    throw err;
-  }
-  closeSync(fd);
-  const length = Buffer.byteLength(text);
-  const uncount = db.prepare(
-    `UPDATE sync_state SET records = max(0, records - 1) WHERE stream = (SELECT ${RECORD_STREAM} FROM ndjson_records n WHERE n.path = ? AND n.id = ? LIMIT 1)`,
-  );
-  db.transaction(() => {
-    db.prepare('UPDATE ndjson_files SET committed_bytes = ? WHERE path = ?').run(length, path);
-    const forget = db.prepare('DELETE FROM ndjson_records WHERE path = ? AND id = ?');
-    for (const id of theirs) {
-      uncount.run(path, id);
-      forget.run(path, id);
-    }
-    markPending(db);
-    db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
-      REWRITE_KEY + path,
-      temp,
-    );
-  })();
-  finishRewrites(db);
-  return removed;
-}
-
-/**
- * Finishes rewrites a crash interrupted: a committed rewrite whose new file is still beside the old
- * one is renamed into place. Call before opening the NDJSON files (the old file is longer than its
- * new committed length, and would otherwise be cut). Also removes this database's stray rewrite
- * files that never committed.
- */
-export function finishRewrites(db: Db): void {
-  const pending = db.prepare('SELECT key, value FROM meta WHERE key LIKE ?').all(`${REWRITE_KEY}%`) as Array<{
-    key: string;
-    value: string;
-  }>;
-  for (const { key, value: temp } of pending) {
-    const path = key.slice(REWRITE_KEY.length);
-    try {
-      // Renamed into place, a link would replace the file with itself (and the next open refuse it).
-      refuseLinks([temp]);
-      if (existsSync(temp)) {
-        renameSync(temp, path);
-        const dir = openSync(dirname(path), 'r');
-        try {
-          fsyncSync(dir);
-        } finally {
-          closeSync(dir);
-        }
-      }
-    } catch (err) {
-      throw storageError(err, `cannot finish erasing from ${path}`);
-    }
-    db.prepare('DELETE FROM meta WHERE key = ?').run(key);
-  }
-}
-
-/** Removes rewrite files of `path` left by a process that died before committing them. */
-export function removeStrayRewrites(path: string): void {
-  const prefix = `.${basename(path)}.forget-`;
-  let names: string[] = [];
-  try {
-    names = readdirSync(dirname(path));
-  } catch {
-    return;
-  }
-  for (const name of names) if (name.startsWith(prefix)) unlinkSync(join(dirname(path), name));
 }

@@ -4,19 +4,27 @@ import { showText } from './escape.js';
 import { formatCount } from './table.js';
 
 /**
- * `Erased <user>: N session results, … from <where>[; N lines from <file>…][; … error texts].`
+ * `Erased <user>: N session results, … from <where>[; N lines from <file>…][; … other records][; … error texts].`
  * `files`: the NDJSON files rewritten (SQLite's mirror only).
  */
 export function erasedLine(
   user: string,
   rows: ErasedCounts,
   where: string,
-  files: ReadonlyArray<{ path: string; lines: number }> = [],
+  files: ReadonlyArray<{ path: string; lines: number; changed?: number }> = [],
 ): string {
+  const nested = rows.records_changed + files.reduce((sum, f) => sum + (f.changed ?? 0), 0);
+  const others =
+    nested === 0
+      ? ''
+      : `; their part (a score detail, a nested user) taken out of ${formatCount(nested)} other candidate${nested === 1 ? "'s record" : "s' records"}`;
   const n = rows.error_texts;
   const errors =
     n === 0
       ? ''
       : `; their e-mail or id replaced by ${ERASED} in ${formatCount(n)} stored error text${n === 1 ? '' : 's'} (a stream's last error)`;
-  return `Erased ${showText(user)}: ${formatCount(rows.session_results)} session results, ${formatCount(rows.role_results)} role results, ${formatCount(rows.score_details)} score details, ${formatCount(rows.eval_results)} eval results from ${where}${files.map((f) => `; ${formatCount(f.lines)} lines from ${f.path}`).join('')}${errors}.`;
+  return `Erased ${showText(user)}: ${formatCount(rows.session_results)} session results, ${formatCount(rows.role_results)} role results, ${formatCount(rows.score_details)} score details, ${formatCount(rows.eval_results)} eval results from ${where}${files
+    .filter((f) => f.lines > 0)
+    .map((f) => `; ${formatCount(f.lines)} lines from ${f.path}`)
+    .join('')}${others}${errors}.`;
 }

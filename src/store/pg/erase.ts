@@ -1,53 +1,119 @@
 /**
- * `forget --user` in the PostgreSQL mirror (issue 17): one candidate's results, score details and
- * eval results deleted in one transaction, their streams' counts lowered, as store/erase.ts does in
- * SQLite. PostgreSQL keeps dead row versions until VACUUM: the deleted tables are vacuumed after the
- * commit (a plain VACUUM, which makes the space reusable; the server's WAL and backups are the
- * operator's to age out).
+ * `forget --user` in the PostgreSQL mirror: one candidate's results, score details and eval results
+ * deleted, their score details inside other candidates' records taken out, their e-mail and ids
+ * scrubbed from the streams' errors, in one transaction, with the rule every store shares
+ * (store/person.ts) and their streams' counts lowered, as store/erase.ts does in SQLite. PostgreSQL
+ * keeps dead row versions until VACUUM: the changed tables are vacuumed after the commit (a plain
+ * VACUUM, which makes the space reusable; the server's WAL and backups are the operator's to age out).
  */
 import type pg from 'pg';
-import { type ErasedCounts, emailKey, errorsWithout, type Identity, identities, type StoredError } from '../../core/email.js';
+import { type ErasedCounts, errorsWithout, type StoredError } from '../../core/email.js';
+import { parseJson, toJson } from '../../core/json.js';
+import { names, type Person, PersonGraph, scrubPerson } from '../person.js';
 import type { PgDatabase } from './database.js';
+import { jsonText } from './statements.js';
 
-/** The user's rows: $1 the id, $2 every stored spelling of their e-mail (`spellingsOf`). */
-const MATCH = '(user_id = $1 OR user_email = ANY($2::text[]))';
+type Obj = Record<string, unknown>;
 
-/**
- * The stored e-mails that are the user's ignoring case (core/email.ts). Compared here, not with the
- * server's lower(): that one follows the database's locale (ASCII only under C, the locale of many
- * servers) and does not normalise, so the same address would match in SQLite and not here. Reads the
- * distinct e-mails once, about one per candidate: forget is rare, and the old query scanned them too.
- */
-async function spellingsOf(c: pg.PoolClient, user: string): Promise<string[]> {
-  const key = emailKey(user);
-  const all = await c.query<{ user_email: string }>(
-    ['session_results', 'role_results', 'score_details']
-      .map((t) => `SELECT user_email FROM ${t} WHERE user_email IS NOT NULL`)
-      .join(' UNION '),
-  );
-  return all.rows.map((r) => r.user_email).filter((e) => emailKey(e) === key);
+const TABLES = ['session_results', 'role_results', 'score_details'] as const;
+type Table = (typeof TABLES)[number];
+
+/** Rows read per query: a mirror is read in pages by id, never whole into memory. */
+const PAGE = 2000;
+
+interface Row {
+  id: string;
+  raw: string;
+  user_id: string | null;
+  user_email: string | null;
+  stream: string | null;
+  role_result_id: string | null;
 }
+
+const EXTRA: Record<Table, string> = {
+  session_results: "campaign_id || '/session' AS stream, NULL AS role_result_id",
+  role_results: "campaign_id || '/role/' || coalesce(report_type, '') AS stream, NULL AS role_result_id",
+  score_details: 'NULL AS stream, role_result_id',
+};
+
+/** Each row of `table` (its text, parsed), a page at a time. */
+async function eachRow(c: pg.PoolClient, table: Table, fn: (row: Row, record: unknown) => void): Promise<void> {
+  let after = '';
+  for (;;) {
+    const page = await c.query<Row>(
+      `SELECT id, user_id, user_email, raw::text AS raw, ${EXTRA[table]} FROM ${table} WHERE id > $1 ORDER BY id LIMIT ${PAGE}`,
+      [after],
+    );
+    for (const row of page.rows) {
+      let record: unknown;
+      try {
+        record = parseJson(row.raw);
+      } catch {
+        record = undefined;
+      }
+      fn(row, record);
+    }
+    if (page.rows.length < PAGE) return;
+    after = (page.rows[page.rows.length - 1] as Row).id;
+  }
+}
+
+const jsonb = (v: unknown) => (v === undefined || v === null ? null : jsonText(toJson(v)));
+
+/** Rewrites a kept row from its record without the person: its text and the JSON columns read from it. */
+const REWRITE: Record<Table, { sql: string; values: (r: Obj) => unknown[] }> = {
+  session_results: {
+    sql: 'UPDATE session_results SET raw = $2::jsonb, feedback = $3::jsonb, additional_scores = $4::jsonb WHERE id = $1',
+    values: (r) => [jsonb(r), jsonb(r.feedback), jsonb(r.additional_scores)],
+  },
+  role_results: {
+    sql: 'UPDATE role_results SET raw = $2::jsonb, additional_scores = $3::jsonb WHERE id = $1',
+    values: (r) => [jsonb(r), jsonb(r.additional_scores)],
+  },
+  score_details: {
+    sql: 'UPDATE score_details SET raw = $2::jsonb, feedback = $3::jsonb WHERE id = $1',
+    values: (r) => [jsonb(r), jsonb(r.feedback)],
+  },
+};
 
 export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedCounts> {
   const erased = await db.transaction(async (c) => {
-    const spellings = await spellingsOf(c, user);
-    const sessions = await c.query<Identity & { id: string; campaign_id: string }>(
-      `DELETE FROM session_results WHERE ${MATCH} RETURNING id, campaign_id, user_id, user_email`,
-      [user, spellings],
-    );
-    const sessionIds = sessions.rows.map((r) => r.id);
+    const graph = new PersonGraph();
+    for (const t of TABLES) {
+      await eachRow(c, t, (row, record) => {
+        graph.add({ user_id: row.user_id, user_email: row.user_email });
+        graph.add(record);
+      });
+    }
+    const found = graph.find(user);
+    const person: Person = found;
+    const whole: Record<Table, Row[]> = { session_results: [], role_results: [], score_details: [] };
+    const part: Record<Table, Array<{ id: string; record: Obj; role_result_id: string | null }>> = {
+      session_results: [],
+      role_results: [],
+      score_details: [],
+    };
+    for (const t of TABLES) {
+      await eachRow(c, t, (row, record) => {
+        // The columns are read from the record: they name the same person, unless changed by hand.
+        const byColumn = names({ user_id: row.user_id, user_email: row.user_email }, person);
+        const s = byColumn ? ({ kind: 'whole' } as const) : scrubPerson(record, person);
+        if (s.kind === 'whole') whole[t].push(row);
+        else if (s.kind === 'part') part[t].push({ id: row.id, record: s.value as Obj, role_result_id: row.role_result_id });
+      });
+    }
+    const ids = (rows: Row[]) => rows.map((r) => r.id);
+    const sessionIds = ids(whole.session_results);
+    const roleIds = ids(whole.role_results);
+    const gone = new Set(roleIds);
     let evals =
       (await c.query("DELETE FROM eval_results WHERE parent_type = 'session_result' AND parent_id = ANY($1::text[])", [sessionIds]))
         .rowCount ?? 0;
-    const roles = await c.query<Identity & { id: string; stream: string }>(
-      `DELETE FROM role_results WHERE ${MATCH} RETURNING id, campaign_id || '/role/' || coalesce(report_type, '') AS stream, user_id, user_email`,
-      [user, spellings],
-    );
-    const roleIds = roles.rows.map((r) => r.id);
-    // Their score details, under their role results or (if any) under another record: theirs too.
-    const details = await c.query<Identity & { id: string }>(
-      `DELETE FROM score_details WHERE role_result_id = ANY($3::text[]) OR ${MATCH} RETURNING id, user_id, user_email`,
-      [user, spellings, roleIds],
+    await c.query('DELETE FROM session_results WHERE id = ANY($1::text[])', [sessionIds]);
+    // Their score details, under their role results or under another record: theirs too.
+    const details = await c.query<{ id: string }>(
+      'DELETE FROM score_details WHERE role_result_id = ANY($1::text[]) OR id = ANY($2::text[]) RETURNING id',
+      [roleIds, ids(whole.score_details)],
     );
     evals +=
       (
@@ -55,10 +121,18 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
           details.rows.map((r) => r.id),
         ])
       ).rowCount ?? 0;
-    const streams = [...sessions.rows.map((r) => `${r.campaign_id}/session`), ...roles.rows.map((r) => r.stream)];
+    await c.query('DELETE FROM role_results WHERE id = ANY($1::text[])', [roleIds]);
+    const streams = [...whole.session_results, ...whole.role_results].map((r) => r.stream as string);
     for (const stream of streams) await c.query('UPDATE sync_state SET records = greatest(0, records - 1) WHERE stream = $1', [stream]);
+    let changed = 0;
+    for (const t of TABLES) {
+      for (const p of part[t]) {
+        if (p.role_result_id !== null && gone.has(p.role_result_id)) continue;
+        changed += (await c.query(REWRITE[t].sql, [p.id, ...REWRITE[t].values(p.record)])).rowCount ?? 0;
+      }
+    }
     // A service's error message may quote the candidate; status and /healthz show the stored text.
-    const terms = [user, ...identities([...sessions.rows, ...roles.rows, ...details.rows])];
+    const terms = [user, ...found.ids, ...found.emails];
     let errorTexts = 0;
     const stored = await c.query<StoredError>('SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL');
     for (const row of errorsWithout(stored.rows, terms)) {
@@ -69,10 +143,11 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
       role_results: roleIds.length,
       score_details: details.rowCount ?? 0,
       eval_results: evals,
+      records_changed: changed,
       error_texts: errorTexts,
     };
   });
-  if (erased.session_results + erased.role_results + erased.score_details + erased.error_texts > 0) {
+  if (erased.session_results + erased.role_results + erased.score_details + erased.records_changed + erased.error_texts > 0) {
     await db.query('VACUUM session_results, role_results, score_details, eval_results, sync_state', [], 'cannot vacuum');
   }
   return erased;

@@ -10,7 +10,7 @@ import { storageError } from '../../errors.js';
 import type { Checkpoints } from '../checkpoints.js';
 import { IdConflicts } from '../conflicts.js';
 import type { Db } from '../db.js';
-import { finishRewrites } from '../erase.js';
+import { finishRewrites } from '../erase-ndjson.js';
 import type { GroupLimits } from '../group.js';
 import { RunLock } from '../lock.js';
 import type { UpsertCounts } from '../mirror.js';

@@ -1,0 +1,201 @@
+/**
+ * Erasing one candidate from the NDJSON files a database wrote. A file is rewritten without their
+ * lines, and with other candidates' lines that held them rewritten without them (store/person.ts),
+ * into a new file that replaces it by rename. The file's new committed length, its index and the
+ * pending rename are committed first, with the file marked done in the erasure's mark
+ * (erase-pending.ts), so a crash at any instant leaves either the old file with its old length or a
+ * rename the next open finishes (`finishRewrites`), never a file the database would cut, and never
+ * a file left undone that the mark calls done.
+ */
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { parseJson, toJson } from '../core/json.js';
+import { storageError } from '../errors.js';
+import type { Db } from './db.js';
+import { fileDone } from './erase-pending.js';
+import { NdjsonStateError } from './ndjson-file.js';
+import { forEachLine, isTombstone, lineDigest, RECORD_STREAM } from './ndjson-index.js';
+import { type Person, type PersonGraph, scrubPerson } from './person.js';
+import { openPrivateFile, refuseLinks } from './private-file.js';
+
+/** What a file's rewrite did: lines removed (theirs, and tombstones of their records), lines rewritten without them. */
+export interface FileErased {
+  path: string;
+  lines: number;
+  changed: number;
+}
+
+const REWRITE_KEY = 'ndjson_rewrite:';
+
+/** Runs after each rename of a rewritten file into place: a test's seam to crash there. */
+export type AfterRename = (path: string) => void;
+
+function parsed(line: string): unknown {
+  try {
+    return parseJson(line);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Feeds every committed line of a file to the graph that tells who is who. */
+export function gatherFromFile(path: string, committed: number, graph: PersonGraph): void {
+  if (!existsSync(path)) return;
+  try {
+    forEachLine(path, committed, (line) => graph.add(parsed(line)));
+  } catch (err) {
+    throw storageError(err, `cannot read ${path} to erase a candidate from it`);
+  }
+}
+
+/**
+ * Rewrites one file without the person and commits its new length and index, marked done, with the
+ * pending rename; then renames it into place. Returns what changed (nothing: the file is left as it
+ * is, and marked done).
+ */
+export function eraseFromFile(db: Db, path: string, committed: number, p: Person, afterRename?: AfterRename): FileErased {
+  const none = { path, lines: 0, changed: 0 };
+  // Its lines are read and its name replaced: never those of a file a link there leads to.
+  refuseLinks([path], 'replace it with the file itself');
+  if (!existsSync(path)) {
+    db.transaction(() => fileDone(db, path))();
+    return none;
+  }
+  const size = statSync(path).size;
+  if (size < committed)
+    throw new NdjsonStateError(
+      `${path} holds ${size} bytes but ${committed} were committed: it was changed outside campaign-sync; the candidate was not erased from it (restore it, then run \`campaign-sync forget\` again)`,
+    );
+  const keep: string[] = [];
+  // The index's entry of a record is its last line's digest: one removed leaves the index, one rewritten moves it.
+  const removed: Array<{ id: string; digest: string }> = [];
+  const moved: Array<{ id: string; from: string; to: string }> = [];
+  // Per record id, whether its last line so far was removed: its tombstone goes with it.
+  const lastRemoved = new Map<string, boolean>();
+  let lines = 0;
+  let changed = 0;
+  try {
+    forEachLine(path, committed, (line) => {
+      const record = parsed(line);
+      const r = (record !== null && typeof record === 'object' ? record : {}) as Record<string, unknown>;
+      const id = typeof r.id === 'string' || typeof r.id === 'number' ? String(r.id) : undefined;
+      if (isTombstone(r)) {
+        if (id !== undefined && lastRemoved.get(id) === true) {
+          lines++;
+          return;
+        }
+        keep.push(line);
+        return;
+      }
+      const s = scrubPerson(record, p);
+      if (id !== undefined) lastRemoved.set(id, s.kind === 'whole');
+      if (s.kind === 'whole') {
+        lines++;
+        if (id !== undefined) removed.push({ id, digest: lineDigest(line) });
+        return;
+      }
+      if (s.kind === 'part') {
+        const text = toJson(s.value);
+        changed++;
+        if (id !== undefined) moved.push({ id, from: lineDigest(line), to: lineDigest(text) });
+        keep.push(text);
+        return;
+      }
+      keep.push(line);
+    });
+  } catch (err) {
+    throw storageError(err, `cannot read ${path} to erase a candidate from it`);
+  }
+  if (lines + changed === 0) {
+    db.transaction(() => fileDone(db, path))();
+    return none;
+  }
+  removeStrayRewrites(path);
+  const temp = join(dirname(path), `.${basename(path)}.forget-${randomBytes(6).toString('hex')}`);
+  const text = keep.length > 0 ? `${keep.join('\n')}\n` : '';
+  const buf = Buffer.from(text, 'utf8');
+  try {
+    const fd = openPrivateFile(temp, { exclusive: true });
+    try {
+      let done = 0;
+      while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, done);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (err) {
+    try {
+      unlinkSync(temp);
+    } catch {
+      // Not created, or gone: removeStrayRewrites takes what is left.
+    }
+    throw storageError(
+      err,
+      `forget: cannot rewrite ${path} without the candidate (the erasure stays pending: the next pull or forget finishes it)`,
+    );
+  }
+  const stream = db.prepare(`SELECT ${RECORD_STREAM} FROM ndjson_records n WHERE n.path = ? AND n.id = ? AND n.digest = ?`).pluck();
+  const uncount = db.prepare('UPDATE sync_state SET records = max(0, records - 1) WHERE stream = ?');
+  const forget = db.prepare('DELETE FROM ndjson_records WHERE path = ? AND id = ? AND digest = ?');
+  const move = db.prepare('UPDATE ndjson_records SET digest = ? WHERE path = ? AND id = ? AND digest = ?');
+  db.transaction(() => {
+    db.prepare('UPDATE ndjson_files SET committed_bytes = ? WHERE path = ?').run(buf.length, path);
+    for (const { id, digest } of removed) {
+      for (const s of stream.all(path, id, digest) as string[]) uncount.run(s);
+      forget.run(path, id, digest);
+    }
+    for (const m of moved) move.run(m.to, path, m.id, m.from);
+    fileDone(db, path);
+    db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
+      REWRITE_KEY + path,
+      temp,
+    );
+  })();
+  finishRewrites(db, afterRename);
+  return { path, lines, changed };
+}
+
+/**
+ * Finishes rewrites a crash interrupted: a committed rewrite whose new file is still beside the old
+ * one is renamed into place. Call before opening the NDJSON files (the old file is longer than its
+ * new committed length, and would otherwise be cut).
+ */
+export function finishRewrites(db: Db, afterRename?: AfterRename): void {
+  const pending = db.prepare('SELECT key, value FROM meta WHERE key LIKE ?').all(`${REWRITE_KEY}%`) as Array<{
+    key: string;
+    value: string;
+  }>;
+  for (const { key, value: temp } of pending) {
+    const path = key.slice(REWRITE_KEY.length);
+    // Renamed into place, a link would replace the file with itself (and the next open refuse it).
+    refuseLinks([temp]);
+    try {
+      if (existsSync(temp)) {
+        renameSync(temp, path);
+        const dir = openSync(dirname(path), 'r');
+        try {
+          fsyncSync(dir);
+        } finally {
+          closeSync(dir);
+        }
+      }
+    } catch (err) {
+      throw storageError(err, `cannot finish erasing from ${path}`);
+    }
+    afterRename?.(path);
+    db.prepare('DELETE FROM meta WHERE key = ?').run(key);
+  }
+}
+
+/** Removes rewrite files of `path` left by a process that died before committing them. */
+export function removeStrayRewrites(path: string): void {
+  const prefix = `.${basename(path)}.forget-`;
+  let names: string[] = [];
+  try {
+    names = readdirSync(dirname(path));
+  } catch {
+    return;
+  }
+  for (const name of names) if (name.startsWith(prefix)) unlinkSync(join(dirname(path), name));
+}

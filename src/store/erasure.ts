@@ -1,0 +1,111 @@
+/**
+ * One candidate's erasure from a SQLite database and the NDJSON files it wrote, in an order a crash
+ * or a full disk cannot turn into a false "done":
+ *
+ * 1. an erasure left unfinished is finished first (finishErasure);
+ * 2. every record (rows and lines) is read once to learn who the person is: every id and e-mail
+ *    linked to what forget was given (store/person.ts PersonGraph);
+ * 3. one transaction deletes and rewrites their rows, scrubs the error texts and writes the mark of
+ *    the erasure (erase-pending.ts: whom, as keyed digests, and no file done);
+ * 4. each NDJSON file is rewritten and marked done (erase-ndjson.ts);
+ * 5. the database is rebuilt (VACUUM) and the mark ends.
+ *
+ * A forget or a pull that finds the mark does 4 and 5 for the files not done, with the person the
+ * mark holds, before anything else.
+ */
+import type { ErasedCounts } from '../core/email.js';
+import type { Db } from './db.js';
+import { eraseFromMirror, gatherFromMirror, scrub, scrubErrors } from './erase.js';
+import { type AfterRename, eraseFromFile, type FileErased, finishRewrites, gatherFromFile } from './erase-ndjson.js';
+import { beginErasure, endErasure, pendingErasure } from './erase-pending.js';
+import { NdjsonOffsets } from './offsets.js';
+import { type Person, PersonGraph } from './person.js';
+import { refuseLinks } from './private-file.js';
+
+export type { FileErased } from './erase-ndjson.js';
+
+/** Test seams: a crash after a rename. */
+export interface ErasureHooks {
+  afterRename?: AfterRename;
+}
+
+/** The files that can hold a candidate: every one this database wrote but the campaigns'. */
+function resultFiles(db: Db): Array<{ path: string; committed: number }> {
+  return new NdjsonOffsets(db).files().filter((f) => !f.path.endsWith('/campaigns.ndjson'));
+}
+
+/** Rewrites every file not done yet without the person. */
+function eraseFromFiles(db: Db, p: Person, done: ReadonlySet<string>, hooks: ErasureHooks): FileErased[] {
+  const out: FileErased[] = [];
+  for (const f of resultFiles(db)) {
+    if (done.has(f.path)) continue;
+    const r = eraseFromFile(db, f.path, f.committed, p, hooks.afterRename);
+    if (r.lines + r.changed > 0) out.push(r);
+  }
+  return out;
+}
+
+export interface Finished {
+  /** There was an unfinished erasure. */
+  earlier: boolean;
+  /** It is finished (false: another connection kept the rebuild out; the mark stays). */
+  done: boolean;
+}
+
+/**
+ * Finishes an erasure a killed or failed forget left: its committed renames, every file it had not
+ * done (with the person its mark holds), the rebuild. Throws (a full disk, a file changed outside)
+ * before anything else could run with the person still in a file.
+ */
+export function finishErasure(db: Db, hooks: ErasureHooks = {}): Finished {
+  // A link at one of the NDJSON files is refused before anything is erased anywhere.
+  refuseLinks(
+    new NdjsonOffsets(db).files().map((f) => f.path),
+    'replace it with the file itself',
+  );
+  finishRewrites(db, hooks.afterRename);
+  const pending = pendingErasure(db);
+  if (pending === undefined) return { earlier: false, done: true };
+  if (pending.person !== undefined) eraseFromFiles(db, pending.person, pending.done, hooks);
+  return { earlier: true, done: scrub(db) };
+}
+
+export interface Erasure {
+  rows: ErasedCounts;
+  files: FileErased[];
+  /** An erasure left unfinished was finished first. */
+  earlier: boolean;
+  /** Whether anything of the person was found (rows, lines, error texts). */
+  found: boolean;
+  /** The rebuild finished (false: another connection kept it out; the mark stays for the next run). */
+  done: boolean;
+}
+
+/** Erases the person `user` (an id or an e-mail) names, from the tables and the files. */
+export function eraseCandidate(db: Db, user: string, hooks: ErasureHooks = {}): Erasure {
+  // Finished first: its files are done before this one's mark takes its place (its rebuild, if a
+  // reader kept it out, is this one's).
+  const first = finishErasure(db, hooks);
+  const graph = new PersonGraph();
+  gatherFromMirror(db, graph);
+  for (const f of resultFiles(db)) gatherFromFile(f.path, f.committed, graph);
+  const person = graph.find(user);
+  // Deleted cells are overwritten with zeros, not left in the pages.
+  db.pragma('secure_delete = ON');
+  const rows = db.transaction(() => {
+    const counts = eraseFromMirror(db, person);
+    const terms = [user, ...person.ids, ...person.emails];
+    const error_texts = scrubErrors(db, terms);
+    beginErasure(db, person);
+    return { ...counts, error_texts };
+  })();
+  const files = eraseFromFiles(db, person, new Set(), hooks);
+  const found = rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts + files.length > 0;
+  if (!found) {
+    // Nothing changed: no rebuild to do, the mark goes (secure_delete is on), unless the earlier
+    // erasure's rebuild is still to do.
+    if (first.done) endErasure(db);
+    return { rows, files, earlier: first.earlier, found, done: first.done };
+  }
+  return { rows, files, earlier: first.earlier, found, done: scrub(db) };
+}
