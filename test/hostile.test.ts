@@ -124,7 +124,9 @@ describe('hostile responses', () => {
     const err = await mockClient(agent)
       .listCampaigns()
       .catch((e) => e);
-    expect(err.message).toBe('GET /v1/campaigns: 404 (not JSON: "Not Found <hr>nginx")');
+    expect(err.message).toBe(
+      'GET /v1/campaigns: 404 (not JSON: "Not Found <hr>nginx"): nothing at https://api.test/v1/campaigns; --base-url probably lacks the path the service lives under: give the URL that /v1 hangs from',
+    );
   });
 
   it('ids carrying path characters stay data: the request path is fixed and the id travels encoded', async () => {

@@ -15,7 +15,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { PgDatabase } from '../src/store/pg/database.js';
-import { cli, type RunningCli, servedRecords, sim, startCli } from './helpers/index.js';
+import { afterWatchStart, cli, type RunningCli, servedRecords, sim, startCli } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
 import { startPgServer, TEST_PG_PASSWORD, type TestPgServer } from './helpers/pg-server.js';
 
@@ -102,7 +102,8 @@ async function terminate(admin: pg.Client, pids: number[]): Promise<void> {
 }
 
 /** One line on stderr naming the database without its password; no crash, no stack trace. */
-function expectOneLine(stderr: string, pattern: RegExp, start = /^campaign-sync: /): void {
+function expectOneLine(output: string, pattern: RegExp, start = /^campaign-sync: /): void {
+  const stderr = afterWatchStart(output);
   expect(stderr).not.toContain('Unhandled');
   expect(stderr).not.toMatch(/^\s+at /m);
   expect(stderr).not.toContain(TEST_PG_PASSWORD);

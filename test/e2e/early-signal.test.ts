@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/db.js';
-import { type RunningCli, sim, startCli, tempDir } from '../helpers/index.js';
+import { afterWatchStart, type RunningCli, sim, startCli, tempDir } from '../helpers/index.js';
 
 const HOLD = fileURLToPath(new URL('../helpers/hold-main.mjs', import.meta.url));
 
@@ -44,7 +44,7 @@ describe('a signal while the CLI loads', () => {
     const { code, signal } = await run.exited;
     expect({ code, signal }).toEqual({ code: 0, signal: null });
     // Stopped before its first pass: nothing was asked of the service, and it says so.
-    expect(run.stderr()).toBe('campaign-sync: interrupted; nothing more was done\n');
+    expect(afterWatchStart(run.stderr())).toBe('campaign-sync: interrupted; nothing more was done\n');
     expect(s.stats.requests).toBe(0);
   });
 
@@ -59,7 +59,7 @@ describe('a signal while the CLI loads', () => {
     release();
     const { code, signal } = await run.exited;
     expect({ code, signal }).toEqual({ code: 0, signal: null });
-    expect(run.stderr()).toBe('campaign-sync: interrupted; nothing more was done\n');
+    expect(afterWatchStart(run.stderr())).toBe('campaign-sync: interrupted; nothing more was done\n');
   });
 
   it('SIGINT to pull --json: exit 0 with one document saying so (before: nothing at all)', async () => {

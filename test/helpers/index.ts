@@ -176,3 +176,8 @@ export function clientConfig(target: { url: string; apiKey: string } | string, o
     ...over,
   };
 }
+
+/** stderr without watch's first line (`watching <service> into <mirror> every …`), said at every start. */
+export function afterWatchStart(stderr: string): string {
+  return stderr.replace(/^watching \S+ into .+ every \S+, request budget \S+\n/, '');
+}
