@@ -72,8 +72,8 @@ export interface ClientOptions {
   random?: () => number;
   /** Requests, retries and budget waits are reported here (core/events.ts). */
   events?: RunEvents | undefined;
-  /** Called once the client is closed (app/client.ts closes the budget's ledger). */
-  onClose?: () => void;
+  /** Called once the client is closed (app/client.ts closes the budget's store, once its ends are written). */
+  onClose?: () => void | Promise<void>;
   /** Backoff steps (default 500 ms doubling to 30 s); tests shorten them so a faulty service takes seconds, not minutes. */
   retry?: { baseMs?: number; capMs?: number };
 }
@@ -172,7 +172,7 @@ export class ApiClient {
       await Promise.allSettled(this.inFlight);
       if (this.ownsDispatcher) await this.dispatcher.destroy();
     } finally {
-      this.opts.onClose?.();
+      await this.opts.onClose?.();
     }
   }
 
