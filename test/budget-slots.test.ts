@@ -552,6 +552,34 @@ describe('the file cannot be written', () => {
 });
 
 describe('processes with one key against a server limited to exactly the budget', () => {
+  it('eight pulls started together on eight databases, one campaign each: zero 429', async () => {
+    const s = await sim({ campaigns: 8, records: 10, rateLimit: { count: 6, windowMs: 2000 }, faults: { slow: 1 }, slowMs: 200 });
+    const state = tempDir();
+    const runs = await Promise.all(
+      s.data.campaigns.map((c) =>
+        cli(
+          [
+            'pull',
+            '--db',
+            join(tempDir(), 'm.db'),
+            '--campaign',
+            c.id,
+            '--page-size',
+            '10',
+            '--rate-limit',
+            '6/2s',
+            '--max-retries',
+            '0',
+            '--json',
+          ],
+          { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state }, timeoutMs: 120_000 },
+        ),
+      ),
+    );
+    for (const r of runs) expect(r.code, r.stderr).toBe(0);
+    expect(s.stats.byStatus[429] ?? 0).toBe(0);
+  });
+
   it('two pulls started together on two databases stay within the server limit together: zero 429 (each on its own state folder: 429s)', async () => {
     // Each pull makes 5 requests (the list, 2 pages per stream) at 6/4s; the server allows 6 per 4 s
     // and answers each after 300 ms, so that the two runs overlap whichever starts first.
