@@ -160,11 +160,11 @@ const V3 = ['session_results', 'role_results', 'score_details'].map((t) => `ALTE
  * made as needed stay numbered 0..n-1.
  */
 const V4 = `
-CREATE TABLE budget_slots (
+CREATE TABLE IF NOT EXISTS budget_slots (
   key text NOT NULL, slot integer NOT NULL, busy_until timestamptz NOT NULL, window_ms double precision NOT NULL,
   hold_ms double precision NOT NULL, owner bigint NOT NULL, PRIMARY KEY (key, slot)
 );
-CREATE FUNCTION budget_take(p_key text, p_count integer, p_window double precision, p_timeout double precision, p_owner bigint)
+CREATE OR REPLACE FUNCTION budget_take(p_key text, p_count integer, p_window double precision, p_timeout double precision, p_owner bigint)
 RETURNS TABLE (taken integer, wait_ms double precision, in_flight boolean)
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
