@@ -124,6 +124,8 @@ export class ApiClient {
   readonly redact: Redact;
   /** The answers of the attempts under way, for close(). */
   private readonly inFlight = new Set<Promise<Answer>>();
+  /** Set by close(): a request whose slot came after it (a budget on a server answers later) is not sent. */
+  private closing = false;
   private readonly events: RunEvents | undefined;
   /** Whether the plain-http base URL's port speaks TLS, once asked (see tlsInstead). */
   private tlsProbe: Promise<boolean> | undefined;
@@ -168,6 +170,7 @@ export class ApiClient {
    * which nobody awaits any more (a proxy silent on CONNECT holds one ~300 s, a SYN never answered ~10 s).
    */
   async close(): Promise<void> {
+    this.closing = true;
     try {
       await Promise.allSettled(this.inFlight);
       if (this.ownsDispatcher) await this.dispatcher.destroy();
@@ -234,6 +237,10 @@ export class ApiClient {
         const waitFrom = this.clock.now();
         this.events?.budgetWaitStart?.({ ms: this.opts.budget.waitEstimate() });
         release = await this.opts.budget.acquire(this.opts.signal);
+        if (this.closing) {
+          release();
+          throw new AbortedError();
+        }
         budgetWaitMs = this.clock.now() - waitFrom;
         this.events?.budgetWait?.({ ms: budgetWaitMs });
       }
