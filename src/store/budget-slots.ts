@@ -1,22 +1,19 @@
 /**
  * The request budget's slots in a small SQLite file of the user's state folder
- * (`$XDG_STATE_HOME/campaign-sync/budget-slots.db`, `~/.local/state/…`), shared by every process of
- * the user: N rows per key (a digest of base URL and API key: the key is never stored), each busy
- * until a time. A take is one short write transaction; nothing grows past N rows a key, nothing is
- * pruned.
+ * (`$XDG_STATE_HOME/campaign-sync/budget-slots.db`), shared by every process of the user: at most N
+ * rows per key (a digest of base URL and API key, never the key), each busy until a time. A take is
+ * one short write transaction; nothing grows past N rows a key, nothing is pruned.
  *
- * The invariant, for one key: every request sent holds one of the rows from its send until a window
- * after its end (unknown end: a window after the later of its give-up and a window after its send;
- * left in flight: `hold_ms` = the longer of --timeout and the window, plus the window, after its
- * send), and a row is taken only when no request holds it. Every window here is the longest window
- * of the key's rows still held (`window_ms`), so a process with a shorter --rate-limit window holds
- * rows as long as one with a longer one running beside it, and counts theirs by its own. A process
- * of N requests per window takes only rows 0..N-1: processes that agree on the rate share it exactly;
- * with different N, together they stay within the largest.
+ * Invariant, per key: every request sent holds one row from its send until a window after its end
+ * (unknown end: a window after the later of its give-up and a window after its send; left in flight:
+ * `hold_ms`, the longer of --timeout and the window plus the window, after its send), and a row is
+ * taken only when no request holds it. The window is the longest of the key's rows still held
+ * (`window_ms`): a shorter-window process beside a longer-window one holds rows as long, and counts
+ * theirs by its own. A process of N per window takes only rows 0..N-1: processes that agree on the
+ * rate share it exactly; with different N, together they stay within the largest.
  *
- * Times are this machine's wall clock (`clock.now()`). One ahead of what a request can hold (a row
- * written before the clock was set back) is brought back to now plus its hold: `hold_ms` bounds how
- * far ahead of its writer's clock a row can be.
+ * Times are this machine's wall clock; a row further ahead than its `hold_ms` (written before the
+ * clock was set back) is brought back to now plus its hold, the most a request can hold.
  */
 import { randomInt } from 'node:crypto';
 import { lstatSync, type Stats } from 'node:fs';
@@ -226,15 +223,12 @@ function unusable(path: string, stat: Stats | undefined): string | undefined {
 /** Throws BudgetUnusable when the file at `path` holds tables other than ours (read through a read-only connection). */
 function checkOurs(path: string): void {
   const probe = new Database(path, { readonly: true, fileMustExist: true });
+  let foreign: string[];
   try {
-    const tables = probe.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
-    const foreign = tables.filter((t) => t !== 'slots');
-    if (foreign.length > 0) {
-      throw new BudgetUnusable(
-        `${path} holds tables that are not the budget's (${foreign.slice(0, 3).join(', ')}): another program's database; move it away to share the budget again`,
-      );
-    }
+    foreign = probe.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'slots' LIMIT 3").pluck().all() as string[];
   } finally {
     probe.close();
   }
+  const what = `${path} holds tables that are not the budget's (${foreign.join(', ')}): another program's database`;
+  if (foreign.length > 0) throw new BudgetUnusable(`${what}; move it away to share the budget again`);
 }
