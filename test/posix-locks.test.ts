@@ -6,7 +6,7 @@
  * checkpoints the whole WAL into the file, ignoring everyone's read marks, and deletes the WAL. A
  * reader's snapshot then changed under it mid-read (below: a count of rows changed inside one read
  * transaction), and a writer's later commits went to a deleted file (a kill -9 lost them: 100 of 200
- * rows, reproduced by hand on the budget ledger). SQLite 3.36 and later, on the other side, also
+ * rows). SQLite 3.36 and later, on the other side, also
  * look for a reader's lock on the -shm; older ones (Ubuntu 20.04's sqlite3 is 3.31) only at the
  * file's. So nothing of ours opens and closes a descriptor of a database file, its run lock file, or
  * its -wal and -shm, while a connection of this process may have it open.
@@ -17,7 +17,6 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LockedError } from '../src/errors.js';
-import { BudgetLedger } from '../src/store/budget-ledger.js';
 import { openDatabase } from '../src/store/db.js';
 import { RunLock } from '../src/store/lock.js';
 import { makePrivate } from '../src/store/private-file.js';
@@ -42,21 +41,6 @@ function mirror(n: number): string {
   db.close();
   return path;
 }
-
-describe('the budget ledger keeps its lock on its file', () => {
-  it.skipIf(!linux)('the budget ledger, new and existing', () => {
-    const dir = tempDir();
-    for (let i = 0; i < 2; i++) {
-      const { ledger } = BudgetLedger.open(dir, 'k', 1000, Date.now());
-      try {
-        ledger.reserve(Date.now(), 1000, () => false);
-        expect(locksOn(join(dir, 'budget.db')), `open ${i + 1}`).toBeGreaterThan(0);
-      } finally {
-        ledger.close();
-      }
-    }
-  });
-});
 
 describe('a mirror’s connections keep their lock on its file', () => {
   it.skipIf(!linux)('export’s second and third read-only connections (the range checker, the helper thread)', () => {

@@ -74,7 +74,7 @@ function world(): World {
     db: join(dir, 'm.db'),
     out: join(dir, 'out'),
     state,
-    ledger: join(state, 'campaign-sync', 'budget.db'),
+    ledger: join(state, 'campaign-sync', 'budget-slots.db'),
     run: (args) => cli(args, { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state }, cwd: dir }),
   };
   mkdirSync(join(state, 'campaign-sync'), { recursive: true });
@@ -144,12 +144,11 @@ const cases: Record<string, Case> = {
     before: withNdjsonMirror,
     run: (w) => w.run(['forget', '--user', someEmail, '--db', w.db]),
   },
-  // The request budget's ledger in the state folder, and what SQLite and the tool keep beside it.
-  'budget.db': { at: (w) => w.ledger, run: pull },
-  'budget.db-wal': { at: (w) => `${w.ledger}-wal`, run: pull },
-  'budget.db-shm': { at: (w) => `${w.ledger}-shm`, run: pull },
-  'budget.db-journal': { at: (w) => `${w.ledger}-journal`, run: pull },
-  'budget.db.moving': { at: (w) => `${w.ledger}.moving`, run: pull },
+  // The request budget's slots in the state folder, and what SQLite keeps beside them.
+  'budget-slots.db': { at: (w) => w.ledger, run: pull },
+  'budget-slots.db-wal': { at: (w) => `${w.ledger}-wal`, run: pull },
+  'budget-slots.db-shm': { at: (w) => `${w.ledger}-shm`, run: pull },
+  'budget-slots.db-journal': { at: (w) => `${w.ledger}-journal`, run: pull },
   // export -o.
   'export -o, csv': {
     at: (w) => join(w.dir, 'out.csv'),

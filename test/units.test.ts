@@ -10,7 +10,6 @@ import { NumberText, parseJson, toJson } from '../src/core/json.js';
 import { isLoopbackHost } from '../src/core/loopback.js';
 import { ApiError, AuthError, NetworkError, UsageError } from '../src/errors.js';
 import { SlidingWindow } from '../src/simulator/window.js';
-import { HeldSlots } from '../src/store/held-slots.js';
 import { holdsUnstorable, rowParams, UNSTORABLE } from '../src/store/pg/statements.js';
 import { COLUMNS } from '../src/store/rows.js';
 import { formatCount } from '../src/ui/table.js';
@@ -239,37 +238,6 @@ describe('request budget', () => {
     w.record(10);
     expect(w.waitMs(50)).toBe(50);
     expect(w.waitMs(100)).toBe(0);
-  });
-});
-
-describe("the other processes' held slots, kept from what changed (store/held-slots.ts)", () => {
-  it('counts what a full read of every row would, at every time, through inserts, changes, ties and trims', () => {
-    const random = prng(7);
-    const held = new HeldSlots();
-    const truth = new Map<number, { holds: number; inFlight: boolean }>();
-    let now = 1_000_000;
-    for (let step = 0; step < 3000; step++) {
-      now += Math.floor(random() * 20);
-      const changed: Array<[number, number, number]> = [];
-      for (let k = Math.floor(random() * 4); k > 0; k--) {
-        // New rows and changes to old ones (an end: a shorter hold, or one already past), ties on purpose.
-        const id = random() < 0.5 ? step * 4 + k : Math.max(0, step * 4 - Math.floor(random() * 40));
-        const holds = now - 50 + Math.floor(random() * 30) * 10;
-        const inFlight = random() < 0.3 ? 1 : 0;
-        changed.push([id, holds, inFlight]);
-        truth.set(id, { holds, inFlight: inFlight === 1 });
-      }
-      held.apply(changed, now);
-      const at = now + Math.floor(random() * 100);
-      const view = held.view(at);
-      const expected = [...truth.values()].filter((r) => r.holds > at).length;
-      expect(view.holds.filter((h) => h > at).length, `step ${step}`).toBe(expected);
-      const inFlight = Math.max(
-        Number.NEGATIVE_INFINITY,
-        ...[...truth.values()].filter((r) => r.inFlight && r.holds > at).map((r) => r.holds),
-      );
-      expect(view.inFlightUntil, `step ${step}`).toBe(inFlight);
-    }
   });
 });
 

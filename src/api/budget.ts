@@ -12,15 +12,14 @@
  * Cost: each slot idles for one response time per window, e.g. 10 ms per second (1%) at 20/1s.
  * A 429's Retry-After pauses everyone.
  *
- * Across processes: with a ledger (core/rate.ts), every request is recorded, and a request is sent
- * only while this process's busy slots and the other processes' (their requests within a window of
- * ending, or in flight) number fewer than N, checked and recorded under the ledger's lock. The proof
- * above needs no slot identities: among any N + 1 requests arriving in one window, the last one sent
- * found the N others busy when it was sent. So back-to-back cron runs, a restarted watch and two
- * processes running at the same time on different databases stay within the rate together.
+ * Across processes: with a BudgetStore (core/rate.ts), a request also takes one of the key's slots
+ * there, which every process with the key shares, by the same rule; so back-to-back cron runs, a
+ * restarted watch, two processes at once on different databases and (PostgreSQL) workers on different
+ * hosts stay within the rate together. The process's own slots still bound it alone, on the monotonic
+ * clock, whatever the store's clock does.
  */
 import { type Clock, realClock } from '../core/clock.js';
-import { LOCK_RETRY_MS, type OtherRequests, type Rate, type RequestLedger } from '../core/rate.js';
+import type { BudgetStore, Rate, SlotLoan, SlotTake } from '../core/rate.js';
 import { AbortedError } from '../errors.js';
 
 /**
@@ -29,6 +28,9 @@ import { AbortedError } from '../errors.js';
  * request later; its slot is held as one of unknown end, a window after it was sent at the earliest.
  */
 export type Release = (answered?: boolean) => void;
+
+/** One of this process's slots taken for a request: never used yet, or free since `end` (monotonic). */
+type Held = { unused: true } | { unused: false; end: number };
 
 export class RequestBudget {
   /** Slots never used yet. */
@@ -43,8 +45,8 @@ export class RequestBudget {
   private head = 0;
   private readonly windowMs: number;
   private pausedUntil = 0;
-  /** The other processes' requests, as the ledger last showed them (for waits). */
-  private others: OtherRequests | undefined;
+  /** Until when (monotonic) the store said none of the key's slots is free. */
+  private storeNext = 0;
   /** Those sleeping until a slot comes round: woken when a request ends, since its slot may come round sooner. */
   private readonly dozing = new Set<AbortController>();
   /** Wakes waiters when a slot whose request was in flight becomes free. */
@@ -52,15 +54,14 @@ export class RequestBudget {
   /**
    * The clock the slots are timed on: monotonic, so a wall clock set back during a run (NTP, a
    * resumed VM) does not make every free slot look a step's length in the future (a pull stopped for
-   * the minute the clock went back). The ledger shares times with other processes, so it gets wall
-   * times (`clock.now()`), converted at the edges.
+   * the minute the clock went back).
    */
   private readonly tick: () => number;
 
   constructor(
     readonly rate: Rate,
     private readonly clock: Clock = realClock,
-    private readonly ledger?: RequestLedger,
+    private readonly store?: BudgetStore,
   ) {
     this.unused = rate.count;
     this.tick = clock.monotonic === undefined ? () => clock.now() : () => (clock.monotonic as () => number)();
@@ -71,76 +72,34 @@ export class RequestBudget {
   /**
    * Takes a slot at once if one is free now, without yielding, so a request can be dispatched in
    * the same tick it is asked for (the sync engine relies on it to overlap fetching and storing).
+   * A store on a server answers with a promise: then always undefined, and `acquire` asks.
    */
   tryAcquire(): Release | undefined {
     const now = this.tick();
-    if (this.pausedUntil > now) return undefined;
-    const ledger = this.ledger;
-    if (ledger === undefined) {
-      const slot = this.pick(now, 0);
-      return slot === undefined ? undefined : this.grant(slot, undefined, this.clock.now(), now);
-    }
-    const wall = this.clock.now();
-    let slot: Slot | undefined;
-    const id = ledger.reserve(wall, this.windowMs, (others) => {
-      this.others = others;
-      slot = others.locked ? undefined : this.pick(now, busyAfter(others.holds, wall));
-      return slot !== undefined;
-    });
-    return slot === undefined ? undefined : this.grant(slot, id, wall, now);
-  }
-
-  /**
-   * Which of this process's slots a request may take now, when the other processes hold `busy`:
-   * one only while ours that are free (never used, or come round) outnumber theirs, so that ours in
-   * use and theirs stay under N together. An unused slot first: the free ones keep their order.
-   */
-  private pick(now: number, busy: number): Slot | undefined {
-    if (this.unused > busy) return 'unused';
-    let ready = this.unused;
-    for (let i = this.head; i < this.free.length && ready <= busy; i++) {
-      if ((this.free[i] as number) + this.windowMs > now) break;
-      ready++;
-    }
-    if (ready <= busy) return undefined;
-    return this.unused > 0 ? 'unused' : 'free';
-  }
-
-  /**
-   * When a slot may next be free (on the monotonic clock): the next of ours to come round, or the
-   * next of the other processes' to stop holding one, whichever is sooner; no later than POLL_MS
-   * from now while one of theirs is in flight, whose end may come sooner than counted (`poll`), or
-   * LOCK_RETRY_MS while the ledger is locked.
-   */
-  private nextChance(now: number, poll = true): number {
-    let next = Number.POSITIVE_INFINITY;
-    for (let i = this.head; i < this.free.length; i++) {
-      const due = (this.free[i] as number) + this.windowMs;
-      if (due > now) {
-        next = due;
-        break;
-      }
-    }
-    const others = this.others;
-    if (others?.locked) return now + LOCK_RETRY_MS;
-    if (others !== undefined && others.holds.length > 0) {
-      const wall = this.clock.now();
-      const first = others.holds.length - busyAfter(others.holds, wall);
-      if (first < others.holds.length) next = Math.min(next, (others.holds[first] as number) - wall + now);
-      if (poll && others.inFlightUntil > wall) next = Math.min(next, now + POLL_MS);
-    }
-    return Number.isFinite(next) ? next : now + POLL_MS;
+    if (this.pausedUntil > now || (this.store !== undefined && !this.store.immediate)) return undefined;
+    const held = this.reserve(now);
+    if (held === undefined) return undefined;
+    return this.settle(held, this.store?.take(this.rate.count, this.windowMs) as SlotTake | undefined, now);
   }
 
   /** Waits until a request may be sent, then holds a slot for it until `release()`. */
   async acquire(signal?: AbortSignal): Promise<Release> {
     for (;;) {
       if (signal?.aborted) throw new AbortedError();
-      const ready = this.tryAcquire();
-      if (ready) return ready;
       const now = this.tick();
-      const pause = this.pausedUntil - now;
-      if (this.unused === 0 && this.head === this.free.length) {
+      const held = this.pausedUntil > now || this.storeNext > now ? undefined : this.reserve(now);
+      if (held !== undefined) {
+        let taken: SlotTake | undefined;
+        try {
+          taken = await this.store?.take(this.rate.count, this.windowMs);
+        } catch (err) {
+          // A store that cannot be reached: nothing is sent.
+          this.unreserve(held);
+          throw err;
+        }
+        const release = this.settle(held, taken, this.tick());
+        if (release) return release;
+      } else if (this.pausedUntil <= now && this.unused === 0 && this.head === this.free.length) {
         // Every slot is in flight: wait for one to end.
         await new Promise<void>((resolve, reject) => {
           const onAbort = () => reject(new AbortedError());
@@ -152,8 +111,55 @@ export class RequestBudget {
         });
         continue;
       }
-      await this.doze(Math.max(1, this.nextChance(now) - now, pause), signal);
+      await this.doze(Math.max(1, this.waitEstimate()), signal);
     }
+  }
+
+  /** Takes the oldest of this process's slots free at `now` (an unused one first), if any. */
+  private reserve(now: number): Held | undefined {
+    if (this.unused > 0) {
+      this.unused--;
+      return { unused: true };
+    }
+    const end = this.free[this.head];
+    if (end === undefined || end + this.windowMs > now) return undefined;
+    this.head++;
+    if (this.head > 1024 && this.head * 2 > this.free.length) {
+      this.free.splice(0, this.head);
+      this.head = 0;
+    }
+    return { unused: false, end };
+  }
+
+  /** Gives back a slot reserved for a request that was not sent. */
+  private unreserve(held: Held): void {
+    if (held.unused) this.unused++;
+    else this.release(held.end);
+  }
+
+  /** A request sent on `held` (at `sent`, monotonic) if the store lent a slot too (`taken`; no store: none needed). */
+  private settle(held: Held, taken: SlotTake | undefined, sent: number): Release | undefined {
+    if (taken !== undefined && 'waitMs' in taken) {
+      this.unreserve(held);
+      this.storeNext = sent + (taken.inFlight ? Math.min(POLL_MS, taken.waitMs) : taken.waitMs);
+      return undefined;
+    }
+    const loan: SlotLoan | undefined = taken;
+    let released = false;
+    return (answered = true) => {
+      if (released) return;
+      released = true;
+      if (loan !== undefined) this.store?.end(loan, answered);
+      // Given up on, it may still reach the server: it counts as ending a window after it was sent
+      // (the rule for a request a killed process left in flight), or now if that is later.
+      const now = this.tick();
+      this.release(answered ? now : Math.max(now, sent + this.windowMs));
+      const woken = this.waiters;
+      this.waiters = [];
+      for (const w of woken) w();
+      for (const d of this.dozing) d.abort();
+      this.dozing.clear();
+    };
   }
 
   /**
@@ -176,34 +182,6 @@ export class RequestBudget {
     }
   }
 
-  /** Takes `slot` for a request sent now (`sentWall`, `sent` on the monotonic clock), recorded in the ledger as `id`. */
-  private grant(slot: Slot, id: number | undefined, sentWall: number, sent: number): Release {
-    if (slot === 'unused') this.unused--;
-    else {
-      this.head++;
-      if (this.head > 1024 && this.head * 2 > this.free.length) {
-        this.free.splice(0, this.head);
-        this.head = 0;
-      }
-    }
-    let released = false;
-    // A process killed with the request in flight leaves it in the ledger as one of unknown end.
-    return (answered = true) => {
-      if (released) return;
-      released = true;
-      if (id !== undefined) this.ledger?.end(id, sentWall, this.clock.now(), answered);
-      // Given up on, it may still reach the server: it counts as ending a window after it was sent
-      // (the rule for a request a killed process left in flight), or now if that is later.
-      const now = this.tick();
-      this.release(answered ? now : Math.max(now, sent + this.windowMs));
-      const woken = this.waiters;
-      this.waiters = [];
-      for (const w of woken) w();
-      for (const d of this.dozing) d.abort();
-      this.dozing.clear();
-    };
-  }
-
   /** Puts a slot that ended at `end` back in the free queue, in order. */
   private release(end: number): void {
     const free = this.free;
@@ -218,18 +196,15 @@ export class RequestBudget {
   }
 
   /**
-   * About how long a request asked for now would wait: until the pause ends or the oldest free slot
-   * comes round; 0 when a slot is free now or every slot is in flight (its end is unknown).
+   * About how long a request asked for now would wait: until the pause ends, the oldest free slot
+   * comes round, or the store's next chance; 0 when a slot is free now or every slot is in flight
+   * (its end is unknown).
    */
   waitEstimate(): number {
     const now = this.tick();
-    const pause = this.pausedUntil - now;
-    let slot = 0;
-    const others = this.others === undefined ? 0 : busyAfter(this.others.holds, this.clock.now());
-    const allInFlight = this.unused === 0 && this.head === this.free.length;
-    // Behind another process's request in flight, the wait is until its hold ends at most: said so, not the next look.
-    if (!allInFlight && (this.others?.locked || this.pick(now, others) === undefined)) slot = this.nextChance(now, false) - now;
-    return Math.max(0, pause, slot);
+    const oldest = this.free[this.head];
+    const own = this.unused > 0 || oldest === undefined ? 0 : oldest + this.windowMs - now;
+    return Math.max(0, this.pausedUntil - now, own, this.storeNext - now);
   }
 
   /** Holds every stream back for `ms` (after a 429). */
@@ -238,23 +213,8 @@ export class RequestBudget {
   }
 }
 
-/** A slot never used yet, or the oldest free one. */
-type Slot = 'unused' | 'free';
-
 /**
- * How often a budget waiting on another process's request in flight looks again: its end, once
- * answered, may free the slot sooner than a window after it was sent.
+ * How often a budget held back by another request in flight looks again: its end, once answered,
+ * may free the slot sooner than the store counted.
  */
 const POLL_MS = 50;
-
-/** How many of `holds` (ascending) are later than `now`: the slots they hold then. */
-function busyAfter(holds: readonly number[], now: number): number {
-  let lo = 0;
-  let hi = holds.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((holds[mid] as number) > now) hi = mid;
-    else lo = mid + 1;
-  }
-  return holds.length - lo;
-}

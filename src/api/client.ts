@@ -74,8 +74,8 @@ export interface ClientOptions {
   random?: () => number;
   /** Requests, retries and budget waits are reported here (core/events.ts). */
   events?: RunEvents | undefined;
-  /** Called once the client is closed (app/client.ts closes the budget's ledger). */
-  onClose?: () => void;
+  /** Called once the client is closed (app/client.ts closes the budget's store, once its ends are written). */
+  onClose?: () => void | Promise<void>;
   /** Backoff steps (default 500 ms doubling to 30 s); tests shorten them so a faulty service takes seconds, not minutes. */
   retry?: { baseMs?: number; capMs?: number };
 }
@@ -126,6 +126,8 @@ export class ApiClient {
   readonly redact: Redact;
   /** The answers of the attempts under way, for close(). */
   private readonly inFlight = new Set<Promise<Answer>>();
+  /** Set by close(): a request whose slot came after it (a budget on a server answers later) is not sent. */
+  private closing = false;
   private readonly events: RunEvents | undefined;
   /** Whether any request got a 2xx answer: until one has, a 404 says more of the base URL (answerError). */
   private answered = false;
@@ -172,11 +174,12 @@ export class ApiClient {
    * which nobody awaits any more (a proxy silent on CONNECT holds one ~300 s, a SYN never answered ~10 s).
    */
   async close(): Promise<void> {
+    this.closing = true;
     try {
       await Promise.allSettled(this.inFlight);
       if (this.ownsDispatcher) await this.dispatcher.destroy();
     } finally {
-      this.opts.onClose?.();
+      await this.opts.onClose?.();
     }
   }
 
@@ -238,6 +241,10 @@ export class ApiClient {
         const waitFrom = this.clock.now();
         this.events?.budgetWaitStart?.({ ms: this.opts.budget.waitEstimate() });
         release = await this.opts.budget.acquire(this.opts.signal);
+        if (this.closing) {
+          release();
+          throw new AbortedError();
+        }
         budgetWaitMs = this.clock.now() - waitFrom;
         this.events?.budgetWait?.({ ms: budgetWaitMs });
       }

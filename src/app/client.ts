@@ -1,6 +1,7 @@
 /**
  * The one place that builds an API client: its request budget from the config's rate, shared by every
- * stream of the command, and the client's own settings. Nobody else calls `new RequestBudget`.
+ * stream of the command and, through a BudgetStore, by every process with the same key; and the
+ * client's own settings. Nobody else calls `new RequestBudget`.
  */
 
 import { existsSync } from 'node:fs';
@@ -12,9 +13,11 @@ import type { ApiConfig } from '../config/config.js';
 import { stateDir } from '../config/env.js';
 import type { Clock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
+import { keyFingerprint } from '../core/fingerprint.js';
+import type { BudgetStore } from '../core/rate.js';
 import { userAgent } from '../core/version.js';
 import { errorCode, UsageError } from '../errors.js';
-import { BudgetLedger, LEDGER_FILE, LedgerUnusable, ledgerFingerprint } from '../store/budget-ledger.js';
+import { BudgetDamaged, BudgetUnusable, SLOTS_FILE, SqliteBudgetSlots } from '../store/budget-slots.js';
 
 export interface ClientHooks {
   signal?: AbortSignal | undefined;
@@ -22,55 +25,48 @@ export interface ClientHooks {
   /** Tests pass a MockAgent. */
   dispatcher?: Dispatcher;
   events?: RunEvents | undefined;
+  /** The slots of a PostgreSQL mirror (app/job-store.ts), for a key's digest: shared by every host. Default: the user's file. */
+  budgetSlots?: ((key: string, timeoutMs: number) => BudgetStore) | undefined;
 }
 
-/** What kept the ledger in `dir` from being used, naming the file when the folder is not at fault. */
-function ledgerProblem(err: unknown, dir: string): string {
-  if (err instanceof LedgerUnusable) return err.message;
+/** The budget's key for a service and an API key; the key itself cannot be recovered from it. */
+export function budgetKey(baseUrl: string, apiKey: string): string {
+  return keyFingerprint('budget', baseUrl, apiKey);
+}
+
+/** What kept the slots' file in `dir` from being used, naming the file when the folder is not at fault. */
+function slotsProblem(err: unknown, dir: string): string {
+  if (err instanceof BudgetUnusable) return err.message;
   const code = errorCode(err) ?? 'error';
-  const file = join(dir, LEDGER_FILE);
+  const file = join(dir, SLOTS_FILE);
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return `${file} is locked by another program (${code})`;
-  // A damaged file written in the last second may be another run's new ledger: left for now.
-  if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
-    return `${file} could not be read (${code}); if it is damaged, the next run moves it aside`;
-  }
   if (code.startsWith('SQLITE_')) return `${file} could not be used (${code})`;
   // The file is at fault, not the folder: another user's (after one `sudo` run), or on a read-only mount.
-  if ((err as { path?: unknown }).path === file && existsSync(file)) return `${file} could not be opened for writing (${code})`;
+  if (existsSync(file)) return `${file} could not be opened for writing (${code})`;
   return `cannot write ${dir} (${code})`;
 }
 
 /**
- * Builds the command's client. Its budget counts the requests other processes make with the same
- * key, earlier or at the same time (store/budget-ledger.ts); when the ledger cannot be opened, the
- * budget is this process's alone, with one warning (a symbolic link there is a UsageError, thrown).
+ * Builds the command's client. Its budget takes a slot of the key's for each request, in the
+ * PostgreSQL mirror (`hooks.budgetSlots`) or in the user's state folder; when that file cannot be
+ * used, the budget is this process's alone, with one warning; a damaged one stops the command (its
+ * busy slots cannot be known).
  */
 export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiClient {
-  let ledger: BudgetLedger | undefined;
-  const dir = stateDir();
-  try {
-    const fingerprint = ledgerFingerprint(config.baseUrl.href, config.apiKey);
-    const opened = BudgetLedger.open(dir, fingerprint, config.rate.windowMs, hooks.clock?.now() ?? Date.now(), {
-      timeoutMs: config.timeoutMs,
-      warn: (text) => hooks.events?.warning?.(text),
-    });
-    ledger = opened.ledger;
-    for (const w of opened.warnings) hooks.events?.warning?.(w);
-  } catch (err) {
-    // A symbolic link planted at the ledger's name: refused, not worked around.
-    if (err instanceof UsageError) throw err;
-    hooks.events?.warning?.(`the request budget is not shared with other runs: ${ledgerProblem(err, dir)}`);
+  const key = budgetKey(config.baseUrl.href, config.apiKey);
+  let store: BudgetStore | undefined = hooks.budgetSlots?.(key, config.timeoutMs);
+  if (store === undefined) {
+    const dir = stateDir();
+    try {
+      const warn = (text: string) => hooks.events?.warning?.(text);
+      store = SqliteBudgetSlots.open(dir, key, { timeoutMs: config.timeoutMs, clock: hooks.clock, warn });
+    } catch (err) {
+      // A damaged file, or a symbolic link planted at its name: refused, not worked around.
+      if (err instanceof BudgetDamaged || err instanceof UsageError) throw err;
+      hooks.events?.warning?.(`the request budget is not shared with other runs: ${slotsProblem(err, dir)}`);
+    }
   }
-  const budget = new RequestBudget(config.rate, hooks.clock, ledger);
-  return new ApiClient(
-    { ...config, userAgent: userAgent() },
-    {
-      budget,
-      ...hooks,
-      onClose: () => {
-        ledger?.close();
-        ledger = undefined;
-      },
-    },
-  );
+  const budget = new RequestBudget(config.rate, hooks.clock, store);
+  const { budgetSlots: _, ...options } = hooks;
+  return new ApiClient({ ...config, userAgent: userAgent() }, { budget, ...options, onClose: () => store?.close() });
 }

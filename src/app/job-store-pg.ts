@@ -1,5 +1,6 @@
 /** app/job-store.ts's PostgreSQL team mirror (issue 17), loaded only for a postgres:// --db. */
 import { UsageError } from '../errors.js';
+import { PgBudgetSlots } from '../store/pg/budget-slots.js';
 import { campaignNames } from '../store/pg/campaigns.js';
 import { openPgMirror } from '../store/pg/open.js';
 import type { JobStore, StoreChoice } from './job-store.js';
@@ -16,6 +17,7 @@ export async function openPgStore(c: StoreChoice): Promise<JobStore> {
     cursors: m.state,
     streams: () => m.state.all(),
     campaignNames: () => campaignNames(m.db),
+    budgetSlots: (key, timeoutMs) => new PgBudgetSlots(m.db, key, timeoutMs),
     // Nothing local to move: the server keeps the mirror.
     async verify() {},
     async close() {

@@ -4,6 +4,7 @@
  * commands see only this port, never the backend.
  */
 import { resolve } from 'node:path';
+import type { BudgetStore } from '../core/rate.js';
 import type { Destination } from '../core/types.js';
 import { Campaigns } from '../store/campaigns.js';
 import { Checkpoints, type StreamRow } from '../store/checkpoints.js';
@@ -33,6 +34,8 @@ export interface JobStore {
    * where it was opened (moved or removed meanwhile; app/mirror-guard.ts). Watch calls it before each pass.
    */
   verify(): Promise<void>;
+  /** The request budget's slots in the mirror's database, shared by every host (PostgreSQL); none: the user's file. */
+  budgetSlots?: ((key: string, timeoutMs: number) => BudgetStore) | undefined;
   /** Flushes the sink, then releases the database and the lock; throws as verify() would, once the data is safe. */
   close(): Promise<void>;
 }

@@ -157,7 +157,7 @@ export class SyncJob {
       warning: (text) => hooks.events?.warning?.(text),
     });
     try {
-      const client = createClient(config, { signal, events: hooks.events });
+      const client = createClient(config, { signal, events: hooks.events, budgetSlots: store.budgetSlots });
       return new SyncJob(dbPath, store, client, options, settings.lookback, config.warnings ?? [], signal, hooks, config.rate);
     } catch (err) {
       await store.close();

@@ -16,7 +16,7 @@ export const ENV = {
   profile: { name: 'CAMPAIGN_SYNC_PROFILE', doc: 'profile of the config file (flag --profile)' },
   xdgStateHome: {
     name: 'XDG_STATE_HOME',
-    doc: 'where the request budget is shared across runs and processes: $XDG_STATE_HOME/campaign-sync/budget.db (default ~/.local/state)',
+    doc: 'where the request budget is shared across runs and processes: $XDG_STATE_HOME/campaign-sync/budget-slots.db (default ~/.local/state)',
   },
   xdgConfigHome: {
     name: 'XDG_CONFIG_HOME',

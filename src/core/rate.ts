@@ -18,44 +18,29 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-/**
- * Other processes' recent requests with the same key and service, as a budget of one window sees
- * them when it last asked: until when each holds a slot (ms since the epoch), ascending, those that
- * still did then. A request holds its slot a window after it ended; one of unknown end (left in
- * flight by a killed process, given up on without an answer) a window after the later of its give-up
- * and a window after its send: the server may count it any time until it answers.
- */
-export interface OtherRequests {
-  holds: readonly number[];
-  /**
-   * The latest of `holds` of those still in flight (-Infinity: none): their answers may come sooner
-   * than `holds` says, and free their slots sooner.
-   */
-  inFlightUntil: number;
-  /** The ledger is locked by another process or program: wait a moment and ask again. */
-  locked: boolean;
+/** A slot a BudgetStore lent to one request; `owner` is drawn at random for that request alone. */
+export interface SlotLoan {
+  slot: number;
+  owner: number;
 }
 
-/** How often a budget asks the ledger again while it is locked (OtherRequests.locked). */
-export const LOCK_RETRY_MS = 25;
+/**
+ * What asking a BudgetStore for a slot gave: one, or none free, with how long until one may be (ms)
+ * and whether one of those busy is still in flight (its answer may free it sooner: look again soon).
+ */
+export type SlotTake = SlotLoan | { waitMs: number; inFlight: boolean };
 
 /**
- * Where every process's request budget records the requests it sends, so that processes with the
- * same key, one after another or at the same time, stay within the rate together
- * (store/budget-ledger.ts keeps it in a small SQLite file). Times are ms since the epoch.
+ * The slots every process with one key shares (store/budget-slots.ts in a file of the user's,
+ * store/pg/budget-slots.ts in a PostgreSQL mirror): N per key, each busy from a request's send until a
+ * window after its end. Its times are its own clock's; what it tells a budget is a wait, never a time.
  */
-export interface RequestLedger {
-  /**
-   * Calls `take` with the other processes' requests (read again only when one of them has written
-   * since: cheap otherwise) and, when it says yes, records a request of this process sent at
-   * `sentAt`, both under the ledger's write lock, so that two processes cannot both take the last
-   * slot. Returns the request's id (negative: sent, but not recorded), or undefined when `take`
-   * declined. `windowMs`: the window of the asking budget. Never throws: the ledger is advisory.
-   */
-  reserve(sentAt: number, windowMs: number, take: (others: OtherRequests) => boolean): number | undefined;
-  /**
-   * Records the end of request `id`, sent at `sentAt`: `answered`, it ended at `at`; not (a timeout,
-   * an abort, a connection lost before the answer), its end stays unknown, no earlier than `at`.
-   */
-  end(id: number, sentAt: number, at: number, answered: boolean): void;
+export interface BudgetStore {
+  /** Whether `take` answers at once (a local file) rather than with a promise (a server). */
+  readonly immediate: boolean;
+  /** Takes one of the key's first `count` slots, for a budget of window `windowMs`, if one is free now. */
+  take(count: number, windowMs: number): SlotTake | Promise<SlotTake>;
+  /** Ends a loan: `answered`, its slot is busy until a window from now; not, as a request of unknown end. Never throws. */
+  end(loan: SlotLoan, answered: boolean): void;
+  close(): void | Promise<void>;
 }
