@@ -238,7 +238,8 @@ describe('cli: against the simulator', () => {
       expect(JSON.parse(c.stdout).data.length).toBe(2);
       const env = { ...process.env, CAMPAIGN_SYNC_DB: undefined, CAMPAIGN_SYNC_BASE_URL: undefined, XDG_STATE_HOME: tempDir() };
       const db = join(tempDir(), 'm.db');
-      expect(pull).toContain(` ${shellWord(BIN)} pull `);
+      // The launcher by its path from where it was started (the repository), run as printed.
+      expect(pull).toMatch(/^CAMPAIGN_SYNC_API_KEY=demo-key \.\/bin\/campaign-sync\.js pull /);
       const p = spawnSync('zsh', ['-c', `${pull} --db ${db} --json`], {
         encoding: 'utf8',
         env,
