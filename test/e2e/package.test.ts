@@ -21,9 +21,14 @@ if (!RUN)
     'SKIPPED the package test (npm pack, npm install of the tarball, demo): set CAMPAIGN_SYNC_TEST_PACKAGE=1 to run it (minutes; needs the npm registry)',
   );
 
-/** npm, quietly, in `cwd`; the environment as given (CI passes npm_config_nodedir for another Node). */
+/**
+ * npm, quietly, in `cwd`: the environment as given (CI passes npm_config_nodedir for another Node),
+ * with the machine's own NODE_EXTRA_CA_CERTS, which the test run keeps from the CLIs it spawns (npm
+ * on Node 24 waits for ever on a registry behind a CA only that names).
+ */
 function npm(args: string[], cwd: string): string {
-  return execFileSync('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, encoding: 'utf8', timeout: 540_000 });
+  const env = { ...process.env, NODE_EXTRA_CA_CERTS: process.env.CAMPAIGN_SYNC_TEST_EXTRA_CA_CERTS };
+  return execFileSync('npm', [...args, '--no-audit', '--no-fund', '--loglevel=error'], { cwd, env, encoding: 'utf8', timeout: 540_000 });
 }
 
 describe.skipIf(!RUN)('the installed package', () => {
@@ -68,7 +73,12 @@ describe.skipIf(!RUN)('the installed package', () => {
     expect(JSON.parse(status.stdout).streams.length).toBe(2);
 
     // npx finds the installed package in this folder (--no: never from the registry).
-    const viaNpx = run('npx', ['--no', 'campaign-sync', 'demo', '--db', 'npx.db', '--campaigns', '2', '--records', '5']);
+    const viaNpx = spawnSync('npx', ['--no', 'campaign-sync', 'demo', '--db', 'npx.db', '--campaigns', '2', '--records', '5'], {
+      cwd: home,
+      env: { ...env, NODE_EXTRA_CA_CERTS: process.env.CAMPAIGN_SYNC_TEST_EXTRA_CA_CERTS },
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     expect(viaNpx.status, viaNpx.stderr).toBe(0);
     expect(readdirSync(home)).toEqual(expect.arrayContaining(['demo.db', 'npx.db']));
   });
