@@ -17,8 +17,14 @@ const UNIT = [
   'test/redact.test.ts',
   'test/units.test.ts',
 ];
-/** Kill -9 rounds and million-row exports: left out of `npm run test:fast`, always run by `npm test` and CI. */
-const SLOW = ['test/reliability.test.ts', 'test/export.test.ts', 'test/export-memory.test.ts', 'test/pg-reliability.test.ts'];
+/** Kill -9 rounds, million-row exports, the installed package: left out of `npm run test:fast`, always run by `npm test` and CI. */
+const SLOW = [
+  'test/reliability.test.ts',
+  'test/export.test.ts',
+  'test/export-memory.test.ts',
+  'test/pg-reliability.test.ts',
+  'test/e2e/package.test.ts',
+];
 
 export default defineConfig({
   test: {

@@ -29,7 +29,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
+import { Database } from '../dist/store/sqlite.js';
 import { request } from 'undici';
 import { createClient } from '../dist/app/client.js';
 import { startSimulator } from '../dist/simulator/server.js';

@@ -15,7 +15,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
+import { Database } from '../dist/store/sqlite.js';
 import { startSimulator } from '../dist/simulator/server.js';
 
 const BIN = fileURLToPath(new URL('../bin/campaign-sync.js', import.meta.url));

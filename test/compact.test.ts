@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
@@ -10,6 +10,7 @@ import { openDatabase } from '../src/store/db.js';
 import { Mirror } from '../src/store/mirror.js';
 import { SCHEMA_VERSION } from '../src/store/schema.js';
 import { SqliteSink } from '../src/store/sinks/sqlite.js';
+import { Database } from '../src/store/sqlite.js';
 import { runPass } from '../src/sync/pass.js';
 import { cli, clientConfig, servedObjects, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
@@ -43,11 +44,11 @@ const roleOf = (id: string, details: unknown, over: Record<string, unknown> = {}
     ...over,
   });
 
-function fullRaw(db: Database.Database, id: string): string {
+function fullRaw(db: BetterSqlite3.Database, id: string): string {
   return db.prepare('SELECT raw FROM role_results_full WHERE id = ?').pluck().get(id) as string;
 }
 
-function storedRaw(db: Database.Database, id: string): string {
+function storedRaw(db: BetterSqlite3.Database, id: string): string {
   return db.prepare('SELECT raw FROM role_results WHERE id = ?').pluck().get(id) as string;
 }
 

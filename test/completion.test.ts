@@ -4,15 +4,15 @@
  * and fish; under CI their absence fails): bash through COMP_WORDS, fish through `complete -C`, zsh
  * installed in $fpath as the README says and driven in a pseudo-terminal (zsh/zpty), TAB by TAB.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../src/cli.js';
 import { cli, tempDir } from './helpers/index.js';
+import { canUse, needs } from './helpers/tools.js';
 
 const program = buildProgram(new AbortController().signal, { exitCode: 0 });
-const has = (shell: string) => spawnSync('sh', ['-c', `command -v ${shell}`]).status === 0;
 const sh = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
 
 /** Every shown option that takes a fixed set of values, by command: what each shell must offer after it. */
@@ -82,14 +82,6 @@ function zshComplete(file: string, lines: string[], cwd: string): string[] {
   return readFileSync(out, 'utf8').split('\n').slice(0, lines.length);
 }
 
-/** Fails under CI when the shell is missing; elsewhere says whether to go on. */
-function present(shell: string): boolean {
-  if (has(shell)) return true;
-  // A developer's machine may lack the shell; CI installs it (.ci/run) and must not skip.
-  expect(process.env.CI, `${shell} is not installed; .ci/run installs it`).toBeFalsy();
-  return false;
-}
-
 describe('completion', () => {
   it('bash: valid, and completes commands, options and enum values', async () => {
     const r = await cli(['completion', 'bash']);
@@ -135,11 +127,7 @@ describe('completion', () => {
         }
       }
       if (shell === 'fish') expect(r.stdout).not.toMatch(/__fish_seen_subcommand_from watch' -l (full|since|until)\b/);
-      if (!has(shell)) {
-        // A developer's machine may lack the shell; CI installs it (.ci/run) and must not skip.
-        expect(process.env.CI, `${shell} is not installed; .ci/run installs it`).toBeFalsy();
-        return;
-      }
+      if (!canUse(shell)) return;
       const file = join(tempDir(), `c.${shell}`);
       writeFileSync(file, r.stdout);
       execFileSync(shell, ['-n', file]);
@@ -186,7 +174,7 @@ describe('completion', () => {
     expect(bash[free.length], 'bash: --config <file>').toEqual(['my file.db']);
     // The short form names the same option (-o, --output <file>): it offered option names.
     expect(bash[free.length + 1], 'bash: export -o').toEqual(['my file.db']);
-    if (present('fish')) {
+    if (canUse('fish')) {
       const fish = fishComplete(
         await script('fish'),
         [...lines, ['campaign-sync', 'watch', '--out', 'my']].map((l) => l.join(' ')),
@@ -196,7 +184,7 @@ describe('completion', () => {
       expect(fish[free.length], 'fish: --out <dir>').toEqual(['my file.db']);
       expect(fishComplete(await script('fish'), ['campaign-sync export -o my'], cwd)[0], 'fish: export -o').toEqual(['my file.db']);
     }
-    if (present('zsh')) {
+    if (canUse('zsh')) {
       const typed = [
         'campaign-sync pull --page-size my',
         'campaign-sync watch --interval my',
@@ -216,7 +204,7 @@ describe('completion', () => {
     const cwd = filesDir();
     expect(bashComplete(await script('bash'), [['campaign-sync', 'completion', '']], cwd)).toEqual([['bash', 'zsh', 'fish']]);
     // fish sorts what it offers; zsh is checked with the others in one shell (below: its start is slow).
-    if (present('fish')) expect(fishComplete(await script('fish'), ['campaign-sync completion '], cwd)).toEqual([['bash', 'fish', 'zsh']]);
+    if (canUse('fish')) expect(fishComplete(await script('fish'), ['campaign-sync completion '], cwd)).toEqual([['bash', 'fish', 'zsh']]);
   });
 
   it('every option with a fixed set completes its values, not file names, in bash and fish', async () => {
@@ -228,7 +216,7 @@ describe('completion', () => {
     for (const [i, f] of cases.entries()) expect(bash[i], `bash: ${f.cmd} ${f.flag}`).toEqual(f.values);
     // Each comes from the option's own choices (cli.ts), the list its parser accepts.
     expect(fixed.map((f) => f.flag)).toEqual(expect.arrayContaining(['--compression', '--type', '--report-type', '--format', '--table']));
-    if (!present('fish')) return;
+    if (!canUse('fish')) return;
     const fish = fishComplete(
       await script('fish'),
       lines.map((l) => l.join(' ')),
@@ -237,8 +225,8 @@ describe('completion', () => {
     for (const [i, f] of cases.entries()) expect(fish[i], `fish: ${f.cmd} ${f.flag}`).toEqual([...f.values].sort());
   });
 
-  it('zsh, installed in $fpath: the first TAB completes, and so do fixed values, file names and shells', async () => {
-    if (!present('zsh')) return;
+  it('zsh, installed in $fpath: the first TAB completes, and so do fixed values, file names and shells', async (ctx) => {
+    needs(ctx, 'zsh');
     // A value typed up to where it is unique among its set: TAB must finish it (a file name would
     // start the same: filesDir() holds one per first letter).
     const unique = (v: string, all: string[]) => {

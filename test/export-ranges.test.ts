@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { csvLine, writeCsv } from '../src/export/csv.js';
 import { encodeBatch, maxLines } from '../src/export/csv-bytes.js';
@@ -20,6 +20,7 @@ import { FileSink, type Sink } from '../src/export/sink.js';
 import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery, rowIdName } from '../src/export/tables.js';
 import { openDatabase } from '../src/store/db.js';
 import { RangeReader, READ_CACHE_KIB } from '../src/store/snapshot.js';
+import { Database } from '../src/store/sqlite.js';
 import { BIN, cli, tempDir } from './helpers/index.js';
 
 // The worker runs compiled: the global setup builds dist/ before any test.
@@ -193,7 +194,7 @@ describe('CSV export in ranges, on two threads', () => {
     const db = openDatabase(dbPath, { readonly: true });
     const out = Buffer.alloc(1 << 22);
     /** The batch [from, to] as encodeBatch writes it, or undefined where the export reads it again as cells. */
-    const encoded = (stmt: Database.Statement, typed: boolean[], raw: boolean, from: bigint, to: bigint) => {
+    const encoded = (stmt: BetterSqlite3.Statement, typed: boolean[], raw: boolean, from: bigint, to: bigint) => {
       const [bytes, count] = stmt.get(from, to, 1_000_000) as [Buffer | null, bigint];
       if (bytes === null) return '';
       const end = isUtf8(bytes) ? encodeBatch(bytes, Number(count), typed, raw, out, 0) : -1;
@@ -628,7 +629,31 @@ describe("an analyst's own column named rowid, _rowid_ or oid (SQLite then reach
     // `from` is the real row id while a name reaches it, then the first shadowing column's copy of it.
     const shadow = (column: string, type: string, from: string) => {
       const db = new Database(path);
-      db.exec(`ALTER TABLE eval_results ADD COLUMN ${column} ${type}`);
+      try {
+        db.exec(`ALTER TABLE eval_results ADD COLUMN ${column} ${type}`);
+      } catch (err) {
+        // SQLite 3.54 (better-sqlite3 13, on Node 24) refuses a column named like the row id through
+        // ALTER, not in CREATE TABLE: the table is rebuilt with it, rows inserted in row id order
+        // (the row ids stay 1..n, as this table's are), its indexes made again.
+        if (!/cannot add rowid alias/.test(String(err))) throw err;
+        const names = (db.pragma('table_info(eval_results)') as Array<{ name: string }>).map((c) => c.name);
+        const rowid = rowIdName(names) as string;
+        const table = db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'eval_results'").pluck().get() as string;
+        const indexes = db
+          .prepare("SELECT sql FROM sqlite_schema WHERE tbl_name = 'eval_results' AND type = 'index' AND sql IS NOT NULL")
+          .pluck()
+          .all() as string[];
+        const list = names.map((n) => `"${n}"`).join(', ');
+        // The views name eval_results: without the legacy rule, the rename checks them while it is gone.
+        db.pragma('legacy_alter_table = ON');
+        db.transaction(() => {
+          db.exec(`${table.replace(/eval_results/, 'eval_results_rebuilt').replace(/\)\s*$/, `, ${column} ${type})`)}`);
+          db.exec(`INSERT INTO eval_results_rebuilt (${list}) SELECT ${list} FROM eval_results ORDER BY ${rowid}`);
+          db.exec('DROP TABLE eval_results');
+          db.exec('ALTER TABLE eval_results_rebuilt RENAME TO eval_results');
+          for (const index of indexes) db.exec(index);
+        })();
+      }
       db.exec(`UPDATE eval_results SET ${column} = CASE WHEN ${from} % 7 = 0 THEN 'text ' || ${from} ELSE 1000000 - ${from} END`);
       db.close();
     };

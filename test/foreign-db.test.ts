@@ -6,8 +6,8 @@
 import { createHash } from 'node:crypto';
 import { chmodSync, linkSync, readFileSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { Database } from '../src/store/sqlite.js';
 import { type CliResult, cli, sim, tempDir } from './helpers/index.js';
 
 const md5 = (path: string) => createHash('md5').update(readFileSync(path)).digest('hex');

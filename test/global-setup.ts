@@ -76,7 +76,9 @@ export default function setup(): (() => void) | undefined {
   process.env.XDG_STATE_HOME = state;
   // A machine's NODE_EXTRA_CA_CERTS (this one's names the system bundle) makes every Node start read
   // and parse it: ~70 ms of CPU each, for the ~400 CLIs and the simulators a run spawns. No test
-  // reaches a TLS server outside its own; those about the variable (network, process-warnings) set it.
+  // reaches a TLS server outside its own but the package test's npm, which gets it back (kept here:
+  // the npm registry may sit behind this machine's CA); those about the variable set it.
+  if (process.env.NODE_EXTRA_CA_CERTS) process.env.CAMPAIGN_SYNC_TEST_EXTRA_CA_CERTS = process.env.NODE_EXTRA_CA_CERTS;
   delete process.env.NODE_EXTRA_CA_CERTS;
   const inputs = hashOf(files(INPUTS));
   const stamp = readStamp();

@@ -242,7 +242,7 @@ describe('a key echoed back in every place the service can put it', () => {
       const errors = (JSON.parse(statusJson.stdout) as { streams: Array<{ last_error: string | null }> }).streams.map((s) => s.last_error);
       expect(errors.filter((e) => e?.includes('[the API key]'))).toHaveLength(5);
 
-      const Database = (await import('better-sqlite3')).default;
+      const { Database } = await import('../src/store/sqlite.js');
       const mirror = new Database(db);
       const stored = mirror.prepare('SELECT stream, last_error FROM sync_state').all() as Array<{
         stream: string;

@@ -16,6 +16,7 @@ import { atFileEnd } from './helpers/file-end.js';
 import { cli, clientConfig, sim, startCli, tempDir } from './helpers/index.js';
 import { PROXIED_HOST, startProxy, viaProxyName } from './helpers/proxy.js';
 import { selfSigned } from './helpers/tls.js';
+import { describeWith } from './helpers/tools.js';
 
 const KEY = 'net-secret-key-123';
 /** No proxy setting of the tester's shell leaks in; each test sets its own. */
@@ -245,7 +246,7 @@ describe('a connection that never completes (a proxy silent on CONNECT)', () => 
   }
 });
 
-describe('a private CA', () => {
+describeWith('openssl', 'a private CA', () => {
   const files = selfSigned(['IP:127.0.0.1', 'DNS:localhost', `DNS:${PROXIED_HOST}`]);
 
   it('NODE_EXTRA_CA_CERTS makes a pull over https to a self-signed service work; without it, a TLS error not retried', async () => {

@@ -20,6 +20,7 @@ import { LockedError } from '../src/errors.js';
 import { openDatabase } from '../src/store/db.js';
 import { RunLock } from '../src/store/lock.js';
 import { makePrivate } from '../src/store/private-file.js';
+import { SQLITE_DRIVER } from '../src/store/sqlite.js';
 import { tempDir } from './helpers/index.js';
 
 /** The POSIX locks this process holds on the file at `path` (Linux: /proc/locks, by inode). */
@@ -144,7 +145,7 @@ describe('a mirror’s connections keep their lock on its file', () => {
 
 /** A process holding `path` open with better-sqlite3, answering `ok` to each command on its stdin. */
 function writerProcess(path: string) {
-  const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
+  const sqlite = createRequire(import.meta.url).resolve(SQLITE_DRIVER);
   const script = `
     const Database = require(${JSON.stringify(sqlite)});
     let db; let n = 1000;

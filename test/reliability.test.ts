@@ -6,7 +6,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
@@ -17,6 +16,7 @@ import type { RunningSimulator } from '../src/simulator/server.js';
 import { Checkpoints } from '../src/store/checkpoints.js';
 import { openDatabase } from '../src/store/db.js';
 import { SqliteSink } from '../src/store/sinks/sqlite.js';
+import { Database } from '../src/store/sqlite.js';
 import { runPass } from '../src/sync/pass.js';
 import { cli, clientConfig, servedRecords, sim, startCli, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';

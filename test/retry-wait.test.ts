@@ -17,6 +17,7 @@ import { formatDuration } from '../src/core/rate.js';
 import { ApiError, NetworkError, UsageError } from '../src/errors.js';
 import { cli, sim, tempDir } from './helpers/index.js';
 import { selfSigned as makeCertificate } from './helpers/tls.js';
+import { describeWith, needs } from './helpers/tools.js';
 
 const req = { method: 'GET', path: '/v1/campaigns/session/results', campaignId: 'c1' };
 const opts = { maxRetries: 5, baseMs: 100, capMs: 1000, maxRetryAfterMs: 120_000 };
@@ -113,7 +114,8 @@ function client(baseUrl: string, maxRetries = 5) {
 }
 
 describe('network failures that waiting does not fix', () => {
-  it('an untrusted certificate fails on the first connection, saying what to check', async () => {
+  it('an untrusted certificate fails on the first connection, saying what to check', async (ctx) => {
+    needs(ctx, 'openssl');
     const tls = selfSigned();
     let connections = 0;
     const server = createServer(tls, (_req, res) => res.end('{"data":[]}'));
@@ -167,7 +169,7 @@ async function withServer(make: () => Server, body: (port: number) => Promise<vo
   }
 }
 
-describe('the wrong scheme for the port: http:// to TLS, https:// to plain HTTP', () => {
+describeWith('openssl', 'the wrong scheme for the port: http:// to TLS, https:// to plain HTTP', () => {
   const tls = selfSigned();
 
   it("http:// to Node's https server (it closes without a byte): named at once, not retried 6 times", async () => {

@@ -11,6 +11,7 @@ import { exitCodeFor, UsageError } from '../src/errors.js';
 import { parseFaults } from '../src/simulator/faults.js';
 import { checkRateLimit, MAX_WINDOW_COUNT, SlidingWindow } from '../src/simulator/window.js';
 import { selfSigned } from './helpers/tls.js';
+import { describeWith } from './helpers/tools.js';
 
 /** Runs simulate with an already-aborted signal: it stops at once if it started, or throws at start-up. */
 async function startUp(opts: SimulateOptions): Promise<unknown> {
@@ -57,7 +58,7 @@ function tlsFiles(): { cert: string; key: string; other: string } {
   return { cert, key, other };
 }
 
-describe('start-up failures name the flag and the file', () => {
+describeWith('openssl', 'start-up failures name the flag and the file', () => {
   const f = tlsFiles();
 
   it("a key that is not the certificate's", async () => {

@@ -7,7 +7,6 @@
  */
 import { mkdirSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
@@ -19,6 +18,7 @@ import { type Db, openDatabase } from '../src/store/db.js';
 import { NdjsonSink } from '../src/store/sinks/ndjson.js';
 import type { Sink } from '../src/store/sinks/sink.js';
 import { SqliteSink } from '../src/store/sinks/sqlite.js';
+import { Database } from '../src/store/sqlite.js';
 import { runPass } from '../src/sync/pass.js';
 import { cli, clientConfig, servedRecords, sim, tempDir } from './helpers/index.js';
 import { passDefaults, withCommitPage } from './helpers/mock.js';

@@ -280,7 +280,7 @@ describe('files', () => {
 
   it('refuses a database that belongs to someone else', async () => {
     const dir = tempDir();
-    const Database = (await import('better-sqlite3')).default;
+    const { Database } = await import('../src/store/sqlite.js');
     const other = new Database(join(dir, 'other.db'));
     other.exec('CREATE TABLE invoices (id INTEGER)');
     other.close();

@@ -180,7 +180,7 @@ describe('declared links (schema 5)', () => {
   });
 
   it('a version-4 database is rebuilt in place: rows, indexes and raw kept, links and views added', async () => {
-    const Database = (await import('better-sqlite3')).default;
+    const { Database } = await import('../src/store/sqlite.js');
     const { migrate } = await import('../src/store/schema.js');
     const dbPath = join(tempDir(), 'v4.db');
     const old = new Database(dbPath);

@@ -12,7 +12,7 @@ import { showText } from '../ui/escape.js';
 import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
-import { shellWord } from '../ui/shell.js';
+import { commandName, shellWord } from '../ui/shell.js';
 import { passDocument, passTable } from '../ui/summary.js';
 import { formatCount } from '../ui/table.js';
 
@@ -87,13 +87,14 @@ export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<numbe
     // Hints people paste: the path as one shell word (spaces, quotes, $(…)), its escapes kept; one
     // that starts with `-` as `./-x.db`, or sqlite3 took it for an option.
     const path = shellWord(db.startsWith('-') ? `./${db}` : db);
+    const me = commandName();
     out.print(`
 The mirror is in ${showText(resolve(db))}. Try next:
-  npx campaign-sync status --db ${path}
-  npx campaign-sync export --db ${path} --table session-results --format csv -o session-results.csv
+  ${me} status --db ${path}
+  ${me} export --db ${path} --table session-results --format csv -o session-results.csv
   sqlite3 ${path} "SELECT scenario_type, count(*), round(avg(score), 2) FROM session_results GROUP BY 1"
-  npx campaign-sync demo --db ${path}        # again: an incremental pull finds nothing new
-  npx campaign-sync simulate --port 8080   # a simulator to rehearse your own pipeline against`);
+  ${me} demo --db ${path}        # again: an incremental pull finds nothing new
+  ${me} simulate --port 8080   # a simulator to rehearse your own pipeline against`);
     return code;
   } finally {
     await sim.close();

@@ -11,7 +11,7 @@ import { parseQuirks } from '../simulator/quirks.js';
 import { startSimulator } from '../simulator/server.js';
 import { checkRateLimit } from '../simulator/window.js';
 import { Output } from '../ui/output.js';
-import { shellWord } from '../ui/shell.js';
+import { commandName, shellWord } from '../ui/shell.js';
 
 export interface SimulateOptions {
   port?: string;
@@ -152,7 +152,7 @@ export async function simulate(opts: SimulateOptions, signal: AbortSignal): Prom
   const key = options.apiKey === DEFAULTS.simulatorApiKey ? options.apiKey : '<your --api-key>';
   // Shell-quoted where needed: an IPv6 address's brackets are a glob to zsh ("no matches found").
   out.info(`try: curl -H "Authorization: Bearer ${key}" ${shellWord(`${url}/v1/campaigns`)}`);
-  out.info(`or:  CAMPAIGN_SYNC_API_KEY=${key} campaign-sync pull --base-url ${shellWord(url)}`);
+  out.info(`or:  CAMPAIGN_SYNC_API_KEY=${key} ${commandName()} pull --base-url ${shellWord(url)}`);
   out.info('stop with Ctrl-C');
   await new Promise<void>((resolve) => {
     if (signal.aborted) resolve();

@@ -2,7 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { shellWord } from '../../src/ui/shell.js';
 import { BIN, cli, sim, startCli, tempDir } from '../helpers/index.js';
+import { needs } from '../helpers/tools.js';
 
 const COMMANDS = ['campaigns', 'pull', 'watch', 'status', 'export', 'reset', 'simulate', 'demo'];
 
@@ -186,7 +188,8 @@ describe('cli: against the simulator', () => {
     expect(pg.stderr).toMatch(/never into a PostgreSQL mirror/);
   });
 
-  it("demo's Try next hints paste as they are: a --db with spaces, quotes, $(…) or terminal escapes is shell-quoted", async () => {
+  it("demo's Try next hints paste as they are: a --db with spaces, quotes, $(…) or terminal escapes is shell-quoted", async (ctx) => {
+    needs(ctx, 'dash', 'zsh', 'sqlite3');
     const dir = tempDir();
     const shells = { plain: ['dash', 'zsh'], escaped: ['bash', 'zsh'] };
     for (const [db, quoted, kind] of [
@@ -200,10 +203,13 @@ describe('cli: against the simulator', () => {
       const r = await cli(['demo', '--db', db, '--campaigns', '2', '--records', '5'], { cwd: dir });
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
-      const hints = r.stdout.split('\n').filter((l) => /^ {2}(npx campaign-sync|sqlite3) /.test(l));
-      expect(hints).toContain(`  npx campaign-sync status --db ${quoted}`);
-      // Pasted into a shell (npx replaced by the built CLI), each names the same file and runs nothing else.
-      const status = (hints.find((l) => l.includes(' status ')) as string).replace('npx campaign-sync', `"${process.execPath}" "${BIN}"`);
+      // The launcher by its path (no npx, which would look the name up in the registry): pasted into
+      // a shell as printed, each hint names the same file and runs nothing else.
+      const me = shellWord(BIN);
+      const hints = r.stdout.split('\n').filter((l) => l.startsWith(`  ${me} `) || l.startsWith('  sqlite3 '));
+      expect(hints).toContain(`  ${me} status --db ${quoted}`);
+      expect(r.stdout).not.toContain('npx');
+      const status = hints.find((l) => l.includes(' status ')) as string;
       const sqlite = hints.find((l) => l.startsWith('  sqlite3 ')) as string;
       for (const shell of shells[kind]) {
         const env = { ...process.env, CAMPAIGN_SYNC_DB: undefined, XDG_STATE_HOME: tempDir() };
@@ -218,7 +224,8 @@ describe('cli: against the simulator', () => {
     }
   });
 
-  it("simulate's hints paste into zsh on IPv6 loopback: the URL's brackets are quoted, not a glob", async () => {
+  it("simulate's hints paste into zsh on IPv6 loopback: the URL's brackets are quoted, not a glob", async (ctx) => {
+    needs(ctx, 'zsh');
     const run = startCli(['simulate', '--port', '0', '--host', '::1', '--campaigns', '2', '--records', '3']);
     try {
       await run.waitFor(/stop with Ctrl-C/);
@@ -231,7 +238,9 @@ describe('cli: against the simulator', () => {
       expect(JSON.parse(c.stdout).data.length).toBe(2);
       const env = { ...process.env, CAMPAIGN_SYNC_DB: undefined, CAMPAIGN_SYNC_BASE_URL: undefined, XDG_STATE_HOME: tempDir() };
       const db = join(tempDir(), 'm.db');
-      const p = spawnSync('zsh', ['-c', `${pull.replace('campaign-sync', `"${process.execPath}" "${BIN}"`)} --db ${db} --json`], {
+      // The launcher by its path from where it was started (the repository), run as printed.
+      expect(pull).toMatch(/^CAMPAIGN_SYNC_API_KEY=demo-key \.\/bin\/campaign-sync\.js pull /);
+      const p = spawnSync('zsh', ['-c', `${pull} --db ${db} --json`], {
         encoding: 'utf8',
         env,
       });

@@ -79,8 +79,8 @@ describe('consistency', () => {
   it("the simulator's printed hints work when pasted, also when it listens on every address", async () => {
     const run = startCli(['simulate', '--port', '0', '--host', '0.0.0.0', '--records', '3', '--campaigns', '2']);
     try {
-      await run.waitFor(/or: {2}CAMPAIGN_SYNC_API_KEY=\S+ campaign-sync pull --base-url http:\/\/127\.0\.0\.1:\d+/);
-      const [, key, url] = /or: {2}CAMPAIGN_SYNC_API_KEY=(\S+) campaign-sync pull --base-url (\S+)/.exec(run.stderr()) as RegExpExecArray;
+      await run.waitFor(/or: {2}CAMPAIGN_SYNC_API_KEY=\S+ \S+ pull --base-url http:\/\/127\.0\.0\.1:\d+/);
+      const [, key, url] = /or: {2}CAMPAIGN_SYNC_API_KEY=(\S+) \S+ pull --base-url (\S+)/.exec(run.stderr()) as RegExpExecArray;
       const pasted = await cli(['pull', '--base-url', url as string, '--db', join(tempDir(), 'p.db'), '--json'], {
         env: { CAMPAIGN_SYNC_API_KEY: key },
       });

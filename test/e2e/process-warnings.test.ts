@@ -10,6 +10,7 @@ import { proxyFor } from '../../src/api/dispatcher.js';
 import { cli, sim, tempDir } from '../helpers/index.js';
 import { viaProxyName } from '../helpers/proxy.js';
 import { selfSigned } from '../helpers/tls.js';
+import { needs } from '../helpers/tools.js';
 
 /** A PostgreSQL URL on a loopback port nothing listens on: pg reads sslmode=require, then the connection is refused. */
 const PG_REQUIRE = 'postgres://sync@127.0.0.1:1/analytics?sslmode=require';
@@ -63,7 +64,8 @@ describe("Node's process warnings", () => {
     expect(r.stderr).not.toMatch(/\(node:\d+\)/);
   });
 
-  it('an https:// proxy named by its IP address (DEP0123 from undici) is one warning line, then the error', async () => {
+  it('an https:// proxy named by its IP address (DEP0123 from undici) is one warning line, then the error', async (ctx) => {
+    needs(ctx, 'openssl');
     // A TLS "proxy" on loopback that completes no CONNECT: enough for undici to open TLS to it by address.
     const tls = await import('node:tls');
     const files = selfSigned();

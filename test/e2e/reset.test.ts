@@ -3,8 +3,8 @@
  * with --all, or after a yes on a terminal; a script without --all is refused (exit 2), changing nothing.
  */
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { Database } from '../../src/store/sqlite.js';
 import { cli, sim, tempDir } from '../helpers/index.js';
 import { ptyCli } from '../helpers/pty.js';
 

@@ -10,6 +10,7 @@ import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { exportRangeQuery } from '../../src/export/tables.js';
 import { openDatabase } from '../../src/store/db.js';
+import { SQLITE_DRIVER } from '../../src/store/sqlite.js';
 import { cli, sim, tempDir } from '../helpers/index.js';
 
 const HOOK = fileURLToPath(new URL('../helpers/loaded-modules.mjs', import.meta.url));
@@ -34,7 +35,7 @@ describe("a no-op pull's start", () => {
     for (const unused of ['zod', 'pg', 'ora', 'prom-client', 'hyparquet-writer', 'smol-toml', 'cli-table3', 'lossless-json']) {
       expect(packages, unused).not.toContain(unused);
     }
-    expect(packages).toContain('better-sqlite3');
+    expect(packages).toContain(SQLITE_DRIVER);
     // better-sqlite3 is required, not imported (store/sqlite.ts): Node's CommonJS export lexer never starts.
     expect(loaded.filter((m) => m.startsWith('builtin ')).length).toBeGreaterThan(20);
     expect(loaded).not.toContain('builtin internal/deps/cjs-module-lexer/lexer');

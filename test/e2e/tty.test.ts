@@ -4,8 +4,8 @@
  * pseudo-terminal and no CI variable, so the spinner really runs.
  */
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { Database } from '../../src/store/sqlite.js';
 import { sim, tempDir } from '../helpers/index.js';
 import { ptyCli } from '../helpers/pty.js';
 

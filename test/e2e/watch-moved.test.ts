@@ -4,9 +4,9 @@
  */
 import { copyFileSync, existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/server.js';
+import { Database } from '../../src/store/sqlite.js';
 import { afterWatchStart, cli, type RunningCli, sim, startCli, tempDir } from '../helpers/index.js';
 
 function envFor(url: string, key: string) {

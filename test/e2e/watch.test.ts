@@ -1,9 +1,9 @@
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { signalHandler } from '../../src/main.js';
 import { startSimulator } from '../../src/simulator/server.js';
+import { Database } from '../../src/store/sqlite.js';
 import { cli, sim, startCli, tempDir } from '../helpers/index.js';
 
 function envFor(url: string, key = 'demo-key') {

@@ -1,4 +1,4 @@
-/** A self-signed certificate and its key, made by the openssl CLI (installed by .ci/run), for TLS tests on loopback. */
+/** A self-signed certificate and its key, made by the openssl CLI (tests that call it check for it: helpers/tools.ts), for TLS tests on loopback. */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { tempDir } from './index.js';
