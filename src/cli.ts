@@ -194,12 +194,13 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         .addOption(
           enumOption(
             '--table <table>',
-            'what to export (required; the SQL names, session_results and the like, work too)',
+            'what to export (required): a table, or an analyst view (results, latest_results, skill_scores); the SQL names work too',
             CHOICES.table,
           ).makeOptionMandatory(),
         )
         .addOption(enumOption('--format <format>', `output format${shownDefault('exportFormat')}`, CHOICES.exportFormat))
         .option('-o, --output <file>', 'write to this file (0600) instead of stdout (- is stdout)')
+        .option('--columns <list>', 'only these columns, in this order, comma-separated (e.g. candidate_email,score)')
         .option('--campaign <id-or-name>', 'only rows of this campaign')
         .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
         .option('--until <date>', 'only rows created on or before this day (YYYY-MM-DD)')
@@ -210,6 +211,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     'campaign-sync export --table session-results --format csv -o results.csv',
     'campaign-sync export --table role-results --format ndjson --since 2026-01-01 | gzip > roles.ndjson.gz',
     'campaign-sync export --table eval-results --format parquet -o evals.parquet',
+    'campaign-sync export --table latest_results --columns campaign_name,candidate_email,score,cefr -o latest.csv',
   ).action(async (opts, cmd: Command) =>
     done(await (await import('./commands/export.js')).exportTable(await configured(cmd, opts), process.stdout, signal)),
   );
