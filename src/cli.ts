@@ -152,6 +152,9 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   example(
     outputOptions(
       syncOptions(dbOption(apiOptions(program.command('pull').description('one sync pass of every campaign, then exit (for cron)')))),
+    ).option(
+      '--metrics-file <path>',
+      "after the pass, write the Prometheus metrics here atomically (node_exporter's textfile collector; name it *.prom)",
     ),
     'campaign-sync pull --base-url https://api.example.com --api-key-file ~/.campaign-sync-key',
     'campaign-sync pull --campaign role-2-trust-safety-reviewers --report-type OVERALL',

@@ -1,12 +1,26 @@
 import { type SyncFlags, SyncJob } from '../app/sync-job.js';
-import { exitCodeForPass } from '../errors.js';
+import { mergeEvents } from '../core/events.js';
+import { exitCodeFor, exitCodeForPass } from '../errors.js';
 import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
 import { failureLines, passDocument, passTable } from '../ui/summary.js';
 
 /** What `pull` takes: the sync settings and the output options. */
-export type PullFlags = SyncFlags & OutputFlags;
+export type PullFlags = SyncFlags &
+  OutputFlags & {
+    /** `--metrics-file <path>`: the Prometheus text of the pass, for node_exporter's textfile collector. */
+    metricsFile?: string;
+  };
+
+/** The metrics of `--metrics-file`, loaded only when asked for (prom-client costs a plain pull its start-up). */
+async function metricsFor(path: string | undefined) {
+  if (path === undefined) return undefined;
+  const [{ SyncMetrics }, file] = await Promise.all([import('../app/metrics.js'), import('../app/metrics-file.js')]);
+  file.checkMetricsFile(path);
+  const metrics = new SyncMetrics();
+  return { events: metrics.events(), metrics, write: () => file.writeMetricsFile(path, metrics) };
+}
 
 /**
  * A campaign this database synced that the service's list no longer holds (its key lost access, or
@@ -28,11 +42,25 @@ async function warnUnlisted(session: SyncJob, out: Output): Promise<void> {
 /** `campaign-sync pull`: one pass, a summary, and the exit code of PRODUCT.md §3. */
 export async function pull(flags: PullFlags, signal: AbortSignal): Promise<number> {
   const out = new Output(flags);
+  const file = await metricsFor(flags.metricsFile);
   const progress = await startProgress(out, 'listing campaigns');
-  const session = await SyncJob.open(flags, signal, { events: commandEvents(out, progress) });
+  const session = await SyncJob.open(flags, signal, { events: mergeEvents(commandEvents(out, progress), file?.events) });
   for (const w of session.warnings) out.warn(w);
+  const startedAt = Date.now();
   try {
-    const result = await session.pass();
+    let result: Awaited<ReturnType<SyncJob['pass']>>;
+    try {
+      result = await session.pass();
+    } catch (err) {
+      // A pass that synced nothing (the service down, a 401) is what monitoring most needs to see;
+      // the pass's own error stays the one reported.
+      if (file !== undefined) {
+        file.metrics.failedPass(Date.now() - startedAt, exitCodeFor(err));
+        file.metrics.streams(await session.store.streams().catch(() => []));
+        await file.write().catch((e: Error) => out.error(e.message));
+      }
+      throw err;
+    }
     progress.stop();
     out.document(passDocument(result));
     // Built only when printed: a cron pull is --quiet, and the table costs more than a no-op pass (issue 15).
@@ -40,6 +68,11 @@ export async function pull(flags: PullFlags, signal: AbortSignal): Promise<numbe
     // The table lists failures; without it (--quiet, --json) each failed stream still gets one line.
     if (out.quiet || out.json) for (const line of failureLines(result)) out.error(line);
     if (!out.quiet) await warnUnlisted(session, out);
+    if (file !== undefined) {
+      file.metrics.pass(result, await session.store.streams());
+      // After the summary: a metrics file that cannot be written is exit 74 (monitoring would go stale unseen).
+      await file.write();
+    }
     return exitCodeForPass(result);
   } finally {
     progress.stop();
