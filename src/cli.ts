@@ -112,7 +112,8 @@ function syncOptions(cmd: Command, watch = false): Command {
     .option(
       '--lookback <duration>',
       'after the incremental read, re-read results created since now minus this (e.g. 7d); checkpoints untouched',
-    );
+    )
+    .option('--notify <url>', "POST a JSON document here when a stream's state changes (failing, stale, recovered, unlisted)");
 }
 
 /**

@@ -15,6 +15,8 @@ export async function openPgStore(c: StoreChoice): Promise<JobStore> {
     cursors: m.state,
     streams: () => m.state.all(),
     campaignNames: () => campaignNames(m.db),
+    notified: () => m.state.notified(),
+    setNotified: (stream, value) => m.state.setNotified(stream, value),
     // Nothing local to move: the server keeps the mirror.
     async verify() {},
     async close() {

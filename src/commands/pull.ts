@@ -44,7 +44,10 @@ export async function pull(flags: PullFlags, signal: AbortSignal): Promise<numbe
   const out = new Output(flags);
   const file = await metricsFor(flags.metricsFile);
   const progress = await startProgress(out, 'listing campaigns');
-  const session = await SyncJob.open(flags, signal, { events: mergeEvents(commandEvents(out, progress), file?.events) });
+  const session = await SyncJob.open(flags, signal, {
+    events: mergeEvents(commandEvents(out, progress), file?.events),
+    alertFailure: (text) => out.error(text),
+  });
   for (const w of session.warnings) out.warn(w);
   const startedAt = Date.now();
   try {

@@ -7,7 +7,7 @@
 import type pg from 'pg';
 import type { CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
-import { LISTINGS_SQL, listedIds, STREAMS_SQL, type StreamRow, unlistedSince } from '../checkpoints.js';
+import { LISTINGS_SQL, listedIds, NOTIFIED_PREFIX, NOTIFIED_SQL, STREAMS_SQL, type StreamRow, unlistedSince } from '../checkpoints.js';
 import type { PgDatabase } from './database.js';
 import { prepared } from './mirror.js';
 
@@ -101,6 +101,21 @@ export class PgState {
       last_error_at: iso(row.last_error_at),
       unlisted_since: unlistedSince(row.campaign_id, iso(campaign_seen_at), listed),
     }));
+  }
+
+  /** The state `--notify` last delivered, by stream (store/checkpoints.ts). */
+  async notified(): Promise<Map<string, string>> {
+    const r = await this.db.query<{ key: string; value: string }>(NOTIFIED_SQL);
+    return new Map(r.rows.map((row) => [row.key.slice(NOTIFIED_PREFIX.length), row.value]));
+  }
+
+  /** Records the state `--notify` delivered for a stream. */
+  async setNotified(stream: string, state: string): Promise<void> {
+    await this.db.query(
+      'INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+      [NOTIFIED_PREFIX + stream, state],
+      'cannot write to',
+    );
   }
 
   /** Whether any stream of the campaign has a row. */
