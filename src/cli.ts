@@ -205,6 +205,10 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         .addOption(enumOption('--format <format>', `output format${shownDefault('exportFormat')}`, CHOICES.exportFormat))
         .option('-o, --output <file>', 'write to this file (0600) instead of stdout (- is stdout)')
         .option('--columns <list>', 'only these columns, in this order, comma-separated (e.g. candidate_email,score)')
+        .option(
+          '--since-last <consumer>',
+          "only what changed since this consumer's previous export (session-results, role-results; deletions as rows with _deleted_at); needs -o",
+        )
         .option('--campaign <id-or-name>', 'only rows of this campaign')
         .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
         .option('--until <date>', 'only rows created on or before this day (YYYY-MM-DD)')

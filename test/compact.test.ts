@@ -8,6 +8,7 @@ import { parseJson, toJson } from '../src/core/json.js';
 import { Checkpoints } from '../src/store/checkpoints.js';
 import { openDatabase } from '../src/store/db.js';
 import { Mirror } from '../src/store/mirror.js';
+import { SCHEMA_VERSION } from '../src/store/schema.js';
 import { SqliteSink } from '../src/store/sinks/sqlite.js';
 import { runPass } from '../src/sync/pass.js';
 import { cli, clientConfig, servedObjects, sim, tempDir } from './helpers/index.js';
@@ -203,6 +204,8 @@ describe('DETAILED records stored once (schema 6)', () => {
       UPDATE role_results SET raw = (SELECT f.raw FROM role_results_full f WHERE f.id = role_results.id);
       DROP VIEW role_results_full; DROP VIEW score_details_full;
       ALTER TABLE score_details DROP COLUMN position; ALTER TABLE eval_results DROP COLUMN position;
+      ALTER TABLE session_results DROP COLUMN change_seq; ALTER TABLE role_results DROP COLUMN change_seq;
+      DROP TABLE change_counter; DROP TABLE tombstones; DROP TABLE export_consumers;
       PRAGMA user_version = 5;
       VACUUM;`);
     db.pragma('wal_checkpoint(TRUNCATE)');
@@ -212,7 +215,7 @@ describe('DETAILED records stored once (schema 6)', () => {
     await exportsExactly(path, before);
     const upgraded = openDatabase(path);
     upgraded.pragma('wal_checkpoint(TRUNCATE)');
-    expect(upgraded.pragma('user_version', { simple: true })).toBe(6);
+    expect(upgraded.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     const after = upgraded.prepare('SELECT id, raw FROM role_results_full').all() as Array<{ id: string; raw: string }>;
     expect(after).toHaveLength(before.size);
     for (const r of after) expect(r.raw).toBe(before.get(r.id));

@@ -288,8 +288,9 @@ describe('files', () => {
   });
 });
 
-/** Undo version 5 (views and indexes) on a fresh database, to stand for one an older release wrote. */
+/** Undo versions 5 to 7 (views and indexes, positions, change numbers) on a fresh database, to stand for one an older release wrote. */
 function dropV5(db: ReturnType<typeof openDatabase>) {
+  dropV7(db);
   const objs = db
     .prepare(
       "SELECT type, name FROM sqlite_master WHERE type = 'view' OR (type = 'index' AND sql IS NOT NULL AND name NOT IN ('session_results_campaign', 'role_results_campaign', 'score_details_role', 'eval_results_parent'))",
@@ -298,6 +299,12 @@ function dropV5(db: ReturnType<typeof openDatabase>) {
   for (const o of objs) db.exec(`DROP ${o.type.toUpperCase()} ${o.name}`);
   // Version 6's columns (its views went above).
   db.exec('ALTER TABLE score_details DROP COLUMN position; ALTER TABLE eval_results DROP COLUMN position');
+}
+
+/** Undo version 7 (store/changes.ts). */
+function dropV7(db: ReturnType<typeof openDatabase>) {
+  db.exec(`ALTER TABLE session_results DROP COLUMN change_seq; ALTER TABLE role_results DROP COLUMN change_seq;
+    DROP TABLE change_counter; DROP TABLE tombstones; DROP TABLE export_consumers;`);
 }
 
 describe('schema migrations', () => {

@@ -30,6 +30,8 @@ export interface ExportFlags extends DbFlags {
   rawCsv?: boolean;
   /** `--columns a,b,c`: only these columns, in this order. */
   columns?: string;
+  /** `--since-last <consumer>`: only what changed since that consumer's previous export. */
+  sinceLast?: string;
   quiet?: boolean;
   json?: boolean;
 }
@@ -130,6 +132,23 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   // CSV's helper thread starts now (or the launcher's is adopted): its start-up overlaps ours
   // (export/csv-ranges.ts). Any other export stops the one the launcher started.
   if (format !== 'csv' || isPgUrl(dbPath) || availableParallelism() < 2) discardPrestarted();
+  if (flags.sinceLast !== undefined) {
+    const sinceLast = await import('./export-since.js');
+    sinceLast.checkSinceLast({ ...flags, sinceLast: flags.sinceLast }, target);
+    discardPrestarted();
+    if (isPgUrl(dbPath))
+      throw new UsageError('--since-last works with a SQLite mirror; a PostgreSQL mirror does not keep change numbers yet');
+    const job = {
+      consumer: flags.sinceLast,
+      table: flags.table as ExportTable,
+      format,
+      dbPath,
+      target: target as string,
+      columns: flags.columns,
+      rawCsv: flags.rawCsv === true,
+    };
+    return sinceLast.exportSinceLast(job, out, stdout, signal);
+  }
   if (isPgUrl(dbPath)) {
     const table = flags.table as ExportTable;
     const job = {
@@ -175,7 +194,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     // An analyst's own column may be named rowid: the row id is then reached by another of its names.
     // A view has none: it is read row by row.
     const rowid = isView(name) ? null : rowIdName(present);
-    const every = { campaign, since, until, schema, rowid };
+    const every = { campaign, since, until, schema, rowid, present };
     const filter =
       flags.columns === undefined
         ? every

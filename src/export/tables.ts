@@ -4,6 +4,7 @@
  */
 import type { CHOICES } from '../config/defaults.js';
 import { UsageError } from '../errors.js';
+import { INTERNAL_COLUMNS } from '../store/changes.js';
 import { detailRawSql, roleRawSql } from '../store/reassemble.js';
 import { COLUMNS } from '../store/rows.js';
 
@@ -76,6 +77,10 @@ export interface ExportFilter {
   rowid?: string | null | undefined;
   /** `--columns`: only these, in this order (checked by chosenColumns); every column when undefined. */
   columns?: readonly string[] | undefined;
+  /** The table's columns as the database has them: the mirror's bookkeeping among them is left out. */
+  present?: readonly string[] | undefined;
+  /** One more condition on the rows (alias `t`), its parameters bound after the filters' (export --since-last). */
+  and?: string | undefined;
 }
 
 /** The name an export's SQL reaches the row id by: `rowid` when the filter does not say. */
@@ -126,6 +131,7 @@ export function exportQuery(
     where.push(`${ranged ? '+' : ''}substr(t.${spec.dateColumn}, 1, 10) <= ?`);
     params.push(filter.until);
   }
+  if (filter.and !== undefined) where.push(filter.and);
   // rowid order is insertion order: stable, and free (no sort, no temp B-tree, constant memory). With
   // no name left for the row id, a scan of the table's B-tree yields that same order, unpromised.
   const rowid = 'view' in spec ? null : rowIdOf(filter);
@@ -142,7 +148,12 @@ export function exportQuery(
             't.id',
             ...COLUMNS[spec.table as 'role_results' | 'score_details'].map((c) => (c === 'raw' ? `${full('t')} AS raw` : `t.${c}`)),
           ].join(', ')
-        : 't.*';
+        : filter.present?.some((c) => INTERNAL_COLUMNS.has(c))
+          ? filter.present
+              .filter((c) => !INTERNAL_COLUMNS.has(c))
+              .map(column)
+              .join(', ')
+          : 't.*';
   const filtered = where.length ? ` WHERE ${where.join(' AND ')}` : '';
   return { sql: `SELECT ${select} FROM ${spec.table} t${filtered}${order}`, params, select, where };
 }
