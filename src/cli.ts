@@ -112,7 +112,8 @@ function syncOptions(cmd: Command, watch = false): Command {
     .option(
       '--lookback <duration>',
       'after the incremental read, re-read results created since now minus this (e.g. 7d); checkpoints untouched',
-    );
+    )
+    .option('--notify <url>', "POST a JSON document here when a stream's state changes (failing, stale, recovered, unlisted)");
 }
 
 /**
@@ -152,7 +153,12 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
   example(
     outputOptions(
       syncOptions(dbOption(apiOptions(program.command('pull').description('one sync pass of every campaign, then exit (for cron)')))),
-    ).option('--if-idle', 'when another campaign-sync holds the lock, exit 0 at once and say nothing (cron, as flock -n)'),
+    )
+      .option('--if-idle', 'when another campaign-sync holds the lock, exit 0 at once and say nothing (cron, as flock -n)')
+      .option(
+        '--metrics-file <path>',
+        "after the pass, write the Prometheus metrics here atomically (node_exporter's textfile collector; name it *.prom)",
+      ),
     'campaign-sync pull --base-url https://api.example.com --api-key-file ~/.campaign-sync-key',
     'campaign-sync pull --quiet --if-idle   # from cron: a tick during a long pull stays silent',
     'campaign-sync pull --campaign role-2-trust-safety-reviewers --report-type OVERALL',
@@ -199,12 +205,17 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         .addOption(
           enumOption(
             '--table <table>',
-            'what to export (required; the SQL names, session_results and the like, work too)',
+            'what to export (required): a table, or an analyst view (results, latest_results, skill_scores); the SQL names work too',
             CHOICES.table,
           ).makeOptionMandatory(),
         )
         .addOption(enumOption('--format <format>', `output format${shownDefault('exportFormat')}`, CHOICES.exportFormat))
         .option('-o, --output <file>', 'write to this file (0600) instead of stdout (- is stdout)')
+        .option('--columns <list>', 'only these columns, in this order, comma-separated (e.g. candidate_email,score)')
+        .option(
+          '--since-last <consumer>',
+          "only what changed since this consumer's previous export (session-results, role-results; deletions as rows with _deleted_at); needs -o",
+        )
         .option('--campaign <id-or-name>', 'only rows of this campaign')
         .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
         .option('--until <date>', 'only rows created on or before this day (YYYY-MM-DD)')
@@ -215,6 +226,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     'campaign-sync export --table session-results --format csv -o results.csv',
     'campaign-sync export --table role-results --format ndjson --since 2026-01-01 | gzip > roles.ndjson.gz',
     'campaign-sync export --table eval-results --format parquet -o evals.parquet',
+    'campaign-sync export --table latest_results --columns campaign_name,candidate_email,score,cefr -o latest.csv',
   ).action(async (opts, cmd: Command) =>
     done(await (await import('./commands/export.js')).exportTable(await configured(cmd, opts), process.stdout, signal)),
   );

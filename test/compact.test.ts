@@ -206,6 +206,8 @@ describe('DETAILED records stored once (schema 6)', () => {
       DROP VIEW role_results_full; DROP VIEW score_details_full;
       ALTER TABLE score_details DROP COLUMN position; ALTER TABLE eval_results DROP COLUMN position;
       DROP TABLE id_conflicts;
+      ALTER TABLE session_results DROP COLUMN change_seq; ALTER TABLE role_results DROP COLUMN change_seq;
+      DROP TABLE change_counter; DROP TABLE tombstones; DROP TABLE export_consumers;
       PRAGMA user_version = 5;
       VACUUM;`);
     db.pragma('wal_checkpoint(TRUNCATE)');

@@ -61,13 +61,21 @@ beforeAll(async () => {
   db.close();
 });
 
+/** A table's columns but the mirror's change numbers (store/changes.ts), which exports leave out. */
+function ownColumns(db: ReturnType<typeof openDatabase>, table: string): string {
+  return (db.pragma(`table_info(${table})`) as Array<{ name: string }>)
+    .map((c) => c.name)
+    .filter((c) => c !== 'change_seq')
+    .join(', ');
+}
+
 /** What each exported row must read back as: the table's rows in rowid order, cells as export writes them. */
 function databaseRows(table: string, raw: boolean): string[][] {
   const db = openDatabase(dbPath, { readonly: true });
   // DETAILED records are stored once (schema 6): export gives their raw as the service sent it.
   const sql = ['role_results', 'score_details'].includes(table)
     ? `SELECT f.* FROM ${table} t JOIN ${table}_full f ON f.id = t.id ORDER BY t.rowid`
-    : `SELECT * FROM ${table} ORDER BY rowid`;
+    : `SELECT ${ownColumns(db, table)} FROM ${table} ORDER BY rowid`;
   const stmt = db.prepare(sql).safeIntegers(true);
   const header = stmt.columns().map((c) => c.name);
   const rows = (stmt.raw(true).all() as unknown[][]).map((r) =>

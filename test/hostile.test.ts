@@ -144,6 +144,7 @@ describe('hostile responses', () => {
     const { readdirSync } = await import('node:fs');
     expect(readdirSync(store.outDir).sort()).toEqual([
       '.campaign-sync.lock',
+      '_manifest.ndjson',
       'campaigns.ndjson',
       'role_results.ndjson',
       'session_results.ndjson',

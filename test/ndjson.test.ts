@@ -72,7 +72,8 @@ describe('NDJSON output', () => {
     // Records do not go into the SQLite tables with --format ndjson; the state does.
     const db = openDatabase(join(dir, 'state.db'));
     expect(db.prepare('SELECT count(*) FROM session_results').pluck().get()).toBe(0);
-    expect(db.prepare('SELECT count(*) FROM ndjson_files').pluck().get()).toBe(3);
+    // The three files and the manifest (_manifest.ndjson).
+    expect(db.prepare('SELECT count(*) FROM ndjson_files').pluck().get()).toBe(4);
     db.close();
   });
 
@@ -243,7 +244,8 @@ describe('an NDJSON file is cut back only to what this database committed (issue
     const dbPath = join(dir, 'state.db');
     const db = openDatabase(dbPath);
     await new NdjsonSink(db, new Checkpoints(db), out).close();
-    expect(db.prepare('SELECT committed_bytes FROM ndjson_files ORDER BY path').pluck().all()).toEqual([0, 0, 0]);
+    // The three files and the manifest.
+    expect(db.prepare('SELECT committed_bytes FROM ndjson_files ORDER BY path').pluck().all()).toEqual([0, 0, 0, 0]);
     db.close();
     // What a kill -9 between the first append and its commit leaves.
     appendFileSync(join(out, 'session_results.ndjson'), '{"id":"half-written","sco');

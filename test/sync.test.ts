@@ -288,8 +288,9 @@ describe('files', () => {
   });
 });
 
-/** Undo version 5 (views and indexes) and the versions after it on a fresh database, to stand for one an older release wrote. */
+/** Undo version 5 (views and indexes) and the versions after it (positions, id conflicts, change numbers) on a fresh database, to stand for one an older release wrote. */
 function dropV5(db: ReturnType<typeof openDatabase>) {
+  dropV8(db);
   const objs = db
     .prepare(
       "SELECT type, name FROM sqlite_master WHERE type = 'view' OR (type = 'index' AND sql IS NOT NULL AND name NOT IN ('session_results_campaign', 'role_results_campaign', 'score_details_role', 'eval_results_parent'))",
@@ -300,6 +301,12 @@ function dropV5(db: ReturnType<typeof openDatabase>) {
   db.exec('ALTER TABLE score_details DROP COLUMN position; ALTER TABLE eval_results DROP COLUMN position');
   // Version 7's table.
   db.exec('DROP TABLE id_conflicts');
+}
+
+/** Undo version 8 (store/changes.ts). */
+function dropV8(db: ReturnType<typeof openDatabase>) {
+  db.exec(`ALTER TABLE session_results DROP COLUMN change_seq; ALTER TABLE role_results DROP COLUMN change_seq;
+    DROP TABLE change_counter; DROP TABLE tombstones; DROP TABLE export_consumers;`);
 }
 
 describe('schema migrations', () => {

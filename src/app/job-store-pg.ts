@@ -18,6 +18,8 @@ export async function openPgStore(c: StoreChoice): Promise<JobStore> {
     streams: () => m.state.all(),
     campaignNames: () => campaignNames(m.db),
     budgetSlots: (key, timeoutMs) => new PgBudgetSlots(m.db, key, timeoutMs),
+    notified: () => m.state.notified(),
+    setNotified: (stream, value) => m.state.setNotified(stream, value),
     // Nothing local to move: the server keeps the mirror.
     async verify() {},
     async close() {

@@ -29,6 +29,10 @@ export interface JobStore {
   streams(): Promise<StreamRow[]>;
   /** Campaign id -> name, for people. */
   campaignNames(): Promise<Map<string, string>>;
+  /** The state `--notify` last delivered, by stream (sync/alerts.ts). */
+  notified(): Promise<Map<string, string>>;
+  /** Records the state `--notify` delivered for a stream. */
+  setNotified(stream: string, state: string): Promise<void>;
   /**
    * Throws StorageError (exit 74) once the database file, or an NDJSON folder or file, is no longer
    * where it was opened (moved or removed meanwhile; app/mirror-guard.ts). Watch calls it before each pass.
@@ -94,6 +98,8 @@ async function openSqliteStore(c: StoreChoice): Promise<JobStore> {
       cursors: state,
       streams: async () => state.all(),
       campaignNames: async () => new Campaigns(opened).names(),
+      notified: async () => state.notified(),
+      setNotified: async (stream, value) => state.setNotified(stream, value),
       async verify() {
         const moved = guard.check();
         if (moved) throw moved;

@@ -5,19 +5,37 @@
 
 import type { ApiClient } from '../api/client.js';
 import { type ApiConfig, type ApiFlags, resolveApiConfig, resolvePgSchema } from '../config/config.js';
-import { CHOICES } from '../config/defaults.js';
-import { parseDate } from '../config/duration.js';
+import { CHOICES, DEFAULTS } from '../config/defaults.js';
+import { parseDate, parseDuration } from '../config/duration.js';
 import { type DbFlags, ENV, type ProfileFilled, readEnv, resolveDb } from '../config/env.js';
+import { parseNotifyUrl } from '../config/notify.js';
 import { checkAt, parseSettings, syncSchema } from '../config/schema.js';
 import type { RunEvents } from '../core/events.js';
 import type { Endpoint } from '../core/types.js';
 import { UsageError } from '../errors.js';
-import { dbWarnings } from '../store/pg/url.js';
+import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { type ReconcileResult, reconcile } from '../sync/reconcile.js';
 import type { DateWindow } from '../sync/stream.js';
 import { createClient } from './client.js';
 import { type JobStore, openJobStore } from './job-store.js';
+import type { Notifier } from './notify.js';
+
+/** What --notify needs: where, and the staleness bound. */
+interface NotifyChoice {
+  notifier: Notifier;
+  maxAgeMs: number;
+}
+
+/** The database password of a postgres:// URL, which an alert must never carry. */
+function dbPassword(path: string): string | undefined {
+  if (!isPgUrl(path)) return undefined;
+  try {
+    return decodeURIComponent(new URL(path).password) || undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export interface SyncFlags extends ApiFlags, DbFlags, ProfileFilled {
   pgSchema?: string;
@@ -32,6 +50,10 @@ export interface SyncFlags extends ApiFlags, DbFlags, ProfileFilled {
   until?: string;
   full?: boolean;
   lookback?: string;
+  /** `--notify <url>`: POST each stream state change here (app/notify.ts). */
+  notify?: string;
+  /** How old a stream's last success may be before --notify calls it stale (watch's --max-age). */
+  maxAge?: string;
 }
 
 /**
@@ -118,6 +140,11 @@ export function lookbackWindow(ms: number, now: number): DateWindow {
 export interface JobHooks {
   /** Requests, retries, pages, stream ends and warnings (ui/events.ts builds them from the command's Output). */
   events?: RunEvents | undefined;
+  /**
+   * An alert --notify could not deliver: an error line, shown under --quiet too (the cron mode, where
+   * alerts that silently stop going out are the failure that matters). A warning without it.
+   */
+  alertFailure?: ((text: string) => void) | undefined;
 }
 
 /** A locked mirror (SQLite or PostgreSQL) with its sink and an API client, ready for passes. */
@@ -136,12 +163,16 @@ export class SyncJob {
     private readonly hooks: JobHooks,
     /** The request budget's rate (watch's scheduler plans passes within it). */
     readonly rate: ApiConfig['rate'],
+    private readonly alerts: NotifyChoice | undefined,
   ) {}
 
   static async open(flags: SyncFlags, signal: AbortSignal | undefined, hooks: JobHooks = {}, api?: ApiConfig): Promise<SyncJob> {
     const settings = syncSettings(flags);
     const options = resolvePassOptions(flags, settings);
     const config = api ?? resolveApiConfig(flags);
+    // Checked before the lock is taken: a bad URL changes nothing.
+    const notifyUrl = flags.notify === undefined ? undefined : parseNotifyUrl(flags.notify, flags.allowInsecureHttp === true);
+    const maxAgeMs = parseDuration(flags.maxAge ?? DEFAULTS.maxAge, '--max-age');
     const db = resolveDb(flags);
     for (const w of dbWarnings(db)) hooks.events?.warning?.(w);
     const dbPath = db.path;
@@ -158,7 +189,16 @@ export class SyncJob {
     });
     try {
       const client = createClient(config, { signal, events: hooks.events, budgetSlots: store.budgetSlots });
-      return new SyncJob(dbPath, store, client, options, settings.lookback, config.warnings ?? [], signal, hooks, config.rate);
+      let alerts: NotifyChoice | undefined;
+      if (notifyUrl !== undefined) {
+        const { Notifier } = await import('./notify.js');
+        const secrets = [config.apiKey, dbPassword(dbPath)].filter((s): s is string => s !== undefined);
+        alerts = {
+          notifier: new Notifier(notifyUrl, { secrets, warn: (text) => (hooks.alertFailure ?? hooks.events?.warning)?.(text) }),
+          maxAgeMs,
+        };
+      }
+      return new SyncJob(dbPath, store, client, options, settings.lookback, config.warnings ?? [], signal, hooks, config.rate, alerts);
     } catch (err) {
       await store.close();
       throw err;
@@ -169,10 +209,31 @@ export class SyncJob {
     return { client: this.client, sink: this.store.sink, state: this.store.cursors, signal: this.signal, events: this.hooks.events };
   }
 
-  /** One pass; with `lookback` (default: whenever --lookback was given) it re-reads the lookback window too. */
-  pass(lookback = this.lookbackMs !== undefined, select?: PassOptions['select']): Promise<PassResult> {
+  /**
+   * One pass; with `lookback` (default: whenever --lookback was given) it re-reads the lookback window
+   * too. With --notify, the streams' state changes are then told, also after a pass that synced nothing.
+   */
+  async pass(lookback = this.lookbackMs !== undefined, select?: PassOptions['select']): Promise<PassResult> {
     const window = lookback && this.lookbackMs !== undefined ? lookbackWindow(this.lookbackMs, Date.now()) : undefined;
-    return runPass(this.deps(), { ...this.options, lookback: window, select });
+    let result: PassResult;
+    try {
+      result = await runPass(this.deps(), { ...this.options, lookback: window, select });
+    } catch (err) {
+      await this.notify(undefined);
+      throw err;
+    }
+    await this.notify(result);
+    return result;
+  }
+
+  /** Tells the state changes; never fails the pass (a store that cannot be read is the pass's own error to report). */
+  private async notify(result: PassResult | undefined): Promise<void> {
+    if (this.alerts === undefined || this.signal?.aborted) return;
+    try {
+      await this.alerts.notifier.afterPass(this.store, result, this.alerts.maxAgeMs);
+    } catch (err) {
+      (this.hooks.alertFailure ?? this.hooks.events?.warning)?.(`--notify: the state changes were not sent: ${(err as Error).message}`);
+    }
   }
 
   /** `reconcile`: re-walk every planned stream from the start and compare (sync/reconcile.ts). */
@@ -188,6 +249,7 @@ export class SyncJob {
 
   async close(): Promise<void> {
     try {
+      await this.alerts?.notifier.close().catch(() => {});
       await this.store.sink.close();
     } finally {
       try {

@@ -11,7 +11,7 @@ import { csvLine } from '../export/csv.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { untilAborted } from '../export/interrupt.js';
 import { FileSink, type Sink, StreamSink } from '../export/sink.js';
-import { EXPORT_TABLES, type ExportTable } from '../export/tables.js';
+import { chosenColumns, EXPORT_TABLES, type ExportTable } from '../export/tables.js';
 import { ndjsonTransform } from '../export/writers.js';
 import { campaignIdsFor, campaignType } from '../store/pg/campaigns.js';
 import { PgDatabase } from '../store/pg/database.js';
@@ -31,6 +31,8 @@ export interface PgExportJob {
   until: string | undefined;
   rawCsv: boolean;
   target: string | undefined;
+  /** `--columns a,b,c`, as given. */
+  columns?: string | undefined;
 }
 
 /**
@@ -66,7 +68,11 @@ export async function exportFromPg(job: PgExportJob, out: Output, stdout: Writab
   try {
     const campaign = job.campaign === undefined ? undefined : selectedCampaign(job.campaign, await campaignIdsFor(db, job.campaign));
     const spec = EXPORT_TABLES[job.table];
-    const found = await pgExportRows(db, { ...spec, campaign, since: job.since, until: job.until });
+    const found = await pgExportRows(db, { ...spec, campaign, since: job.since, until: job.until }, (available) => {
+      if (available.length === 0)
+        throw new UsageError(`--table ${job.table}: the mirror has no ${spec.table}; run \`campaign-sync pull\` once to upgrade it`);
+      return job.columns === undefined ? available : chosenColumns(job.columns, available, job.table);
+    });
     // A signal stops the rows (and the cursor) at the next one: exit 130, no file at -o.
     const source = { ...found, rows: untilAborted(found.rows, signal) };
     if (job.target !== undefined) {

@@ -11,7 +11,7 @@ import { writeCsvRanges } from '../export/csv-ranges.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { discardPrestarted, Helper } from '../export/helper.js';
 import { FileSink, type Sink, StreamSink } from '../export/sink.js';
-import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery, rowIdName } from '../export/tables.js';
+import { chosenColumns, EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery, isView, rowIdName } from '../export/tables.js';
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { canonicalPath } from '../store/lock.js';
@@ -29,6 +29,10 @@ export interface ExportFlags extends DbFlags {
   since?: string;
   until?: string;
   rawCsv?: boolean;
+  /** `--columns a,b,c`: only these columns, in this order. */
+  columns?: string;
+  /** `--since-last <consumer>`: only what changed since that consumer's previous export. */
+  sinceLast?: string;
   quiet?: boolean;
   json?: boolean;
 }
@@ -133,9 +137,37 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   // CSV's helper thread starts now (or the launcher's is adopted): its start-up overlaps ours
   // (export/csv-ranges.ts). Any other export stops the one the launcher started.
   if (format !== 'csv' || isPgUrl(dbPath) || availableParallelism() < 2) discardPrestarted();
+  if (flags.sinceLast !== undefined) {
+    const sinceLast = await import('./export-since.js');
+    sinceLast.checkSinceLast({ ...flags, sinceLast: flags.sinceLast }, target);
+    discardPrestarted();
+    if (isPgUrl(dbPath))
+      throw new UsageError('--since-last works with a SQLite mirror; a PostgreSQL mirror does not keep change numbers yet');
+    const job = {
+      consumer: flags.sinceLast,
+      table: flags.table as ExportTable,
+      format,
+      dbPath,
+      target: target as string,
+      columns: flags.columns,
+      rawCsv: flags.rawCsv === true,
+    };
+    return sinceLast.exportSinceLast(job, out, stdout, signal);
+  }
   if (isPgUrl(dbPath)) {
     const table = flags.table as ExportTable;
-    const job = { url: dbPath, where, pgSchema: flags.pgSchema, table, format, campaign: flags.campaign, since, until, target };
+    const job = {
+      url: dbPath,
+      where,
+      pgSchema: flags.pgSchema,
+      table,
+      format,
+      campaign: flags.campaign,
+      since,
+      until,
+      target,
+      columns: flags.columns,
+    };
     return (await import('./export-pg.js')).exportFromPg({ ...job, rawCsv: flags.rawCsv === true }, out, stdout, signal);
   }
   const helper = format === 'csv' && availableParallelism() > 1 ? new Helper() : undefined;
@@ -155,11 +187,34 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
   try {
     const campaign = flags.campaign === undefined ? undefined : selectedCampaign(flags.campaign, new Campaigns(db).idsFor(flags.campaign));
     const schema = schemaVersion(db);
-    const table = EXPORT_TABLES[flags.table as ExportTable].table;
+    const name = flags.table as ExportTable;
+    const table = EXPORT_TABLES[name].table;
+    const present = columnNames(db, table);
+    // The views came with schema 5, and a read-only export does not migrate.
+    if (present.length === 0) {
+      throw new UsageError(
+        `--table ${flags.table}: ${dbPath} has no ${table} (schema ${schema}); run \`campaign-sync pull\` once to upgrade it`,
+      );
+    }
     // An analyst's own column may be named rowid: the row id is then reached by another of its names.
-    const rowid = rowIdName(columnNames(db, table));
-    const filter = { campaign, since, until, schema, rowid };
-    const { sql, params } = exportQuery(flags.table as ExportTable, filter);
+    // A view has none: it is read row by row.
+    const rowid = isView(name) ? null : rowIdName(present);
+    const every = { campaign, since, until, schema, rowid, present };
+    const filter =
+      flags.columns === undefined
+        ? every
+        : {
+            ...every,
+            columns: chosenColumns(
+              flags.columns,
+              db
+                .prepare(exportQuery(name, every).sql)
+                .columns()
+                .map((c) => c.name),
+              flags.table,
+            ),
+          };
+    const { sql, params } = exportQuery(name, filter);
     const stmt = db.prepare(sql).safeIntegers(true);
     const described = stmt.columns();
     const columns = described.map((c) => c.name);

@@ -1,12 +1,28 @@
 import { type SyncFlags, SyncJob } from '../app/sync-job.js';
-import { ExitCode, exitCodeForPass, LockedError } from '../errors.js';
+import { mergeEvents } from '../core/events.js';
+import { ExitCode, exitCodeFor, exitCodeForPass, LockedError } from '../errors.js';
 import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
 import { failureLines, passDocument, passTable, placeDocument, placeLine } from '../ui/summary.js';
 
-/** What `pull` takes: the sync settings, the output options, and --if-idle. */
-export type PullFlags = SyncFlags & OutputFlags & { ifIdle?: boolean };
+/** What `pull` takes: the sync settings, the output options, and its own options. */
+export type PullFlags = SyncFlags &
+  OutputFlags & {
+    /** `--if-idle`: a lock held by another campaign-sync is exit 0 and silence. */
+    ifIdle?: boolean;
+    /** `--metrics-file <path>`: the Prometheus text of the pass, for node_exporter's textfile collector. */
+    metricsFile?: string;
+  };
+
+/** The metrics of `--metrics-file`, loaded only when asked for (prom-client costs a plain pull its start-up). */
+async function metricsFor(path: string | undefined) {
+  if (path === undefined) return undefined;
+  const [{ SyncMetrics }, file] = await Promise.all([import('../app/metrics.js'), import('../app/metrics-file.js')]);
+  file.checkMetricsFile(path);
+  const metrics = new SyncMetrics();
+  return { events: metrics.events(), metrics, write: () => file.writeMetricsFile(path, metrics) };
+}
 
 /**
  * A campaign this database synced that the service's list no longer holds (its key lost access, or
@@ -53,17 +69,34 @@ export async function pull(flags: PullFlags, signal: AbortSignal): Promise<numbe
 }
 
 async function pullOnce(flags: PullFlags, signal: AbortSignal, out: Output): Promise<number> {
+  const file = await metricsFor(flags.metricsFile);
   const progress = await startProgress(out, 'listing campaigns');
   let session: SyncJob;
   try {
-    session = await SyncJob.open(flags, signal, { events: commandEvents(out, progress) });
+    session = await SyncJob.open(flags, signal, {
+      events: mergeEvents(commandEvents(out, progress), file?.events),
+      alertFailure: (text) => out.error(text),
+    });
   } catch (err) {
     progress.stop();
     throw err;
   }
   for (const w of session.warnings) out.warn(w);
+  const startedAt = Date.now();
   try {
-    const result = await session.pass();
+    let result: Awaited<ReturnType<SyncJob['pass']>>;
+    try {
+      result = await session.pass();
+    } catch (err) {
+      // A pass that synced nothing (the service down, a 401) is what monitoring most needs to see;
+      // the pass's own error stays the one reported.
+      if (file !== undefined) {
+        file.metrics.failedPass(Date.now() - startedAt, exitCodeFor(err));
+        file.metrics.streams(await session.store.streams().catch(() => []));
+        await file.write().catch((e: Error) => out.error(e.message));
+      }
+      throw err;
+    }
     progress.stop();
     out.document({ ...passDocument(result), written_to: placeDocument(session.store.place) });
     // Built only when printed: a cron pull is --quiet, and the table costs more than a no-op pass.
@@ -71,6 +104,11 @@ async function pullOnce(flags: PullFlags, signal: AbortSignal, out: Output): Pro
     // The table lists failures; without it (--quiet, --json) each failed stream still gets one line.
     if (out.quiet || out.json) for (const line of failureLines(result)) out.error(line);
     if (!out.quiet) await warnUnlisted(session, out);
+    if (file !== undefined) {
+      file.metrics.pass(result, await session.store.streams());
+      // After the summary: a metrics file that cannot be written is exit 74 (monitoring would go stale unseen).
+      await file.write();
+    }
     return exitCodeForPass(result);
   } finally {
     progress.stop();

@@ -73,7 +73,11 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
     out.warn(
       `--max-age ${formatDuration(maxAge)}${flags.maxAge === undefined ? ' (the default)' : ''} is not above --interval ${formatDuration(intervalMs)} and its 5% jitter: /healthz will answer 503 between passes, and a liveness probe would restart a healthy watch; set --max-age above --interval plus a pass`,
     );
-  const openSession = () => SyncJob.open(flags, signal, { events: mergeEvents(commandEvents(out), metrics?.events()) });
+  const openSession = () =>
+    SyncJob.open(flags, signal, {
+      events: mergeEvents(commandEvents(out), metrics?.events()),
+      alertFailure: (text) => out.error(`${new Date().toISOString()} ${text}`),
+    });
   let session = await openSession();
   // Closed after another program's lock failed a pass (below); opened again by the next pass.
   let closed = false;

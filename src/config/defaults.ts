@@ -48,5 +48,5 @@ export const CHOICES = {
   reportType: REPORT_TYPES,
   format: ['sqlite', 'ndjson'],
   exportFormat: ['csv', 'ndjson', 'parquet'],
-  table: ['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results'],
+  table: ['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results', 'results', 'latest_results', 'skill_scores'],
 } as const;

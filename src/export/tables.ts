@@ -3,6 +3,8 @@
  * Table and column names are fixed by PRODUCT.md §5.
  */
 import type { CHOICES } from '../config/defaults.js';
+import { UsageError } from '../errors.js';
+import { INTERNAL_COLUMNS } from '../store/changes.js';
 import { detailRawSql, roleRawSql } from '../store/reassemble.js';
 import { COLUMNS } from '../store/rows.js';
 
@@ -21,13 +23,46 @@ export const EXPORT_TABLES = {
   'score-details': { table: 'score_details', campaignColumn: 'campaign_id', dateColumn: 'created_at' },
   // Eval results have no created_at: their day is the day they were evaluated.
   'eval-results': { table: 'eval_results', campaignColumn: 'campaign_id', dateColumn: 'evaluated_at' },
+  // The analysts' views (store/views.ts), by their SQL names: no row id, so read row by row in the view's order.
+  results: { table: 'results', campaignColumn: 'campaign_id', dateColumn: 'created_at', view: true },
+  latest_results: { table: 'latest_results', campaignColumn: 'campaign_id', dateColumn: 'created_at', view: true },
+  skill_scores: { table: 'skill_scores', campaignColumn: 'campaign_id', dateColumn: 'evaluated_at', view: true },
   // Exactly the tables `--table` offers (cli.ts): a table added to one list and not the other fails tsc.
-} as const satisfies Record<(typeof CHOICES.table)[number], { table: string; campaignColumn: string; dateColumn: string }>;
+} as const satisfies Record<(typeof CHOICES.table)[number], { table: string; campaignColumn: string; dateColumn: string; view?: true }>;
 
 export type ExportTable = keyof typeof EXPORT_TABLES;
 
-/** Columns that hold JSON text: NDJSON export embeds them as JSON values. */
-export const JSON_COLUMNS = new Set(['raw', 'feedback', 'additional_scores']);
+/** Whether `--table` names one of the analysts' views, which has no row id to read by. */
+export function isView(name: ExportTable): boolean {
+  return 'view' in EXPORT_TABLES[name];
+}
+
+/** Columns that hold JSON text: NDJSON export embeds them as JSON values (the views' strengths and growths are JSON arrays). */
+export const JSON_COLUMNS = new Set(['raw', 'feedback', 'additional_scores', 'strengths', 'growths']);
+
+/**
+ * `--columns a,b,c`: the names given, in their order, each one of `available` (the table's or view's
+ * columns); a name twice, an empty one or an unknown one is a bad flag value naming it.
+ */
+export function chosenColumns(given: string, available: readonly string[], table: string): string[] {
+  const names = given.split(',').map((n) => n.trim());
+  if (names.some((n) => n === ''))
+    throw new UsageError('--columns: a column name is empty; give names separated by commas, e.g. --columns id,user_email');
+  const seen = new Set<string>();
+  for (const name of names) {
+    if (!available.includes(name)) {
+      throw new UsageError(`--columns: ${table} has no column "${name}"; its columns are ${available.join(', ')}`);
+    }
+    if (seen.has(name)) throw new UsageError(`--columns: "${name}" is given twice`);
+    seen.add(name);
+  }
+  return names;
+}
+
+/** An SQL identifier, quoted: a column an analyst added may have any name. */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
 
 export interface ExportFilter {
   campaign?: string | undefined;
@@ -40,6 +75,12 @@ export interface ExportFilter {
    * it; null when every name does (rows are then read in the table's own order, without ORDER BY).
    */
   rowid?: string | null | undefined;
+  /** `--columns`: only these, in this order (checked by chosenColumns); every column when undefined. */
+  columns?: readonly string[] | undefined;
+  /** The table's columns as the database has them: the mirror's bookkeeping among them is left out. */
+  present?: readonly string[] | undefined;
+  /** One more condition on the rows (alias `t`), its parameters bound after the filters' (export --since-last). */
+  and?: string | undefined;
 }
 
 /** The name an export's SQL reaches the row id by: `rowid` when the filter does not say. */
@@ -90,19 +131,29 @@ export function exportQuery(
     where.push(`${ranged ? '+' : ''}substr(t.${spec.dateColumn}, 1, 10) <= ?`);
     params.push(filter.until);
   }
+  if (filter.and !== undefined) where.push(filter.and);
   // rowid order is insertion order: stable, and free (no sort, no temp B-tree, constant memory). With
   // no name left for the row id, a scan of the table's B-tree yields that same order, unpromised.
-  const rowid = rowIdOf(filter);
+  const rowid = 'view' in spec ? null : rowIdOf(filter);
   const order = rowid === null ? '' : ` ORDER BY t.${rowid}`;
   const full = fullRaw(spec.table, filter);
-  // Every column in the table's order (its key, then store/rows.ts's list), `raw` rebuilt where it is stored apart.
+  const column = (c: string) => (c === 'raw' && full !== undefined ? `${full('t')} AS raw` : `t.${quoteIdent(c)}`);
+  // Every column in the table's order (its key, then store/rows.ts's list), `raw` rebuilt where it is
+  // stored apart; or the columns asked for, in the order asked.
   const select =
-    full !== undefined
-      ? [
-          't.id',
-          ...COLUMNS[spec.table as 'role_results' | 'score_details'].map((c) => (c === 'raw' ? `${full('t')} AS raw` : `t.${c}`)),
-        ].join(', ')
-      : 't.*';
+    filter.columns !== undefined
+      ? filter.columns.map(column).join(', ')
+      : full !== undefined
+        ? [
+            't.id',
+            ...COLUMNS[spec.table as 'role_results' | 'score_details'].map((c) => (c === 'raw' ? `${full('t')} AS raw` : `t.${c}`)),
+          ].join(', ')
+        : filter.present?.some((c) => INTERNAL_COLUMNS.has(c))
+          ? filter.present
+              .filter((c) => !INTERNAL_COLUMNS.has(c))
+              .map(column)
+              .join(', ')
+          : 't.*';
   const filtered = where.length ? ` WHERE ${where.join(' AND ')}` : '';
   return { sql: `SELECT ${select} FROM ${spec.table} t${filtered}${order}`, params, select, where };
 }

@@ -54,6 +54,14 @@ export type StreamSqlRow = Omit<StreamRow, 'unlisted_since' | 'type_changed_to' 
 export const STREAMS_SQL =
   'SELECT s.*, c.seen_at AS campaign_seen_at, c.type AS campaign_type FROM sync_state s LEFT JOIN campaigns c ON c.id = s.campaign_id';
 
+/**
+ * The state `--notify` last delivered for each stream (sync/alerts.ts), one `meta` row each:
+ * `notified:<stream>` -> `failing`, `stale`, `unlisted` or `ok`. Kept with the checkpoints so that a
+ * restarted watch or the next cron pull sends only changes. Shared by SQLite and PostgreSQL.
+ */
+export const NOTIFIED_PREFIX = 'notified:';
+export const NOTIFIED_SQL = "SELECT key, value FROM meta WHERE key LIKE 'notified:%'";
+
 /** The newest list of every lister, as stored in `meta` (listings, below). */
 export const LISTINGS_SQL = "SELECT value FROM meta WHERE key LIKE 'listed_by:%'";
 
@@ -70,6 +78,8 @@ function prepare(db: Db) {
     failure: db.prepare('UPDATE sync_state SET last_error = ?, last_error_at = ? WHERE stream = ?'),
     all: db.prepare(`${STREAMS_SQL} ORDER BY s.campaign_id, s.endpoint, s.report_type`).safeIntegers(true),
     listings: db.prepare(LISTINGS_SQL).pluck(),
+    notified: db.prepare(NOTIFIED_SQL),
+    setNotified: db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
     hasStreams: db.prepare('SELECT 1 FROM sync_state WHERE campaign_id = ? LIMIT 1').pluck(),
     destination: db.prepare("SELECT value FROM meta WHERE key = 'destination'").pluck(),
     erasePending: db.prepare('SELECT 1 FROM meta WHERE key = ?').pluck().bind(ERASE_PENDING_KEY),
@@ -130,6 +140,17 @@ export class Checkpoints {
     const listed = listedIds(this.s.listings.all() as string[]);
     const conflicts = new IdConflicts(this.db).perStream();
     return (this.s.all.all() as StreamSqlRow[]).map((row) => streamRow(row, listed, conflicts));
+  }
+
+  /** The state `--notify` last delivered, by stream. */
+  notified(): Map<string, string> {
+    const rows = this.s.notified.all() as Array<{ key: string; value: string }>;
+    return new Map(rows.map((r) => [r.key.slice(NOTIFIED_PREFIX.length), r.value]));
+  }
+
+  /** Records the state `--notify` delivered for a stream. */
+  setNotified(stream: string, state: string): void {
+    this.s.setNotified.run(NOTIFIED_PREFIX + stream, state);
   }
 
   /**

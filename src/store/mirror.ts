@@ -5,6 +5,7 @@
  * transaction (store/group.ts). Campaigns are in store/campaigns.ts.
  */
 import type { CheckedRecord, Endpoint, StreamId } from '../core/types.js';
+import { CURRENT_SEQ, NEXT_SEQ_SQL, TOMBSTONE_SQL } from './changes.js';
 import { type SplitRecord, splitDetailed } from './compact.js';
 import type { Db } from './db.js';
 import { roleRawSql } from './reassemble.js';
@@ -29,18 +30,34 @@ export interface IdConflict {
   kept: string;
 }
 
-/** Only a record whose content differs from the stored one is rewritten (and counted as updated). */
-function updateIfChanged(table: 'session_results' | 'role_results'): string {
-  return `${update(table)} AND raw IS NOT ?`;
+/** An insert that stamps the row with the write's change number (store/changes.ts). */
+function insertStamped(table: 'session_results' | 'role_results', stamp: boolean): string {
+  if (!stamp) return insertIgnore(table);
+  return insertIgnore(table).replace(/, id\) VALUES \((.*)\) ON CONFLICT/, `, id, change_seq) VALUES ($1, ${CURRENT_SEQ}) ON CONFLICT`);
 }
 
-function prepareStatements(db: Db) {
+/** An update of every column that stamps the row with the write's change number. */
+function updateStamped(table: 'session_results' | 'role_results', stamp: boolean): string {
+  if (!stamp) return update(table);
+  return update(table).replace(/ WHERE id = \?$/, `, change_seq = ${CURRENT_SEQ} WHERE id = ?`);
+}
+
+/** Only a record whose content differs from the stored one is rewritten (and counted as updated). */
+function updateIfChanged(table: 'session_results' | 'role_results', stamp: boolean): string {
+  return `${updateStamped(table, stamp)} AND raw IS NOT ?`;
+}
+
+/** `stamp`: the schema has change numbers (version 8); a migration before it runs without them. */
+function prepareStatements(db: Db, stamp: boolean) {
   return {
-    insertSession: db.prepare(insertIgnore('session_results')),
-    updateSession: db.prepare(updateIfChanged('session_results')),
-    insertRole: db.prepare(insertIgnore('role_results')),
-    updateRole: db.prepare(updateIfChanged('role_results')),
-    rewriteRole: db.prepare(update('role_results')),
+    insertSession: db.prepare(insertStamped('session_results', stamp)),
+    updateSession: db.prepare(updateIfChanged('session_results', stamp)),
+    insertRole: db.prepare(insertStamped('role_results', stamp)),
+    updateRole: db.prepare(updateIfChanged('role_results', stamp)),
+    rewriteRole: db.prepare(updateStamped('role_results', stamp)),
+    nextSeq: stamp ? db.prepare(NEXT_SEQ_SQL) : undefined,
+    tombSession: stamp ? db.prepare(TOMBSTONE_SQL.replace('%TABLE%', 'session_results')) : undefined,
+    tombRole: stamp ? db.prepare(TOMBSTONE_SQL.replace('%TABLE%', 'role_results')) : undefined,
     setRoleRaw: db.prepare('UPDATE role_results SET raw = ? WHERE id = ?'),
     fullRoleRaw: db.prepare(`SELECT ${roleRawSql('r')} FROM role_results r WHERE r.id = ?`).pluck(),
     // A detail id another result already holds stays with it (changes = 0): see upsertRoleResults.
@@ -68,8 +85,14 @@ export class Mirror {
   /** Characters of JSON text written since takeBytes() last ran (sizes the group commit). */
   private bytes = 0;
 
-  constructor(db: Db) {
-    this.s = prepareStatements(db);
+  /** `stamp` false only for a migration that runs before schema 8's change numbers exist. */
+  constructor(db: Db, stamp = true) {
+    this.s = prepareStatements(db, stamp);
+  }
+
+  /** Takes the next change number for what the page writes (store/changes.ts). Call inside the page's transaction. */
+  private nextChange(): void {
+    this.s.nextSeq?.run();
   }
 
   /**
@@ -79,6 +102,7 @@ export class Mirror {
    */
   upsertSessionResults(records: CheckedRecord[], campaignId: string): UpsertCounts {
     const counts: UpsertCounts = { inserted: 0, updated: 0 };
+    this.nextChange();
     for (const r of records) {
       const values = sessionRow(r, campaignId);
       this.bytes += r.raw.length;
@@ -99,6 +123,7 @@ export class Mirror {
    */
   upsertRoleResults(records: CheckedRecord[], campaignId: string, reportType: string): UpsertCounts {
     const counts: UpsertCounts = { inserted: 0, updated: 0 };
+    this.nextChange();
     for (const r of records) {
       // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
       const split = Array.isArray(r.record.score_details) ? splitDetailed(r, campaignId) : undefined;
@@ -173,10 +198,16 @@ export class Mirror {
     ) as string[];
   }
 
-  /** Deletes results with their score details and eval results. Call inside a transaction. */
-  remove(endpoint: Endpoint, ids: string[]): number {
+  /**
+   * Deletes results with their score details and eval results, leaving a tombstone of each for
+   * `export --since-last` (store/changes.ts). Call inside a transaction.
+   */
+  remove(endpoint: Endpoint, ids: string[], at = new Date().toISOString()): number {
     let n = 0;
+    if (ids.length > 0) this.nextChange();
     for (const id of ids) {
+      if (endpoint === 'session') this.s.tombSession?.run('session_results', at, id);
+      else this.s.tombRole?.run('role_results', at, id);
       if (endpoint === 'session') {
         this.s.deleteEvals.run('session_result', id);
         n += this.s.deleteSession.run(id).changes;

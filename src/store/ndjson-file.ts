@@ -108,9 +108,9 @@ export class NdjsonFile {
   }
 
   /** Appends and fsyncs; returns the offset after the write (not yet committed). */
-  append(text: string): number {
+  append(text: string | Buffer): number {
     const fd = this.fd as number;
-    const buf = Buffer.from(text, 'utf8');
+    const buf = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
     let done = 0;
     try {
       while (done < buf.length) done += this.write(fd, buf, done, buf.length - done, this.offset + done);

@@ -24,7 +24,8 @@ ${full('score_details', 'd', detailRawSql('d'))}
 
 /** Rewrites every stored DETAILED record; returns how many were rewritten. */
 export function compactStored(db: Db): number {
-  const mirror = new Mirror(db);
+  // Version 6 has no change numbers yet (store/changes.ts, version 8).
+  const mirror = new Mirror(db, false);
   const next = db.prepare("SELECT id, campaign_id, raw FROM role_results WHERE report_type = 'DETAILED' AND id > ? ORDER BY id LIMIT 500");
   let after = '';
   let n = 0;

@@ -4,6 +4,7 @@
  */
 import type Database from 'better-sqlite3';
 import { errorCode, UsageError } from '../errors.js';
+import { V8_SQL } from './changes.js';
 import { V5_LINKS } from './links.js';
 import { compactStored, V6_SQL } from './schema-v6.js';
 import { V5_INDEXES, V5_VIEWS } from './views.js';
@@ -168,6 +169,7 @@ const MIGRATIONS: Array<{ sql: string; run?: (db: Database.Database) => number }
   { sql: V5_LINKS + V5_VIEWS + V5_INDEXES },
   { sql: V6_SQL, run: compactStored },
   { sql: V7 },
+  { sql: V8_SQL },
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 

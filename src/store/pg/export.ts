@@ -18,25 +18,38 @@ export interface PgExportQuery {
 
 const BATCH = 5000;
 
-/** Opens the export of a table: its columns and their PostgreSQL types, and its rows in order (keyed tables by id). */
+/** An identifier, quoted: a column an analyst added may have any name. */
+const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/**
+ * Opens the export of a table or view: its columns and their PostgreSQL types, and its rows in order
+ * (keyed tables by id). `choose` picks the columns written, in their order, from the ones it has.
+ */
 export async function pgExportRows(
   db: PgDatabase,
   q: PgExportQuery,
+  choose: (available: string[]) => string[] = (available) => available,
 ): Promise<{ columns: string[]; types: string[]; rows: AsyncGenerator<Record<string, unknown>> }> {
-  const cols = await db.query<{ name: string; type: string }>(
+  const found = await db.query<{ name: string; type: string }>(
     'SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position',
     [db.schema, q.table],
   );
-  const types = new Map(cols.rows.map((c) => [c.name, c.type]));
-  const select = cols.rows.map((c) => (c.type === 'jsonb' || c.type === 'bigint' ? `${c.name}::text AS ${c.name}` : c.name)).join(', ');
+  const all = new Map(found.rows.map((c) => [c.name, c.type]));
+  // The filters' columns are typed from every column; the rows carry the chosen ones.
+  const dateType = all.get(q.dateColumn);
+  const chosen = choose(found.rows.map((c) => c.name));
+  const cols = chosen.map((name) => ({ name, type: all.get(name) as string }));
+  const types = new Map(cols.map((c) => [c.name, c.type]));
+  const select = cols
+    .map((c) => (c.type === 'jsonb' || c.type === 'bigint' ? `${ident(c.name)}::text AS ${ident(c.name)}` : ident(c.name)))
+    .join(', ');
   const where: string[] = [];
   const params: string[] = [];
-  const dateType = types.get(q.dateColumn);
   const day = dateType?.startsWith('timestamp') ? `(${q.dateColumn} AT TIME ZONE 'UTC')::date::text` : `substr(${q.dateColumn}, 1, 10)`;
   if (q.campaign !== undefined) where.push(`${q.campaignColumn} = $${params.push(q.campaign)}`);
   if (q.since !== undefined) where.push(`${day} >= $${params.push(q.since)}`);
   if (q.until !== undefined) where.push(`${day} <= $${params.push(q.until)}`);
-  const order = types.has('id') ? ' ORDER BY id' : '';
+  const order = all.has('id') ? ' ORDER BY id' : '';
   // DETAILED records are stored once (compact.ts): their full raw comes from the _full views.
   const from = q.table === 'role_results' || q.table === 'score_details' ? `${q.table}_full` : q.table;
   const sql = `SELECT ${select} FROM ${from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${order}`;
@@ -75,5 +88,5 @@ export async function pgExportRows(
       client.release(!clean);
     }
   }
-  return { columns: cols.rows.map((c) => c.name), types: cols.rows.map((c) => c.type), rows: rows() };
+  return { columns: cols.map((c) => c.name), types: cols.map((c) => c.type), rows: rows() };
 }

@@ -7,7 +7,16 @@
 import type pg from 'pg';
 import type { CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
-import { LISTINGS_SQL, listedIds, retiredStreams, STREAMS_SQL, type StreamRow, streamRow } from '../checkpoints.js';
+import {
+  LISTINGS_SQL,
+  listedIds,
+  NOTIFIED_PREFIX,
+  NOTIFIED_SQL,
+  retiredStreams,
+  STREAMS_SQL,
+  type StreamRow,
+  streamRow,
+} from '../checkpoints.js';
 import { CONFLICT_COUNTS_SQL } from '../conflicts.js';
 import type { PgDatabase } from './database.js';
 import { prepared } from './mirror.js';
@@ -122,6 +131,21 @@ export class PgState {
     if (exists.rows[0]?.t === null || exists.rows[0]?.t === undefined) return new Map();
     const r = await this.db.query<{ stream: string; n: string }>(CONFLICT_COUNTS_SQL);
     return new Map(r.rows.map((row) => [row.stream, Number(row.n)]));
+  }
+
+  /** The state `--notify` last delivered, by stream (store/checkpoints.ts). */
+  async notified(): Promise<Map<string, string>> {
+    const r = await this.db.query<{ key: string; value: string }>(NOTIFIED_SQL);
+    return new Map(r.rows.map((row) => [row.key.slice(NOTIFIED_PREFIX.length), row.value]));
+  }
+
+  /** Records the state `--notify` delivered for a stream. */
+  async setNotified(stream: string, state: string): Promise<void> {
+    await this.db.query(
+      'INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+      [NOTIFIED_PREFIX + stream, state],
+      'cannot write to',
+    );
   }
 
   /** Whether any stream of the campaign has a row. */

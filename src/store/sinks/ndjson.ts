@@ -17,6 +17,7 @@ import type { UpsertCounts } from '../mirror.js';
 import { type FileIdentity, identify, stillAt, whereNow } from '../moved.js';
 import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from '../ndjson-file.js';
 import { isTombstone, lineDigest, NdjsonIndex, RECORD_STREAM } from '../ndjson-index.js';
+import { isManifestLine, MANIFEST_FILE, ManifestLines } from '../ndjson-manifest.js';
 import { NdjsonOffsets } from '../offsets.js';
 import { GroupedSink } from './sink.js';
 
@@ -29,6 +30,8 @@ export interface NdjsonSinkOptions {
 /** Records as NDJSON lines, exactly once; the state (checkpoints, offsets) lives in the database. */
 export class NdjsonSink extends GroupedSink {
   private readonly files = new Map<keyof typeof NDJSON_FILES, NdjsonFile>();
+  /** `<out>/_manifest.ndjson`: one line per commit that appended (../ndjson-manifest.ts). */
+  private manifest: ManifestLines | undefined;
   private readonly offsets: NdjsonOffsets;
   private readonly index: NdjsonIndex;
   private readonly conflicts: IdConflicts;
@@ -67,9 +70,38 @@ export class NdjsonSink extends GroupedSink {
         this.files.set(kind as keyof typeof NDJSON_FILES, new NdjsonFile(path, committed, options.write, this.lineCheck(kind, path)));
         if (committed !== undefined && kind !== 'campaigns') this.index.ensureIndexed(path, committed, indexKeyOfLine(kind));
       }
+      // The manifest is an index of the files, not data: removed by its reader, it starts again empty.
+      const manifestPath = `${folder}/${MANIFEST_FILE}`;
+      let manifestCommitted = this.offsets.committed(manifestPath);
+      if (manifestCommitted === undefined || (manifestCommitted > 0 && !exists(manifestPath))) {
+        manifestCommitted = undefined;
+        unclaimed.push(manifestPath);
+      }
+      const manifest = new ManifestLines(new NdjsonFile(manifestPath, manifestCommitted, options.write, isManifestLine));
+      this.manifest = manifest;
+      let manifestEnd: number | undefined;
+      this.group.setHooks({
+        before: () => {
+          try {
+            manifestEnd = manifest.append(new Date());
+          } catch (err) {
+            throw this.group.failWith(err, `cannot write ${manifestPath}`);
+          }
+          if (manifestEnd !== undefined) this.offsets.setCommitted(manifestPath, manifestEnd);
+        },
+        after: () => {
+          if (manifestEnd !== undefined) manifest.committed(manifestEnd);
+          manifestEnd = undefined;
+        },
+        failed: () => {
+          manifest.discard();
+          manifest.file.rollback();
+          manifestEnd = undefined;
+        },
+      });
       const folderId = identify(folder);
       if (folderId) this.opened.push({ path: folder, id: folderId, folder: true });
-      for (const f of this.files.values()) {
+      for (const f of [...this.files.values(), manifest.file]) {
         const id = f.identity();
         if (id) this.opened.push({ path: f.path, id, folder: false });
       }
@@ -131,12 +163,15 @@ export class NdjsonSink extends GroupedSink {
     }
     if (this.failure) throw this.failure;
     const text = `${lines.join('\n')}\n`;
+    const bytes = Buffer.from(text, 'utf8');
     let end: number;
     try {
-      end = file.append(text);
+      end = file.append(bytes);
     } catch (err) {
       throw this.group.failWith(err, `cannot write ${file.path}`);
     }
+    // Noted before the write joins the group, which may commit it (and write the manifest's line) at once.
+    this.manifest?.note(file.path, file.offset, bytes, lines.length);
     try {
       this.group.write(
         () => {
@@ -258,6 +293,12 @@ export class NdjsonSink extends GroupedSink {
     return undefined;
   }
 
+  /** The end of a pass: what it appended is committed, and the next pass's lines take a new run id. */
+  override async flush(): Promise<void> {
+    await super.flush();
+    this.manifest?.nextRun();
+  }
+
   override async close(): Promise<void> {
     try {
       await super.close();
@@ -270,6 +311,7 @@ export class NdjsonSink extends GroupedSink {
   private release(): void {
     for (const f of this.files.values()) f.close();
     this.files.clear();
+    this.manifest?.file.close();
     this.folderLock?.release();
   }
 }

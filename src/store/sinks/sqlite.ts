@@ -39,10 +39,10 @@ export class SqliteSink extends GroupedSink {
     return this.mirror.ids(id);
   }
 
-  async prune(id: StreamId, recordIds: string[], _at: string): Promise<number> {
+  async prune(id: StreamId, recordIds: string[], at: string): Promise<number> {
     return this.group.write(
       () => {
-        const removed = this.mirror.remove(id.endpoint, recordIds);
+        const removed = this.mirror.remove(id.endpoint, recordIds, at);
         this.state.advance(id, undefined, -removed);
         return removed;
       },

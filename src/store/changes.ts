@@ -1,0 +1,134 @@
+/**
+ * Version 7 of the schema: what changed, in order, for `export --since-last <consumer>`. Every write of
+ * a page takes the next number of `change_counter` and stamps the results it inserts or changes with
+ * it (`change_seq`; a record read again unchanged keeps its number); a result reconcile --prune
+ * deletes leaves a tombstone with the number of its write. Numbers are taken inside the writing transaction: a transaction that
+ * rolls back gives its number back, and every committed change has a number above those committed
+ * before it. An export reads in one snapshot everything numbered above what the consumer had and up
+ * to the counter, then remembers the counter for the consumer (`export_consumers`) once its file is
+ * in place. Rows stored before version 8 have no number: a consumer's first export takes them all.
+ * Tombstones hold the result's id and campaign id only. `forget` writes none: an erasure leaves no
+ * trace of the candidate's results in the database, their ids included.
+ */
+import type { Db } from './db.js';
+
+/** The result tables --since-last reads, by `--table` name. */
+export const CHANGE_TABLES = { 'session-results': 'session_results', 'role-results': 'role_results' } as const;
+
+/** Columns of ours that exports leave out (they are the mirror's bookkeeping, not the service's data). */
+export const INTERNAL_COLUMNS = new Set(['change_seq']);
+
+export const V8_SQL = `
+ALTER TABLE session_results ADD COLUMN change_seq INTEGER;
+ALTER TABLE role_results ADD COLUMN change_seq INTEGER;
+CREATE TABLE change_counter (seq INTEGER NOT NULL);
+INSERT INTO change_counter (seq) VALUES (0);
+CREATE TABLE tombstones (
+  table_name TEXT NOT NULL,
+  id TEXT NOT NULL,
+  campaign_id TEXT,
+  seq INTEGER NOT NULL,
+  deleted_at TEXT NOT NULL
+);
+CREATE INDEX tombstones_seq ON tombstones (table_name, seq);
+CREATE TABLE export_consumers (
+  name TEXT NOT NULL,
+  table_name TEXT NOT NULL,
+  last_seq INTEGER NOT NULL,
+  exported_at TEXT NOT NULL,
+  PRIMARY KEY (name, table_name)
+);
+`;
+
+/** The number a write stamps its rows with: the counter as its transaction left it. */
+export const CURRENT_SEQ = '(SELECT seq FROM change_counter)';
+/** Taken by each page's write, in its transaction. */
+export const NEXT_SEQ_SQL = 'UPDATE change_counter SET seq = seq + 1';
+/** A tombstone of a pruned result, numbered with its write: bound (table, campaign_id, deleted_at, id). */
+export const TOMBSTONE_SQL = `INSERT INTO tombstones (table_name, campaign_id, deleted_at, id, seq) SELECT ?, campaign_id, ?, id, ${CURRENT_SEQ} FROM %TABLE% WHERE id = ?`;
+
+/** What a consumer's export reads: the changes numbered in `(from, to]`. */
+export interface ChangeWindow {
+  /** The consumer's last number; -1 for a consumer never seen (its first export takes every row). */
+  from: number;
+  /** The counter in the export's snapshot. */
+  to: number;
+}
+
+/** The consumer's window, read in the caller's snapshot (a read transaction). */
+export function changeWindow(db: Db, consumer: string, table: string): ChangeWindow {
+  const to = Number(db.prepare('SELECT seq FROM change_counter').pluck().get() ?? 0);
+  const last = db.prepare('SELECT last_seq FROM export_consumers WHERE name = ? AND table_name = ?').pluck().get(consumer, table);
+  return { from: last === undefined ? -1 : Number(last), to };
+}
+
+/** The condition on a table's rows (alias `t`) for a window: bound (from, to). */
+export const CHANGED_ROWS = 'coalesce(t.change_seq, 0) > ? AND coalesce(t.change_seq, 0) <= ?';
+
+/**
+ * The tombstones of a window, for a consumer that had an earlier export (a first one never held the
+ * rows): id, campaign id, when, in order; one whose record came back since is left out (its row is exported).
+ */
+export function tombstonesIn(
+  db: Db,
+  table: string,
+  w: ChangeWindow,
+): IterableIterator<{ id: string; campaign_id: string | null; deleted_at: string }> {
+  if (w.from < 0) return [][Symbol.iterator]();
+  return db
+    .prepare(
+      `SELECT b.id, b.campaign_id, b.deleted_at FROM tombstones b WHERE b.table_name = ? AND b.seq > ? AND b.seq <= ?
+       AND NOT EXISTS (SELECT 1 FROM ${table} r WHERE r.id = b.id AND coalesce(r.change_seq, 0) > b.seq) ORDER BY b.seq`,
+    )
+    .iterate(table, w.from, w.to) as IterableIterator<{ id: string; campaign_id: string | null; deleted_at: string }>;
+}
+
+/** Remembers that `consumer` has every change of `table` up to `to` (once its file is in place). */
+export function rememberConsumer(db: Db, consumer: string, table: string, to: number, at: string): void {
+  db.prepare(
+    `INSERT INTO export_consumers (name, table_name, last_seq, exported_at) VALUES (?, ?, ?, ?)
+     ON CONFLICT (name, table_name) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq), exported_at = excluded.exported_at`,
+  ).run(consumer, table, to, at);
+}
+
+/** The columns a SELECT gives (name, declared type), without running it. */
+export function describeSelect(db: Db, sql: string): Array<{ name: string; type: string | null }> {
+  return db
+    .prepare(sql)
+    .columns()
+    .map((c) => ({ name: c.name, type: c.type }));
+}
+
+/**
+ * A consumer's changes of `table`, read in one snapshot (a read transaction, ended by end() or
+ * abort()): the window, then the tombstones and the rows of `sql` (the export's SELECT with
+ * CHANGED_ROWS among its conditions, bound last), rows as arrays, int64 exact.
+ */
+export function readChanges(db: Db, consumer: string, table: string, sql: string) {
+  const stmt = db.prepare(sql).safeIntegers(true);
+  db.exec('BEGIN');
+  const window = changeWindow(db, consumer, table);
+  // Kept to be ended first: a statement still iterating keeps the connection busy.
+  const open: Array<IterableIterator<unknown>> = [];
+  const track = <T>(it: IterableIterator<T>) => {
+    open.push(it as IterableIterator<unknown>);
+    return it;
+  };
+  return {
+    window,
+    tombstones: () => track(tombstonesIn(db, table, window)),
+    rows: () => track(stmt.raw(true).iterate(window.from, window.to) as IterableIterator<unknown[]>),
+    end: () => {
+      if (db.inTransaction) db.exec('COMMIT');
+    },
+    /** Never throws: the export's own error is the one to report. */
+    abort: () => {
+      for (const it of open) it.return?.();
+      try {
+        if (db.inTransaction) db.exec('ROLLBACK');
+      } catch {
+        // Closing the connection ends the transaction anyway.
+      }
+    },
+  };
+}

@@ -1,0 +1,143 @@
+/**
+ * `export --table results|latest_results|skill_scores` (the analysts' views) and `--columns a,b,c`:
+ * every row of the view, read back as the database gives it; only the columns asked for, in their order.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parquetReadObjects } from 'hyparquet';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { exportTable } from '../src/commands/export.js';
+import { openDatabase } from '../src/store/db.js';
+import { parseStrictCsv } from './helpers/csv.js';
+import { cli, sim, tempDir } from './helpers/index.js';
+
+let dbPath: string;
+let dir: string;
+
+beforeAll(async () => {
+  const s = await sim({ campaigns: 4, records: 40 });
+  dir = tempDir();
+  dbPath = join(dir, 'm.db');
+  const r = await cli(['pull', '--db', dbPath], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+  expect(r.code, r.stderr).toBe(0);
+});
+
+let n = 0;
+async function exported(args: Record<string, string>): Promise<string> {
+  const out = join(dir, `out-${n++}`);
+  expect(await exportTable({ db: dbPath, quiet: true, output: out, table: 'results', ...args })).toBe(0);
+  return readFileSync(out, 'utf8');
+}
+
+/** The database's rows of `sql`, as CSV cells (null as empty, numbers as JavaScript writes them). */
+function cells(sql: string): { header: string[]; rows: string[][] } {
+  const db = openDatabase(dbPath, { readonly: true });
+  try {
+    const stmt = db.prepare(sql).safeIntegers(true);
+    const header = stmt.columns().map((c) => c.name);
+    const rows = (stmt.raw(true).all() as unknown[][]).map((r) => r.map((v) => (v === null ? '' : String(v))));
+    return { header, rows };
+  } finally {
+    db.close();
+  }
+}
+
+const sorted = (rows: string[][]) => [...rows].sort((a, b) => a.join('\u0001').localeCompare(b.join('\u0001')));
+
+describe('export of the analysts views', () => {
+  for (const view of ['results', 'latest_results', 'skill_scores']) {
+    it(`${view}: every row of the view, as CSV`, async () => {
+      const [header, ...rows] = parseStrictCsv(await exported({ table: view, format: 'csv', rawCsv: 'true' }));
+      const want = cells(`SELECT * FROM ${view}`);
+      expect(want.rows.length).toBeGreaterThan(0);
+      expect(header).toEqual(want.header);
+      expect(sorted(rows)).toEqual(sorted(want.rows));
+    });
+  }
+
+  it('the SQL spellings and the dashed ones name the same view (the CLI)', async () => {
+    const r = await cli(['export', '--db', dbPath, '--table', 'latest-results', '--columns', 'candidate_email']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.split('\r\n')[0]).toBe('candidate_email');
+  });
+
+  it('NDJSON embeds the strengths and growths as JSON arrays', async () => {
+    const lines = (await exported({ table: 'results', format: 'ndjson' })).trimEnd().split('\n');
+    const objects = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(objects.length).toBe(cells('SELECT * FROM results').rows.length);
+    const sessions = objects.filter((o) => o.kind === 'session');
+    expect(sessions.length).toBeGreaterThan(0);
+    // Null where the feedback is not an object; a JSON array (not its text) everywhere else.
+    expect(sessions.some((o) => Array.isArray(o.strengths) && Array.isArray(o.growths))).toBe(true);
+    expect(sessions.every((o) => typeof o.strengths !== 'string' && typeof o.growths !== 'string')).toBe(true);
+  });
+
+  it('--campaign and --since filter a view', async () => {
+    const campaign = cells('SELECT campaign_id FROM skill_scores LIMIT 1').rows[0]?.[0] as string;
+    const [, ...rows] = parseStrictCsv(await exported({ table: 'skill_scores', campaign, columns: 'campaign_id,skill_key' }));
+    expect(rows.length).toBe(cells(`SELECT 1 FROM skill_scores WHERE campaign_id = '${campaign}'`).rows.length);
+    expect(rows.every((r) => r[0] === campaign)).toBe(true);
+    const [, ...none] = parseStrictCsv(await exported({ table: 'results', since: '2999-01-01' }));
+    expect(none).toEqual([]);
+  });
+
+  it('Parquet of a view reads back with every row', async () => {
+    const out = join(dir, 'latest.parquet');
+    expect(await exportTable({ db: dbPath, quiet: true, output: out, table: 'latest_results', format: 'parquet' })).toBe(0);
+    const bytes = readFileSync(out);
+    const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    const rows = await parquetReadObjects({ file });
+    expect(rows.length).toBe(cells('SELECT * FROM latest_results').rows.length);
+  });
+});
+
+describe('--columns', () => {
+  it('a table: only the columns given, in their order, and no raw JSON (CSV, read by row id ranges)', async () => {
+    const text = await exported({ table: 'session-results', columns: 'user_email, id,score' });
+    const [header, ...rows] = parseStrictCsv(text);
+    expect(header).toEqual(['user_email', 'id', 'score']);
+    expect(rows).toEqual(cells('SELECT user_email, id, score FROM session_results ORDER BY rowid').rows);
+    expect(text).not.toContain('"raw"');
+  });
+
+  it('raw of a DETAILED role result is given whole, as the service sent it', async () => {
+    const lines = (await exported({ table: 'role-results', format: 'ndjson', columns: 'id,raw' })).trimEnd().split('\n');
+    const want = new Map(cells('SELECT id, raw FROM role_results_full').rows.map(([id, raw]) => [id, JSON.parse(raw as string)]));
+    expect(lines.length).toBe(want.size);
+    for (const line of lines) {
+      const o = JSON.parse(line) as { id: string; raw: unknown };
+      expect(Object.keys(o)).toEqual(['id', 'raw']);
+      expect(o.raw).toEqual(want.get(o.id));
+    }
+  });
+
+  it('a view, as NDJSON and Parquet', async () => {
+    const lines = (await exported({ table: 'latest_results', format: 'ndjson', columns: 'candidate_email,score' })).trimEnd().split('\n');
+    expect(Object.keys(JSON.parse(lines[0] as string))).toEqual(['candidate_email', 'score']);
+    const out = join(dir, 'cols.parquet');
+    expect(
+      await exportTable({ db: dbPath, quiet: true, output: out, table: 'skill_scores', format: 'parquet', columns: 'skill_key,score' }),
+    ).toBe(0);
+    const bytes = readFileSync(out);
+    const rows = await parquetReadObjects({
+      file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,
+    });
+    expect(Object.keys(rows[0] as object)).toEqual(['skill_key', 'score']);
+  });
+
+  it('an unknown, repeated or empty name is exit 2 naming it, and no file is written', async () => {
+    const out = join(dir, 'never.csv');
+    for (const [columns, says] of [
+      ['id,nope', /session-results has no column "nope"; its columns are id, campaign_id/],
+      ['id,id', /"id" is given twice/],
+      ['id,,score', /a column name is empty/],
+      ['', /a column name is empty/],
+    ] as const) {
+      const r = await cli(['export', '--db', dbPath, '--table', 'session-results', '--columns', columns, '-o', out]);
+      expect(r.code, columns).toBe(2);
+      expect(r.stderr).toMatch(says);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    expect(() => readFileSync(out)).toThrow();
+  });
+});
