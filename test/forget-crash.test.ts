@@ -21,15 +21,18 @@ async function run(s: RunningSimulator, args: string[]) {
 type User = { id: string; email: string };
 
 /** An NDJSON mirror in `dir`, and a candidate with lines in both results files (two rewrites, two renames). */
+/** Records per campaign: enough that half the role file outweighs what the erasure's transaction writes to the database. */
+const RECORDS = 60;
+
 async function mirror(dir: string) {
-  const s = await sim({ campaigns: 2, records: 30 });
+  const s = await sim({ campaigns: 2, records: RECORDS });
   const db = join(dir, 'm.db');
   const out = join(dir, 'out');
   const pulled = await run(s, ['pull', '--db', db, '--format', 'ndjson', '--out', out]);
   expect(pulled.code, pulled.stderr).toBe(0);
   const [session, role] = s.data.campaigns as [(typeof s.data.campaigns)[0], (typeof s.data.campaigns)[0]];
-  const inRole = new Set(Array.from({ length: 30 }, (_, i) => (s.data.roleResult(role, i, 'DETAILED').user as User).id));
-  const x = Array.from({ length: 30 }, (_, i) => s.data.sessionResult(session, i).user as User).find((u) => inRole.has(u.id)) as User;
+  const inRole = new Set(Array.from({ length: RECORDS }, (_, i) => (s.data.roleResult(role, i, 'DETAILED').user as User).id));
+  const x = Array.from({ length: RECORDS }, (_, i) => s.data.sessionResult(session, i).user as User).find((u) => inRole.has(u.id)) as User;
   expect(x).toBeDefined();
   return { s, db, out, x };
 }

@@ -38,6 +38,8 @@ export class PgDatabase {
       connectionString: url,
       max: opts.connections ?? 5,
       connectionTimeoutMillis: 15_000,
+      // A server or network that vanishes without a reset is noticed by TCP keepalive, not never.
+      keepAlive: true,
       // Who holds a stream's lock, for the message of a second worker (store/pg/lock.ts).
       application_name: `campaign-sync pid ${process.pid} on ${hostname()}`.slice(0, 63),
       // synchronous_commit off: a commit does not wait for its WAL flush. A crash of the server (not
