@@ -1,6 +1,6 @@
 /**
- * Version 7 of the schema: what changed, in order, for `export --since-last <consumer>`. Every write of
- * a page takes the next number of `change_counter` and stamps the results it inserts or changes with
+ * Change numbers (schema 8, made by store/migrations/v8.ts): what changed, in order, for
+ * `export --since-last <consumer>`. Every write of a page takes the next number of `change_counter` and stamps the results it inserts or changes with
  * it (`change_seq`; a record read again unchanged keeps its number); a result reconcile --prune
  * deletes leaves a tombstone with the number of its write. Numbers are taken inside the writing transaction: a transaction that
  * rolls back gives its number back, and every committed change has a number above those committed
@@ -17,28 +17,6 @@ export const CHANGE_TABLES = { 'session-results': 'session_results', 'role-resul
 
 /** Columns of ours that exports leave out (they are the mirror's bookkeeping, not the service's data). */
 export const INTERNAL_COLUMNS = new Set(['change_seq']);
-
-export const V8_SQL = `
-ALTER TABLE session_results ADD COLUMN change_seq INTEGER;
-ALTER TABLE role_results ADD COLUMN change_seq INTEGER;
-CREATE TABLE change_counter (seq INTEGER NOT NULL);
-INSERT INTO change_counter (seq) VALUES (0);
-CREATE TABLE tombstones (
-  table_name TEXT NOT NULL,
-  id TEXT NOT NULL,
-  campaign_id TEXT,
-  seq INTEGER NOT NULL,
-  deleted_at TEXT NOT NULL
-);
-CREATE INDEX tombstones_seq ON tombstones (table_name, seq);
-CREATE TABLE export_consumers (
-  name TEXT NOT NULL,
-  table_name TEXT NOT NULL,
-  last_seq INTEGER NOT NULL,
-  exported_at TEXT NOT NULL,
-  PRIMARY KEY (name, table_name)
-);
-`;
 
 /** The number a write stamps its rows with: the counter as its transaction left it. */
 export const CURRENT_SEQ = '(SELECT seq FROM change_counter)';

@@ -31,33 +31,30 @@ export interface IdConflict {
 }
 
 /** An insert that stamps the row with the write's change number (store/changes.ts). */
-function insertStamped(table: 'session_results' | 'role_results', stamp: boolean): string {
-  if (!stamp) return insertIgnore(table);
+function insertStamped(table: 'session_results' | 'role_results'): string {
   return insertIgnore(table).replace(/, id\) VALUES \((.*)\) ON CONFLICT/, `, id, change_seq) VALUES ($1, ${CURRENT_SEQ}) ON CONFLICT`);
 }
 
 /** An update of every column that stamps the row with the write's change number. */
-function updateStamped(table: 'session_results' | 'role_results', stamp: boolean): string {
-  if (!stamp) return update(table);
+function updateStamped(table: 'session_results' | 'role_results'): string {
   return update(table).replace(/ WHERE id = \?$/, `, change_seq = ${CURRENT_SEQ} WHERE id = ?`);
 }
 
 /** Only a record whose content differs from the stored one is rewritten (and counted as updated). */
-function updateIfChanged(table: 'session_results' | 'role_results', stamp: boolean): string {
-  return `${updateStamped(table, stamp)} AND raw IS NOT ?`;
+function updateIfChanged(table: 'session_results' | 'role_results'): string {
+  return `${updateStamped(table)} AND raw IS NOT ?`;
 }
 
-/** `stamp`: the schema has change numbers (version 8); a migration before it runs without them. */
-function prepareStatements(db: Db, stamp: boolean) {
+function prepareStatements(db: Db) {
   return {
-    insertSession: db.prepare(insertStamped('session_results', stamp)),
-    updateSession: db.prepare(updateIfChanged('session_results', stamp)),
-    insertRole: db.prepare(insertStamped('role_results', stamp)),
-    updateRole: db.prepare(updateIfChanged('role_results', stamp)),
-    rewriteRole: db.prepare(updateStamped('role_results', stamp)),
-    nextSeq: stamp ? db.prepare(NEXT_SEQ_SQL) : undefined,
-    tombSession: stamp ? db.prepare(TOMBSTONE_SQL.replace('%TABLE%', 'session_results')) : undefined,
-    tombRole: stamp ? db.prepare(TOMBSTONE_SQL.replace('%TABLE%', 'role_results')) : undefined,
+    insertSession: db.prepare(insertStamped('session_results')),
+    updateSession: db.prepare(updateIfChanged('session_results')),
+    insertRole: db.prepare(insertStamped('role_results')),
+    updateRole: db.prepare(updateIfChanged('role_results')),
+    rewriteRole: db.prepare(updateStamped('role_results')),
+    nextSeq: db.prepare(NEXT_SEQ_SQL),
+    tombSession: db.prepare(TOMBSTONE_SQL.replace('%TABLE%', 'session_results')),
+    tombRole: db.prepare(TOMBSTONE_SQL.replace('%TABLE%', 'role_results')),
     setRoleRaw: db.prepare('UPDATE role_results SET raw = ? WHERE id = ?'),
     fullRoleRaw: db.prepare(`SELECT ${roleRawSql('r')} FROM role_results r WHERE r.id = ?`).pluck(),
     // A detail id another result already holds stays with it (changes = 0): see upsertRoleResults.
@@ -85,14 +82,13 @@ export class Mirror {
   /** Characters of JSON text written since takeBytes() last ran (sizes the group commit). */
   private bytes = 0;
 
-  /** `stamp` false only for a migration that runs before schema 8's change numbers exist. */
-  constructor(db: Db, stamp = true) {
-    this.s = prepareStatements(db, stamp);
+  constructor(db: Db) {
+    this.s = prepareStatements(db);
   }
 
   /** Takes the next change number for what the page writes (store/changes.ts). Call inside the page's transaction. */
   private nextChange(): void {
-    this.s.nextSeq?.run();
+    this.s.nextSeq.run();
   }
 
   /**
@@ -153,15 +149,6 @@ export class Mirror {
     return true;
   }
 
-  /** Rewrites a stored DETAILED record into schema 6's shape (the migration). Call inside a transaction. */
-  restore(r: CheckedRecord, campaignId: string): void {
-    const split = splitDetailed(r, campaignId);
-    this.s.deleteDetailEvals.run(r.id);
-    this.s.deleteDetails.run(r.id);
-    this.s.setRoleRaw.run(split.raw, r.id);
-    this.insertDetails(r, split);
-  }
-
   /**
    * Rewrites a stored record that differs from `r`. A DETAILED record whose stripped text is the same
    * may still differ in its details: its full text is rebuilt and compared (a re-read only).
@@ -206,8 +193,8 @@ export class Mirror {
     let n = 0;
     if (ids.length > 0) this.nextChange();
     for (const id of ids) {
-      if (endpoint === 'session') this.s.tombSession?.run('session_results', at, id);
-      else this.s.tombRole?.run('role_results', at, id);
+      if (endpoint === 'session') this.s.tombSession.run('session_results', at, id);
+      else this.s.tombRole.run('role_results', at, id);
       if (endpoint === 'session') {
         this.s.deleteEvals.run('session_result', id);
         n += this.s.deleteSession.run(id).changes;

@@ -2,9 +2,10 @@
  * DETAILED records stored once in the PostgreSQL mirror, as the SQLite mirror stores them since
  * schema 6 (store/compact.ts): a role result's `raw` without its `score_details` entries (they live
  * in score_details), each entry's `raw` without its `eval_results` (they live in eval_results). An
- * emptied array marks what was taken out; `rawSql` below rebuilds it. jsonb stores a DETAILED record
- * three times otherwise (the record, each detail, each eval), and parsing and TOASTing those copies
- * was most of a DETAILED page's server time.
+ * emptied array marks what was taken out; roleRawPg below rebuilds it (the _full views hold the copy
+ * store/pg/migrations/v2.ts froze: a change here that they must follow takes a new migration). jsonb
+ * stores a DETAILED record three times otherwise (the record, each detail, each eval), and parsing
+ * and TOASTing those copies was most of a DETAILED page's server time.
  *
  * The guarantee is PostgreSQL's `raw` guarantee (jsonb: the same value as sent, keys and spacing
  * normalised): `role_results_full.raw = <the record as sent>::jsonb` for every record. Only what comes

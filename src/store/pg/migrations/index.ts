@@ -1,0 +1,16 @@
+/**
+ * The PostgreSQL mirror's migrations: PG_MIGRATIONS[i] takes a schema from version i to i + 1
+ * (store/pg/schema.ts runs them, in one transaction).
+ *
+ * A migration file, once released, never changes: a mirror a release upgraded must equal one this
+ * release upgrades from the same version. So each step is frozen SQL that imports nothing from the
+ * write path (store/pg/mirror.ts, store/pg/compact.ts, store/rows.ts, store/sinks/) nor any other
+ * store/ file (test/migrations.test.ts checks it). To change the schema, add a file and an entry here.
+ */
+import { V1 } from './v1.js';
+import { V2 } from './v2.js';
+import { V3 } from './v3.js';
+import { V4 } from './v4.js';
+import { V5 } from './v5.js';
+
+export const PG_MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5];
