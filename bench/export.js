@@ -1,5 +1,5 @@
 // Issue 15: `export --format csv` of the largest table against `sqlite3 -csv` of the same query, both
-// as whole processes writing a file. See the README's Performance section and docs/performance.md.
+// as whole processes writing a file. See docs/performance.md.
 //
 //   npm run build && node bench/export.js [--records N] [--rounds N] [--table eval-results] [--db FILE]
 //

@@ -1,4 +1,4 @@
-// The HTTP side of a pull alone (issue 15): ApiClient.resultsPage over every page of one stream, in
+// The HTTP side of a pull alone: ApiClient.resultsPage over every page of one stream, in
 // sequence, no store, against the bench server in its own process; CPU of this process
 // (process.cpuUsage). Two builds can be compared in paired rounds (the order alternating), e.g. a
 // copy of dist/ from before a change against dist/:

@@ -1,4 +1,4 @@
-// The team mirror's throughput (issue 17): the same pull into SQLite and into a local PostgreSQL,
+// The team mirror's throughput: the same pull into SQLite and into a local PostgreSQL,
 // in-process against the simulator's pre-rendered pages, per record kind; the target is PostgreSQL
 // within 2x of SQLite.
 //

@@ -1,4 +1,4 @@
-// Whole-process costs of issue 15, each against `node -e 0` on the same machine in the same round:
+// Whole-process costs, each against `node -e 0` on the same machine in the same round:
 // a no-op `pull` (6 campaigns, nothing new, the bench server on loopback: target ≤ 4×), `status`
 // (≤ 2×) and `--help` (< 3×). Each round runs every command once, in an order that rotates from
 // round to round (interleaved: a drift of the machine's speed hits all of them alike); the ratio is

@@ -1,5 +1,5 @@
-// `npm run bench`: every target of PRODUCT.md §7 and issue 15, each with its measured ratio and
-// ✓/✗, from one run, then a summary table of all of them. See the README's Performance section.
+// `npm run bench`: every performance target (docs/performance.md), each with its measured ratio and
+// ✓/✗, from one run, then a summary table of all of them. See docs/performance.md.
 //
 //   node bench/run.js [--records N] [--memory-records N] [--skip-memory] [--skip-budget]
 //                     [--skip-schedule] [--schedule-scale 10] [--schedule-hours 2]
@@ -19,11 +19,11 @@
 // 5. The --max-staleness scheduler of watch (bench/schedule.js): zero 429, no stream older than
 //    max-staleness, every arrived result mirrored; p50/p95 arrival → commit.
 // 6. Export CSV vs `sqlite3 -csv` ≤ 2×, when bench/export.js exists and exports exportVsSqlite.
-// 7. PostgreSQL team mirror (bench/pg.js, issue 17): the same pull into PostgreSQL and into SQLite,
+// 7. PostgreSQL team mirror (bench/pg.js): the same pull into PostgreSQL and into SQLite,
 //    per record kind, PostgreSQL/SQLite ≤ 2×, when a server is available (CAMPAIGN_SYNC_BENCH_PG_URL,
 //    CAMPAIGN_SYNC_TEST_PG_URL, or a throwaway initdb); "skipped: no server" otherwise.
 //    --skip-pg leaves it out; --pg-records N (default 10,000 per kind).
-// 8. With --scaling: a role OVERALL pull's cost per record at 10k/100k/500k records (issue 15).
+// 8. With --scaling: a role OVERALL pull's cost per record at 10k/100k/500k records.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';

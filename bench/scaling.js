@@ -1,4 +1,4 @@
-// The scaling curve of issue 15: a role OVERALL pull's cost per record at 10k, 100k and 500k records
+// The scaling curve: a role OVERALL pull's cost per record at 10k, 100k and 500k records
 // (the kind whose small records weigh the indexes most), each into a fresh database, from the bench
 // server in its own process (pages rendered on demand: 500k cached pages would not fit). This
 // process's CPU (user + system) per record is the figure: the wall time also waits for the server,

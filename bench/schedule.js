@@ -1,4 +1,4 @@
-// The --max-staleness scheduler of `watch` (issue 13), measured end to end: 200 campaigns, only 10
+// The --max-staleness scheduler of `watch`, measured end to end: 200 campaigns, only 10
 // of them receiving new results, the service's budget (100/1m) and a 2-minute interval, all scaled
 // down in time by `scale` (10: budget 100/6s, interval 12s, max-staleness 3m). The simulator runs
 // in this process, limited to the same rate; `campaign-sync watch` runs as its own process.

@@ -20,7 +20,7 @@ globalThis[Symbol.for('campaign-sync.early-warnings')] = warnings;
 // A SIGINT/SIGTERM/SIGHUP that arrives while the CLI loads (before main() installs its handlers,
 // ~0.1-0.2 s) is kept and handed to main(), which acts on it as on any other: the first one stops the
 // command (watch exits 0, export 130 with its line), a second one exits 130 at once. Without this,
-// Node's default action killed the process with no message and no exit code of PRODUCT.md §3.
+// Node's default action would kill the process with no message and none of our exit codes.
 const early = { signals: [], stop: () => {} };
 const onEarly = (name) => {
   early.signals.push(name);

@@ -1,8 +1,8 @@
-// The CLI as users run it (issue 15): src/main.ts bundled by esbuild into dist/bundle/, ESM for Node
+// The CLI as users run it: src/main.ts bundled by esbuild into dist/bundle/, ESM for Node
 // 20. One module for the start (main, cli, commander) and chunks for the commands and the parts they
 // share, loaded when used: a no-op pull loads 27 files of ours instead of tsc's 66, status 22 instead
-// of 33, and commander's CommonJS files are inlined. The files the loader no longer resolves, reads
-// and links save each command 10-15 ms of CPU, more of wall time on a busy machine (bench/process.js).
+// of 33, and commander's CommonJS files are inlined. The files the loader need not resolve, read
+// and link save each command 10-15 ms of CPU, more of wall time on a busy machine (bench/process.js).
 //
 // Dependencies stay external (loaded from node_modules) except those listed in INLINE: the native
 // better-sqlite3, and everything only some commands or some runs load (pg, prom-client, ora,

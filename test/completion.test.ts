@@ -1,5 +1,5 @@
 /**
- * `completion bash|zsh|fish` (issue 14): each script is valid for its shell and offers every command,
+ * `completion bash|zsh|fish`: each script is valid for its shell and offers every command,
  * option and enum value of the program. All three shells complete for real here (.ci/run installs zsh
  * and fish; under CI their absence fails): bash through COMP_WORDS, fish through `complete -C`, zsh
  * installed in $fpath as the README says and driven in a pseudo-terminal (zsh/zpty), TAB by TAB.
@@ -209,7 +209,7 @@ describe('completion', () => {
 
   it('every option with a fixed set completes its values, not file names, in bash and fish', async () => {
     const cwd = filesDir();
-    // The line the hostile test found offering file names first, as typed; then every option the program declares with choices.
+    // A line typed as a user types it, where file names must not be offered; then every option the program declares with choices.
     const cases = [{ cmd: 'watch', flag: '--compression', values: ['auto', 'gzip', 'off'] }, ...fixed];
     const lines = cases.map((f) => ['campaign-sync', f.cmd, f.flag, '']);
     const bash = bashComplete(await script('bash'), lines, cwd);

@@ -65,6 +65,16 @@ describe('docs cannot rot', () => {
     for (const code of Object.values(ExitCode)) expect(docs, String(code)).toMatch(new RegExp(`^\\| ${code} \\|`, 'm'));
   });
 
+  it('every exit code the program can return has its row in the exit codes page', () => {
+    const page = pages.get('docs/exit-codes.md') as string;
+    for (const code of Object.values(ExitCode)) expect(page, String(code)).toMatch(new RegExp(`^\\| ${code} \\|`, 'm'));
+  });
+
+  it('the README links every reference page', () => {
+    const readme = pages.get(readmeName) as string;
+    for (const name of pageNames) expect(readme, name).toContain(`](${name})`);
+  });
+
   it('every relative link leads to a file, and to a heading of it when it names one', () => {
     for (const [name, text] of pages) {
       const base = new URL(name, root);
@@ -103,6 +113,8 @@ describe('the docs say what the program does, not how it was made', () => {
     for (const [name, text] of pages) {
       expect(text, name).not.toMatch(/\bissues? #?\d+|(^|[\s(])#\d+\b/im);
       expect(text, name).not.toMatch(/hostile pass/i);
+      // A page says what the program does; how it behaved before a change belongs in the changelog.
+      expect(text.match(/.{0,40}\b(used to|no longer does|previously|formerly)\b.{0,40}/i)?.[0], name).toBeUndefined();
       const rest = text.replace(PRODUCT_SESSION, '');
       expect(rest.match(/.{0,40}session.{0,40}/i)?.[0], name).toBeUndefined();
     }

@@ -1,5 +1,5 @@
 /**
- * The CLI's V8 settings (src/main.ts tuneEngine, issue 15): WebAssembly (undici's HTTP parser) stays
+ * The CLI's V8 settings (src/main.ts tuneEngine): WebAssembly (undici's HTTP parser) stays
  * on Liftoff, so no background TurboFan job holds the process open at exit. Checked in a child
  * process with V8's own test hook, against a control run without the setting on the same Node.
  */

@@ -3,7 +3,7 @@
  * stand in for on the fast path: over every combination of usual and odd field values, a check
  * accepts exactly what its schema accepts, with the same data, and a rejected answer is reported
  * with zod's message. The settings (config/schema.ts) likewise keep zod's message for a value that
- * is not text. And a pull's start imports no zod at all (issue 15).
+ * is not text. And a pull's start imports no zod at all.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -91,7 +91,7 @@ describe('settings that are not text', () => {
   it('are reported as zod reports them, and text still parses without it', () => {
     expect(() => parseSettings(syncSchema, { pageSize: 7 })).toThrow('Invalid input: expected string, received number');
     expect(() => parseSettings(syncSchema, { pageSize: '7', lookback: null })).toThrow('Invalid input: expected string, received null');
-    // The first problem in the schema's order, as before: --report-type comes before --page-size.
+    // The first problem in the schema's order is the one named: --report-type comes before --page-size.
     expect(() => parseSettings(syncSchema, { pageSize: 7, reportType: 'FULL' })).toThrow('--report-type: must be DETAILED or OVERALL');
     expect(parseSettings(syncSchema, { pageSize: '7', json: true })).toMatchObject({ pageSize: 7, reportType: 'DETAILED' });
   });

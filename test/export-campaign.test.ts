@@ -1,7 +1,7 @@
 /**
  * `export --campaign` of a campaign whose rows are in another table (a role campaign's session
  * results) writes a header only, exit 0: a warning says why, so the empty file does not pass for "no
- * results yet". Before, nothing was said.
+ * results yet".
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

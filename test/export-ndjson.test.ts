@@ -10,7 +10,7 @@ import { ndjsonLine, writeNdjson } from '../src/export/writers.js';
 import { openDatabase } from '../src/store/db.js';
 import { cli, tempDir } from './helpers/index.js';
 
-/** The line as it was made before: the row as an object, JSON columns parsed, then toJson. */
+/** The reference line, made the plain way: the row as an object, JSON columns parsed, then toJson. */
 function wholeRow(columns: string[], row: unknown[]): string {
   const out: Record<string, unknown> = {};
   columns.forEach((key, i) => {

@@ -1,7 +1,7 @@
 /**
  * SIGINT/SIGTERM during `export`: the export stops between two chunks, exits 130 with one line, and
- * leaves no file at -o (a previous file of that name untouched) and no partial file. Before, the first
- * signal was ignored: the export ran to its end and exited 0.
+ * leaves no file at -o (a previous file of that name untouched) and no partial file. The first signal
+ * counts: an export that ran on to its end and exited 0 would pass a stopped job for a finished one.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';

@@ -2,8 +2,8 @@
  * `export -o` never puts its file in place of something that is not a regular file it may replace:
  * the database being exported or one of its files (-wal, -shm, the lock), by any name (a link, a hard
  * link, another spelling of the path), a named pipe, or a link to a device. Each is exit 2 before any
- * work, and the database is untouched. Before, `export --db m.db -o m.db` replaced the mirror with a
- * CSV file and exited 0, and `-o fifo` replaced the pipe with a file (its reader hung).
+ * work, and the database is untouched: `export --db m.db -o m.db` must never replace the mirror with
+ * a CSV file, nor `-o fifo` replace the pipe with a file (its reader would hang).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, linkSync, lstatSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';

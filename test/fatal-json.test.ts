@@ -1,5 +1,5 @@
 /**
- * Failures visible everywhere (issue 13): with --json a fatal error (401, the service down) is still
+ * Failures visible everywhere: with --json a fatal error (401, the service down) is still
  * one JSON document on stdout with the error and exit code; watch --quiet still logs each failed
  * stream of each pass.
  */

@@ -1,7 +1,7 @@
 /**
  * Folders are made one at a time (store/folders.ts): Node's recursive mkdirSync loops for ever, at
- * full CPU and deaf to SIGTERM, where a parent cannot be created (under /proc), which a hostile run
- * met with `--out /proc/nonexist/out` and `XDG_STATE_HOME=/proc`. A relative XDG_STATE_HOME or
+ * full CPU and deaf to SIGTERM, where a parent cannot be created (under /proc), as with
+ * `--out /proc/nonexist/out` or `XDG_STATE_HOME=/proc`. A relative XDG_STATE_HOME or
  * XDG_CONFIG_HOME is ignored, as the XDG spec says.
  */
 import { existsSync, statSync, writeFileSync } from 'node:fs';

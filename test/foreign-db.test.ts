@@ -1,7 +1,7 @@
 /**
  * A --db path that leads to the wrong file: another program's SQLite database is refused (exit 2)
  * exactly as it was found, by readers and writers alike; a database with several names (hard links)
- * is refused for writing, since writers using two names corrupt it (a hostile run did).
+ * is refused for writing, since writers using two names corrupt it (SQLite keeps a WAL per name).
  */
 import { createHash } from 'node:crypto';
 import { chmodSync, linkSync, readFileSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * `forget --user` (issue 12): an erasure request leaves no trace of the candidate in the database
+ * `forget --user`: an erasure request leaves no trace of the candidate in the database
  * files (WAL included) or the NDJSON files, changes nothing else, and survives a crash mid-rewrite.
  */
 import { spawnSync } from 'node:child_process';
@@ -145,7 +145,7 @@ describe('forget --user', () => {
     const a = s.data.sessionResult(session, 4) as { user: { id: string; email: string } };
     const other = s.data.roleResult(role, 2, 'DETAILED') as { user: { id: string; email: string } };
     expect(other.user.email).not.toBe(a.user.email);
-    // What a service's 500 may say, stored as a stream's last error (hostile pass 5: forget left it, strings found it).
+    // What a service's 500 may say, stored as a stream's last error: forget must erase it there too, where strings(1) would find it.
     const m = openDatabase(db);
     const streams = m.prepare('SELECT stream FROM sync_state ORDER BY stream').pluck().all() as string[];
     const fail = m.prepare("UPDATE sync_state SET last_error = ?, last_error_at = '2026-11-25T10:00:00Z' WHERE stream = ?");

@@ -1,5 +1,5 @@
 /**
- * status --check (issue 13): exit 0 when every stream succeeded within --max-age and none is
+ * status --check: exit 0 when every stream succeeded within --max-age and none is
  * failing, 4 when some are stale or failing, 5 when none is healthy; one line per unhealthy stream.
  * The rule is one pure function (sync/health.ts), also behind watch's /healthz.
  */

@@ -30,7 +30,7 @@ describe('pull --if-idle', () => {
         exit_code: 0,
         reason: expect.stringMatching(/another campaign-sync is syncing/),
       });
-      // Without it, as before: exit 75 with the holder named.
+      // Without it: exit 75 with the holder named.
       const busy = await cli(['pull', '--db', db, '--quiet'], { env });
       expect(busy.code).toBe(75);
       expect(busy.stderr).toMatch(/another campaign-sync is syncing .*m\.db \(pid \d+/);

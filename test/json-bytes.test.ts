@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { NumberText, parseJson } from '../src/core/json.js';
 import { findRecordCuts, largeText, parseCut, parseJsonBytes } from '../src/core/json-bytes.js';
 
-/** What the client did before: decode the whole body, then parse it. */
+/** The reference way: decode the whole body, then parse it. */
 function whole(body: Buffer): { value: unknown } | { error: string } {
   try {
     return { value: parseJson(body.toString('utf8')) };

@@ -1,8 +1,7 @@
 /**
  * A service (or something posing as one) that echoes the key it was sent, in an error message, a
  * request id or a body that is not JSON: the key must reach no output, log, mirror file or health
- * document (PRODUCT.md §1). Before, it was printed on stderr, in `status`, and stored in
- * sync_state.last_error six times.
+ * document (PRODUCT.md §1): not on stderr, not in `status`, not in sync_state.last_error.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';

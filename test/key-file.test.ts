@@ -79,7 +79,7 @@ describe('a key an HTTP header cannot carry', () => {
     );
   });
 
-  it('the CLI exits 2 at once, without a request (before: five retries, then exit 5 as if the service were down)', async () => {
+  it('the CLI exits 2 at once, without a request (not five retries, then exit 5 as if the service were down)', async () => {
     const s = await sim({ campaigns: 1, records: 5 });
     const r = await cli(['campaigns'], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: `${s.apiKey}\r\nX: 1` } });
     expect(r.code).toBe(2);

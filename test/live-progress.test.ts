@@ -1,5 +1,5 @@
 /**
- * Honest progress (issue 13): records, pages, requests, elapsed time, streams done as they finish,
+ * Honest progress: records, pages, requests, elapsed time, streams done as they finish,
  * and what the run waits for with the seconds left, moving while no page arrives.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * --lookback (issue 12): after the incremental read, the recent window is read again with the
+ * --lookback: after the incremental read, the recent window is read again with the
  * checkpoint untouched; a re-scored record counts as updated, a late arrival below the checkpoint as
  * new, and nothing else counts at all. Against the simulator's changes (simulator/changes.ts).
  */

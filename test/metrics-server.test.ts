@@ -1,5 +1,5 @@
 /**
- * watch's metrics endpoint under a flood of half-sent requests (hostile pass 5): any local user can
+ * watch's metrics endpoint under a flood of half-sent requests: any local user can
  * reach it, and with Node's defaults ~20,000 held connections used up watch's file descriptors (its
  * passes then failed with EMFILE) or left /healthz unanswered for a minute at a time. Connections are
  * capped and slow requests cut; the limits are shrunk here so the test takes a second.

@@ -1,5 +1,5 @@
 /**
- * watch --metrics-listen (issue 13): Prometheus metrics and /healthz, scraped over HTTP after a pass;
+ * watch --metrics-listen: Prometheus metrics and /healthz, scraped over HTTP after a pass;
  * port 0 works and the bound address is logged; a non-loopback host needs --metrics-allow-remote.
  */
 import { describe, expect, it } from 'vitest';

@@ -196,7 +196,7 @@ describe('checkpoints belong to one destination', () => {
   });
 });
 
-describe('an NDJSON file is cut back only to what this database committed (issue 10, items 2 and 3)', () => {
+describe('an NDJSON file is cut back only to what this database committed', () => {
   const env = (s: RunningSimulator) => ({ CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey });
 
   it('a second database pointed at a folder another one filled is refused (exit 2) and changes nothing', async () => {

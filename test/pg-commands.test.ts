@@ -1,5 +1,5 @@
 /**
- * status, status --check, reset and reconcile against the PostgreSQL mirror (issue 17), through the
+ * status, status --check, reset and reconcile against the PostgreSQL mirror, through the
  * built CLI, as the SQLite tests run them.
  */
 import { expect, it } from 'vitest';
@@ -93,7 +93,7 @@ describePg('commands on a PostgreSQL mirror', () => {
     expect((await query(schema, "SELECT count(*)::int AS n FROM eval_results WHERE parent_id = 'gone-1'"))[0]?.n).toBe(0);
   });
 
-  it('reconcile --report-type OVERALL on a DETAILED mirror is exit 2: no row rewritten, no stream row added (hostile pass 2, finding 4)', async () => {
+  it('reconcile --report-type OVERALL on a DETAILED mirror is exit 2: no row rewritten, no stream row added', async () => {
     const s = await sim({ campaigns: 2, records: 15 });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];

@@ -1,5 +1,5 @@
 /**
- * pg is loaded only for a postgres:// --db (issue 15's light start, issue 17): no module that a
+ * pg is loaded only for a postgres:// --db (a light start for SQLite commands): no module that a
  * SQLite command reaches through static imports may import the `pg` driver. The PostgreSQL parts sit
  * behind `await import(…)` (app/*-pg.ts, commands/*-pg.ts), which this walk does not follow.
  */

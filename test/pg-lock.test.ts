@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL mirror's run lock (issue 17): advisory locks per stream, so workers on different
+ * The PostgreSQL mirror's run lock: advisory locks per stream, so workers on different
  * campaigns (or keys) write one database together, and a second worker on the same streams exits 75.
  */
 import { expect, it } from 'vitest';

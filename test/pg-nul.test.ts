@@ -1,8 +1,8 @@
 /**
- * U+0000 in a record, into PostgreSQL (issue 17): text and jsonb cannot hold it, and before this a
- * NUL in a text column failed every page for good (exit 74) while one only in raw was dropped
- * silently; a lone surrogate failed jsonb for good too. Now the record is kept with U+FFFD in their
- * place, everywhere, and the pull warns naming it.
+ * U+0000 in a record, into PostgreSQL: text and jsonb cannot hold it, and jsonb cannot hold a lone
+ * surrogate either; rejected, such a record would fail its page for good (exit 74) on every pull, and
+ * dropped, it would be lost silently. So the record is kept with U+FFFD in their place, everywhere,
+ * and the pull warns naming it.
  */
 import { expect, it } from 'vitest';
 import { toJson } from '../src/core/json.js';

@@ -1,5 +1,5 @@
 /**
- * `export --format parquet` and `campaigns` against a PostgreSQL team mirror (issue 17): every
+ * `export --format parquet` and `campaigns` against a PostgreSQL team mirror: every
  * table's rows read back from the file as the server holds them (int64 exact, DETAILED raw whole,
  * timestamps as UTC microseconds), and `campaigns` upserts the list into the mirror's schema.
  */

@@ -1,5 +1,5 @@
 /**
- * The team mirror in PostgreSQL (issue 17): pull and watch into a real server, with the checks of the
+ * The team mirror in PostgreSQL: pull and watch into a real server, with the checks of the
  * SQLite acceptance tests: counts, exact int64 cursors and order_index, re-runs add nothing, the
  * password never printed.
  */

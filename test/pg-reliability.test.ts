@@ -1,5 +1,5 @@
 /**
- * Crash safety of the PostgreSQL mirror (issue 17), as test/reliability.test.ts checks SQLite's:
+ * Crash safety of the PostgreSQL mirror, as test/reliability.test.ts checks SQLite's:
  * pulls killed with SIGKILL at seeded random instants, then a pull left alone; every record present
  * exactly once, child rows never doubled, cursors exact. CRASH_KILLS sets the number of kills (default 20).
  */

@@ -1,5 +1,5 @@
 /**
- * The config file and its profiles (issue 14): found where documented, validated whole, filling only
+ * The config file and its profiles: found where documented, validated whole, filling only
  * what flags and environment left unset, and never holding a literal key.
  */
 import { execFileSync } from 'node:child_process';

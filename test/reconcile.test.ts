@@ -1,5 +1,5 @@
 /**
- * `reconcile` (issue 12): a full re-walk reports served, stored, added, changed and gone; `--prune`
+ * `reconcile`: a full re-walk reports served, stored, added, changed and gone; `--prune`
  * deletes the gone records with their children (SQLite) or tombstones them exactly once (NDJSON),
  * also across kill -9.
  */
@@ -242,7 +242,7 @@ function roleSnapshot(path: string) {
   }
 }
 
-describe('reconcile compares the report type the mirror holds (hostile pass 2, finding 4)', () => {
+describe('reconcile compares the report type the mirror holds', () => {
   it('SQLite: --report-type OVERALL on a DETAILED mirror is exit 2 naming what it mirrors; no row is rewritten, no stream row added', async () => {
     const s = await sim({ campaigns: 2, records: 20 });
     const db = join(tempDir(), 'm.db');
@@ -261,7 +261,7 @@ describe('reconcile compares the report type the mirror holds (hostile pass 2, f
     expect(JSON.parse(r.stdout)).toMatchObject({ exit_code: 2 });
     expect(roleSnapshot(db)).toEqual(before);
 
-    // The report type it mirrors is compared as before, with counts that agree with each other.
+    // The report type it mirrors is compared as usual, with counts that agree with each other.
     const ok = await reconcileCli(s, ['--db', db, '--type', 'role']);
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout).streams).toMatchObject([
@@ -302,7 +302,7 @@ describe('reconcile compares the report type the mirror holds (hostile pass 2, f
   });
 });
 
-describe('an interrupted reconcile (hostile pass 2, finding 6)', () => {
+describe('an interrupted reconcile', () => {
   /** A reconcile slow enough to stop in its first stream: 2 requests a second, 5 records a page. */
   async function startSlow(signal: NodeJS.Signals, json: boolean) {
     const s = await sim({ campaigns: 4, records: 40 });

@@ -1,5 +1,5 @@
 /**
- * --verbose (issue 13): one line per HTTP attempt with status, time, bytes, attempt n of m, budget
+ * --verbose: one line per HTTP attempt with status, time, bytes, attempt n of m, budget
  * wait and the request_id of an error body; a line per retry; JSON lines with --json; never the key.
  */
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * Polling many campaigns within the budget (issue 13): on a fake clock, every stream is checked at
+ * Polling many campaigns within the budget: on a fake clock, every stream is checked at
  * least every --max-staleness, active ones far more often, and no pass checks more than its budget.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The shapes the service's documentation shows beyond the interface text (issue 12), each served by
+ * The shapes the service's documentation shows beyond the interface text, each served by
  * the simulator over real HTTP and pulled into SQLite: bare-array pages, flat session records, the
  * other feedback shape, order_index not following created_at, and a paged or bare campaign list.
  */

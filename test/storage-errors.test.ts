@@ -1,5 +1,5 @@
 /**
- * Local storage failures (issue 10, item 8): each one exits 74 with one line that names what failed and
+ * Local storage failures: each one exits 74 with one line that names what failed and
  * the path the user gave, and a mirror on read-only storage stays readable by `status` and `export`.
  * Tests run as root, which ignores permission bits: read-only storage is a real read-only mount, and
  * "permission denied" is the CLI run as `nobody`.

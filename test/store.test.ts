@@ -35,7 +35,7 @@ const SQL_OUTSIDE_STORE = new Set(['commands/export.ts']);
 /** Database calls (better-sqlite3): a statement, a script, a pragma, a transaction. `RegExp.exec(text)` is not one. */
 const DB_CALL = /\.(?:prepare|pragma|transaction)\(|\.exec\(\s*['"`]/;
 
-describe('SQL lives in store/ (issue 11, item 5)', () => {
+describe('SQL lives in store/', () => {
   it('no file outside store/ prepares a statement, runs a script or sets a pragma', () => {
     const offenders = files(SRC)
       .map((f) => relative(SRC, f))
@@ -109,7 +109,7 @@ describe('campaigns in the mirror (store/campaigns.ts)', () => {
   });
 });
 
-describe('the destination the checkpoints belong to is a typed union (issue 11, item 5)', () => {
+describe('the destination the checkpoints belong to is a typed union', () => {
   it('is stored as the text existing databases hold, and read back', () => {
     expect(encodeDestination({ kind: 'sqlite' })).toBe('sqlite');
     expect(encodeDestination({ kind: 'ndjson', out: '/data/out' })).toBe('ndjson:/data/out');
@@ -141,7 +141,7 @@ describe('the destination the checkpoints belong to is a typed union (issue 11, 
   });
 });
 
-describe('dead code and magic numbers (issue 11, item 9)', () => {
+describe('dead code and magic numbers', () => {
   it('the request budget keeps no count nobody reads (the client and the simulator count requests)', () => {
     const budget = new RequestBudget({ count: 2, windowMs: 1000 });
     budget.tryAcquire()?.();

@@ -2,7 +2,7 @@
  * A stream keeps one page's commit in flight (sync/stream.ts): while a store over the network
  * (PostgreSQL) writes page N, page N+1 is read and checked and the request for page N+2 goes out. Page
  * N+1 reaches the sink only after page N's commit succeeded, so the checkpoint chain and
- * exactly-once are as before: a commit that fails stops the stream with that failure and nothing
+ * exactly-once hold as without the overlap: a commit that fails stops the stream with that failure and nothing
  * after it is written; a stream that is stopped waits for the commit under way. A sink that says two
  * pages may overlap (Sink.overlaps) gets page N+1 while page N commits, two at most, and the stream
  * still counts them and moves its checkpoint in page order.

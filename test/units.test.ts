@@ -25,16 +25,16 @@ describe('durations, rates and dates', () => {
     expect(parseDuration('1.5h', 'x')).toBe(5_400_000);
     for (const bad of ['30', '2 minutes', '-1s', '0s', 's']) expect(() => parseDuration(bad, '--timeout')).toThrow(UsageError);
     expect(() => parseDuration('abc', '--timeout')).toThrow(/--timeout: "abc" is not a duration/);
-    // A bare number says what is missing (before: "0" was "not a duration" but "0ms" "must be more than zero").
+    // A bare number is told what is missing (a unit), zero included, not that it is no duration.
     for (const bare of ['0', '30', '1.5'])
       expect(() => parseDuration(bare, '--timeout')).toThrow(
         `--timeout: "${bare}" needs a unit: ms, s, m, h or d (examples: 500ms, 30s, 2m, 1h, 1d)`,
       );
     expect(() => parseDuration('0ms', '--timeout')).toThrow('--timeout: "0ms" must be more than zero');
-    // Under a millisecond rounds to none: a rate of 2/0.4ms had no limit at all (hostile pass 4).
+    // Under a millisecond rounds to none: a rate of 2/0.4ms would be no limit at all.
     expect(() => parseDuration('0.4ms', '--timeout')).toThrow('--timeout: "0.4ms" is under a millisecond; give 1ms or more');
     expect(() => parseRate('2/0.4ms', '--rate-limit')).toThrow('--rate-limit: "2/0.4ms" is not a rate');
-    // Past 2^53 it is too many to count, not too few (hostile pass 5).
+    // Past 2^53 it is too many to count, not too few.
     expect(() => parseRate('9007199254740993/1m', '--rate-limit')).toThrow(/is more requests than can be counted/);
     expect(parseDuration('0.5ms', '--timeout')).toBe(1);
   });

@@ -1,5 +1,5 @@
 /**
- * What a new user trips over (issue 14): enum values in any case, SQL table names, export's
+ * What a new user trips over: enum values in any case, SQL table names, export's
  * --campaign by id or name, export --json, one error style, and messages that say what is wrong.
  */
 import { readFileSync } from 'node:fs';

@@ -1,7 +1,7 @@
 /**
  * A SIGINT or SIGTERM that arrives while the CLI loads, before main() installs its handlers: the
- * launcher keeps it and main() acts on it as on any other signal (PRODUCT.md §3). Before, Node's
- * default action killed the process: no exit code of ours, no message. The load of the main bundle
+ * launcher keeps it and main() acts on it as on any other signal (PRODUCT.md §3), where Node's
+ * default action would kill the process: no exit code of ours, no message. The load of the main bundle
  * is held by a preloaded hook (helpers/hold-main.mjs) until the test has sent its signals.
  */
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
@@ -48,7 +48,7 @@ describe('a signal while the CLI loads', () => {
     expect(s.stats.requests).toBe(0);
   });
 
-  it('SIGHUP to watch: kept like SIGTERM, exit 0 (before: Node killed it, 129)', async () => {
+  it('SIGHUP to watch: kept like SIGTERM, exit 0 (not killed by the default action, 129)', async () => {
     const s = await sim({ campaigns: 1, records: 5 });
     const { run, release } = await held(['watch', '--db', join(tempDir(), 'm.db'), '--interval', '10m'], {
       CAMPAIGN_SYNC_BASE_URL: s.url,
@@ -62,7 +62,7 @@ describe('a signal while the CLI loads', () => {
     expect(afterWatchStart(run.stderr())).toBe('campaign-sync: interrupted; nothing more was done\n');
   });
 
-  it('SIGINT to pull --json: exit 0 with one document saying so (before: nothing at all)', async () => {
+  it('SIGINT to pull --json: exit 0 with one document saying so (never an empty stdout)', async () => {
     const s = await sim({ campaigns: 1, records: 5 });
     const { run, release } = await held(['pull', '--json', '--db', join(tempDir(), 'm.db')], {
       CAMPAIGN_SYNC_BASE_URL: s.url,

@@ -1,5 +1,5 @@
 /**
- * What a no-op pull's process loads (issue 15): the launcher runs the bundle (scripts/bundle.js), so
+ * What a no-op pull's process loads: the launcher runs the bundle (scripts/bundle.js), so
  * our code comes from 27 files of dist/bundle/ rather than 66 of tsc's, and neither zod nor anything
  * else a well-formed no-op pull does not use is loaded.
  */

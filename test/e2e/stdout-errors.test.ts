@@ -1,9 +1,8 @@
 /**
  * A stdout that fails: its reader went away (`pull | true`, `watch | head -1`: EPIPE) or the disk
- * under `> file` is full (ENOSPC, here /dev/full). Before, pull, watch and reconcile crashed with
- * Node's "Unhandled 'error' event" stack trace and exit 1, and status, campaigns and completion
- * exited 0 with their output lost. Now a reader that went away ends the command as a signal would
- * (its own exit code, no trace), and a failed write is exit 74 with one line.
+ * under `> file` is full (ENOSPC, here /dev/full). Neither may end in Node's "Unhandled 'error'
+ * event" stack trace and exit 1, nor in exit 0 with the output lost: a reader that went away ends the
+ * command as a signal would (its own exit code, no trace), and a failed write is exit 74 with one line.
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync } from 'node:fs';
@@ -99,8 +98,8 @@ describe('stdout that fails', () => {
     expect({ code: r.code, signal: r.signal }).toEqual({ code: 74, signal: null });
   });
 
-  // A table small enough for one chunk: NDJSON exited 0 over an empty file, its ENOSPC arriving after
-  // the export had ended (hostile pass 5); large ones, CSV and Parquet were 74 already.
+  // A table small enough for one chunk: its ENOSPC arrives only when the output is flushed at the
+  // end, which must still be exit 74, in every format, as for a large table.
   it.skipIf(!haveFull && !process.env.CI)('export > /dev/full of a small table: exit 74 in every format', async () => {
     const s = await sim({ campaigns: 2, records: 5 });
     const db = join(tempDir(), 'm.db');

@@ -1,5 +1,5 @@
 /**
- * The database or the NDJSON folder moved or removed while `watch` runs (hostile report 2): watch
+ * The database or the NDJSON folder moved or removed while `watch` runs: watch
  * stops with exit 74 and one line saying where the data is, and a moved database holds every commit.
  */
 import { copyFileSync, existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
@@ -50,8 +50,8 @@ describe('watch: the mirror moved or removed while it runs', () => {
     expect(afterWatchStart(run.stderr()).trim()).toMatch(
       /^campaign-sync: \S*m\.db was moved to \S*moved\.db while it was being synced: that file holds everything committed; nothing more was written \(go on with --db \S*moved\.db, or move it back\)$/,
     );
-    // Before, SQLite left every commit in m.db-wal (no checkpoint on close for a moved database):
-    // moved.db was a 4 KB shell without tables.
+    // SQLite does not checkpoint a moved database on close, leaving every commit in m.db-wal: without
+    // the copy, moved.db would be a 4 KB shell without tables.
     const stored = storedRecords(join(dir, 'moved.db'));
     expect(stored).toBeGreaterThan(60);
     expect(stored).toBe(reportedNew(run));
@@ -101,7 +101,7 @@ describe('watch: the mirror moved or removed while it runs', () => {
     run.child.kill('SIGTERM');
     const { code } = await run.exited;
     expect(code, run.stderr()).toBe(74);
-    // The close used to copy the WAL into the removed file and empty it: the copy had no tables.
+    // The WAL must be kept aside, not copied into the removed file and emptied: that copy would have no tables.
     const kept = /kept as (\S+): to recover them, put the database file back at \S+ and rename/.exec(run.stderr())?.[1];
     expect(kept, run.stderr()).toBeDefined();
     expect((statSync(kept as string).mode & 0o777).toString(8)).toBe('600');

@@ -63,7 +63,7 @@ describe('run lock', () => {
     // A link at the database's own name is refused (test/symlinks.test.ts); a folder on the way may be one.
     symlinkSync(join(dir, 'real'), join(dir, 'links', 'to-real'));
     const link = join(dir, 'links', 'to-real', 'm.db');
-    // Before, the lock was `<the name given>.lock`: a watch through the link and a pull on the file ran at once.
+    // The lock sits beside the real file, not `<the name given>.lock`: else a watch through the linked folder and a pull on the file would run at once.
     const holder = startCli(['watch', '--db', link, '--interval', '1h'], { env: envFor(s.url) });
     await holder.waitFor(/pass 1:/);
     const direct = await cli(['pull', '--db', db], { env: envFor(s.url) });

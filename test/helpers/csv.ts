@@ -54,7 +54,7 @@ export function parseStrictCsv(text: string): string[][] {
   return rows;
 }
 
-/** The rows of a CSV file as Python's `csv` module reads them (strict mode), the reader the issue measured with. */
+/** The rows of a CSV file as Python's `csv` module reads them (strict mode), the reader analysts use. */
 export function parseWithPython(path: string): string[][] {
   const script =
     'import csv, json, sys\n' +

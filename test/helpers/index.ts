@@ -67,7 +67,7 @@ function spawnCli(args: string[], opts: { env?: Record<string, string | undefine
     CAMPAIGN_SYNC_API_KEY: undefined,
     CAMPAIGN_SYNC_DB: undefined,
     CAMPAIGN_SYNC_RATE_LIMIT: undefined,
-    // Each run's request budget is its own (as before the ledger), unless a test shares a state folder on purpose.
+    // Each run's request budget is its own (a fresh state folder), unless a test shares a state folder on purpose.
     XDG_STATE_HOME: tempDir(),
     ...opts.env,
   };

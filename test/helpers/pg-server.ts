@@ -1,5 +1,5 @@
 /**
- * A throwaway PostgreSQL server for the tests (issue 17): initdb into a temp folder, postgres on a
+ * A throwaway PostgreSQL server for the tests: initdb into a temp folder, postgres on a
  * unix socket in that folder and on a free loopback port, password auth over TCP (so the tests see a
  * password in the URL and can check it is never printed), stopped and removed at the end of the run.
  *
