@@ -15,8 +15,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Database } from '../dist/store/sqlite.js';
 import { startSimulator } from '../dist/simulator/server.js';
+import { Database } from '../dist/store/sqlite.js';
 
 const BIN = fileURLToPath(new URL('../bin/campaign-sync.js', import.meta.url));
 const MINUTE = 60_000;
