@@ -1,6 +1,6 @@
 /**
  * The commander program. It only declares commands and options; each command's module is imported
- * when that command runs, so `campaign-sync --help` loads nothing heavy (STYLE.md rule 1).
+ * when that command runs, so `campaign-sync --help` loads nothing heavy.
  */
 
 import { join } from 'node:path';
@@ -34,7 +34,7 @@ function example(cmd: Command, ...lines: string[]): Command {
   return cmd.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
 }
 
-// Issue 13: the request log, on every command that calls the API.
+// The request log, on every command that calls the API.
 const VERBOSE = '-v, --verbose';
 const VERBOSE_HELP = 'log every HTTP attempt, retry and rate-limit pause on stderr (JSON lines with --json)';
 

@@ -1,9 +1,9 @@
 /**
- * Typed errors. Each carries the exit code of PRODUCT.md §3 and a stable `name`, so that
+ * Typed errors. Each carries the exit code of docs/exit-codes.md and a stable `name`, so that
  * `main.ts` can map any failure to an exit code without knowing where it came from.
  */
 
-/** Exit codes of PRODUCT.md §3. */
+/** Exit codes of docs/exit-codes.md. */
 export const ExitCode = {
   ok: 0,
   internal: 1,
@@ -82,7 +82,7 @@ export class NothingSynced extends CampaignSyncError {
 }
 
 /**
- * The exit code for any error a command ends with (PRODUCT.md §3): a CampaignSyncError's own, 0 for
+ * The exit code for any error a command ends with: a CampaignSyncError's own, 0 for
  * an interruption, 74 for a raw storage failure nobody wrapped, else 1 (a bug).
  */
 export function exitCodeFor(err: unknown): ExitCodeValue {
@@ -126,7 +126,7 @@ export function exitCodeForHealth(verdict: 'ok' | 'degraded' | 'down'): ExitCode
 
 /**
  * The exit codes of a Nagios plugin (`status --check --nagios`), a scale of their own: Nagios reads
- * anything above 3 as UNKNOWN, so PRODUCT.md's 4 and 5 cannot be used there.
+ * anything above 3 as UNKNOWN, so --check's 4 and 5 cannot be used there.
  */
 export const NagiosCode = { ok: 0, warning: 1, critical: 2, unknown: 3 } as const;
 

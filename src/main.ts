@@ -1,5 +1,5 @@
 /**
- * The only place that calls process.exit: every error maps to an exit code of PRODUCT.md §3.
+ * The only place that calls process.exit: every error maps to an exit code of docs/exit-codes.md.
  * The first SIGINT/SIGTERM/SIGHUP aborts the shared signal (work in flight commits or rolls back, then
  * the command returns); a second one exits at once.
  */
@@ -132,7 +132,7 @@ export function signalHandler(
 }
 
 /**
- * V8 settings for the CLI's process, applied before anything is compiled (issue 15). undici parses
+ * V8 settings for the CLI's process, applied before anything is compiled. undici parses
  * HTTP with llhttp in WebAssembly; by default V8 recompiles its hot functions with TurboFan on a
  * background thread, and a process may not exit before that job ends: 60-100 ms after a no-op pull's
  * last byte was written. Liftoff's baseline code alone keeps the same CPU for a 20,000-record pull.
@@ -204,7 +204,7 @@ export async function main(argv: string[]): Promise<void> {
   const controller = new AbortController();
   const stop = signalHandler(controller, (code) => process.exit(code));
   // SIGHUP (the ssh session or tmux window closed) stops a command as SIGTERM does: Node's default
-  // killed it with 129, nothing said and watch's open group lost (hostile report 7).
+  // killed it with 129, nothing said and watch's open group lost.
   let hungUp = false;
   const onSignal = (name: NodeJS.Signals) => {
     if (name === 'SIGHUP') hungUp = true;

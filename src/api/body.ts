@@ -1,5 +1,5 @@
 /**
- * One HTTP exchange, read whole, through undici's low-level `dispatch` (issue 15): the answer's
+ * One HTTP exchange, read whole, through undici's low-level `dispatch`: the answer's
  * chunks are collected as they arrive and handed on as one Buffer. undici's `request` would wrap each answer in
  * a Readable stream, an AsyncResource and an AbortSignal listener, which cost a third of the
  * client's CPU on a 200-page pull (paired, process.cpuUsage; see docs/performance.md).

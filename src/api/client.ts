@@ -5,7 +5,7 @@
  *
  * Over 250 lines on purpose: one request's life reads top to bottom here (budget, attempt, body cap,
  * timeout, status -> error). The error-body helpers at the end are the first to move out when the
- * request log (issue 13) or compression (issue 14) adds to it.
+ * request log or compression adds to it.
  */
 import type { Dispatcher } from 'undici';
 import { type Clock, MAX_TIMER_MS, realClock } from '../core/clock.js';

@@ -1,11 +1,11 @@
 /**
- * What the client enforces on the service's answers (PRODUCT.md §4): only the fields the sync
+ * What the client enforces on the service's answers: only the fields the sync
  * depends on (id, order_index, campaign id, the envelope). Everything else is stored as sent; the
  * strict schemas of the spec are in spec/schemas.ts.
  *
  * A well-formed answer is accepted by plain checks; only one that fails them is read again by the zod
  * schemas below, built on first use, for the message (`data.0.id: Invalid input: …`): a pull whose
- * answers are fine never loads zod (issue 15). The checks accept exactly what the schemas accept
+ * answers are fine never loads zod. The checks accept exactly what the schemas accept
  * (test/envelopes.test.ts holds them to it).
  */
 import { createRequire } from 'node:module';

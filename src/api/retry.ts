@@ -1,5 +1,5 @@
 /**
- * The retry policy, as one pure function of (error, attempt) -> delay or stop (STYLE.md rule 4).
+ * The retry policy, as one pure function of (error, attempt) -> delay or stop.
  */
 import { formatDuration } from '../core/rate.js';
 import { ApiError, AuthError, NetworkError } from '../errors.js';

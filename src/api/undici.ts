@@ -1,5 +1,5 @@
 /**
- * The parts of undici the client uses, loaded alone (issue 15): `import 'undici'` evaluates all of
+ * The parts of undici the client uses, loaded alone: `import 'undici'` evaluates all of
  * it (fetch, WebSocket, caches, mocks, every dispatcher), about a third of a no-op pull's whole
  * process. Requests go through the Pool's own `dispatch` (api/body.ts), not undici's `request`. undici 7 has no `exports` map, so its files are reachable by path; the suite runs every
  * request through these, so a release that moved them fails the tests, not a user.

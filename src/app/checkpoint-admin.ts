@@ -33,7 +33,7 @@ export async function openCheckpointAdmin(
   const chosen = resolveDb(flags);
   for (const w of dbWarnings(chosen)) warn?.(w);
   const { path: dbPath, where } = chosen;
-  // pg is loaded only for a postgres:// --db: `reset` on a SQLite file starts as light as a pull (issue 15).
+  // pg is loaded only for a postgres:// --db: `reset` on a SQLite file starts as light as a pull.
   if (isPgUrl(dbPath)) return (await import('./checkpoint-admin-pg.js')).openPgCheckpointAdmin(dbPath, flags.pgSchema, where);
   const db = openDatabase(dbPath, { mustExist: true });
   let lock: RunLock | undefined;

@@ -1,4 +1,4 @@
-/** app/job-store.ts's PostgreSQL team mirror (issue 17), loaded only for a postgres:// --db. */
+/** app/job-store.ts's PostgreSQL team mirror, loaded only for a postgres:// --db. */
 import { UsageError } from '../errors.js';
 import { PgBudgetSlots } from '../store/pg/budget-slots.js';
 import { campaignNames } from '../store/pg/campaigns.js';

@@ -1,6 +1,6 @@
 /**
  * Where a sync job keeps its mirror and checkpoints: a SQLite file (with its run lock, and either the
- * SQLite or the NDJSON sink) or a PostgreSQL team mirror (issue 17, stream locks in the server). The
+ * SQLite or the NDJSON sink) or a PostgreSQL team mirror (stream locks in the server). The
  * commands see only this port, never the backend.
  */
 import { resolve } from 'node:path';
@@ -61,7 +61,7 @@ export interface StoreChoice {
 }
 
 export async function openJobStore(c: StoreChoice): Promise<JobStore> {
-  // pg is loaded only for a postgres:// --db: a SQLite pull's start stays light (issue 15).
+  // pg is loaded only for a postgres:// --db: a SQLite pull's start stays light.
   return isPgUrl(c.db) ? (await import('./job-store-pg.js')).openPgStore(c) : await openSqliteStore(c);
 }
 
@@ -74,7 +74,7 @@ async function openSqliteStore(c: StoreChoice): Promise<JobStore> {
     // A forget killed or stopped by a full disk left its erasure unfinished (files not rewritten, the
     // erased rows' bytes in free pages): a pull (cron's command) finishes it before it syncs anything,
     // rather than wait for someone to run forget again (README "campaign-sync forget"); a failure
-    // stops the pull. store/erasure.ts is loaded only then: a pull's start stays light (issue 15).
+    // stops the pull. store/erasure.ts is loaded only then: a pull's start stays light.
     if (state.erasurePending() && !(await import('../store/erasure.js')).finishErasure(db).done) {
       c.warning?.(
         `an erasure an earlier forget left unfinished in ${c.db} could not be finished: another process has it open; the next pull or forget finishes it`,

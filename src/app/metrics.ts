@@ -1,5 +1,5 @@
 /**
- * watch's Prometheus metrics (issue 13), on a private Registry: fed by the run's events (requests,
+ * watch's Prometheus metrics, on a private Registry: fed by the run's events (requests,
  * retries, 429s, budget waits) and by each pass's result and the streams' checkpoints. Names follow
  * Prometheus conventions: the campaign_sync_ prefix, _total for counters, _seconds for time. Label
  * values are bounded: the endpoint is the path without ids (ids travel in the query), and streams

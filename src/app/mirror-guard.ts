@@ -1,5 +1,5 @@
 /**
- * Stops a sync whose SQLite database was moved or removed while it ran (hostile report 2): checked
+ * Stops a sync whose SQLite database was moved or removed while it ran: checked
  * before each watch pass and before the final close, one stat each. A moved database first gets its
  * WAL copied in (store/moved.ts), so the file at its new name holds every commit; then the run stops
  * with exit 74 and one line saying where the data is. The NDJSON sink checks its own folder and files.

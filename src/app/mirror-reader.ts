@@ -2,7 +2,7 @@
  * What `status` (and `status --check`) reads of a mirror, whichever database holds it: the streams,
  * the campaigns' names, the campaigns skipped for their type, and who is syncing it now.
  */
-// No zod and no pg here: `status` of a SQLite mirror stays a light process (issue 15); the
+// No zod and no pg here: `status` of a SQLite mirror stays a light process; the
 // PostgreSQL reader (mirror-reader-pg.ts) is loaded only for a postgres:// --db.
 import { type DbFlags, resolveDb } from '../config/env.js';
 import { Campaigns, type SkippedCampaign } from '../store/campaigns.js';

@@ -1,5 +1,5 @@
 /**
- * `export` from a PostgreSQL team mirror (issue 17): the same tables, filters, formats and file
+ * `export` from a PostgreSQL team mirror: the same tables, filters, formats and file
  * handling as the SQLite export (commands/export.ts), the rows streamed from a server-side cursor.
  */
 import type { Writable } from 'node:stream';

@@ -1,4 +1,4 @@
-/** `forget --user` on a PostgreSQL team mirror (issue 17): the rows of store/pg/erase.ts, under every stream's lock. */
+/** `forget --user` on a PostgreSQL team mirror: the rows of store/pg/erase.ts, under every stream's lock. */
 import { resolvePgSchema } from '../config/config.js';
 import { UsageError } from '../errors.js';
 import { PgDatabase } from '../store/pg/database.js';

@@ -68,7 +68,7 @@ export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<num
       'watch --since/--until would re-read the same window on every pass; run `campaign-sync pull --since …` once instead',
     );
   // Every stream ages a whole interval (plus jitter) between passes: a --max-age within it makes
-  // /healthz answer 503 between passes, and a liveness probe restart a healthy watch (hostile report 12).
+  // /healthz answer 503 between passes, and a liveness probe restart a healthy watch.
   if (metricsAt && maxAge <= intervalMs * 1.05)
     out.warn(
       `--max-age ${formatDuration(maxAge)}${flags.maxAge === undefined ? ' (the default)' : ''} is not above --interval ${formatDuration(intervalMs)} and its 5% jitter: /healthz will answer 503 between passes, and a liveness probe would restart a healthy watch; set --max-age above --interval plus a pass`,

@@ -37,7 +37,7 @@ export interface ApiConfig {
 /**
  * Parses --base-url (http or https, no credentials, no query): its first problem is a UsageError
  * naming `where` (the flag, CAMPAIGN_SYNC_BASE_URL, or a profile's file and key). Plain checks, no
- * zod at start (issue 15).
+ * zod at start.
  */
 export function parseBaseUrl(text: string, where = '--base-url'): URL {
   let url: URL;

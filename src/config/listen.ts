@@ -1,5 +1,5 @@
 /**
- * `--metrics-listen <host:port>` (issue 13): where watch serves /metrics and /healthz. Loopback by
+ * `--metrics-listen <host:port>`: where watch serves /metrics and /healthz. Loopback by
  * default; any other host needs `--metrics-allow-remote` (metrics name campaigns and errors, and
  * there is no authentication), else a usage error (exit 2).
  */

@@ -58,7 +58,7 @@ const ENV_OF: Partial<Record<string, EnvKey>> = {
 const PATH_KEYS = new Set<ProfileKey>(['api_key_file', 'db', 'out']);
 const LITERAL_KEYS = ['api_key', 'key', 'token', 'apikey', 'api-key'];
 
-/** The file's schemas, built on first use: without a config file, zod is never loaded (startup, issue 15). */
+/** The file's schemas, built on first use: without a config file, zod is never loaded (startup). */
 async function schemas() {
   const { z } = await import('zod');
   const value = z.union([z.string(), z.number()]);

@@ -8,7 +8,7 @@
  * error still names the flag: `--page-size: "0" must be a whole number from 1 to 100`.
  *
  * A schema is a table of fields, read directly for the text that flags, environment and profiles
- * give (a no-op pull starts without loading zod, issue 15). Any other value (a number from code) goes
+ * give (a no-op pull starts without loading zod). Any other value (a number from code) goes
  * through the same table as a zod schema, built on first use, so its message is zod's as before.
  */
 import { createRequire } from 'node:module';

@@ -1,5 +1,5 @@
 /**
- * A JSON body parsed from its bytes, record by record (issue 15): the same value as
+ * A JSON body parsed from its bytes, record by record: the same value as
  * `parseJson(body.toString('utf8'))`, and the same error when the body is not JSON.
  *
  * Why: V8 puts a string of more than ~128 KB (64K characters once one of them is not Latin-1, as an

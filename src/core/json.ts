@@ -14,7 +14,7 @@ import type { LosslessNumber } from 'lossless-json';
 
 /**
  * lossless-json, loaded on the first page that needs it: most pages, and commands that only write
- * JSON (status, export), never do (a light start, issue 15).
+ * JSON (status, export), never do (a light start).
  */
 let lossless: typeof Lossless | undefined;
 function losslessJson(): typeof Lossless {

@@ -3,7 +3,7 @@
  * quote or any line break (CRLF, bare LF, bare CR) is quoted with its quotes doubled; int64 exact.
  * Hand-written over raw row arrays, encoded a line at a time into ~1 MB buffers that go to the sink whole:
  * csv-stringify's per-cell machinery (an object per row, casts, option checks, a stream step per
- * record) cost 3-4x the query itself (issue 15, docs/performance.md).
+ * record) cost 3-4x the query itself (docs/performance.md).
  */
 import { between } from './interrupt.js';
 import { CHUNK, type Sink } from './sink.js';

@@ -1,6 +1,6 @@
 /**
  * What `export --table` can stream, and how each table is filtered by campaign and by day.
- * Table and column names are fixed by PRODUCT.md §5.
+ * Table and column names are fixed by the documented mirror (docs/mirror.md).
  */
 import type { CHOICES } from '../config/defaults.js';
 import { UsageError } from '../errors.js';

@@ -41,7 +41,7 @@ const NAMES = {
   'unordered-times': 'unorderedTimes',
 } as const satisfies Record<string, keyof Quirks>;
 
-/** What the provider's documentation shows beyond the interface text (issue 12): `--quirks docs`. */
+/** What the provider's documentation shows beyond the interface text: `--quirks docs`. */
 export const DOCS_QUIRKS = ['bare-array', 'flat-session', 'docs-feedback', 'campaigns-paged', 'unordered-times'] as const;
 
 /** Every name `--quirks` accepts. */

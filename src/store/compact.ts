@@ -1,5 +1,5 @@
 /**
- * A DETAILED role record stored once (issue 16): its `raw` keeps every field but `score_details`, whose
+ * A DETAILED role record stored once: its `raw` keeps every field but `score_details`, whose
  * entries live in score_details (each `raw` without its `eval_results`, whose entries live in
  * eval_results), so a DETAILED mirror no longer holds each score detail and each eval result twice.
  * store/reassemble.ts rebuilds the exact text the mirror used to keep.

@@ -1,5 +1,5 @@
 /**
- * Record ids served by two campaigns (a fault of the service, PRODUCT.md §4: records are upserted by
+ * Record ids served by two campaigns (a fault of the service: records are upserted by
  * id). A record's campaign is part of its identity: the campaign whose stream stored an id first
  * keeps it, and another campaign's copy is skipped on every read, so the stored record never flips
  * between them. `id_conflicts` remembers each skipped copy once (the stream it was served through,

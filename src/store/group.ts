@@ -20,7 +20,7 @@
  * A failed write or commit is final for this process: the group is rolled back and every later
  * write, commit or flush throws the same StorageError without touching the database. Otherwise a
  * stream whose pages were rolled back with the group could go on from its in-memory cursor and
- * commit a checkpoint past pages that were never stored (issue: a full disk lost records for good).
+ * commit a checkpoint past pages that were never stored (a full disk lost records for good).
  */
 import { StorageError, storageError } from '../errors.js';
 import type { Db } from './db.js';

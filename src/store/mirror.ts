@@ -1,5 +1,5 @@
 /**
- * Upserts into the SQLite mirror (PRODUCT.md §5): records by id, a record read again replaces the
+ * Upserts into the SQLite mirror: records by id, a record read again replaces the
  * stored one and its child rows (score details, eval results). The values come from store/rows.ts;
  * the statements are built from its column lists and prepared once. Callers wrap a page in one
  * transaction (store/group.ts). Campaigns are in store/campaigns.ts.

@@ -1,5 +1,5 @@
 /**
- * Record -> row, as pure data (PRODUCT.md §5): each table's columns in order, and functions that map
+ * Record -> row, as pure data: each table's columns in order, and functions that map
  * a record to the values of those columns. No SQL and no database here, so every store (SQLite
  * today, PostgreSQL next) builds its statements from the same column lists and writes the same rows.
  */

@@ -1,5 +1,5 @@
 /**
- * The mirror's schema (PRODUCT.md §5). `PRAGMA user_version` holds the schema version; each entry
+ * The mirror's schema. `PRAGMA user_version` holds the schema version; each entry
  * of MIGRATIONS (store/migrations/) moves one version up, so a database written by an older release
  * is upgraded in place.
  */

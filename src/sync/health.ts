@@ -1,5 +1,5 @@
 /**
- * The health rule (issue 13), one pure function shared by `status --check` and watch's `/healthz`:
+ * The health rule, one pure function shared by `status --check` and watch's `/healthz`:
  * a stream is healthy when its last success is within max-age and it is not failing (a failure is
  * recorded until the stream's next success clears it). The verdict is `ok` when every stream is
  * healthy, `degraded` when some are not, `down` when none is (no streams at all included: a mirror

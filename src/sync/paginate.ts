@@ -1,5 +1,5 @@
 /**
- * The paging decision (PRODUCT.md §4), as one pure function: after a page, either the stream is done
+ * The paging decision, as one pure function: after a page, either the stream is done
  * or the next request goes out with this cursor. The cursor is the envelope's `last_record_index`
  * (or `last_record_id`, which one guide names), else the last record's `order_index`. A page that
  * says there is more but cannot move the cursor forward stops the stream with an error: never an

@@ -1,5 +1,5 @@
 /**
- * One sync pass (PRODUCT.md §4): list campaigns, plan their streams (plan.ts), and run every stream
+ * One sync pass: list campaigns, plan their streams (plan.ts), and run every stream
  * (stream.ts) from its checkpoint, `concurrency` at a time over one request budget. The first fatal
  * error (401, a storage failure, a bug) stops every stream; the pass waits for them all before it
  * returns or throws. It reports outcomes; the exit code is errors.ts's `exitCodeForPass`.

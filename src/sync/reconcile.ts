@@ -1,5 +1,5 @@
 /**
- * `reconcile` (PRODUCT.md §2): re-walks each stream from the start, upserts what it reads, and
+ * `reconcile`: re-walks each stream from the start, upserts what it reads, and
  * compares what the service serves with what the destination holds. A record stored but no longer
  * served is `gone`; with `prune` it is removed (SQLite: the row with its score details and eval
  * results) or tombstoned (NDJSON: one line, exactly once). Checkpoints are left alone. A stream whose

@@ -1,5 +1,5 @@
 /**
- * The identity rules of PRODUCT.md §4, checked on every record of a page before anything of the
+ * The identity rules of a record, checked on every record of a page before anything of the
  * page is written: a usable `id`, an int64 `order_index` past the cursor and rising, and the
  * stream's campaign id (`campaign.id`, or a flat record's `campaign_id`). Everything else is lenient and kept as sent.
  *

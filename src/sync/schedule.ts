@@ -1,5 +1,5 @@
 /**
- * Which streams a watch pass checks when it cannot afford them all (issue 13). The service allows
+ * Which streams a watch pass checks when it cannot afford them all. The service allows
  * 100 requests a minute; a pass over 200 campaigns costs 201, more than a 2-minute interval's
  * budget. Pure: the watch process keeps each stream's times in memory and passes `now`.
  *

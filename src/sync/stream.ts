@@ -1,5 +1,5 @@
 /**
- * One stream's loop (PRODUCT.md §4): page from the checkpoint, check each page, commit its records
+ * One stream's loop: page from the checkpoint, check each page, commit its records
  * with the checkpoint move, and ask for the next page while this one is stored. A stream's own
  * failure (the service's answer, bad data) ends it with a result; a 401 or a storage failure is
  * thrown on: fatal for the whole pass.

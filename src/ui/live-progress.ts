@@ -1,5 +1,5 @@
 /**
- * What the spinner says (issue 13): streams done / total as they finish, records, pages, requests,
+ * What the spinner says: streams done / total as they finish, records, pages, requests,
  * elapsed time, and, while the run waits for the request budget, a 429's pause or a retry's
  * backoff, what it waits for and the seconds left ("waiting for rate limit: 41 s"). A ticker redraws
  * it every second so the countdown moves while no page arrives. Built only when a spinner is shown.

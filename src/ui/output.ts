@@ -1,5 +1,5 @@
 /**
- * How campaign-sync talks: data on stdout, people on stderr (STYLE.md rule 7).
+ * How campaign-sync talks: data on stdout, people on stderr.
  * `--json` prints one document on stdout and nothing else; `--quiet` prints only errors.
  * Every text passes through the escapes of escape.ts here, so no caller can forward a service's ESC
  * sequence to the terminal; only paint()'s own colour codes are written raw.

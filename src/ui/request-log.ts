@@ -1,5 +1,5 @@
 /**
- * The request log of `--verbose` (issue 13): one line on stderr per HTTP attempt, one per retry or
+ * The request log of `--verbose`: one line on stderr per HTTP attempt, one per retry or
  * rate-limit pause, and one when a request must wait a second or more for the request budget. With
  * `--json` each line is a JSON object. The key is a header and never part of an event, so it cannot
  * reach this log; paths and error texts may quote the service and are escaped by Output.

@@ -33,13 +33,13 @@ export function streamFields(s: StreamFacts) {
 
 /**
  * The failed streams of a pass, one line each (without the `error:` prefix Output adds): what
- * `--quiet` still prints on stderr, so that cron mails a failed sync (PRODUCT.md §1).
+ * `--quiet` still prints on stderr, so that cron mails a failed sync.
  */
 export function failureLines(result: PassResult): string[] {
   return result.streams.filter((s) => s.status === 'failed').map(failureLine);
 }
 
-/** The `--json` document of PRODUCT.md §2 (cursor as a string: it is an int64). */
+/** The `--json` document of `pull` (cursor as a string: it is an int64). */
 export function passDocument(result: PassResult) {
   return {
     streams: result.streams.map((s) => ({

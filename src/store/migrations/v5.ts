@@ -53,7 +53,7 @@ ${indexes}
 ).join('');
 
 /**
- * Version 5 of the schema, part two: what analysts query (PRODUCT.md §5). Views give session and role
+ * Version 5 of the schema, part two: what analysts query. Views give session and role
  * results one shape, eval results their candidate, and each candidate's latest result per campaign;
  * indexes serve the filters analysts use (e-mail, id, created_at, skill, the eval results' campaign).
  *

@@ -1,5 +1,5 @@
 /**
- * Reading a table of the PostgreSQL mirror for `export` (issue 17): the rows as the SQLite mirror's
+ * Reading a table of the PostgreSQL mirror for `export`: the rows as the SQLite mirror's
  * export gives them (JSON columns as JSON text, int64 as bigint, times as ISO text), streamed from a
  * server-side cursor in batches so memory stays flat. Days compare in UTC for timestamptz columns,
  * on the text as written for the others (score details' times).

@@ -1,5 +1,5 @@
 /**
- * PostgreSQL connection URLs (issue 17): `--db postgres://…` or `postgresql://…` selects the team
+ * PostgreSQL connection URLs: `--db postgres://…` or `postgresql://…` selects the team
  * mirror. The password (from the URL's user part or a `password=` query parameter, PGPASSWORD or
  * ~/.pgpass, which `pg` reads) is never printed: every message names the database by `redactUrl`.
  */

@@ -265,7 +265,7 @@ export class NdjsonSink extends GroupedSink {
 
   /**
    * The --out folder or one of its files moved or removed while the process ran: lines appended there
-   * went into the moved or unlinked file, and the next run would find the file gone (hostile report 2).
+   * went into the moved or unlinked file, and the next run would find the file gone.
    */
   moved(): string | undefined {
     // Closed: what was found just before (the files' new names can only be read while they are open).
