@@ -1,5 +1,5 @@
 /**
- * A database file or NDJSON folder moved or removed under a running sync (
+ * A database file or NDJSON folder moved or removed under a running sync (say
  * `mv campaign-sync.db old.db` while `watch` runs). The process keeps writing into the open file,
  * wherever it now is; SQLite skips the checkpoint it does on close for a database that has moved, so
  * the newest commits stayed in `<old name>-wal`, which the next pull there truncated. Each open file's
