@@ -7,6 +7,7 @@
  */
 import { randomInt } from 'node:crypto';
 import type { BudgetStore, SlotLoan, SlotTake } from '../../core/rate.js';
+import { StorageError } from '../../errors.js';
 import type { PgDatabase } from './database.js';
 
 const TAKE = 'SELECT taken, wait_ms, in_flight FROM budget_take($1, $2, $3, $4, $5)';
@@ -26,6 +27,18 @@ export class PgBudgetSlots implements BudgetStore {
   ) {}
 
   async take(count: number, windowMs: number): Promise<SlotTake> {
+    try {
+      return await this.takeOnce(count, windowMs);
+    } catch (err) {
+      // A pooled connection the server closed while it sat idle (idle_session_timeout, a restart)
+      // fails the one statement it is handed before the pool drops it: the take is asked again on a
+      // fresh connection. A take that ran before the loss keeps its slot busy, the safe side of the rate.
+      if (err instanceof StorageError && err.disconnected) return this.takeOnce(count, windowMs);
+      throw err;
+    }
+  }
+
+  private async takeOnce(count: number, windowMs: number): Promise<SlotTake> {
     const owner = randomInt(1, 2 ** 47);
     const r = await this.db.query<{ taken: number | null; wait_ms: number | null; in_flight: boolean | null }>(
       TAKE,
