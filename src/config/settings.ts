@@ -202,7 +202,11 @@ function pass(c: Collector, command: 'pull' | 'watch' | 'reconcile' | 'demo'): v
   c.take('reportType', syncSchema.reportType);
   c.take('pageSize', syncSchema.pageSize);
   c.take('concurrency', syncSchema.concurrency);
-  const lookback = c.take('lookback', syncSchema.lookback);
+  // reconcile re-reads everything and the demo pulls once: neither takes --lookback (nor a profile's).
+  const lookback =
+    command === 'pull' || command === 'watch'
+      ? c.take('lookback', syncSchema.lookback)
+      : c.set('lookback', undefined, byDefault('lookback'));
   c.flag('campaign', [] as string[]);
   const since = c.flag<string | undefined>('since', undefined);
   const until = c.flag<string | undefined>('until', undefined);
