@@ -11,6 +11,7 @@ import { DEFAULTS } from './defaults.js';
 import { parseDate } from './duration.js';
 import { type ListenAddress, parseListen } from './listen.js';
 import { parseNotifyUrl } from './notify.js';
+import { readProfile } from './profile.js';
 import { apiSchema, demoSchema, exportSchema, parseGiven, type Setting, syncSchema, watchSchema } from './schema.js';
 import { byDefault, type Inputs, type Origin, type Profile, pick, said } from './sources.js';
 
@@ -339,14 +340,13 @@ export function resolvePass(flags: object, env: NodeJS.ProcessEnv = process.env)
   return c.done<PassSettings & Sourced>();
 }
 
-/** The command's settings with the config file's profile read first (config/profile.ts: loaded only then). */
+/** The command's settings with the config file's profile read first (config/profile.ts). */
 export async function loadSettings<C extends CommandName>(
   command: C,
   flags: { config?: string; profile?: string },
   env: NodeJS.ProcessEnv = process.env,
   cwd = process.cwd(),
 ): Promise<SettingsOf[C]> {
-  const { readProfile } = await import('./profile.js');
   const profile = await readProfile(flags.config, flags.profile, env, cwd);
   return resolveSettings(command, flags, env, profile);
 }
