@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { CHOICES, DEFAULTS, shownDefault } from './config/defaults.js';
 import { xdgHome } from './config/env.js';
+import type { CommandName, SettingsOf } from './config/settings.js';
 import { packageVersion } from './core/version.js';
 
 /** What an action leaves for main.ts: the exit code. */
@@ -74,11 +75,13 @@ function dbOption(cmd: Command): Command {
     .option('--profile <name>', "profile of the config file to use (env CAMPAIGN_SYNC_PROFILE; default: the file's default_profile)");
 }
 
-/** The command's options with the config file's profile filled in under flags and environment (config/profile.ts). */
-async function configured<T extends object>(cmd: Command, opts: T): Promise<T> {
-  const { applyProfile } = await import('./config/profile.js');
-  await applyProfile(opts as Record<string, unknown>, new Set(cmd.options.map((o) => o.attributeName())));
-  return opts;
+/**
+ * The command's settings (config/settings.ts): its flags, the environment and the config file's
+ * profile, checked once, frozen. Commander's options object is only read.
+ */
+async function settings<C extends CommandName>(command: C, opts: Record<string, unknown>): Promise<SettingsOf[C]> {
+  const { loadSettings } = await import('./config/settings.js');
+  return loadSettings(command, opts);
 }
 
 function outputOptions(cmd: Command): Command {
@@ -146,9 +149,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     outputOptions(dbOption(apiOptions(program.command('campaigns').description('list the campaigns the key can access and store them')))),
     'campaign-sync campaigns --base-url https://api.example.com --api-key-file ~/.campaign-sync-key',
     'campaign-sync campaigns --json | jq ".data[].name"',
-  ).action(async (opts, cmd: Command) =>
-    done(await (await import('./commands/campaigns.js')).campaigns(await configured(cmd, opts), signal)),
-  );
+  ).action(async (opts) => done(await (await import('./commands/campaigns.js')).campaigns(await settings('campaigns', opts), signal)));
 
   example(
     outputOptions(
@@ -164,7 +165,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     'campaign-sync pull --campaign role-2-trust-safety-reviewers --report-type OVERALL',
     'campaign-sync pull --format ndjson --out ./warehouse-drop',
     'campaign-sync pull --since 2026-01-01 --until 2026-01-31',
-  ).action(async (opts, cmd: Command) => done(await (await import('./commands/pull.js')).pull(await configured(cmd, opts), signal)));
+  ).action(async (opts) => done(await (await import('./commands/pull.js')).pull(await settings('pull', opts), signal)));
 
   example(
     outputOptions(
@@ -184,7 +185,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       ),
     'campaign-sync watch --interval 2m',
     'campaign-sync watch --max-cycles 3 --interval 10s --json',
-  ).action(async (opts, cmd: Command) => done(await (await import('./commands/watch.js')).watch(await configured(cmd, opts), signal)));
+  ).action(async (opts) => done(await (await import('./commands/watch.js')).watch(await settings('watch', opts), signal)));
 
   example(
     outputOptions(dbOption(program.command('status').description('show each stream: cursor, records, last success, last error')))
@@ -195,7 +196,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     'campaign-sync status --json',
     'campaign-sync status --check --max-age 15m',
     'campaign-sync status --check --nagios --max-age 15m',
-  ).action(async (opts, cmd: Command) => done(await (await import('./commands/status.js')).status(await configured(cmd, opts))));
+  ).action(async (opts) => done(await (await import('./commands/status.js')).status(opts, await settings('status', opts))));
 
   example(
     dbOption(
@@ -227,8 +228,8 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     'campaign-sync export --table role-results --format ndjson --since 2026-01-01 | gzip > roles.ndjson.gz',
     'campaign-sync export --table eval-results --format parquet -o evals.parquet',
     'campaign-sync export --table latest_results --columns campaign_name,candidate_email,score,cefr -o latest.csv',
-  ).action(async (opts, cmd: Command) =>
-    done(await (await import('./commands/export.js')).exportTable(await configured(cmd, opts), process.stdout, signal)),
+  ).action(async (opts) =>
+    done(await (await import('./commands/export.js')).exportTable(opts, process.stdout, signal, await settings('export', opts))),
   );
 
   example(
@@ -243,7 +244,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     ),
     'campaign-sync reset --campaign 1fd25390-c20a-4b40-9a80-74259b12ee9c',
     'campaign-sync reset --all',
-  ).action(async (opts, cmd: Command) => done(await (await import('./commands/reset.js')).reset(await configured(cmd, opts), signal)));
+  ).action(async (opts) => done(await (await import('./commands/reset.js')).reset(opts, signal, await settings('reset', opts))));
 
   example(
     outputOptions(
@@ -264,8 +265,8 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
       .option('--prune', 'delete gone records from the mirror (NDJSON: append one tombstone line each)'),
     'campaign-sync reconcile',
     'campaign-sync reconcile --campaign session-5-support-agents-emea --prune --json',
-  ).action(async (opts, cmd: Command) =>
-    done(await (await import('./commands/reconcile.js')).reconcileStreams(await configured(cmd, opts), signal)),
+  ).action(async (opts) =>
+    done(await (await import('./commands/reconcile.js')).reconcileStreams(await settings('reconcile', opts), signal)),
   );
 
   example(
@@ -279,7 +280,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     ),
     'campaign-sync forget --user jane.doe@example.com',
     'campaign-sync forget --user 0b6f2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b --json',
-  ).action(async (opts, cmd: Command) => done(await (await import('./commands/forget.js')).forget(await configured(cmd, opts))));
+  ).action(async (opts) => done(await (await import('./commands/forget.js')).forget(opts, await settings('forget', opts))));
 
   example(
     program
@@ -330,7 +331,11 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     ),
     'campaign-sync demo',
     'campaign-sync demo --db /tmp/try.db --records 2000',
-  ).action(async (opts) => done(await (await import('./commands/demo.js')).demo(opts, signal)));
+  ).action(async (opts) => {
+    // The demo takes no config file: its settings are its flags and the defaults.
+    const { resolveSettings } = await import('./config/settings.js');
+    done(await (await import('./commands/demo.js')).demo(resolveSettings('demo', opts, {}), signal));
+  });
 
   example(
     program

@@ -6,10 +6,17 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { applyProfile } from '../src/config/profile.js';
+import { readProfile } from '../src/config/profile.js';
+import { type CommandName, loadSettings } from '../src/config/settings.js';
 import { cli, sim, tempDir } from './helpers/index.js';
 
-const ALL = new Set(['baseUrl', 'apiKeyFile', 'db', 'rateLimit', 'format', 'out', 'pageSize', 'concurrency', 'reportType', 'lookback']);
+/** The API from the environment, so that a pull's settings resolve without a profile's. */
+const API_ENV = { CAMPAIGN_SYNC_BASE_URL: 'https://env.example.com', CAMPAIGN_SYNC_API_KEY: 'k3y-for-tests' };
+
+/** A command's settings with the config file of `cwd` (as cli.ts loads them). */
+function load<C extends CommandName = 'pull'>(flags: Record<string, unknown>, env: NodeJS.ProcessEnv, cwd: string, command?: C) {
+  return loadSettings((command ?? 'pull') as C, flags, env, cwd);
+}
 
 function project(toml: string): string {
   const dir = tempDir();
@@ -36,35 +43,41 @@ out = "/srv/drop/b"
 describe('config profiles', () => {
   it('fills what flags and environment left unset: flags > environment > profile > defaults', async () => {
     const dir = project(TOML);
-    const flags: Record<string, unknown> = { pageSize: '10' };
-    const used = await applyProfile(flags, ALL, { CAMPAIGN_SYNC_RATE_LIMIT: '5/1s' }, dir);
-    expect(used).toEqual({ file: join(dir, 'campaign-sync.toml'), profile: 'a' });
-    expect(flags).toEqual({
-      pageSize: '10',
-      baseUrl: 'https://a.example.com',
-      // Relative to the file's folder; ~ is the home folder.
-      apiKeyFile: join(dir, 'keys/a.key'),
-      db: join(process.env.HOME ?? '', 'mirrors/a.db'),
-      // What a message about the database names (config/env.ts resolveDb), and the file's mode.
-      dbFrom: {
-        where: `${join(dir, 'campaign-sync.toml')}: profiles.a.db`,
-        file: join(dir, 'campaign-sync.toml'),
-        mode: expect.any(Number),
-      },
-      // Every option the profile filled, by its key: messages name that, not a flag never typed.
-      fromProfile: {
-        baseUrl: `${join(dir, 'campaign-sync.toml')}: profiles.a.base_url`,
-        apiKeyFile: `${join(dir, 'campaign-sync.toml')}: profiles.a.api_key_file`,
-        db: `${join(dir, 'campaign-sync.toml')}: profiles.a.db`,
-      },
-    });
+    const file = join(dir, 'campaign-sync.toml');
+    mkdirSync(join(dir, 'keys'));
+    writeFileSync(join(dir, 'keys/a.key'), 'key-of-a\n', { mode: 0o600 });
+    const used = await readProfile(undefined, undefined, { CAMPAIGN_SYNC_RATE_LIMIT: '5/1s' }, dir);
+    expect(used).toMatchObject({ file, name: 'a' });
+    const settings = await load({ pageSize: '10' }, { CAMPAIGN_SYNC_RATE_LIMIT: '5/1s' }, dir);
+    expect(settings.pageSize).toBe(10);
+    expect(settings.sourceOf('pageSize')).toEqual({ source: 'flag', name: '--page-size' });
+    expect(settings.api.baseUrl.href).toBe('https://a.example.com/');
+    // Relative to the file's folder; ~ is the home folder.
+    expect(settings.api.apiKey).toBe('key-of-a');
+    expect(settings.db).toBe(join(process.env.HOME ?? '', 'mirrors/a.db'));
+    // The environment beats the profile's rate_limit.
+    expect(settings.api.rate).toEqual({ count: 5, windowMs: 1000 });
+    expect(settings.sourceOf('rateLimit')).toEqual({ source: 'env', name: 'CAMPAIGN_SYNC_RATE_LIMIT' });
+    // Every value the profile gave, by its key: messages name that, not a flag never typed; the
+    // database's also with the file's mode (store/pg/url.ts warns of a password others can read).
+    expect(settings.sourceOf('baseUrl')).toMatchObject({ source: 'profile', name: `${file}: profiles.a.base_url` });
+    expect(settings.sourceOf('apiKeyFile')).toMatchObject({ source: 'profile', name: `${file}: profiles.a.api_key_file` });
+    expect(settings.sourceOf('db')).toEqual({ source: 'profile', name: `${file}: profiles.a.db`, fileMode: expect.any(Number) });
+    expect(settings.sourceOf('concurrency')).toEqual({ source: 'default', name: '--concurrency' });
     // --profile beats default_profile; CAMPAIGN_SYNC_PROFILE too; options the command lacks are left out.
-    const b: Record<string, unknown> = { profile: 'b' };
-    await applyProfile(b, new Set(['baseUrl', 'format']), {}, dir);
-    expect(b).toEqual({ profile: 'b', baseUrl: 'https://b.example.com', format: 'ndjson', fromProfile: expect.any(Object) });
-    const viaEnv: Record<string, unknown> = {};
-    await applyProfile(viaEnv, ALL, { CAMPAIGN_SYNC_PROFILE: 'b', CAMPAIGN_SYNC_OUT: '/elsewhere' }, dir);
-    expect(viaEnv).toEqual({ baseUrl: 'https://b.example.com', format: 'ndjson', fromProfile: expect.any(Object) });
+    const b = await load({ profile: 'b' }, {}, dir, 'export');
+    expect(b).toMatchObject({ format: 'ndjson' });
+    expect(b).not.toHaveProperty('out');
+    expect(b).not.toHaveProperty('api');
+    const viaEnv = await load(
+      {},
+      { ...API_ENV, CAMPAIGN_SYNC_BASE_URL: undefined, CAMPAIGN_SYNC_PROFILE: 'b', CAMPAIGN_SYNC_OUT: '/elsewhere' },
+      dir,
+    );
+    expect(viaEnv.api.baseUrl.href).toBe('https://b.example.com/');
+    expect(viaEnv.format).toBe('ndjson');
+    expect(viaEnv.out).toBe('/elsewhere');
+    expect(viaEnv.sourceOf('out')).toEqual({ source: 'env', name: 'CAMPAIGN_SYNC_OUT' });
   });
 
   it('finds the user file under XDG_CONFIG_HOME, or --config; none at all is fine', async () => {
@@ -72,14 +85,12 @@ describe('config profiles', () => {
     mkdirSync(join(xdg, 'campaign-sync'));
     writeFileSync(join(xdg, 'campaign-sync', 'config.toml'), '[profiles.x]\nbase_url = "https://x.example.com"\n');
     const empty = tempDir();
-    const flags: Record<string, unknown> = { profile: 'x' };
-    await applyProfile(flags, ALL, { XDG_CONFIG_HOME: xdg }, empty);
-    expect(flags.baseUrl).toBe('https://x.example.com');
+    const x = await readProfile(undefined, 'x', { XDG_CONFIG_HOME: xdg }, empty);
+    expect(x?.values.get('baseUrl')?.text).toBe('https://x.example.com');
     const other = project(TOML);
-    const viaFlag: Record<string, unknown> = { config: join(other, 'campaign-sync.toml'), profile: 'b' };
-    await applyProfile(viaFlag, ALL, {}, empty);
-    expect(viaFlag.baseUrl).toBe('https://b.example.com');
-    expect(await applyProfile({}, ALL, { XDG_CONFIG_HOME: tempDir() }, empty)).toBeUndefined();
+    const viaFlag = await readProfile(join(other, 'campaign-sync.toml'), 'b', {}, empty);
+    expect(viaFlag?.values.get('baseUrl')?.text).toBe('https://b.example.com');
+    expect(await readProfile(undefined, undefined, { XDG_CONFIG_HOME: tempDir() }, empty)).toBeUndefined();
   });
 
   it('names the file, profile and key of every mistake', async () => {
@@ -125,32 +136,26 @@ describe('config profiles', () => {
     ];
     for (const [toml, flags, message] of cases) {
       const dir = project(toml);
-      await expect(applyProfile({ ...flags }, ALL, {}, dir)).rejects.toThrow(message);
+      await expect(load({ ...flags }, API_ENV, dir)).rejects.toThrow(message);
     }
     // export's format is its own: a profile's "parquet" is not checked against pull's sqlite/ndjson.
     const exportDir = project('[profiles.a]\nformat = "parquet"\n');
-    const filled: Record<string, unknown> = { profile: 'a' };
-    await applyProfile(filled, new Set(['format']), {}, exportDir);
-    expect(filled.format).toBe('parquet');
+    expect((await load({ profile: 'a' }, {}, exportDir, 'export')).format).toBe('parquet');
     // A value a flag overrides is not the one used: it is not checked either.
     const overridden = project('[profiles.a]\npage_size = 500\n');
-    const flags: Record<string, unknown> = { profile: 'a', pageSize: '20' };
-    await applyProfile(flags, ALL, {}, overridden);
-    expect(flags.pageSize).toBe('20');
-    await expect(applyProfile({ profile: 'a' }, ALL, { XDG_CONFIG_HOME: tempDir() }, tempDir())).rejects.toThrow(
-      /--profile a: no config file/,
-    );
-    await expect(applyProfile({ config: 'nope.toml' }, ALL, {}, tempDir())).rejects.toThrow(/--config: .*nope\.toml does not exist/);
-    await expect(applyProfile({ config: '' }, ALL, {}, tempDir())).rejects.toThrow(/^--config: the file name is empty/);
+    expect((await load({ profile: 'a', pageSize: '20' }, API_ENV, overridden)).pageSize).toBe(20);
+    await expect(load({ profile: 'a' }, { XDG_CONFIG_HOME: tempDir() }, tempDir())).rejects.toThrow(/--profile a: no config file/);
+    await expect(load({ config: 'nope.toml' }, {}, tempDir())).rejects.toThrow(/--config: .*nope\.toml does not exist/);
+    await expect(load({ config: '' }, {}, tempDir())).rejects.toThrow(/^--config: the file name is empty/);
     // A profile the environment or the file chose is named by that, not as a --profile never typed.
     const one = project('[profiles.a]\n');
-    await expect(applyProfile({}, ALL, { CAMPAIGN_SYNC_PROFILE: 'toString' }, one)).rejects.toThrow(
+    await expect(load({}, { CAMPAIGN_SYNC_PROFILE: 'toString' }, one)).rejects.toThrow(
       /^CAMPAIGN_SYNC_PROFILE: .*campaign-sync\.toml has no profile "toString" \(profiles: a\)$/,
     );
-    await expect(applyProfile({}, ALL, { CAMPAIGN_SYNC_PROFILE: 'b', XDG_CONFIG_HOME: tempDir() }, tempDir())).rejects.toThrow(
+    await expect(load({}, { CAMPAIGN_SYNC_PROFILE: 'b', XDG_CONFIG_HOME: tempDir() }, tempDir())).rejects.toThrow(
       /^CAMPAIGN_SYNC_PROFILE=b: no config file/,
     );
-    await expect(applyProfile({}, ALL, {}, project('default_profile = "valueOf"\n[profiles.a]\n'))).rejects.toThrow(
+    await expect(load({}, {}, project('default_profile = "valueOf"\n[profiles.a]\n'))).rejects.toThrow(
       /campaign-sync\.toml: default_profile "valueOf" is not one of its profiles \(profiles: a\)$/,
     );
   });
@@ -161,25 +166,22 @@ describe('config profiles', () => {
     const loop = tempDir();
     symlinkSync('b.toml', join(loop, 'a.toml'));
     symlinkSync('a.toml', join(loop, 'b.toml'));
-    await expect(applyProfile({ config: 'a.toml' }, ALL, {}, loop)).rejects.toThrow(/^--config: .*a\.toml is a loop of symbolic links$/);
+    await expect(load({ config: 'a.toml' }, {}, loop)).rejects.toThrow(/^--config: .*a\.toml is a loop of symbolic links$/);
     const local = tempDir();
     symlinkSync('campaign-sync.toml', join(local, 'campaign-sync.toml'));
-    await expect(applyProfile({}, ALL, { XDG_CONFIG_HOME: tempDir() }, local)).rejects.toThrow(
-      /config file: .*campaign-sync\.toml is a loop/,
-    );
+    await expect(load({}, { XDG_CONFIG_HOME: tempDir() }, local)).rejects.toThrow(/config file: .*campaign-sync\.toml is a loop/);
     // A symbolic link to a file that is gone, in the working directory or the user's folder.
     const dangling = tempDir();
     symlinkSync(join(dangling, 'moved.toml'), join(dangling, 'campaign-sync.toml'));
-    await expect(applyProfile({}, ALL, { XDG_CONFIG_HOME: tempDir() }, dangling)).rejects.toThrow(
+    await expect(load({}, { XDG_CONFIG_HOME: tempDir() }, dangling)).rejects.toThrow(
       /config file: .*campaign-sync\.toml is a symbolic link to a file that does not exist/,
     );
     const xdg = tempDir();
     mkdirSync(join(xdg, 'campaign-sync'));
     symlinkSync(join(xdg, 'gone.toml'), join(xdg, 'campaign-sync', 'config.toml'));
-    await expect(applyProfile({}, ALL, { XDG_CONFIG_HOME: xdg }, tempDir())).rejects.toThrow(/config\.toml is a symbolic link to a file/);
+    await expect(load({}, { XDG_CONFIG_HOME: xdg }, tempDir())).rejects.toThrow(/config\.toml is a symbolic link to a file/);
     // Nothing there at all is still fine: no config file.
-    const none: Record<string, unknown> = {};
-    await applyProfile(none, ALL, { XDG_CONFIG_HOME: tempDir() }, tempDir());
+    await load({}, { ...API_ENV, XDG_CONFIG_HOME: tempDir() }, tempDir());
     // Spawned: one line, exit 2.
     const r = await cli(['status', '--db', join(loop, 'x.db'), '--config', 'a.toml'], { cwd: loop });
     expect(r.code).toBe(2);

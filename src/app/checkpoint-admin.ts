@@ -3,7 +3,8 @@
  * and forget checkpoints, under the lock (SQLite: the run lock; PostgreSQL: the locks of the streams
  * it changes, so a worker syncing one of them makes reset exit 75 rather than be undone).
  */
-import { type DbFlags, resolveDb } from '../config/env.js';
+import { dbChoice } from '../config/config.js';
+import type { MirrorSettings } from '../config/settings.js';
 import { Campaigns } from '../store/campaigns.js';
 import { Checkpoints } from '../store/checkpoints.js';
 import { openDatabase } from '../store/db.js';
@@ -26,15 +27,12 @@ export interface CheckpointAdmin {
 }
 
 /** Opens the mirror of --db for `reset`; `warn` gets the warnings about where its password is kept (store/pg/url.ts dbWarnings). */
-export async function openCheckpointAdmin(
-  flags: DbFlags & { pgSchema?: string | undefined },
-  warn?: (text: string) => void,
-): Promise<CheckpointAdmin> {
-  const chosen = resolveDb(flags);
+export async function openCheckpointAdmin(settings: MirrorSettings, warn?: (text: string) => void): Promise<CheckpointAdmin> {
+  const chosen = dbChoice(settings.db, settings.sourceOf('db'));
   for (const w of dbWarnings(chosen)) warn?.(w);
   const { path: dbPath, where } = chosen;
   // pg is loaded only for a postgres:// --db: `reset` on a SQLite file starts as light as a pull.
-  if (isPgUrl(dbPath)) return (await import('./checkpoint-admin-pg.js')).openPgCheckpointAdmin(dbPath, flags.pgSchema, where);
+  if (isPgUrl(dbPath)) return (await import('./checkpoint-admin-pg.js')).openPgCheckpointAdmin(dbPath, settings.pgSchema, where);
   const db = openDatabase(dbPath, { mustExist: true });
   let lock: RunLock | undefined;
   try {

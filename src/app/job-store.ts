@@ -23,6 +23,8 @@ export type MirrorPlace = { kind: 'sqlite'; db: string } | { kind: 'ndjson'; out
 
 export interface JobStore {
   readonly place: MirrorPlace;
+  /** The destination the database remembered and fed again, when nothing else chose one. */
+  readonly remembered?: Destination | undefined;
   readonly sink: Sink;
   readonly cursors: Cursors;
   /** Every stream's checkpoint and health. */
@@ -49,8 +51,8 @@ export interface StoreChoice {
   /** Where `db` came from (config/env.ts DbChoice): what a failure to open a PostgreSQL mirror names. */
   dbWhere?: string;
   pgSchema: string;
-  /** --format/--out as given (flag or environment), undefined when neither was. */
-  chosen: string | undefined;
+  /** Whether a flag, a variable or a profile chose the destination (--format or --out); if not, the database's memory decides. */
+  chosen: boolean;
   /** What asked for NDJSON, for messages: `--format ndjson`, its variable, or `--out` alone (or its variable). */
   formatWhere?: string;
   format: string;
@@ -81,7 +83,7 @@ async function openSqliteStore(c: StoreChoice): Promise<JobStore> {
       );
     }
     // Without --format and --out, the database keeps feeding the destination it fed last.
-    const remembered = c.chosen === undefined ? state.destination() : undefined;
+    const remembered = c.chosen ? undefined : state.destination();
     const destination: Destination = remembered ?? (c.format === 'ndjson' ? { kind: 'ndjson', out: resolve(c.out) } : { kind: 'sqlite' });
     state.claimDestination(destination);
     // The NDJSON sink (its files, index, erasure rewrites) is loaded only for an NDJSON pull.
@@ -92,6 +94,7 @@ async function openSqliteStore(c: StoreChoice): Promise<JobStore> {
     const opened = db;
     const guard = new MirrorGuard(db, c.db, sink);
     return {
+      remembered,
       place:
         destination.kind === 'ndjson' ? { kind: 'ndjson', out: destination.out, db: resolve(c.db) } : { kind: 'sqlite', db: resolve(c.db) },
       sink,

@@ -4,7 +4,8 @@
  */
 // No zod and no pg here: `status` of a SQLite mirror stays a light process; the
 // PostgreSQL reader (mirror-reader-pg.ts) is loaded only for a postgres:// --db.
-import { type DbFlags, resolveDb } from '../config/env.js';
+import { dbChoice } from '../config/config.js';
+import type { MirrorSettings } from '../config/settings.js';
 import { Campaigns, type SkippedCampaign } from '../store/campaigns.js';
 import { Checkpoints, type StreamRow } from '../store/checkpoints.js';
 import { isEmptyDatabase, openDatabase } from '../store/db.js';
@@ -26,13 +27,13 @@ export interface MirrorReader {
  * `warn` gets the warnings about where its password is kept (store/pg/url.ts dbWarnings).
  */
 export async function openMirrorReader(
-  flags: DbFlags & { pgSchema?: string | undefined },
+  settings: MirrorSettings,
   opts: { emptyHasNoStreams?: boolean; warn?: (text: string) => void } = {},
 ): Promise<MirrorReader> {
-  const chosen = resolveDb(flags);
+  const chosen = dbChoice(settings.db, settings.sourceOf('db'));
   for (const w of dbWarnings(chosen)) opts.warn?.(w);
   const { path: dbPath, where } = chosen;
-  if (isPgUrl(dbPath)) return (await import('./mirror-reader-pg.js')).openPgReader(dbPath, flags.pgSchema, where);
+  if (isPgUrl(dbPath)) return (await import('./mirror-reader-pg.js')).openPgReader(dbPath, settings.pgSchema, where);
   if (opts.emptyHasNoStreams && isEmptyDatabase(dbPath)) {
     // Nothing is opened: SQLite would take the empty file for a database without our tables.
     return {

@@ -1,18 +1,13 @@
 /**
- * Everything a pull or watch needs, set up in a safe order: validate every flag first (bad input
- * changes nothing), then take the run lock, then open the database and the sink.
+ * Everything a pull or watch needs, set up in a safe order: the settings come checked (bad input
+ * changes nothing), then the run lock is taken, then the database and the sink are opened.
  */
 
 import type { ApiClient } from '../api/client.js';
-import { type ApiConfig, type ApiFlags, resolveApiConfig, resolvePgSchema } from '../config/config.js';
-import { CHOICES, DEFAULTS } from '../config/defaults.js';
-import { parseDate, parseDuration } from '../config/duration.js';
-import { type DbFlags, ENV, type ProfileFilled, readEnv, resolveDb } from '../config/env.js';
-import { parseNotifyUrl } from '../config/notify.js';
-import { checkAt, parseSettings, syncSchema } from '../config/schema.js';
+import { type ApiConfig, dbChoice } from '../config/config.js';
+import { type JobSettings, type PassSettings, rememberDestination, resolvePass } from '../config/settings.js';
+import { said } from '../config/sources.js';
 import type { RunEvents } from '../core/events.js';
-import type { Endpoint } from '../core/types.js';
-import { UsageError } from '../errors.js';
 import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { type ReconcileResult, reconcile } from '../sync/reconcile.js';
@@ -37,98 +32,23 @@ function dbPassword(path: string): string | undefined {
   }
 }
 
-export interface SyncFlags extends ApiFlags, DbFlags, ProfileFilled {
-  pgSchema?: string;
-  campaign?: string[];
-  type?: string;
-  reportType?: string;
-  format?: string;
-  out?: string;
-  pageSize?: string;
-  concurrency?: string;
-  since?: string;
-  until?: string;
-  full?: boolean;
-  lookback?: string;
-  /** `--notify <url>`: POST each stream state change here (app/notify.ts). */
-  notify?: string;
-  /** How old a stream's last success may be before --notify calls it stale (watch's --max-age). */
-  maxAge?: string;
-}
-
-/**
- * The pass's settings with their defaults (config/schema.ts). An NDJSON folder given without a
- * format means NDJSON: `--out` alone went into SQLite without a word, and moving to the folder then
- * took a reset and a full re-read. Given with `--format sqlite`, the two contradict each other.
- */
-function syncSettings(flags: SyncFlags) {
-  const format = flags.format ?? checkAt(syncSchema.format, ENV.format.name, readEnv('format'));
-  const out = flags.out ?? readEnv('out');
-  if (format === 'sqlite' && out !== undefined) {
-    const formatWhere = said(origin(flags, 'format') as Origin, 'sqlite');
-    const outWhere = (origin(flags, 'out') as Origin).where;
-    throw new UsageError(`${outWhere} names an NDJSON folder, but ${formatWhere} writes records into --db; drop one of them`);
-  }
-  return parseSettings(syncSchema, {
-    reportType: flags.reportType,
-    format: format ?? (out !== undefined ? 'ndjson' : undefined),
-    out,
-    pageSize: flags.pageSize,
-    concurrency: flags.concurrency,
-    lookback: flags.lookback,
-  });
-}
-
-/** Where an option's value came from: its flag, its variable, or the profile key that filled the flag. */
-interface Origin {
-  where: string;
-  kind: 'flag' | 'env' | 'profile';
-}
-
-function origin(flags: SyncFlags, option: 'format' | 'out'): Origin | undefined {
-  if (flags[option] !== undefined) {
-    const key = flags.fromProfile?.[option];
-    return key === undefined ? { where: `--${option}`, kind: 'flag' } : { where: key, kind: 'profile' };
-  }
-  return readEnv(option) === undefined ? undefined : { where: ENV[option].name, kind: 'env' };
-}
-
-/** A value with its origin, as the user wrote it: `--format ndjson`, `CAMPAIGN_SYNC_FORMAT=ndjson`, `<file>: profiles.x.format = "ndjson"`. */
-function said(o: Origin, value: string): string {
-  return o.kind === 'flag' ? `${o.where} ${value}` : o.kind === 'env' ? `${o.where}=${value}` : `${o.where} = "${value}"`;
-}
-
-/** What asked for the format, in the user's words: `--format ndjson`, its variable, its profile key, or `--out` alone (or its variable or key). */
-function formatSource(flags: SyncFlags): string {
-  const format = origin(flags, 'format');
-  if (format !== undefined) return said(format, flags.format ?? (readEnv('format') as string));
-  const out = origin(flags, 'out');
-  return out === undefined ? '--format' : `${out.where} (an NDJSON folder)`;
-}
-
-/** Validates the pass flags (exported for tests); `settings` when the caller parsed them already. */
-export function resolvePassOptions(flags: SyncFlags, settings = syncSettings(flags)): PassOptions {
-  const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
-  const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
-  if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
-  if (flags.full && (since || until)) throw new UsageError('--full re-reads everything; it does not go with --since/--until');
-  // Ten years back is before any campaign; more is a typo (and dates before year 0 are not dates).
-  if (settings.lookback !== undefined && settings.lookback > 3650 * 86_400_000)
-    throw new UsageError(`--lookback: "${flags.lookback}" reaches back more than 3650d; use pull --full to re-read everything`);
-  if (settings.lookback !== undefined && (flags.full || since || until))
-    throw new UsageError('--lookback re-reads a recent window after the incremental read; it does not go with --full or --since/--until');
-  if (flags.type !== undefined && !(CHOICES.type as readonly string[]).includes(flags.type))
-    throw new UsageError(`--type: must be ${CHOICES.type.join(' or ')}`);
+/** The pass's options of the settings (exported for tests). */
+export function passOptions(settings: PassSettings): PassOptions {
   return {
-    campaigns: flags.campaign ?? [],
-    type: flags.type as Endpoint | undefined,
+    campaigns: [...settings.campaign],
+    type: settings.type,
     reportType: settings.reportType,
     pageSize: settings.pageSize,
     concurrency: settings.concurrency,
-    since,
-    until,
-    full: flags.full === true,
+    since: settings.since,
+    until: settings.until,
+    full: settings.full,
   };
+}
+
+/** Checks a pass's flags (with the environment, no config file) as a pull does: for tests. */
+export function resolvePassOptions(flags: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): PassOptions {
+  return passOptions(resolvePass(flags, env));
 }
 
 /** The days a lookback of `ms` re-reads at `now`: from the UTC day of now − ms through today (UTC). */
@@ -150,38 +70,33 @@ export interface JobHooks {
 /** A locked mirror (SQLite or PostgreSQL) with its sink and an API client, ready for passes. */
 export class SyncJob {
   private constructor(
+    /** The job's settings, with the destination the database remembered when nothing else chose one. */
+    readonly settings: JobSettings,
     readonly dbPath: string,
     /** The mirror and its checkpoints, whichever database holds them (app/job-store.ts). */
     readonly store: JobStore,
     readonly client: ApiClient,
     readonly options: PassOptions,
-    /** `--lookback` in milliseconds, if given. */
-    readonly lookbackMs: number | undefined,
     /** Warnings of the configuration (a key file others can read), for the command to print once. */
     readonly warnings: string[],
     private readonly signal: AbortSignal | undefined,
     private readonly hooks: JobHooks,
-    /** The request budget's rate (watch's scheduler plans passes within it). */
-    readonly rate: ApiConfig['rate'],
     private readonly alerts: NotifyChoice | undefined,
   ) {}
 
-  static async open(flags: SyncFlags, signal: AbortSignal | undefined, hooks: JobHooks = {}, api?: ApiConfig): Promise<SyncJob> {
-    const settings = syncSettings(flags);
-    const options = resolvePassOptions(flags, settings);
-    const config = api ?? resolveApiConfig(flags);
-    // Checked before the lock is taken: a bad URL changes nothing.
-    const notifyUrl = flags.notify === undefined ? undefined : parseNotifyUrl(flags.notify, flags.allowInsecureHttp === true);
-    const maxAgeMs = parseDuration(flags.maxAge ?? DEFAULTS.maxAge, '--max-age');
-    const db = resolveDb(flags);
+  /** Opens the job of `settings` (config/settings.ts: every value already checked, so bad input changes nothing). */
+  static async open(settings: JobSettings, signal: AbortSignal | undefined, hooks: JobHooks = {}): Promise<SyncJob> {
+    const config = settings.api;
+    const db = dbChoice(settings.db, settings.sourceOf('db'));
     for (const w of dbWarnings(db)) hooks.events?.warning?.(w);
     const dbPath = db.path;
+    const formatOrigin = settings.sourceOf('format');
     const store = await openJobStore({
       db: dbPath,
       dbWhere: db.where,
-      pgSchema: resolvePgSchema(flags.pgSchema),
-      chosen: flags.format ?? readEnv('format') ?? flags.out ?? readEnv('out'),
-      formatWhere: formatSource(flags),
+      pgSchema: settings.pgSchema,
+      chosen: formatOrigin.source !== 'default',
+      formatWhere: said(formatOrigin, settings.format),
       format: settings.format,
       out: settings.out,
       concurrency: settings.concurrency,
@@ -190,19 +105,30 @@ export class SyncJob {
     try {
       const client = createClient(config, { signal, events: hooks.events, budgetSlots: store.budgetSlots });
       let alerts: NotifyChoice | undefined;
-      if (notifyUrl !== undefined) {
+      if (settings.notify !== undefined) {
         const { Notifier } = await import('./notify.js');
         const secrets = [config.apiKey, dbPassword(dbPath)].filter((s): s is string => s !== undefined);
         alerts = {
-          notifier: new Notifier(notifyUrl, { secrets, warn: (text) => (hooks.alertFailure ?? hooks.events?.warning)?.(text) }),
-          maxAgeMs,
+          notifier: new Notifier(settings.notify, { secrets, warn: (text) => (hooks.alertFailure ?? hooks.events?.warning)?.(text) }),
+          maxAgeMs: settings.maxAge,
         };
       }
-      return new SyncJob(dbPath, store, client, options, settings.lookback, config.warnings ?? [], signal, hooks, config.rate, alerts);
+      const used = store.remembered === undefined ? settings : rememberDestination(settings, store.remembered);
+      return new SyncJob(used, dbPath, store, client, passOptions(settings), config.warnings ?? [], signal, hooks, alerts);
     } catch (err) {
       await store.close();
       throw err;
     }
+  }
+
+  /** `--lookback` in milliseconds, if given. */
+  get lookbackMs(): number | undefined {
+    return this.settings.lookback;
+  }
+
+  /** The request budget's rate (watch's scheduler plans passes within it). */
+  get rate(): ApiConfig['rate'] {
+    return this.settings.api.rate;
   }
 
   private deps() {

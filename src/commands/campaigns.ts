@@ -1,17 +1,13 @@
 import type { ApiClient } from '../api/client.js';
 import { createClient } from '../app/client.js';
-import { type ApiFlags, resolveApiConfig, resolvePgSchema } from '../config/config.js';
-import { type DbFlags, resolveDb } from '../config/env.js';
+import { dbChoice } from '../config/config.js';
+import type { CampaignsSettings } from '../config/settings.js';
 import { Campaigns } from '../store/campaigns.js';
 import { openDatabase } from '../store/db.js';
 import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import { commandEvents } from '../ui/events.js';
-import { Output, type OutputFlags } from '../ui/output.js';
+import { Output } from '../ui/output.js';
 import { type Column, renderTable } from '../ui/table.js';
-
-export interface CampaignsFlags extends ApiFlags, OutputFlags, DbFlags {
-  pgSchema?: string;
-}
 
 /**
  * On a narrow terminal the creation time goes first, then the display name and the type; the id
@@ -26,15 +22,14 @@ const CAMPAIGN_COLUMNS: Column[] = [
 ];
 
 /** `campaign-sync campaigns`: lists the accessible campaigns and upserts them into `campaigns`. */
-export async function campaigns(flags: CampaignsFlags, signal: AbortSignal): Promise<number> {
-  const out = new Output(flags);
-  const chosen = resolveDb(flags);
+export async function campaigns(settings: CampaignsSettings, signal: AbortSignal): Promise<number> {
+  const out = new Output(settings);
+  const chosen = dbChoice(settings.db, settings.sourceOf('db'));
   // Before anything is opened: said even when the database cannot be reached.
   for (const w of dbWarnings(chosen)) out.warn(w);
   const { path: dbPath, where } = chosen;
-  // Checked before the service is asked: a bad --pg-schema is a usage error, whatever the list.
-  const pgSchema = isPgUrl(dbPath) ? resolvePgSchema(flags.pgSchema) : undefined;
-  const config = resolveApiConfig(flags);
+  const pgSchema = isPgUrl(dbPath) ? settings.pgSchema : undefined;
+  const config = settings.api;
   for (const w of config.warnings ?? []) out.warn(w);
   const client = createClient(config, { signal, events: commandEvents(out) });
   let list: Awaited<ReturnType<ApiClient['listCampaigns']>>;

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { SyncJob } from '../app/sync-job.js';
-import { apiSchema, demoSchema, parseSettings } from '../config/schema.js';
+import type { DemoSettings } from '../config/settings.js';
 import { exitCodeForPass, UsageError } from '../errors.js';
 import { startSimulator } from '../simulator/server.js';
 import { Campaigns } from '../store/campaigns.js';
@@ -10,18 +10,11 @@ import { isEmptyDatabase, openDatabase } from '../store/db.js';
 import { isPgUrl } from '../store/pg/url.js';
 import { showText } from '../ui/escape.js';
 import { commandEvents } from '../ui/events.js';
-import { Output, type OutputFlags } from '../ui/output.js';
+import { Output } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
 import { commandName, shellWord } from '../ui/shell.js';
 import { passDocument, passTable } from '../ui/summary.js';
 import { formatCount } from '../ui/table.js';
-
-export interface DemoFlags extends OutputFlags {
-  db?: string;
-  seed?: string;
-  campaigns?: string;
-  records?: string;
-}
 
 /**
  * The campaigns a database already holds (listed or with a stream) that the demo's simulator does not
@@ -44,10 +37,9 @@ function foreignCampaigns(db: string, served: Set<string>): number {
  * `campaign-sync demo`: the simulator in-process on a free loopback port, a full pull into
  * ./campaign-sync-demo.db, the summary, and what to try next. No key, no network.
  */
-export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<number> {
-  const out = new Output(flags);
-  const { db, seed, campaigns, records } = parseSettings(demoSchema, flags);
-  const api = parseSettings(apiSchema, {});
+export async function demo(settings: DemoSettings, signal: AbortSignal): Promise<number> {
+  const out = new Output(settings);
+  const { db, seed, campaigns, records } = settings;
   if (isPgUrl(db)) throw new UsageError('--db: the demo writes made-up records into a SQLite file, never into a PostgreSQL mirror');
   // No rate limit on either side: the demo should show the mirror, not a minute of waiting.
   const sim = await startSimulator({ seed, campaigns, records, unknownTypeCampaigns: 0 });
@@ -60,19 +52,16 @@ export async function demo(flags: DemoFlags, signal: AbortSignal): Promise<numbe
     }
     out.info(`simulator started on ${sim.url} (${campaigns} campaigns, ${formatCount(records)} results each, seed ${seed})`);
     const progress = await startProgress(out, 'pulling');
-    const session = await SyncJob.open(
-      { db },
-      signal,
-      { events: commandEvents(out, progress) },
-      {
-        baseUrl: new URL(sim.url),
-        apiKey: sim.apiKey,
-        rate: { count: 100_000, windowMs: 1000 },
-        timeoutMs: api.timeout,
-        maxRetries: api.maxRetries,
-        maxRetryWaitMs: api.maxRetryWait,
-      },
-    );
+    // The demo's API is its own simulator, known only now.
+    const api = {
+      baseUrl: new URL(sim.url),
+      apiKey: sim.apiKey,
+      rate: { count: 100_000, windowMs: 1000 },
+      timeoutMs: settings.timeoutMs,
+      maxRetries: settings.maxRetries,
+      maxRetryWaitMs: settings.maxRetryWaitMs,
+    };
+    const session = await SyncJob.open(Object.freeze({ ...settings, api }), signal, { events: commandEvents(out, progress) });
     let code: number;
     try {
       const result = await session.pass();

@@ -1,9 +1,9 @@
 import { type Stats, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { Writable } from 'node:stream';
-import { DEFAULTS } from '../config/defaults.js';
+import { dbChoice } from '../config/config.js';
 import { parseDate } from '../config/duration.js';
-import { type DbFlags, resolveDb } from '../config/env.js';
+import { type ExportSettings, resolveSettings } from '../config/settings.js';
 import { ExportInterrupted, errorCode, isAbort, storageError, UsageError } from '../errors.js';
 import { noRowsWarning, selectedCampaign } from '../export/campaign.js';
 import { writeCsv } from '../export/csv.js';
@@ -20,7 +20,8 @@ import { refuseLinks } from '../store/private-file.js';
 import { columnNames, schemaVersion } from '../store/schema.js';
 import { Output } from '../ui/output.js';
 
-export interface ExportFlags extends DbFlags {
+export interface ExportFlags {
+  db?: string;
   pgSchema?: string;
   table: string;
   format?: string;
@@ -35,12 +36,6 @@ export interface ExportFlags extends DbFlags {
   sinceLast?: string;
   quiet?: boolean;
   json?: boolean;
-}
-
-/** --format, checked by the config schema. */
-async function parseFormat(given: string): Promise<'csv' | 'ndjson' | 'parquet'> {
-  const { exportSchema, parseSettings } = await import('../config/schema.js');
-  return parseSettings(exportSchema, { format: given }).format;
 }
 
 /** The files of a SQLite database besides itself: overwriting any of them loses the mirror's data or its lock. */
@@ -107,7 +102,12 @@ function outputFile(given: string | undefined): string | undefined {
  * `campaign-sync export`: streams one table of the mirror to a file (0600) or stdout. SIGINT/SIGTERM
  * (`signal`) stop it between two chunks: exit 130, and no file at -o.
  */
-export async function exportTable(flags: ExportFlags, stdout: Writable = process.stdout, signal?: AbortSignal): Promise<number> {
+export async function exportTable(
+  flags: ExportFlags,
+  stdout: Writable = process.stdout,
+  signal?: AbortSignal,
+  settings: ExportSettings = resolveSettings('export', flags),
+): Promise<number> {
   const out = new Output({ quiet: flags.quiet, json: flags.json });
   const target = outputFile(flags.output);
   // The data goes to stdout without -o: there is no room for a document beside it.
@@ -117,13 +117,11 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     );
   }
   if (!(flags.table in EXPORT_TABLES)) throw new UsageError(`--table: must be one of ${Object.keys(EXPORT_TABLES).join(', ')}`);
-  // zod (~70 ms of CPU to load, a tenth of sqlite3's whole export) only when --format is given:
-  // without it, the schema's answer is its default.
-  const format = flags.format === undefined ? (DEFAULTS.exportFormat as 'csv') : await parseFormat(flags.format);
+  const format = settings.format;
   const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
   const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
-  const chosen = resolveDb(flags);
+  const chosen = dbChoice(settings.db, settings.sourceOf('db'));
   // Before anything is opened: said even when the database cannot be reached.
   for (const w of dbWarnings(chosen)) out.warn(w);
   const { path: dbPath, where } = chosen;
@@ -159,7 +157,7 @@ export async function exportTable(flags: ExportFlags, stdout: Writable = process
     const job = {
       url: dbPath,
       where,
-      pgSchema: flags.pgSchema,
+      pgSchema: settings.pgSchema,
       table,
       format,
       campaign: flags.campaign,

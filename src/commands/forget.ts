@@ -1,4 +1,5 @@
-import { type DbFlags, resolveDb } from '../config/env.js';
+import { dbChoice } from '../config/config.js';
+import { type MirrorSettings, resolveSettings } from '../config/settings.js';
 import { StorageError, storageError, UsageError } from '../errors.js';
 import { BUSY_TIMEOUT_MS, openDatabase } from '../store/db.js';
 import { eraseCandidate } from '../store/erasure.js';
@@ -8,7 +9,8 @@ import { showText } from '../ui/escape.js';
 import { erasedLine } from '../ui/forget.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 
-export interface ForgetFlags extends OutputFlags, DbFlags {
+export interface ForgetFlags extends OutputFlags {
+  db?: string;
   pgSchema?: string;
   user?: string;
 }
@@ -19,15 +21,15 @@ export interface ForgetFlags extends OutputFlags, DbFlags {
  * must not read as "erased". An erasure an earlier forget left unfinished (killed, or stopped by a
  * full disk) is finished first, whoever is named (store/erasure.ts).
  */
-export async function forget(flags: ForgetFlags): Promise<number> {
+export async function forget(flags: ForgetFlags, settings: MirrorSettings = resolveSettings('forget', flags)): Promise<number> {
   const out = new Output(flags);
   const user = flags.user?.trim() ?? '';
   if (user === '') throw new UsageError('forget: give the candidate with --user <email or id>');
-  const chosen = resolveDb(flags);
+  const chosen = dbChoice(settings.db, settings.sourceOf('db'));
   // Before anything is opened: said even when the database cannot be reached.
   for (const w of dbWarnings(chosen)) out.warn(w);
   const { path: dbPath, where } = chosen;
-  if (isPgUrl(dbPath)) return (await import('./forget-pg.js')).forgetInPg({ url: dbPath, where }, flags.pgSchema, user, out);
+  if (isPgUrl(dbPath)) return (await import('./forget-pg.js')).forgetInPg({ url: dbPath, where }, settings.pgSchema, user, out);
   const db = openDatabase(dbPath, { mustExist: true });
   let lock: RunLock | undefined;
   try {

@@ -1,19 +1,11 @@
-import { type SyncFlags, SyncJob } from '../app/sync-job.js';
+import { SyncJob } from '../app/sync-job.js';
+import type { PullSettings } from '../config/settings.js';
 import { mergeEvents } from '../core/events.js';
 import { ExitCode, exitCodeFor, exitCodeForPass, LockedError } from '../errors.js';
 import { commandEvents } from '../ui/events.js';
-import { Output, type OutputFlags } from '../ui/output.js';
+import { Output } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
 import { failureLines, passDocument, passTable, placeDocument, placeLine } from '../ui/summary.js';
-
-/** What `pull` takes: the sync settings, the output options, and its own options. */
-export type PullFlags = SyncFlags &
-  OutputFlags & {
-    /** `--if-idle`: a lock held by another campaign-sync is exit 0 and silence. */
-    ifIdle?: boolean;
-    /** `--metrics-file <path>`: the Prometheus text of the pass, for node_exporter's textfile collector. */
-    metricsFile?: string;
-  };
 
 /** The metrics of `--metrics-file`, loaded only when asked for (prom-client costs a plain pull its start-up). */
 async function metricsFor(path: string | undefined) {
@@ -55,12 +47,12 @@ async function warnUnlisted(session: SyncJob, out: Output): Promise<void> {
  * PostgreSQL stream's advisory lock) is exit 0 and silence, as `flock -n` gives cron: a tick during
  * a long backfill mails nobody. Only that lock: another program's SQLite lock (busy) is still 75.
  */
-export async function pull(flags: PullFlags, signal: AbortSignal): Promise<number> {
-  const out = new Output(flags);
+export async function pull(settings: PullSettings, signal: AbortSignal): Promise<number> {
+  const out = new Output(settings);
   try {
-    return await pullOnce(flags, signal, out);
+    return await pullOnce(settings, signal, out);
   } catch (err) {
-    if (!(flags.ifIdle && err instanceof LockedError)) throw err;
+    if (!(settings.ifIdle && err instanceof LockedError)) throw err;
     // Silent: asked for by --verbose (the request log) or --json (a script reads a document).
     out.trace(`--if-idle: ${err.message}`);
     out.document({ ran: false, reason: err.message, exit_code: ExitCode.ok });
@@ -68,12 +60,12 @@ export async function pull(flags: PullFlags, signal: AbortSignal): Promise<numbe
   }
 }
 
-async function pullOnce(flags: PullFlags, signal: AbortSignal, out: Output): Promise<number> {
-  const file = await metricsFor(flags.metricsFile);
+async function pullOnce(settings: PullSettings, signal: AbortSignal, out: Output): Promise<number> {
+  const file = await metricsFor(settings.metricsFile);
   const progress = await startProgress(out, 'listing campaigns');
   let session: SyncJob;
   try {
-    session = await SyncJob.open(flags, signal, {
+    session = await SyncJob.open(settings, signal, {
       events: mergeEvents(commandEvents(out, progress), file?.events),
       alertFailure: (text) => out.error(text),
     });

@@ -1,12 +1,11 @@
-import { type SyncFlags, SyncJob } from '../app/sync-job.js';
+import { SyncJob } from '../app/sync-job.js';
+import type { ReconcileSettings } from '../config/settings.js';
 import { exitCodeForReconcile, isAbort } from '../errors.js';
 import type { ReconcileResult } from '../sync/reconcile.js';
 import { commandEvents } from '../ui/events.js';
-import { Output, type OutputFlags } from '../ui/output.js';
+import { Output } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
 import { reconcileDocument, reconcileFailures, reconcileInterrupted, reconcileTable } from '../ui/reconcile.js';
-
-export type ReconcileFlags = Omit<SyncFlags, 'since' | 'until' | 'full' | 'lookback'> & OutputFlags & { prune?: boolean };
 
 /**
  * `campaign-sync reconcile`: re-walk every stream from the start, upsert, and report what is served,
@@ -14,12 +13,12 @@ export type ReconcileFlags = Omit<SyncFlags, 'since' | 'until' | 'full' | 'lookb
  * stream fails (nothing of it is pruned), as a pull's; 130 when a signal stopped it before every
  * stream was read (the report is partial), as an export's.
  */
-export async function reconcileStreams(flags: ReconcileFlags, signal: AbortSignal): Promise<number> {
-  const out = new Output(flags);
-  const prune = flags.prune === true;
+export async function reconcileStreams(settings: ReconcileSettings, signal: AbortSignal): Promise<number> {
+  const out = new Output(settings);
+  const prune = settings.prune;
   const started = Date.now();
   const progress = await startProgress(out, 'listing campaigns');
-  const job = await SyncJob.open(flags, signal, { events: commandEvents(out, progress) });
+  const job = await SyncJob.open(settings, signal, { events: commandEvents(out, progress) });
   for (const w of job.warnings) out.warn(w);
   try {
     let result: ReconcileResult;

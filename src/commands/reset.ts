@@ -1,4 +1,5 @@
 import { type CheckpointAdmin, openCheckpointAdmin } from '../app/checkpoint-admin.js';
+import { type MirrorSettings, resolveSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
 import { canAsk, confirm } from '../ui/confirm.js';
 import { showText } from '../ui/escape.js';
@@ -38,7 +39,11 @@ async function resolveCampaign(admin: CheckpointAdmin, sel: string): Promise<str
 }
 
 /** `campaign-sync reset`: forgets checkpoints (not data) so the next pull re-reads. */
-export async function reset(flags: ResetFlags, signal?: AbortSignal): Promise<number> {
+export async function reset(
+  flags: ResetFlags,
+  signal?: AbortSignal,
+  settings: MirrorSettings = resolveSettings('reset', flags),
+): Promise<number> {
   const out = new Output(flags);
   const selectors = flags.campaign ?? [];
   if (flags.all && selectors.length > 0) throw new UsageError('--all forgets every checkpoint; it does not go with --campaign');
@@ -47,7 +52,7 @@ export async function reset(flags: ResetFlags, signal?: AbortSignal): Promise<nu
   if (!flags.all && selectors.length === 0 && !canAsk(out)) {
     throw new UsageError('reset: name the streams to forget with --campaign <id or name>, or pass --all to forget every checkpoint');
   }
-  const admin = await openCheckpointAdmin(flags, (text) => out.warn(text));
+  const admin = await openCheckpointAdmin(settings, (text) => out.warn(text));
   try {
     const campaigns = await resolveCampaigns(admin, selectors);
     if (!flags.all && campaigns.length === 0) {

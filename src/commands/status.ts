@@ -1,4 +1,5 @@
 import { openMirrorReader } from '../app/mirror-reader.js';
+import { type MirrorSettings, resolveSettings } from '../config/settings.js';
 import { exitCodeForHealth, UsageError } from '../errors.js';
 import { assessHealth } from '../sync/health.js';
 import { showText } from '../ui/escape.js';
@@ -25,14 +26,14 @@ async function checkMaxAge(given: string | undefined): Promise<number> {
  * the health rule of sync/health.ts instead: one line per unhealthy stream and exit 0, 4 or 5; with
  * --nagios too, a Nagios plugin's output and exit 0 to 3, whatever goes wrong.
  */
-export async function status(flags: StatusFlags): Promise<number> {
-  if (!flags.nagios) return show(flags, new Output(flags));
+export async function status(flags: StatusFlags, settings: MirrorSettings = resolveSettings('status', flags)): Promise<number> {
+  if (!flags.nagios) return show(flags, settings, new Output(flags));
   // A plugin's output is its lines on stdout, whatever else was asked (refused below).
   const out = new Output({ ...flags, json: false });
   try {
     if (!flags.check) throw new UsageError('--nagios goes with --check');
     if (flags.json) throw new UsageError("--nagios prints a Nagios plugin's lines; it does not go with --json");
-    return await show(flags, out);
+    return await show(flags, settings, out);
   } catch (err) {
     // Nagios reads any other exit code, and a line on stderr, as a broken plugin: the reason goes
     // into the plugin's own UNKNOWN line.
@@ -42,13 +43,13 @@ export async function status(flags: StatusFlags): Promise<number> {
   }
 }
 
-async function show(flags: StatusFlags, out: Output): Promise<number> {
+async function show(flags: StatusFlags, settings: MirrorSettings, out: Output): Promise<number> {
   if (flags.maxAge !== undefined && !flags.check) throw new UsageError('--max-age goes with --check');
   // The settings' schemas (zod) only for --check: plain `status` stays a light process.
   const maxAge = flags.check ? await checkMaxAge(flags.maxAge) : 0;
   // An empty --db file (touched, or a volume mounted before the first pull) has nothing to check: as
   // a mirror with no streams yet, CRITICAL (5). Plain `status` calls it a usage error, as `export` does.
-  const mirror = await openMirrorReader(flags, { emptyHasNoStreams: flags.check === true, warn: (text) => out.warn(text) });
+  const mirror = await openMirrorReader(settings, { emptyHasNoStreams: flags.check === true, warn: (text) => out.warn(text) });
   const now = Date.now();
   try {
     const names = await mirror.campaignNames();

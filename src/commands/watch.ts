@@ -1,8 +1,7 @@
 import { SyncMetrics } from '../app/metrics.js';
 import { startMetricsServer } from '../app/metrics-server.js';
-import { type SyncFlags, SyncJob } from '../app/sync-job.js';
-import { parseListen } from '../config/listen.js';
-import { parseSettings, watchSchema } from '../config/schema.js';
+import { SyncJob } from '../app/sync-job.js';
+import type { WatchSettings } from '../config/settings.js';
 import { sleep } from '../core/clock.js';
 import { mergeEvents } from '../core/events.js';
 import { formatDuration, formatRate } from '../core/rate.js';
@@ -14,19 +13,8 @@ import type { PlannedStream } from '../sync/plan.js';
 import { longestWait, passBudget, type StreamTimes, scheduleStreams } from '../sync/schedule.js';
 import { commandEvents } from '../ui/events.js';
 import { healthDocument } from '../ui/health.js';
-import { Output, type OutputFlags } from '../ui/output.js';
+import { Output } from '../ui/output.js';
 import { failureLines, passDocument, passLine, watchStartLine } from '../ui/summary.js';
-
-export interface WatchFlags extends SyncFlags, OutputFlags {
-  interval?: string;
-  maxCycles?: string;
-  lookbackEvery?: string;
-  metricsListen?: string;
-  metricsAllowRemote?: boolean;
-  maxAge?: string;
-  maxStaleness?: string;
-  ifIdle?: boolean;
-}
 
 /** Start-to-start spacing with up to 5% jitter, so many installations do not poll in lockstep. */
 export function nextStart(startedAt: number, intervalMs: number, random: () => number = Math.random): number {
@@ -38,43 +26,18 @@ export function nextStart(startedAt: number, intervalMs: number, random: () => n
  * tries again; 401 stops with exit 3; SIGINT/SIGTERM/SIGHUP stop after the page in flight, exit 0.
  * With --max-cycles the exit code is the last pass's.
  */
-export async function watch(flags: WatchFlags, signal: AbortSignal): Promise<number> {
-  const out = new Output(flags);
-  const {
-    interval: intervalMs,
-    maxCycles,
-    lookbackEvery,
-    maxAge,
-    maxStaleness,
-  } = parseSettings(watchSchema, {
-    maxStaleness: flags.maxStaleness,
-    interval: flags.interval,
-    maxCycles: flags.maxCycles,
-    lookbackEvery: flags.lookbackEvery,
-    maxAge: flags.maxAge,
-  });
-  const metricsAt = flags.metricsListen === undefined ? undefined : parseListen(flags.metricsListen, flags.metricsAllowRemote === true);
+export async function watch(settings: WatchSettings, signal: AbortSignal): Promise<number> {
+  const out = new Output(settings);
+  const { interval: intervalMs, maxCycles, lookbackEvery, maxAge, maxStaleness, metricsListen: metricsAt } = settings;
   const metrics = metricsAt ? new SyncMetrics() : undefined;
-  // A watch runs until stopped: a second one exiting 0 in silence would read as a clean stop to
-  // systemd (and Restart=always would start it again and again). Exit 75 says who holds the lock.
-  if (flags.ifIdle)
-    throw new UsageError(
-      '--if-idle is for `pull` from cron; a watch runs until stopped, so run one watch per database (a second exits 75)',
-    );
-  // Every pass would re-read everything (or the same window) and spend the budget on it.
-  if (flags.full) throw new UsageError('watch --full would re-read everything on every pass; run `campaign-sync pull --full` once instead');
-  if (flags.since !== undefined || flags.until !== undefined)
-    throw new UsageError(
-      'watch --since/--until would re-read the same window on every pass; run `campaign-sync pull --since …` once instead',
-    );
   // Every stream ages a whole interval (plus jitter) between passes: a --max-age within it makes
   // /healthz answer 503 between passes, and a liveness probe restart a healthy watch.
   if (metricsAt && maxAge <= intervalMs * 1.05)
     out.warn(
-      `--max-age ${formatDuration(maxAge)}${flags.maxAge === undefined ? ' (the default)' : ''} is not above --interval ${formatDuration(intervalMs)} and its 5% jitter: /healthz will answer 503 between passes, and a liveness probe would restart a healthy watch; set --max-age above --interval plus a pass`,
+      `--max-age ${formatDuration(maxAge)}${settings.sourceOf('maxAge').source === 'default' ? ' (the default)' : ''} is not above --interval ${formatDuration(intervalMs)} and its 5% jitter: /healthz will answer 503 between passes, and a liveness probe would restart a healthy watch; set --max-age above --interval plus a pass`,
     );
   const openSession = () =>
-    SyncJob.open(flags, signal, {
+    SyncJob.open(settings, signal, {
       events: mergeEvents(commandEvents(out), metrics?.events()),
       alertFailure: (text) => out.error(`${new Date().toISOString()} ${text}`),
     });

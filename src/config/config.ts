@@ -1,9 +1,9 @@
 import { isLoopbackHost } from '../core/loopback.js';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
-import { ENV, type ProfileFilled, readEnv } from './env.js';
 import { readRegularFile } from './read-file.js';
-import { apiSchema, checkAt, DEFAULTS, parseSettings } from './schema.js';
+import { apiSchema, DEFAULTS, parseGiven, type Setting } from './schema.js';
+import { byDefault, type Given, type Inputs, type Origin, type Profile, pick } from './sources.js';
 
 /** Options shared by every command that calls the API (the raw strings commander gives us). */
 export interface ApiFlags {
@@ -118,57 +118,97 @@ export function checkKey(key: string, where: string): void {
   );
 }
 
-/** Flags beat environment; missing base URL or key is a usage error that says what to set. */
-export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = process.env): ApiConfig {
-  const baseText = flags.baseUrl ?? readEnv('baseUrl', env);
-  const fromFile = flags.apiKeyFile !== undefined ? readKeyFile(flags.apiKeyFile) : undefined;
-  const key = fromFile ? fromFile.key : readEnv('apiKey', env)?.trim();
+/** The API settings and the origin of each (config/sources.ts). */
+export interface ResolvedApi {
+  config: ApiConfig;
+  origins: Record<string, Origin>;
+}
+
+/**
+ * The API settings from flags, environment and profile (flags beat environment beat profile); a
+ * missing base URL or key is a usage error that says what to set, and a bad value is named where it
+ * was written.
+ */
+export function resolveApi(inputs: Inputs): ResolvedApi {
+  const base = pick('baseUrl', inputs);
+  // CAMPAIGN_SYNC_API_KEY holds the key itself; a flag or a profile names a file.
+  const keyGiven = pick('apiKeyFile', inputs);
+  const fromFile = keyGiven !== undefined && keyGiven.origin.source !== 'env' ? readKeyFile(keyGiven.text) : undefined;
+  const key = fromFile ? fromFile.key : keyGiven?.text.trim();
   const missing = [
-    baseText === undefined ? '--base-url or CAMPAIGN_SYNC_BASE_URL' : undefined,
+    base === undefined ? '--base-url or CAMPAIGN_SYNC_BASE_URL' : undefined,
     key === undefined ? '--api-key-file or CAMPAIGN_SYNC_API_KEY' : undefined,
   ].filter(Boolean);
-  if (missing.length > 0) {
+  if (base === undefined || key === undefined) {
     // With a key at hand the user has a real service in mind: the demo would be no answer.
     const hint = key === undefined ? ' (try `campaign-sync demo` to run without a key)' : '';
     throw new UsageError(`missing ${missing.join(' and ')}${hint}`);
   }
   if (fromFile === undefined) {
     if (key === '') throw new UsageError('CAMPAIGN_SYNC_API_KEY is empty');
-    checkKey(key as string, 'CAMPAIGN_SYNC_API_KEY');
+    checkKey(key, 'CAMPAIGN_SYNC_API_KEY');
   }
-  const settings = parseSettings(apiSchema, {
-    rateLimit: flags.rateLimit ?? checkAt(apiSchema.rateLimit, ENV.rateLimit.name, readEnv('rateLimit', env)),
-    timeout: flags.timeout,
-    maxRetries: flags.maxRetries,
-    maxRetryWait: flags.maxRetryWait,
-    compression: flags.compression,
-  });
-  const baseUrl = resolveBaseUrl(
-    baseText as string,
-    flags.allowInsecureHttp === true,
-    flags.baseUrl === undefined ? ENV.baseUrl.name : '--base-url',
-  );
-  const profileKey = (flags as ProfileFilled).fromProfile?.baseUrl;
+  const origins: Record<string, Origin> = { baseUrl: base.origin, apiKeyFile: (keyGiven as Given).origin };
+  const value = <T>(option: keyof typeof apiSchema, setting: Setting<T>): T => {
+    const { value: v, origin } = parseGiven(setting, pick(option, inputs), option);
+    origins[option] = origin;
+    return v;
+  };
+  const rate = value('rateLimit', apiSchema.rateLimit);
+  const timeoutMs = value('timeout', apiSchema.timeout);
+  const maxRetries = value('maxRetries', apiSchema.maxRetries);
+  const maxRetryWaitMs = value('maxRetryWait', apiSchema.maxRetryWait);
+  const compression = value('compression', apiSchema.compression);
+  const baseUrl = resolveBaseUrl(base.text, inputs.flags.allowInsecureHttp === true, base.origin.name);
   return {
-    baseUrl,
-    baseUrlWhere: profileKey ?? (flags.baseUrl === undefined ? ENV.baseUrl.name : '--base-url'),
-    apiKey: key as string,
-    rate: settings.rateLimit,
-    timeoutMs: settings.timeout,
-    maxRetries: settings.maxRetries,
-    warnings: fromFile?.warnings ?? [],
-    maxRetryWaitMs: settings.maxRetryWait,
-    gzip: settings.compression === 'gzip' || (settings.compression === 'auto' && !isLoopbackHost(baseUrl.hostname)),
+    config: {
+      baseUrl,
+      baseUrlWhere: base.origin.name,
+      apiKey: key,
+      rate,
+      timeoutMs,
+      maxRetries,
+      warnings: fromFile?.warnings ?? [],
+      maxRetryWaitMs,
+      gzip: compression === 'gzip' || (compression === 'auto' && !isLoopbackHost(baseUrl.hostname)),
+    },
+    origins,
   };
 }
 
-/** The database and where it came from (in env.ts, which loads no zod). */
-export { resolveDb } from './env.js';
+/** The API settings from flags and environment alone (no config file). */
+export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = process.env): ApiConfig {
+  return resolveApi({ flags: flags as Record<string, unknown>, env }).config;
+}
 
-/** --pg-schema (PostgreSQL mirrors): a plain lower-case identifier, default campaign_sync. */
-export function resolvePgSchema(flag: string | undefined): string {
-  const name = flag ?? DEFAULTS.pgSchema;
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name))
-    throw new UsageError(`--pg-schema: "${name}" is not a plain lower-case identifier (a-z, 0-9, _)`);
+/** The database a command uses, and where its value came from. */
+export interface DbChoice {
+  path: string;
+  /** What a message about the value names: `--db`, `CAMPAIGN_SYNC_DB`, or a profile's key. */
+  where: string;
+  /** Set when a profile gave it: its key and the config file's mode. */
+  origin?: { where: string; mode: number } | undefined;
+}
+
+/** The database as a value and its origin: what messages and the password warnings (store/pg/url.ts) need. */
+export function dbChoice(path: string, origin: Origin): DbChoice {
+  return origin.source === 'profile'
+    ? { path, where: origin.name, origin: { where: origin.name, mode: origin.fileMode ?? 0o600 } }
+    : { path, where: origin.name };
+}
+
+/**
+ * The database from flags, environment and profile, else the default; a value is named by where it
+ * came from: the user who set CAMPAIGN_SYNC_DB in a unit file a year ago never typed --db.
+ */
+export function resolveDb(flags: { db?: string | undefined }, env: NodeJS.ProcessEnv = process.env, profile?: Profile): DbChoice {
+  const given = pick('db', { flags, env, profile });
+  return given === undefined ? dbChoice(DEFAULTS.db, byDefault('db')) : dbChoice(given.text, given.origin);
+}
+
+/** --pg-schema (PostgreSQL mirrors): a plain lower-case identifier, default campaign_sync; `where` names a bad one. */
+export function resolvePgSchema(text: string | undefined, where = '--pg-schema'): string {
+  const name = text ?? DEFAULTS.pgSchema;
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new UsageError(`${where}: "${name}" is not a plain lower-case identifier (a-z, 0-9, _)`);
   return name;
 }

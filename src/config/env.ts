@@ -1,6 +1,5 @@
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { DEFAULTS } from './defaults.js';
 
 /**
  * Every environment variable campaign-sync reads, in one list (flags beat all of them).
@@ -47,47 +46,4 @@ export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
 export function xdgHome(key: 'xdgStateHome' | 'xdgConfigHome', env: NodeJS.ProcessEnv = process.env): string | undefined {
   const value = readEnv(key, env);
   return value !== undefined && isAbsolute(value) ? value : undefined;
-}
-
-/** A config file's profile that filled --db (config/profile.ts): its key, for messages, and the file's mode. */
-export interface DbOrigin {
-  /** `<file>: profiles.<name>.db`. */
-  where: string;
-  file: string;
-  mode: number;
-}
-
-/** The options a config profile filled (config/profile.ts), each with its key (`<file>: profiles.<name>.<key>`), for messages to name. */
-export interface ProfileFilled {
-  fromProfile?: Record<string, string> | undefined;
-}
-
-/** The options that choose the database: --db, and what filled it when a profile did. */
-export interface DbFlags {
-  db?: string | undefined;
-  dbFrom?: DbOrigin | undefined;
-}
-
-/** The database a command uses, and where its value came from. */
-export interface DbChoice {
-  path: string;
-  /** What a message about the value names: `--db`, `CAMPAIGN_SYNC_DB`, or a profile's key. */
-  where: string;
-  /** Set when a profile gave it. */
-  origin?: DbOrigin;
-}
-
-/**
- * The database: flag (or the profile that filled it), then CAMPAIGN_SYNC_DB, then the default (here,
- * not in config.ts: `status` loads no zod). A value is named by where it came from: the user who set
- * CAMPAIGN_SYNC_DB in a unit file a year ago never typed --db.
- */
-export function resolveDb(flags: DbFlags, env: NodeJS.ProcessEnv = process.env): DbChoice {
-  if (flags.db !== undefined) {
-    return flags.dbFrom === undefined
-      ? { path: flags.db, where: '--db' }
-      : { path: flags.db, where: flags.dbFrom.where, origin: flags.dbFrom };
-  }
-  const fromEnv = readEnv('db', env);
-  return fromEnv === undefined ? { path: DEFAULTS.db, where: '--db' } : { path: fromEnv, where: ENV.db.name };
 }

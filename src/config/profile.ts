@@ -11,48 +11,8 @@ import { lstatSync, readFileSync, type Stats, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
-import { parseBaseUrl } from './config.js';
-import { type DbOrigin, ENV, type EnvKey, readEnv, xdgHome } from './env.js';
-import { apiSchema, checkAt, type Setting, syncSchema, watchSchema } from './schema.js';
-
-/**
- * The parser of each option a profile may fill, where the value has a form to check; `format` is
- * left to the command (pull's sqlite/ndjson, export's csv/ndjson/parquet).
- */
-const { format: _byCommand, ...syncParsers } = syncSchema;
-const PARSERS: Record<string, Setting<unknown>> = { ...apiSchema, ...syncParsers, ...watchSchema };
-
-/** Each key a profile may hold, and the command option it fills (commander's attribute name). */
-const PROFILE_KEYS = {
-  base_url: 'baseUrl',
-  api_key_file: 'apiKeyFile',
-  db: 'db',
-  pg_schema: 'pgSchema',
-  rate_limit: 'rateLimit',
-  timeout: 'timeout',
-  max_retries: 'maxRetries',
-  max_retry_wait: 'maxRetryWait',
-  compression: 'compression',
-  format: 'format',
-  out: 'out',
-  page_size: 'pageSize',
-  concurrency: 'concurrency',
-  report_type: 'reportType',
-  lookback: 'lookback',
-  interval: 'interval',
-  lookback_every: 'lookbackEvery',
-} as const;
-type ProfileKey = keyof typeof PROFILE_KEYS;
-
-/** The environment variable that beats a profile's value for an option, where there is one. */
-const ENV_OF: Partial<Record<string, EnvKey>> = {
-  baseUrl: 'baseUrl',
-  apiKeyFile: 'apiKey',
-  db: 'db',
-  rateLimit: 'rateLimit',
-  format: 'format',
-  out: 'out',
-};
+import { ENV, readEnv, xdgHome } from './env.js';
+import { PROFILE_KEYS, type Profile, type ProfileKey } from './sources.js';
 
 /** Paths in a profile are relative to the file that holds them; `~/` is the home folder. */
 const PATH_KEYS = new Set<ProfileKey>(['api_key_file', 'db', 'out']);
@@ -222,29 +182,18 @@ async function readConfig(
 }
 
 /**
- * A profile's value is checked where it is read, so that a bad one is named by the file, the profile
- * and the key: `…/campaign-sync.toml: profiles.work.page_size: "500" must be…`, not `--page-size: …`.
+ * The profile the command runs with: `--profile` (`profile`), else CAMPAIGN_SYNC_PROFILE, else the
+ * config file's default_profile; none without a config file. Its values are not checked here: each
+ * is checked where it is used (config/settings.ts), named by the file, profile and key, and one that
+ * a flag or the environment overrides is not checked at all.
  */
-function checkValue(value: string, option: string, where: string): void {
-  if (option === 'baseUrl') parseBaseUrl(value, where);
-  const setting = PARSERS[option];
-  if (setting !== undefined) checkAt(setting, where, value);
-}
-
-/**
- * Fills `flags` (a command's parsed options) from the chosen profile, for the options the command has
- * (`accepted`) that neither a flag nor the environment set. Returns the profile used, if any. Each
- * option it fills is marked with its key (`fromProfile`; a `db` also as `dbFrom`, config/env.ts), which
- * messages about it name: the user never typed that flag.
- */
-export async function applyProfile(
-  flags: Record<string, unknown>,
-  accepted: ReadonlySet<string>,
+export async function readProfile(
+  config: string | undefined,
+  fromFlag: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
   cwd = process.cwd(),
-): Promise<{ file: string; profile: string } | undefined> {
-  const file = findConfigFile(flags.config as string | undefined, env, cwd);
-  const fromFlag = flags.profile as string | undefined;
+): Promise<Profile | undefined> {
+  const file = findConfigFile(config, env, cwd);
   const wanted = fromFlag ?? readEnv('profile', env);
   // What chose the profile, as the user wrote it: a CAMPAIGN_SYNC_PROFILE set long ago is not --profile.
   const chooser = fromFlag !== undefined ? '--profile' : ENV.profile.name;
@@ -256,32 +205,24 @@ export async function applyProfile(
     }
     return undefined;
   }
-  const config = await readConfig(file);
-  const name = wanted ?? config.defaultProfile;
+  const read = await readConfig(file);
+  const name = wanted ?? read.defaultProfile;
   if (name === undefined) return undefined;
-  const profile = config.profiles.get(name);
+  const profile = read.profiles.get(name);
   if (profile === undefined) {
-    const names = `(profiles: ${config.profiles.size ? [...config.profiles.keys()].join(', ') : 'none'})`;
+    const names = `(profiles: ${read.profiles.size ? [...read.profiles.keys()].join(', ') : 'none'})`;
     throw new UsageError(
       wanted === undefined
         ? `${file}: default_profile "${name}" is not one of its profiles ${names}`
         : `${chooser}: ${file} has no profile "${name}" ${names}`,
     );
   }
+  const values = new Map<string, { key: string; text: string }>();
   for (const [key, raw] of Object.entries(profile)) {
-    const option = PROFILE_KEYS[key as ProfileKey];
-    if (!accepted.has(option) || flags[option] !== undefined) continue;
-    const envKey = ENV_OF[option];
-    if (envKey !== undefined && readEnv(envKey, env) !== undefined) continue;
     const text = String(raw);
     // A postgres:// (or other URL) `db` is not a path.
     const isPath = PATH_KEYS.has(key as ProfileKey) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(text);
-    const value = isPath ? expandPath(text, file) : text;
-    const where = `${file}: profiles.${name}.${key}`;
-    checkValue(value, option, where);
-    flags[option] = value;
-    flags.fromProfile = { ...(flags.fromProfile as Record<string, string> | undefined), [option]: where };
-    if (option === 'db') flags.dbFrom = { where, file, mode: config.mode } satisfies DbOrigin;
+    values.set(PROFILE_KEYS[key as ProfileKey], { key, text: isPath ? expandPath(text, file) : text });
   }
-  return { file, profile: name };
+  return { file, name, mode: read.mode, values };
 }

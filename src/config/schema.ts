@@ -16,6 +16,7 @@ import type { z as Z } from 'zod';
 import { UsageError } from '../errors.js';
 import { CHOICES, DEFAULTS } from './defaults.js';
 import { parseDuration, parseIntIn, parseRate } from './duration.js';
+import { byDefault, type Given, type Origin } from './sources.js';
 
 export { DEFAULTS };
 
@@ -43,6 +44,19 @@ export function checkAt(setting: Setting<unknown>, where: string, value: string 
     throw new UsageError(`${where}: ${err.message.replace(/^--[a-z-]+: /, '')}`);
   }
   return value;
+}
+
+/**
+ * A setting's value from what was given (config/sources.ts pick), else its default, with its origin;
+ * a bad value is named by its origin (checkAt). Undefined, with the default's origin, when neither.
+ */
+export function parseGiven<T>(setting: Setting<T>, given: Given | undefined, option: string): { value: T; origin: Origin } {
+  if (given === undefined) {
+    const origin = byDefault(option);
+    return { value: setting.fallback === undefined ? (undefined as T) : setting.parse(setting.fallback), origin };
+  }
+  if (given.origin.source !== 'flag') checkAt(setting, given.origin.name, given.text);
+  return { value: setting.parse(given.text), origin: given.origin };
 }
 
 /** A setting parsed by `parse`, defaulting to `fallback` (as typed) when not given. */

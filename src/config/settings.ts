@@ -1,0 +1,367 @@
+/**
+ * One frozen Settings per command, resolved before any work starts: every value typed and checked
+ * once, each with its origin (flag, environment, profile, database, default; config/sources.ts),
+ * so a message can name where a value came from (`settings.sourceOf('rateLimit').name`). The
+ * defaults are the schemas' (config/schema.ts); commander declares none.
+ */
+import type { Destination, Endpoint, ReportType } from '../core/types.js';
+import { UsageError } from '../errors.js';
+import { type ApiConfig, resolveApi, resolvePgSchema } from './config.js';
+import { DEFAULTS } from './defaults.js';
+import { parseDate } from './duration.js';
+import { type ListenAddress, parseListen } from './listen.js';
+import { parseNotifyUrl } from './notify.js';
+import { readProfile } from './profile.js';
+import { apiSchema, demoSchema, exportSchema, parseGiven, type Setting, syncSchema, watchSchema } from './schema.js';
+import { byDefault, type Inputs, type Origin, type Profile, pick, said } from './sources.js';
+
+export type { Origin, Source } from './sources.js';
+
+/** Where each value came from. */
+export interface Sourced {
+  /** The origin of an option's value (a default's when the command has no such option). */
+  sourceOf(option: string): Origin;
+}
+
+/** --json, --quiet, --verbose. */
+export interface OutputSettings {
+  readonly json: boolean;
+  readonly quiet: boolean;
+  readonly verbose: boolean;
+}
+
+/** The mirror: --db (a SQLite path or a postgres:// URL) and --pg-schema, checked. */
+export interface DbSettings {
+  readonly db: string;
+  readonly pgSchema: string;
+}
+
+/** What a sync pass reads and how. */
+export interface PassSettings {
+  readonly campaign: readonly string[];
+  readonly type: Endpoint | undefined;
+  readonly reportType: ReportType;
+  /** The destination; when no source gave one, the database's memory decides (app/job-store.ts). */
+  readonly format: 'sqlite' | 'ndjson';
+  readonly out: string;
+  readonly pageSize: number;
+  readonly concurrency: number;
+  readonly since: string | undefined;
+  readonly until: string | undefined;
+  readonly full: boolean;
+  /** --lookback in milliseconds. */
+  readonly lookback: number | undefined;
+}
+
+/** What a sync job needs (app/sync-job.ts): the mirror, the API, the pass, the alerts. */
+export interface JobSettings extends Sourced, DbSettings, PassSettings {
+  readonly api: ApiConfig;
+  /** --notify, checked (its path or query may hold a secret: never printed). */
+  readonly notify: URL | undefined;
+  /** How old a stream's last success may be before --notify calls it stale. */
+  readonly maxAge: number;
+}
+
+export interface SyncSettings extends JobSettings, OutputSettings {}
+
+export interface PullSettings extends SyncSettings {
+  readonly ifIdle: boolean;
+  readonly metricsFile: string | undefined;
+}
+
+export interface WatchSettings extends SyncSettings {
+  readonly interval: number;
+  readonly maxCycles: number | undefined;
+  readonly lookbackEvery: number;
+  readonly maxStaleness: number;
+  readonly metricsListen: ListenAddress | undefined;
+}
+
+export interface ReconcileSettings extends SyncSettings {
+  readonly prune: boolean;
+}
+
+export interface CampaignsSettings extends Sourced, OutputSettings, DbSettings {
+  readonly api: ApiConfig;
+}
+
+/** The demo: its own database and simulator, the pass's defaults, the API client's defaults (its API is the simulator). */
+export interface DemoSettings extends Sourced, OutputSettings, DbSettings, PassSettings {
+  readonly seed: string;
+  readonly campaigns: number;
+  readonly records: number;
+  readonly timeoutMs: number;
+  readonly maxRetries: number;
+  readonly maxRetryWaitMs: number;
+  readonly notify: undefined;
+  readonly maxAge: number;
+}
+
+/** `status`, `reset`, `forget`: the mirror alone (their other options are their own). */
+export interface MirrorSettings extends Sourced, DbSettings {}
+
+export interface ExportSettings extends MirrorSettings {
+  readonly format: 'csv' | 'ndjson' | 'parquet';
+}
+
+/** Each command's settings. */
+export interface SettingsOf {
+  pull: PullSettings;
+  watch: WatchSettings;
+  reconcile: ReconcileSettings;
+  campaigns: CampaignsSettings;
+  demo: DemoSettings;
+  status: MirrorSettings;
+  reset: MirrorSettings;
+  forget: MirrorSettings;
+  export: ExportSettings;
+}
+export type CommandName = keyof SettingsOf;
+
+/** The values resolved so far and their origins. */
+class Collector {
+  readonly values: Record<string, unknown> = {};
+  readonly origins: Record<string, Origin> = {};
+  constructor(readonly inputs: Inputs) {}
+
+  /** An option's value by the rule of precedence, parsed by `setting`, else its default. */
+  take<T>(option: string, setting: Setting<T>, withEnv = true): T {
+    const { value, origin } = parseGiven(setting, pick(option, this.inputs, withEnv), option);
+    return this.set(option, value, origin);
+  }
+
+  /** A switch or a list: flags alone. */
+  flag<T>(option: string, fallback: T): T {
+    const given = this.inputs.flags[option] as T | undefined;
+    return this.set(option, given ?? fallback, given === undefined ? byDefault(option) : { source: 'flag', name: `--${kebab(option)}` });
+  }
+
+  set<T>(option: string, value: T, origin: Origin): T {
+    this.values[option] = value;
+    this.origins[option] = origin;
+    return value;
+  }
+
+  /** The settings, deep-frozen, with `sourceOf`. */
+  done<S>(): S {
+    const origins = deepFreeze({ ...this.origins });
+    const sourceOf = (option: string): Origin => origins[option] ?? byDefault(option);
+    return deepFreeze({ ...this.values, sourceOf }) as S;
+  }
+}
+
+function kebab(option: string): string {
+  return option.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+/** Freezes an object and everything it holds (a URL's own state cannot be frozen; nothing here changes one). */
+function deepFreeze<T>(value: T): T {
+  if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return value;
+  Object.freeze(value);
+  for (const inner of Object.values(value as object)) deepFreeze(inner);
+  return value;
+}
+
+function output(c: Collector): void {
+  c.flag('json', false);
+  c.flag('quiet', false);
+  c.flag('verbose', false);
+}
+
+function mirror(c: Collector, dbFallback: string = DEFAULTS.db, withEnv = true): void {
+  const db = pick('db', c.inputs, withEnv);
+  c.set('db', db?.text ?? dbFallback, db?.origin ?? byDefault('db'));
+  const schema = pick('pgSchema', c.inputs);
+  c.set('pgSchema', resolvePgSchema(schema?.text, schema?.origin.name), schema?.origin ?? byDefault('pgSchema'));
+}
+
+/**
+ * --format and --out. An NDJSON folder given without a format means NDJSON: `--out` alone went into
+ * SQLite without a word, and moving to the folder then took a reset and a full re-read. Given with
+ * `--format sqlite`, the two contradict each other.
+ */
+function destination(c: Collector, withEnv: boolean): void {
+  const format = pick('format', c.inputs, withEnv);
+  const out = pick('out', c.inputs, withEnv);
+  const chosen = format === undefined ? undefined : parseGiven(syncSchema.format, format, 'format');
+  if (chosen?.value === 'sqlite' && out !== undefined) {
+    throw new UsageError(
+      `${out.origin.name} names an NDJSON folder, but ${said(chosen.origin, 'sqlite')} writes records into --db; drop one of them`,
+    );
+  }
+  if (chosen !== undefined) c.set('format', chosen.value, chosen.origin);
+  else if (out !== undefined)
+    c.set('format', 'ndjson', { source: out.origin.source, name: `${out.origin.name} (an NDJSON folder)`, implied: true });
+  else c.set('format', DEFAULTS.format, byDefault('format'));
+  c.set('out', out?.text ?? DEFAULTS.out, out?.origin ?? byDefault('out'));
+}
+
+/** The pass: what to read and how, each value checked, and the combinations that make no sense refused. */
+function pass(c: Collector, command: 'pull' | 'watch' | 'reconcile' | 'demo'): void {
+  const withEnv = command !== 'demo';
+  destination(c, withEnv);
+  c.take('reportType', syncSchema.reportType);
+  c.take('pageSize', syncSchema.pageSize);
+  c.take('concurrency', syncSchema.concurrency);
+  // reconcile re-reads everything and the demo pulls once: neither takes --lookback (nor a profile's).
+  const lookback =
+    command === 'pull' || command === 'watch'
+      ? c.take('lookback', syncSchema.lookback)
+      : c.set('lookback', undefined, byDefault('lookback'));
+  c.flag('campaign', [] as string[]);
+  const since = c.flag<string | undefined>('since', undefined);
+  const until = c.flag<string | undefined>('until', undefined);
+  if (since !== undefined) c.values.since = parseDate(since, '--since');
+  if (until !== undefined) c.values.until = parseDate(until, '--until');
+  const full = c.flag<boolean>('full', false) === true;
+  if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
+  if (full && (since || until)) throw new UsageError('--full re-reads everything; it does not go with --since/--until');
+  // Ten years back is before any campaign; more is a typo (and dates before year 0 are not dates).
+  if (lookback !== undefined && lookback > 3650 * 86_400_000) {
+    const text = pick('lookback', c.inputs)?.text;
+    throw new UsageError(`${c.origins.lookback?.name}: "${text}" reaches back more than 3650d; use pull --full to re-read everything`);
+  }
+  if (lookback !== undefined && (full || since || until))
+    throw new UsageError('--lookback re-reads a recent window after the incremental read; it does not go with --full or --since/--until');
+  const type = c.flag<string | undefined>('type', undefined);
+  if (type !== undefined && type !== 'session' && type !== 'role') throw new UsageError('--type: must be session or role');
+}
+
+/** watch's own settings, and the options of a pull it refuses with what to run instead. */
+function watchOnly(c: Collector): void {
+  c.take('interval', watchSchema.interval);
+  c.take('maxCycles', watchSchema.maxCycles);
+  c.take('lookbackEvery', watchSchema.lookbackEvery);
+  c.take('maxAge', watchSchema.maxAge);
+  c.take('maxStaleness', watchSchema.maxStaleness);
+  const listen = c.inputs.flags.metricsListen as string | undefined;
+  c.flag('metricsAllowRemote', false);
+  c.set(
+    'metricsListen',
+    listen === undefined ? undefined : parseListen(listen, c.inputs.flags.metricsAllowRemote === true),
+    byDefault('metricsListen'),
+  );
+  if (listen !== undefined) c.origins.metricsListen = { source: 'flag', name: '--metrics-listen' };
+  // A watch runs until stopped: a second one exiting 0 in silence would read as a clean stop to
+  // systemd (and Restart=always would start it again and again). Exit 75 says who holds the lock.
+  if (c.inputs.flags.ifIdle)
+    throw new UsageError(
+      '--if-idle is for `pull` from cron; a watch runs until stopped, so run one watch per database (a second exits 75)',
+    );
+  // Every pass would re-read everything (or the same window) and spend the budget on it.
+  if (c.inputs.flags.full)
+    throw new UsageError('watch --full would re-read everything on every pass; run `campaign-sync pull --full` once instead');
+  if (c.inputs.flags.since !== undefined || c.inputs.flags.until !== undefined)
+    throw new UsageError(
+      'watch --since/--until would re-read the same window on every pass; run `campaign-sync pull --since …` once instead',
+    );
+}
+
+/** The API, --notify (held to --allow-insecure-http as the base URL is), and --max-age's default for it. */
+function job(c: Collector): void {
+  const { config, origins } = resolveApi(c.inputs);
+  c.set('api', config, origins.baseUrl as Origin);
+  Object.assign(c.origins, origins);
+  const insecure = c.flag<boolean>('allowInsecureHttp', false) === true;
+  const notify = c.inputs.flags.notify as string | undefined;
+  c.set(
+    'notify',
+    notify === undefined ? undefined : parseNotifyUrl(notify, insecure),
+    notify === undefined ? byDefault('notify') : { source: 'flag', name: '--notify' },
+  );
+  if (!('maxAge' in c.values)) c.take('maxAge', watchSchema.maxAge);
+}
+
+/**
+ * A command's settings from its flags (commander's values: only what was typed), the environment
+ * and the config file's chosen profile. Checks every value, in the order the command would use
+ * them, and throws the first problem as a UsageError naming where the value came from.
+ */
+export function resolveSettings<C extends CommandName>(
+  command: C,
+  flags: object,
+  env: NodeJS.ProcessEnv = process.env,
+  profile?: Profile,
+): SettingsOf[C] {
+  const c = new Collector({ flags: flags as Record<string, unknown>, env, profile });
+  switch (command) {
+    case 'pull':
+    case 'watch':
+    case 'reconcile':
+      output(c);
+      if (command === 'watch') watchOnly(c);
+      pass(c, command);
+      job(c);
+      mirror(c);
+      if (command === 'pull') {
+        c.flag('ifIdle', false);
+        c.flag<string | undefined>('metricsFile', undefined);
+      }
+      if (command === 'reconcile') c.flag('prune', false);
+      break;
+    case 'campaigns':
+      output(c);
+      mirror(c);
+      job(c);
+      break;
+    case 'demo': {
+      // The demo's own database (never CAMPAIGN_SYNC_DB: a mirror of the real service), made-up records.
+      output(c);
+      mirror(c, DEFAULTS.demoDb, false);
+      c.take('seed', demoSchema.seed);
+      c.take('campaigns', demoSchema.campaigns);
+      c.take('records', demoSchema.records);
+      pass(c, 'demo');
+      c.set('timeoutMs', c.take('timeout', apiSchema.timeout), byDefault('timeout'));
+      c.take('maxRetries', apiSchema.maxRetries);
+      c.set('maxRetryWaitMs', c.take('maxRetryWait', apiSchema.maxRetryWait), byDefault('maxRetryWait'));
+      c.set('notify', undefined, byDefault('notify'));
+      c.take('maxAge', watchSchema.maxAge);
+      break;
+    }
+    case 'status':
+    case 'reset':
+    case 'forget':
+      mirror(c);
+      break;
+    case 'export':
+      mirror(c);
+      // export's format is its own (csv, ndjson, parquet): CAMPAIGN_SYNC_FORMAT is pull's.
+      c.take('format', exportSchema.format, false);
+      break;
+  }
+  return c.done<SettingsOf[C]>();
+}
+
+/** A pull's pass settings alone, from flags and environment (sync tests check them without an API). */
+export function resolvePass(flags: object, env: NodeJS.ProcessEnv = process.env): PassSettings {
+  const c = new Collector({ flags: flags as Record<string, unknown>, env });
+  pass(c, 'pull');
+  return c.done<PassSettings & Sourced>();
+}
+
+/** The command's settings with the config file's profile read first (config/profile.ts). */
+export async function loadSettings<C extends CommandName>(
+  command: C,
+  flags: { config?: string; profile?: string },
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): Promise<SettingsOf[C]> {
+  const profile = await readProfile(flags.config, flags.profile, env, cwd);
+  return resolveSettings(command, flags, env, profile);
+}
+
+/**
+ * The settings with the destination a database remembers (what it fed last), used when no flag,
+ * variable or profile chose one: its format and folder then come from the database.
+ */
+export function rememberDestination<S extends Sourced & { readonly format: string; readonly out: string }>(
+  settings: S,
+  remembered: Destination,
+): S {
+  const origin: Origin = { source: 'database', name: 'the destination this database fed last' };
+  const origins = (option: string) =>
+    option === 'format' || (option === 'out' && remembered.kind === 'ndjson') ? origin : settings.sourceOf(option);
+  const out = remembered.kind === 'ndjson' ? remembered.out : settings.out;
+  return deepFreeze({ ...settings, format: remembered.kind, out, sourceOf: origins });
+}
