@@ -4,6 +4,7 @@ import type { Writable } from 'node:stream';
 import { DEFAULTS } from '../config/defaults.js';
 import { parseDate } from '../config/duration.js';
 import { type DbFlags, resolveDb } from '../config/env.js';
+import { currentIo } from '../core/io.js';
 import { ExportInterrupted, errorCode, isAbort, storageError, UsageError } from '../errors.js';
 import { noRowsWarning, selectedCampaign } from '../export/campaign.js';
 import { writeCsv } from '../export/csv.js';
@@ -107,7 +108,7 @@ function outputFile(given: string | undefined): string | undefined {
  * `campaign-sync export`: streams one table of the mirror to a file (0600) or stdout. SIGINT/SIGTERM
  * (`signal`) stop it between two chunks: exit 130, and no file at -o.
  */
-export async function exportTable(flags: ExportFlags, stdout: Writable = process.stdout, signal?: AbortSignal): Promise<number> {
+export async function exportTable(flags: ExportFlags, stdout: Writable = currentIo().stdout, signal?: AbortSignal): Promise<number> {
   const out = new Output({ quiet: flags.quiet, json: flags.json });
   const target = outputFile(flags.output);
   // The data goes to stdout without -o: there is no room for a document beside it.

@@ -1,3 +1,4 @@
+import { currentIo } from '../core/io.js';
 import { isLoopbackHost } from '../core/loopback.js';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
@@ -119,7 +120,7 @@ export function checkKey(key: string, where: string): void {
 }
 
 /** Flags beat environment; missing base URL or key is a usage error that says what to set. */
-export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = process.env): ApiConfig {
+export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = currentIo().env): ApiConfig {
   const baseText = flags.baseUrl ?? readEnv('baseUrl', env);
   const fromFile = flags.apiKeyFile !== undefined ? readKeyFile(flags.apiKeyFile) : undefined;
   const key = fromFile ? fromFile.key : readEnv('apiKey', env)?.trim();

@@ -10,6 +10,7 @@
 import { lstatSync, readFileSync, type Stats, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { currentIo } from '../core/io.js';
 import { UsageError } from '../errors.js';
 import { parseBaseUrl } from './config.js';
 import { type DbOrigin, ENV, type EnvKey, readEnv, xdgHome } from './env.js';
@@ -240,7 +241,7 @@ function checkValue(value: string, option: string, where: string): void {
 export async function applyProfile(
   flags: Record<string, unknown>,
   accepted: ReadonlySet<string>,
-  env: NodeJS.ProcessEnv = process.env,
+  env: NodeJS.ProcessEnv = currentIo().env,
   cwd = process.cwd(),
 ): Promise<{ file: string; profile: string } | undefined> {
   const file = findConfigFile(flags.config as string | undefined, env, cwd);
