@@ -7,7 +7,8 @@ import { chmodSync, chownSync, mkdirSync, symlinkSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { applyProfile } from '../src/config/profile.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 const ALL = new Set(['baseUrl', 'apiKeyFile', 'db', 'rateLimit', 'format', 'out', 'pageSize', 'concurrency', 'reportType', 'lookback']);
 
@@ -181,7 +182,7 @@ describe('config profiles', () => {
     const none: Record<string, unknown> = {};
     await applyProfile(none, ALL, { XDG_CONFIG_HOME: tempDir() }, tempDir());
     // Spawned: one line, exit 2.
-    const r = await cli(['status', '--db', join(loop, 'x.db'), '--config', 'a.toml'], { cwd: loop });
+    const r = await runCli(['status', '--db', join(loop, 'x.db'), '--config', 'a.toml'], { cwd: loop });
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toContain('is a loop of symbolic links');
@@ -195,17 +196,17 @@ describe('config profiles', () => {
       join(dir, 'campaign-sync.toml'),
       `[profiles.agency]\nbase_url = "${s.url}"\napi_key_file = "agency.key"\ndb = "agency.db"\npage_size = 2\ncompression = "gzip"\n`,
     );
-    const r = await cli(['pull', '--profile', 'agency', '--json'], { cwd: dir, env: { XDG_CONFIG_HOME: dir } });
+    const r = await runCli(['pull', '--profile', 'agency', '--json'], { cwd: dir, env: { XDG_CONFIG_HOME: dir } });
     // compression = "gzip" in the profile: the simulator was asked for gzip (loopback is off by default).
     expect(s.stats.gzipped).toBeGreaterThan(0);
     expect(r.code, r.stderr).toBe(0);
     const doc = JSON.parse(r.stdout);
     expect(doc.records).toBe(10);
     expect(doc.streams[0].pages).toBe(3);
-    const status = await cli(['status', '--json'], { cwd: dir, env: { CAMPAIGN_SYNC_PROFILE: 'agency' } });
+    const status = await runCli(['status', '--json'], { cwd: dir, env: { CAMPAIGN_SYNC_PROFILE: 'agency' } });
     expect(JSON.parse(status.stdout).streams).toHaveLength(2);
     writeFileSync(join(dir, 'campaign-sync.toml'), `[profiles.agency]\napi_key = "${s.apiKey}"\n`);
-    const bad = await cli(['pull', '--profile', 'agency'], { cwd: dir });
+    const bad = await runCli(['pull', '--profile', 'agency'], { cwd: dir });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/would keep the API key in the config file/);
     expect(bad.stderr + bad.stdout).not.toContain(s.apiKey);
@@ -216,13 +217,13 @@ describe('a bad value from the environment', () => {
   it('is named by its variable, not by the flag it stands in for; a flag given beats it unchecked', async () => {
     const db = join(tempDir(), 'm.db');
     const base = { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' };
-    const rate = await cli(['pull', '--db', db], { env: { ...base, CAMPAIGN_SYNC_RATE_LIMIT: 'bogus' } });
+    const rate = await runCli(['pull', '--db', db], { env: { ...base, CAMPAIGN_SYNC_RATE_LIMIT: 'bogus' } });
     expect(rate.code).toBe(2);
     expect(rate.stderr).toBe('campaign-sync: CAMPAIGN_SYNC_RATE_LIMIT: "bogus" is not a rate (examples: 100, 100/1m, 100/minute, 20/2s)\n');
-    const format = await cli(['pull', '--db', db], { env: { ...base, CAMPAIGN_SYNC_FORMAT: 'xml' } });
+    const format = await runCli(['pull', '--db', db], { env: { ...base, CAMPAIGN_SYNC_FORMAT: 'xml' } });
     expect(format.code).toBe(2);
     expect(format.stderr).toBe('campaign-sync: CAMPAIGN_SYNC_FORMAT: must be sqlite or ndjson\n');
-    const flag = await cli(['pull', '--db', db, '--rate-limit', 'nope'], { env: { ...base, CAMPAIGN_SYNC_RATE_LIMIT: 'bogus' } });
+    const flag = await runCli(['pull', '--db', db, '--rate-limit', 'nope'], { env: { ...base, CAMPAIGN_SYNC_RATE_LIMIT: 'bogus' } });
     expect(flag.stderr).toMatch(/^campaign-sync: --rate-limit: "nope" is not a rate/);
   });
 });
@@ -232,16 +233,16 @@ describe('a config file or key file that is not safely yours', () => {
     const dir = project('[profiles.x]\nbase_url = "https://evil.example.com"\n');
     const file = join(dir, 'campaign-sync.toml');
     chmodSync(file, 0o666);
-    const open = await cli(['status', '--profile', 'x'], { cwd: dir });
+    const open = await runCli(['status', '--profile', 'x'], { cwd: dir });
     expect(open.code).toBe(2);
     expect(open.stderr).toContain(
       `${file}: other users may change the config file (mode 0666), and it decides where your key is sent; chmod go-w it`,
     );
     chmodSync(file, 0o644);
-    expect((await cli(['status', '--profile', 'x'], { cwd: dir })).stderr).not.toContain('other users may change');
+    expect((await runCli(['status', '--profile', 'x'], { cwd: dir })).stderr).not.toContain('other users may change');
     if (process.getuid?.() === 0) {
       chownSync(file, 65534, 65534);
-      const foreign = await cli(['status', '--profile', 'x'], { cwd: dir });
+      const foreign = await runCli(['status', '--profile', 'x'], { cwd: dir });
       expect(foreign.code).toBe(2);
       expect(foreign.stderr).toContain(`${file}: the config file belongs to another user (uid 65534)`);
     }
@@ -251,11 +252,11 @@ describe('a config file or key file that is not safely yours', () => {
     const dir = tempDir();
     const fifo = join(dir, 'pipe');
     execFileSync('mkfifo', [fifo]);
-    const config = await cli(['status', '--config', fifo], { cwd: dir, timeoutMs: 15_000 });
+    const config = await runCli(['status', '--config', fifo], { cwd: dir, timeoutMs: 15_000 });
     expect(config.signal).toBeNull();
     expect(config.code).toBe(2);
     expect(config.stderr).toContain(`${fifo}: the config file is not a regular file`);
-    const key = await cli(['campaigns', '--base-url', 'http://127.0.0.1:9', '--api-key-file', fifo], { cwd: dir, timeoutMs: 15_000 });
+    const key = await runCli(['campaigns', '--base-url', 'http://127.0.0.1:9', '--api-key-file', fifo], { cwd: dir, timeoutMs: 15_000 });
     expect(key.signal).toBeNull();
     expect(key.code).toBe(2);
     expect(key.stderr).toContain(`--api-key-file: ${fifo} is not a regular file`);
@@ -265,10 +266,10 @@ describe('a config file or key file that is not safely yours', () => {
 describe('a bad base URL is named where it was set', () => {
   it('in a profile by file, profile and key; in the environment by its variable', async () => {
     const dir = project('[profiles.x]\nbase_url = "ftp://files.example.com"\n');
-    const fromProfile = await cli(['campaigns', '--profile', 'x'], { cwd: dir, env: { CAMPAIGN_SYNC_API_KEY: 'k3y-for-tests' } });
+    const fromProfile = await runCli(['campaigns', '--profile', 'x'], { cwd: dir, env: { CAMPAIGN_SYNC_API_KEY: 'k3y-for-tests' } });
     expect(fromProfile.code).toBe(2);
     expect(fromProfile.stderr).toContain(`${join(dir, 'campaign-sync.toml')}: profiles.x.base_url: must start with http:// or https://`);
-    const fromEnv = await cli(['campaigns'], {
+    const fromEnv = await runCli(['campaigns'], {
       cwd: tempDir(),
       env: { CAMPAIGN_SYNC_API_KEY: 'k3y-for-tests', CAMPAIGN_SYNC_BASE_URL: 'ftp://files.example.com' },
     });
