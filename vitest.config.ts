@@ -34,7 +34,14 @@ const E2E = [
   'test/reliability.test.ts',
 ];
 /** Big, slow and random (`npm run test:soak`): 20 kill -9 rounds per sink, million-row exports, memory ceilings, the gzip bomb. */
-const SOAK = ['test/soak/**/*.test.ts', 'test/export-memory.test.ts', 'test/pg-reliability.test.ts', 'test/reliability.test.ts'];
+const SOAK = [
+  'test/soak/**/*.test.ts',
+  'test/export-memory.test.ts',
+  // Its kill -9 rounds need a commit to land before a kill: on a busy machine none may.
+  'test/manifest.test.ts',
+  'test/pg-reliability.test.ts',
+  'test/reliability.test.ts',
+];
 
 export default defineConfig({
   test: {
