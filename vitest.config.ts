@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 import LongestFirst from './test/helpers/longest-first.js';
 
-/** In-process tests with mocks: no simulator, no files, no spawned CLI (`npm run test:unit`). */
+/** In-process tests with mocks: no simulator, no files, no spawned CLI (`npm run test:unit`; test/unit/ too). */
 const UNIT = [
   'src/**/*.test.ts',
   'test/architecture.test.ts',
@@ -17,13 +17,30 @@ const UNIT = [
   'test/redact.test.ts',
   'test/units.test.ts',
 ];
-/** Kill -9 rounds, million-row exports, the installed package: left out of `npm run test:fast`, always run by `npm test` and CI. */
-const SLOW = [
-  'test/reliability.test.ts',
+/**
+ * The spawned CLI, for what needs a process of its own: signals, kill -9 (one round per sink: the
+ * project sets CRASH_KILLS=1), a lock held by another process, the launcher, the installed package
+ * (`npm run test:e2e`). Everything under test/e2e/ is e2e too.
+ */
+const E2E = [
+  'test/e2e/**/*.test.ts',
   'test/export.test.ts',
-  'test/export-memory.test.ts',
+  'test/export-signal.test.ts',
+  'test/forget-crash.test.ts',
+  'test/if-idle.test.ts',
+  'test/pg-lock.test.ts',
   'test/pg-reliability.test.ts',
-  'test/e2e/package.test.ts',
+  'test/posix-locks.test.ts',
+  'test/reliability.test.ts',
+];
+/** Big, slow and random (`npm run test:soak`): 20 kill -9 rounds per sink, million-row exports, memory ceilings, the gzip bomb. */
+const SOAK = [
+  'test/soak/**/*.test.ts',
+  'test/export-memory.test.ts',
+  // Its kill -9 rounds need a commit to land before a kill: on a busy machine none may.
+  'test/manifest.test.ts',
+  'test/pg-reliability.test.ts',
+  'test/reliability.test.ts',
 ];
 
 export default defineConfig({
@@ -51,10 +68,15 @@ export default defineConfig({
     // Any connection off loopback is a bug in a test: the helpers only ever use 127.0.0.1.
     env: { CAMPAIGN_SYNC_BASE_URL: '', CAMPAIGN_SYNC_API_KEY: '' },
     projects: [
-      { extends: true, test: { name: 'unit', include: UNIT } },
-      // The simulator on loopback, real files and SQLite, the spawned CLI.
-      { extends: true, test: { name: 'integration', include: ['test/**/*.test.ts'], exclude: [...UNIT, ...SLOW] } },
-      { extends: true, test: { name: 'slow', include: SLOW } },
+      // `npm test` runs unit and component; CI runs every project (.ci/run).
+      { extends: true, test: { name: 'unit', include: [...UNIT, 'test/unit/**/*.test.ts'] } },
+      // Commands against the simulator on loopback, real files and SQLite.
+      {
+        extends: true,
+        test: { name: 'component', include: ['test/**/*.test.ts'], exclude: [...UNIT, 'test/unit/**', ...E2E, ...SOAK] },
+      },
+      { extends: true, test: { name: 'e2e', include: E2E, env: { CRASH_KILLS: '1' } } },
+      { extends: true, test: { name: 'soak', include: SOAK } },
     ],
   },
 });

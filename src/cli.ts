@@ -8,6 +8,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { CHOICES, DEFAULTS, shownDefault } from './config/defaults.js';
 import { xdgHome } from './config/env.js';
 import type { CommandName, SettingsOf } from './config/settings.js';
+import { currentIo, type Io } from './core/io.js';
 import { packageVersion } from './core/version.js';
 
 /** What an action leaves for main.ts: the exit code. */
@@ -131,13 +132,17 @@ export function commanderMessage(text: string): string {
 }
 
 /** Builds the program; actions record their exit code in `result`. */
-export function buildProgram(signal: AbortSignal, result: RunResult): Command {
+export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = currentIo()): Command {
   const program = new Command('campaign-sync')
     .description('Mirror the Campaign Evaluation Results Service into SQLite or NDJSON.')
     .version(packageVersion(), '-V, --version')
     .exitOverride()
     // Commander's errors in our one-line style: `campaign-sync: unknown option '--bogus' (add --help for usage)`.
-    .configureOutput({ outputError: (text, write) => write(`campaign-sync: ${commanderMessage(text)}\n`) })
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+      outputError: (text, write) => write(`campaign-sync: ${commanderMessage(text)}\n`),
+    })
     .configureHelp({ sortOptions: false })
     .addHelpText('after', '\nNew here? `campaign-sync demo` mirrors a built-in simulator of the service: no key, no network.\n');
 
@@ -229,7 +234,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
     'campaign-sync export --table eval-results --format parquet -o evals.parquet',
     'campaign-sync export --table latest_results --columns campaign_name,candidate_email,score,cefr -o latest.csv',
   ).action(async (opts) =>
-    done(await (await import('./commands/export.js')).exportTable(opts, process.stdout, signal, await settings('export', opts))),
+    done(await (await import('./commands/export.js')).exportTable(opts, io.stdout, signal, await settings('export', opts))),
   );
 
   example(
@@ -366,7 +371,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult): Command {
         description: o.description,
       })),
     }));
-    done(completion(shell, commands, (text) => process.stdout.write(text)));
+    done(completion(shell, commands, (text) => io.stdout.write(text)));
   });
 
   return program;

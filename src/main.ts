@@ -7,6 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { CommanderError } from 'commander';
 import { buildProgram, commanderMessage, type RunResult } from './cli.js';
 import { extraCaCertsProblem } from './config/extra-ca.js';
+import { type Io, processIo, withIo } from './core/io.js';
 import {
   CampaignSyncError,
   ExitCode,
@@ -55,23 +56,38 @@ function wantsJson(argv: string[]): boolean {
  * watch still listing campaigns, or stopped while the CLI loaded): one line, or with --json one
  * document, instead of exiting 0 in silence. Committed work stays; nothing more was done.
  */
-function reportInterrupted(argv: string[]): void {
-  if (wantsJson(argv)) process.stdout.write(`${JSON.stringify({ interrupted: true, exit_code: ExitCode.ok })}\n`);
-  else if (!wants(argv, '--quiet')) process.stderr.write('campaign-sync: interrupted; nothing more was done\n');
+function reportInterrupted(argv: string[], io: Io): void {
+  if (wantsJson(argv)) io.stdout.write(`${JSON.stringify({ interrupted: true, exit_code: ExitCode.ok })}\n`);
+  else if (!wants(argv, '--quiet')) io.stderr.write('campaign-sync: interrupted; nothing more was done\n');
 }
 
 /**
  * With --json a script reads stdout: a fatal error (401, the service down, a full disk) is one JSON
  * document there too, `{ "error": …, "exit_code": … }`, besides the line on stderr.
  */
-function errorDocument(argv: string[], message: string, exitCode: number, requests?: number): void {
-  if (wantsJson(argv)) process.stdout.write(`${safeJson(JSON.stringify({ error: message, exit_code: exitCode, requests }))}\n`);
+function errorDocument(io: Io, argv: string[], message: string, exitCode: number, requests?: number): void {
+  if (wantsJson(argv)) io.stdout.write(`${safeJson(JSON.stringify({ error: message, exit_code: exitCode, requests }))}\n`);
 }
 
-/** Runs the CLI and returns the exit code (tests call this; the launcher exits with it). */
-export async function run(argv: string[], signal: AbortSignal): Promise<number> {
+/** What a run talks to (core/io.ts), and the signal that stops it (main.ts: SIGINT, SIGTERM, SIGHUP). */
+export interface RunIo extends Partial<Io> {
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs the CLI with `argv` (node, launcher, then the arguments) and returns the exit code: main()
+ * exits with it; a test runs a command in-process with streams and an environment of its own. What
+ * `io` leaves out is the real process's.
+ */
+export function run(argv: string[], io: RunIo = {}): Promise<number> {
+  const { signal = new AbortController().signal, ...given } = io;
+  const whole: Io = { ...processIo(), launcher: argv[1] ?? 'campaign-sync', ...given };
+  return withIo(whole, () => runIn(argv, whole, signal));
+}
+
+async function runIn(argv: string[], io: Io, signal: AbortSignal): Promise<number> {
   const result: RunResult = { exitCode: ExitCode.ok };
-  const program = buildProgram(signal, result);
+  const program = buildProgram(signal, result, io);
   // `help forgt` printed the whole help on stderr, without a word about the typo: read as `forgt`,
   // it is commander's one line, `unknown command 'forgt' (Did you mean forget?)`, exit 2.
   const [, , first, topic, ...rest] = argv;
@@ -89,23 +105,23 @@ export async function run(argv: string[], signal: AbortSignal): Promise<number> 
       // commander printed its line on stderr; a script reading stdout under --json gets its document,
       // as for our own usage errors. Help shown for a missing command has no message of its own.
       const message = err.code === 'commander.help' ? 'a command is needed (add --help for usage)' : commanderMessage(err.message);
-      errorDocument(argv, message, ExitCode.usage);
+      errorDocument(io, argv, message, ExitCode.usage);
       return ExitCode.usage;
     }
     if (isAbort(err) && signal.aborted) {
-      reportInterrupted(argv);
+      reportInterrupted(argv, io);
       return ExitCode.ok;
     }
     const failure = err instanceof CampaignSyncError ? err : uncaughtStorageError(err);
     if (failure) {
       // One terminal-safe line: a message may quote what the service sent (ui/escape.ts).
-      process.stderr.write(`campaign-sync: ${showText(messageOf(failure))}\n`);
-      errorDocument(argv, messageOf(failure), exitCodeFor(failure), failure instanceof NothingSynced ? failure.requests : undefined);
+      io.stderr.write(`campaign-sync: ${showText(messageOf(failure))}\n`);
+      errorDocument(io, argv, messageOf(failure), exitCodeFor(failure), failure instanceof NothingSynced ? failure.requests : undefined);
       return exitCodeFor(failure);
     }
-    process.stderr.write(`campaign-sync: internal error: ${showText(messageOf(err))}\n`);
-    errorDocument(argv, `internal error: ${messageOf(err)}`, ExitCode.internal);
-    if (process.env.CAMPAIGN_SYNC_DEBUG) process.stderr.write(`${showLines((err as Error)?.stack ?? '')}\n`);
+    io.stderr.write(`campaign-sync: internal error: ${showText(messageOf(err))}\n`);
+    errorDocument(io, argv, `internal error: ${messageOf(err)}`, ExitCode.internal);
+    if (io.env.CAMPAIGN_SYNC_DEBUG) io.stderr.write(`${showLines((err as Error)?.stack ?? '')}\n`);
     return ExitCode.internal;
   }
 }
@@ -217,7 +233,7 @@ export async function main(argv: string[]): Promise<void> {
   const stdout = watchStdout(process.stdout, controller, () => hungUp);
   // Lines on stderr that nobody reads any more (`2>&1 | head`) are no crash either.
   process.stderr.on('error', () => {});
-  const code = stdout.code(await run(argv, controller.signal));
+  const code = stdout.code(await run(argv, { signal: controller.signal }));
   process.exitCode = code;
   // An interrupted export's stdout is cut short anyway, and its reader may not be reading (`export |
   // less`): waiting for stdout to drain would hang until a second signal.

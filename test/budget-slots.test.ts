@@ -28,8 +28,9 @@ import type { Clock } from '../src/core/clock.js';
 import { BudgetDamaged, type SlotsOptions, SqliteBudgetSlots } from '../src/store/budget-slots.js';
 import { Database } from '../src/store/sqlite.js';
 import { fakeClock } from './helpers/clock.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
 import { mountReadOnly, mountTmpfs } from './helpers/mounts.js';
+import { runCli } from './helpers/run-cli.js';
 
 const rate = { count: 3, windowMs: 1000 };
 const one = { count: 1, windowMs: 1000 };
@@ -430,7 +431,7 @@ describe('a damaged file: nothing is sent until it is removed', () => {
     mkdirSync(join(state, 'campaign-sync'));
     const path = join(state, 'campaign-sync', 'budget-slots.db');
     writeFileSync(path, Buffer.alloc(5000, 0x5a));
-    const run = () => cli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state } });
+    const run = () => runCli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state } });
     const r = await run();
     expect(r.code, r.stderr).toBe(74);
     expect(r.stderr).toContain(`the request budget's file ${path} is damaged (SQLITE_NOTADB)`);
@@ -466,7 +467,7 @@ describe("what is at the slots' path is left as it was when it is not a file of 
       const path = join(state, 'campaign-sync', 'budget-slots.db');
       make(path);
       const before = name === 'foreign database' ? readFileSync(path) : undefined;
-      const r = await cli(['campaigns', '--base-url', s.url], {
+      const r = await runCli(['campaigns', '--base-url', s.url], {
         env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state },
         timeoutMs: 20_000,
       });
@@ -499,7 +500,7 @@ describe('the file cannot be written', () => {
   it('a slots file that cannot be opened for writing is named, not its folder; a folder that cannot be written is', async (ctx) => {
     const s = await sim({ campaigns: 1, records: 3 });
     const state = tempDir();
-    const run = () => cli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state } });
+    const run = () => runCli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state } });
     expect((await run()).stderr).toBe('');
     const folder = join(state, 'campaign-sync');
     const undo = mountReadOnly(folder);
@@ -517,7 +518,7 @@ describe('the file cannot be written', () => {
     mkdirSync(join(empty, 'campaign-sync'));
     const undoEmpty = mountReadOnly(join(empty, 'campaign-sync'));
     try {
-      const r = await cli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: empty } });
+      const r = await runCli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: empty } });
       expect(r.stderr).toBe(
         `warning: the request budget is not shared with other runs: cannot write ${join(empty, 'campaign-sync')} (EROFS)\n`,
       );
@@ -565,7 +566,7 @@ describe('processes with one key against a server limited to exactly the budget'
     const state = tempDir();
     const runs = await Promise.all(
       s.data.campaigns.map((c) =>
-        cli(
+        runCli(
           [
             'pull',
             '--db',
@@ -596,8 +597,8 @@ describe('processes with one key against a server limited to exactly the budget'
       const args = (db: string) => ['pull', '--db', db, '--page-size', '5', '--rate-limit', '6/4s', '--max-retries', '0', '--json'];
       const env = (state: string) => ({ CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state });
       const [first, second] = await Promise.all([
-        cli(args(join(tempDir(), 'a.db')), { env: env(states[0]) }),
-        cli(args(join(tempDir(), 'b.db')), { env: env(states[1]) }),
+        runCli(args(join(tempDir(), 'a.db')), { env: env(states[0]) }),
+        runCli(args(join(tempDir(), 'b.db')), { env: env(states[1]) }),
       ]);
       return { first, second, tooMany: s.stats.byStatus[429] ?? 0, served: s.stats.requests };
     };
@@ -619,8 +620,8 @@ describe('processes with one key against a server limited to exactly the budget'
       const s = await sim({ campaigns: 2, records: 10, rateLimit: { count: 6, windowMs: 8000 } });
       const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state };
       const args = ['pull', '--db', db, '--page-size', '5', '--rate-limit', '6/8s', '--max-retries', '0', '--json'];
-      const first = await cli(args, { env });
-      const second = await cli([...args, '--full'], { env: { ...env, XDG_STATE_HOME: secondState } });
+      const first = await runCli(args, { env });
+      const second = await runCli([...args, '--full'], { env: { ...env, XDG_STATE_HOME: secondState } });
       return { first, second, tooMany: s.stats.byStatus[429] ?? 0 };
     };
     const state = tempDir();

@@ -12,9 +12,10 @@ import { SCHEMA_VERSION } from '../src/store/schema.js';
 import { SqliteSink } from '../src/store/sinks/sqlite.js';
 import { Database } from '../src/store/sqlite.js';
 import { runPass } from '../src/sync/pass.js';
-import { cli, clientConfig, servedObjects, sim, tempDir } from './helpers/index.js';
+import { clientConfig, servedObjects, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
 import { checked, evalOf } from './helpers/records.js';
+import { runCli } from './helpers/run-cli.js';
 
 const detailOf = (id: string, evals: unknown[] | null, over: Record<string, unknown> = {}) => ({
   id,
@@ -54,7 +55,7 @@ function storedRaw(db: BetterSqlite3.Database, id: string): string {
 
 /** `export --table role-results --format ndjson` gives every record's raw as `expected` holds it. */
 async function exportsExactly(path: string, expected: Map<string, string>) {
-  const exported = await cli(['export', '--db', path, '--table', 'role-results', '--format', 'ndjson']);
+  const exported = await runCli(['export', '--db', path, '--table', 'role-results', '--format', 'ndjson']);
   expect(exported.code, exported.stderr).toBe(0);
   const lines = exported.stdout.trim().split('\n');
   expect(lines).toHaveLength(expected.size);

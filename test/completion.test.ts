@@ -9,7 +9,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../src/cli.js';
-import { cli, tempDir } from './helpers/index.js';
+import { tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 import { canUse, needs } from './helpers/tools.js';
 
 const program = buildProgram(new AbortController().signal, { exitCode: 0 });
@@ -31,7 +32,7 @@ function filesDir(): string {
 }
 
 async function script(shell: string): Promise<string> {
-  const r = await cli(['completion', shell]);
+  const r = await runCli(['completion', shell]);
   expect(r.code).toBe(0);
   const file = join(tempDir(), `c.${shell}`);
   writeFileSync(file, r.stdout);
@@ -84,7 +85,7 @@ function zshComplete(file: string, lines: string[], cwd: string): string[] {
 
 describe('completion', () => {
   it('bash: valid, and completes commands, options and enum values', async () => {
-    const r = await cli(['completion', 'bash']);
+    const r = await runCli(['completion', 'bash']);
     expect(r.code).toBe(0);
     const file = join(tempDir(), 'c.bash');
     writeFileSync(file, r.stdout);
@@ -117,7 +118,7 @@ describe('completion', () => {
 
   for (const shell of ['zsh', 'fish']) {
     it(`${shell}: valid syntax, every command and option named`, async () => {
-      const r = await cli(['completion', shell]);
+      const r = await runCli(['completion', shell]);
       expect(r.code).toBe(0);
       for (const cmd of program.commands) {
         expect(r.stdout).toContain(cmd.name());
@@ -253,7 +254,7 @@ describe('completion', () => {
   });
 
   it('an unknown shell is a usage error', async () => {
-    const r = await cli(['completion', 'tcsh']);
+    const r = await runCli(['completion', 'tcsh']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/the shell must be bash, zsh, fish/);
   });

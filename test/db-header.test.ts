@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/store/db.js';
 import { SCHEMA_VERSION } from '../src/store/schema.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 describe('a --db that is someone else’s file', () => {
   it.each([['\n'], ['x'], ['notes: call back'], ['SQLite format'], ['SQLite format 2\0 and more'], ['a'.repeat(4096)]])(
@@ -36,7 +37,7 @@ describe('a --db that is someone else’s file', () => {
   it('pull on a one-byte file exits 2 before any request, and leaves it', async () => {
     const path = join(tempDir(), 'm.db');
     writeFileSync(path, '\n');
-    const r = await cli(['pull', '--db', path], { env: { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' } });
+    const r = await runCli(['pull', '--db', path], { env: { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' } });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(`campaign-sync: ${path} is not a campaign-sync database: it is not an SQLite file; nothing was written to it\n`);
     expect(readFileSync(path, 'utf8')).toBe('\n');
@@ -56,7 +57,7 @@ describe('an empty --db file: not a mirror yet', () => {
     '%j: exit 2 saying so, the file left empty',
     async (args) => {
       const path = emptyDb();
-      const r = await cli([...args, '--db', path]);
+      const r = await runCli([...args, '--db', path]);
       expect(r.code).toBe(2);
       expect(r.stderr).toBe(`campaign-sync: ${notYet(path)}\n`);
       if (args.includes('--json')) expect(JSON.parse(r.stdout)).toEqual({ error: notYet(path), exit_code: 2 });
@@ -66,11 +67,11 @@ describe('an empty --db file: not a mirror yet', () => {
 
   it('status --check: nothing to check is CRITICAL (5), as a mirror with no streams yet; --json too', async () => {
     const path = emptyDb();
-    const r = await cli(['status', '--check', '--db', path]);
+    const r = await runCli(['status', '--check', '--db', path]);
     expect(r.code).toBe(5);
     expect(r.stdout).toBe('CRITICAL: 0 of 0 streams healthy (max age 10m)\n');
     expect(r.stderr).toBe('');
-    const j = await cli(['status', '--check', '--json', '--db', path]);
+    const j = await runCli(['status', '--check', '--json', '--db', path]);
     expect(j.code).toBe(5);
     expect(JSON.parse(j.stdout)).toMatchObject({ status: 'down', exit_code: 5, healthy: 0, streams: 0, unhealthy: [] });
     expect(statSync(path).size).toBe(0);
@@ -79,9 +80,9 @@ describe('an empty --db file: not a mirror yet', () => {
   it('pull into it makes it a new mirror', async () => {
     const path = emptyDb();
     const s = await sim({ campaigns: 1, records: 3 });
-    const r = await cli(['pull', '--quiet', '--base-url', s.url, '--db', path], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    const r = await runCli(['pull', '--quiet', '--base-url', s.url, '--db', path], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
     expect(r.code).toBe(0);
-    const status = await cli(['status', '--json', '--db', path]);
+    const status = await runCli(['status', '--json', '--db', path]);
     expect(JSON.parse(status.stdout).streams).toHaveLength(1);
   });
 });
@@ -105,14 +106,16 @@ describe('a hand-edited schema version (PRAGMA user_version)', () => {
 
   it('older than its tables: exit 2 (not a storage failure), the data kept and the version unchanged', async () => {
     const path = mirrorAt(4);
-    const r = await cli(['reset', '--all', '--db', path]);
+    const r = await runCli(['reset', '--all', '--db', path]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(
       new RegExp(
         `^campaign-sync: ${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not a mirror this campaign-sync can open: its tables do not match its schema version 4 \\(PRAGMA user_version\\); upgrading it from schema 4 to 5 failed and was rolled back: .+\n$`,
       ),
     );
-    const pull = await cli(['pull', '--db', path], { env: { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' } });
+    const pull = await runCli(['pull', '--db', path], {
+      env: { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' },
+    });
     expect(pull.code).toBe(2);
     const db = openDatabase(path, { mustExist: true, readonly: true });
     expect(db.pragma('user_version', { simple: true })).toBe(4);
@@ -122,7 +125,7 @@ describe('a hand-edited schema version (PRAGMA user_version)', () => {
 
   it('newer: still exit 2 asking for an upgrade', async () => {
     const path = mirrorAt(99);
-    const r = await cli(['status', '--db', path]);
+    const r = await runCli(['status', '--db', path]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/was written by a newer campaign-sync \(schema 99, this one knows \d+\); upgrade\n$/);
   });
@@ -141,7 +144,7 @@ describe('a --db that is not a regular file (a named pipe, a device)', () => {
     '%j on a named pipe: exit 2 at once, saying so',
     async (args) => {
       const path = fifo();
-      const r = await cli([...args, '--db', path], {
+      const r = await runCli([...args, '--db', path], {
         env: { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' },
         timeoutMs: 15_000,
       });
@@ -154,7 +157,7 @@ describe('a --db that is not a regular file (a named pipe, a device)', () => {
   it.skipIf(process.platform === 'win32')('a named pipe as the run lock file: exit 74 naming it, at once', async () => {
     const path = join(tempDir(), 'm.db');
     execFileSync('mkfifo', [`${path}.lock`]);
-    const r = await cli(['pull', '--db', path], {
+    const r = await runCli(['pull', '--db', path], {
       env: { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' },
       timeoutMs: 15_000,
     });

@@ -18,7 +18,8 @@ import {
   StorageError,
   UsageError,
 } from '../src/errors.js';
-import { cli, tempDir } from './helpers/index.js';
+import { tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 const req = { method: 'GET', path: '/v1/campaigns' };
 
@@ -76,7 +77,7 @@ describe('every command against a dead server', () => {
     });
     const env = { CAMPAIGN_SYNC_BASE_URL: `http://127.0.0.1:${port}`, CAMPAIGN_SYNC_API_KEY: 'k' };
     for (const command of ['campaigns', 'pull']) {
-      const run = await cli([command, '--max-retries', '0', '--db', join(tempDir(), 'm.db')], { env });
+      const run = await runCli([command, '--max-retries', '0', '--db', join(tempDir(), 'm.db')], { env });
       expect(run.code, `${command}: ${run.stderr}`).toBe(ExitCode.unavailable);
       expect(run.stderr).toMatch(/ECONNREFUSED/);
     }

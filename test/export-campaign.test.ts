@@ -7,26 +7,27 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseStrictCsv } from './helpers/csv.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 describe('export --campaign that selects no rows', () => {
   it('says which table holds the campaign, or that the dates leave nothing; a campaign with rows says nothing', async () => {
     const s = await sim({ campaigns: 2, records: 5 });
     const dir = tempDir();
     const db = join(dir, 'm.db');
-    expect((await cli(['pull', '--db', db], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    expect((await runCli(['pull', '--db', db], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
     const role = s.data.campaigns.find((c) => c.type === 'ROLE_SUBMISSION');
     const session = s.data.campaigns.find((c) => c.type === 'SESSION_COMPLETION');
     const out = join(dir, 'e.csv');
 
-    const other = await cli(['export', '--db', db, '--table', 'session-results', '--campaign', String(role?.name), '-o', out]);
+    const other = await runCli(['export', '--db', db, '--table', 'session-results', '--campaign', String(role?.name), '-o', out]);
     expect(other.code, other.stderr).toBe(0);
     expect(parseStrictCsv(readFileSync(out, 'utf8'))).toHaveLength(1);
     expect(other.stderr).toContain(
       `warning: --campaign "${role?.name}": no rows in --table session-results: it is a role campaign, whose results are in --table role-results`,
     );
 
-    const dated = await cli([
+    const dated = await runCli([
       'export',
       '--db',
       db,
@@ -40,13 +41,24 @@ describe('export --campaign that selects no rows', () => {
     expect(dated.code, dated.stderr).toBe(0);
     expect(dated.stderr).toContain(`--campaign "${session?.name}": no rows in --table session-results in the dates given`);
 
-    const own = await cli(['export', '--db', db, '--table', 'session-results', '--campaign', String(session?.name), '-o', out]);
+    const own = await runCli(['export', '--db', db, '--table', 'session-results', '--campaign', String(session?.name), '-o', out]);
     expect(own.code).toBe(0);
     expect(own.stderr).not.toContain('warning');
     expect(parseStrictCsv(readFileSync(out, 'utf8'))).toHaveLength(6);
 
     // --quiet: only errors.
-    const quiet = await cli(['export', '--db', db, '--table', 'role-results', '--campaign', String(session?.name), '-o', out, '--quiet']);
+    const quiet = await runCli([
+      'export',
+      '--db',
+      db,
+      '--table',
+      'role-results',
+      '--campaign',
+      String(session?.name),
+      '-o',
+      out,
+      '--quiet',
+    ]);
     expect(quiet.code).toBe(0);
     expect(quiet.stderr).toBe('');
   });

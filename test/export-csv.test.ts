@@ -5,7 +5,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { csvLine } from '../src/export/csv.js';
 import { openDatabase } from '../src/store/db.js';
 import { parseStrictCsv } from './helpers/csv.js';
-import { BIN, cli, tempDir } from './helpers/index.js';
+import { BIN, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 let dbPath: string;
 // Bigger than the encoder's 2 MB buffer even as UTF-16, full of quotes, commas, line breaks and non-ASCII.
@@ -35,7 +36,7 @@ describe('CSV encoder (export/csv.ts)', () => {
 
   it('a cell bigger than a chunk and rows across many chunks read back exactly', async () => {
     const out = join(tempDir(), 'e.csv');
-    const r = await cli(['export', '--db', dbPath, '--table', 'eval-results', '-o', out]);
+    const r = await runCli(['export', '--db', dbPath, '--table', 'eval-results', '-o', out]);
     expect(r.code, r.stderr).toBe(0);
     const rows = parseStrictCsv(readFileSync(out, 'utf8'));
     expect(rows.length).toBe(50_001);

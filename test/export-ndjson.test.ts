@@ -8,7 +8,8 @@ import { parseJson, toJson } from '../src/core/json.js';
 import type { Sink } from '../src/export/sink.js';
 import { ndjsonLine, writeNdjson } from '../src/export/writers.js';
 import { openDatabase } from '../src/store/db.js';
-import { cli, tempDir } from './helpers/index.js';
+import { tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 /** The reference line, made the plain way: the row as an object, JSON columns parsed, then toJson. */
 function wholeRow(columns: string[], row: unknown[]): string {
@@ -78,7 +79,7 @@ describe('BLOB cells in NDJSON', () => {
     db.exec('ALTER TABLE campaigns ADD COLUMN attachment BLOB');
     db.prepare("INSERT INTO campaigns (id, name, raw, attachment) VALUES ('c1', 'one', '{}', X'41424300')").run();
     db.close();
-    const r = await cli(['export', '--db', path, '--table', 'campaigns', '--format', 'ndjson']);
+    const r = await runCli(['export', '--db', path, '--table', 'campaigns', '--format', 'ndjson']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).not.toContain('Buffer');
     expect(JSON.parse(r.stdout)).toMatchObject({ id: 'c1', attachment: 'QUJDAA==' });

@@ -8,7 +8,8 @@ import { readParquet } from 'parquet-wasm/node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { exportTable } from '../src/commands/export.js';
 import { openDatabase } from '../src/store/db.js';
-import { BIN, cli, sim, tempDir } from './helpers/index.js';
+import { BIN, sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 let dbPath: string;
 let dir: string;
@@ -39,7 +40,7 @@ beforeAll(async () => {
   const s = await sim({ campaigns: 4, records: 40, orderIndexStart: 2n ** 62n + 1n });
   dir = tempDir();
   dbPath = join(dir, 'm.db');
-  const r = await cli(['pull', '--db', dbPath], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+  const r = await runCli(['pull', '--db', dbPath], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
   expect(r.code).toBe(0);
   const db = openDatabase(dbPath);
   // A null in every nullable column of every table (the key aside: SQLite lets a TEXT key be null), each on its own row.
@@ -112,7 +113,7 @@ function readArrow(bytes: Buffer) {
 
 async function exportParquet(name: string, extra: string[] = []) {
   const out = join(tempDir(), `${name}.parquet`);
-  const r = await cli(['export', '--db', dbPath, '--table', name, '--format', 'parquet', '-o', out, ...extra]);
+  const r = await runCli(['export', '--db', dbPath, '--table', name, '--format', 'parquet', '-o', out, ...extra]);
   return { r, out };
 }
 
@@ -229,7 +230,7 @@ describe('export --format parquet', () => {
 
   it('a write failure exits 74 with one line and leaves no partial file', async () => {
     const d = tempDir();
-    const missing = await cli(['export', '--db', dbPath, '--table', 'role-results', '--format', 'parquet', '-o', 'nodir/x.parquet'], {
+    const missing = await runCli(['export', '--db', dbPath, '--table', 'role-results', '--format', 'parquet', '-o', 'nodir/x.parquet'], {
       cwd: d,
     });
     expect(missing.code).toBe(74);

@@ -21,7 +21,8 @@ import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery, rowIdNa
 import { openDatabase } from '../src/store/db.js';
 import { RangeReader, READ_CACHE_KIB } from '../src/store/snapshot.js';
 import { Database } from '../src/store/sqlite.js';
-import { BIN, cli, tempDir } from './helpers/index.js';
+import { BIN, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 // The worker runs compiled: the global setup builds dist/ before any test.
 const WORKER = new URL('../dist/export/csv-worker.js', import.meta.url);
@@ -479,7 +480,7 @@ describe('CSV export in ranges, on two threads', () => {
     db.prepare("INSERT INTO campaigns (id, name, raw, seen_at) VALUES ('c1', x'68656c6c6f2c20c3a9', '{}', '2026-01-01')").run();
     db.close();
     const out = join(tempDir(), 'utf16.csv');
-    const r = await cli(['export', '--db', path, '--table', 'campaigns', '-o', out, '--quiet']);
+    const r = await runCli(['export', '--db', path, '--table', 'campaigns', '-o', out, '--quiet']);
     expect(r.code, r.stderr).toBe(0);
     expect(readFileSync(out).equals(await expected(path, 'campaigns', {}, false))).toBe(true);
     expect(readFileSync(out, 'utf8')).toContain('"hello, é"');
@@ -499,7 +500,7 @@ describe('CSV export in ranges, on two threads', () => {
     fill(path, 80_000);
     const want = await expected(path, 'eval-results', {}, false);
     const out = join(tempDir(), 'e.csv');
-    const r = await cli(['export', '--db', path, '--table', 'eval-results', '-o', out, '--quiet']);
+    const r = await runCli(['export', '--db', path, '--table', 'eval-results', '-o', out, '--quiet']);
     expect(r.code, r.stderr).toBe(0);
     expect(readFileSync(out).equals(want)).toBe(true);
     const child = spawn(process.execPath, [BIN, 'export', '--db', path, '--table', 'eval-results'], {
@@ -608,13 +609,13 @@ describe("an analyst's own column named rowid, _rowid_ or oid (SQLite then reach
     fill(path, 3000);
     const exportCsv = async () => {
       const out = join(tempDir(), `shadowed-${Math.random()}.csv`);
-      const r = await cli(['export', '--db', path, '--table', 'eval-results', '-o', out, '--quiet']);
+      const r = await runCli(['export', '--db', path, '--table', 'eval-results', '-o', out, '--quiet']);
       expect(r.code, r.stderr).toBe(0);
       return parse(readFileSync(out), { relax_quotes: false }) as string[][];
     };
     const exportIds = async () => {
       const out = join(tempDir(), `shadowed-${Math.random()}.ndjson`);
-      const r = await cli(['export', '--db', path, '--table', 'eval-results', '--format', 'ndjson', '-o', out, '--quiet']);
+      const r = await runCli(['export', '--db', path, '--table', 'eval-results', '--format', 'ndjson', '-o', out, '--quiet']);
       expect(r.code, r.stderr).toBe(0);
       return readFileSync(out, 'utf8')
         .trimEnd()

@@ -12,7 +12,8 @@ import { Writable } from 'node:stream';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { exportTable } from '../src/commands/export.js';
 import { openDatabase } from '../src/store/db.js';
-import { cli, tempDir } from './helpers/index.js';
+import { tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 let dir: string;
 let db: string;
@@ -26,7 +27,7 @@ beforeEach(() => {
 });
 
 async function exportTo(output: string) {
-  return cli(['export', '--db', db, '--table', 'campaigns', '-o', output], { cwd: dir });
+  return runCli(['export', '--db', db, '--table', 'campaigns', '-o', output], { cwd: dir });
 }
 
 /** The mirror still opens and holds its row. */
@@ -76,7 +77,7 @@ describe('export -o onto the database or one of its files', () => {
   it('a database given through a link is found behind it too', async () => {
     const link = join(dir, 'link.db');
     symlinkSync(db, link);
-    const run = await cli(['export', '--db', link, '--table', 'campaigns', '-o', db]);
+    const run = await runCli(['export', '--db', link, '--table', 'campaigns', '-o', db]);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/is the database being exported/);
     intact();
@@ -134,7 +135,7 @@ describe("export -o '' and -o -", () => {
   });
 
   it('-o - follows the rules of stdout: --json refused, Parquet refused on a terminal', async () => {
-    const json = await cli(['export', '--db', db, '--table', 'campaigns', '-o', '-', '--json'], { cwd: dir });
+    const json = await runCli(['export', '--db', db, '--table', 'campaigns', '-o', '-', '--json'], { cwd: dir });
     expect(json.code).toBe(2);
     expect(JSON.parse(json.stdout)).toMatchObject({ error: expect.stringContaining('(-o - is stdout)'), exit_code: 2 });
     const terminal = Object.assign(new Writable({ write: (_c, _e, done) => done() }), { isTTY: true });

@@ -9,7 +9,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { exportTable } from '../src/commands/export.js';
 import { openDatabase } from '../src/store/db.js';
 import { parseStrictCsv } from './helpers/csv.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 let dbPath: string;
 let dir: string;
@@ -18,7 +19,7 @@ beforeAll(async () => {
   const s = await sim({ campaigns: 4, records: 40 });
   dir = tempDir();
   dbPath = join(dir, 'm.db');
-  const r = await cli(['pull', '--db', dbPath], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+  const r = await runCli(['pull', '--db', dbPath], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
   expect(r.code, r.stderr).toBe(0);
 });
 
@@ -56,7 +57,7 @@ describe('export of the analysts views', () => {
   }
 
   it('the SQL spellings and the dashed ones name the same view (the CLI)', async () => {
-    const r = await cli(['export', '--db', dbPath, '--table', 'latest-results', '--columns', 'candidate_email']);
+    const r = await runCli(['export', '--db', dbPath, '--table', 'latest-results', '--columns', 'candidate_email']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.split('\r\n')[0]).toBe('candidate_email');
   });
@@ -133,7 +134,7 @@ describe('--columns', () => {
       ['id,,score', /a column name is empty/],
       ['', /a column name is empty/],
     ] as const) {
-      const r = await cli(['export', '--db', dbPath, '--table', 'session-results', '--columns', columns, '-o', out]);
+      const r = await runCli(['export', '--db', dbPath, '--table', 'session-results', '--columns', columns, '-o', out]);
       expect(r.code, columns).toBe(2);
       expect(r.stderr).toMatch(says);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);

@@ -22,6 +22,7 @@ import { openDatabase } from '../src/store/db.js';
 import { openPrivateFile } from '../src/store/private-file.js';
 import { parseStrictCsv, parseWithPython } from './helpers/csv.js';
 import { BIN, cli, sim, tempDir } from './helpers/index.js';
+import { needs } from './helpers/tools.js';
 
 let dbPath: string;
 let dir: string;
@@ -193,7 +194,8 @@ describe('export', () => {
     expect((await cli(['export', '--db', join(dir, 'missing.db'), '--table', 'campaigns'])).stderr).toMatch(/no database at/);
   });
 
-  it('every export reads back row by row as the database holds it, in a strict RFC 4180 reader and in Python', async () => {
+  it('every export reads back row by row as the database holds it, in a strict RFC 4180 reader and in Python', async (ctx) => {
+    needs(ctx, 'python3');
     const out = tempDir();
     for (const [name, table] of Object.entries(TABLES)) {
       for (const raw of [false, true]) {

@@ -6,12 +6,13 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 describe('--json on fatal errors', () => {
   it('401: one JSON document with the error and exit code 3, and never the key', async () => {
     const s = await sim({ campaigns: 1, records: 1 });
-    const r = await cli(['pull', '--json', '--base-url', s.url, '--db', `${tempDir()}/m.db`], {
+    const r = await runCli(['pull', '--json', '--base-url', s.url, '--db', `${tempDir()}/m.db`], {
       env: { CAMPAIGN_SYNC_API_KEY: 'ops2-wrong-key-123' },
     });
     expect(r.code).toBe(3);
@@ -22,7 +23,7 @@ describe('--json on fatal errors', () => {
   });
 
   it('the service down: exit 5, one JSON document with the requests made, as many as the request log has', async () => {
-    const r = await cli(
+    const r = await runCli(
       [
         'pull',
         '--json',
@@ -50,7 +51,7 @@ describe('--json on fatal errors', () => {
     [['status', '--json', 'x'], "too many arguments for 'status'. Expected 0 arguments but got 1."],
     [['status', '--json', '--max-age'], "option '--max-age <duration>' argument missing"],
   ])('a usage error found by commander (%j): exit 2, its one line on stderr and the same words in a JSON document', async (args, words) => {
-    const r = await cli(args);
+    const r = await runCli(args);
     expect(r.code).toBe(2);
     const doc = JSON.parse(r.stdout) as { error: string; exit_code: number };
     expect(doc).toEqual({ error: expect.stringContaining(words), exit_code: 2 });
@@ -59,7 +60,7 @@ describe('--json on fatal errors', () => {
   });
 
   it('without --json a usage error leaves stdout empty', async () => {
-    const r = await cli(['pull', '--bogus']);
+    const r = await runCli(['pull', '--bogus']);
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe("campaign-sync: unknown option '--bogus' (add --help for usage)\n");
@@ -78,7 +79,7 @@ describe('--json on fatal errors', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const r = await cli(
+      const r = await runCli(
         ['watch', '--quiet', '--max-cycles', '2', '--interval', '100ms', '--base-url', url, '--db', `${tempDir()}/m.db`],
         {
           env: { CAMPAIGN_SYNC_API_KEY: 'k' },

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stateDir, xdgHome } from '../src/config/env.js';
 import { makeFolders } from '../src/store/folders.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 describe('makeFolders', () => {
   it('makes the missing folders with the mode, accepts existing ones, and names a file in the way', () => {
@@ -45,14 +46,14 @@ describe.runIf(process.platform === 'linux')('the CLI with a folder it cannot ma
     const s = await sim({ campaigns: 2, records: 5 });
     const dir = tempDir();
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
-    const out = await cli(['pull', '--db', join(dir, 'a.db'), '--format', 'ndjson', '--out', '/proc/campaign-sync-nonexist/out'], {
+    const out = await runCli(['pull', '--db', join(dir, 'a.db'), '--format', 'ndjson', '--out', '/proc/campaign-sync-nonexist/out'], {
       env,
       timeoutMs: 20_000,
     });
     expect(out.signal).toBeNull();
     expect(out.code).toBe(74);
     expect(out.stderr).toContain('--out: cannot create /proc/campaign-sync-nonexist/out: no such file or folder (ENOENT)');
-    const state = await cli(['pull', '--db', join(dir, 'b.db')], { env: { ...env, XDG_STATE_HOME: '/proc' }, timeoutMs: 20_000 });
+    const state = await runCli(['pull', '--db', join(dir, 'b.db')], { env: { ...env, XDG_STATE_HOME: '/proc' }, timeoutMs: 20_000 });
     expect(state.signal).toBeNull();
     expect(state.code, state.stderr).toBe(0);
     expect(existsSync('/proc/campaign-sync')).toBe(false);

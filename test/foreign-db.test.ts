@@ -8,7 +8,8 @@ import { chmodSync, linkSync, readFileSync, statSync, truncateSync, unlinkSync, 
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Database } from '../src/store/sqlite.js';
-import { type CliResult, cli, sim, tempDir } from './helpers/index.js';
+import { type CliResult, sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 const md5 = (path: string) => createHash('md5').update(readFileSync(path)).digest('hex');
 
@@ -58,7 +59,7 @@ describe("another program's SQLite file", () => {
       ['demo'],
     ];
     for (const args of commands) {
-      const r = await cli([...args, '--db', path], { env });
+      const r = await runCli([...args, '--db', path], { env });
       expectUsage(r, /notes\.db already holds tables that are not campaign-sync's/);
       // Writers made the file 0600 and switched it to WAL before refusing it.
       expect((statSync(path).mode & 0o777).toString(8), args.join(' ')).toBe('644');
@@ -78,7 +79,7 @@ describe("another program's SQLite file", () => {
     const s = await sim({ campaigns: 1, records: 2 });
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
     for (const args of [['pull'], ['reset', '--all']]) {
-      expectUsage(await cli([...args, '--db', path], { env }), /app\.db already holds tables that are not campaign-sync's/);
+      expectUsage(await runCli([...args, '--db', path], { env }), /app\.db already holds tables that are not campaign-sync's/);
       // The refusing close checkpointed the WAL into the file (4096 -> 8192 bytes) and deleted it.
       expect(md5(path), args.join(' ')).toBe(before);
       expect(readFileSync(`${path}-wal`).equals(wal), args.join(' ')).toBe(true);
@@ -93,12 +94,12 @@ describe("another program's SQLite file", () => {
     blank.exec('CREATE TABLE t (x); DROP TABLE t');
     blank.close();
     expect(statSync(path).size).toBeGreaterThan(0);
-    expectUsage(await cli(['status', '--db', path]), /blank\.db is not a campaign-sync mirror: it holds none of the mirror's tables/);
+    expectUsage(await runCli(['status', '--db', path]), /blank\.db is not a campaign-sync mirror: it holds none of the mirror's tables/);
     const s = await sim({ campaigns: 1, records: 3 });
-    const r = await cli(['pull', '--db', path, '--quiet'], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    const r = await runCli(['pull', '--db', path, '--quiet'], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
     expect(r.code, r.stderr).toBe(0);
     expect((statSync(path).mode & 0o777).toString(8)).toBe('600');
-    expect((await cli(['status', '--db', path])).code).toBe(0);
+    expect((await runCli(['status', '--db', path])).code).toBe(0);
   });
 });
 
@@ -108,7 +109,7 @@ describe('a mirror with several names (hard links)', () => {
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
     const dir = tempDir();
     const db = join(dir, 'm.db');
-    expect((await cli(['pull', '--db', db, '--quiet'], { env })).code).toBe(0);
+    expect((await runCli(['pull', '--db', db, '--quiet'], { env })).code).toBe(0);
     const link = join(dir, 'h.db');
     linkSync(db, link);
     const before = md5(db);
@@ -120,13 +121,13 @@ describe('a mirror with several names (hard links)', () => {
       ['reset', '--all', '--db', db],
       ['forget', '--user', 'a@example.com', '--db', db],
     ];
-    for (const args of writers) expectUsage(await cli(args, { env }), /\.db has 2 names \(hard links\).*remove the other names/);
+    for (const args of writers) expectUsage(await runCli(args, { env }), /\.db has 2 names \(hard links\).*remove the other names/);
     expect(md5(db)).toBe(before);
     // Reading is harmless: status and export work under either name.
-    expect((await cli(['status', '--db', link])).code).toBe(0);
-    expect((await cli(['export', '--table', 'campaigns', '--db', db, '-o', join(dir, 'c.csv')])).code).toBe(0);
+    expect((await runCli(['status', '--db', link])).code).toBe(0);
+    expect((await runCli(['export', '--table', 'campaigns', '--db', db, '-o', join(dir, 'c.csv')])).code).toBe(0);
     unlinkSync(link);
-    const r = await cli(['pull', '--db', db, '--quiet'], { env });
+    const r = await runCli(['pull', '--db', db, '--quiet'], { env });
     expect(r.code, r.stderr).toBe(0);
   });
 });
@@ -141,7 +142,7 @@ describe('a database file of 0 bytes beside a WAL that holds commits', () => {
     const s = await sim({ campaigns: 1, records: 2 });
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
     for (const args of [['status'], ['status', '--check'], ['export', '--table', 'campaigns', '-o', join(dir, 'c.csv')], ['pull']]) {
-      const r = await cli([...args, '--db', db], { env });
+      const r = await runCli([...args, '--db', db], { env });
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(74);
       expect(r.stderr).toMatch(/m\.db is empty, but \S*m\.db-wal beside it holds \d+ bytes of commits/);
       // status said "not a campaign-sync mirror" and the WAL was gone.

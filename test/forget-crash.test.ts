@@ -11,6 +11,7 @@ import type { RunningSimulator } from '../src/simulator/server.js';
 import { openDatabase } from '../src/store/db.js';
 import { BIN, cli, sim, tempDir } from './helpers/index.js';
 import { mountTmpfs } from './helpers/mounts.js';
+import { needs } from './helpers/tools.js';
 
 const dist = (path: string) => JSON.stringify(fileURLToPath(new URL(`../dist/store/${path}`, import.meta.url)));
 
@@ -104,9 +105,9 @@ describe('an erasure stopped between files is finished by the next pull', () => 
     await pullFinishes(s, dir, db, x);
   });
 
-  const strace = spawnSync('strace', ['-V']).status === 0;
   for (const at of [1, 2]) {
-    it.skipIf(!strace)(`kill -9 as the CLI enters rename ${at} of 2 (strace)`, async () => {
+    it(`kill -9 as the CLI enters rename ${at} of 2 (strace)`, async (ctx) => {
+      needs(ctx, 'strace');
       const dir = tempDir();
       const { s, db, x } = await mirror(dir);
       const killed = spawnSync(

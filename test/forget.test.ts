@@ -9,10 +9,11 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { BUSY_TIMEOUT_MS, openDatabase } from '../src/store/db.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 async function run(s: RunningSimulator, args: string[]) {
-  return cli(args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url } });
+  return runCli(args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url } });
 }
 
 /** Every byte of the database's files. */

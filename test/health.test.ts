@@ -12,7 +12,8 @@ import { openDatabase } from '../src/store/db.js';
 import { RunLock } from '../src/store/lock.js';
 import { assessHealth } from '../src/sync/health.js';
 import { relativeTime } from '../src/ui/health.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 const MIN = 60_000;
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
@@ -200,30 +201,30 @@ describe('a campaign the service no longer lists', () => {
     const db = join(dir, 'm.db');
     // The same service (seed and address): the first two campaigns of four are the two of the second list.
     const before = await sim({ seed: 5, campaigns: 4, records: 3 });
-    expect((await cli(['pull', '--db', db, '--quiet'], { env: env(before) })).code).toBe(0);
+    expect((await runCli(['pull', '--db', db, '--quiet'], { env: env(before) })).code).toBe(0);
     await before.close();
     await new Promise((r) => setTimeout(r, 2100));
     const after = await sim({ seed: 5, campaigns: 2, records: 3, port: before.port });
-    const pulled = await cli(['pull', '--db', db], { env: env(after) });
+    const pulled = await runCli(['pull', '--db', db], { env: env(after) });
     expect(pulled.code, pulled.stderr).toBe(0);
     const warned = pulled.stderr.split('\n').filter((l) => l.includes('is no longer listed by the service (last listed '));
     expect(warned).toHaveLength(2);
     // Its streams' last success is 2 s old, the listed ones' fresh: stale (exit 4) before.
-    const check = await cli(['status', '--check', '--max-age', '2s', '--db', db]);
+    const check = await runCli(['status', '--check', '--max-age', '2s', '--db', db]);
     expect(check.code, check.stdout).toBe(0);
     const lines = check.stdout.trim().split('\n');
     expect(lines.filter((l) => l.includes(': not listed by the service since '))).toHaveLength(2);
     expect(lines.at(-1)).toMatch(/^OK: 2 of 2 streams healthy/);
-    const doc = JSON.parse((await cli(['status', '--check', '--max-age', '2s', '--json', '--db', db])).stdout);
+    const doc = JSON.parse((await runCli(['status', '--check', '--max-age', '2s', '--json', '--db', db])).stdout);
     expect(doc.unlisted).toHaveLength(2);
     expect(doc.unlisted[0].listed_last_at).toMatch(/^\d{4}-\d\d-\d\dT/);
-    const all = JSON.parse((await cli(['status', '--json', '--db', db])).stdout).streams;
+    const all = JSON.parse((await runCli(['status', '--json', '--db', db])).stdout).streams;
     expect(all.filter((s: { unlisted_since: string | null }) => s.unlisted_since !== null)).toHaveLength(2);
     // Listed again: back in the check, nothing marked.
     await after.close();
     const again = await sim({ seed: 5, campaigns: 4, records: 3, port: before.port });
-    expect((await cli(['pull', '--db', db, '--quiet'], { env: env(again) })).code).toBe(0);
-    const back = JSON.parse((await cli(['status', '--check', '--json', '--db', db])).stdout);
+    expect((await runCli(['pull', '--db', db, '--quiet'], { env: env(again) })).code).toBe(0);
+    const back = JSON.parse((await runCli(['status', '--check', '--json', '--db', db])).stdout);
     expect(back.unlisted).toHaveLength(0);
     expect(back.streams).toBe(4);
   });
@@ -233,19 +234,19 @@ describe('a campaign the service no longer lists', () => {
     const db = join(dir, 'm.db');
     const a = await sim({ seed: 5, campaigns: 2, records: 3 });
     const b = await sim({ seed: 9, campaigns: 2, records: 3, apiKey: 'other-key' });
-    expect((await cli(['pull', '--db', db, '--quiet'], { env: env(a) })).code).toBe(0);
+    expect((await runCli(['pull', '--db', db, '--quiet'], { env: env(a) })).code).toBe(0);
     // The second key's list holds none of the first's campaigns: they are not "no longer listed".
-    const second = await cli(['pull', '--db', db], { env: env(b) });
+    const second = await runCli(['pull', '--db', db], { env: env(b) });
     expect(second.code, second.stderr).toBe(0);
     expect(second.stderr).not.toContain('no longer listed');
-    const doc = JSON.parse((await cli(['status', '--check', '--json', '--db', db])).stdout);
+    const doc = JSON.parse((await runCli(['status', '--check', '--json', '--db', db])).stdout);
     expect(doc.streams).toBe(4);
     expect(doc.unlisted).toHaveLength(0);
     // `campaigns` keeps its key's list too: the first key's list, now one campaign short.
     await a.close();
     const fewer = await sim({ seed: 5, campaigns: 1, records: 3, port: a.port });
-    expect((await cli(['campaigns', '--db', db], { env: env(fewer) })).code).toBe(0);
-    const after = JSON.parse((await cli(['status', '--check', '--json', '--db', db])).stdout);
+    expect((await runCli(['campaigns', '--db', db], { env: env(fewer) })).code).toBe(0);
+    const after = JSON.parse((await runCli(['status', '--check', '--json', '--db', db])).stdout);
     expect(after.unlisted).toHaveLength(1);
     expect(after.streams).toBe(3);
   });

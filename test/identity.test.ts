@@ -20,8 +20,9 @@ import type { Sink } from '../src/store/sinks/sink.js';
 import { SqliteSink } from '../src/store/sinks/sqlite.js';
 import { type PassOptions, runPass } from '../src/sync/pass.js';
 import { reconcile } from '../src/sync/reconcile.js';
-import { cli, clientConfig, sim, tempDir } from './helpers/index.js';
+import { clientConfig, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
+import { runCli } from './helpers/run-cli.js';
 
 const DAY = 86_400_000;
 type Kind = 'sqlite' | 'ndjson';
@@ -190,15 +191,15 @@ describe('status of a stream served ids another campaign holds', () => {
     const dir = tempDir();
     const db = join(dir, 'm.db');
     const env = { CAMPAIGN_SYNC_API_KEY: s.apiKey };
-    const pull = await cli(['pull', '--base-url', s.url, '--db', db, '--concurrency', '1'], { env });
+    const pull = await runCli(['pull', '--base-url', s.url, '--db', db, '--concurrency', '1'], { env });
     expect(pull.code, pull.stderr).toBe(0);
     expect(pull.stderr.match(/two campaigns/g)).toHaveLength(1);
     expect(pull.stderr).toContain(`campaign ${b.id} (stream ${b.id}/session) was served 2 results`);
-    const again = await cli(['pull', '--base-url', s.url, '--db', db, '--full'], { env });
+    const again = await runCli(['pull', '--base-url', s.url, '--db', db, '--full'], { env });
     expect(again.code, again.stderr).toBe(0);
     expect(again.stderr).not.toContain('two campaigns');
 
-    const json = await cli(['status', '--db', db, '--json']);
+    const json = await runCli(['status', '--db', db, '--json']);
     expect(json.code, json.stderr).toBe(0);
     const streams = JSON.parse(json.stdout).streams as Array<{ campaign_id: string; id_conflicts: number; records: number }>;
     expect(streams.map((x) => [x.campaign_id, x.records, x.id_conflicts]).sort()).toEqual(
@@ -208,7 +209,7 @@ describe('status of a stream served ids another campaign holds', () => {
         [s.data.campaigns[1]?.id, 20, 0],
       ].sort(),
     );
-    const table = await cli(['status', '--db', db]);
+    const table = await runCli(['status', '--db', db]);
     const lines = table.stdout.trim().split('\n');
     const header = (lines[0] as string).split('\t');
     const column = header.indexOf('id conflicts');
@@ -225,7 +226,7 @@ describe('a campaign whose type changes', () => {
     const dir = tempDir();
     const db = join(dir, 'm.db');
     const env = { CAMPAIGN_SYNC_API_KEY: s.apiKey };
-    const run = (args: string[]) => cli(args, { env });
+    const run = (args: string[]) => runCli(args, { env });
     expect((await run(['pull', '--base-url', s.url, '--db', db])).code).toBe(0);
     s.changes.retype(c, 'ROLE_SUBMISSION');
     const second = await run(['pull', '--base-url', s.url, '--db', db]);
@@ -317,12 +318,12 @@ describe('status of a mirror written before conflicts were recorded (schema 6)',
   it('reads it as it is, with no conflicts', async () => {
     const s = await sim({ campaigns: 1, records: 5 });
     const db = join(tempDir(), 'v6.db');
-    const pull = await cli(['pull', '--base-url', s.url, '--db', db], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    const pull = await runCli(['pull', '--base-url', s.url, '--db', db], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
     expect(pull.code, pull.stderr).toBe(0);
     const m = openDatabase(db);
     m.exec('DROP TABLE id_conflicts; PRAGMA user_version = 6;');
     m.close();
-    const status = await cli(['status', '--db', db, '--json']);
+    const status = await runCli(['status', '--db', db, '--json']);
     expect(status.code, status.stderr).toBe(0);
     expect(JSON.parse(status.stdout).streams.map((x: { id_conflicts: number }) => x.id_conflicts)).toEqual([0]);
   });

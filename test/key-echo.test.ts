@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveBaseUrl } from '../src/config/config.js';
-import { cli, sim, startCli, tempDir } from './helpers/index.js';
+import { sim, startCli, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 const KEY = 'sk_live_Echo3dBack+Key/0123456789=';
 const servers: Server[] = [];
@@ -52,13 +53,13 @@ describe('a key echoed back by the service', () => {
     const dir = tempDir();
     const db = join(dir, 'm.db');
     const env = { CAMPAIGN_SYNC_BASE_URL: url, CAMPAIGN_SYNC_API_KEY: KEY };
-    const pull = await cli(['pull', '--db', db, '--verbose', '--max-retries', '0'], { env });
+    const pull = await runCli(['pull', '--db', db, '--verbose', '--max-retries', '0'], { env });
     expect(pull.code).toBe(4);
     expect(pull.stdout + pull.stderr).toContain('token Bearer [the API key] has no access');
     expect(pull.stderr).toContain('request_id req-[the API key]');
-    const json = await cli(['pull', '--db', db, '--json', '--verbose', '--max-retries', '0'], { env });
-    const status = await cli(['status', '--db', db]);
-    const statusJson = await cli(['status', '--db', db, '--json']);
+    const json = await runCli(['pull', '--db', db, '--json', '--verbose', '--max-retries', '0'], { env });
+    const status = await runCli(['status', '--db', db]);
+    const statusJson = await runCli(['status', '--db', db, '--json']);
     for (const out of [pull.stdout, pull.stderr, json.stdout, json.stderr, status.stdout, status.stderr, statusJson.stdout]) {
       expect(out).not.toContain(KEY);
       expect(out).not.toContain(encodeURIComponent(KEY));
@@ -73,7 +74,7 @@ describe('a key echoed back by the service', () => {
     for (const mode of ['html-200', 'campaigns-400'] as const) {
       const url = await echoing(s.url, mode);
       const dir = tempDir();
-      const run = await cli(['pull', '--db', join(dir, 'm.db'), '--max-retries', '0'], {
+      const run = await runCli(['pull', '--db', join(dir, 'm.db'), '--max-retries', '0'], {
         env: { CAMPAIGN_SYNC_BASE_URL: url, CAMPAIGN_SYNC_API_KEY: KEY },
       });
       expect(run.code, mode).not.toBe(0);
@@ -91,7 +92,7 @@ describe('a malformed base URL that carries a password', () => {
       '--base-url: "http://…@127.0.0.1:99999" is not a URL (example: https://api.example.com)',
     );
     for (const args of [['--base-url', 'https://bob:Pa55word@api.example.com:99999/x'], []]) {
-      const run = await cli(['campaigns', ...args, '--json'], {
+      const run = await runCli(['campaigns', ...args, '--json'], {
         env: { CAMPAIGN_SYNC_API_KEY: KEY, CAMPAIGN_SYNC_BASE_URL: 'http://eve:S3cret@[::1:1' },
       });
       expect(run.code).toBe(2);
@@ -215,7 +216,7 @@ describe('a key echoed back in every place the service can put it', () => {
         for (const [where, text] of outputs) expect(runsIn(text, key), where).toEqual([]);
       };
 
-      const pull = await cli(['pull', '--db', db, '--verbose', '--max-retries', '0'], { env });
+      const pull = await runCli(['pull', '--db', db, '--verbose', '--max-retries', '0'], { env });
       expect(pull.code).not.toBe(0);
       outputs.push(['pull stdout', pull.stdout], ['pull stderr', pull.stderr]);
       const said = pull.stdout + pull.stderr;
@@ -231,10 +232,10 @@ describe('a key echoed back in every place the service can put it', () => {
       expect(said).toContain('starting_after=[the API key]');
       expect(said).toContain('a campaign whose id holds the API key: left out');
 
-      const json = await cli(['pull', '--db', db, '--json', '--verbose', '--max-retries', '0'], { env });
+      const json = await runCli(['pull', '--db', db, '--json', '--verbose', '--max-retries', '0'], { env });
       outputs.push(['pull --json stdout', json.stdout], ['pull --json stderr', json.stderr]);
-      const status = await cli(['status', '--db', db]);
-      const statusJson = await cli(['status', '--db', db, '--json']);
+      const status = await runCli(['status', '--db', db]);
+      const statusJson = await runCli(['status', '--db', db, '--json']);
       outputs.push(['status', status.stdout + status.stderr], ['status --json', statusJson.stdout + statusJson.stderr]);
       expect(status.stdout).toContain('skipped: [the API key] (aaaaaaaa-0000-4000-8000-000000000004): campaign type QUIZ');
       expect(status.stdout).toContain('campaign type [the API key] is not supported');
@@ -253,7 +254,7 @@ describe('a key echoed back in every place the service can put it', () => {
 
       // NDJSON files, and the checkpoints' database beside them.
       const ndjson = tempDir();
-      const nd = await cli(['pull', '--format', 'ndjson', '--out', join(ndjson, 'out'), '--verbose', '--max-retries', '0'], {
+      const nd = await runCli(['pull', '--format', 'ndjson', '--out', join(ndjson, 'out'), '--verbose', '--max-retries', '0'], {
         env,
         cwd: ndjson,
       });

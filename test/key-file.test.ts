@@ -3,7 +3,8 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resolveApiConfig } from '../src/config/config.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 const SECRET = 'sk-key-file-secret-0123456789';
 
@@ -37,15 +38,15 @@ describe('a key file others can read', () => {
     const open = keyFile(0o644, s.apiKey);
     const db = join(tempDir(), 'm.db');
     for (const args of [['pull'], ['watch', '--max-cycles', '1'], ['campaigns'], ['pull', '--json']]) {
-      const r = await cli([...args, '--db', db, '--base-url', s.url, '--api-key-file', open]);
+      const r = await runCli([...args, '--db', db, '--base-url', s.url, '--api-key-file', open]);
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
       expect(r.stderr.match(/warning:/g), args.join(' ')).toHaveLength(1);
       expect(r.stderr).toContain(`warning: ${open} is readable by others (mode 0644); chmod 600 it\n`);
       expect(r.stdout + r.stderr).not.toContain(s.apiKey);
     }
-    const quiet = await cli(['pull', '--db', db, '--base-url', s.url, '--api-key-file', open, '--quiet']);
+    const quiet = await runCli(['pull', '--db', db, '--base-url', s.url, '--api-key-file', open, '--quiet']);
     expect(quiet.stdout + quiet.stderr).toBe('');
-    const private_ = await cli(['pull', '--db', db, '--base-url', s.url, '--api-key-file', keyFile(0o600, s.apiKey)]);
+    const private_ = await runCli(['pull', '--db', db, '--base-url', s.url, '--api-key-file', keyFile(0o600, s.apiKey)]);
     expect(private_.code).toBe(0);
     expect(private_.stderr).toBe('');
   });
@@ -81,7 +82,7 @@ describe('a key an HTTP header cannot carry', () => {
 
   it('the CLI exits 2 at once, without a request (not five retries, then exit 5 as if the service were down)', async () => {
     const s = await sim({ campaigns: 1, records: 5 });
-    const r = await cli(['campaigns'], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: `${s.apiKey}\r\nX: 1` } });
+    const r = await runCli(['campaigns'], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: `${s.apiKey}\r\nX: 1` } });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
       `campaign-sync: CAMPAIGN_SYNC_API_KEY: the key holds a character an HTTP header cannot carry (U+000D at position ${s.apiKey.length + 1}); the key is printable ASCII with no spaces\n`,

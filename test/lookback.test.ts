@@ -18,8 +18,9 @@ import type { Sink } from '../src/store/sinks/sink.js';
 import { SqliteSink } from '../src/store/sinks/sqlite.js';
 import { type PassOptions, runPass } from '../src/sync/pass.js';
 import type { DateWindow } from '../src/sync/stream.js';
-import { cli, clientConfig, sim, tempDir } from './helpers/index.js';
+import { clientConfig, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
+import { runCli } from './helpers/run-cli.js';
 
 const DAY = 86_400_000;
 const open: Array<{ sink: Sink; db: Db }> = [];
@@ -166,7 +167,7 @@ describe('--lookback from the command line', () => {
     const dir = tempDir();
     const env = { CAMPAIGN_SYNC_API_KEY: s.apiKey };
     const base = ['--base-url', s.url, '--db', join(dir, 'm.db'), '--json'];
-    const first = await cli(['pull', ...base, '--lookback', '1d'], { env });
+    const first = await runCli(['pull', ...base, '--lookback', '1d'], { env });
     expect(first.code).toBe(0);
     const doc = JSON.parse(first.stdout);
     // Results keep arriving: those created after the incremental read are new to the lookback.
@@ -175,7 +176,7 @@ describe('--lookback from the command line', () => {
     expect(doc.lookback.requests).toBeGreaterThan(0);
     expect(doc.streams[0].lookback).toMatchObject({ updated: 0 });
 
-    const watched = await cli(
+    const watched = await runCli(
       ['watch', ...base, '--lookback', '1d', '--lookback-every', '1h', '--interval', '100ms', '--max-cycles', '2'],
       {
         env,
@@ -195,7 +196,7 @@ describe('--lookback from the command line', () => {
       [['watch', '--full'], /watch --full .* pull --full/],
       [['watch', '--since', '2026-01-01'], /watch --since\/--until .* pull --since/],
     ] as const) {
-      const r = await cli([...args, '--base-url', s.url, '--db', join(dir, 'm.db')], { env });
+      const r = await runCli([...args, '--base-url', s.url, '--db', join(dir, 'm.db')], { env });
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(message);
     }

@@ -7,7 +7,8 @@ import { lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync,
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SyncMetrics } from '../src/app/metrics.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 const SAMPLE = /^[a-z_:][a-z0-9_:]*(\{[a-z_]+="[^"\n]*"(,[a-z_]+="[^"\n]*")*\})? -?[0-9.e+-]+$/;
 
@@ -32,7 +33,7 @@ describe('pull --metrics-file', () => {
     const prom = join(dir, 'textfile', 'campaign_sync.prom');
     mkdirSync(join(dir, 'textfile'));
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
-    const r = await cli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', prom, '--quiet'], { env });
+    const r = await runCli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', prom, '--quiet'], { env });
     expect(r.code, r.stderr).toBe(0);
     expect((statSync(prom).mode & 0o777).toString(8)).toBe('600');
     expect(readdirSync(join(dir, 'textfile'))).toEqual(['campaign_sync.prom']);
@@ -47,7 +48,7 @@ describe('pull --metrics-file', () => {
     expect(text).not.toContain(s.apiKey);
 
     // Run again: replaced whole, counting this run only (a cron pull is one process).
-    const again = await cli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', prom, '--quiet'], { env });
+    const again = await runCli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', prom, '--quiet'], { env });
     expect(again.code, again.stderr).toBe(0);
     expect(samples(readFileSync(prom, 'utf8'))).toContain('campaign_sync_passes_total{result="ok"} 1');
     expect(readdirSync(join(dir, 'textfile'))).toEqual(['campaign_sync.prom']);
@@ -58,7 +59,7 @@ describe('pull --metrics-file', () => {
     const prom = join(dir, 'm.prom');
     // Port 9 on loopback: nothing listens (connection refused at once).
     const env = { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' };
-    const r = await cli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', prom, '--max-retries', '0', '--quiet'], { env });
+    const r = await runCli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', prom, '--max-retries', '0', '--quiet'], { env });
     expect(r.code, r.stderr).toBe(5);
     const lines = samples(readFileSync(prom, 'utf8'));
     expect(lines).toContain('campaign_sync_last_pass_exit_code 5');
@@ -73,15 +74,15 @@ describe('pull --metrics-file', () => {
     writeFileSync(victim, 'keep me\n');
     const prom = join(dir, 'm.prom');
     symlinkSync(victim, prom);
-    const r = await cli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', prom, '--quiet'], { env });
+    const r = await runCli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', prom, '--quiet'], { env });
     expect(r.code, r.stderr).toBe(0);
     expect(readFileSync(victim, 'utf8')).toBe('keep me\n');
     expect(lstatSync(prom).isFile()).toBe(true);
 
-    const folder = await cli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', dir, '--quiet'], { env });
+    const folder = await runCli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', dir, '--quiet'], { env });
     expect(folder.code).toBe(2);
     expect(folder.stderr).toMatch(/--metrics-file .*: is not a regular file/);
-    const missing = await cli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', join(dir, 'nope', 'm.prom'), '--quiet'], { env });
+    const missing = await runCli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', join(dir, 'nope', 'm.prom'), '--quiet'], { env });
     expect(missing.code).toBe(74);
     expect(missing.stderr).toMatch(/--metrics-file: cannot write .*nope\/m\.prom/);
     expect(missing.stderr.trim().split('\n')).toHaveLength(1);

@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseListen } from '../src/config/listen.js';
-import { cli, sim, startCli, tempDir } from './helpers/index.js';
+import { sim, startCli, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 describe('--metrics-listen', () => {
   it('takes host:port, a bare port on loopback, and refuses another host without --metrics-allow-remote', () => {
@@ -19,7 +20,7 @@ describe('--metrics-listen', () => {
   });
 
   it('watch refuses a non-loopback address: exit 2, nothing done', async () => {
-    const r = await cli(['watch', '--metrics-listen', '0.0.0.0:9464', '--base-url', 'http://127.0.0.1:9', '--db', `${tempDir()}/m.db`], {
+    const r = await runCli(['watch', '--metrics-listen', '0.0.0.0:9464', '--base-url', 'http://127.0.0.1:9', '--db', `${tempDir()}/m.db`], {
       env: { CAMPAIGN_SYNC_API_KEY: 'k' },
     });
     expect(r.code).toBe(2);

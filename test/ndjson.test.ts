@@ -22,8 +22,9 @@ import { RunLock } from '../src/store/lock.js';
 import { NdjsonStateError } from '../src/store/ndjson-file.js';
 import { NdjsonSink } from '../src/store/sinks/ndjson.js';
 import { runPass } from '../src/sync/pass.js';
-import { cli, clientConfig, servedRecords, sim, tempDir } from './helpers/index.js';
+import { clientConfig, servedRecords, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
+import { runCli } from './helpers/run-cli.js';
 
 async function pullNdjson(s: RunningSimulator, dbPath: string, out: string, pageSize = 100) {
   const db = openDatabase(dbPath);
@@ -117,7 +118,7 @@ describe('NDJSON output', () => {
     expect(() => new NdjsonSink(db, new Checkpoints(db), out)).toThrow(NdjsonStateError);
     db.close();
     expect(statSync(file).size).toBe(100);
-    const run = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'state.db')], {
+    const run = await runCli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'state.db')], {
       env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey },
     });
     expect(run.code).toBe(2);
@@ -132,19 +133,19 @@ describe('checkpoints belong to one destination', () => {
     const dir = tempDir();
     const db = join(dir, 'state.db');
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
-    expect((await cli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'a')], { env })).code).toBe(0);
+    expect((await runCli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'a')], { env })).code).toBe(0);
     // Without --format/--out the database keeps feeding its folder.
-    const again = await cli(['pull', '--db', db, '--json'], { env });
+    const again = await runCli(['pull', '--db', db, '--json'], { env });
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout).records).toBe(0);
-    const sqlite = await cli(['pull', '--db', db, '--format', 'sqlite'], { env });
+    const sqlite = await runCli(['pull', '--db', db, '--format', 'sqlite'], { env });
     expect(sqlite.code).toBe(2);
     expect(sqlite.stderr).toContain(`checkpoints are for --format ndjson --out ${join(dir, 'a')}, not --format sqlite`);
-    const other = await cli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'b')], { env });
+    const other = await runCli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'b')], { env });
     expect(other.code).toBe(2);
-    expect((await cli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'a')], { env })).code).toBe(0);
-    expect((await cli(['reset', '--all', '--db', db])).code).toBe(0);
-    const moved = await cli(['pull', '--db', db, '--format', 'sqlite', '--json'], { env });
+    expect((await runCli(['pull', '--db', db, '--format', 'ndjson', '--out', join(dir, 'a')], { env })).code).toBe(0);
+    expect((await runCli(['reset', '--all', '--db', db])).code).toBe(0);
+    const moved = await runCli(['pull', '--db', db, '--format', 'sqlite', '--json'], { env });
     expect(moved.code).toBe(0);
     expect(JSON.parse(moved.stdout).records).toBe(30);
   });
@@ -154,7 +155,7 @@ describe('checkpoints belong to one destination', () => {
     const dir = tempDir();
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
     const db = join(dir, 'state.db');
-    const r = await cli(['pull', '--db', db, '--out', join(dir, 'drop'), '--quiet'], { env });
+    const r = await runCli(['pull', '--db', db, '--out', join(dir, 'drop'), '--quiet'], { env });
     expect(r.code, r.stderr).toBe(0);
     expect(
       readFileSync(join(dir, 'drop', 'session_results.ndjson'), 'utf8')
@@ -162,16 +163,16 @@ describe('checkpoints belong to one destination', () => {
         .split('\n'),
     ).toHaveLength(15);
     // Another folder for the same checkpoints names the one given, and no format the user never typed.
-    const other = await cli(['pull', '--db', db, '--out', join(dir, 'other')], { env });
+    const other = await runCli(['pull', '--db', db, '--out', join(dir, 'other')], { env });
     expect(other.code).toBe(2);
     expect(other.stderr).toContain(`not --format ndjson --out ${join(dir, 'other')}`);
     // From the environment too.
-    const viaEnv = await cli(['pull', '--db', join(dir, 'env.db'), '--quiet'], {
+    const viaEnv = await runCli(['pull', '--db', join(dir, 'env.db'), '--quiet'], {
       env: { ...env, CAMPAIGN_SYNC_OUT: join(dir, 'env-drop') },
     });
     expect(viaEnv.code, viaEnv.stderr).toBe(0);
     expect(existsSync(join(dir, 'env-drop', 'role_results.ndjson'))).toBe(true);
-    const both = await cli(['pull', '--db', join(dir, 'x.db'), '--format', 'sqlite', '--out', join(dir, 'x')], { env });
+    const both = await runCli(['pull', '--db', join(dir, 'x.db'), '--format', 'sqlite', '--out', join(dir, 'x')], { env });
     expect(both.code).toBe(2);
     expect(both.stderr.trim()).toBe(
       'campaign-sync: --out names an NDJSON folder, but --format sqlite writes records into --db; drop one of them',
@@ -180,14 +181,17 @@ describe('checkpoints belong to one destination', () => {
     // A profile's format against --out: named by the profile's key.
     const config = join(dir, 'campaign-sync.toml');
     writeFileSync(config, '[profiles.lite]\nformat = "sqlite"\n', { mode: 0o600 });
-    const fromProfile = await cli(['pull', '--config', config, '--profile', 'lite', '--db', join(dir, 'x.db'), '--out', join(dir, 'x')], {
-      env,
-    });
+    const fromProfile = await runCli(
+      ['pull', '--config', config, '--profile', 'lite', '--db', join(dir, 'x.db'), '--out', join(dir, 'x')],
+      {
+        env,
+      },
+    );
     expect(fromProfile.code).toBe(2);
     expect(fromProfile.stderr.trim()).toBe(
       `campaign-sync: --out names an NDJSON folder, but ${config}: profiles.lite.format = "sqlite" writes records into --db; drop one of them`,
     );
-    const help = await cli(['pull', '--help']);
+    const help = await runCli(['pull', '--help']);
     const text = help.stdout.replace(/\s+/g, ' ');
     expect(text).toContain(
       '--format <format> where records go (default: what this database fed last; else ndjson with --out, sqlite without)',
@@ -203,11 +207,11 @@ describe('an NDJSON file is cut back only to what this database committed', () =
     const s = await sim({ campaigns: 2, records: 150 });
     const dir = tempDir();
     const out = join(dir, 'out');
-    const a = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'a.db')], { env: env(s) });
+    const a = await runCli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'a.db')], { env: env(s) });
     expect(a.code, a.stderr).toBe(0);
     const before = ['campaigns', 'session_results', 'role_results'].map((f) => readFileSync(join(out, `${f}.ndjson`), 'utf8'));
     expect(lines(join(out, 'role_results.ndjson')).length).toBe(150);
-    const b = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'b.db')], { env: env(s) });
+    const b = await runCli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'b.db')], { env: env(s) });
     expect(b.code).toBe(2);
     expect(b.stderr).toMatch(/\.ndjson already holds \d+ bytes that this database did not write; nothing was written/);
     expect(b.stderr).toContain('another --out');
@@ -224,7 +228,7 @@ describe('an NDJSON file is cut back only to what this database committed', () =
     writeFileSync(victim, 'my own notes\n', { mode: 0o644 });
     chmodSync(victim, 0o644);
     symlinkSync(victim, join(out, 'role_results.ndjson'));
-    const run = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 's.db')], { env: env(s) });
+    const run = await runCli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 's.db')], { env: env(s) });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/role_results\.ndjson is a symbolic link; campaign-sync does not follow links/);
     expect(readFileSync(victim, 'utf8')).toBe('my own notes\n');
@@ -232,7 +236,7 @@ describe('an NDJSON file is cut back only to what this database committed', () =
     // An empty file the database never wrote is taken; a dangling link is refused all the same.
     rmSync(join(out, 'role_results.ndjson'));
     symlinkSync(join(dir, 'nowhere'), join(out, 'role_results.ndjson'));
-    const dangling = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 's.db')], { env: env(s) });
+    const dangling = await runCli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 's.db')], { env: env(s) });
     expect(dangling.code).toBe(2);
     expect(existsSync(join(dir, 'nowhere'))).toBe(false);
   });
@@ -260,23 +264,23 @@ describe('an NDJSON file is cut back only to what this database committed', () =
     const s = await sim({ campaigns: 6, records: 5 });
     const dir = tempDir();
     const dbPath = join(dir, 'state.db');
-    expect((await cli(['campaigns', '--db', dbPath], { env: env(s) })).code).toBe(0);
+    expect((await runCli(['campaigns', '--db', dbPath], { env: env(s) })).code).toBe(0);
     const out = join(dir, 'out');
-    expect((await cli(['pull', '--format', 'ndjson', '--out', out, '--db', dbPath], { env: env(s) })).code).toBe(0);
+    expect((await runCli(['pull', '--format', 'ndjson', '--out', out, '--db', dbPath], { env: env(s) })).code).toBe(0);
     expect(
       lines(join(out, 'campaigns.ndjson'))
         .map((l) => JSON.parse(l).id)
         .sort(),
     ).toEqual(s.data.campaigns.map((c) => c.id).sort());
-    expect((await cli(['pull', '--format', 'ndjson', '--out', out, '--db', dbPath], { env: env(s) })).code).toBe(0);
+    expect((await runCli(['pull', '--format', 'ndjson', '--out', out, '--db', dbPath], { env: env(s) })).code).toBe(0);
     expect(lines(join(out, 'campaigns.ndjson')).length).toBe(6);
 
     // A SQLite pull, then a reset, then NDJSON into a new folder from the same database.
     const db2 = join(dir, 'two.db');
-    expect((await cli(['pull', '--db', db2], { env: env(s) })).code).toBe(0);
-    expect((await cli(['reset', '--all', '--db', db2])).code).toBe(0);
+    expect((await runCli(['pull', '--db', db2], { env: env(s) })).code).toBe(0);
+    expect((await runCli(['reset', '--all', '--db', db2])).code).toBe(0);
     const out2 = join(dir, 'out2');
-    expect((await cli(['pull', '--format', 'ndjson', '--out', out2, '--db', db2], { env: env(s) })).code).toBe(0);
+    expect((await runCli(['pull', '--format', 'ndjson', '--out', out2, '--db', db2], { env: env(s) })).code).toBe(0);
     expect(lines(join(out2, 'campaigns.ndjson')).length).toBe(6);
   });
 });
@@ -300,7 +304,7 @@ describe('one process at a time in an NDJSON folder, whatever database it writes
     // What another database's pull holds while it runs.
     const held = RunLock.acquireFolder(out);
     try {
-      const run = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'b.db')], { env: env(s) });
+      const run = await runCli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'b.db')], { env: env(s) });
       expect(run.code, run.stderr).toBe(75);
       expect(run.stderr).toContain(`another campaign-sync is writing NDJSON into ${out} (pid ${process.pid} on `);
       expect(run.stderr.trim().split('\n')).toHaveLength(1);
@@ -309,7 +313,7 @@ describe('one process at a time in an NDJSON folder, whatever database it writes
       held.release();
     }
     // Released (as when its holder exits, kill -9 included): the same pull runs.
-    const after = await cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'b.db')], { env: env(s) });
+    const after = await runCli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'b.db')], { env: env(s) });
     expect(after.code, after.stderr).toBe(0);
     expect(lines(join(out, 'session_results.ndjson'))).toHaveLength(40);
     expect(statSync(join(out, '.campaign-sync.lock')).mode & 0o777).toBe(0o600);
@@ -336,7 +340,7 @@ describe('one process at a time in an NDJSON folder, whatever database it writes
       const out = join(dir, 'out');
       mkdirSync(out);
       const pull = (db: string, campaign: string) =>
-        cli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, db), '--campaign', campaign, '--quiet'], { env: env(s) });
+        runCli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, db), '--campaign', campaign, '--quiet'], { env: env(s) });
       const [a, b] = await Promise.all([pull('a.db', String(one?.id)), pull('b.db', String(two?.id))]);
       const codes = [a.code, b.code].sort();
       // Refused by the lock while the other runs (75), or, when the other had already finished, by
@@ -357,7 +361,7 @@ describe('an NDJSON file changed or gone outside campaign-sync', () => {
     const dir = tempDir();
     const out = join(dir, 'out');
     const db = join(dir, 'state.db');
-    expect((await cli(['pull', '--format', 'ndjson', '--out', out, '--db', db], { env: env(s) })).code).toBe(0);
+    expect((await runCli(['pull', '--format', 'ndjson', '--out', out, '--db', db], { env: env(s) })).code).toBe(0);
     return { s, out, db };
   }
 
@@ -368,7 +372,7 @@ describe('an NDJSON file changed or gone outside campaign-sync', () => {
       .map((l) => `${JSON.stringify(JSON.parse(l), null, 1)}\n`)
       .join('');
     writeFileSync(file, pretty);
-    const run = await cli(['pull', '--db', db], { env: env(s) });
+    const run = await runCli(['pull', '--db', db], { env: env(s) });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(
       /session_results\.ndjson: the line that ends at its committed length \(\d+ bytes\) is not the one this database wrote there/,
@@ -386,7 +390,7 @@ describe('an NDJSON file changed or gone outside campaign-sync', () => {
     expect(edited).not.toBe(last);
     writeFileSync(file, `${text.slice(0, text.length - last.length)}${edited}{"id":"tail`);
     const before = readFileSync(file, 'utf8');
-    const run = await cli(['pull', '--db', db], { env: env(s) });
+    const run = await runCli(['pull', '--db', db], { env: env(s) });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('role_results.ndjson: the line that ends at its committed length');
     expect(readFileSync(file, 'utf8')).toBe(before);
@@ -395,19 +399,19 @@ describe('an NDJSON file changed or gone outside campaign-sync', () => {
   it('a folder deleted between runs: exit 2 and nothing recreated; after `reset --all` the next pull writes it anew', async () => {
     const { s, out, db } = await pulled(25);
     rmSync(out, { recursive: true });
-    const run = await cli(['pull', '--db', db], { env: env(s) });
+    const run = await runCli(['pull', '--db', db], { env: env(s) });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/\.ndjson: \d+ bytes were committed to it but it is gone; nothing was written/);
     expect(run.stderr).toContain('reset --all');
     expect(existsSync(out)).toBe(false);
-    expect((await cli(['reset', '--all', '--db', db])).code).toBe(0);
-    const again = await cli(['pull', '--db', db, '--json'], { env: env(s) });
+    expect((await runCli(['reset', '--all', '--db', db])).code).toBe(0);
+    const again = await runCli(['pull', '--db', db, '--json'], { env: env(s) });
     expect(again.code, again.stderr).toBe(0);
     expect(JSON.parse(again.stdout).records).toBe(50);
     expect(lines(join(out, 'session_results.ndjson'))).toHaveLength(25);
     expect(lines(join(out, 'role_results.ndjson'))).toHaveLength(25);
     expect(lines(join(out, 'campaigns.ndjson'))).toHaveLength(2);
-    const status = await cli(['status', '--db', db, '--json']);
+    const status = await runCli(['status', '--db', db, '--json']);
     expect(JSON.parse(status.stdout).streams.map((r: { records: number }) => r.records)).toEqual([25, 25]);
   });
 });

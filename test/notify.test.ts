@@ -13,7 +13,8 @@ import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { StreamRow } from '../src/store/checkpoints.js';
 import { requestIdOf, stateChanges } from '../src/sync/alerts.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 const servers: Server[] = [];
 afterAll(async () => {
@@ -80,7 +81,7 @@ describe('--notify', () => {
     const hook = await webhook();
     const dir = tempDir();
     const pull = () =>
-      cli(['pull', '--db', join(dir, 'm.db'), '--notify', hook.url, '--quiet'], {
+      runCli(['pull', '--db', join(dir, 'm.db'), '--notify', hook.url, '--quiet'], {
         env: { CAMPAIGN_SYNC_BASE_URL: f.url, CAMPAIGN_SYNC_API_KEY: s.apiKey },
       });
     expect((await pull()).code).toBe(0);
@@ -128,7 +129,7 @@ describe('--notify', () => {
     const hook = await webhook();
     const dir = tempDir();
     const pull = () =>
-      cli(['pull', '--db', join(dir, 'm.db'), '--notify', hook.url, '--quiet'], {
+      runCli(['pull', '--db', join(dir, 'm.db'), '--notify', hook.url, '--quiet'], {
         env: { CAMPAIGN_SYNC_BASE_URL: f.url, CAMPAIGN_SYNC_API_KEY: s.apiKey },
       });
     expect((await pull()).code).toBe(0);
@@ -170,9 +171,12 @@ describe('--notify', () => {
     f.state.fail = s.data.campaigns[0]?.id as string;
     const hook = await webhook();
     const dir = tempDir();
-    const r = await cli(['watch', '--db', join(dir, 'm.db'), '--notify', hook.url, '--interval', '100ms', '--max-cycles', '3', '--quiet'], {
-      env: { CAMPAIGN_SYNC_BASE_URL: f.url, CAMPAIGN_SYNC_API_KEY: s.apiKey },
-    });
+    const r = await runCli(
+      ['watch', '--db', join(dir, 'm.db'), '--notify', hook.url, '--interval', '100ms', '--max-cycles', '3', '--quiet'],
+      {
+        env: { CAMPAIGN_SYNC_BASE_URL: f.url, CAMPAIGN_SYNC_API_KEY: s.apiKey },
+      },
+    );
     expect(r.code, r.stderr).toBe(4);
     expect(hook.posts.map((p) => [p.body.campaign_id, p.body.state])).toEqual([[f.state.fail, 'failing']]);
   });
@@ -180,12 +184,12 @@ describe('--notify', () => {
   it('plain http to a host other than loopback is refused unless --allow-insecure-http; a bad URL is exit 2', async () => {
     const dir = tempDir();
     const env = { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' };
-    const r = await cli(['pull', '--db', join(dir, 'm.db'), '--notify', 'http://hooks.example.com/x?token=s3cret'], { env });
+    const r = await runCli(['pull', '--db', join(dir, 'm.db'), '--notify', 'http://hooks.example.com/x?token=s3cret'], { env });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--notify: plain http:\/\/ to hooks\.example\.com would send the alerts unencrypted/);
     expect(r.stderr).not.toContain('s3cret');
     for (const bad of ['not a url', 'ftp://x/y', 'https://user:pw@hooks.example.com/']) {
-      const b = await cli(['pull', '--db', join(dir, 'm.db'), '--notify', bad], { env });
+      const b = await runCli(['pull', '--db', join(dir, 'm.db'), '--notify', bad], { env });
       expect(b.code, bad).toBe(2);
       expect(b.stderr).toMatch(/^campaign-sync: --notify: /);
     }

@@ -9,8 +9,9 @@ import { RequestBudget } from '../src/api/budget.js';
 import { PgBudgetSlots } from '../src/store/pg/budget-slots.js';
 import { PgDatabase } from '../src/store/pg/database.js';
 import { fakeClock } from './helpers/clock.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
+import { runCli } from './helpers/run-cli.js';
 
 describePg('the request budget in PostgreSQL', () => {
   it('a take is one statement, one round trip: it lends a slot, or says how long until one is free, by the server clock', async () => {
@@ -83,7 +84,7 @@ describePg('the request budget in PostgreSQL', () => {
     const schema = freshSchema();
     const runs = await Promise.all(
       s.data.campaigns.map((c, i) =>
-        cli(
+        runCli(
           [
             'pull',
             '--db',

@@ -3,9 +3,10 @@
  * built CLI, as the SQLite tests run them.
  */
 import { expect, it } from 'vitest';
-import { cli, sim } from './helpers/index.js';
+import { sim } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgClient } from './helpers/pg.js';
 import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
+import { runCli } from './helpers/run-cli.js';
 
 async function query(schema: string, sql: string, values: unknown[] = []): Promise<Array<Record<string, unknown>>> {
   const c = await pgClient();
@@ -24,11 +25,11 @@ describePg('commands on a PostgreSQL mirror', () => {
     const db = ['--db', PG_URL, '--pg-schema', schema];
     const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
     // No mirror yet: status names the database (password redacted) and fails.
-    const none = await cli(['status', ...db]);
+    const none = await runCli(['status', ...db]);
     expect(none.code).toBe(2);
     expect(none.stderr).toContain('no campaign-sync mirror');
-    expect((await cli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
-    const status = await cli(['status', ...db, '--json']);
+    expect((await runCli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
+    const status = await runCli(['status', ...db, '--json']);
     expect(status.code).toBe(0);
     const doc = JSON.parse(status.stdout) as { streams: Array<{ campaign_id: string; cursor: string; records: number }> };
     expect(doc.streams).toHaveLength(2);
@@ -38,26 +39,26 @@ describePg('commands on a PostgreSQL mirror', () => {
       expect(row.records).toBe(30);
     }
     // CAMPAIGN_SYNC_DB selects PostgreSQL as --db does.
-    const viaEnv = await cli(['status', '--pg-schema', schema, '--json'], { env: { CAMPAIGN_SYNC_DB: PG_URL } });
+    const viaEnv = await runCli(['status', '--pg-schema', schema, '--json'], { env: { CAMPAIGN_SYNC_DB: PG_URL } });
     expect(JSON.parse(viaEnv.stdout).streams).toHaveLength(2);
-    const table = await cli(['status', ...db]);
+    const table = await runCli(['status', ...db]);
     expect(table.stdout).toContain(s.data.campaigns[0]?.name as string);
-    const check = await cli(['status', ...db, '--check']);
+    const check = await runCli(['status', ...db, '--check']);
     expect(check.code).toBe(0);
     // A failing stream makes --check say so (exit 4 when some are unhealthy).
     await query(
       schema,
       "UPDATE sync_state SET last_error = 'HTTP 500', last_error_at = now() WHERE stream = (SELECT min(stream) FROM sync_state)",
     );
-    expect((await cli(['status', ...db, '--check'])).code).toBe(4);
+    expect((await runCli(['status', ...db, '--check'])).code).toBe(4);
     // reset --campaign forgets that campaign's checkpoint only; the next pull re-reads it, adding nothing.
     const first = s.data.campaigns[0]?.id as string;
-    const reset = await cli(['reset', ...db, '--campaign', first]);
+    const reset = await runCli(['reset', ...db, '--campaign', first]);
     expect(reset.code, reset.stderr).toBe(0);
     const cursors = await query(schema, 'SELECT campaign_id, cursor::text AS cursor FROM sync_state ORDER BY campaign_id');
     expect(cursors.find((r) => r.campaign_id === first)?.cursor).toBeNull();
     expect(cursors.filter((r) => r.cursor !== null)).toHaveLength(1);
-    const again = await cli(['pull', ...db, '--base-url', s.url, '--json'], env);
+    const again = await runCli(['pull', ...db, '--base-url', s.url, '--json'], env);
     expect(again.code).toBe(0);
     const streams = (JSON.parse(again.stdout) as { streams: Array<{ records: number; new: number }> }).streams;
     expect(streams.reduce((n, x) => n + x.records, 0)).toBe(30);
@@ -71,7 +72,7 @@ describePg('commands on a PostgreSQL mirror', () => {
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
     const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
-    expect((await cli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
+    expect((await runCli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
     // Records the service no longer serves: rows only the mirror holds.
     const session = s.data.campaigns.find((c) => c.type !== 'ROLE_SUBMISSION');
     const sid = session?.id as string;
@@ -81,12 +82,12 @@ describePg('commands on a PostgreSQL mirror', () => {
       [sid],
     );
     await query(schema, `INSERT INTO eval_results (parent_type, parent_id) VALUES ('session_result', 'gone-1')`);
-    const report = await cli(['reconcile', ...db, '--base-url', s.url, '--json'], env);
+    const report = await runCli(['reconcile', ...db, '--base-url', s.url, '--json'], env);
     expect(report.code, report.stderr).toBe(0);
     const streams = (JSON.parse(report.stdout) as { streams: Array<{ gone_ids: string[]; pruned: number }> }).streams;
     expect(streams.flatMap((x) => x.gone_ids).sort()).toEqual(['gone-1', 'gone-2']);
     expect((await query(schema, "SELECT count(*)::int AS n FROM session_results WHERE id LIKE 'gone-%'"))[0]?.n).toBe(2);
-    const prune = await cli(['reconcile', ...db, '--base-url', s.url, '--prune', '--json'], env);
+    const prune = await runCli(['reconcile', ...db, '--base-url', s.url, '--prune', '--json'], env);
     expect(prune.code, prune.stderr).toBe(0);
     expect((JSON.parse(prune.stdout) as { streams: Array<{ pruned: number }> }).streams.reduce((n, x) => n + x.pruned, 0)).toBe(2);
     expect((await query(schema, "SELECT count(*)::int AS n FROM session_results WHERE id LIKE 'gone-%'"))[0]?.n).toBe(0);
@@ -98,13 +99,13 @@ describePg('commands on a PostgreSQL mirror', () => {
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
     const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
-    expect((await cli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
+    expect((await runCli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
     const snapshot = async () => ({
       roles: await query(schema, 'SELECT id, report_type, raw::text AS raw FROM role_results ORDER BY id'),
       streams: await query(schema, 'SELECT stream, cursor::text AS cursor FROM sync_state ORDER BY stream'),
     });
     const before = await snapshot();
-    const r = await cli(['reconcile', ...db, '--base-url', s.url, '--report-type', 'OVERALL', '--json'], env);
+    const r = await runCli(['reconcile', ...db, '--base-url', s.url, '--report-type', 'OVERALL', '--json'], env);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr.trim()).toMatch(/^campaign-sync: --report-type OVERALL: .*DETAILED/m);
     expect(await snapshot()).toEqual(before);
@@ -114,9 +115,9 @@ describePg('commands on a PostgreSQL mirror', () => {
     const s = await sim({ campaigns: 2, records: 25, orderIndexStart: 9_007_199_254_740_990n });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
-    expect((await cli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
     const session = s.data.campaigns.find((c) => c.type !== 'ROLE_SUBMISSION');
-    const nd = await cli(['export', ...db, '--table', 'session-results', '--format', 'ndjson']);
+    const nd = await runCli(['export', ...db, '--table', 'session-results', '--format', 'ndjson']);
     expect(nd.code, nd.stderr).toBe(0);
     const lines = nd.stdout.trim().split('\n');
     expect(lines).toHaveLength(25);
@@ -127,11 +128,11 @@ describePg('commands on a PostgreSQL mirror', () => {
       expect(served.has(m?.[1] as string)).toBe(true);
       expect(line).toMatch(/"raw":\{/);
     }
-    const csv = await cli(['export', ...db, '--table', 'campaigns', '--campaign', session?.name as string]);
+    const csv = await runCli(['export', ...db, '--table', 'campaigns', '--campaign', session?.name as string]);
     expect(csv.code, csv.stderr).toBe(0);
     expect(csv.stdout.trim().split('\r\n')).toHaveLength(2);
     expect(csv.stdout.split('\r\n')[0]).toBe('id,name,display_name,type,created_at,raw,seen_at');
-    const none = await cli(['export', ...db, '--table', 'campaigns', '--campaign', 'no-such-campaign']);
+    const none = await runCli(['export', ...db, '--table', 'campaigns', '--campaign', 'no-such-campaign']);
     expect(none.code).toBe(2);
   });
 
@@ -139,11 +140,11 @@ describePg('commands on a PostgreSQL mirror', () => {
     const s = await sim({ campaigns: 2, records: 5 });
     const schema = freshSchema();
     const env = { env: { CAMPAIGN_SYNC_DB: PG_URL, CAMPAIGN_SYNC_API_KEY: s.apiKey } };
-    expect((await cli(['pull', '--pg-schema', schema, '--base-url', s.url], env)).code).toBe(0);
+    expect((await runCli(['pull', '--pg-schema', schema, '--base-url', s.url], env)).code).toBe(0);
     const role = s.data.campaigns.find((c) => c.type === 'ROLE_SUBMISSION');
     const session = s.data.campaigns.find((c) => c.type === 'SESSION_COMPLETION');
     const exp = (table: string, campaign: string, ...more: string[]) =>
-      cli(['export', '--pg-schema', schema, '--table', table, '--campaign', campaign, ...more], env);
+      runCli(['export', '--pg-schema', schema, '--table', table, '--campaign', campaign, ...more], env);
     const [other, dated, own, quiet] = await Promise.all([
       exp('session-results', String(role?.name)),
       exp('session-results', String(session?.name), '--since', '2999-01-01'),
@@ -168,10 +169,10 @@ describePg('commands on a PostgreSQL mirror', () => {
     const s = await sim({ campaigns: 1, records: 1 });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
-    expect((await cli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
     await query(schema, 'ALTER TABLE campaigns ADD COLUMN attachment bytea');
     await query(schema, "UPDATE campaigns SET attachment = '\\x41424300'::bytea");
-    const nd = await cli(['export', ...db, '--table', 'campaigns', '--format', 'ndjson']);
+    const nd = await runCli(['export', ...db, '--table', 'campaigns', '--format', 'ndjson']);
     expect(nd.code, nd.stderr).toBe(0);
     expect(nd.stdout).not.toContain('Buffer');
     expect(JSON.parse(nd.stdout)).toMatchObject({ attachment: 'QUJDAA==' });
@@ -181,7 +182,7 @@ describePg('commands on a PostgreSQL mirror', () => {
     const s = await sim({ campaigns: 2, records: 15 });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
-    expect((await cli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
     const [who] = await query(schema, 'SELECT user_email FROM role_results WHERE user_email IS NOT NULL LIMIT 1');
     const email = String(who?.user_email);
     const before = await query(schema, 'SELECT count(*)::int AS n FROM role_results WHERE lower(user_email) = lower($1)', [email]);
@@ -190,7 +191,7 @@ describePg('commands on a PostgreSQL mirror', () => {
     await query(schema, 'UPDATE sync_state SET last_error = $1 WHERE stream = (SELECT min(stream) FROM sync_state)', [
       `500 cannot score ${email} (request_id rq-1)`,
     ]);
-    const r = await cli(['forget', ...db, '--user', email.toUpperCase(), '--json']);
+    const r = await runCli(['forget', ...db, '--user', email.toUpperCase(), '--json']);
     expect(r.code, r.stderr).toBe(0);
     const removed = (JSON.parse(r.stdout) as { removed: { role_results: number; error_texts: number } }).removed;
     expect(removed.role_results).toBe(before[0]?.n);
@@ -205,13 +206,13 @@ describePg('commands on a PostgreSQL mirror', () => {
       "SELECT count(*)::int AS n FROM eval_results e WHERE e.parent_type = 'score_detail' AND NOT EXISTS (SELECT 1 FROM score_details d WHERE d.id = e.parent_id)",
     );
     expect(orphans[0]?.n).toBe(0);
-    expect((await cli(['forget', ...db, '--user', 'nobody@example.invalid'])).code).toBe(2);
+    expect((await runCli(['forget', ...db, '--user', 'nobody@example.invalid'])).code).toBe(2);
   });
   it("forget finds a candidate in a score detail kept in another result's raw (no id), by e-mail or numeric id; the result stays", async () => {
     const s = await sim({ campaigns: 2, records: 15 });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
-    expect((await cli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
     const [row] = await query(schema, "SELECT id, raw::text AS raw FROM role_results WHERE report_type = 'DETAILED' ORDER BY id LIMIT 1");
     const id = String(row?.id);
     const before = JSON.parse(String(row?.raw)) as { score_details: unknown[] };
@@ -223,10 +224,10 @@ describePg('commands on a PostgreSQL mirror', () => {
       JSON.stringify({ ...before, score_details: [...before.score_details, ...nested] }),
       id,
     ]);
-    const r = await cli(['forget', ...db, '--user', 'nested.only@example.com', '--json']);
+    const r = await runCli(['forget', ...db, '--user', 'nested.only@example.com', '--json']);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).removed).toMatchObject({ role_results: 0, records_changed: 1 });
-    const numeric = await cli(['forget', ...db, '--user', '4242']);
+    const numeric = await runCli(['forget', ...db, '--user', '4242']);
     expect(numeric.code, numeric.stderr).toBe(0);
     const [after] = await query(schema, 'SELECT raw::text AS raw FROM role_results WHERE id = $1', [id]);
     expect(JSON.parse(String(after?.raw))).toEqual(before);
@@ -235,13 +236,13 @@ describePg('commands on a PostgreSQL mirror', () => {
       "SELECT count(*)::int AS n FROM role_results WHERE raw::text ILIKE '%nested.only%' OR raw::text LIKE '%numeric.id%'",
     );
     expect(left[0]?.n).toBe(0);
-    expect((await cli(['forget', ...db, '--user', '4242'])).code).toBe(2);
+    expect((await runCli(['forget', ...db, '--user', '4242'])).code).toBe(2);
   });
   it('forget matches the e-mail ignoring case for all of Unicode, composed or not, as in SQLite (not by the server locale)', async () => {
     const s = await sim({ campaigns: 2, records: 15 });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
-    expect((await cli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
     // One candidate's rows get their address in other cases and decomposed (NFD); forget is asked lower case, composed.
     const [who] = await query(
       schema,
@@ -255,7 +256,7 @@ describePg('commands on a PostgreSQL mirror', () => {
         await query(schema, `UPDATE ${t} SET user_email = $1 WHERE id = $2`, [spellings[n++ % spellings.length], row.id]);
     }
     expect(n).toBeGreaterThanOrEqual(spellings.length);
-    const r = await cli(['forget', ...db, '--user', 'zoë.ünal@example.com', '--json']);
+    const r = await runCli(['forget', ...db, '--user', 'zoë.ünal@example.com', '--json']);
     expect(r.code, r.stderr).toBe(0);
     for (const t of ['session_results', 'role_results', 'score_details'])
       expect((await query(schema, `SELECT count(*)::int AS n FROM ${t} WHERE user_id = $1`, [victim]))[0]?.n, t).toBe(0);

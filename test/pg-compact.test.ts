@@ -11,9 +11,10 @@ import { PgDatabase } from '../src/store/pg/database.js';
 import { pgExportRows } from '../src/store/pg/export.js';
 import { upsertRoles } from '../src/store/pg/mirror.js';
 import { PG_SCHEMA_VERSION } from '../src/store/pg/schema.js';
-import { cli, servedRecords, sim } from './helpers/index.js';
+import { servedRecords, sim } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
 import { checked, evalOf as specEval } from './helpers/records.js';
+import { runCli } from './helpers/run-cli.js';
 
 // A time with milliseconds: an eval result is split out only when its `evaluated_at` reads back from
 // timestamptz as written.
@@ -148,7 +149,7 @@ describePg('DETAILED records stored once in PostgreSQL', () => {
   it('a pull from the simulator stores DETAILED records once and rebuilds every one as served', async () => {
     const s = await sim({ campaigns: 2, records: 60 });
     const schema = freshSchema();
-    const r = await cli(['pull', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url, '--page-size', '25'], {
+    const r = await runCli(['pull', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url, '--page-size', '25'], {
       env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
     });
     expect(r.code, r.stderr).toBe(0);
@@ -170,7 +171,7 @@ describePg('DETAILED records stored once in PostgreSQL', () => {
     const schema = freshSchema();
     const args = ['pull', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url, '--page-size', '25', '--json'];
     const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
-    expect((await cli(args, env)).code).toBe(0);
+    expect((await runCli(args, env)).code).toBe(0);
     const served = servedRecords(s, 40);
     await withDb(async (db) => {
       // Back to what schema 1 stored: every raw whole, the _full views the tables themselves.
@@ -197,7 +198,7 @@ describePg('DETAILED records stored once in PostgreSQL', () => {
       expect(whole.rows).toEqual([]);
     }, schema);
     // A full re-read finds every record as stored: nothing counted as changed.
-    const again = await cli([...args, '--full'], env);
+    const again = await runCli([...args, '--full'], env);
     expect(again.code, again.stderr).toBe(0);
     const doc = JSON.parse(again.stdout) as { streams: Array<{ new: number; updated: number }> };
     expect(doc.streams.every((x) => x.new === 0 && x.updated === 0)).toBe(true);

@@ -15,9 +15,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { PgDatabase } from '../src/store/pg/database.js';
-import { afterWatchStart, cli, type RunningCli, servedRecords, sim, startCli } from './helpers/index.js';
+import { afterWatchStart, type RunningCli, servedRecords, sim, startCli } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
 import { startPgServer, TEST_PG_PASSWORD, type TestPgServer } from './helpers/pg-server.js';
+import { runCli } from './helpers/run-cli.js';
 
 const CAMPAIGNS = 2;
 const RECORDS = 200;
@@ -196,7 +197,7 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
       await gate.open();
       await admin.end();
     }
-    const again = await cli(pull, { env });
+    const again = await runCli(pull, { env });
     expect(again.code, again.stderr).toBe(0);
     await expectExact(PG_URL, s, schema, reportType);
   });
@@ -224,7 +225,7 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
       await gate.open();
       await admin.end();
     }
-    const again = await cli(pull, { env });
+    const again = await runCli(pull, { env });
     expect(again.code, again.stderr).toBe(0);
     await expectExact(PG_URL, s, schema, 'DETAILED');
   });
@@ -260,7 +261,7 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
     await gatedMirror(PG_URL, schema);
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_DB: PG_URL };
     const args = ['--page-size', PAGE, '--pg-schema', schema];
-    const first = await cli(['pull', ...args], { env });
+    const first = await runCli(['pull', ...args], { env });
     expect(first.code, first.stderr).toBe(0);
     const gate = await shutGate(PG_URL);
     const admin = await connect(PG_URL);
@@ -279,7 +280,7 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
       await gate.open();
       await admin.end();
     }
-    const again = await cli(['reconcile', ...args], { env });
+    const again = await runCli(['reconcile', ...args], { env });
     expect(again.code, again.stderr).toBe(0);
     await expectExact(PG_URL, s, schema, 'DETAILED');
   });
@@ -366,7 +367,7 @@ describePg('the PostgreSQL server restarted mid-pass (a server of this file’s 
         await gate.open();
         await admin.end().catch(() => {});
       }
-      const again = await cli(pull, { env });
+      const again = await runCli(pull, { env });
       expect(again.code, again.stderr).toBe(0);
       await expectExact(url, s, schema, 'DETAILED');
     },

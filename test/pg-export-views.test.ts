@@ -3,19 +3,20 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { parseStrictCsv } from './helpers/csv.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgRows } from './helpers/pg.js';
+import { runCli } from './helpers/run-cli.js';
 
 describePg('export of the views and --columns from PostgreSQL', () => {
   it('every row of each view; only the columns asked for, in their order', async () => {
     const s = await sim({ campaigns: 2, records: 20 });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
-    expect((await cli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
     const dir = tempDir();
     for (const view of ['results', 'latest_results', 'skill_scores']) {
       const out = join(dir, `${view}.csv`);
-      const r = await cli(['export', ...db, '--table', view, '-o', out]);
+      const r = await runCli(['export', ...db, '--table', view, '-o', out]);
       expect(r.code, r.stderr).toBe(0);
       const [, ...rows] = parseStrictCsv(readFileSync(out, 'utf8'));
       const count = await pgRows(schema, `SELECT count(*)::int AS n FROM ${view}`);
@@ -23,7 +24,7 @@ describePg('export of the views and --columns from PostgreSQL', () => {
       expect(rows.length, view).toBeGreaterThan(0);
     }
     const out = join(dir, 'cols.ndjson');
-    const r = await cli([
+    const r = await runCli([
       'export',
       ...db,
       '--table',
@@ -38,7 +39,7 @@ describePg('export of the views and --columns from PostgreSQL', () => {
     expect(r.code, r.stderr).toBe(0);
     const lines = readFileSync(out, 'utf8').trimEnd().split('\n');
     expect(Object.keys(JSON.parse(lines[0] as string))).toEqual(['user_email', 'id', 'order_index']);
-    const bad = await cli(['export', ...db, '--table', 'skill_scores', '--columns', 'skill_key,nope']);
+    const bad = await runCli(['export', ...db, '--table', 'skill_scores', '--columns', 'skill_key,nope']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/skill_scores has no column "nope"/);
   });

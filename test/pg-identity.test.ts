@@ -5,8 +5,9 @@
  * type changes retires its old stream.
  */
 import { expect, it } from 'vitest';
-import { cli, sim } from './helpers/index.js';
+import { sim } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgRows } from './helpers/pg.js';
+import { runCli } from './helpers/run-cli.js';
 
 describePg('record identity on a PostgreSQL mirror', () => {
   it.each(['DETAILED', 'OVERALL'])('one result id served by two campaigns never flips (%s)', async (report) => {
@@ -24,7 +25,7 @@ describePg('record identity on a PostgreSQL mirror', () => {
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
     const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
-    const pull = (...args: string[]) => cli(['pull', ...db, '--base-url', s.url, '--report-type', report, ...args], env);
+    const pull = (...args: string[]) => runCli(['pull', ...db, '--base-url', s.url, '--report-type', report, ...args], env);
 
     const first = await pull('--concurrency', '1');
     expect(first.code, first.stderr).toBe(0);
@@ -47,7 +48,7 @@ describePg('record identity on a PostgreSQL mirror', () => {
     }
     expect(await owners()).toEqual(kept);
 
-    const look = await cli(['reconcile', ...db, '--base-url', s.url, '--report-type', report, '--json'], env);
+    const look = await runCli(['reconcile', ...db, '--base-url', s.url, '--report-type', report, '--json'], env);
     expect(look.code, look.stderr).toBe(0);
     const streams = JSON.parse(look.stdout).streams as Array<Record<string, unknown>>;
     expect(streams.map((x) => [x.campaign_id, x.served, x.stored, x.added, x.changed, x.gone])).toEqual([
@@ -58,7 +59,7 @@ describePg('record identity on a PostgreSQL mirror', () => {
     ]);
     expect(await owners()).toEqual(kept);
 
-    const status = JSON.parse((await cli(['status', ...db, '--json'])).stdout);
+    const status = JSON.parse((await runCli(['status', ...db, '--json'])).stdout);
     expect(
       status.streams
         .map((x: { campaign_id: string; records: number; id_conflicts: number }) => [x.campaign_id, x.records, x.id_conflicts])
@@ -79,17 +80,17 @@ describePg('record identity on a PostgreSQL mirror', () => {
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
     const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
-    expect((await cli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
+    expect((await runCli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
     s.changes.retype(c, 'ROLE_SUBMISSION');
-    const second = await cli(['pull', ...db, '--base-url', s.url], env);
+    const second = await runCli(['pull', ...db, '--base-url', s.url], env);
     expect(second.code, second.stderr).toBe(0);
     await pgRows(schema, `UPDATE sync_state SET last_success_at = now() - interval '1 hour' WHERE stream = '${c.id}/session'`);
 
-    const check = await cli(['status', ...db, '--check', '--json']);
+    const check = await runCli(['status', ...db, '--check', '--json']);
     expect(check.code, check.stdout).toBe(0);
     expect(JSON.parse(check.stdout)).toMatchObject({ status: 'ok', retired: [{ stream: `${c.id}/session`, type_now: 'ROLE_SUBMISSION' }] });
 
-    const prune = await cli(['reconcile', ...db, '--base-url', s.url, '--prune', '--json'], env);
+    const prune = await runCli(['reconcile', ...db, '--base-url', s.url, '--prune', '--json'], env);
     expect(prune.code, prune.stderr).toBe(0);
     const retired = JSON.parse(prune.stdout).streams.find(
       (x: { campaign_id: string; endpoint: string }) => x.campaign_id === c.id && x.endpoint === 'session',
@@ -98,7 +99,7 @@ describePg('record identity on a PostgreSQL mirror', () => {
     expect(await pgRows(schema, `SELECT count(*)::int AS n FROM session_results WHERE campaign_id = '${c.id}'`)).toEqual([{ n: 0 }]);
     expect(await pgRows(schema, `SELECT count(*)::int AS n FROM role_results WHERE campaign_id = '${c.id}'`)).toEqual([{ n: 20 }]);
 
-    const reset = await cli(['reset', ...db, '--campaign', c.id, '--json']);
+    const reset = await runCli(['reset', ...db, '--campaign', c.id, '--json']);
     expect(reset.code, reset.stderr).toBe(0);
     expect(JSON.parse(reset.stdout)).toMatchObject({ reset: 1, retired_streams_removed: [`${c.id}/session`] });
     expect(await pgRows(schema, `SELECT stream FROM sync_state WHERE campaign_id = '${c.id}'`)).toEqual([

@@ -7,9 +7,10 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { expect, it } from 'vitest';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgRows } from './helpers/pg.js';
 import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
+import { runCli } from './helpers/run-cli.js';
 
 async function readParquet(path: string) {
   const bytes = readFileSync(path);
@@ -25,7 +26,7 @@ describePg('export --format parquet and campaigns with PostgreSQL', () => {
     const s = await sim({ campaigns: 2, records: 30, orderIndexStart: 9_007_199_254_740_990n });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
-    expect((await cli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
     const dir = tempDir();
     for (const [name, table] of [
       ['campaigns', 'campaigns'],
@@ -35,7 +36,7 @@ describePg('export --format parquet and campaigns with PostgreSQL', () => {
       ['eval-results', 'eval_results'],
     ] as const) {
       const out = join(dir, `${name}.parquet`);
-      const r = await cli(['export', ...db, '--table', name, '--format', 'parquet', '-o', out]);
+      const r = await runCli(['export', ...db, '--table', name, '--format', 'parquet', '-o', out]);
       expect(r.code, `${name}: ${r.stderr}`).toBe(0);
       expect((statSync(out).mode & 0o777).toString(8)).toBe('600');
       const { rows, schema: elements } = await readParquet(out);
@@ -72,7 +73,7 @@ describePg('export --format parquet and campaigns with PostgreSQL', () => {
   it('campaigns stores the list in the PostgreSQL mirror (its schema created when new), never printing the password', async () => {
     const s = await sim({ campaigns: 3, records: 1 });
     const schema = freshSchema();
-    const r = await cli(['campaigns', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url, '--json'], {
+    const r = await runCli(['campaigns', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url, '--json'], {
       env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
     });
     expect(r.code, r.stderr).toBe(0);
@@ -81,11 +82,14 @@ describePg('export --format parquet and campaigns with PostgreSQL', () => {
     expect(stored.map((x) => x.id)).toEqual(s.data.campaigns.map((c) => c.id).sort());
     // Again: the same rows, no duplicates; a bad --pg-schema is a usage error before the service is asked.
     expect(
-      (await cli(['campaigns', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } }))
-        .code,
+      (
+        await runCli(['campaigns', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url], {
+          env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
+        })
+      ).code,
     ).toBe(0);
     expect((await pgRows(schema, 'SELECT count(*)::int AS n FROM campaigns'))[0]?.n).toBe(3);
-    const bad = await cli(['campaigns', '--db', PG_URL, '--pg-schema', 'Bad-Name', '--base-url', s.url], {
+    const bad = await runCli(['campaigns', '--db', PG_URL, '--pg-schema', 'Bad-Name', '--base-url', s.url], {
       env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
     });
     expect(bad.code).toBe(2);

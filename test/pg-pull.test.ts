@@ -5,9 +5,10 @@
  */
 import { createServer } from 'node:net';
 import { expect, it } from 'vitest';
-import { cli, sim } from './helpers/index.js';
+import { sim } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgClient, pgRows } from './helpers/pg.js';
 import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
+import { runCli } from './helpers/run-cli.js';
 
 async function scalar(schema: string, sql: string): Promise<string> {
   const c = await pgClient();
@@ -28,7 +29,7 @@ describePg('pull into PostgreSQL', () => {
     // The URL holds the password: through the environment, not the command line (which is warned about).
     const args = ['pull', '--pg-schema', schema, '--base-url', s.url, '--page-size', '25', '--json'];
     const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_DB: PG_URL } };
-    const first = await cli(args, env);
+    const first = await runCli(args, env);
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
     const roles = s.data.campaigns.filter((c) => c.type === 'ROLE_SUBMISSION');
@@ -70,7 +71,7 @@ describePg('pull into PostgreSQL', () => {
     expect(await scalar(schema, 'SELECT count(*) FROM score_details_full')).toBe(String(details));
     expect(await scalar(schema, 'SELECT count(*) FROM eval_results WHERE position IS NULL')).toBe('0');
     // Again: nothing new, nothing duplicated.
-    const second = await cli(args, env);
+    const second = await runCli(args, env);
     expect(second.code).toBe(0);
     const doc = JSON.parse(second.stdout) as { streams: Array<{ new: number; updated: number }> };
     expect(doc.streams.length).toBe(3);
@@ -96,7 +97,7 @@ describePg('pull into PostgreSQL', () => {
     down.port = String(closed);
     // Through the environment: on the command line, a URL with a password is warned about first (pg-url.test.ts).
     for (const url of [down.toString(), wrong.toString()]) {
-      const r = await cli(['pull', '--base-url', s.url], { env: { ...env.env, CAMPAIGN_SYNC_DB: url } });
+      const r = await runCli(['pull', '--base-url', s.url], { env: { ...env.env, CAMPAIGN_SYNC_DB: url } });
       expect(r.code).toBe(74);
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr).toContain(`postgres://${u.username}@127.0.0.1:`);
@@ -108,9 +109,9 @@ describePg('pull into PostgreSQL', () => {
   it('--format ndjson with a postgres:// --db, or a bad --pg-schema, is a usage error (exit 2)', async () => {
     const s = await sim({ campaigns: 1, records: 5 });
     const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
-    const a = await cli(['pull', '--db', PG_URL, '--pg-schema', freshSchema(), '--format', 'ndjson', '--base-url', s.url], env);
+    const a = await runCli(['pull', '--db', PG_URL, '--pg-schema', freshSchema(), '--format', 'ndjson', '--base-url', s.url], env);
     expect(a.code).toBe(2);
-    const b = await cli(['pull', '--db', PG_URL, '--pg-schema', 'Bad-Name', '--base-url', s.url], env);
+    const b = await runCli(['pull', '--db', PG_URL, '--pg-schema', 'Bad-Name', '--base-url', s.url], env);
     expect(b.code).toBe(2);
     expect(b.stderr).toContain('--pg-schema');
   });
@@ -118,7 +119,7 @@ describePg('pull into PostgreSQL', () => {
   it('watch passes into PostgreSQL, picking up growth between passes', async () => {
     const s = await sim({ campaigns: 2, records: 40, growth: { count: 5, windowMs: 500 } });
     const schema = freshSchema();
-    const r = await cli(
+    const r = await runCli(
       ['watch', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url, '--max-cycles', '2', '--interval', '1s', '--json'],
       {
         env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },

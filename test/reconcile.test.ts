@@ -14,7 +14,8 @@ import { Checkpoints } from '../src/store/checkpoints.js';
 import { openDatabase } from '../src/store/db.js';
 import { SqliteSink } from '../src/store/sinks/sqlite.js';
 import { reconcile } from '../src/sync/reconcile.js';
-import { cli, clientConfig, sim, startCli, tempDir } from './helpers/index.js';
+import { clientConfig, sim, startCli, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 const count = (db: ReturnType<typeof openDatabase>, sql: string, ...args: unknown[]) =>
   db
@@ -30,13 +31,13 @@ function lines(file: string): Array<Record<string, unknown>> {
 }
 
 async function pullCli(s: RunningSimulator, args: string[]) {
-  const r = await cli(['pull', '--base-url', s.url, ...args], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+  const r = await runCli(['pull', '--base-url', s.url, ...args], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
   expect(r.code, r.stderr).toBe(0);
   return r;
 }
 
 async function reconcileCli(s: RunningSimulator, args: string[]) {
-  return cli(['reconcile', '--base-url', s.url, '--json', ...args], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+  return runCli(['reconcile', '--base-url', s.url, '--json', ...args], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
 }
 
 describe('reconcile into SQLite', () => {
@@ -203,7 +204,7 @@ describe('reconcile into NDJSON', () => {
       run.child.kill('SIGKILL');
       await run.exited;
     }
-    const final = await cli([...args.slice(0, -1), '--json'], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    const final = await runCli([...args.slice(0, -1), '--json'], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
     expect(final.code, final.stderr).toBe(0);
     const all = [...lines(join(out, 'session_results.ndjson')), ...lines(join(out, 'role_results.ndjson'))];
     const tombstones = all.filter((l) => typeof l._deleted_at === 'string');

@@ -6,8 +6,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { commandEvents } from '../src/ui/events.js';
 import { Output } from '../src/ui/output.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
 import { CAMPAIGN, campaignList, mockClient, mockService } from './helpers/mock.js';
+import { runCli } from './helpers/run-cli.js';
 
 const KEY = 'secret-test-key';
 
@@ -138,7 +139,7 @@ describe('the request log', () => {
     const keyFile = join(tempDir(), 'key');
     const { writeFileSync } = await import('node:fs');
     writeFileSync(keyFile, s.apiKey, { mode: 0o600 });
-    const r = await cli(['pull', '-v', '--json', '--base-url', s.url, '--api-key-file', keyFile, '--db', db, '--page-size', '50']);
+    const r = await runCli(['pull', '-v', '--json', '--base-url', s.url, '--api-key-file', keyFile, '--db', db, '--page-size', '50']);
     expect(r.code).toBe(0);
     const summary = JSON.parse(r.stdout) as { requests: number };
     const logged = r.stderr

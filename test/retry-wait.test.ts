@@ -15,7 +15,8 @@ import { resolveApiConfig } from '../src/config/config.js';
 import { parseDuration } from '../src/config/duration.js';
 import { formatDuration } from '../src/core/rate.js';
 import { ApiError, NetworkError, UsageError } from '../src/errors.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 import { selfSigned as makeCertificate } from './helpers/tls.js';
 import { describeWith, needs } from './helpers/tools.js';
 
@@ -276,7 +277,7 @@ describeWith('openssl', 'the wrong scheme for the port: http:// to TLS, https://
   it('the CLI: http:// to an https simulator exits 5 at once with the hint', async () => {
     const s = await sim({ campaigns: 1, records: 1, tls });
     const url = s.url.replace('https://', 'http://');
-    const r = await cli(['campaigns', '--base-url', url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    const r = await runCli(['campaigns', '--base-url', url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
     expect(r.code).toBe(5);
     expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/speaks TLS there; not retried: use https:\/\/ in --base-url$/)]);
     expect(r.stderr).not.toContain(s.apiKey);
@@ -289,7 +290,7 @@ describe('cli: a long Retry-After does not hold the lock', () => {
   it('pull fails every stream at once naming the Retry-After (exit 5), with one request each', async () => {
     const s = await rateLimited();
     const t0 = Date.now();
-    const r = await cli(['pull', '--db', join(tempDir(), 'm.db'), '--quiet'], {
+    const r = await runCli(['pull', '--db', join(tempDir(), 'm.db'), '--quiet'], {
       env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey },
       timeoutMs: 20_000,
     });
@@ -306,7 +307,7 @@ describe('cli: a long Retry-After does not hold the lock', () => {
   });
 
   it('--max-retry-wait is a checked flag (exit 2 naming it)', async () => {
-    const r = await cli(['pull', '--db', join(tempDir(), 'm.db'), '--max-retry-wait', 'forever'], {
+    const r = await runCli(['pull', '--db', join(tempDir(), 'm.db'), '--max-retry-wait', 'forever'], {
       env: { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' },
     });
     expect(r.code).toBe(2);

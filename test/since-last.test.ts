@@ -11,7 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { exportTable } from '../src/commands/export.js';
 import { openDatabase } from '../src/store/db.js';
 import { parseStrictCsv } from './helpers/csv.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 type Row = Record<string, unknown>;
 
@@ -22,7 +23,7 @@ describe('export --since-last', () => {
     const dir = tempDir();
     const db = join(dir, 'm.db');
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
-    expect((await cli(['pull', '--db', db], { env })).code).toBe(0);
+    expect((await runCli(['pull', '--db', db], { env })).code).toBe(0);
     let n = 0;
     const since = async (consumer: string, format = 'ndjson', extra: Record<string, string> = {}) => {
       const out = join(dir, `${consumer}-${n++}.${format}`);
@@ -51,8 +52,8 @@ describe('export --since-last', () => {
     const removed = s.data.sessionResult(session, 7).id;
     s.changes.rescore(session, 4, now);
     s.changes.remove(session, 7);
-    expect((await cli(['pull', '--db', db, '--full'], { env })).code).toBe(0);
-    expect((await cli(['reconcile', '--db', db, '--prune'], { env })).code).toBe(0);
+    expect((await runCli(['pull', '--db', db, '--full'], { env })).code).toBe(0);
+    expect((await runCli(['reconcile', '--db', db, '--prune'], { env })).code).toBe(0);
 
     const second = ndjson(await since('warehouse'));
     const deleted = second.filter((r) => r._deleted_at !== null);
@@ -72,7 +73,7 @@ describe('export --since-last', () => {
 
     // Parquet and CSV carry the same column; --columns picks columns, _deleted_at always last.
     now += 60_000;
-    expect((await cli(['pull', '--db', db], { env })).code).toBe(0);
+    expect((await runCli(['pull', '--db', db], { env })).code).toBe(0);
     const bytes = readFileSync(await since('warehouse', 'parquet'));
     const rows = (await parquetReadObjects({
       file: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,
@@ -88,13 +89,23 @@ describe('export --since-last', () => {
     const s = await sim({ campaigns: 2, records: 10 });
     const dir = tempDir();
     const db = join(dir, 'm.db');
-    expect((await cli(['pull', '--db', db], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
-    const bad = await cli(['export', '--db', db, '--table', 'role-results', '--since-last', 'w', '-o', join(dir, 'missing', 'x.ndjson')]);
+    expect((await runCli(['pull', '--db', db], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    const bad = await runCli([
+      'export',
+      '--db',
+      db,
+      '--table',
+      'role-results',
+      '--since-last',
+      'w',
+      '-o',
+      join(dir, 'missing', 'x.ndjson'),
+    ]);
     expect(bad.code).toBe(74);
     const mirror = openDatabase(db, { readonly: true });
     expect(mirror.prepare('SELECT count(*) FROM export_consumers').pluck().get()).toBe(0);
     mirror.close();
-    const ok = await cli([
+    const ok = await runCli([
       'export',
       '--db',
       db,
@@ -116,7 +127,7 @@ describe('export --since-last', () => {
     const s = await sim({ campaigns: 2, records: 5 });
     const dir = tempDir();
     const db = join(dir, 'm.db');
-    expect((await cli(['pull', '--db', db], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
+    expect((await runCli(['pull', '--db', db], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
     const o = ['-o', join(dir, 'x.csv')];
     for (const [args, says] of [
       [['--table', 'session-results', '--since-last', 'w'], /--since-last needs -o/],
@@ -127,7 +138,7 @@ describe('export --since-last', () => {
         /does not go with --campaign, --since or --until/,
       ],
     ] as const) {
-      const r = await cli(['export', '--db', db, ...args]);
+      const r = await runCli(['export', '--db', db, ...args]);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toMatch(says);
     }

@@ -11,8 +11,9 @@ import { describe, expect, it } from 'vitest';
 import { UsageError } from '../src/errors.js';
 import { uncaughtStorageError } from '../src/main.js';
 import { RunLock } from '../src/store/lock.js';
-import { BIN, type CliResult, cli, sim, tempDir } from './helpers/index.js';
+import { BIN, type CliResult, sim, tempDir } from './helpers/index.js';
 import { mountReadOnly, mountTmpfs } from './helpers/mounts.js';
+import { runCli } from './helpers/run-cli.js';
 
 const ROOT = process.getuid?.() === 0;
 const NOBODY = 65534;
@@ -58,7 +59,7 @@ async function mirror(dir: string, name = 'm.db') {
   const s = await sim({ campaigns: 2, records: 20 });
   const db = join(dir, name);
   const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
-  const r = await cli(['pull', '--db', db, '--quiet'], { env });
+  const r = await runCli(['pull', '--db', db, '--quiet'], { env });
   expect(r.code, r.stderr).toBe(0);
   return { db, env };
 }
@@ -71,15 +72,15 @@ describe('storage failures at open and lock time exit 74', () => {
     const dir = tempDir();
     const db = join(dir, 'nodir', 'x.db');
     for (const args of [['pull'], ['watch', '--max-cycles', '1']]) {
-      const r = await cli([...args, '--db', db], { env: deadApi });
+      const r = await runCli([...args, '--db', db], { env: deadApi });
       expectStorageFailure(r, new RegExp(`${join(dir, 'nodir')}.* does not exist`));
       expect(r.stderr).not.toContain('.lock');
     }
     const s = await sim({ campaigns: 1, records: 1 });
-    const campaigns = await cli(['campaigns', '--db', db], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    const campaigns = await runCli(['campaigns', '--db', db], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
     expectStorageFailure(campaigns, new RegExp(`${join(dir, 'nodir')}.* does not exist`));
     // Reading commands: a database that does not exist is a wrong path (exit 2), whatever the reason.
-    const status = await cli(['status', '--db', db]);
+    const status = await runCli(['status', '--db', db]);
     expect(status.code).toBe(2);
     expect(status.stderr).toMatch(/no database at .*nodir\/x\.db \(run `campaign-sync pull` first/);
     expect(existsSync(join(dir, 'nodir'))).toBe(false);
@@ -89,10 +90,10 @@ describe('storage failures at open and lock time exit 74', () => {
     const dir = tempDir();
     const adir = join(dir, 'adir');
     mkdirSync(adir);
-    expectStorageFailure(await cli(['pull', '--db', adir], { env: deadApi }), new RegExp(`${adir} is a folder, not a database file`));
+    expectStorageFailure(await runCli(['pull', '--db', adir], { env: deadApi }), new RegExp(`${adir} is a folder, not a database file`));
     expect(existsSync(`${adir}.lock`)).toBe(false);
     for (const args of [['status'], ['export', '--table', 'campaigns'], ['reset', '--all']]) {
-      expectStorageFailure(await cli([...args, '--db', adir]), new RegExp(`${adir} is a folder, not a database file`));
+      expectStorageFailure(await runCli([...args, '--db', adir]), new RegExp(`${adir} is a folder, not a database file`));
     }
   });
 
@@ -101,12 +102,12 @@ describe('storage failures at open and lock time exit 74', () => {
     const { db, env } = await mirror(dir);
     writeFileSync(`${db}.lock`, 'this is not a lock file, it is garbage from somewhere else\n'.repeat(20));
     for (const args of [['pull'], ['reset', '--all']]) {
-      const r = await cli([...args, '--db', db], { env });
+      const r = await runCli([...args, '--db', db], { env });
       expectStorageFailure(r, new RegExp(`${db}\\.lock is not a campaign-sync lock file.*remove it if no campaign-sync is running`));
     }
     expect(() => RunLock.acquire(db)).toThrow(expect.objectContaining({ name: 'StorageError', exitCode: 74 }));
     rmSync(`${db}.lock`);
-    expect((await cli(['pull', '--db', db, '--quiet'], { env })).code).toBe(0);
+    expect((await runCli(['pull', '--db', db, '--quiet'], { env })).code).toBe(0);
   });
 
   it('a full disk at open time is a storage failure naming the path, not "not a campaign-sync database"', async (ctx) => {
@@ -121,7 +122,7 @@ describe('storage failures at open and lock time exit 74', () => {
         expect((err as NodeJS.ErrnoException).code).toBe('ENOSPC');
       }
       const db = join(dir, 'm.db');
-      const r = await cli(['pull', '--db', db], { env: deadApi });
+      const r = await runCli(['pull', '--db', db], { env: deadApi });
       expectStorageFailure(r, new RegExp(`${dir}/m\\.db.*(no space left on the device|database or disk is full)`));
       expect(r.stderr).not.toMatch(/not a campaign-sync database/);
     } finally {
@@ -137,16 +138,16 @@ describe('a mirror on read-only storage', () => {
     const undo = mountReadOnly(dir);
     if (!undo) return ctx.skip();
     try {
-      const status = await cli(['status', '--db', db, '--json']);
+      const status = await runCli(['status', '--db', db, '--json']);
       expect(status.code, status.stderr).toBe(0);
       expect(JSON.parse(status.stdout).streams).toHaveLength(2);
-      const exported = await cli(['export', '--db', db, '--table', 'campaigns', '--format', 'ndjson']);
+      const exported = await runCli(['export', '--db', db, '--table', 'campaigns', '--format', 'ndjson']);
       expect(exported.code, exported.stderr).toBe(0);
       expect(exported.stdout.trim().split('\n')).toHaveLength(2);
 
-      const pull = await cli(['pull', '--db', db], { env });
+      const pull = await runCli(['pull', '--db', db], { env });
       expectStorageFailure(pull, new RegExp(`${db}.*read-only file system \\(EROFS\\)`));
-      const reset = await cli(['reset', '--all', '--db', db]);
+      const reset = await runCli(['reset', '--all', '--db', db]);
       expectStorageFailure(reset, new RegExp(`cannot open ${db} for writing: read-only file system \\(EROFS\\)`));
       expect(reset.stderr).not.toMatch(/cannot create/);
     } finally {
@@ -163,7 +164,7 @@ describe('a mirror on read-only storage', () => {
     const undo = mountReadOnly(bare);
     if (!undo) return ctx.skip();
     try {
-      const r = await cli(['status', '--db', join(bare, 'm.db')]);
+      const r = await runCli(['status', '--db', join(bare, 'm.db')]);
       expectStorageFailure(
         r,
         new RegExp(`cannot read ${bare}/m\\.db on read-only storage: its m\\.db-wal and m\\.db-shm files are missing`),

@@ -20,9 +20,10 @@ import type { Sink } from '../src/store/sinks/sink.js';
 import { SqliteSink } from '../src/store/sinks/sqlite.js';
 import { Database } from '../src/store/sqlite.js';
 import { runPass } from '../src/sync/pass.js';
-import { cli, clientConfig, servedRecords, sim, tempDir } from './helpers/index.js';
+import { clientConfig, servedRecords, sim, tempDir } from './helpers/index.js';
 import { passDefaults, withCommitPage } from './helpers/mock.js';
 import { mountTmpfs, resizeTmpfs } from './helpers/mounts.js';
+import { runCli } from './helpers/run-cli.js';
 
 const CAMPAIGNS = 4;
 const RECORDS = 200;
@@ -283,7 +284,7 @@ describe('a real full disk (tmpfs), through the CLI', () => {
           ...(format === 'ndjson' ? ['--format', 'ndjson', '--out', out] : []),
         ];
         const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
-        const full = await cli(args, { env });
+        const full = await runCli(args, { env });
         expect(full.code, full.stderr).toBe(ExitCode.storage);
         expect(full.stderr).toMatch(/campaign-sync: .*(m\.db|\.ndjson).*(full|no space)/);
         expect(
@@ -294,9 +295,9 @@ describe('a real full disk (tmpfs), through the CLI', () => {
         ).toHaveLength(1);
 
         resizeTmpfs(dir, 64 * 1024);
-        const first = await cli(args, { env });
+        const first = await runCli(args, { env });
         expect(first.code, first.stderr).toBe(0);
-        const second = await cli([...args, '--json'], { env });
+        const second = await runCli([...args, '--json'], { env });
         expect(second.code, second.stderr).toBe(0);
         expect(JSON.parse(second.stdout).records).toBe(0);
         if (format === 'sqlite') {

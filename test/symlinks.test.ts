@@ -23,7 +23,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { openDatabase } from '../src/store/db.js';
 import { makePrivate, openPrivateFile, openSqlite, prepareSqliteFile, writePrivateFile } from '../src/store/private-file.js';
-import { type CliResult, cli, sim, tempDir } from './helpers/index.js';
+import { type CliResult, sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 const BYTES = 'precious: not campaign-sync data\n';
 
@@ -49,7 +50,7 @@ let someEmail: string;
 beforeAll(async () => {
   s = await sim({ campaigns: 2, records: 5 });
   template = join(tempDir(), 'm.db');
-  const r = await cli(['pull', '--db', template], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+  const r = await runCli(['pull', '--db', template], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
   expect(r.code, r.stderr).toBe(0);
   const db = openDatabase(template, { mustExist: true, readonly: true });
   someEmail = db.prepare('SELECT user_email FROM session_results WHERE user_email IS NOT NULL LIMIT 1').pluck().get() as string;
@@ -75,7 +76,8 @@ function world(): World {
     out: join(dir, 'out'),
     state,
     ledger: join(state, 'campaign-sync', 'budget-slots.db'),
-    run: (args) => cli(args, { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state }, cwd: dir }),
+    run: (args) =>
+      runCli(args, { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state }, cwd: dir }),
   };
   mkdirSync(join(state, 'campaign-sync'), { recursive: true });
   return w;

@@ -11,7 +11,8 @@ import { openDatabase } from '../src/store/db.js';
 import { cell, safeJson, showLines, showText } from '../src/ui/escape.js';
 import { Output } from '../src/ui/output.js';
 import { renderTable } from '../src/ui/table.js';
-import { type CliResult, cli, tempDir } from './helpers/index.js';
+import { type CliResult, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 const ESC = '\x1b';
 const BEL = '\x07';
@@ -187,7 +188,7 @@ describe('a hostile service reaches no terminal', () => {
   it('campaigns, pull, watch, status and error lines escape every control character', async () => {
     const runs: Array<[string, CliResult]> = [];
     const run = async (label: string, args: string[], e: Record<string, string> = env()) => {
-      const r = await cli(args, { env: e });
+      const r = await runCli(args, { env: e });
       runs.push([label, r]);
       return r;
     };

@@ -7,7 +7,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli } from './helpers/run-cli.js';
 
 /** A loopback port nothing listens on (taken, then released). */
 async function closedPort(): Promise<number> {
@@ -23,15 +24,15 @@ describe('where things are', () => {
     const s = await sim({ campaigns: 1, records: 2 });
     const db = join(tempDir(), 'm.db');
     const env = { CAMPAIGN_SYNC_API_KEY: s.apiKey };
-    const r = await cli(['watch', '--db', db, '--base-url', s.url, '--max-cycles', '1', '--interval', '90s', '--rate-limit', '20/2s'], {
+    const r = await runCli(['watch', '--db', db, '--base-url', s.url, '--max-cycles', '1', '--interval', '90s', '--rate-limit', '20/2s'], {
       env,
     });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr.split('\n')[0]).toBe(`watching ${s.url} into ${db} every 90s, request budget 20/2s`);
     // --json keeps it on stderr (stdout holds the passes' lines); --quiet silences it.
-    const json = await cli(['watch', '--db', db, '--base-url', s.url, '--max-cycles', '1', '--json'], { env });
+    const json = await runCli(['watch', '--db', db, '--base-url', s.url, '--max-cycles', '1', '--json'], { env });
     expect(json.stderr).toContain(`watching ${s.url} into ${db} every 2m, request budget 100/1m`);
-    const quiet = await cli(['watch', '--db', db, '--base-url', s.url, '--max-cycles', '1', '--quiet'], { env });
+    const quiet = await runCli(['watch', '--db', db, '--base-url', s.url, '--max-cycles', '1', '--quiet'], { env });
     expect(quiet.stdout + quiet.stderr).toBe('');
   });
 
@@ -40,14 +41,14 @@ describe('where things are', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'campaign-sync.toml'), `default_profile = "p"\n[profiles.p]\nbase_url = "${s.url}"\ndb = "mirror/x.db"\n`);
     mkdirSync(join(dir, 'mirror'));
-    const r = await cli(['pull'], { cwd: dir, env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    const r = await runCli(['pull'], { cwd: dir, env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trimEnd().split('\n').at(-1)).toBe(`written to ${join(dir, 'mirror', 'x.db')}`);
-    const json = JSON.parse((await cli(['pull', '--json'], { cwd: dir, env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).stdout);
+    const json = JSON.parse((await runCli(['pull', '--json'], { cwd: dir, env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).stdout);
     expect(json.written_to).toEqual({ format: 'sqlite', db: join(dir, 'mirror', 'x.db') });
     const out = join(dir, 'drop');
     mkdirSync(out);
-    const nd = await cli(['pull', '--db', join(dir, 'n.db'), '--out', out], { cwd: dir, env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
+    const nd = await runCli(['pull', '--db', join(dir, 'n.db'), '--out', out], { cwd: dir, env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
     expect(nd.code, nd.stderr).toBe(0);
     expect(nd.stdout).toContain(`written to ${out} (NDJSON; checkpoints in ${join(dir, 'n.db')})`);
   });
@@ -56,12 +57,12 @@ describe('where things are', () => {
     const port = await closedPort();
     const db = join(tempDir(), 'm.db');
     const base = `http://127.0.0.1:${port}/svc`;
-    const flag = await cli(['pull', '--db', db, '--base-url', base, '--max-retries', '0'], {
+    const flag = await runCli(['pull', '--db', db, '--base-url', base, '--max-retries', '0'], {
       env: { CAMPAIGN_SYNC_API_KEY: 'sk-test-key' },
     });
     expect(flag.code).toBe(5);
     expect(flag.stderr).toContain(`ECONNREFUSED: nothing listens at ${base} (connection refused): check --base-url`);
-    const env = await cli(['pull', '--db', db, '--max-retries', '0'], {
+    const env = await runCli(['pull', '--db', db, '--max-retries', '0'], {
       env: { CAMPAIGN_SYNC_API_KEY: 'sk-test-key', CAMPAIGN_SYNC_BASE_URL: base },
     });
     expect(env.stderr).toContain('check CAMPAIGN_SYNC_BASE_URL');
@@ -71,7 +72,7 @@ describe('where things are', () => {
     const s = await sim({ campaigns: 1, records: 2 });
     const db = join(tempDir(), 'm.db');
     const env = { CAMPAIGN_SYNC_API_KEY: s.apiKey };
-    const r = await cli(['pull', '--db', db, '--base-url', `${s.url}/api`], { env });
+    const r = await runCli(['pull', '--db', db, '--base-url', `${s.url}/api`], { env });
     expect(r.code).toBe(4);
     expect(r.stderr).toMatch(
       new RegExp(
@@ -79,6 +80,6 @@ describe('where things are', () => {
       ),
     );
     // The right URL: no 404 at all.
-    expect((await cli(['pull', '--db', db, '--base-url', s.url, '--quiet'], { env })).code).toBe(0);
+    expect((await runCli(['pull', '--db', db, '--base-url', s.url, '--quiet'], { env })).code).toBe(0);
   });
 });

@@ -68,7 +68,7 @@ export interface ClientOptions {
   clock?: Clock;
   /** undici dispatcher; tests pass a MockAgent. Default: api/dispatcher.ts (a keep-alive Pool, or the proxy). */
   dispatcher?: Dispatcher;
-  /** The environment the proxy variables are read from (default: process.env). */
+  /** The environment the proxy variables are read from (default: the run's, core/io.ts). */
   env?: NodeJS.ProcessEnv;
   maxBodyBytes?: number;
   random?: () => number;

@@ -14,6 +14,7 @@
 import { isIP } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { MAX_TIMER_MS } from '../core/clock.js';
+import { currentIo } from '../core/io.js';
 import { isLoopbackHost } from '../core/loopback.js';
 import { UsageError } from '../errors.js';
 import { envHttpProxyAgent, Pool } from './undici.js';
@@ -82,7 +83,7 @@ function proxyVars(env: NodeJS.ProcessEnv) {
 }
 
 /** The proxy variable that applies to `origin`, if any: never one for a loopback origin. */
-export function proxyFor(origin: URL, env: NodeJS.ProcessEnv = process.env): { name: string; value: string } | undefined {
+export function proxyFor(origin: URL, env: NodeJS.ProcessEnv = currentIo().env): { name: string; value: string } | undefined {
   if (isLoopbackHost(origin.hostname)) return undefined;
   const vars = proxyVars(env);
   const chosen = origin.protocol === 'https:' ? vars.https : vars.http;
@@ -106,7 +107,7 @@ function describeProxy(value: string, name: string): string {
  * anyway (api/body.ts), but the connection would stay taken for 300 s, and a watch whose proxy came
  * back would find every connection still stuck.
  */
-export function createRoute(origin: URL, env: NodeJS.ProcessEnv = process.env, timeoutMs = PROXY_ANSWER_MS): Route {
+export function createRoute(origin: URL, env: NodeJS.ProcessEnv = currentIo().env, timeoutMs = PROXY_ANSWER_MS): Route {
   const limits = { connections: MAX_CONNECTIONS, keepAliveTimeout: KEEP_ALIVE_MS };
   const proxy = proxyFor(origin, env);
   if (!proxy) return { dispatcher: new Pool(origin.origin, limits) };

@@ -10,6 +10,7 @@
 
 import { createRoute } from '../api/dispatcher.js';
 import { sleep as realSleep } from '../core/clock.js';
+import { currentIo } from '../core/io.js';
 import { userAgent } from '../core/version.js';
 import type { StreamRow } from '../store/checkpoints.js';
 import { requestIdOf, type StateChange, stateChanges } from '../sync/alerts.js';
@@ -118,7 +119,7 @@ export class Notifier {
   private async post(body: string): Promise<{ ok: true } | { ok: false; problem: string; retry: boolean }> {
     // Loaded with the first alert: the whole of undici costs a pull's start-up a third of its time.
     const { request } = await import('undici');
-    this.route ??= createRoute(this.url, process.env, this.o.timeoutMs);
+    this.route ??= createRoute(this.url, currentIo().env, this.o.timeoutMs);
     try {
       const res = await request(this.url, {
         method: 'POST',

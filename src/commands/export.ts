@@ -4,6 +4,7 @@ import type { Writable } from 'node:stream';
 import { dbChoice } from '../config/config.js';
 import { parseDate } from '../config/duration.js';
 import { type ExportSettings, resolveSettings } from '../config/settings.js';
+import { currentIo } from '../core/io.js';
 import { ExportInterrupted, errorCode, isAbort, storageError, UsageError } from '../errors.js';
 import { noRowsWarning, selectedCampaign } from '../export/campaign.js';
 import { writeCsv } from '../export/csv.js';
@@ -104,7 +105,7 @@ function outputFile(given: string | undefined): string | undefined {
  */
 export async function exportTable(
   flags: ExportFlags,
-  stdout: Writable = process.stdout,
+  stdout: Writable = currentIo().stdout,
   signal?: AbortSignal,
   settings: ExportSettings = resolveSettings('export', flags),
 ): Promise<number> {

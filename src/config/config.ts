@@ -1,3 +1,4 @@
+import { currentIo } from '../core/io.js';
 import { isLoopbackHost } from '../core/loopback.js';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
@@ -177,7 +178,7 @@ export function resolveApi(inputs: Inputs): ResolvedApi {
 }
 
 /** The API settings from flags and environment alone (no config file). */
-export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = process.env): ApiConfig {
+export function resolveApiConfig(flags: ApiFlags, env: NodeJS.ProcessEnv = currentIo().env): ApiConfig {
   return resolveApi({ flags: flags as Record<string, unknown>, env }).config;
 }
 
@@ -201,7 +202,7 @@ export function dbChoice(path: string, origin: Origin): DbChoice {
  * The database from flags, environment and profile, else the default; a value is named by where it
  * came from: the user who set CAMPAIGN_SYNC_DB in a unit file a year ago never typed --db.
  */
-export function resolveDb(flags: { db?: string | undefined }, env: NodeJS.ProcessEnv = process.env, profile?: Profile): DbChoice {
+export function resolveDb(flags: { db?: string | undefined }, env: NodeJS.ProcessEnv = currentIo().env, profile?: Profile): DbChoice {
   const given = pick('db', { flags, env, profile });
   return given === undefined ? dbChoice(DEFAULTS.db, byDefault('db')) : dbChoice(given.text, given.origin);
 }

@@ -1,5 +1,6 @@
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
+import { currentIo } from '../core/io.js';
 
 /**
  * Every environment variable campaign-sync reads, in one list (flags beat all of them).
@@ -32,18 +33,18 @@ export const ENV = {
 export type EnvKey = keyof typeof ENV;
 
 /** Reads one variable; an empty value counts as unset. */
-export function readEnv(key: EnvKey, env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function readEnv(key: EnvKey, env: NodeJS.ProcessEnv = currentIo().env): string | undefined {
   const value = env[ENV[key].name];
   return value === undefined || value === '' ? undefined : value;
 }
 
 /** The user's state folder for campaign-sync (the request budget's ledger). */
-export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
+export function stateDir(env: NodeJS.ProcessEnv = currentIo().env): string {
   return join(xdgHome('xdgStateHome', env) ?? join(homedir(), '.local', 'state'), 'campaign-sync');
 }
 
 /** An XDG base folder from the environment: a relative one is invalid and ignored, as the XDG spec says. */
-export function xdgHome(key: 'xdgStateHome' | 'xdgConfigHome', env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function xdgHome(key: 'xdgStateHome' | 'xdgConfigHome', env: NodeJS.ProcessEnv = currentIo().env): string | undefined {
   const value = readEnv(key, env);
   return value !== undefined && isAbsolute(value) ? value : undefined;
 }

@@ -8,7 +8,9 @@
  * (/etc/ssl/certs/ca-certificates.crt, 140 certificates). Parsing each certificate again cost 50 ms a
  * start; a certificate that does not parse is the one case Node reports itself.
  */
+
 import { readFileSync } from 'node:fs';
+import { currentIo } from '../core/io.js';
 import { ENV } from './env.js';
 
 const READ_ERRORS: Record<string, string> = {
@@ -19,7 +21,7 @@ const READ_ERRORS: Record<string, string> = {
 };
 
 /** What is wrong with the file NODE_EXTRA_CA_CERTS names, as one line; undefined when it is usable or unset. */
-export function extraCaCertsProblem(env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function extraCaCertsProblem(env: NodeJS.ProcessEnv = currentIo().env): string | undefined {
   const file = env[ENV.extraCaCerts.name];
   if (!file) return undefined;
   const named = `${ENV.extraCaCerts.name}=${file}`;

@@ -7,9 +7,11 @@
  * unknown key is an error naming the file, profile and key, and a literal API key is refused (a
  * config file is shared and backed up; the key belongs in its own 0600 file).
  */
+
 import { lstatSync, readFileSync, type Stats, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { currentIo } from '../core/io.js';
 import { UsageError } from '../errors.js';
 import { ENV, readEnv, xdgHome } from './env.js';
 import { PROFILE_KEYS, type Profile, type ProfileKey } from './sources.js';
@@ -190,7 +192,7 @@ async function readConfig(
 export async function readProfile(
   config: string | undefined,
   fromFlag: string | undefined,
-  env: NodeJS.ProcessEnv = process.env,
+  env: NodeJS.ProcessEnv = currentIo().env,
   cwd = process.cwd(),
 ): Promise<Profile | undefined> {
   const file = findConfigFile(config, env, cwd);

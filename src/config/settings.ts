@@ -4,6 +4,7 @@
  * so a message can name where a value came from (`settings.sourceOf('rateLimit').name`). The
  * defaults are the schemas' (config/schema.ts); commander declares none.
  */
+import { currentIo } from '../core/io.js';
 import type { Destination, Endpoint, ReportType } from '../core/types.js';
 import { UsageError } from '../errors.js';
 import { type ApiConfig, resolveApi, resolvePgSchema } from './config.js';
@@ -280,7 +281,7 @@ function job(c: Collector): void {
 export function resolveSettings<C extends CommandName>(
   command: C,
   flags: object,
-  env: NodeJS.ProcessEnv = process.env,
+  env: NodeJS.ProcessEnv = currentIo().env,
   profile?: Profile,
 ): SettingsOf[C] {
   const c = new Collector({ flags: flags as Record<string, unknown>, env, profile });
@@ -334,7 +335,7 @@ export function resolveSettings<C extends CommandName>(
 }
 
 /** A pull's pass settings alone, from flags and environment (sync tests check them without an API). */
-export function resolvePass(flags: object, env: NodeJS.ProcessEnv = process.env): PassSettings {
+export function resolvePass(flags: object, env: NodeJS.ProcessEnv = currentIo().env): PassSettings {
   const c = new Collector({ flags: flags as Record<string, unknown>, env });
   pass(c, 'pull');
   return c.done<PassSettings & Sourced>();
@@ -344,7 +345,7 @@ export function resolvePass(flags: object, env: NodeJS.ProcessEnv = process.env)
 export async function loadSettings<C extends CommandName>(
   command: C,
   flags: { config?: string; profile?: string },
-  env: NodeJS.ProcessEnv = process.env,
+  env: NodeJS.ProcessEnv = currentIo().env,
   cwd = process.cwd(),
 ): Promise<SettingsOf[C]> {
   const profile = await readProfile(flags.config, flags.profile, env, cwd);

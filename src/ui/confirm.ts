@@ -4,11 +4,12 @@
  * the command asks for an explicit flag instead, so a script never hangs on a prompt.
  */
 import { createInterface } from 'node:readline/promises';
+import { currentIo, type Io } from '../core/io.js';
 import { Cancelled } from '../errors.js';
 import type { Output } from './output.js';
 
 /** True when a question can be asked and answered. */
-export function canAsk(out: Output, stdin: NodeJS.ReadStream = process.stdin): boolean {
+export function canAsk(out: Output, stdin: Io['stdin'] = currentIo().stdin): boolean {
   return out.interactive && stdin.isTTY === true;
 }
 
@@ -22,7 +23,7 @@ export async function confirm(
   question: string,
   cancelled: string,
   signal?: AbortSignal,
-  stdin: NodeJS.ReadStream = process.stdin,
+  stdin: Io['stdin'] = currentIo().stdin,
 ): Promise<boolean> {
   const stderr = out.streams.stderr as NodeJS.WritableStream;
   const rl = createInterface({ input: stdin, output: stderr });

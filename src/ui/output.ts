@@ -5,6 +5,7 @@
  * sequence to the terminal; only paint()'s own colour codes are written raw.
  */
 import { readEnv } from '../config/env.js';
+import { currentIo } from '../core/io.js';
 import { safeJson, showLines, showText } from './escape.js';
 import type { TableStyle } from './table.js';
 
@@ -32,8 +33,8 @@ export class Output {
 
   constructor(
     flags: OutputFlags,
-    readonly streams: Streams = { stdout: process.stdout, stderr: process.stderr },
-    env: NodeJS.ProcessEnv = process.env,
+    readonly streams: Streams = currentIo(),
+    env: NodeJS.ProcessEnv = currentIo().env,
   ) {
     this.json = flags.json === true;
     this.quiet = flags.quiet === true;

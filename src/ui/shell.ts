@@ -5,6 +5,7 @@
  */
 import { accessSync, constants, realpathSync } from 'node:fs';
 import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
+import { currentIo } from '../core/io.js';
 import { showText } from './escape.js';
 
 /** Characters every POSIX shell (and zsh, fish) takes literally anywhere in a word. */
@@ -43,7 +44,7 @@ function ansiC(c: string): string {
  * one shell word. Never a bare name the shell's PATH does not lead to, and never npx, which fetches a
  * name it cannot find from the registry. Under npm exec (npx), PATH is npm's, not the shell's.
  */
-export function commandName(launcher = process.argv[1] ?? 'campaign-sync', env = process.env, cwd = process.cwd()): string {
+export function commandName(launcher = currentIo().launcher, env = currentIo().env, cwd = process.cwd()): string {
   const self = realOrNull(launcher);
   const path = env.npm_command === 'exec' ? '' : (env.PATH ?? '');
   for (const dir of path.split(delimiter)) {

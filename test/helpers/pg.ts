@@ -24,7 +24,7 @@ export function describePg(name: string, fn: () => void): void {
     });
     return;
   }
-  console.warn(`SKIPPED PostgreSQL tests "${name}": ${PG_ERROR} (set CAMPAIGN_SYNC_TEST_PG_URL or install postgresql)`);
+  // The run's one line saying why and what to install is test/pg-global-setup.ts's.
   describe.skip(name, fn);
 }
 

@@ -1,5 +1,5 @@
 /**
- * Programs some tests need that `npm install` cannot bring (zsh, fish, dash, openssl, sqlite3; PostgreSQL has
+ * Programs some tests need that `npm install` cannot bring (zsh, fish, dash, openssl, sqlite3, strace, python3; PostgreSQL has
  * `describePg` in pg.ts, by the same rule). Under CI=true a missing one fails the test that needs it,
  * naming it: .ci/run installs them, and CI must never pass by skipping. Elsewhere the test is
  * skipped and one line per program says what to install.
@@ -8,7 +8,15 @@ import { spawnSync } from 'node:child_process';
 import { describe, it, type TestContext } from 'vitest';
 
 /** Debian's package of each program. */
-const PACKAGES: Record<string, string> = { zsh: 'zsh', fish: 'fish', dash: 'dash', openssl: 'openssl', sqlite3: 'sqlite3' };
+const PACKAGES: Record<string, string> = {
+  zsh: 'zsh',
+  fish: 'fish',
+  dash: 'dash',
+  openssl: 'openssl',
+  sqlite3: 'sqlite3',
+  strace: 'strace',
+  python3: 'python3',
+};
 const found = new Map<string, boolean>();
 const said = new Set<string>();
 

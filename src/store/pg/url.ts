@@ -3,6 +3,8 @@
  * mirror. The password (from the URL's user part or a `password=` query parameter, PGPASSWORD or
  * ~/.pgpass, which `pg` reads) is never printed: every message names the database by `redactUrl`.
  */
+
+import { currentIo } from '../../core/io.js';
 import { UsageError } from '../../errors.js';
 
 /** Whether `db` (a --db value) names a PostgreSQL database rather than a SQLite file. */
@@ -112,7 +114,7 @@ export function dbWarnings(db: DbSource): string[] {
 export function scrub(message: string, url: string): string {
   let out = message.split(url).join(redactUrl(url));
   for (const secret of secrets(url)) out = out.split(secret).join('***');
-  const env = process.env.PGPASSWORD;
+  const env = currentIo().env.PGPASSWORD;
   if (env) out = out.split(env).join('***');
   return out;
 }

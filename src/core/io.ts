@@ -1,0 +1,40 @@
+/**
+ * The process a command talks to: its streams, environment and launcher. main.ts hands the real
+ * process's to run(); a test hands its own (gh's `iostreams.Test()`) and runs a command in-process.
+ * Code that is not handed an Io explicitly reads the current one (the run's, through async context),
+ * never `process.stdout`, `process.stderr`, `process.stdin` or `process.env` directly.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Readable, Writable } from 'node:stream';
+
+export interface Io {
+  stdout: Writable & { isTTY?: boolean; columns?: number };
+  stderr: Writable & { isTTY?: boolean };
+  stdin: Readable & { isTTY?: boolean; setRawMode?: (mode: boolean) => unknown };
+  env: NodeJS.ProcessEnv;
+  /** The path the program was started by (argv[1]), for the hints that say how to run it again. */
+  launcher: string;
+}
+
+/** The real process's streams, environment and launcher. */
+export function processIo(): Io {
+  return {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+    env: process.env,
+    launcher: process.argv[1] ?? 'campaign-sync',
+  };
+}
+
+const context = new AsyncLocalStorage<Io>();
+
+/** The Io of the run this code is part of; the real process's outside any run. */
+export function currentIo(): Io {
+  return context.getStore() ?? processIo();
+}
+
+/** Runs `fn` with `io` as the current Io of everything it starts, awaited or not. */
+export function withIo<T>(io: Io, fn: () => T): T {
+  return context.run(io, fn);
+}
