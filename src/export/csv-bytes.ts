@@ -11,8 +11,6 @@
  * infinity in a typed cell, bytes that are not UTF-8 (a row's cells would decode them with U+FFFD).
  */
 import { isUtf8 } from 'node:buffer';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { errorCode } from '../errors.js';
 import type { RangeReader } from '../store/snapshot.js';
 import { csvLine, type Encoded, type Encoder, encodeRows } from './csv.js';
@@ -158,37 +156,6 @@ const FIRST_ROWS = 1;
 const BATCH_BYTES = 128 * 1024;
 const MAX_ROWS = 4096;
 
-/**
- * Dead batch blobs handed back to the allocator: better-sqlite3 makes a Buffer per batch, its bytes
- * outside V8's heap, and V8 frees them only when its young generation fills, which a batch's few small
- * objects rarely do: 30-40 MB of dead blobs piled up per thread (a million-row export's peak RSS went
- * from ~132 to ~150 MB on Node 22, past test/export-memory's bound in one CI run of four). A minor GC
- * every GC_EVERY bytes of blobs keeps them near 8 MB (measured: peak arrayBuffers 32 -> 8 MB, RSS 87 ->
- * 62 MB reading the million rows in one process). V8's gc() is reached by setting --expose-gc, which
- * only new contexts see (checked on Node 20, 22 and 24, and in a worker thread); should a Node refuse
- * it, there is none, and the blobs are left to V8 as before.
- */
-const GC_EVERY = 8 * 1024 * 1024;
-let blobBytes = 0;
-let minorGc: (() => void) | null | undefined;
-
-function collectBlobs(bytes: number): void {
-  blobBytes += bytes;
-  if (blobBytes < GC_EVERY) return;
-  blobBytes = 0;
-  if (minorGc === undefined) {
-    minorGc = null;
-    try {
-      setFlagsFromString('--expose-gc');
-      const gc = runInNewContext('gc') as (options: { type: 'minor' }) => void;
-      minorGc = () => gc({ type: 'minor' });
-    } catch {
-      // No gc() to be had here.
-    }
-  }
-  minorGc?.();
-}
-
 /** Encodes the rows in [lo, hi) batch by batch, a chunk at a time (each step stops once a chunk is full). */
 class Batches {
   private from: bigint;
@@ -244,7 +211,6 @@ class Batches {
         // rowid, 2^63 - 1, is never bound plus one).
         this.from = batch.rows < this.limit ? this.hi : batch.last + 1n;
         this.learn(src.length, batch.rows);
-        collectBlobs(src.length);
       }
       if (enc.full) break;
     }
