@@ -1,6 +1,5 @@
 /**
- * CSV export runs on one thread: a second one encoding half the rows saved a few tenths of a second
- * on an idle machine for 40% more CPU, and nothing on a busy one. Nothing on the way of an export
+ * CSV export runs on one thread (export/csv-table.ts). Nothing on the way of an export
  * starts a worker thread, boots one early in the launcher, or forces V8's garbage collector (a batch's
  * dead blobs are left to V8: a million-row export stays well under the memory ceiling of
  * export-memory.test.ts without it).

@@ -2,8 +2,8 @@
  * CSV export of a table with a row id, on one thread and in one read transaction (one snapshot,
  * whatever a pull commits meanwhile: store/snapshot.ts): SQLite joins each batch of rows into bytes
  * that are encoded straight into the encoder's buffers (export/csv-bytes.ts), and the buffers go to
- * the sink a chunk at a time. A second thread encoding half the rows saved a few tenths of a second
- * of wall time on an idle machine for 40% more CPU, and nothing on a busy one: not worth its code.
+ * the sink a chunk at a time. A second thread encoding every other range took 1.4x this CPU, for
+ * 0.9-1.45x this wall time on a shared 2-core machine (paired rounds): not worth its code.
  */
 import type { Db } from '../store/db.js';
 import { RangeReader } from '../store/snapshot.js';
