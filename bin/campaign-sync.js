@@ -35,22 +35,6 @@ globalThis[Symbol.for('campaign-sync.early-signals')] = early;
 
 if (process.env.CAMPAIGN_SYNC_DEBUG) process.setSourceMapsEnabled(true);
 module.enableCompileCache?.();
-// `export`: CSV's helper thread boots while the CLI loads, its own start-up (100-200 ms) overlapping
-// ours, so it is ready by the main thread's first range; export/helper.ts adopts it, or stops it when
-// the export needs none. `failed` is what the command reads of a worker that died before adoption.
-if (process.argv[2] === 'export' && !process.argv.includes('--help') && !process.argv.includes('-h')) {
-  const [{ availableParallelism }, { Worker }] = await Promise.all([import('node:os'), import('node:worker_threads')]);
-  if (availableParallelism() > 1) {
-    const url = new URL('../dist/bundle/csv-worker.js', import.meta.url);
-    const slot = { worker: new Worker(url), url: url.href, failed: false };
-    slot.worker.unref();
-    const failed = () => {
-      slot.failed = true;
-    };
-    slot.worker.on('error', failed).on('exit', failed);
-    globalThis[Symbol.for('campaign-sync.csv-helper')] = slot;
-  }
-}
 const { main } = await import('../dist/bundle/main.js');
 
 main(process.argv);

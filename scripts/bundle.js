@@ -27,9 +27,7 @@ export async function bundle() {
   rmSync(outdir, { recursive: true, force: true });
   await build({
     absWorkingDir: root,
-    // A worker thread's module is an entry of its own: `new URL('./csv-worker.js', import.meta.url)`
-    // in export/helper.ts, inlined into a chunk of dist/bundle/, finds it beside that chunk.
-    entryPoints: { main: 'src/main.ts', 'csv-worker': 'src/export/csv-worker.ts' },
+    entryPoints: { main: 'src/main.ts' },
     outdir,
     bundle: true,
     splitting: true,

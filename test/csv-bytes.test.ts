@@ -7,7 +7,6 @@
 import { describe, expect, it } from 'vitest';
 import { csvLine, Encoder } from '../src/export/csv.js';
 import { CELL, ROW, rangeEncoder } from '../src/export/csv-bytes.js';
-import { MemorySink } from '../src/export/sink.js';
 import type { RangeReader } from '../src/store/snapshot.js';
 
 const TOO_BIG = 1_000_000;
@@ -64,7 +63,12 @@ function fakeReader(rows: unknown[][]) {
 }
 
 function encodeAll(reader: RangeReader, lo: bigint, hi: bigint): string {
-  const sink = new MemorySink();
+  const chunks: Buffer[] = [];
+  const sink = {
+    write: (chunk: string | Uint8Array) => chunks.push(Buffer.from(chunk)) > 0,
+    drain: async () => {},
+    end: async () => {},
+  };
   const enc = new Encoder(sink);
   const ranged = rangeEncoder(reader, lo, hi, { batch: { sql: '', typed: [false, false] }, raw: false });
   for (;;) {
@@ -72,7 +76,7 @@ function encodeAll(reader: RangeReader, lo: bigint, hi: bigint): string {
     enc.flush();
     if (step.done) break;
   }
-  return Buffer.concat(sink.take().map((k) => k.chunk)).toString();
+  return Buffer.concat(chunks).toString();
 }
 
 describe('CSV batches', () => {
@@ -109,23 +113,6 @@ describe('CSV batches', () => {
     expect(encodeAll(only.reader, 1n, 6n)).toBe(big.map((r) => csvLine(r, false, 2)).join(''));
     expect(only.refused).toEqual([]);
     expect(only.limits).toEqual([1, 1, 1, 1, 1]);
-  });
-
-  it("a reader's next range starts from the batch size its last range learned, not from the first batch's", () => {
-    const rows: unknown[][] = [];
-    for (let i = 1n; i <= 2000n; i++) rows.push(['row', 'text', i]);
-    const { reader, limits } = fakeReader(rows);
-    encodeAll(reader, 1n, 1001n);
-    const learnedSize = limits.at(-1) as number;
-    expect(learnedSize).toBeGreaterThan(64);
-    const before = limits.length;
-    expect(encodeAll(reader, 1001n, 2001n)).toBe(
-      rows
-        .slice(1000)
-        .map((r) => csvLine(r, false, 2))
-        .join(''),
-    );
-    expect(limits[before]).toBeGreaterThanOrEqual(learnedSize);
   });
 
   it('a range with no rows, or rowids far apart (up to 2^63 - 1), costs one query per batch of rows, not per rowid', () => {

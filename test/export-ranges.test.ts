@@ -1,31 +1,26 @@
 /**
- * CSV export in rowid ranges on two threads (export/csv-ranges.ts): the bytes are the one-statement,
- * one-thread export's bytes, and every row comes from one snapshot, whatever a writer commits before
- * the helper's snapshot opens or while the ranges are read.
+ * CSV export of a table in batches of bytes SQLite joins (export/csv-table.ts, export/csv-bytes.ts):
+ * the bytes are the one-statement export's bytes (rows read as cells, written by csvLine), and every
+ * row comes from one snapshot, whatever a writer commits while the batches are read.
  */
 
 import { isUtf8 } from 'node:buffer';
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import type BetterSqlite3 from 'better-sqlite3';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { csvLine, writeCsv } from '../src/export/csv.js';
 import { encodeBatch, maxLines } from '../src/export/csv-bytes.js';
-import { type RangeOptions, take, writeCsvRanges } from '../src/export/csv-ranges.js';
-import { discardPrestarted, Helper } from '../src/export/helper.js';
+import { writeCsvTable } from '../src/export/csv-table.js';
 import { FileSink, type Sink } from '../src/export/sink.js';
-import { EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery, rowIdName } from '../src/export/tables.js';
+import { type ExportTable, exportQuery, exportRangeQuery, rowIdName } from '../src/export/tables.js';
 import { openDatabase } from '../src/store/db.js';
 import { RangeReader, READ_CACHE_KIB } from '../src/store/snapshot.js';
 import { Database } from '../src/store/sqlite.js';
 import { BIN, tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
 
-// The worker runs compiled: the global setup builds dist/ before any test.
-const WORKER = new URL('../dist/export/csv-worker.js', import.meta.url);
 const COLUMNS_OF = (dbPath: string, table: ExportTable) => {
   const db = openDatabase(dbPath, { readonly: true });
   const columns = db
@@ -36,12 +31,14 @@ const COLUMNS_OF = (dbPath: string, table: ExportTable) => {
   return columns;
 };
 
-/** Collects what an export writes. */
+/** Collects what an export writes; `onWrite` runs after each chunk (between two batches' reads). */
 class Memory implements Sink {
   readonly chunks: Buffer[] = [];
+  constructor(private readonly onWrite?: (index: number) => void) {}
   write(chunk: string | Uint8Array, written?: () => void): boolean {
     this.chunks.push(Buffer.from(typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk)));
     written?.();
+    this.onWrite?.(this.chunks.length - 1);
     return true;
   }
   async drain(): Promise<void> {}
@@ -138,28 +135,28 @@ const DESCRIBED = (dbPath: string, table: ExportTable) => {
   return described;
 };
 
-/** The export in ranges: rows read in batches of bytes (as the CLI does), or `cells` as arrays. */
+/** The export as the CLI writes it: rows read in batches of bytes, or `cells` as arrays. */
 async function ranges(
   dbPath: string,
   table: ExportTable,
   filter: { campaign?: string },
   raw: boolean,
-  opts: RangeOptions & { cells?: boolean },
+  opts: { cells?: boolean; onWrite?: (index: number) => void } = {},
 ) {
   const db = openDatabase(dbPath, { readonly: true });
   const query = exportRangeQuery(table, { ...filter, schema: 6 }, opts.cells ? undefined : DESCRIBED(dbPath, table));
   expect(query.batch === undefined).toBe(opts.cells === true);
-  const job = { dbPath, ...query, columns: COLUMNS_OF(dbPath, table), raw };
-  const sink = new Memory();
+  const job = { ...query, columns: COLUMNS_OF(dbPath, table), raw };
+  const sink = new Memory(opts.onWrite);
   try {
-    const result = await writeCsvRanges(db, job, sink, { workerUrl: WORKER, minSpan: 0n, target: 4096, ...opts });
-    return { ...result, bytes: sink.bytes };
+    const rows = await writeCsvTable(db, job, sink);
+    return { rows, bytes: sink.bytes, chunks: sink.chunks.length };
   } finally {
     db.close();
   }
 }
 
-const TWO: RangeOptions = { helper: true, waitForHelper: true };
+const CELLS = { cells: true };
 let dbPath: string;
 
 beforeAll(() => {
@@ -167,27 +164,22 @@ beforeAll(() => {
   fill(dbPath, 6000);
 });
 
-describe('CSV export in ranges, on two threads', () => {
-  it('writes byte for byte what one statement on one thread writes: every cell kind, --raw-csv, a filter, a big cell', async () => {
+describe('CSV export in batches of bytes', () => {
+  it('writes byte for byte what one statement read as cells writes: every cell kind, --raw-csv, a filter, a big cell', async () => {
     for (const raw of [false, true]) {
       for (const filter of [{}, { campaign: 'c1' }]) {
         const want = await expected(dbPath, 'eval-results', filter, raw);
-        const two = await ranges(dbPath, 'eval-results', filter, raw, TWO);
-        expect(two.helped, JSON.stringify({ raw, filter })).toBe(true);
-        expect(two.bytes.equals(want), JSON.stringify({ raw, filter })).toBe(true);
-        const one = await ranges(dbPath, 'eval-results', filter, raw, { helper: false });
-        expect(one.helped).toBe(false);
-        expect(one.bytes.equals(want)).toBe(true);
-        expect(two.rows).toBe(one.rows);
-        // Rows read as cells, on two threads.
-        const cells = await ranges(dbPath, 'eval-results', filter, raw, { ...TWO, cells: true });
-        expect(cells.helped).toBe(true);
+        const batches = await ranges(dbPath, 'eval-results', filter, raw);
+        expect(batches.bytes.equals(want), JSON.stringify({ raw, filter })).toBe(true);
+        // Rows read as cells (a UTF-16 database, a table the batch query cannot join).
+        const cells = await ranges(dbPath, 'eval-results', filter, raw, CELLS);
         expect(cells.bytes.equals(want)).toBe(true);
+        expect(batches.rows).toBe(cells.rows);
       }
     }
     // Every other table, `raw` rebuilt in SQL included (empty here, the header alone).
     for (const table of ['campaigns', 'role-results', 'score-details'] as const) {
-      expect((await ranges(dbPath, table, {}, false, TWO)).bytes.equals(await expected(dbPath, table, {}, false))).toBe(true);
+      expect((await ranges(dbPath, table, {}, false)).bytes.equals(await expected(dbPath, table, {}, false))).toBe(true);
     }
   });
 
@@ -326,7 +318,7 @@ describe('CSV export in ranges, on two threads', () => {
       expect(db.pragma('cache_size', { simple: true })).not.toBe(READ_CACHE_KIB);
       const query = exportRangeQuery('eval-results', { schema: 6 });
       const reader = new RangeReader(db, query.sql, query.params);
-      expect(reader.begin(query.spanSql)).toBeDefined();
+      reader.begin();
       expect(db.pragma('cache_size', { simple: true })).toBe(READ_CACHE_KIB);
       reader.end();
     } finally {
@@ -334,83 +326,28 @@ describe('CSV export in ranges, on two threads', () => {
     }
   });
 
-  it('a commit between the main snapshot and the helper: the helper is refused, and the file is the first snapshot', async () => {
-    const path = join(tempDir(), 'between.db');
-    fill(path, 3000);
-    const before = await expected(path, 'eval-results', {}, false);
-    const writer = openDatabase(path);
-    const commit = () => {
-      writer.prepare("UPDATE eval_results SET rationale = 'changed'").run();
-      writer.prepare("INSERT INTO eval_results (parent_type, parent_id, rationale) VALUES ('session_result', 'new', 'new')").run();
-    };
-    const got = await ranges(path, 'eval-results', {}, false, { ...TWO, onSnapshot: commit });
-    writer.close();
-    expect(got.helped).toBe(false);
-    expect(got.bytes.equals(before)).toBe(true);
-    expect((await expected(path, 'eval-results', {}, false)).equals(before)).toBe(false);
-  });
-
-  it('commits while the ranges are read (rows changed, deleted, added) change nothing in the file', async () => {
+  it('commits while the batches are read (rows changed, deleted, added) change nothing in the file', async () => {
     const path = join(tempDir(), 'during.db');
-    fill(path, 3000);
+    // Several chunks of output: a writer commits after each.
+    fill(path, 30_000);
     const before = await expected(path, 'eval-results', {}, false);
     const writer = openDatabase(path);
     let commits = 0;
     const commit = (index: number) => {
-      if (index % 3 !== 1) return;
       commits++;
       writer.prepare('UPDATE eval_results SET rationale = ?').run(`generation ${index}`);
       writer.prepare('DELETE FROM eval_results WHERE rowid % 7 = 0').run();
       writer.prepare("INSERT INTO eval_results (parent_type, parent_id, rationale) VALUES ('session_result', 'new', 'new')").run();
     };
-    const got = await ranges(path, 'eval-results', {}, false, { ...TWO, onRange: commit });
-    writer.close();
+    const got = await ranges(path, 'eval-results', {}, false, { onWrite: commit });
     expect(commits).toBeGreaterThan(2);
-    expect(got.helped).toBe(true);
     expect(got.bytes.equals(before)).toBe(true);
-  });
-
-  it("a helper's range past its byte budget stops early and the main thread writes the rest", async () => {
-    const path = join(tempDir(), 'dense.db');
-    fill(path, 3000);
-    // A campaign absent from the first 3,000 rowids, then dense: the ranges widen over the empty
-    // stretch, and the first ones that reach the dense rows hold far more than their budget.
-    const db = openDatabase(path);
-    const insert = db.prepare(
-      "INSERT INTO eval_results (parent_type, parent_id, rationale, campaign_id) VALUES ('session_result', ?, ?, 'dense')",
-    );
-    db.transaction(() => {
-      for (let i = 0; i < 20_000; i++) insert.run(`d${i}`, `dense, "row" ${i} ${'x'.repeat(300)}`);
-    })();
-    db.close();
-    const want = await expected(path, 'eval-results', { campaign: 'dense' }, false);
-    const got = await ranges(path, 'eval-results', { campaign: 'dense' }, false, TWO);
-    expect(got.helped).toBe(true);
-    expect(got.split).toBeGreaterThan(0);
-    expect(got.bytes.equals(want)).toBe(true);
-  });
-
-  it("the span query reads the table's first and last rowid, not the whole table (both threads run it before any range)", () => {
-    const db = openDatabase(dbPath, { readonly: true });
-    try {
-      for (const table of ['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results'] as const) {
-        const { spanSql } = exportRangeQuery(table, {});
-        const plan = db
-          .prepare(`EXPLAIN QUERY PLAN ${spanSql}`)
-          .all()
-          .map((r) => (r as { detail: string }).detail);
-        // min() and max() in one SELECT scan every row (a covering index at best); each alone is a SEARCH.
-        expect(
-          plan.filter((d) => d.startsWith('SCAN ') && d !== 'SCAN CONSTANT ROW'),
-          `${table}: ${plan.join('; ')}`,
-        ).toEqual([]);
-        const [lo, hi] = db.prepare(spanSql).raw(true).get() as [number, number];
-        const real = EXPORT_TABLES[table].table;
-        expect([lo, hi]).toEqual(db.prepare(`SELECT min(rowid), max(rowid) FROM ${real}`).raw(true).get());
-      }
-    } finally {
-      db.close();
-    }
+    // Read as cells: one statement, the same snapshot.
+    const after = await expected(path, 'eval-results', {}, false);
+    expect(after.equals(before)).toBe(false);
+    const cells = await ranges(path, 'eval-results', {}, false, { ...CELLS, onWrite: commit });
+    writer.close();
+    expect(cells.bytes.equals(after)).toBe(true);
   });
 
   it("a campaign's rows are read by rowid range, not through the campaign's index and a sort for every range", () => {
@@ -462,7 +399,7 @@ describe('CSV export in ranges, on two threads', () => {
     db.close();
     const want = await expected(path, 'eval-results', {}, false);
     expect(want.toString()).toContain('the end');
-    for (const opts of [{ ...TWO }, { helper: false as const }, { ...TWO, cells: true }]) {
+    for (const opts of [{}, CELLS]) {
       const got = await ranges(path, 'eval-results', {}, false, opts);
       expect(got.bytes.equals(want), JSON.stringify(opts)).toBe(true);
     }
@@ -486,18 +423,9 @@ describe('CSV export in ranges, on two threads', () => {
     expect(readFileSync(out, 'utf8')).toContain('"hello, é"');
   });
 
-  it('a helper that cannot start leaves the whole export to the main thread', async () => {
-    const got = await ranges(dbPath, 'eval-results', {}, false, {
-      ...TWO,
-      workerUrl: new URL('../dist/export/no-such-worker.js', import.meta.url),
-    });
-    expect(got.helped).toBe(false);
-    expect(got.bytes.equals(await expected(dbPath, 'eval-results', {}, false))).toBe(true);
-  });
-
-  it('the CLI writes the same bytes to a file and to stdout for a table big enough for the helper', async () => {
+  it('the CLI writes the same bytes to a file and to stdout, over many chunks', async () => {
     const path = join(tempDir(), 'big.db');
-    fill(path, 80_000);
+    fill(path, 40_000);
     const want = await expected(path, 'eval-results', {}, false);
     const out = join(tempDir(), 'e.csv');
     const r = await runCli(['export', '--db', path, '--table', 'eval-results', '-o', out, '--quiet']);
@@ -511,76 +439,6 @@ describe('CSV export in ranges, on two threads', () => {
     const code = await new Promise((resolve) => child.on('close', resolve));
     expect(code).toBe(0);
     expect(Buffer.concat(chunks).equals(want)).toBe(true);
-  });
-});
-
-describe("the launcher's helper thread (bin/campaign-sync.js starts it before the CLI loads)", () => {
-  const SLOT = Symbol.for('campaign-sync.csv-helper');
-  const slots = globalThis as unknown as Record<symbol, unknown>;
-  /** A worker as the launcher leaves it; resolves `exited` when its thread ends. */
-  const prestart = (url = WORKER, failed = false) => {
-    const worker = new Worker(url);
-    worker.on('error', () => {});
-    const exited = once(worker, 'exit').then(() => true);
-    slots[SLOT] = { worker, url: url.href, failed };
-    return { worker, exited };
-  };
-  const within = (p: Promise<boolean>, ms = 10_000) => Promise.race([p, new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
-  afterEach(() => {
-    slots[SLOT] = undefined;
-  });
-
-  it('is adopted by the export (no second thread): it does the ranges and ends with the export', async () => {
-    const { exited } = prestart();
-    const got = await ranges(dbPath, 'eval-results', {}, false, { helper: new Helper(WORKER), waitForHelper: true });
-    expect(slots[SLOT]).toBeUndefined();
-    expect(got.helped).toBe(true);
-    expect(got.bytes.equals(await expected(dbPath, 'eval-results', {}, false))).toBe(true);
-    // Stopped with the export: had the export started a thread of its own, this one would run on.
-    expect(await within(exited)).toBe(true);
-  });
-
-  it('one that failed, or runs another file, is stopped and a thread of its own takes its place', async () => {
-    for (const [url, failed] of [
-      [WORKER, true],
-      [new URL('../dist/bundle/csv-worker.js', import.meta.url), false],
-    ] as const) {
-      const { exited } = prestart(url, failed);
-      const got = await ranges(dbPath, 'eval-results', {}, false, { helper: new Helper(WORKER), waitForHelper: true });
-      expect(await within(exited)).toBe(true);
-      expect(got.helped).toBe(true);
-      expect(got.bytes.equals(await expected(dbPath, 'eval-results', {}, false))).toBe(true);
-    }
-  });
-
-  it('an export with no use for it (NDJSON, Parquet, PostgreSQL, one core) stops it', async () => {
-    const { exited } = prestart();
-    discardPrestarted();
-    expect(slots[SLOT]).toBeUndefined();
-    expect(await within(exited)).toBe(true);
-    // Nothing to stop: no error.
-    discardPrestarted();
-  });
-});
-
-describe('range sizes', () => {
-  it('near the end of the table a range is a quarter of what is left at most, so neither thread waits long for the last one', () => {
-    const span = { lo: 1n, hi: 100_000n };
-    expect(take(span, 1n, 4096n)).toEqual({ lo: 1n, hi: 4097n });
-    expect(take(span, 90_001n, 4096n)).toEqual({ lo: 90_001n, hi: 92_501n });
-    expect(take(span, 99_901n, 4096n)).toEqual({ lo: 99_901n, hi: 99_926n });
-    // Fewer than four of the smallest ranges left: the rest at once, never past the end.
-    expect(take(span, 99_950n, 4096n)).toEqual({ lo: 99_950n, hi: 100_001n });
-    let lo = 1n;
-    let count = 0;
-    while (lo <= span.hi) {
-      const next = take(span, lo, 4096n);
-      expect(next.hi).toBeGreaterThan(lo);
-      lo = next.hi;
-      count++;
-    }
-    expect(lo).toBe(100_001n);
-    expect(count).toBeLessThan(50);
   });
 });
 
@@ -603,7 +461,7 @@ describe('the file sink', () => {
 });
 
 describe("an analyst's own column named rowid, _rowid_ or oid (SQLite then reaches the row id by another name, or none)", () => {
-  it('every row is exported once, in row id order, with the column as its own values, in CSV (ranges or row by row) and NDJSON', async () => {
+  it('every row is exported once, in row id order, with the column as its own values, in CSV (batches or row by row) and NDJSON', async () => {
     const { parse } = await import('csv-parse/sync');
     const path = join(tempDir(), 'shadowed.db');
     fill(path, 3000);

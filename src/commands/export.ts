@@ -1,5 +1,4 @@
 import { type Stats, statSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import type { Writable } from 'node:stream';
 import { dbChoice } from '../config/config.js';
 import { parseDate } from '../config/duration.js';
@@ -8,9 +7,8 @@ import { currentIo } from '../core/io.js';
 import { ExportInterrupted, errorCode, isAbort, storageError, UsageError } from '../errors.js';
 import { noRowsWarning, selectedCampaign } from '../export/campaign.js';
 import { writeCsv } from '../export/csv.js';
-import { writeCsvRanges } from '../export/csv-ranges.js';
+import { writeCsvTable } from '../export/csv-table.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
-import { discardPrestarted, Helper } from '../export/helper.js';
 import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { chosenColumns, EXPORT_TABLES, type ExportTable, exportQuery, exportRangeQuery, isView, rowIdName } from '../export/tables.js';
 import { Campaigns } from '../store/campaigns.js';
@@ -133,13 +131,9 @@ export async function exportTable(
     throw new UsageError('--format parquet writes binary data: give -o <file>, or redirect stdout to a file or a pipe');
   }
 
-  // CSV's helper thread starts now (or the launcher's is adopted): its start-up overlaps ours
-  // (export/csv-ranges.ts). Any other export stops the one the launcher started.
-  if (format !== 'csv' || isPgUrl(dbPath) || availableParallelism() < 2) discardPrestarted();
   if (flags.sinceLast !== undefined) {
     const sinceLast = await import('./export-since.js');
     sinceLast.checkSinceLast({ ...flags, sinceLast: flags.sinceLast }, target);
-    discardPrestarted();
     if (isPgUrl(dbPath))
       throw new UsageError('--since-last works with a SQLite mirror; a PostgreSQL mirror does not keep change numbers yet');
     const job = {
@@ -169,14 +163,7 @@ export async function exportTable(
     };
     return (await import('./export-pg.js')).exportFromPg({ ...job, rawCsv: flags.rawCsv === true }, out, stdout, signal);
   }
-  const helper = format === 'csv' && availableParallelism() > 1 ? new Helper() : undefined;
-  let db: Db;
-  try {
-    db = openDatabase(dbPath, { mustExist: true, readonly: true });
-  } catch (err) {
-    helper?.stop();
-    throw err;
-  }
+  const db: Db = openDatabase(dbPath, { mustExist: true, readonly: true });
   // Written to a private temporary file and renamed at the end (export/file.ts), so a failed export
   // never leaves half a file where a complete one is expected.
   let partial: PartialFile | undefined;
@@ -232,16 +219,14 @@ export async function exportTable(
       const sink: Sink = fileSink ?? new StreamSink(stdout, false, signal);
       if (format === 'csv' || format === 'parquet') {
         if (format === 'csv' && rowid === null) {
-          // Columns named rowid, _rowid_ and oid all hide the row id that ranges are read by: row by row.
+          // Columns named rowid, _rowid_ and oid all hide the row id that batches are read by: row by row.
           rows = await writeCsv(columns, iterateRows(), sink, { raw: flags.rawCsv === true, signal });
         } else if (format === 'csv') {
-          // Read range by range in one snapshot, on two threads when the table is big (export/csv-ranges.ts).
-          // Rows joined into bytes by SQLite a batch at a time (export/csv-bytes.ts) where its text is
+          // Rows joined into bytes by SQLite a batch at a time (export/csv-table.ts) where its text is
           // UTF-8: in a UTF-16 database concat() would read a blob's bytes as UTF-16.
           const bytes = db.pragma('encoding', { simple: true }) === 'UTF-8';
           const ranges = exportRangeQuery(flags.table as ExportTable, filter, bytes ? described : undefined);
-          const job = { dbPath, ...ranges, columns, raw: flags.rawCsv === true };
-          rows = (await writeCsvRanges(db, job, sink, { helper: helper ?? false, signal })).rows;
+          rows = await writeCsvTable(db, { ...ranges, columns, raw: flags.rawCsv === true }, sink, signal);
         } else {
           const raw = iterateRows();
           // Loaded only here: hyparquet-writer (like cli-table3 and lossless-json below) costs a CSV
@@ -305,7 +290,6 @@ export async function exportTable(
     if (errorCode(err)?.startsWith('SQLITE_')) throw storageError(err, `cannot read ${dbPath}`);
     throw storageError(err, `cannot write ${target ?? 'stdout'}`);
   } finally {
-    helper?.stop();
     // The statement stays busy until its iterator ends, and a busy connection cannot close.
     iterator?.return?.();
     db.close();

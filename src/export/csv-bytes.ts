@@ -4,15 +4,13 @@
  * cell of a column without TEXT affinity), which is encoded byte by byte straight into the encoder's
  * buffer. No JavaScript value is made per row or per cell: better-sqlite3 makes one Buffer per batch,
  * where a row's cells (or even its one text) cost a V8 object each and a UTF-8 decode and encode
- * (the whole export on one core took 0.72x the time of reading each row as one text).
+ * (measured on the bench's table: the export read as cells took 1.4x the CPU, 2.7x sqlite3 -csv's).
  *
  * The bytes are csvLine's for the same rows, byte for byte. A batch is read again as cells, and written
  * by csvLine, when its bytes are not exactly its rows: a cell holding a separator, a blob or an
  * infinity in a typed cell, bytes that are not UTF-8 (a row's cells would decode them with U+FFFD).
  */
 import { isUtf8 } from 'node:buffer';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { errorCode } from '../errors.js';
 import type { RangeReader } from '../store/snapshot.js';
 import { csvLine, type Encoded, type Encoder, encodeRows } from './csv.js';
@@ -149,54 +147,19 @@ function real(src: Uint8Array, from: number, to: number, out: Buffer, o: number)
 }
 
 /**
- * Rows in a reader's first batch; later batches aim at BATCH_BYTES from the last batch's bytes per row
- * (at most twice the last batch's rows), and a range starts where the reader's last range left off.
- * One, because nothing is known of the rows yet: 64 rows of up to 40 MB (a hostile run) made a 155 MB
- * first batch, read and encoded at once, with no chance for a signal in between for 12 s. The bench's
- * table reaches its size (~470 rows) after nine small queries, once per export and thread.
+ * Rows in the first batch; later batches aim at BATCH_BYTES from the last batch's bytes per row (at
+ * most twice the last batch's rows). One, because nothing is known of the rows yet: 64 rows of up to
+ * 40 MB (a hostile run) made a 155 MB first batch, read and encoded at once, with no chance for a
+ * signal in between for 12 s. The bench's table reaches its size (~470 rows) after nine small queries.
  */
 const FIRST_ROWS = 1;
 const BATCH_BYTES = 128 * 1024;
 const MAX_ROWS = 4096;
 
-/**
- * Dead batch blobs handed back to the allocator: better-sqlite3 makes a Buffer per batch, its bytes
- * outside V8's heap, and V8 frees them only when its young generation fills, which a batch's few small
- * objects rarely do: 30-40 MB of dead blobs piled up per thread (a million-row export's peak RSS went
- * from ~132 to ~150 MB on Node 22, past test/export-memory's bound in one CI run of four). A minor GC
- * every GC_EVERY bytes of blobs keeps them near 8 MB (measured: peak arrayBuffers 32 -> 8 MB, RSS 87 ->
- * 62 MB reading the million rows in one process). V8's gc() is reached by setting --expose-gc, which
- * only new contexts see (checked on Node 20, 22 and 24, and in a worker thread); should a Node refuse
- * it, there is none, and the blobs are left to V8 as before.
- */
-const GC_EVERY = 8 * 1024 * 1024;
-let blobBytes = 0;
-let minorGc: (() => void) | null | undefined;
-
-function collectBlobs(bytes: number): void {
-  blobBytes += bytes;
-  if (blobBytes < GC_EVERY) return;
-  blobBytes = 0;
-  if (minorGc === undefined) {
-    minorGc = null;
-    try {
-      setFlagsFromString('--expose-gc');
-      const gc = runInNewContext('gc') as (options: { type: 'minor' }) => void;
-      minorGc = () => gc({ type: 'minor' });
-    } catch {
-      // No gc() to be had here.
-    }
-  }
-  minorGc?.();
-}
-
-/** The batch size each reader (each thread's connection) last learned, for its next range. */
-const learned = new WeakMap<RangeReader, number>();
-
 /** Encodes the rows in [lo, hi) batch by batch, a chunk at a time (each step stops once a chunk is full). */
 class Batches {
   private from: bigint;
-  private limit: number;
+  private limit = FIRST_ROWS;
 
   constructor(
     private readonly reader: RangeReader,
@@ -206,7 +169,6 @@ class Batches {
     private readonly raw: boolean,
   ) {
     this.from = lo;
-    this.limit = learned.get(reader) ?? FIRST_ROWS;
   }
 
   step(enc: Encoder): Encoded {
@@ -249,7 +211,6 @@ class Batches {
         // rowid, 2^63 - 1, is never bound plus one).
         this.from = batch.rows < this.limit ? this.hi : batch.last + 1n;
         this.learn(src.length, batch.rows);
-        collectBlobs(src.length);
       }
       if (enc.full) break;
     }
@@ -269,7 +230,6 @@ class Batches {
         if (errorCode(err) !== 'SQLITE_TOOBIG') throw err;
         if (this.limit === 1) return undefined;
         this.limit = 1;
-        learned.set(this.reader, 1);
       }
     }
   }
@@ -282,7 +242,6 @@ class Batches {
     const ideal = Math.floor((BATCH_BYTES * rows) / Math.max(bytes, 1));
     const capped = Math.min(ideal, this.limit * 2, MAX_ROWS);
     this.limit = capped < 1 ? 1 : capped;
-    learned.set(this.reader, this.limit);
   }
 }
 

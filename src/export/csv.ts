@@ -3,7 +3,7 @@
  * quote or any line break (CRLF, bare LF, bare CR) is quoted with its quotes doubled; int64 exact.
  * Hand-written over raw row arrays, encoded a line at a time into ~1 MB buffers that go to the sink whole:
  * csv-stringify's per-cell machinery (an object per row, casts, option checks, a stream step per
- * record) cost 3-4x the query itself (docs/performance.md).
+ * record) cost 3-4x the query itself.
  */
 import { between } from './interrupt.js';
 import { CHUNK, type Sink } from './sink.js';
@@ -32,12 +32,12 @@ function otherCell(value: unknown, raw: boolean): string {
 }
 
 /** A buffer of twice CHUNK bytes: a chunk, and room for the line that fills it. */
-export const newBuffer = (): Buffer => Buffer.allocUnsafe(CHUNK * 2);
+const newBuffer = (): Buffer => Buffer.allocUnsafe(CHUNK * 2);
 
 /**
  * Encodes rows into buffers of about CHUNK bytes and hands each full one to the sink. A buffer the sink
  * is done with comes back to be filled again (a file's at once, a stream's once written), so a long
- * export allocates a few buffers, not one per chunk; `alloc` makes the others.
+ * export allocates a few buffers, not one per chunk.
  */
 export class Encoder {
   private readonly free: Buffer[] = [];
@@ -50,11 +50,8 @@ export class Encoder {
   /** Bytes handed to the sink so far. */
   written = 0;
 
-  constructor(
-    private readonly sink: Sink,
-    private readonly alloc = newBuffer,
-  ) {
-    this.buf = alloc();
+  constructor(private readonly sink: Sink) {
+    this.buf = newBuffer();
   }
 
   /**
@@ -118,7 +115,7 @@ export class Encoder {
     const buf = this.buf;
     const ok = this.sink.write(buf.subarray(0, this.off), () => this.free.push(buf)) && !wait;
     this.written += this.off;
-    this.buf = this.free.pop() ?? this.alloc();
+    this.buf = this.free.pop() ?? newBuffer();
     this.off = 0;
     return ok;
   }

@@ -24,33 +24,6 @@ export interface Sink {
   end(): Promise<void>;
 }
 
-/** A chunk kept in memory, with what to call once it is written out. */
-export interface Kept {
-  chunk: Uint8Array;
-  written: (() => void) | undefined;
-}
-
-/** Keeps chunks in memory until taken (a range encoded ahead of its turn, or by the helper thread). */
-export class MemorySink implements Sink {
-  private list: Kept[] = [];
-
-  write(chunk: string | Uint8Array, written?: () => void): boolean {
-    this.list.push({ chunk: typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk, written });
-    return true;
-  }
-
-  async drain(): Promise<void> {}
-
-  async end(): Promise<void> {}
-
-  /** The chunks kept so far, in order; the sink is empty again. */
-  take(): Kept[] {
-    const list = this.list;
-    this.list = [];
-    return list;
-  }
-}
-
 /** A file's bytes go to disk in the background every this many bytes. */
 const SYNC_EVERY = 8 * CHUNK;
 

@@ -1,21 +1,9 @@
 /**
  * Reading one table in rowid ranges inside one read transaction, so every range comes from the same
- * snapshot of the database whatever a concurrent pull commits meanwhile; and the check that lets a
- * second connection (export's helper thread) share that snapshot.
- *
- * SQLite gives each read transaction the database as of its first read. Two connections read the
- * same state when no commit lands between their first reads, which `PRAGMA data_version` tells: a
- * third connection's value changes when anyone else committed between two of its reads (a WAL
- * checkpoint may change it too: a false alarm, never a missed commit). So: read it (t0), open the
- * main snapshot, open the helper's, read it again; equal values prove the two snapshots are one.
+ * snapshot of the database whatever a concurrent pull commits meanwhile: SQLite gives a read
+ * transaction the database as of its first read (CSV export, export/csv-table.ts).
  */
 import type { Db } from './db.js';
-
-/** The rowid span of a table in the snapshot, both ends included. */
-export interface Span {
-  lo: bigint;
-  hi: bigint;
-}
 
 /** The page cache of a range reader's connection, in KiB as SQLite takes it (negative: a size, not pages). */
 export const READ_CACHE_KIB = -2000;
@@ -55,8 +43,8 @@ export class RangeReader {
     return { bytes, rows: Number(rows), last };
   }
 
-  /** Opens the read transaction and fixes its snapshot by reading `spanSql` (export/tables.ts exportRangeQuery). */
-  begin(spanSql: string): Span | undefined {
+  /** Opens the read transaction: its snapshot is the database as of the first batch or rows read. */
+  begin(): void {
     // A range is read once, front to back: pages are not read again, so SQLite's page cache only has
     // to hold a B-tree path. better-sqlite3's default (16 MB) was filled page by page regardless, each
     // a fresh page of memory: 2 MB made the bench's export 3-14% faster (fewer page faults; two VMs,
@@ -64,8 +52,6 @@ export class RangeReader {
     this.db.pragma(`cache_size = ${READ_CACHE_KIB}`);
     this.db.exec('BEGIN');
     this.open = true;
-    const [lo, hi] = this.db.prepare(spanSql).raw(true).safeIntegers(true).get() as [bigint | null, bigint | null];
-    return lo === null || hi === null ? undefined : { lo, hi };
   }
 
   /** The rows whose rowid is in [lo, hi), in rowid order; each row ends with its rowid. */
@@ -84,9 +70,4 @@ export class RangeReader {
       // A read transaction has nothing to lose; closing the connection ends it anyway.
     }
   }
-}
-
-/** This connection's `PRAGMA data_version`: it changes when another connection committed since its last read. */
-export function dataVersion(db: Db): number {
-  return db.pragma('data_version', { simple: true }) as number;
 }

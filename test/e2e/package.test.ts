@@ -46,15 +46,7 @@ describe.skipIf(!RUN)('the installed package', () => {
       expect(f, 'a file the tarball should not hold').toMatch(
         /^(bin\/campaign-sync\.js|dist\/bundle\/[\w-]+\.js|README\.md|LICENSE|CHANGELOG\.md|package\.json)$/,
       );
-    for (const needed of [
-      'bin/campaign-sync.js',
-      'dist/bundle/main.js',
-      'dist/bundle/csv-worker.js',
-      'README.md',
-      'LICENSE',
-      'CHANGELOG.md',
-      'package.json',
-    ]) {
+    for (const needed of ['bin/campaign-sync.js', 'dist/bundle/main.js', 'README.md', 'LICENSE', 'CHANGELOG.md', 'package.json']) {
       expect(files).toContain(needed);
     }
 

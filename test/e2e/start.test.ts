@@ -3,13 +3,10 @@
  * our code comes from 27 files of dist/bundle/ rather than 66 of tsc's, and neither zod nor anything
  * else a well-formed no-op pull does not use is loaded.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { exportRangeQuery } from '../../src/export/tables.js';
-import { openDatabase } from '../../src/store/db.js';
 import { SQLITE_DRIVER } from '../../src/store/sqlite.js';
 import { cli, sim, tempDir } from '../helpers/index.js';
 
@@ -39,36 +36,5 @@ describe("a no-op pull's start", () => {
     // better-sqlite3 is required, not imported (store/sqlite.ts): Node's CommonJS export lexer never starts.
     expect(loaded.filter((m) => m.startsWith('builtin ')).length).toBeGreaterThan(20);
     expect(loaded).not.toContain('builtin internal/deps/cjs-module-lexer/lexer');
-  });
-});
-
-describe("the bundle's worker threads", () => {
-  it("export's CSV helper thread runs from dist/bundle/ (a missing file would silently leave one thread)", async () => {
-    // The chunk that starts the worker (export/helper.ts) names it beside itself, in dist/bundle/.
-    const chunks = join(DIST, 'bundle');
-    expect(existsSync(join(chunks, 'csv-worker.js'))).toBe(true);
-    const db = join(tempDir(), 'w.db');
-    const handle = openDatabase(db);
-    handle
-      .prepare(`INSERT INTO campaigns (id, name, type, raw, seen_at) VALUES ('c1', 'Tea, "quoted"', 'ROLE_SUBMISSION', '{}', '2026-01-01')`)
-      .run();
-    handle.close();
-    const query = exportRangeQuery('campaigns', {});
-    const worker = new Worker(new URL(`file://${join(chunks, 'csv-worker.js')}`));
-    const replies: Array<{ type: string; rows?: number; chunks?: Uint8Array[] }> = [];
-    const next = () => new Promise<(typeof replies)[number]>((resolve) => worker.once('message', resolve));
-    try {
-      worker.postMessage({ type: 'job', data: { dbPath: db, ...query, raw: false, budget: 1 << 20 } });
-      replies.push(await next());
-      worker.postMessage({ type: 'range', id: 1, lo: 0n, hi: 1000n });
-      replies.push(await next());
-    } finally {
-      worker.postMessage({ type: 'stop' });
-    }
-    expect(replies[0]?.type).toBe('ready');
-    expect(replies[1]?.type).toBe('range');
-    expect(replies[1]?.rows).toBe(1);
-    const text = Buffer.concat((replies[1]?.chunks ?? []).map((c) => Buffer.from(c))).toString('utf8');
-    expect(text).toContain('"Tea, ""quoted"""');
   });
 });
