@@ -226,7 +226,7 @@ describePg('export --since-last from PostgreSQL', () => {
       writers.push(watcher);
       for (;;) {
         const waiting = await watcher.query(
-          "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid::int = hashtext($1) AND objsubid = 2",
+          "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1 AND objid = 4294967295 AND classid = (hashtext($1)::bigint & 4294967295)::oid",
           [`campaign-sync changes ${schema}`],
         );
         if (waiting.rows[0]?.n === 1) break;

@@ -24,8 +24,11 @@ import type pg from 'pg';
 import type { PgDatabase } from './database.js';
 import { cursorRows, type PgSelect, pgSelect } from './export.js';
 
-/** The schema's change lock (two int4 keys: apart from the stream locks' classid, lock.ts). */
-const CHANGE_LOCK = "hashtext('campaign-sync changes ' || current_schema()), 0";
+/**
+ * The schema's change lock: one bigint key, as the pages' tickets (statements.ts withTicket; two-key
+ * locks are the stream locks, lock.ts), whose low 32 bits are never all ones as this one's are.
+ */
+const CHANGE_LOCK = "(hashtext('campaign-sync changes ' || current_schema())::bigint << 32) + 4294967295";
 
 /**
  * CTEs of a page's first statement: `change_lock` takes the change lock shared, then `change` the
