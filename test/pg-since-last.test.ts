@@ -13,11 +13,14 @@ import { expect, it } from 'vitest';
 import { exportTable } from '../src/commands/export.js';
 import { toJson } from '../src/core/json.js';
 import { type CheckedRecord, streamId } from '../src/core/types.js';
+import { LockedError } from '../src/errors.js';
+import { readPgChanges } from '../src/store/pg/changes.js';
 import { planPage, writePage } from '../src/store/pg/mirror.js';
 import { openPgMirror } from '../src/store/pg/open.js';
 import { parseStrictCsv } from './helpers/csv.js';
 import { cli, sim, tempDir } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgClient, pgRows } from './helpers/pg.js';
+import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
 
 type Row = Record<string, unknown>;
 
@@ -254,6 +257,33 @@ describePg('export --since-last from PostgreSQL', () => {
       ).toEqual(['s-fast', 's-new']);
     } finally {
       for (const c of writers) await c.end().catch(() => {});
+      await m.release();
+    }
+  });
+
+  it('an export kept waiting by a stuck writer gives up (exit 75) and holds back no page after', async () => {
+    const schema = freshSchema();
+    const m = await openPgMirror(PG_URL, schema, 1);
+    const stuck = await pgClient();
+    try {
+      const a = streamId('ca', 'session', null);
+      const b = streamId('cb', 'session', null);
+      await m.sink.openStream(a);
+      await m.sink.openStream(b);
+      await stuck.query(`SET search_path TO ${schema}`);
+      await stuck.query('BEGIN');
+      await writePage(stuck, planPage('session', [record('s-stuck')], a.campaignId, 'DETAILED'), { stream: a.key, move: undefined });
+      const err = await readPgChanges(m.db, 'w', 'session_results', (all) => all, 200).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(LockedError);
+      expect((err as LockedError).exitCode).toBe(75);
+      expect((err as Error).message).toMatch(/kept its change number for over 0.2 s; nothing was written: run again$/);
+      expect((err as Error).message).not.toContain(TEST_PG_PASSWORD);
+      // The export's lock went with its statement: another stream's page is not held back.
+      expect(await m.sink.commitPage(b, [record('s-later')], undefined)).toEqual({ inserted: 1, updated: 0 });
+      await stuck.query('ROLLBACK');
+      expect(await pgRows(schema, 'SELECT count(*)::int AS n FROM export_consumers')).toEqual([{ n: 0 }]);
+    } finally {
+      await stuck.end().catch(() => {});
       await m.release();
     }
   });

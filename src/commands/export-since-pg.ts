@@ -6,7 +6,7 @@
  * place is remembered only once the file is in place under -o.
  */
 import { resolvePgSchema } from '../config/config.js';
-import { ExportInterrupted, isAbort, StorageError, storageError, UsageError } from '../errors.js';
+import { CampaignSyncError, ExportInterrupted, isAbort, storageError } from '../errors.js';
 import { csvLine, Encoder } from '../export/csv.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { between, untilAborted } from '../export/interrupt.js';
@@ -127,7 +127,8 @@ export async function exportSinceLastPg(job: PgSinceLastJob, out: Output, signal
     await fileSink?.settle();
     partial?.discard();
     if (isAbort(err) && signal?.aborted) throw new ExportInterrupted(job.target);
-    if (err instanceof StorageError || err instanceof UsageError) throw err;
+    // Ours already say what failed (storage 74, a busy mirror 75, a bad --columns 2).
+    if (err instanceof CampaignSyncError) throw err;
     throw storageError(err, `cannot write ${job.target}`);
   } finally {
     reading?.abort();

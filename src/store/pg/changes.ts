@@ -21,6 +21,7 @@
  * HORIZON_WAIT_MS. Rows stored before version 6 have no number: a consumer's first export takes them.
  */
 import type pg from 'pg';
+import { LockedError } from '../../errors.js';
 import type { PgDatabase } from './database.js';
 import { cursorRows, type PgSelect, pgSelect } from './export.js';
 
@@ -49,7 +50,7 @@ export const HORIZON_WAIT_MS = 30_000;
  * The window's end: the last number taken, read while no transaction that took one is running. One
  * statement, so the exclusive lock is held for its duration only, even if this process dies.
  */
-const HORIZON = `SET LOCAL lock_timeout = ${HORIZON_WAIT_MS};
+const horizon = (waitMs: number) => `SET LOCAL lock_timeout = ${Math.max(1, Math.round(waitMs))};
 WITH l AS (SELECT pg_advisory_xact_lock(${CHANGE_LOCK}))
 SELECT (CASE WHEN s.is_called THEN s.last_value ELSE 0 END)::text AS seq FROM change_counter s WHERE (SELECT count(*) FROM l) = 1`;
 
@@ -83,7 +84,7 @@ export interface PgChanges {
 }
 
 /**
- * A consumer's changes of `table`: the window's end (HORIZON), then the consumer's place, the
+ * A consumer's changes of `table`: the window's end (horizon: waiting at most `waitMs`), then the consumer's place, the
  * tombstones and the rows, all in one snapshot taken after it. `choose` picks the columns.
  */
 export async function readPgChanges(
@@ -91,6 +92,7 @@ export async function readPgChanges(
   consumer: string,
   table: ChangeTable,
   choose: (available: string[]) => string[],
+  waitMs = HORIZON_WAIT_MS,
 ): Promise<PgChanges> {
   const select: PgSelect = await pgSelect(db, table, choose);
   let client: pg.PoolClient;
@@ -107,7 +109,7 @@ export async function readPgChanges(
     c.release(broken);
   };
   try {
-    const results = (await c.query(HORIZON)) as unknown as pg.QueryResult[];
+    const results = (await c.query(horizon(waitMs))) as unknown as pg.QueryResult[];
     const to = Number(results[results.length - 1]?.rows[0]?.seq ?? 0);
     await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     const last = await c.query<{ seq: string }>('SELECT last_seq::text AS seq FROM export_consumers WHERE name = $1 AND table_name = $2', [
@@ -160,10 +162,10 @@ export async function readPgChanges(
     };
   } catch (err) {
     release(true);
+    // A write that kept its number that long is another worker's page waiting on something: try later.
     if ((err as { code?: unknown })?.code === '55P03') {
-      throw db.failure(
-        new Error(`a write of the mirror kept its change number for over ${HORIZON_WAIT_MS / 1000} s (a page or a prune under way)`),
-        'cannot export from',
+      throw new LockedError(
+        `cannot export from ${db.name}: a write of another campaign-sync kept its change number for over ${waitMs / 1000} s; nothing was written: run again`,
       );
     }
     throw db.failure(err, 'cannot read');
