@@ -11,7 +11,7 @@
  * gap. So every number is taken by a transaction that holds the schema's change lock (an advisory
  * lock, CHANGE_LOCK) in shared mode, taken before the number and held until that transaction ends.
  * An export's window ends at the sequence's last value read under that lock held exclusively, in a
- * statement of its own: then no transaction that took a number is running, so every number up to
+ * transaction of its own that ends before the export's snapshot is taken: then no transaction that took a number is running, so every number up to
  * that value is either committed (seen by every snapshot taken afterwards: the export's) or rolled
  * back (a gap nothing will fill), and every number taken later is higher. Changes numbered above the
  * end that the export's snapshot already sees are left to the next export.
@@ -48,7 +48,8 @@ export const HORIZON_WAIT_MS = 30_000;
 
 /**
  * The window's end: the last number taken, read while no transaction that took one is running. One
- * statement, so the exclusive lock is held for its duration only, even if this process dies.
+ * query, its own implicit transaction, so the exclusive lock is held for its duration only, even if
+ * this process dies; the snapshot the export then reads in is taken after it.
  */
 const horizon = (waitMs: number) => `SET LOCAL lock_timeout = ${Math.max(1, Math.round(waitMs))};
 WITH l AS (SELECT pg_advisory_xact_lock(${CHANGE_LOCK}))
