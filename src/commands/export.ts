@@ -134,8 +134,20 @@ export async function exportTable(
   if (flags.sinceLast !== undefined) {
     const sinceLast = await import('./export-since.js');
     sinceLast.checkSinceLast({ ...flags, sinceLast: flags.sinceLast }, target);
-    if (isPgUrl(dbPath))
-      throw new UsageError('--since-last works with a SQLite mirror; a PostgreSQL mirror does not keep change numbers yet');
+    if (isPgUrl(dbPath)) {
+      const job = {
+        consumer: flags.sinceLast,
+        table: flags.table as ExportTable,
+        format,
+        url: dbPath,
+        where,
+        pgSchema: settings.pgSchema,
+        target: target as string,
+        columns: flags.columns,
+        rawCsv: flags.rawCsv === true,
+      };
+      return (await import('./export-since-pg.js')).exportSinceLastPg(job, out, signal);
+    }
     const job = {
       consumer: flags.sinceLast,
       table: flags.table as ExportTable,

@@ -15,6 +15,8 @@ export interface PgOpenOptions {
   connections?: number;
   /** Do not create or migrate (status, export): a missing schema is a usage error. */
   mustExist?: boolean;
+  /** With mustExist: a mirror that exists is still brought to the current version (export --since-last writes). */
+  upgrade?: boolean;
   /** Where the URL came from (`--db`, the default; `CAMPAIGN_SYNC_DB`; a profile's key): what a failure to open names. */
   where?: string;
 }
@@ -64,7 +66,7 @@ export class PgDatabase {
       const client = await pool.connect();
       try {
         if (opts.mustExist) await db.checkExists(client, where);
-        else await migratePg(client, schema, db.name);
+        if (!opts.mustExist || opts.upgrade) await migratePg(client, schema, db.name);
       } finally {
         client.release();
       }

@@ -5,6 +5,7 @@
  * on the text as written for the others (score details' times).
  */
 import type pg from 'pg';
+import { INTERNAL_COLUMNS } from '../changes.js';
 import type { PgDatabase } from './database.js';
 
 export interface PgExportQuery {
@@ -21,38 +22,40 @@ const BATCH = 5000;
 /** An identifier, quoted: a column an analyst added may have any name. */
 const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
+/** The SELECT of a table's export (alias `t`) without its conditions, and how its rows are made ready. */
+export interface PgSelect {
+  columns: string[];
+  types: string[];
+  /** `SELECT … FROM … t`: DETAILED records are stored once (compact.ts), their full raw comes from the _full views. */
+  sql: string;
+  /** Every column's type, the chosen or not (the mirror's bookkeeping left out). */
+  all: Map<string, string>;
+  /** A fetched row as the SQLite export gives it: bigints exact, times as ISO text. */
+  convert: (row: Record<string, unknown>) => Record<string, unknown>;
+}
+
 /**
- * Opens the export of a table or view: its columns and their PostgreSQL types, and its rows in order
- * (keyed tables by id). `choose` picks the columns written, in their order, from the ones it has.
+ * The columns of a table or view and their PostgreSQL types (the mirror's own bookkeeping, such as
+ * change numbers, left out), and the SELECT of those `choose` picks, in its order.
  */
-export async function pgExportRows(
+export async function pgSelect(
   db: PgDatabase,
-  q: PgExportQuery,
+  table: string,
   choose: (available: string[]) => string[] = (available) => available,
-): Promise<{ columns: string[]; types: string[]; rows: AsyncGenerator<Record<string, unknown>> }> {
+): Promise<PgSelect> {
   const found = await db.query<{ name: string; type: string }>(
     'SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position',
-    [db.schema, q.table],
+    [db.schema, table],
   );
-  const all = new Map(found.rows.map((c) => [c.name, c.type]));
-  // The filters' columns are typed from every column; the rows carry the chosen ones.
-  const dateType = all.get(q.dateColumn);
-  const chosen = choose(found.rows.map((c) => c.name));
+  const present = found.rows.filter((c) => !INTERNAL_COLUMNS.has(c.name));
+  const all = new Map(present.map((c) => [c.name, c.type]));
+  const chosen = choose(present.map((c) => c.name));
   const cols = chosen.map((name) => ({ name, type: all.get(name) as string }));
   const types = new Map(cols.map((c) => [c.name, c.type]));
   const select = cols
-    .map((c) => (c.type === 'jsonb' || c.type === 'bigint' ? `${ident(c.name)}::text AS ${ident(c.name)}` : ident(c.name)))
+    .map((c) => (c.type === 'jsonb' || c.type === 'bigint' ? `t.${ident(c.name)}::text AS ${ident(c.name)}` : `t.${ident(c.name)}`))
     .join(', ');
-  const where: string[] = [];
-  const params: string[] = [];
-  const day = dateType?.startsWith('timestamp') ? `(${q.dateColumn} AT TIME ZONE 'UTC')::date::text` : `substr(${q.dateColumn}, 1, 10)`;
-  if (q.campaign !== undefined) where.push(`${q.campaignColumn} = $${params.push(q.campaign)}`);
-  if (q.since !== undefined) where.push(`${day} >= $${params.push(q.since)}`);
-  if (q.until !== undefined) where.push(`${day} <= $${params.push(q.until)}`);
-  const order = all.has('id') ? ' ORDER BY id' : '';
-  // DETAILED records are stored once (compact.ts): their full raw comes from the _full views.
-  const from = q.table === 'role_results' || q.table === 'score_details' ? `${q.table}_full` : q.table;
-  const sql = `SELECT ${select} FROM ${from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${order}`;
+  const from = table === 'role_results' || table === 'score_details' ? `${table}_full` : table;
   const convert = (row: Record<string, unknown>) => {
     for (const [name, type] of types) {
       const v = row[name];
@@ -62,6 +65,45 @@ export async function pgExportRows(
     }
     return row;
   };
+  return { columns: cols.map((c) => c.name), types: cols.map((c) => c.type), sql: `SELECT ${select} FROM ${from} t`, all, convert };
+}
+
+/** The rows of `sql` through a cursor `name`, a batch at a time, on `client` inside its transaction. */
+export async function* cursorRows<R extends pg.QueryResultRow>(
+  client: pg.ClientBase,
+  name: string,
+  sql: string,
+  params: unknown[],
+): AsyncGenerator<R> {
+  await client.query(`DECLARE ${name} NO SCROLL CURSOR FOR ${sql}`, params);
+  for (;;) {
+    const batch = await client.query<R>(`FETCH ${BATCH} FROM ${name}`);
+    yield* batch.rows;
+    if (batch.rows.length < BATCH) break;
+  }
+  await client.query(`CLOSE ${name}`);
+}
+
+/**
+ * Opens the export of a table or view: its columns and their PostgreSQL types, and its rows in order
+ * (keyed tables by id). `choose` picks the columns written, in their order, from the ones it has.
+ */
+export async function pgExportRows(
+  db: PgDatabase,
+  q: PgExportQuery,
+  choose: (available: string[]) => string[] = (available) => available,
+): Promise<{ columns: string[]; types: string[]; rows: AsyncGenerator<Record<string, unknown>> }> {
+  const s = await pgSelect(db, q.table, choose);
+  // The filters' columns are typed from every column; the rows carry the chosen ones.
+  const dateType = s.all.get(q.dateColumn);
+  const where: string[] = [];
+  const params: string[] = [];
+  const day = dateType?.startsWith('timestamp') ? `(t.${q.dateColumn} AT TIME ZONE 'UTC')::date::text` : `substr(t.${q.dateColumn}, 1, 10)`;
+  if (q.campaign !== undefined) where.push(`t.${q.campaignColumn} = $${params.push(q.campaign)}`);
+  if (q.since !== undefined) where.push(`${day} >= $${params.push(q.since)}`);
+  if (q.until !== undefined) where.push(`${day} <= $${params.push(q.until)}`);
+  const order = s.all.has('id') ? ' ORDER BY t.id' : '';
+  const sql = `${s.sql}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${order}`;
   async function* rows(): AsyncGenerator<Record<string, unknown>> {
     // Connected on the first row asked for: an export that fails before reading holds no connection.
     let client: pg.PoolClient;
@@ -73,12 +115,7 @@ export async function pgExportRows(
     let clean = false;
     try {
       await client.query('BEGIN READ ONLY');
-      await client.query(`DECLARE export_rows NO SCROLL CURSOR FOR ${sql}`, params);
-      for (;;) {
-        const batch = await client.query(`FETCH ${BATCH} FROM export_rows`);
-        for (const row of batch.rows) yield convert(row);
-        if (batch.rows.length < BATCH) break;
-      }
+      for await (const row of cursorRows<Record<string, unknown>>(client, 'export_rows', sql, params)) yield s.convert(row);
       await client.query('COMMIT');
       clean = true;
     } catch (err) {
@@ -88,5 +125,5 @@ export async function pgExportRows(
       client.release(!clean);
     }
   }
-  return { columns: cols.map((c) => c.name), types: cols.map((c) => c.type), rows: rows() };
+  return { columns: s.columns, types: s.types, rows: rows() };
 }

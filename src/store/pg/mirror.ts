@@ -9,6 +9,7 @@ import type pg from 'pg';
 import type { CheckedRecord, CheckpointMove, Endpoint, StreamId } from '../../core/types.js';
 import type { UpsertCounts } from '../mirror.js';
 import { evalRows, roleRow, sessionRow, type Values } from '../rows.js';
+import { CURRENT_CHANGE, tombstoneSql } from './changes.js';
 import { type PgSplit, roleRawPg, splitPg } from './compact.js';
 import {
   checkpointParams,
@@ -44,7 +45,10 @@ const SQL = {
   deleteDetails: 'DELETE FROM score_details WHERE role_result_id = ANY($1::text[])',
   deleteSession: 'DELETE FROM session_results WHERE id = ANY($1::text[])',
   deleteRole: 'DELETE FROM role_results WHERE id = ANY($1::text[])',
-  changedFull: `SELECT x.id FROM unnest($1::text[], $2::text[]) AS x(id, raw) JOIN role_results r ON r.id = x.id WHERE ${roleRawPg('r')} IS DISTINCT FROM x.raw::jsonb`,
+  // Such a record changed (its details): stamped with the page's number, taken by the page's first statement.
+  changedFull: `UPDATE role_results r SET change_seq = ${CURRENT_CHANGE} FROM unnest($1::text[], $2::text[]) AS x(id, raw) WHERE r.id = x.id AND ${roleRawPg('r')} IS DISTINCT FROM x.raw::jsonb RETURNING r.id`,
+  tombSession: tombstoneSql('session_results'),
+  tombRole: tombstoneSql('role_results'),
   setRaw: 'UPDATE role_results r SET raw = x.raw::jsonb FROM unnest($1::text[], $2::text[]) AS x(id, raw) WHERE r.id = x.id',
 };
 
@@ -207,9 +211,14 @@ async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpo
   return counts;
 }
 
-/** Deletes results with their score details and eval results; returns how many results went. */
-export async function removeResults(client: pg.ClientBase, endpoint: Endpoint, ids: string[]): Promise<number> {
+/**
+ * Deletes results with their score details and eval results, leaving a tombstone of each for
+ * `export --since-last` (changes.ts), deleted `at`; returns how many results went. Call inside a transaction.
+ */
+export async function removeResults(client: pg.ClientBase, endpoint: Endpoint, ids: string[], at: string): Promise<number> {
   if (ids.length === 0) return 0;
+  // First: the change number is taken before this transaction holds any row.
+  await client.query(endpoint === 'session' ? SQL.tombSession : SQL.tombRole, [ids, at]);
   if (endpoint === 'session') {
     await client.query(SQL.deleteEvals, [ids]);
     return (await client.query(SQL.deleteSession, [ids])).rowCount ?? 0;

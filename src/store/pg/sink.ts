@@ -208,10 +208,10 @@ export class PgSink implements Sink {
     });
   }
 
-  async prune(id: StreamId, recordIds: string[], _at: string): Promise<number> {
+  async prune(id: StreamId, recordIds: string[], at: string): Promise<number> {
     return this.guard(() =>
       this.db.transaction(async (client) => {
-        const removed = await removeResults(client, id.endpoint, recordIds);
+        const removed = await removeResults(client, id.endpoint, recordIds, at);
         await this.state.advance(client, id, undefined, -removed);
         return removed;
       }),

@@ -10,6 +10,7 @@
  * (schema.ts), and times that are not date-times with a zone become NULL (raw keeps them).
  */
 import { COLUMNS, type Table, type Values } from '../rows.js';
+import { CHANGE_CTES, CHANGE_SEQ } from './changes.js';
 
 type PgType = 'text' | 'float8' | 'int4' | 'int8' | 'jsonb' | 'timestamptz';
 
@@ -145,13 +146,16 @@ function toPage(table: Table, rows: Values[]): string {
   return `[${parts.join(',')}]`;
 }
 
-/** The rows of a page parameter ($1), typed per column: jsonb cells unwrapped, others cast from their text. */
-function fromPage(table: Table): string {
+/**
+ * The rows of a page parameter ($1), typed per column: jsonb cells unwrapped, others cast from their
+ * text; `extra` values last (the same for every row).
+ */
+function fromPage(table: Table, extra: string[] = []): string {
   const select = columnsOf(table).map((c, i) => {
     const type = typeOf(table, c);
     return type === 'jsonb' ? `e->${i}->0` : type === 'text' ? `e->>${i}` : `(e->>${i})::${type}`;
   });
-  return `SELECT ${select.join(', ')} FROM jsonb_array_elements($1::jsonb) AS e`;
+  return `SELECT ${[...select, ...extra].join(', ')} FROM jsonb_array_elements($1::jsonb) AS e`;
 }
 
 const byPage = (table: Table) => columnsOf(table).some((c) => typeOf(table, c) === 'jsonb');
@@ -181,6 +185,8 @@ function fromRows(table: Table): string {
  * Inserts new rows and rewrites rows whose raw changed; returns the rows it wrote with `inserted`
  * (xmax = 0: a fresh row). A row read again unchanged is left alone and not returned, and so is a
  * result another campaign holds (store/conflicts.ts: the campaign that stored an id first keeps it).
+ * Results (session and role) it writes are stamped with the page's change number: the statement
+ * must define CHANGE_CTES (changes.ts), as withCheckpoint and withTicket do.
  */
 export function upsertChanged(
   table: 'session_results' | 'role_results' | 'campaigns' | 'score_details',
@@ -188,14 +194,16 @@ export function upsertChanged(
   /** A condition on the page's rows (evaluated once, before the first row is written). */
   gate?: string,
 ): string {
-  const cols = columnsOf(table);
+  const results = table === 'session_results' || table === 'role_results';
+  const cols = results ? [...columnsOf(table), 'change_seq'] : columnsOf(table);
+  const rows = results ? fromPage(table, [CHANGE_SEQ]) : fromRows(table);
   const set = cols
     .filter((c) => c !== 'id')
     .map((c) => `${c} = excluded.${c}`)
     .join(', ');
-  const own = table === 'session_results' || table === 'role_results' ? ` AND ${table}.campaign_id = excluded.campaign_id` : '';
+  const own = results ? ` AND ${table}.campaign_id = excluded.campaign_id` : '';
   const where = onlyChanged ? ` WHERE ${table}.raw IS DISTINCT FROM excluded.raw${own}` : '';
-  return `INSERT INTO ${table} (${cols.join(', ')}) ${fromRows(table)}${gate === undefined ? '' : ` WHERE ${gate}`} ON CONFLICT (id) DO UPDATE SET ${set}${where} RETURNING id, (xmax = 0) AS inserted`;
+  return `INSERT INTO ${table} (${cols.join(', ')}) ${rows}${gate === undefined ? '' : ` WHERE ${gate}`} ON CONFLICT (id) DO UPDATE SET ${set}${where} RETURNING id, (xmax = 0) AS inserted`;
 }
 
 /** Inserts the rows whose key is new; returns their ids. */
@@ -216,7 +224,7 @@ export function insertAll(table: 'eval_results'): string {
  * with a NULL id.
  */
 export function withCheckpoint(upsert: string, params: number): string {
-  return `WITH w AS (${upsert}), ${moveCheckpoint(params, (cursor) => cursor)}
+  return `WITH ${CHANGE_CTES}, w AS (${upsert}), ${moveCheckpoint(params, (cursor) => cursor)}
 SELECT id, inserted FROM w UNION ALL SELECT NULL, ${moved}`;
 }
 
@@ -241,8 +249,8 @@ const moved = `CASE WHEN (SELECT count(*) FROM c) = 1 THEN true ELSE ('${CHECKPO
  * once, and its checkpoint's compare-and-set waits for the previous page's transaction to end.
  *
  * Each such page holds a transaction-level advisory lock, its ticket: `(hashtext(schema, stream) <<
- * 32) + $n+5`, the page's number in the stream. The statement takes its own ticket first, writes its
- * rows, then waits for the previous page's ticket (`$n+5 - 1`), which is free once that page
+ * 32) + $n+5`, the page's number in the stream. The statement takes its change number (changes.ts),
+ * then its own ticket, writes its rows, then waits for the previous page's ticket (`$n+5 - 1`), which is free once that page
  * committed or rolled back. Only then does it lock the stream's row and read its cursor (FOR UPDATE
  * reads the latest version, committed after this statement began) and move it from `$n+3` to `$n+1`.
  * If the previous page failed, the cursor is not where this page starts: the statement fails with
@@ -256,7 +264,8 @@ export function withTicket(table: 'role_results', params: number): string {
   const ticket = (back: number) =>
     `((hashtext('campaign-sync page ' || current_schema() || ' ' || $${stream}::text)::bigint << 32) + $${seq}::bigint - ${back})`;
   const upsert = upsertChanged(table, true, '(SELECT count(*) FROM own) = 1');
-  return `WITH own AS (SELECT pg_advisory_xact_lock(${ticket(0)})), w AS (${upsert}),
+  // The ticket after the change number (`FROM change`): a page waiting behind an export holds no ticket.
+  return `WITH ${CHANGE_CTES}, own AS (SELECT pg_advisory_xact_lock(${ticket(0)}) FROM change), w AS (${upsert}),
 previous AS (SELECT pg_advisory_xact_lock_shared(${ticket(1)}) FROM (SELECT count(*) FROM w) AS written),
 latest AS (SELECT cursor FROM sync_state WHERE stream = $${stream}::text AND (SELECT count(*) FROM previous) = 1 FOR UPDATE),
 ${moveCheckpoint(params, (cursor) => `(SELECT ${cursor} FROM latest)`)}

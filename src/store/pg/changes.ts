@@ -1,0 +1,184 @@
+/**
+ * Change numbers of the PostgreSQL mirror (schema 6, made by store/pg/migrations/v6.ts) for
+ * `export --since-last <consumer>`, with the SQLite mirror's semantics (store/changes.ts): every page
+ * takes a number and stamps the results it inserts or changes with it (`change_seq`; a record read
+ * again unchanged keeps its number); a result reconcile --prune deletes leaves a tombstone with the
+ * number of its write; an export gives what is numbered above the consumer's last number, up to the
+ * window's end, and remembers that end (`export_consumers`) once its file is in place.
+ *
+ * The invariant: no export skips a change. Numbers come from the sequence `change_counter`, which
+ * never waits: writers (on any host) commit out of number order, and one that rolls back leaves a
+ * gap. So every number is taken by a transaction that holds the schema's change lock (an advisory
+ * lock, CHANGE_LOCK) in shared mode, taken before the number and held until that transaction ends.
+ * An export's window ends at the sequence's last value read under that lock held exclusively, in a
+ * transaction of its own that ends before the export's snapshot is taken: then no transaction that took a number is running, so every number up to
+ * that value is either committed (seen by every snapshot taken afterwards: the export's) or rolled
+ * back (a gap nothing will fill), and every number taken later is higher. Changes numbered above the
+ * end that the export's snapshot already sees are left to the next export.
+ *
+ * Writers pay one shared lock per page (no wait, no round trip: a CTE of the page's first
+ * statement). An export holds new pages back only while the pages under way finish, at most
+ * HORIZON_WAIT_MS. Rows stored before version 6 have no number: a consumer's first export takes them.
+ */
+import type pg from 'pg';
+import { LockedError } from '../../errors.js';
+import type { PgDatabase } from './database.js';
+import { cursorRows, type PgSelect, pgSelect } from './export.js';
+
+/**
+ * The schema's change lock: one bigint key, as the pages' tickets (statements.ts withTicket; two-key
+ * locks are the stream locks, lock.ts), whose low 32 bits are never all ones as this one's are.
+ */
+const CHANGE_LOCK = "(hashtext('campaign-sync changes ' || current_schema())::bigint << 32) + 4294967295";
+
+/**
+ * CTEs of a page's first statement: `change_lock` takes the change lock shared, then `change` the
+ * page's number. Materialised (volatile), so evaluated once, the lock first, and only if used.
+ */
+export const CHANGE_CTES = `change_lock AS (SELECT pg_advisory_xact_lock_shared(${CHANGE_LOCK})), change AS (SELECT nextval('change_counter') AS seq FROM change_lock)`;
+
+/** The page's number in a statement with CHANGE_CTES. */
+export const CHANGE_SEQ = '(SELECT seq FROM change)';
+
+/** The page's number in its later statements (same connection, same transaction: taken by its first). */
+export const CURRENT_CHANGE = "currval('change_counter')";
+
+/** How long an export waits for the pages under way to end (it holds new ones back meanwhile). */
+export const HORIZON_WAIT_MS = 30_000;
+
+/**
+ * The window's end: the last number taken, read while no transaction that took one is running. One
+ * query, its own implicit transaction, so the exclusive lock is held for its duration only, even if
+ * this process dies; the snapshot the export then reads in is taken after it.
+ */
+const horizon = (waitMs: number) => `SET LOCAL lock_timeout = ${Math.max(1, Math.round(waitMs))};
+WITH l AS (SELECT pg_advisory_xact_lock(${CHANGE_LOCK}))
+SELECT (CASE WHEN s.is_called THEN s.last_value ELSE 0 END)::text AS seq FROM change_counter s WHERE (SELECT count(*) FROM l) = 1`;
+
+/** The results tables --since-last reads. */
+export type ChangeTable = 'session_results' | 'role_results';
+
+/** A tombstone statement of `table`: the results `$1` still stored, numbered with the write, deleted at `$2`. */
+export function tombstoneSql(table: ChangeTable): string {
+  return `WITH ${CHANGE_CTES} INSERT INTO tombstones (table_name, id, campaign_id, seq, deleted_at)
+SELECT '${table}', r.id, r.campaign_id, ${CHANGE_SEQ}, $2::timestamptz FROM ${table} r WHERE r.id = ANY($1::text[])`;
+}
+
+/** What a consumer's export reads: the changes numbered in `(from, to]`; `from` -1 for a consumer never seen. */
+export interface PgChangeWindow {
+  from: number;
+  to: number;
+}
+
+export interface PgChanges {
+  window: PgChangeWindow;
+  columns: string[];
+  types: string[];
+  /** The tombstones of the window (none on a consumer's first export), in number order; one whose record came back within it is left out. */
+  tombstones(): AsyncGenerator<{ id: string; campaign_id: string | null; deleted_at: string }>;
+  /** The rows changed within the window, by id, as arrays of the chosen columns. */
+  rows(): AsyncGenerator<unknown[]>;
+  /** Ends the read (after both were read). */
+  end(): Promise<void>;
+  /** Never throws: the export's own error is the one to report. */
+  abort(): void;
+}
+
+/**
+ * A consumer's changes of `table`: the window's end (horizon: waiting at most `waitMs`), then the consumer's place, the
+ * tombstones and the rows, all in one snapshot taken after it. `choose` picks the columns.
+ */
+export async function readPgChanges(
+  db: PgDatabase,
+  consumer: string,
+  table: ChangeTable,
+  choose: (available: string[]) => string[],
+  waitMs = HORIZON_WAIT_MS,
+): Promise<PgChanges> {
+  const select: PgSelect = await pgSelect(db, table, choose);
+  let client: pg.PoolClient;
+  try {
+    client = await db.pool.connect();
+  } catch (err) {
+    throw db.failure(err, 'cannot read');
+  }
+  let done = false;
+  const c = client;
+  const release = (broken: boolean) => {
+    if (done) return;
+    done = true;
+    c.release(broken);
+  };
+  try {
+    const results = (await c.query(horizon(waitMs))) as unknown as pg.QueryResult[];
+    const to = Number(results[results.length - 1]?.rows[0]?.seq ?? 0);
+    await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const last = await c.query<{ seq: string }>('SELECT last_seq::text AS seq FROM export_consumers WHERE name = $1 AND table_name = $2', [
+      consumer,
+      table,
+    ]);
+    const seen = last.rows[0]?.seq;
+    const window = { from: seen === undefined ? -1 : Number(seen), to };
+    // role_results_full has no change_seq: its rows are picked by their table's.
+    const changed = 'coalesce(c.change_seq, 0) > $1 AND coalesce(c.change_seq, 0) <= $2';
+    const where = table === 'session_results' ? changed.replaceAll('c.', 't.') : `t.id IN (SELECT c.id FROM ${table} c WHERE ${changed})`;
+    const rowsSql = `${select.sql} WHERE ${where} ORDER BY t.id`;
+    const tombSql = `SELECT b.id, b.campaign_id, b.deleted_at FROM tombstones b WHERE b.table_name = $1 AND b.seq > $2 AND b.seq <= $3
+      AND NOT EXISTS (SELECT 1 FROM ${table} r WHERE r.id = b.id AND coalesce(r.change_seq, 0) > b.seq AND r.change_seq <= $3) ORDER BY b.seq, b.id`;
+    const read = async function* <T>(rows: AsyncGenerator<T>): AsyncGenerator<T> {
+      try {
+        yield* rows;
+      } catch (err) {
+        throw db.failure(err, 'cannot read');
+      }
+    };
+    return {
+      window,
+      columns: select.columns,
+      types: select.types,
+      async *tombstones() {
+        if (window.from < 0) return;
+        const rows = cursorRows<{ id: string; campaign_id: string | null; deleted_at: Date }>(c, 'since_tombstones', tombSql, [
+          table,
+          window.from,
+          window.to,
+        ]);
+        for await (const t of read(rows)) yield { id: t.id, campaign_id: t.campaign_id, deleted_at: t.deleted_at.toISOString() };
+      },
+      async *rows() {
+        const rows = cursorRows<Record<string, unknown>>(c, 'since_rows', rowsSql, [window.from, window.to]);
+        for await (const r of read(rows)) yield Object.values(select.convert(r));
+      },
+      async end() {
+        try {
+          await c.query('COMMIT');
+        } catch (err) {
+          release(true);
+          throw db.failure(err, 'cannot read');
+        }
+        release(false);
+      },
+      // The transaction may still be open: the connection is dropped with it.
+      abort: () => release(true),
+    };
+  } catch (err) {
+    release(true);
+    // A write that kept its number that long is another worker's page waiting on something: try later.
+    if ((err as { code?: unknown })?.code === '55P03') {
+      throw new LockedError(
+        `cannot export from ${db.name}: a write of another campaign-sync kept its change number for over ${waitMs / 1000} s; nothing was written: run again`,
+      );
+    }
+    throw db.failure(err, 'cannot read');
+  }
+}
+
+/** Remembers that `consumer` has every change of `table` up to `to` (once its file is in place); never moves it back. */
+export async function rememberPgConsumer(db: PgDatabase, consumer: string, table: ChangeTable, to: number, at: string): Promise<void> {
+  await db.query(
+    `INSERT INTO export_consumers (name, table_name, last_seq, exported_at) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (name, table_name) DO UPDATE SET last_seq = greatest(export_consumers.last_seq, excluded.last_seq), exported_at = excluded.exported_at`,
+    [consumer, table, to, at],
+    'cannot write to',
+  );
+}
