@@ -202,10 +202,21 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
     await expectExact(PG_URL, s, schema, reportType);
   });
 
+  // With only the locks' backend gone, the next write finds the locks lost. With every idle backend
+  // gone, that write may instead be handed a pooled connection whose end the pool has not heard yet:
+  // either way one line, exit 74.
   it.each([
-    ['the stream locks’ backend', (b: Backend) => b.locks],
-    ['every idle backend (the stream locks’ among them)', (b: Backend) => b.state === 'idle'],
-  ])('%s ended: the pass stops at its next write, exit 74, nothing lost', async (_, pick) => {
+    [
+      'the stream locks’ backend',
+      (b: Backend) => b.locks,
+      /: lost the stream locks of .*: terminating connection due to administrator command \(57P01\); nothing committed was lost: run again$/,
+    ],
+    [
+      'every idle backend (the stream locks’ among them)',
+      (b: Backend) => b.state === 'idle',
+      /: (lost the stream locks of .*: terminating connection due to administrator command \(57P01\)|cannot write to .*: Client has encountered a connection error and is not queryable); nothing committed was lost: run again$/,
+    ],
+  ])('%s ended: the pass stops at its next write, exit 74, nothing lost', async (_, pick, said) => {
     const { s, schema, run, admin, gate, pull, env } = await heldAtGate(PG_URL, ['pull']);
     try {
       const held = await backends(admin, run.child.pid as number);
@@ -217,10 +228,7 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
       await gate.open();
       const { code } = await run.exited;
       expect(code, run.stderr()).toBe(74);
-      expectOneLine(
-        run.stderr(),
-        /: lost the stream locks of .*: terminating connection due to administrator command \(57P01\); nothing committed was lost: run again$/,
-      );
+      expectOneLine(run.stderr(), said);
     } finally {
       await gate.open();
       await admin.end();
