@@ -159,3 +159,36 @@ describe('the direction rule (STYLE.md)', () => {
     expect(all.length).toBeGreaterThan(100);
   });
 });
+
+/**
+ * Commands reach a mirror only through app/factory.ts and the port (store/mirror-port.ts); the export
+ * commands, whose SQLite and PostgreSQL internals are still their own, are the known exceptions.
+ */
+const STORE_IMPORTERS_KNOWN = new Set([
+  'commands/export.ts',
+  'commands/export-pg.ts',
+  'commands/export-since.ts',
+  'commands/export-since-pg.ts',
+]);
+
+describe('one mirror, chosen once', () => {
+  it("no command imports from store/ but the port, and no file of app/ or commands/ is one backend's", () => {
+    const found: string[] = [];
+    for (const [file, targets] of graph()) {
+      const layer = file.split('/')[0];
+      if (layer !== 'app' && layer !== 'commands') continue;
+      if (/-(pg|sqlite)\.ts$/.test(file) && !STORE_IMPORTERS_KNOWN.has(file)) found.push(`${file}: a backend's file`);
+      if (layer !== 'commands' || STORE_IMPORTERS_KNOWN.has(file)) continue;
+      for (const t of targets) if (t.startsWith('store/') && t !== 'store/mirror-port.ts') found.push(`${file} imports ${t}`);
+    }
+    expect(found).toEqual([]);
+  });
+
+  it('which backend --db names is decided in app/factory.ts alone', () => {
+    const deciders = files(SRC)
+      .filter((f) => /isPgUrl\(/.test(readFileSync(f, 'utf8')))
+      .map((f) => relative(SRC, f))
+      .sort();
+    expect(deciders).toEqual(['app/factory.ts', 'store/pg/url.ts']);
+  });
+});

@@ -12,8 +12,7 @@ import { createRoute } from '../api/dispatcher.js';
 import { sleep as realSleep } from '../core/clock.js';
 import { currentIo } from '../core/io.js';
 import { userAgent } from '../core/version.js';
-import type { StreamRow } from '../store/checkpoints.js';
-import type { JobStore } from '../store/mirror-port.js';
+import type { JobStore, StreamRow } from '../store/mirror-port.js';
 import { requestIdOf, type StateChange, stateChanges } from '../sync/alerts.js';
 import type { PassResult } from '../sync/pass.js';
 

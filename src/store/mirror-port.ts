@@ -12,6 +12,8 @@ import type { FileErased } from './erase-ndjson.js';
 import type { Holder } from './lock.js';
 import type { Cursors, Sink } from './sinks/sink.js';
 
+export type { Holder, SkippedCampaign, StreamRow };
+
 /** The database a command was given: --db's value and where it came from (--db, CAMPAIGN_SYNC_DB, a profile's key). */
 export interface MirrorTarget {
   path: string;
