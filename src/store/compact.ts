@@ -16,7 +16,7 @@
  */
 import { toJson } from '../core/json.js';
 import type { CheckedRecord } from '../core/types.js';
-import { detailValues, evalRows, text, type Values } from './rows.js';
+import { detailValues, evalRows, text, type Values } from './model/rows.js';
 
 /** A score detail's row and its eval results' rows. */
 export interface DetailRows {

@@ -3,8 +3,8 @@
  * a record to the values of those columns. No SQL and no database here, so every store (SQLite
  * today, PostgreSQL next) builds its statements from the same column lists and writes the same rows.
  */
-import { toJson } from '../core/json.js';
-import type { CheckedRecord } from '../core/types.js';
+import { toJson } from '../../core/json.js';
+import type { CheckedRecord } from '../../core/types.js';
 
 type Obj = Record<string, unknown>;
 
