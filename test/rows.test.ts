@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { toJson } from '../src/core/json.js';
 import type { CheckedRecord } from '../src/core/types.js';
-import { splitDetailed } from '../src/store/compact.js';
+import { splitDetailed } from '../src/store/model/compact.js';
 import { COLUMNS, campaignRow, evalRows, roleRow, sessionRow } from '../src/store/model/rows.js';
 
 const evalResult = {

@@ -8,7 +8,7 @@ import { INTERNAL_COLUMNS } from '../store/changes.js';
 import { COLUMNS } from '../store/model/rows.js';
 import { detailRawSql, roleRawSql } from '../store/reassemble.js';
 
-/** The schema version from which DETAILED records are stored once and `raw` is rebuilt (store/compact.ts). */
+/** The schema version from which DETAILED records are stored once and `raw` is rebuilt (store/model/compact.ts). */
 export const COMPACT_SINCE = 6;
 
 /** `raw` as the service sent it, for the tables whose stored `raw` leaves out what other rows hold. */

@@ -6,8 +6,8 @@
  */
 import type { CheckedRecord, Endpoint, StreamId } from '../core/types.js';
 import { CURRENT_SEQ, NEXT_SEQ_SQL, TOMBSTONE_SQL } from './changes.js';
-import { type SplitRecord, splitDetailed } from './compact.js';
 import type { Db } from './db.js';
+import { type SplitRecord, splitDetailed } from './model/compact.js';
 import { COLUMNS, evalRows, roleRow, sessionRow, type Values } from './model/rows.js';
 import { roleRawSql } from './reassemble.js';
 import { insertIgnore, placeholders, update, upsert } from './sql.js';
@@ -115,7 +115,7 @@ export class Mirror {
 
   /**
    * Upserts role results, and for DETAILED records their score details and eval results, stored once
-   * (store/compact.ts). Call inside a transaction.
+   * (store/model/compact.ts). Call inside a transaction.
    */
   upsertRoleResults(records: CheckedRecord[], campaignId: string, reportType: string): UpsertCounts {
     const counts: UpsertCounts = { inserted: 0, updated: 0 };

@@ -152,7 +152,7 @@ export function sessionRow(r: CheckedRecord, campaignId: string): Values {
 /**
  * role_results values of a role record (OVERALL or DETAILED), then its id; a flat `user_id`/`email` is
  * read too. `raw` is the record's text, or a DETAILED record's text without its score details
- * (store/compact.ts).
+ * (store/model/compact.ts).
  */
 export function roleRow(r: CheckedRecord, campaignId: string, reportType: string, raw: string = r.raw): Values {
   const x = r.record;
