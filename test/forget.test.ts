@@ -81,7 +81,7 @@ function killedAfterDelete(db: string, user: string): void {
     const { openDatabase } = await import(${dist('db.js')});
     const { eraseFromMirror } = await import(${dist('erase.js')});
     const { beginErasure } = await import(${dist('erase-pending.js')});
-    const { knownPerson } = await import(${dist('person.js')});
+    const { knownPerson } = await import(${dist('model/person.js')});
     const db = openDatabase(process.argv[1]);
     const person = knownPerson([process.argv[2]], [process.argv[2]]);
     db.transaction(() => {

@@ -10,10 +10,10 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/store/db.js';
 import { Mirror } from '../src/store/mirror.js';
+import { COLUMNS } from '../src/store/model/rows.js';
 import { detailRawPg, roleRawPg } from '../src/store/pg/compact.js';
 import { PG_MIGRATIONS } from '../src/store/pg/migrations/index.js';
 import { detailRawSql, roleRawSql } from '../src/store/reassemble.js';
-import { COLUMNS } from '../src/store/rows.js';
 import { columnNames, migrate, SCHEMA_VERSION } from '../src/store/schema.js';
 import { Database } from '../src/store/sqlite.js';
 import { cli, servedRecords, sim, tempDir } from './helpers/index.js';
@@ -70,12 +70,12 @@ describe('migration files are frozen code', () => {
     expect(bad).toEqual([]);
   });
 
-  it('reach neither store/mirror.ts, store/rows.ts, store/compact.ts nor store/sinks/, even through other files', () => {
+  it('reach neither store/mirror.ts, store/model/rows.ts, store/model/compact.ts nor store/sinks/, even through other files', () => {
     const reached = new Set(migrationFiles().flatMap((f) => [...reach(f)]));
     const writePath = [...reached].filter((f) => f.startsWith('store/') && !FOLDERS.some((folder) => f.startsWith(`${folder}/`)));
     expect(writePath).toEqual([]);
     // The check follows imports: a file of the write path reaches rows.ts.
-    expect(reach(join(SRC, 'store/mirror.ts')).has('store/rows.ts')).toBe(true);
+    expect(reach(join(SRC, 'store/mirror.ts')).has('store/model/rows.ts')).toBe(true);
   });
 
   it("the SQLite views a fresh mirror holds are what today's reassembly rebuilds (else: a new migration)", () => {

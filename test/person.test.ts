@@ -1,10 +1,10 @@
 /**
- * store/person.ts: the one rule by which every store finds a candidate in a record and takes them
+ * store/model/person.ts: the one rule by which every store finds a candidate in a record and takes them
  * out of it (forget --user).
  */
 import { describe, expect, it } from 'vitest';
 import { parseJson } from '../src/core/json.js';
-import { knownPerson, PersonGraph, personDigests, personOfDigests, scrubPerson } from '../src/store/person.js';
+import { knownPerson, PersonGraph, personDigests, personOfDigests, scrubPerson } from '../src/store/model/person.js';
 
 const A = { id: 'a-1', email: 'ann@example.com' };
 const B = { id: 'b-2', email: 'Bob@Example.com' };

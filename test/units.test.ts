@@ -10,8 +10,8 @@ import { NumberText, parseJson, toJson } from '../src/core/json.js';
 import { isLoopbackHost } from '../src/core/loopback.js';
 import { ApiError, AuthError, NetworkError, UsageError } from '../src/errors.js';
 import { SlidingWindow } from '../src/simulator/window.js';
+import { COLUMNS } from '../src/store/model/rows.js';
 import { holdsUnstorable, rowParams, UNSTORABLE } from '../src/store/pg/statements.js';
-import { COLUMNS } from '../src/store/rows.js';
 import { formatCount } from '../src/ui/table.js';
 import { tempDir } from './helpers/index.js';
 

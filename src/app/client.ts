@@ -25,7 +25,7 @@ export interface ClientHooks {
   /** Tests pass a MockAgent. */
   dispatcher?: Dispatcher;
   events?: RunEvents | undefined;
-  /** The slots of a PostgreSQL mirror (app/job-store.ts), for a key's digest: shared by every host. Default: the user's file. */
+  /** The slots of a PostgreSQL mirror (store/pg/job-store.ts), for a key's digest: shared by every host. Default: the user's file. */
   budgetSlots?: ((key: string, timeoutMs: number) => BudgetStore) | undefined;
 }
 

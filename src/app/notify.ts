@@ -12,10 +12,9 @@ import { createRoute } from '../api/dispatcher.js';
 import { sleep as realSleep } from '../core/clock.js';
 import { currentIo } from '../core/io.js';
 import { userAgent } from '../core/version.js';
-import type { StreamRow } from '../store/checkpoints.js';
+import type { JobStore, StreamRow } from '../store/mirror-port.js';
 import { requestIdOf, type StateChange, stateChanges } from '../sync/alerts.js';
 import type { PassResult } from '../sync/pass.js';
-import type { JobStore } from './job-store.js';
 
 export interface NotifyOptions {
   /** Each POST's bound, connection to answer. */

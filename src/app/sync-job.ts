@@ -4,32 +4,22 @@
  */
 
 import type { ApiClient } from '../api/client.js';
-import { type ApiConfig, dbChoice } from '../config/config.js';
+import type { ApiConfig } from '../config/config.js';
 import { type JobSettings, type PassSettings, rememberDestination, resolvePass } from '../config/settings.js';
 import { said } from '../config/sources.js';
 import type { RunEvents } from '../core/events.js';
-import { dbWarnings, isPgUrl } from '../store/pg/url.js';
+import type { JobStore } from '../store/mirror-port.js';
 import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { type ReconcileResult, reconcile } from '../sync/reconcile.js';
 import type { DateWindow } from '../sync/stream.js';
 import { createClient } from './client.js';
-import { type JobStore, openJobStore } from './job-store.js';
+import { mirrorOf } from './factory.js';
 import type { Notifier } from './notify.js';
 
 /** What --notify needs: where, and the staleness bound. */
 interface NotifyChoice {
   notifier: Notifier;
   maxAgeMs: number;
-}
-
-/** The database password of a postgres:// URL, which an alert must never carry. */
-function dbPassword(path: string): string | undefined {
-  if (!isPgUrl(path)) return undefined;
-  try {
-    return decodeURIComponent(new URL(path).password) || undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The pass's options of the settings (exported for tests). */
@@ -73,7 +63,7 @@ export class SyncJob {
     /** The job's settings, with the destination the database remembered when nothing else chose one. */
     readonly settings: JobSettings,
     readonly dbPath: string,
-    /** The mirror and its checkpoints, whichever database holds them (app/job-store.ts). */
+    /** The mirror and its checkpoints, whichever database holds them (store/mirror-port.ts). */
     readonly store: JobStore,
     readonly client: ApiClient,
     readonly options: PassOptions,
@@ -87,14 +77,10 @@ export class SyncJob {
   /** Opens the job of `settings` (config/settings.ts: every value already checked, so bad input changes nothing). */
   static async open(settings: JobSettings, signal: AbortSignal | undefined, hooks: JobHooks = {}): Promise<SyncJob> {
     const config = settings.api;
-    const db = dbChoice(settings.db, settings.sourceOf('db'));
-    for (const w of dbWarnings(db)) hooks.events?.warning?.(w);
-    const dbPath = db.path;
+    const mirror = mirrorOf(settings, (text) => hooks.events?.warning?.(text));
+    const dbPath = mirror.target.path;
     const formatOrigin = settings.sourceOf('format');
-    const store = await openJobStore({
-      db: dbPath,
-      dbWhere: db.where,
-      pgSchema: settings.pgSchema,
+    const store = await mirror.jobStore({
       chosen: formatOrigin.source !== 'default',
       formatWhere: said(formatOrigin, settings.format),
       format: settings.format,
@@ -107,7 +93,7 @@ export class SyncJob {
       let alerts: NotifyChoice | undefined;
       if (settings.notify !== undefined) {
         const { Notifier } = await import('./notify.js');
-        const secrets = [config.apiKey, dbPassword(dbPath)].filter((s): s is string => s !== undefined);
+        const secrets = [config.apiKey, store.secret].filter((s): s is string => s !== undefined);
         alerts = {
           notifier: new Notifier(settings.notify, { secrets, warn: (text) => (hooks.alertFailure ?? hooks.events?.warning)?.(text) }),
           maxAgeMs: settings.maxAge,

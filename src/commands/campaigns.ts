@@ -1,10 +1,7 @@
 import type { ApiClient } from '../api/client.js';
 import { createClient } from '../app/client.js';
-import { dbChoice } from '../config/config.js';
+import { mirrorOf } from '../app/factory.js';
 import type { CampaignsSettings } from '../config/settings.js';
-import { Campaigns } from '../store/campaigns.js';
-import { openDatabase } from '../store/db.js';
-import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import { commandEvents } from '../ui/events.js';
 import { Output } from '../ui/output.js';
 import { type Column, renderTable } from '../ui/table.js';
@@ -24,11 +21,8 @@ const CAMPAIGN_COLUMNS: Column[] = [
 /** `campaign-sync campaigns`: lists the accessible campaigns and upserts them into `campaigns`. */
 export async function campaigns(settings: CampaignsSettings, signal: AbortSignal): Promise<number> {
   const out = new Output(settings);
-  const chosen = dbChoice(settings.db, settings.sourceOf('db'));
   // Before anything is opened: said even when the database cannot be reached.
-  for (const w of dbWarnings(chosen)) out.warn(w);
-  const { path: dbPath, where } = chosen;
-  const pgSchema = isPgUrl(dbPath) ? settings.pgSchema : undefined;
+  const mirror = mirrorOf(settings, (text) => out.warn(text));
   const config = settings.api;
   for (const w of config.warnings ?? []) out.warn(w);
   const client = createClient(config, { signal, events: commandEvents(out) });
@@ -38,18 +32,7 @@ export async function campaigns(settings: CampaignsSettings, signal: AbortSignal
   } finally {
     await client.close();
   }
-  // The campaigns table is small and written in one transaction: no run lock needed.
-  if (pgSchema !== undefined) {
-    // pg is loaded only for a postgres:// --db.
-    await (await import('../app/campaign-list-pg.js')).storeCampaignsPg(dbPath, pgSchema, list, where, client.lister);
-  } else {
-    const db = openDatabase(dbPath);
-    try {
-      new Campaigns(db).upsert(list, new Date().toISOString(), client.lister);
-    } finally {
-      db.close();
-    }
-  }
+  await mirror.storeCampaigns(list, client.lister);
   out.document({ data: list });
   out.print(
     list.length === 0

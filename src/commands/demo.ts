@@ -1,13 +1,10 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { type Mirror, mirrorOf } from '../app/factory.js';
 import { SyncJob } from '../app/sync-job.js';
 import type { DemoSettings } from '../config/settings.js';
 import { exitCodeForPass, UsageError } from '../errors.js';
 import { startSimulator } from '../simulator/server.js';
-import { Campaigns } from '../store/campaigns.js';
-import { Checkpoints } from '../store/checkpoints.js';
-import { isEmptyDatabase, openDatabase } from '../store/db.js';
-import { isPgUrl } from '../store/pg/url.js';
 import { showText } from '../ui/escape.js';
 import { commandEvents } from '../ui/events.js';
 import { Output } from '../ui/output.js';
@@ -21,15 +18,15 @@ import { formatCount } from '../ui/table.js';
  * serve: a mirror of the real service, or a demo of another seed. The demo writes made-up records,
  * so it refuses such a --db rather than mixing them in (status would watch them, exports carry them).
  */
-function foreignCampaigns(db: string, served: Set<string>): number {
+async function foreignCampaigns(mirror: Mirror, served: Set<string>): Promise<number> {
+  if (!existsSync(mirror.target.path)) return 0;
   // An empty file holds no campaigns: the pull makes it a new database, as `pull` does.
-  if (!existsSync(db) || isEmptyDatabase(db)) return 0;
-  const d = openDatabase(db, { mustExist: true, readonly: true });
+  const d = await mirror.reader({ emptyHasNoStreams: true });
   try {
-    const ids = new Set([...new Campaigns(d).names().keys(), ...new Checkpoints(d).all().map((s) => s.campaign_id)]);
+    const ids = new Set([...(await d.campaignNames()).keys(), ...(await d.streams()).map((s) => s.campaign_id)]);
     return [...ids].filter((id) => !served.has(id)).length;
   } finally {
-    d.close();
+    await d.close();
   }
 }
 
@@ -40,11 +37,13 @@ function foreignCampaigns(db: string, served: Set<string>): number {
 export async function demo(settings: DemoSettings, signal: AbortSignal): Promise<number> {
   const out = new Output(settings);
   const { db, seed, campaigns, records } = settings;
-  if (isPgUrl(db)) throw new UsageError('--db: the demo writes made-up records into a SQLite file, never into a PostgreSQL mirror');
+  const mirror = mirrorOf(settings);
+  if (mirror.kind === 'pg')
+    throw new UsageError('--db: the demo writes made-up records into a SQLite file, never into a PostgreSQL mirror');
   // No rate limit on either side: the demo should show the mirror, not a minute of waiting.
   const sim = await startSimulator({ seed, campaigns, records, unknownTypeCampaigns: 0 });
   try {
-    const foreign = foreignCampaigns(db, new Set(sim.data.campaigns.map((c) => c.id)));
+    const foreign = await foreignCampaigns(mirror, new Set(sim.data.campaigns.map((c) => c.id)));
     if (foreign > 0) {
       throw new UsageError(
         `--db ${db} holds ${formatCount(foreign)} campaign${foreign === 1 ? '' : 's'} this demo does not serve (a mirror of the real service, or a demo with another --seed or --campaigns); the demo writes made-up records: give it another --db (default ./campaign-sync-demo.db)`,

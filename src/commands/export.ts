@@ -1,6 +1,6 @@
 import { type Stats, statSync } from 'node:fs';
 import type { Writable } from 'node:stream';
-import { dbChoice } from '../config/config.js';
+import { mirrorOf } from '../app/factory.js';
 import { parseDate } from '../config/duration.js';
 import { type ExportSettings, resolveSettings } from '../config/settings.js';
 import { currentIo } from '../core/io.js';
@@ -14,7 +14,6 @@ import { chosenColumns, EXPORT_TABLES, type ExportTable, exportQuery, exportRang
 import { Campaigns } from '../store/campaigns.js';
 import { type Db, openDatabase } from '../store/db.js';
 import { canonicalPath } from '../store/lock.js';
-import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import { refuseLinks } from '../store/private-file.js';
 import { columnNames, schemaVersion } from '../store/schema.js';
 import { Output } from '../ui/output.js';
@@ -120,11 +119,11 @@ export async function exportTable(
   const since = flags.since === undefined ? undefined : parseDate(flags.since, '--since');
   const until = flags.until === undefined ? undefined : parseDate(flags.until, '--until');
   if (since && until && since > until) throw new UsageError(`--since ${since} is after --until ${until}`);
-  const chosen = dbChoice(settings.db, settings.sourceOf('db'));
   // Before anything is opened: said even when the database cannot be reached.
-  for (const w of dbWarnings(chosen)) out.warn(w);
-  const { path: dbPath, where } = chosen;
-  if (target !== undefined) checkOutput(target, isPgUrl(dbPath) ? undefined : dbPath);
+  const mirror = mirrorOf(settings, (text) => out.warn(text));
+  const { path: dbPath, where } = mirror.target;
+  const pg = mirror.kind === 'pg';
+  if (target !== undefined) checkOutput(target, pg ? undefined : dbPath);
   // Parquet is binary, and only whole once its footer is written: to a file, or to a pipe or a
   // redirect, never onto a terminal.
   if (format === 'parquet' && target === undefined && (stdout as { isTTY?: boolean }).isTTY === true) {
@@ -134,7 +133,7 @@ export async function exportTable(
   if (flags.sinceLast !== undefined) {
     const sinceLast = await import('./export-since.js');
     sinceLast.checkSinceLast({ ...flags, sinceLast: flags.sinceLast }, target);
-    if (isPgUrl(dbPath)) {
+    if (pg) {
       const job = {
         consumer: flags.sinceLast,
         table: flags.table as ExportTable,
@@ -159,7 +158,7 @@ export async function exportTable(
     };
     return sinceLast.exportSinceLast(job, out, stdout, signal);
   }
-  if (isPgUrl(dbPath)) {
+  if (pg) {
     const table = flags.table as ExportTable;
     const job = {
       url: dbPath,

@@ -1,6 +1,7 @@
-import { type CheckpointAdmin, openCheckpointAdmin } from '../app/checkpoint-admin.js';
+import { mirrorOf } from '../app/factory.js';
 import { type MirrorSettings, resolveSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
+import type { CheckpointAdmin } from '../store/mirror-port.js';
 import { canAsk, confirm } from '../ui/confirm.js';
 import { showText } from '../ui/escape.js';
 import { Output, type OutputFlags } from '../ui/output.js';
@@ -52,7 +53,7 @@ export async function reset(
   if (!flags.all && selectors.length === 0 && !canAsk(out)) {
     throw new UsageError('reset: name the streams to forget with --campaign <id or name>, or pass --all to forget every checkpoint');
   }
-  const admin = await openCheckpointAdmin(settings, (text) => out.warn(text));
+  const admin = await mirrorOf(settings, (text) => out.warn(text)).checkpointAdmin();
   try {
     const campaigns = await resolveCampaigns(admin, selectors);
     if (!flags.all && campaigns.length === 0) {

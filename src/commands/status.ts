@@ -1,4 +1,4 @@
-import { openMirrorReader } from '../app/mirror-reader.js';
+import { mirrorOf } from '../app/factory.js';
 import { type MirrorSettings, resolveSettings } from '../config/settings.js';
 import { exitCodeForHealth, UsageError } from '../errors.js';
 import { assessHealth } from '../sync/health.js';
@@ -49,7 +49,7 @@ async function show(flags: StatusFlags, settings: MirrorSettings, out: Output): 
   const maxAge = flags.check ? await checkMaxAge(flags.maxAge) : 0;
   // An empty --db file (touched, or a volume mounted before the first pull) has nothing to check: as
   // a mirror with no streams yet, CRITICAL (5). Plain `status` calls it a usage error, as `export` does.
-  const mirror = await openMirrorReader(settings, { emptyHasNoStreams: flags.check === true, warn: (text) => out.warn(text) });
+  const mirror = await mirrorOf(settings, (text) => out.warn(text)).reader({ emptyHasNoStreams: flags.check === true });
   const now = Date.now();
   try {
     const names = await mirror.campaignNames();

@@ -42,7 +42,7 @@ export interface PassSettings {
   readonly campaign: readonly string[];
   readonly type: Endpoint | undefined;
   readonly reportType: ReportType;
-  /** The destination; when no source gave one, the database's memory decides (app/job-store.ts). */
+  /** The destination; when no source gave one, the database's memory decides (store/sqlite/job-store.ts). */
   readonly format: 'sqlite' | 'ndjson';
   readonly out: string;
   readonly pageSize: number;

@@ -5,10 +5,10 @@
 import type { CHOICES } from '../config/defaults.js';
 import { UsageError } from '../errors.js';
 import { INTERNAL_COLUMNS } from '../store/changes.js';
+import { COLUMNS } from '../store/model/rows.js';
 import { detailRawSql, roleRawSql } from '../store/reassemble.js';
-import { COLUMNS } from '../store/rows.js';
 
-/** The schema version from which DETAILED records are stored once and `raw` is rebuilt (store/compact.ts). */
+/** The schema version from which DETAILED records are stored once and `raw` is rebuilt (store/model/compact.ts). */
 export const COMPACT_SINCE = 6;
 
 /** `raw` as the service sent it, for the tables whose stored `raw` leaves out what other rows hold. */
@@ -138,7 +138,7 @@ export function exportQuery(
   const order = rowid === null ? '' : ` ORDER BY t.${rowid}`;
   const full = fullRaw(spec.table, filter);
   const column = (c: string) => (c === 'raw' && full !== undefined ? `${full('t')} AS raw` : `t.${quoteIdent(c)}`);
-  // Every column in the table's order (its key, then store/rows.ts's list), `raw` rebuilt where it is
+  // Every column in the table's order (its key, then store/model/rows.ts's list), `raw` rebuilt where it is
   // stored apart; or the columns asked for, in the order asked.
   const select =
     filter.columns !== undefined

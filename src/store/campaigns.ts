@@ -5,7 +5,7 @@
 import { ROUTES } from '../spec/paths.js';
 import { listingKey, listingValue } from './checkpoints.js';
 import type { Db } from './db.js';
-import { campaignRow } from './rows.js';
+import { campaignRow } from './model/rows.js';
 import { upsert } from './sql.js';
 
 /** A campaign a pull skips, as stored. */

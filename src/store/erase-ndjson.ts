@@ -1,6 +1,6 @@
 /**
  * Erasing one candidate from the NDJSON files a database wrote. A file is rewritten without their
- * lines, and with other candidates' lines that held them rewritten without them (store/person.ts),
+ * lines, and with other candidates' lines that held them rewritten without them (store/model/person.ts),
  * into a new file that replaces it by rename. The file's new committed length, its index and the
  * pending rename are committed first, with the file marked done in the erasure's mark
  * (erase-pending.ts), so a crash at any instant leaves either the old file with its old length or a
@@ -14,9 +14,9 @@ import { parseJson, toJson } from '../core/json.js';
 import { storageError } from '../errors.js';
 import type { Db } from './db.js';
 import { fileDone } from './erase-pending.js';
+import { type Person, type PersonGraph, scrubPerson } from './model/person.js';
 import { NdjsonStateError } from './ndjson-file.js';
 import { forEachLine, isTombstone, lineDigest, RECORD_STREAM } from './ndjson-index.js';
-import { type Person, type PersonGraph, scrubPerson } from './person.js';
 import { openPrivateFile, refuseLinks } from './private-file.js';
 
 /** What a file's rewrite did: lines removed (theirs, and tombstones of their records), lines rewritten without them. */

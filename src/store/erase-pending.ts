@@ -3,7 +3,7 @@
  * files are done, so a forget killed or stopped by a full disk between two files is finished by the
  * next forget or pull, file by file, before anything else runs.
  *
- * Whom: keyed digests (HMAC-SHA-256) of the person's ids and e-mail keys (store/person.ts), under a
+ * Whom: keyed digests (HMAC-SHA-256) of the person's ids and e-mail keys (store/model/person.ts), under a
  * random key drawn for this erasure and kept in the mark. The mark lets the erasure recognise the
  * person in a line it reads, and holds no e-mail or id in clear: it says no more of them than the
  * mirror it is in (which is 0600, and still holds them until the erasure is done). The mark is
@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { ERASE_PENDING_KEY } from './checkpoints.js';
 import type { Db } from './db.js';
-import { type KnownPerson, type Person, personDigests, personOfDigests } from './person.js';
+import { type KnownPerson, type Person, personDigests, personOfDigests } from './model/person.js';
 
 interface Stored {
   at: string;

@@ -2,7 +2,7 @@
  * Erasing one candidate from the SQLite mirror's tables (`forget --user`), as a data controller must
  * on an erasure request: every row of theirs (score details and eval results included), their score
  * details inside other candidates' records, and their e-mail and ids in the streams' error texts.
- * Who is theirs: store/person.ts, the rule every store shares.
+ * Who is theirs: store/model/person.ts, the rule every store shares.
  *
  * The database deletes with `secure_delete` on, is rebuilt by VACUUM and its WAL truncated, so the
  * deleted bytes are overwritten rather than left in free space, free pages or the log. The NDJSON
@@ -14,8 +14,8 @@ import { parseJson, toJson } from '../core/json.js';
 import { errorCode } from '../errors.js';
 import type { Db } from './db.js';
 import { endErasure } from './erase-pending.js';
-import { names, type Person, type PersonGraph, scrubPerson } from './person.js';
-import { detailValues, roleRow, sessionRow } from './rows.js';
+import { names, type Person, type PersonGraph, scrubPerson } from './model/person.js';
+import { detailValues, roleRow, sessionRow } from './model/rows.js';
 import { update } from './sql.js';
 
 type Obj = Record<string, unknown>;

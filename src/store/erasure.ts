@@ -4,7 +4,7 @@
  *
  * 1. an erasure left unfinished is finished first (finishErasure);
  * 2. every record (rows and lines) is read once to learn who the person is: every id and e-mail
- *    linked to what forget was given (store/person.ts PersonGraph);
+ *    linked to what forget was given (store/model/person.ts PersonGraph);
  * 3. one transaction deletes and rewrites their rows, scrubs the error texts and writes the mark of
  *    the erasure (erase-pending.ts: whom, as keyed digests, and no file done);
  * 4. each NDJSON file is rewritten and marked done (erase-ndjson.ts);
@@ -18,8 +18,8 @@ import type { Db } from './db.js';
 import { eraseFromMirror, gatherFromMirror, scrub, scrubErrors } from './erase.js';
 import { type AfterRename, eraseFromFile, type FileErased, finishRewrites, gatherFromFile } from './erase-ndjson.js';
 import { beginErasure, endErasure, pendingErasure } from './erase-pending.js';
+import { type Person, PersonGraph } from './model/person.js';
 import { NdjsonOffsets } from './offsets.js';
-import { type Person, PersonGraph } from './person.js';
 import { refuseLinks } from './private-file.js';
 
 export type { FileErased } from './erase-ndjson.js';

@@ -1,15 +1,15 @@
 /**
  * Upserts into the SQLite mirror: records by id, a record read again replaces the
- * stored one and its child rows (score details, eval results). The values come from store/rows.ts;
+ * stored one and its child rows (score details, eval results). The values come from store/model/rows.ts;
  * the statements are built from its column lists and prepared once. Callers wrap a page in one
  * transaction (store/group.ts). Campaigns are in store/campaigns.ts.
  */
 import type { CheckedRecord, Endpoint, StreamId } from '../core/types.js';
 import { CURRENT_SEQ, NEXT_SEQ_SQL, TOMBSTONE_SQL } from './changes.js';
-import { type SplitRecord, splitDetailed } from './compact.js';
 import type { Db } from './db.js';
+import { type SplitRecord, splitDetailed } from './model/compact.js';
+import { COLUMNS, evalRows, roleRow, sessionRow, type Values } from './model/rows.js';
 import { roleRawSql } from './reassemble.js';
-import { COLUMNS, evalRows, roleRow, sessionRow, type Values } from './rows.js';
 import { insertIgnore, placeholders, update, upsert } from './sql.js';
 
 /**
@@ -115,7 +115,7 @@ export class Mirror {
 
   /**
    * Upserts role results, and for DETAILED records their score details and eval results, stored once
-   * (store/compact.ts). Call inside a transaction.
+   * (store/model/compact.ts). Call inside a transaction.
    */
   upsertRoleResults(records: CheckedRecord[], campaignId: string, reportType: string): UpsertCounts {
     const counts: UpsertCounts = { inserted: 0, updated: 0 };

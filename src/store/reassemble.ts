@@ -1,6 +1,6 @@
 /**
  * The exact `raw` of a DETAILED role record and of its score details, rebuilt in SQL from the rows
- * store/compact.ts split them into (schema 6). Used by export and by the mirror's change check. The
+ * store/model/compact.ts split them into (schema 6). Used by export and by the mirror's change check. The
  * `role_results_full` and `score_details_full` views analysts read hold the copy store/migrations/v6.ts
  * froze: a change here that they must follow takes a new migration replacing them
  * (test/migrations.test.ts fails until they agree).

@@ -1,10 +1,10 @@
 /**
- * Statements built from the column lists of store/rows.ts, so no column list is written twice.
+ * Statements built from the column lists of store/model/rows.ts, so no column list is written twice.
  */
-import { COLUMNS, type Table } from './rows.js';
+import { COLUMNS, type Table } from './model/rows.js';
 
 /*
- * The key goes last in every statement below, so one row of store/rows.ts (its values, then its key)
+ * The key goes last in every statement below, so one row of store/model/rows.ts (its values, then its key)
  * binds the insert and the update alike. Rows are bound as spread arguments: measured faster than
  * binding one array with better-sqlite3 12.
  */

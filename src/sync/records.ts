@@ -27,7 +27,7 @@ export function show(value: unknown, redact: Redact): string {
 
 /**
  * A checked record whose JSON text is made on first use: the SQLite mirror stores a DETAILED record
- * in parts (store/compact.ts) and reads the whole text only when a stored copy must be compared, so
+ * in parts (store/model/compact.ts) and reads the whole text only when a stored copy must be compared, so
  * a pull does not stringify every record twice.
  */
 class Checked implements CheckedRecord {

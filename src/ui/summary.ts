@@ -1,9 +1,9 @@
 /** How a pass is shown: a table for people, a document for --json, a one-liner for watch logs. */
 
-import type { MirrorPlace } from '../app/job-store.js';
 import { formatDuration, formatRate, type Rate } from '../core/rate.js';
 import type { StreamId } from '../core/types.js';
 import { exitCodeForPass } from '../errors.js';
+import type { MirrorPlace } from '../store/mirror-port.js';
 import type { PassResult } from '../sync/pass.js';
 import type { WalkCounts } from '../sync/stream.js';
 import { showText } from './escape.js';

@@ -5,7 +5,7 @@
  * A migration file, once released, never changes: a database a release upgraded must equal one this
  * release upgrades from the same version. So each step is frozen SQL, and where data moves, a small
  * function in its own file. A migration imports nothing from the write path (store/mirror.ts,
- * store/rows.ts, store/compact.ts, store/sinks/) nor any other store/ file, only pure, stable helpers
+ * store/model/rows.ts, store/model/compact.ts, store/sinks/) nor any other store/ file, only pure, stable helpers
  * of core/ (test/migrations.test.ts checks it). To change the schema, add a file and an entry here.
  */
 import type BetterSqlite3 from 'better-sqlite3';

@@ -2,7 +2,7 @@
 import { ROUTES } from '../../spec/paths.js';
 import type { SkippedCampaign } from '../campaigns.js';
 import { listingKey, listingValue } from '../checkpoints.js';
-import { campaignRow } from '../rows.js';
+import { campaignRow } from '../model/rows.js';
 import type { PgDatabase } from './database.js';
 import { rowParams, upsertChanged } from './statements.js';
 

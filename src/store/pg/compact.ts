@@ -1,6 +1,6 @@
 /**
  * DETAILED records stored once in the PostgreSQL mirror, as the SQLite mirror stores them since
- * schema 6 (store/compact.ts): a role result's `raw` without its `score_details` entries (they live
+ * schema 6 (store/model/compact.ts): a role result's `raw` without its `score_details` entries (they live
  * in score_details), each entry's `raw` without its `eval_results` (they live in eval_results). An
  * emptied array marks what was taken out; roleRawPg below rebuilds it (the _full views hold the copy
  * store/pg/migrations/v2.ts froze: a change here that they must follow takes a new migration). jsonb
@@ -9,13 +9,13 @@
  *
  * The guarantee is PostgreSQL's `raw` guarantee (jsonb: the same value as sent, keys and spacing
  * normalised): `role_results_full.raw = <the record as sent>::jsonb` for every record. Only what comes
- * back equal is taken out: store/compact.ts's rules, and an eval's `evaluated_at` null or an ISO text
+ * back equal is taken out: store/model/compact.ts's rules, and an eval's `evaluated_at` null or an ISO text
  * as `Date.toISOString` writes it (eval_results holds it as timestamptz, and gives it back that way).
  */
 import { toJson } from '../../core/json.js';
 import type { CheckedRecord } from '../../core/types.js';
-import { rebuildableEval } from '../compact.js';
-import { detailValues, evalRows, text, type Values } from '../rows.js';
+import { rebuildableEval } from '../model/compact.js';
+import { detailValues, evalRows, text, type Values } from '../model/rows.js';
 
 /** A score detail's row and its eval results' rows. */
 export interface PgDetail {

@@ -2,14 +2,14 @@
  * `forget --user` in the PostgreSQL mirror: one candidate's results, score details and eval results
  * deleted, their score details inside other candidates' records taken out, their e-mail and ids
  * scrubbed from the streams' errors, in one transaction, with the rule every store shares
- * (store/person.ts) and their streams' counts lowered, as store/erase.ts does in SQLite. PostgreSQL
+ * (store/model/person.ts) and their streams' counts lowered, as store/erase.ts does in SQLite. PostgreSQL
  * keeps dead row versions until VACUUM: the changed tables are vacuumed after the commit (a plain
  * VACUUM, which makes the space reusable; the server's WAL and backups are the operator's to age out).
  */
 import type pg from 'pg';
 import { type ErasedCounts, errorsWithout, type StoredError } from '../../core/email.js';
 import { parseJson, toJson } from '../../core/json.js';
-import { names, type Person, PersonGraph, scrubPerson } from '../person.js';
+import { names, type Person, PersonGraph, scrubPerson } from '../model/person.js';
 import type { PgDatabase } from './database.js';
 import { jsonText } from './statements.js';
 

@@ -1,5 +1,5 @@
 /**
- * Bulk statements of the PostgreSQL mirror, built from the column lists of store/rows.ts, so a page is
+ * Bulk statements of the PostgreSQL mirror, built from the column lists of store/model/rows.ts, so a page is
  * one INSERT … ON CONFLICT per table whatever its size (no parameter limit, one round trip). A table
  * with a jsonb column (a record's `raw`) takes its rows as one jsonb parameter, an array of rows each
  * an array of cells, read back with `jsonb_array_elements`: a record's JSON text is written into it as
@@ -9,7 +9,7 @@
  * costs both sides less there. Values keep the SQLite mapping; only the column types differ
  * (schema.ts), and times that are not date-times with a zone become NULL (raw keeps them).
  */
-import { COLUMNS, type Table, type Values } from '../rows.js';
+import { COLUMNS, type Table, type Values } from '../model/rows.js';
 import { CHANGE_CTES, CHANGE_SEQ } from './changes.js';
 
 type PgType = 'text' | 'float8' | 'int4' | 'int8' | 'jsonb' | 'timestamptz';

@@ -4,7 +4,7 @@
  *
  * A migration file, once released, never changes: a mirror a release upgraded must equal one this
  * release upgrades from the same version. So each step is frozen SQL that imports nothing from the
- * write path (store/pg/mirror.ts, store/pg/compact.ts, store/rows.ts, store/sinks/) nor any other
+ * write path (store/pg/mirror.ts, store/pg/compact.ts, store/model/rows.ts, store/sinks/) nor any other
  * store/ file (test/migrations.test.ts checks it). To change the schema, add a file and an entry here.
  */
 import { V1 } from './v1.js';

@@ -5,7 +5,7 @@
  * other row stays whole, which the views give back as it is.
  *
  * The rebuild's SQL and the views' columns are written out here, as this version defines them, not
- * borrowed from store/pg/compact.ts or store/rows.ts, which keep changing while this step must not.
+ * borrowed from store/pg/compact.ts or store/model/rows.ts, which keep changing while this step must not.
  */
 const COLUMNS = {
   role_results:

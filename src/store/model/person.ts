@@ -12,7 +12,7 @@
  * by emailKey (core/email.ts).
  */
 import { createHmac } from 'node:crypto';
-import { ERASED, emailKey } from '../core/email.js';
+import { ERASED, emailKey } from '../../core/email.js';
 
 type Obj = Record<string, unknown>;
 

@@ -3,8 +3,8 @@
  * a record to the values of those columns. No SQL and no database here, so every store (SQLite
  * today, PostgreSQL next) builds its statements from the same column lists and writes the same rows.
  */
-import { toJson } from '../core/json.js';
-import type { CheckedRecord } from '../core/types.js';
+import { toJson } from '../../core/json.js';
+import type { CheckedRecord } from '../../core/types.js';
 
 type Obj = Record<string, unknown>;
 
@@ -152,7 +152,7 @@ export function sessionRow(r: CheckedRecord, campaignId: string): Values {
 /**
  * role_results values of a role record (OVERALL or DETAILED), then its id; a flat `user_id`/`email` is
  * read too. `raw` is the record's text, or a DETAILED record's text without its score details
- * (store/compact.ts).
+ * (store/model/compact.ts).
  */
 export function roleRow(r: CheckedRecord, campaignId: string, reportType: string, raw: string = r.raw): Values {
   const x = r.record;

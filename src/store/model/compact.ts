@@ -14,8 +14,8 @@
  * An emptied array marks what was taken out: reassembly refills an empty array from the rows, which
  * gives an empty array back when there are none.
  */
-import { toJson } from '../core/json.js';
-import type { CheckedRecord } from '../core/types.js';
+import { toJson } from '../../core/json.js';
+import type { CheckedRecord } from '../../core/types.js';
 import { detailValues, evalRows, text, type Values } from './rows.js';
 
 /** A score detail's row and its eval results' rows. */

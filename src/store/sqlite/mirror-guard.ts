@@ -5,11 +5,11 @@
  * with exit 74 and one line saying where the data is. The NDJSON sink checks its own folder and files.
  */
 import { closeSync, existsSync, fsyncSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
-import { StorageError } from '../errors.js';
-import type { Db } from '../store/db.js';
-import { checkpointAll, type FileIdentity, identify, stillAt, whereNow } from '../store/moved.js';
-import { openOwnFile, openPrivateFile } from '../store/private-file.js';
-import type { Sink } from '../store/sinks/sink.js';
+import { StorageError } from '../../errors.js';
+import type { Db } from '../db.js';
+import { checkpointAll, type FileIdentity, identify, stillAt, whereNow } from '../moved.js';
+import { openOwnFile, openPrivateFile } from '../private-file.js';
+import type { Sink } from '../sinks/sink.js';
 
 /**
  * A copy of `<path>-wal` beside it (0600), when it holds commits: `{ kept }` names it; `{}` when there

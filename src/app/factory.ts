@@ -1,0 +1,57 @@
+/**
+ * The factory of a command's mirror: --db is read here and only here, and names one backend
+ * (store/sqlite/ or store/pg/, each implementing store/mirror-port.ts); commands get every part of a
+ * mirror from it. The PostgreSQL backend (and `pg` with it) is loaded only for a postgres:// --db,
+ * so a SQLite command's start stays light.
+ */
+import { dbChoice } from '../config/config.js';
+import type { MirrorSettings } from '../config/settings.js';
+import type {
+  CheckpointAdmin,
+  EraseMirror,
+  JobStore,
+  MirrorBackend,
+  MirrorReader,
+  MirrorTarget,
+  StoreChoice,
+} from '../store/mirror-port.js';
+import { dbWarnings, isPgUrl } from '../store/pg/url.js';
+
+/** The mirror a command's settings name, and what it can open of it. */
+export interface Mirror {
+  readonly target: MirrorTarget;
+  /** The backend --db names: a SQLite file, or a PostgreSQL team mirror (a postgres:// URL). */
+  readonly kind: 'sqlite' | 'pg';
+  /** Locked for a pull or watch, with its sink and checkpoints. */
+  jobStore(c: Omit<StoreChoice, 'target'>): Promise<JobStore>;
+  /** For `status`: an existing mirror, read; an empty file has no streams if `emptyHasNoStreams`. */
+  reader(opts?: { emptyHasNoStreams?: boolean }): Promise<MirrorReader>;
+  /** For `reset`: an existing mirror, under the lock. */
+  checkpointAdmin(): Promise<CheckpointAdmin>;
+  /** For `forget`: an existing mirror, under the lock. */
+  eraser(): Promise<EraseMirror>;
+  /** The campaigns' list upserted, as a pull does. */
+  storeCampaigns(list: Array<Record<string, unknown>>, lister: string): Promise<void>;
+}
+
+/**
+ * The mirror of `settings` (--db and --pg-schema, already checked). `warn` gets, before anything is
+ * opened, the warnings about where a PostgreSQL password is kept (store/pg/url.ts dbWarnings).
+ */
+export function mirrorOf(settings: MirrorSettings, warn?: (text: string) => void): Mirror {
+  const chosen = dbChoice(settings.db, settings.sourceOf('db'));
+  for (const w of dbWarnings(chosen)) warn?.(w);
+  const target: MirrorTarget = { path: chosen.path, where: chosen.where, pgSchema: settings.pgSchema };
+  const kind = isPgUrl(target.path) ? 'pg' : 'sqlite';
+  const backend = async (): Promise<MirrorBackend> =>
+    kind === 'pg' ? (await import('../store/pg/backend.js')).pgBackend : (await import('../store/sqlite/backend.js')).sqliteBackend;
+  return {
+    target,
+    kind,
+    jobStore: async (c) => (await backend()).openJobStore({ ...c, target }),
+    reader: async (opts = {}) => (await backend()).openReader(target, opts),
+    checkpointAdmin: async () => (await backend()).openCheckpointAdmin(target),
+    eraser: async () => (await backend()).openEraser(target),
+    storeCampaigns: async (list, lister) => (await backend()).storeCampaigns(target, list, new Date().toISOString(), lister),
+  };
+}

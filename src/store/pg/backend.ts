@@ -1,0 +1,24 @@
+/** The Mirror port (store/mirror-port.ts) over a PostgreSQL team mirror; loaded only for a postgres:// --db. */
+import type { MirrorBackend } from '../mirror-port.js';
+import { upsertCampaigns } from './campaigns.js';
+import { openPgCheckpointAdmin } from './checkpoint-admin.js';
+import { PgDatabase } from './database.js';
+import { openPgEraser } from './eraser.js';
+import { openPgJobStore } from './job-store.js';
+import { openPgReader } from './reader.js';
+
+export const pgBackend: MirrorBackend = {
+  openJobStore: openPgJobStore,
+  openReader: (t) => openPgReader(t),
+  openCheckpointAdmin: openPgCheckpointAdmin,
+  openEraser: openPgEraser,
+  async storeCampaigns(t, list, at, lister) {
+    // Created and migrated on first use, like a pull.
+    const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 1, where: t.where });
+    try {
+      await upsertCampaigns(db, list, at, lister);
+    } finally {
+      await db.close();
+    }
+  },
+};

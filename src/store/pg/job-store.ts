@@ -1,0 +1,44 @@
+/** A pull's or watch's PostgreSQL team mirror: stream locks in the server, the budget's slots shared by every host. */
+import { UsageError } from '../../errors.js';
+import type { JobStore, StoreChoice } from '../mirror-port.js';
+import { PgBudgetSlots } from './budget-slots.js';
+import { campaignNames } from './campaigns.js';
+import { openPgMirror } from './open.js';
+
+/** The password of a postgres:// URL, which an alert must never carry. */
+function urlPassword(url: string): string | undefined {
+  try {
+    return decodeURIComponent(new URL(url).password) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function openPgJobStore(c: StoreChoice): Promise<JobStore> {
+  const { path, where, pgSchema } = c.target;
+  if (c.format === 'ndjson')
+    throw new UsageError(
+      `${c.formatWhere ?? '--format ndjson'} writes files; with a postgres:// URL in ${where} the records go to PostgreSQL`,
+    );
+  const m = await openPgMirror(path, pgSchema, c.concurrency, c.warning, where);
+  return {
+    place: { kind: 'pg', name: m.db.name },
+    secret: urlPassword(path),
+    sink: m.sink,
+    cursors: m.state,
+    streams: () => m.state.all(),
+    campaignNames: () => campaignNames(m.db),
+    budgetSlots: (key, timeoutMs) => new PgBudgetSlots(m.db, key, timeoutMs),
+    notified: () => m.state.notified(),
+    setNotified: (stream, value) => m.state.setNotified(stream, value),
+    // Nothing local to move: the server keeps the mirror.
+    async verify() {},
+    async close() {
+      try {
+        await m.sink.close();
+      } finally {
+        await m.release();
+      }
+    },
+  };
+}

@@ -1,0 +1,23 @@
+/** The Mirror port (store/mirror-port.ts) over a SQLite file; erasure's code is loaded only for `forget`. */
+import { Campaigns } from '../campaigns.js';
+import { openDatabase } from '../db.js';
+import type { MirrorBackend } from '../mirror-port.js';
+import { openSqliteCheckpointAdmin } from './checkpoint-admin.js';
+import { openSqliteJobStore } from './job-store.js';
+import { openSqliteReader } from './reader.js';
+
+export const sqliteBackend: MirrorBackend = {
+  openJobStore: openSqliteJobStore,
+  openReader: openSqliteReader,
+  openCheckpointAdmin: openSqliteCheckpointAdmin,
+  openEraser: async (t) => (await import('./eraser.js')).openSqliteEraser(t),
+  async storeCampaigns(t, list, at, lister) {
+    // The campaigns table is small and written in one transaction: no run lock needed.
+    const db = openDatabase(t.path);
+    try {
+      new Campaigns(db).upsert(list, at, lister);
+    } finally {
+      db.close();
+    }
+  },
+};

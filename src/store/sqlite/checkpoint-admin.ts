@@ -1,0 +1,33 @@
+/** `reset` on a SQLite mirror, under the run lock. */
+import { Campaigns } from '../campaigns.js';
+import { Checkpoints } from '../checkpoints.js';
+import { openDatabase } from '../db.js';
+import { RunLock } from '../lock.js';
+import type { CheckpointAdmin, MirrorTarget } from '../mirror-port.js';
+
+export async function openSqliteCheckpointAdmin(t: MirrorTarget): Promise<CheckpointAdmin> {
+  const dbPath = t.path;
+  const db = openDatabase(dbPath, { mustExist: true });
+  let lock: RunLock | undefined;
+  try {
+    // Changing checkpoints under a running pull would be undone by its next commit: take the lock.
+    lock = RunLock.acquire(dbPath);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  const checkpoints = new Checkpoints(db);
+  const campaigns = new Campaigns(db);
+  const held = lock;
+  return {
+    name: dbPath,
+    hasStreams: async (id) => checkpoints.hasStreams(id),
+    idsNamed: async (name) => campaigns.idsNamed(name),
+    checkpointed: async () => checkpoints.all().filter((r) => r.cursor !== null).length,
+    reset: async (ids) => checkpoints.reset(ids),
+    async close() {
+      held.release();
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,72 @@
+/** A pull's or watch's SQLite mirror: the run lock, the database, and the SQLite or the NDJSON sink. */
+import { resolve } from 'node:path';
+import type { Destination } from '../../core/types.js';
+import { Campaigns } from '../campaigns.js';
+import { Checkpoints } from '../checkpoints.js';
+import { type Db, openDatabase } from '../db.js';
+import { RunLock } from '../lock.js';
+import type { JobStore, StoreChoice } from '../mirror-port.js';
+import { SqliteSink } from '../sinks/sqlite.js';
+import { MirrorGuard } from './mirror-guard.js';
+
+export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
+  const path = c.target.path;
+  const lock = RunLock.acquire(path);
+  let db: Db | undefined;
+  try {
+    db = openDatabase(path);
+    const state = new Checkpoints(db);
+    // A forget killed or stopped by a full disk left its erasure unfinished (files not rewritten, the
+    // erased rows' bytes in free pages): a pull (cron's command) finishes it before it syncs anything,
+    // rather than wait for someone to run forget again (README "campaign-sync forget"); a failure
+    // stops the pull. store/erasure.ts is loaded only then: a pull's start stays light.
+    if (state.erasurePending() && !(await import('../erasure.js')).finishErasure(db).done) {
+      c.warning?.(
+        `an erasure an earlier forget left unfinished in ${path} could not be finished: another process has it open; the next pull or forget finishes it`,
+      );
+    }
+    // Without --format and --out, the database keeps feeding the destination it fed last.
+    const remembered = c.chosen ? undefined : state.destination();
+    const destination: Destination = remembered ?? (c.format === 'ndjson' ? { kind: 'ndjson', out: resolve(c.out) } : { kind: 'sqlite' });
+    state.claimDestination(destination);
+    // The NDJSON sink (its files, index, erasure rewrites) is loaded only for an NDJSON pull.
+    const sink =
+      destination.kind === 'ndjson'
+        ? new (await import('../sinks/ndjson.js')).NdjsonSink(db, state, destination.out)
+        : new SqliteSink(db, state);
+    const opened = db;
+    const guard = new MirrorGuard(db, path, sink);
+    return {
+      remembered,
+      place:
+        destination.kind === 'ndjson' ? { kind: 'ndjson', out: destination.out, db: resolve(path) } : { kind: 'sqlite', db: resolve(path) },
+      sink,
+      cursors: state,
+      streams: async () => state.all(),
+      campaignNames: async () => new Campaigns(opened).names(),
+      notified: async () => state.notified(),
+      setNotified: async (stream, value) => state.setNotified(stream, value),
+      async verify() {
+        const moved = guard.check();
+        if (moved) throw moved;
+      },
+      async close() {
+        let moved: Error | undefined;
+        try {
+          await sink.close();
+        } finally {
+          // After the last commit, before SQLite's close, which would strand the WAL of a moved database.
+          moved = guard.check();
+          opened.close();
+          guard.tidy();
+          lock.release();
+        }
+        if (moved) throw moved;
+      },
+    };
+  } catch (err) {
+    db?.close();
+    lock.release();
+    throw err;
+  }
+}

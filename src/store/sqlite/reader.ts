@@ -1,0 +1,31 @@
+/** `status`'s reader of a SQLite mirror, opened read-only. */
+import { Campaigns } from '../campaigns.js';
+import { Checkpoints } from '../checkpoints.js';
+import { isEmptyDatabase, openDatabase } from '../db.js';
+import { lockHolder } from '../lock.js';
+import type { MirrorReader, MirrorTarget } from '../mirror-port.js';
+
+export async function openSqliteReader(t: MirrorTarget, opts: { emptyHasNoStreams?: boolean | undefined }): Promise<MirrorReader> {
+  const dbPath = t.path;
+  if (opts.emptyHasNoStreams && isEmptyDatabase(dbPath)) {
+    // Nothing is opened: SQLite would take the empty file for a database without our tables.
+    return {
+      streams: async () => [],
+      campaignNames: async () => new Map(),
+      skipped: async () => [],
+      holder: async () => lockHolder(dbPath),
+      close: async () => {},
+    };
+  }
+  const db = openDatabase(dbPath, { mustExist: true, readonly: true });
+  const campaigns = new Campaigns(db);
+  return {
+    streams: async () => new Checkpoints(db).all(),
+    campaignNames: async () => campaigns.names(),
+    skipped: async () => campaigns.skipped(),
+    holder: async () => lockHolder(dbPath),
+    close: async () => {
+      db.close();
+    },
+  };
+}
