@@ -1,7 +1,9 @@
 import { dbChoice } from '../config/config.js';
 import { type MirrorSettings, resolveSettings } from '../config/settings.js';
+import { currentWaits } from '../core/io.js';
+import { waitWords } from '../core/waits.js';
 import { StorageError, storageError, UsageError } from '../errors.js';
-import { BUSY_TIMEOUT_MS, openDatabase } from '../store/db.js';
+import { openDatabase } from '../store/db.js';
 import { eraseCandidate } from '../store/erasure.js';
 import { RunLock } from '../store/lock.js';
 import { dbWarnings, isPgUrl } from '../store/pg/url.js';
@@ -38,7 +40,7 @@ export async function forget(flags: ForgetFlags, settings: MirrorSettings = reso
     const { rows, files, earlier, found, done } = eraseCandidate(db, user);
     if (!done) {
       throw new StorageError(
-        `forget: cannot finish erasing in ${dbPath}: another process has it open (a reader's transaction or a writer) and did not let go within ${BUSY_TIMEOUT_MS / 1000} s, so the old pages could not be overwritten; the rows are deleted but the erasure is not finished: close that process and run \`campaign-sync forget\` again (any --user) to finish it`,
+        `forget: cannot finish erasing in ${dbPath}: another process has it open (a reader's transaction or a writer) and did not let go within ${waitWords(currentWaits().sqliteBusyMs)}, so the old pages could not be overwritten; the rows are deleted but the erasure is not finished: close that process and run \`campaign-sync forget\` again (any --user) to finish it`,
         { code: 'SQLITE_BUSY' },
       );
     }
