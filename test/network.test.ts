@@ -61,6 +61,7 @@ describe('proxies', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(s.stats.requests).toBeGreaterThan(0);
+    await proxy.settled();
     expect(proxy.seen.length).toBeGreaterThan(0);
     expect(proxy.seen.every((l) => l.kind === 'connect' && l.target === `127.0.0.1:${s.port}` && !l.authorization)).toBe(true);
     expect(proxy.seen.every((l) => l.asked === `${PROXIED_HOST}:${s.port}`)).toBe(true);
@@ -77,6 +78,7 @@ describe('proxies', () => {
       expect(r.code).toBe(0);
       expect(s.stats.requests).toBeGreaterThan(before);
     }
+    await proxy.settled();
     expect(proxy.seen).toEqual([]);
   });
 
@@ -85,12 +87,14 @@ describe('proxies', () => {
     const proxy = await startProxy();
     const lower = await pull(proxied(s.url, { http_proxy: proxy.url }), { http_proxy: proxy.url }, INSECURE);
     expect(lower.code).toBe(0);
+    await proxy.settled();
     const through = proxy.seen.length;
     expect(through).toBeGreaterThan(0);
     const before = s.stats.requests;
     const bypass = await pull(s.url, { HTTP_PROXY: proxy.url, NO_PROXY: '127.0.0.1' });
     expect(bypass.code).toBe(0);
     expect(s.stats.requests).toBeGreaterThan(before);
+    await proxy.settled();
     expect(proxy.seen.length).toBe(through);
   });
 
@@ -113,6 +117,7 @@ describe('proxies', () => {
     });
     expect(r.code).toBe(ExitCode.unavailable);
     expect(r.stderr).toContain(`proxy ${proxy.url} (http_proxy) answered 407 to CONNECT; not retried: check HTTPS_PROXY`);
+    await proxy.settled();
     expect(proxy.seen).toHaveLength(1);
   });
 
@@ -274,6 +279,7 @@ describeWith('openssl', 'a private CA', () => {
     const proxy = await startProxy();
     const r = await pull(proxied(s.url, { HTTPS_PROXY: proxy.url }), { NODE_EXTRA_CA_CERTS: files.cert, HTTPS_PROXY: proxy.url });
     expect(r.code).toBe(0);
+    await proxy.settled();
     expect(proxy.seen.length).toBeGreaterThan(0);
     expect(proxy.seen.every((l) => l.kind === 'connect')).toBe(true);
   });
