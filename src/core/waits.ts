@@ -1,7 +1,7 @@
 /**
  * How long the program waits on something outside it before it gives up: the defaults, and a run's
- * own through its Io (`io.waits`; `currentWaits()` of core/io.ts), which a test shortens so that it never waits out the
- * real lengths. Nothing else sets them: they are not settings.
+ * own through its Io (`io.waits`, read by `currentWaits()` of core/io.ts), which a test shortens so
+ * that it never waits out the real lengths. Nothing else sets them: they are not settings.
  */
 import { BUSY_WAIT_S } from '../errors.js';
 
