@@ -278,7 +278,7 @@ function isBusyCode(code: string | undefined): boolean {
   return code === 'SQLITE_BUSY' || code?.startsWith('SQLITE_BUSY_') === true;
 }
 
-/** How long a statement waits for another connection's lock before SQLITE_BUSY (store/db.ts's busy_timeout). */
+/** How long a statement waits for another connection's lock before SQLITE_BUSY, by default (core/waits.ts). */
 export const BUSY_WAIT_S = 10;
 
 /** Plain words for the storage error codes people meet, so the one-line message says what to fix. */

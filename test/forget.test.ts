@@ -7,13 +7,17 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import type { Waits } from '../src/core/waits.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
-import { BUSY_TIMEOUT_MS, openDatabase } from '../src/store/db.js';
+import { openDatabase } from '../src/store/db.js';
 import { sim, tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
 
-async function run(s: RunningSimulator, args: string[]) {
-  return runCli(args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url } });
+/** The SQLite busy timeout (core/waits.ts) of a forget that waits for a reader to let go. */
+const BUSY_MS = 300;
+
+async function run(s: RunningSimulator, args: string[], waits?: Waits) {
+  return runCli(args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url }, waits });
 }
 
 /** Every byte of the database's files. */
@@ -300,13 +304,13 @@ describe('forget --user', () => {
     reader.exec('BEGIN');
     reader.prepare('SELECT count(*) FROM campaigns').get();
     const started = Date.now();
-    const held = await run(s, ['forget', '--db', db, '--user', a.user.email]);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(BUSY_TIMEOUT_MS);
+    const held = await run(s, ['forget', '--db', db, '--user', a.user.email], { sqliteBusyMs: BUSY_MS });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(BUSY_MS);
     expect(held.code, held.stderr).toBe(75);
     expect(held.stdout).toBe('');
     expect(held.stderr.trim().split('\n')).toHaveLength(1);
     expect(held.stderr).toContain(db);
-    expect(held.stderr).toMatch(/another process has it open/);
+    expect(held.stderr).toMatch(/another process has it open \(a reader's transaction or a writer\) and did not let go within 300 ms,/);
     expect(held.stderr).toMatch(/rows are deleted but the erasure is not finished/);
     expect(held.stderr).toMatch(/run `campaign-sync forget` again/);
     for (const text of [a.user.id, a.id]) expect(held.stderr).not.toContain(text);

@@ -13,7 +13,19 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +34,8 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const STAMP = join(root, 'dist', '.test-build.json');
 const BUILD_INFO = join(root, 'dist', '.tsbuildinfo');
+/** Held while a run checks and builds dist/: a second run started beside it waits, then finds it built. */
+const LOCK = join(root, 'dist', '.test-build.lock');
 const INPUTS = [
   'src',
   'tsconfig.json',
@@ -56,7 +70,7 @@ function hashOf(list: string[]): string {
   return h.digest('hex');
 }
 
-const distHash = () => hashOf(files(['dist'], ['dist/.test-build.json', 'dist/.tsbuildinfo']));
+const distHash = () => hashOf(files(['dist'], ['dist/.test-build.json', 'dist/.tsbuildinfo', 'dist/.test-build.lock']));
 
 function readStamp(): { inputs?: string; outputs?: string } {
   try {
@@ -66,7 +80,52 @@ function readStamp(): { inputs?: string; outputs?: string } {
   }
 }
 
-export default function setup(): (() => void) | undefined {
+/** Whether the process `pid` is alive (a lock left by a killed run is not). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Runs `fn` holding LOCK: two runs in one worktree at once (two `npx vitest`) built dist/ together,
+ * tsc and the bundle writing the same files while the other's tests spawned them. The lock names its
+ * holder's pid; one whose holder died is taken over.
+ */
+async function withBuildLock(fn: () => void): Promise<void> {
+  mkdirSync(join(root, 'dist'), { recursive: true });
+  for (;;) {
+    try {
+      const fd = openSync(LOCK, 'wx', 0o600);
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      let holder = 0;
+      try {
+        holder = Number.parseInt(readFileSync(LOCK, 'utf8') || '0', 10);
+      } catch (e) {
+        // Released between the open and this read: try again at once.
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        throw e;
+      }
+      // An empty file is a holder between its open and its write: wait for it like any other.
+      if (holder > 0 && !alive(holder)) rmSync(LOCK, { force: true });
+      else await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  try {
+    fn();
+  } finally {
+    rmSync(LOCK, { force: true });
+  }
+}
+
+export default async function setup(): Promise<(() => void) | undefined> {
   // Each project may inherit this setup; one build per vitest process is enough.
   if (process.env.CAMPAIGN_SYNC_TEST_BUILT === '1') return undefined;
   // The request budget's slots (store/budget-slots.ts) live in the user's state folder: the
@@ -80,6 +139,13 @@ export default function setup(): (() => void) | undefined {
   // the npm registry may sit behind this machine's CA); those about the variable set it.
   if (process.env.NODE_EXTRA_CA_CERTS) process.env.CAMPAIGN_SYNC_TEST_EXTRA_CA_CERTS = process.env.NODE_EXTRA_CA_CERTS;
   delete process.env.NODE_EXTRA_CA_CERTS;
+  await withBuildLock(build);
+  process.env.CAMPAIGN_SYNC_TEST_BUILT = '1';
+  return () => rmSync(state, { recursive: true, force: true });
+}
+
+/** Builds dist/ unless the stamp says it is the build of the inputs as they are. */
+function build(): void {
   const inputs = hashOf(files(INPUTS));
   const stamp = readStamp();
   const distIntact = stamp.outputs !== undefined && existsSync(join(root, 'dist')) && distHash() === stamp.outputs;
@@ -93,6 +159,4 @@ export default function setup(): (() => void) | undefined {
     execFileSync(process.execPath, ['scripts/bundle.js'], { cwd: root, stdio: 'inherit' });
     writeFileSync(STAMP, `${JSON.stringify({ inputs, outputs: distHash() })}\n`);
   }
-  process.env.CAMPAIGN_SYNC_TEST_BUILT = '1';
-  return () => rmSync(state, { recursive: true, force: true });
 }

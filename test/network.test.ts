@@ -15,6 +15,7 @@ import { AbortedError, ExitCode, NetworkError } from '../src/errors.js';
 import { atFileEnd } from './helpers/file-end.js';
 import { cli, clientConfig, sim, startCli, tempDir } from './helpers/index.js';
 import { PROXIED_HOST, startProxy, viaProxyName } from './helpers/proxy.js';
+import { runCli } from './helpers/run-cli.js';
 import { selfSigned } from './helpers/tls.js';
 import { describeWith } from './helpers/tools.js';
 
@@ -29,9 +30,11 @@ const NO_PROXY_ENV = {
   no_proxy: undefined,
 };
 
+/** A pull in-process; in a process of its own when given NODE_EXTRA_CA_CERTS, which Node reads as it starts. */
 function pull(url: string, env: Record<string, string | undefined> = {}, extra: string[] = []) {
   const db = join(tempDir(), 'net.db');
-  return cli(['pull', '--base-url', url, '--db', db, '--max-retries', '0', ...extra], {
+  const run = env.NODE_EXTRA_CA_CERTS === undefined ? runCli : cli;
+  return run(['pull', '--base-url', url, '--db', db, '--max-retries', '0', ...extra], {
     env: { ...NO_PROXY_ENV, CAMPAIGN_SYNC_API_KEY: KEY, ...env },
   });
 }
@@ -58,6 +61,7 @@ describe('proxies', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(s.stats.requests).toBeGreaterThan(0);
+    await proxy.settled();
     expect(proxy.seen.length).toBeGreaterThan(0);
     expect(proxy.seen.every((l) => l.kind === 'connect' && l.target === `127.0.0.1:${s.port}` && !l.authorization)).toBe(true);
     expect(proxy.seen.every((l) => l.asked === `${PROXIED_HOST}:${s.port}`)).toBe(true);
@@ -74,6 +78,7 @@ describe('proxies', () => {
       expect(r.code).toBe(0);
       expect(s.stats.requests).toBeGreaterThan(before);
     }
+    await proxy.settled();
     expect(proxy.seen).toEqual([]);
   });
 
@@ -82,12 +87,14 @@ describe('proxies', () => {
     const proxy = await startProxy();
     const lower = await pull(proxied(s.url, { http_proxy: proxy.url }), { http_proxy: proxy.url }, INSECURE);
     expect(lower.code).toBe(0);
+    await proxy.settled();
     const through = proxy.seen.length;
     expect(through).toBeGreaterThan(0);
     const before = s.stats.requests;
     const bypass = await pull(s.url, { HTTP_PROXY: proxy.url, NO_PROXY: '127.0.0.1' });
     expect(bypass.code).toBe(0);
     expect(s.stats.requests).toBeGreaterThan(before);
+    await proxy.settled();
     expect(proxy.seen.length).toBe(through);
   });
 
@@ -105,11 +112,12 @@ describe('proxies', () => {
     const s = await sim({ apiKey: KEY, campaigns: 1, records: 5 });
     const proxy = await startProxy('auth');
     const db = join(tempDir(), 'auth.db');
-    const r = await cli(['pull', '--base-url', proxied(s.url, { http_proxy: proxy.url }), '--db', db, ...INSECURE], {
+    const r = await runCli(['pull', '--base-url', proxied(s.url, { http_proxy: proxy.url }), '--db', db, ...INSECURE], {
       env: { ...NO_PROXY_ENV, CAMPAIGN_SYNC_API_KEY: KEY, http_proxy: proxy.url },
     });
     expect(r.code).toBe(ExitCode.unavailable);
     expect(r.stderr).toContain(`proxy ${proxy.url} (http_proxy) answered 407 to CONNECT; not retried: check HTTPS_PROXY`);
+    await proxy.settled();
     expect(proxy.seen).toHaveLength(1);
   });
 
@@ -219,7 +227,7 @@ describe('a connection that never completes (a proxy silent on CONNECT)', () => 
     const url = proxied('http://127.0.0.1:9', env);
     const started = Date.now();
     const args = ['campaigns', '--base-url', url, '--db', join(tempDir(), 'c.db'), '--max-retries', '0', '--timeout', '1s', ...INSECURE];
-    const r = await cli(args, { env, timeoutMs: 20_000 });
+    const r = await runCli(args, { env, timeoutMs: 20_000 });
     expect(Date.now() - started).toBeLessThan(8000);
     expect(r.code).toBe(ExitCode.unavailable);
     expect(r.stderr).toContain('no complete answer within 1000 ms');
@@ -271,6 +279,7 @@ describeWith('openssl', 'a private CA', () => {
     const proxy = await startProxy();
     const r = await pull(proxied(s.url, { HTTPS_PROXY: proxy.url }), { NODE_EXTRA_CA_CERTS: files.cert, HTTPS_PROXY: proxy.url });
     expect(r.code).toBe(0);
+    await proxy.settled();
     expect(proxy.seen.length).toBeGreaterThan(0);
     expect(proxy.seen.every((l) => l.kind === 'connect')).toBe(true);
   });
@@ -296,7 +305,7 @@ describeWith('openssl', 'a private CA', () => {
     run.child.kill('SIGTERM');
     await run.exited;
     expect(r.code).toBe(0);
-    const half = await cli(['simulate', '--tls-cert', files.cert]);
+    const half = await runCli(['simulate', '--tls-cert', files.cert]);
     expect(half.code).toBe(ExitCode.usage);
     expect(half.stderr).toContain('--tls-cert and --tls-key go together');
   });
@@ -329,7 +338,7 @@ describe('compression and User-Agent over real HTTP', () => {
   });
 
   it('--help shows --compression and its default', async () => {
-    const help = await cli(['pull', '--help']);
+    const help = await runCli(['pull', '--help']);
     expect(help.stdout.replace(/\s+/g, ' ')).toContain(
       '--compression <mode> gzip response bodies: auto (all but loopback hosts), gzip or off (default: auto)',
     );

@@ -12,7 +12,8 @@ import { describe, expect, it } from 'vitest';
 import { exitCodeFor, UsageError } from '../src/errors.js';
 import { PgDatabase } from '../src/store/pg/database.js';
 import { checkPgUrl, redactUrl, scrub } from '../src/store/pg/url.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
+import { runCli as cli } from './helpers/run-cli.js';
 
 /** What a password in --db (visible in `ps`) is warned with, before anything else is said. */
 const ARGV_WARNING =
@@ -159,7 +160,9 @@ describe('a PostgreSQL URL from CAMPAIGN_SYNC_DB or a profile is named by where 
       `campaign-sync: ${config}: profiles.team.db: postgres://h:99999/db is not a valid PostgreSQL URL (postgres://user@host:port/database, a port from 1 to 65535, an IPv6 host in [ ])\n`,
     );
     profile(`postgres://u:S3cretPG@127.0.0.1:${port}/db`);
-    const runs = await Promise.all(OPENERS.map((args) => cli(args, env)));
+    // One at a time: an in-process run with a cwd has the process's working folder to itself.
+    const runs = [];
+    for (const args of OPENERS) runs.push(await cli(args, env));
     for (const [i, r] of runs.entries()) {
       const args = OPENERS[i] as string[];
       expect(r.code, `${args[0]}: ${r.stderr}`).toBe(74);

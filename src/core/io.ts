@@ -6,6 +6,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Readable, Writable } from 'node:stream';
+import { DEFAULT_WAITS, type Waits } from './waits.js';
 
 export interface Io {
   stdout: Writable & { isTTY?: boolean; columns?: number };
@@ -14,6 +15,8 @@ export interface Io {
   env: NodeJS.ProcessEnv;
   /** The path the program was started by (argv[1]), for the hints that say how to run it again. */
   launcher: string;
+  /** Waits of this run shorter than the defaults (core/waits.ts): tests only. */
+  waits?: Partial<Waits>;
 }
 
 /** The real process's streams, environment and launcher. */
@@ -32,6 +35,11 @@ const context = new AsyncLocalStorage<Io>();
 /** The Io of the run this code is part of; the real process's outside any run. */
 export function currentIo(): Io {
   return context.getStore() ?? processIo();
+}
+
+/** The waits of the run this code is part of: its Io's, the default for each one it leaves out. */
+export function currentWaits(): Waits {
+  return { ...DEFAULT_WAITS, ...currentIo().waits };
 }
 
 /** Runs `fn` with `io` as the current Io of everything it starts, awaited or not. */

@@ -7,7 +7,9 @@
 import { accessSync, closeSync, constants, existsSync, lstatSync, readSync, type Stats, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { BUSY_WAIT_S, CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../errors.js';
+import { currentWaits } from '../core/io.js';
+import { DEFAULT_WAITS } from '../core/waits.js';
+import { CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../errors.js';
 import {
   makePrivate,
   openOwnFile,
@@ -22,12 +24,8 @@ import { checkOurs, migrate } from './schema.js';
 
 export type Db = BetterSqlite3.Database;
 
-/**
- * How long a statement waits for another connection's lock before SQLITE_BUSY. `status` and
- * `export` read while a pull commits; a group commit (store/group.ts) and a WAL checkpoint take
- * well under a second, so ten seconds only runs out when something is truly stuck.
- */
-export const BUSY_TIMEOUT_MS = BUSY_WAIT_S * 1000;
+/** How long a statement waits for another connection's lock before SQLITE_BUSY, unless the run says less (core/waits.ts). */
+export const BUSY_TIMEOUT_MS = DEFAULT_WAITS.sqliteBusyMs;
 
 /**
  * WAL pages before SQLite copies them back into the database (its default is 1000, ~4 MB). A pull
@@ -55,6 +53,8 @@ export interface OpenOptions {
   /** Open an existing database only (status, export): a missing file is a usage error. */
   mustExist?: boolean;
   readonly?: boolean;
+  /** How long a statement waits for another connection's lock; the run's (core/waits.ts) when left out. */
+  busyTimeoutMs?: number;
 }
 
 /** Opens the database at `path`, creating and migrating it as needed. */
@@ -99,7 +99,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     throw openFailure(err, path, opts);
   }
   try {
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? currentWaits().sqliteBusyMs}`);
     if (opts.readonly) {
       // A version-0 file is no mirror: another program's tables, or none (a database made by hand).
       if (checkOurs(db, path) === 0) {

@@ -2,7 +2,8 @@
  * A tiny forward proxy for the proxy tests, run as its own process: `node forward-proxy.mjs [mode]`.
  * It forwards absolute-URI requests (`GET http://host/path`) and tunnels CONNECT, and prints one JSON
  * line per thing it proxied ({"kind":"connect","target":"127.0.0.1:4000"} or {"kind":"forward",...,
- * "authorization":true}); its first line is {"port":N}. Mode `refuse` answers every request and
+ * "authorization":true}); its first line is {"port":N}. Each line read on stdin is answered with
+ * {"synced":true}, after every line about a request it had answered by then. Mode `refuse` answers every request and
  * CONNECT with 500, mode `auth` with 407 (Proxy Authentication Required). Loopback only: it refuses any target off 127.0.0.1/localhost.
  *
  * The client never sends a loopback target through a proxy, so the tests name the simulator with a
@@ -71,4 +72,7 @@ server.on('connect', (req, socket, head) => {
 });
 
 server.listen(0, '127.0.0.1', () => report({ port: server.address().port }));
+process.stdin.on('data', (d) => {
+  for (const c of d.toString()) if (c === '\n') report({ synced: true });
+});
 process.on('SIGTERM', () => process.exit(0));

@@ -28,7 +28,10 @@ export function viaProxyName(url: string): string {
 
 export interface RunningProxy {
   url: string;
+  /** What it proxied, as far as its lines have arrived: `await settled()` before reading it. */
   seen: ProxyLine[];
+  /** Resolves once `seen` holds every request the proxy answered before the call (its lines come through a pipe). */
+  settled(): Promise<void>;
   stop(): void;
 }
 
@@ -39,8 +42,9 @@ atFileEnd(() => {
 
 export function startProxy(mode: 'ok' | 'refuse' | 'auth' = 'ok'): Promise<RunningProxy> {
   const script = fileURLToPath(new URL('./forward-proxy.mjs', import.meta.url));
-  const child = spawn(process.execPath, [script, mode, PROXIED_HOST], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [script, mode, PROXIED_HOST], { stdio: ['pipe', 'pipe', 'inherit'] });
   const seen: ProxyLine[] = [];
+  const waiting: Array<() => void> = [];
   let buffered = '';
   return new Promise((resolve, reject) => {
     child.on('error', reject);
@@ -48,13 +52,22 @@ export function startProxy(mode: 'ok' | 'refuse' | 'auth' = 'ok'): Promise<Runni
     child.stdout.on('data', (d) => {
       buffered += d;
       for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
-        const line = JSON.parse(buffered.slice(0, nl)) as ProxyLine & { port?: number };
+        const line = JSON.parse(buffered.slice(0, nl)) as ProxyLine & { port?: number; synced?: boolean };
         buffered = buffered.slice(nl + 1);
+        if (line.synced) {
+          waiting.shift()?.();
+          continue;
+        }
         if (line.port === undefined) {
           seen.push(line);
           continue;
         }
-        const proxy = { url: `http://127.0.0.1:${line.port}`, seen, stop: () => child.kill('SIGTERM') };
+        const settled = () =>
+          new Promise<void>((done) => {
+            waiting.push(done);
+            child.stdin?.write('\n');
+          });
+        const proxy = { url: `http://127.0.0.1:${line.port}`, seen, settled, stop: () => child.kill('SIGTERM') };
         running.push(proxy);
         resolve(proxy);
       }

@@ -7,6 +7,7 @@
  */
 import { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
+import type { Waits } from '../../src/core/waits.js';
 import { run } from '../../src/main.js';
 import { BIN, type CliResult, tempDir } from './index.js';
 
@@ -29,10 +30,13 @@ class Capture extends Writable {
 /** The working folder is the process's: one in-process run with a `cwd` at a time. */
 let inFolder = false;
 
-/** Runs the CLI in-process to its end; `env` and `cwd` as `cli()` takes them. */
+/**
+ * Runs the CLI in-process to its end; `env` and `cwd` as `cli()` takes them. `waits` shortens the
+ * run's waits (core/waits.ts), so that a test of what happens when one runs out does not wait it out.
+ */
 export async function runCli(
   args: string[],
-  opts: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number } = {},
+  opts: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number; waits?: Partial<Waits> } = {},
 ): Promise<CliResult> {
   const given: Record<string, string | undefined> = {
     ...process.env,
@@ -59,7 +63,7 @@ export async function runCli(
     process.chdir(opts.cwd);
   }
   try {
-    const code = await run([process.execPath, BIN, ...args], { stdout, stderr, stdin, env, signal: controller.signal });
+    const code = await run([process.execPath, BIN, ...args], { stdout, stderr, stdin, env, signal: controller.signal, waits: opts.waits });
     return { code, signal: null, stdout: stdout.all(), stderr: stderr.all() };
   } finally {
     clearTimeout(timer);

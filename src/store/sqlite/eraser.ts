@@ -3,8 +3,10 @@
  * wrote (store/erasure.ts), under the run lock; an erasure an earlier forget left unfinished (killed,
  * or stopped by a full disk) is finished first, whoever is named.
  */
+import { currentWaits } from '../../core/io.js';
+import { waitWords } from '../../core/waits.js';
 import { StorageError, storageError } from '../../errors.js';
-import { BUSY_TIMEOUT_MS, openDatabase } from '../db.js';
+import { openDatabase } from '../db.js';
 import { eraseCandidate } from '../erasure.js';
 import { RunLock } from '../lock.js';
 import type { EraseMirror, MirrorTarget } from '../mirror-port.js';
@@ -28,7 +30,7 @@ export async function openSqliteEraser(t: MirrorTarget): Promise<EraseMirror> {
         const { rows, files, earlier, found, done } = eraseCandidate(db, user);
         if (!done) {
           throw new StorageError(
-            `forget: cannot finish erasing in ${dbPath}: another process has it open (a reader's transaction or a writer) and did not let go within ${BUSY_TIMEOUT_MS / 1000} s, so the old pages could not be overwritten; the rows are deleted but the erasure is not finished: close that process and run \`campaign-sync forget\` again (any --user) to finish it`,
+            `forget: cannot finish erasing in ${dbPath}: another process has it open (a reader's transaction or a writer) and did not let go within ${waitWords(currentWaits().sqliteBusyMs)}, so the old pages could not be overwritten; the rows are deleted but the erasure is not finished: close that process and run \`campaign-sync forget\` again (any --user) to finish it`,
             { code: 'SQLITE_BUSY' },
           );
         }

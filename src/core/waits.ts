@@ -1,0 +1,22 @@
+/**
+ * How long the program waits on something outside it before it gives up: the defaults, and a run's
+ * own through its Io (`io.waits`, read by `currentWaits()` of core/io.ts), which a test shortens so
+ * that it never waits out the real lengths. Nothing else sets them: they are not settings.
+ */
+import { BUSY_WAIT_S } from '../errors.js';
+
+export interface Waits {
+  /** How long a SQLite statement waits for another connection's lock before SQLITE_BUSY (store/db.ts). */
+  sqliteBusyMs: number;
+}
+
+/**
+ * `status` and `export` read while a pull commits; a group commit and a WAL checkpoint take well
+ * under a second, so ten seconds only runs out when something is truly stuck.
+ */
+export const DEFAULT_WAITS: Readonly<Waits> = { sqliteBusyMs: BUSY_WAIT_S * 1000 };
+
+/** A wait in a message: `10 s`, `1.5 s`, `50 ms`. */
+export function waitWords(ms: number): string {
+  return ms >= 1000 ? `${ms / 1000} s` : `${ms} ms`;
+}
