@@ -134,7 +134,7 @@ export function commanderMessage(text: string): string {
 /** Builds the program; actions record their exit code in `result`. */
 export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = currentIo()): Command {
   const program = new Command('campaign-sync')
-    .description('Mirror the Campaign Evaluation Results Service into SQLite or NDJSON.')
+    .description('Mirror the Campaign Evaluation Results Service into SQLite, NDJSON or PostgreSQL.')
     .version(packageVersion(), '-V, --version')
     .exitOverride()
     // Commander's errors in our one-line style: `campaign-sync: unknown option '--bogus' (add --help for usage)`.
