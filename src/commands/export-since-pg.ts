@@ -17,6 +17,7 @@ import { CHANGE_TABLES } from '../store/changes.js';
 import { type PgChanges, readPgChanges, rememberPgConsumer } from '../store/pg/changes.js';
 import { PgDatabase } from '../store/pg/database.js';
 import type { Output } from '../ui/output.js';
+import { reportSinceLast } from './export-since.js';
 
 export interface PgSinceLastJob {
   consumer: string;
@@ -105,23 +106,7 @@ export async function exportSinceLastPg(job: PgSinceLastJob, out: Output, signal
     partial.commit();
     partial = undefined;
     await rememberPgConsumer(db, job.consumer, table, window.to, new Date().toISOString());
-    const from = window.from < 0 ? null : window.from;
-    if (!out.quiet && !out.json) {
-      const { formatCount } = await import('../ui/table.js');
-      out.info(
-        `wrote ${formatCount(rows)} changed rows and ${formatCount(tombstones)} deletions of ${job.table} for ${job.consumer} to ${job.target}${from === null ? ' (its first export: every row)' : ''}`,
-      );
-    }
-    out.document({
-      table: job.table,
-      format: job.format,
-      rows,
-      tombstones,
-      path: job.target,
-      consumer: job.consumer,
-      from_change: from,
-      to_change: window.to,
-    });
+    await reportSinceLast(out, job, rows, tombstones, window);
     return 0;
   } catch (err) {
     await fileSink?.settle();

@@ -49,6 +49,33 @@ export function checkSinceLast(
     throw new UsageError("--since-last needs -o <file>: the consumer's place is remembered once the file is in place");
 }
 
+/** What a finished `--since-last` export says: one line for people, and the --json document. */
+export async function reportSinceLast(
+  out: Output,
+  job: { table: string; format: string; target: string; consumer: string },
+  rows: number,
+  tombstones: number,
+  window: { from: number; to: number },
+): Promise<void> {
+  const from = window.from < 0 ? null : window.from;
+  if (!out.quiet && !out.json) {
+    const { formatCount } = await import('../ui/table.js');
+    out.info(
+      `wrote ${formatCount(rows)} changed rows and ${formatCount(tombstones)} deletions of ${job.table} for ${job.consumer} to ${job.target}${from === null ? ' (its first export: every row)' : ''}`,
+    );
+  }
+  out.document({
+    table: job.table,
+    format: job.format,
+    rows,
+    tombstones,
+    path: job.target,
+    consumer: job.consumer,
+    from_change: from,
+    to_change: window.to,
+  });
+}
+
 export async function exportSinceLast(job: SinceLastJob, out: Output, _stdout: Writable, signal?: AbortSignal): Promise<number> {
   // Read-write: the consumer's place is written here (and an older mirror gets its change numbers).
   const db = openDatabase(job.dbPath, { mustExist: true });
@@ -108,23 +135,7 @@ export async function exportSinceLast(job: SinceLastJob, out: Output, _stdout: W
     partial.commit();
     partial = undefined;
     rememberConsumer(db, job.consumer, table, window.to, new Date().toISOString());
-    const from = window.from < 0 ? null : window.from;
-    if (!out.quiet && !out.json) {
-      const { formatCount } = await import('../ui/table.js');
-      out.info(
-        `wrote ${formatCount(rows)} changed rows and ${formatCount(tombstones)} deletions of ${job.table} for ${job.consumer} to ${job.target}${from === null ? ' (its first export: every row)' : ''}`,
-      );
-    }
-    out.document({
-      table: job.table,
-      format: job.format,
-      rows,
-      tombstones,
-      path: job.target,
-      consumer: job.consumer,
-      from_change: from,
-      to_change: window.to,
-    });
+    await reportSinceLast(out, job, rows, tombstones, window);
     return 0;
   } catch (err) {
     await fileSink?.settle();
