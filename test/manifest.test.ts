@@ -7,9 +7,9 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { prng } from '../src/simulator/random.js';
+import { Database } from '../src/store/sqlite.js';
 import { cli, sim, startCli, tempDir } from './helpers/index.js';
 
 const FILES = ['campaigns.ndjson', 'session_results.ndjson', 'role_results.ndjson'];
@@ -77,15 +77,32 @@ function verifyManifest(out: string, dbPath: string): ManifestLine[] {
   return lines;
 }
 
+/**
+ * A simulator whose results grow by 5 a minute on a clock the test moves (`later()`), and an NDJSON
+ * mirror of it: `pull(...extra)` runs one pass into `out`, with its state in `db`.
+ */
+async function growingMirror(campaigns: number, records: number) {
+  let now = Date.UTC(2026, 10, 1);
+  const s = await sim({ campaigns, records, growth: { count: 5, windowMs: 60_000 }, now: () => now });
+  const dir = tempDir();
+  const out = join(dir, 'out');
+  const db = join(dir, 'state.db');
+  const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+  return {
+    out,
+    db,
+    pull: (...extra: string[]) => cli(['pull', '--db', db, '--out', out, ...extra], { env }),
+    later: () => {
+      now += 60_000;
+    },
+  };
+}
+
 describe('the NDJSON manifest', () => {
   it('records what each pass appended; a pass that appends nothing writes no line; growth starts a new run where the last ended', async () => {
-    let now = Date.UTC(2026, 10, 1);
-    const s = await sim({ campaigns: 4, records: 40, growth: { count: 5, windowMs: 60_000 }, now: () => now });
-    const dir = tempDir();
-    const out = join(dir, 'out');
-    const db = join(dir, 'state.db');
-    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
-    const pull = () => cli(['pull', '--db', db, '--out', out, '--page-size', '10'], { env });
+    const m = await growingMirror(4, 40);
+    const { out, db } = m;
+    const pull = () => m.pull('--page-size', '10');
     expect((await pull()).code).toBe(0);
     expect((statSync(join(out, '_manifest.ndjson')).mode & 0o777).toString(8)).toBe('600');
     const first = verifyManifest(out, db);
@@ -96,7 +113,7 @@ describe('the NDJSON manifest', () => {
     expect((await pull()).code).toBe(0);
     expect(statSync(join(out, '_manifest.ndjson')).size).toBe(size);
 
-    now += 60_000;
+    m.later();
     expect((await pull()).code).toBe(0);
     const all = verifyManifest(out, db);
     const added = all.slice(first.length);
@@ -107,18 +124,13 @@ describe('the NDJSON manifest', () => {
   });
 
   it('a torn manifest tail (a crash after its line was written, before the commit) is cut, and the data tails with it', async () => {
-    let now = Date.UTC(2026, 10, 1);
-    const s = await sim({ campaigns: 2, records: 10, growth: { count: 5, windowMs: 60_000 }, now: () => now });
-    const dir = tempDir();
-    const out = join(dir, 'out');
-    const db = join(dir, 'state.db');
-    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
-    expect((await cli(['pull', '--db', db, '--out', out], { env })).code).toBe(0);
+    const { out, db, pull, later } = await growingMirror(2, 10);
+    expect((await pull()).code).toBe(0);
     // What a kill between the manifest's fsync and the commit leaves: an appended data line and its whole manifest line.
     appendFileSync(join(out, 'session_results.ndjson'), '{"id":"never-committed"}\n');
     appendFileSync(join(out, '_manifest.ndjson'), '{"run_id":"00000000-0000-0000-0000-000000000000","part":1,"at":"x","files":[]}\n{"run_');
-    now += 60_000;
-    const r = await cli(['pull', '--db', db, '--out', out], { env });
+    later();
+    const r = await pull();
     expect(r.code, r.stderr).toBe(0);
     expect(readFileSync(join(out, '_manifest.ndjson'), 'utf8')).not.toContain('00000000-0000');
     expect(readFileSync(join(out, 'session_results.ndjson'), 'utf8')).not.toContain('never-committed');
@@ -126,17 +138,12 @@ describe('the NDJSON manifest', () => {
   });
 
   it('a manifest its reader removed starts again, from where the files end', async () => {
-    let now = Date.UTC(2026, 10, 1);
-    const s = await sim({ campaigns: 2, records: 10, growth: { count: 5, windowMs: 60_000 }, now: () => now });
-    const dir = tempDir();
-    const out = join(dir, 'out');
-    const db = join(dir, 'state.db');
-    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
-    expect((await cli(['pull', '--db', db, '--out', out], { env })).code).toBe(0);
+    const { out, db, pull, later } = await growingMirror(2, 10);
+    expect((await pull()).code).toBe(0);
     const before = committed(db);
     rmSync(join(out, '_manifest.ndjson'));
-    now += 60_000;
-    const r = await cli(['pull', '--db', db, '--out', out], { env });
+    later();
+    const r = await pull();
     expect(r.code, r.stderr).toBe(0);
     const lines = readFileSync(join(out, '_manifest.ndjson'), 'utf8')
       .trim()
