@@ -201,7 +201,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
     'campaign-sync status --json',
     'campaign-sync status --check --max-age 15m',
     'campaign-sync status --check --nagios --max-age 15m',
-  ).action(async (opts) => done(await (await import('./commands/status.js')).status(opts, await settings('status', opts))));
+  ).action(async (opts) => done(await (await import('./commands/status.js')).status(await settings('status', opts))));
 
   example(
     dbOption(
@@ -234,7 +234,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
     'campaign-sync export --table eval-results --format parquet -o evals.parquet',
     'campaign-sync export --table latest_results --columns campaign_name,candidate_email,score,cefr -o latest.csv',
   ).action(async (opts) =>
-    done(await (await import('./commands/export.js')).exportTable(opts, io.stdout, signal, await settings('export', opts))),
+    done(await (await import('./commands/export.js')).exportTable(await settings('export', opts), io.stdout, signal)),
   );
 
   example(
@@ -249,7 +249,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
     ),
     'campaign-sync reset --campaign 1fd25390-c20a-4b40-9a80-74259b12ee9c',
     'campaign-sync reset --all',
-  ).action(async (opts) => done(await (await import('./commands/reset.js')).reset(opts, signal, await settings('reset', opts))));
+  ).action(async (opts) => done(await (await import('./commands/reset.js')).reset(await settings('reset', opts), signal)));
 
   example(
     outputOptions(
@@ -285,7 +285,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
     ),
     'campaign-sync forget --user jane.doe@example.com',
     'campaign-sync forget --user 0b6f2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b --json',
-  ).action(async (opts) => done(await (await import('./commands/forget.js')).forget(opts, await settings('forget', opts))));
+  ).action(async (opts) => done(await (await import('./commands/forget.js')).forget(await settings('forget', opts))));
 
   example(
     program

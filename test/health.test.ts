@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { status } from '../src/commands/status.js';
+import { resolveSettings } from '../src/config/settings.js';
 import { streamId } from '../src/core/types.js';
 import { Checkpoints } from '../src/store/checkpoints.js';
 import { openDatabase } from '../src/store/db.js';
@@ -37,7 +38,7 @@ async function check(db: string, extra: Record<string, unknown> = {}) {
   const written: string[] = [];
   const spy = vi.spyOn(process.stdout, 'write').mockImplementation((t) => written.push(String(t)) > 0);
   try {
-    const code = await status({ db, check: true, ...extra });
+    const code = await status(resolveSettings('status', { db, check: true, ...extra }));
     return { code, stdout: written.join('') };
   } finally {
     spy.mockRestore();
@@ -99,7 +100,7 @@ describe('status --check', () => {
   });
 
   it('--max-age without --check is a usage error', async () => {
-    await expect(status({ db: mirror([]), maxAge: '5m' })).rejects.toThrow(/--max-age goes with --check/);
+    await expect(status(resolveSettings('status', { db: mirror([]), maxAge: '5m' }))).rejects.toThrow(/--max-age goes with --check/);
   });
 });
 
@@ -171,7 +172,7 @@ describe('human status', () => {
     const spy = vi.spyOn(process.stdout, 'write').mockImplementation((t) => written.push(String(t)) > 0);
     const spyErr = vi.spyOn(process.stderr, 'write').mockImplementation((t) => said.push(String(t)) > 0);
     try {
-      expect(await status({ db })).toBe(0);
+      expect(await status(resolveSettings('status', { db }))).toBe(0);
     } finally {
       spy.mockRestore();
       spyErr.mockRestore();

@@ -9,6 +9,7 @@ import type { MirrorSettings } from '../config/settings.js';
 import type {
   CheckpointAdmin,
   EraseMirror,
+  ExportSource,
   JobStore,
   MirrorBackend,
   MirrorReader,
@@ -32,6 +33,10 @@ export interface Mirror {
   eraser(): Promise<EraseMirror>;
   /** The campaigns' list upserted, as a pull does. */
   storeCampaigns(list: Array<Record<string, unknown>>, lister: string): Promise<void>;
+  /** For `export`: an existing mirror, read (`forChanges`: --since-last, which remembers the consumer's place). */
+  exportSource(opts: { forChanges: boolean }): Promise<ExportSource>;
+  /** The local files that hold the mirror, by their real paths (none for PostgreSQL): no export writes over them. */
+  ownFiles(): Promise<string[]>;
 }
 
 /**
@@ -53,5 +58,7 @@ export function mirrorOf(settings: MirrorSettings, warn?: (text: string) => void
     checkpointAdmin: async () => (await backend()).openCheckpointAdmin(target),
     eraser: async () => (await backend()).openEraser(target),
     storeCampaigns: async (list, lister) => (await backend()).storeCampaigns(target, list, new Date().toISOString(), lister),
+    exportSource: async (opts) => (await backend()).openExport(target, opts),
+    ownFiles: async () => (await backend()).ownFiles(target),
   };
 }

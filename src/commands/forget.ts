@@ -1,15 +1,9 @@
 import { mirrorOf } from '../app/factory.js';
-import { type MirrorSettings, resolveSettings } from '../config/settings.js';
+import type { ForgetSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
 import { showText } from '../ui/escape.js';
 import { erasedLine } from '../ui/forget.js';
-import { Output, type OutputFlags } from '../ui/output.js';
-
-export interface ForgetFlags extends OutputFlags {
-  db?: string;
-  pgSchema?: string;
-  user?: string;
-}
+import { Output } from '../ui/output.js';
 
 /**
  * `campaign-sync forget --user <email or id>`: erases one candidate from the database and from the
@@ -17,9 +11,9 @@ export interface ForgetFlags extends OutputFlags {
  * must not read as "erased". An erasure an earlier forget left unfinished (killed, or stopped by a
  * full disk) is finished first, whoever is named (store/erasure.ts).
  */
-export async function forget(flags: ForgetFlags, settings: MirrorSettings = resolveSettings('forget', flags)): Promise<number> {
-  const out = new Output(flags);
-  const user = flags.user?.trim() ?? '';
+export async function forget(settings: ForgetSettings): Promise<number> {
+  const out = new Output(settings);
+  const user = settings.user?.trim() ?? '';
   if (user === '') throw new UsageError('forget: give the candidate with --user <email or id>');
   // Before anything is opened: said even when the database cannot be reached.
   const mirror = await mirrorOf(settings, (text) => out.warn(text)).eraser();

@@ -1,20 +1,12 @@
 import { mirrorOf } from '../app/factory.js';
-import { type MirrorSettings, resolveSettings } from '../config/settings.js';
+import type { StatusSettings } from '../config/settings.js';
 import { exitCodeForHealth, UsageError } from '../errors.js';
 import { assessHealth } from '../sync/health.js';
 import { showText } from '../ui/escape.js';
 import { healthDocument, healthLines, nagiosReport, nagiosUnknown, relativeTime } from '../ui/health.js';
 import { compareNames } from '../ui/order.js';
-import { Output, type OutputFlags } from '../ui/output.js';
+import { Output } from '../ui/output.js';
 import { statusTable } from '../ui/status.js';
-
-export interface StatusFlags extends OutputFlags {
-  db?: string;
-  pgSchema?: string;
-  check?: boolean;
-  maxAge?: string;
-  nagios?: boolean;
-}
 
 async function checkMaxAge(given: string | undefined): Promise<number> {
   const { parseSettings, statusSchema } = await import('../config/schema.js');
@@ -26,14 +18,14 @@ async function checkMaxAge(given: string | undefined): Promise<number> {
  * the health rule of sync/health.ts instead: one line per unhealthy stream and exit 0, 4 or 5; with
  * --nagios too, a Nagios plugin's output and exit 0 to 3, whatever goes wrong.
  */
-export async function status(flags: StatusFlags, settings: MirrorSettings = resolveSettings('status', flags)): Promise<number> {
-  if (!flags.nagios) return show(flags, settings, new Output(flags));
+export async function status(settings: StatusSettings): Promise<number> {
+  if (!settings.nagios) return show(settings, new Output(settings));
   // A plugin's output is its lines on stdout, whatever else was asked (refused below).
-  const out = new Output({ ...flags, json: false });
+  const out = new Output({ ...settings, json: false });
   try {
-    if (!flags.check) throw new UsageError('--nagios goes with --check');
-    if (flags.json) throw new UsageError("--nagios prints a Nagios plugin's lines; it does not go with --json");
-    return await show(flags, settings, out);
+    if (!settings.check) throw new UsageError('--nagios goes with --check');
+    if (settings.json) throw new UsageError("--nagios prints a Nagios plugin's lines; it does not go with --json");
+    return await show(settings, out);
   } catch (err) {
     // Nagios reads any other exit code, and a line on stderr, as a broken plugin: the reason goes
     // into the plugin's own UNKNOWN line.
@@ -43,13 +35,13 @@ export async function status(flags: StatusFlags, settings: MirrorSettings = reso
   }
 }
 
-async function show(flags: StatusFlags, settings: MirrorSettings, out: Output): Promise<number> {
-  if (flags.maxAge !== undefined && !flags.check) throw new UsageError('--max-age goes with --check');
+async function show(settings: StatusSettings, out: Output): Promise<number> {
+  if (settings.maxAge !== undefined && !settings.check) throw new UsageError('--max-age goes with --check');
   // The settings' schemas (zod) only for --check: plain `status` stays a light process.
-  const maxAge = flags.check ? await checkMaxAge(flags.maxAge) : 0;
+  const maxAge = settings.check ? await checkMaxAge(settings.maxAge) : 0;
   // An empty --db file (touched, or a volume mounted before the first pull) has nothing to check: as
   // a mirror with no streams yet, CRITICAL (5). Plain `status` calls it a usage error, as `export` does.
-  const mirror = await mirrorOf(settings, (text) => out.warn(text)).reader({ emptyHasNoStreams: flags.check === true });
+  const mirror = await mirrorOf(settings, (text) => out.warn(text)).reader({ emptyHasNoStreams: settings.check === true });
   const now = Date.now();
   try {
     const names = await mirror.campaignNames();
@@ -57,10 +49,10 @@ async function show(flags: StatusFlags, settings: MirrorSettings, out: Output): 
     const rows = (await mirror.streams()).sort(
       (a, b) => compareNames(nameOf(a.campaign_id), nameOf(b.campaign_id)) || compareNames(a.stream, b.stream),
     );
-    if (flags.check) {
+    if (settings.check) {
       const health = assessHealth(rows, now, maxAge);
       const label = (r: (typeof rows)[number]) => `${nameOf(r.campaign_id)} (${r.endpoint}${r.report_type ? ` ${r.report_type}` : ''})`;
-      if (flags.nagios) {
+      if (settings.nagios) {
         const report = nagiosReport(health, rows, label, now);
         out.outcome(report.lines.join('\n'));
         return report.code;

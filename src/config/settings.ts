@@ -98,11 +98,46 @@ export interface DemoSettings extends Sourced, OutputSettings, DbSettings, PassS
   readonly maxAge: number;
 }
 
-/** `status`, `reset`, `forget`: the mirror alone (their other options are their own). */
+/** The mirror alone (what app/factory.ts mirrorOf reads). */
 export interface MirrorSettings extends Sourced, DbSettings {}
 
-export interface ExportSettings extends MirrorSettings {
+export interface StatusSettings extends MirrorSettings, OutputSettings {
+  readonly check: boolean;
+  readonly nagios: boolean;
+  /**
+   * --max-age as given: `status --check` parses it, so that with --nagios a bad value is the
+   * plugin's UNKNOWN line (exit 3) as every other problem is, not a usage error.
+   */
+  readonly maxAge: string | undefined;
+}
+
+export interface ResetSettings extends MirrorSettings, OutputSettings {
+  /** --campaign, ids or names (repeatable). */
+  readonly campaign: readonly string[];
+  readonly all: boolean;
+}
+
+export interface ForgetSettings extends MirrorSettings, OutputSettings {
+  /** --user, as given (the command trims it and refuses an empty one). */
+  readonly user: string | undefined;
+}
+
+export interface ExportSettings extends MirrorSettings, OutputSettings {
   readonly format: 'csv' | 'ndjson' | 'parquet';
+  /** --table, as given (commands/export.ts checks it against the tables the mirror has). */
+  readonly table: string;
+  /** -o, as given: undefined or `-` for stdout. */
+  readonly output: string | undefined;
+  /** --columns a,b,c, as given. */
+  readonly columns: string | undefined;
+  /** --since-last <consumer>. */
+  readonly sinceLast: string | undefined;
+  /** --campaign, an id or a name. */
+  readonly campaign: string | undefined;
+  /** --since and --until, checked days (YYYY-MM-DD). */
+  readonly since: string | undefined;
+  readonly until: string | undefined;
+  readonly rawCsv: boolean;
 }
 
 /** Each command's settings. */
@@ -112,9 +147,9 @@ export interface SettingsOf {
   reconcile: ReconcileSettings;
   campaigns: CampaignsSettings;
   demo: DemoSettings;
-  status: MirrorSettings;
-  reset: MirrorSettings;
-  forget: MirrorSettings;
+  status: StatusSettings;
+  reset: ResetSettings;
+  forget: ForgetSettings;
   export: ExportSettings;
 }
 export type CommandName = keyof SettingsOf;
@@ -258,6 +293,22 @@ function watchOnly(c: Collector): void {
     );
 }
 
+/** What `export` reads and where it writes; the days checked. */
+function exportOnly(c: Collector): void {
+  c.flag('table', '');
+  c.flag<string | undefined>('output', undefined);
+  c.flag<string | undefined>('columns', undefined);
+  c.flag<string | undefined>('sinceLast', undefined);
+  c.flag<string | undefined>('campaign', undefined);
+  c.flag('rawCsv', false);
+  const since = c.flag<string | undefined>('since', undefined);
+  const until = c.flag<string | undefined>('until', undefined);
+  if (since !== undefined) c.values.since = parseDate(since, '--since');
+  if (until !== undefined) c.values.until = parseDate(until, '--until');
+  if (c.values.since && c.values.until && (c.values.since as string) > (c.values.until as string))
+    throw new UsageError(`--since ${c.values.since} is after --until ${c.values.until}`);
+}
+
 /** The API, --notify (held to --allow-insecure-http as the base URL is), and --max-age's default for it. */
 function job(c: Collector): void {
   const { config, origins } = resolveApi(c.inputs);
@@ -321,14 +372,29 @@ export function resolveSettings<C extends CommandName>(
       break;
     }
     case 'status':
-    case 'reset':
-    case 'forget':
+      output(c);
       mirror(c);
+      c.flag('check', false);
+      c.flag('nagios', false);
+      c.flag<string | undefined>('maxAge', undefined);
+      break;
+    case 'reset':
+      output(c);
+      mirror(c);
+      c.flag('campaign', [] as string[]);
+      c.flag('all', false);
+      break;
+    case 'forget':
+      output(c);
+      mirror(c);
+      c.flag<string | undefined>('user', undefined);
       break;
     case 'export':
+      output(c);
       mirror(c);
       // export's format is its own (csv, ndjson, parquet): CAMPAIGN_SYNC_FORMAT is pull's.
       c.take('format', exportSchema.format, false);
+      exportOnly(c);
       break;
   }
   return c.done<SettingsOf[C]>();

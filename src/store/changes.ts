@@ -12,12 +12,6 @@
  */
 import type { Db } from './db.js';
 
-/** The result tables --since-last reads, by `--table` name. */
-export const CHANGE_TABLES = { 'session-results': 'session_results', 'role-results': 'role_results' } as const;
-
-/** Columns of ours that exports leave out (they are the mirror's bookkeeping, not the service's data). */
-export const INTERNAL_COLUMNS = new Set(['change_seq']);
-
 /** The number a write stamps its rows with: the counter as its transaction left it. */
 export const CURRENT_SEQ = '(SELECT seq FROM change_counter)';
 /** Taken by each page's write, in its transaction. */

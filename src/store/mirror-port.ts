@@ -10,6 +10,7 @@ import type { SkippedCampaign } from './campaigns.js';
 import type { StreamRow } from './checkpoints.js';
 import type { FileErased } from './erase-ndjson.js';
 import type { Holder } from './lock.js';
+import type { ChangeTableName, ExportTable } from './model/export-tables.js';
 import type { Cursors, Sink } from './sinks/sink.js';
 
 export type { Holder, SkippedCampaign, StreamRow };
@@ -121,6 +122,91 @@ export interface EraseMirror {
   close(): Promise<void>;
 }
 
+/** Rows as arrays of cells in the order of their columns: synchronous from SQLite (no await per row), asynchronous from PostgreSQL. */
+export type Rows = Iterable<unknown[]> | AsyncIterable<unknown[]>;
+
+/** What `export` reads of a table: its filters, and the columns it writes. */
+export interface ExportQuery {
+  table: ExportTable;
+  /** The campaign's id (from campaignIds), a first day and a last day (YYYY-MM-DD), each optional. */
+  campaign?: string | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+  /** Picks the columns written, in their order, from those the table has (the mirror's bookkeeping left out); every one when absent. */
+  columns?: ((available: string[]) => string[]) | undefined;
+}
+
+/**
+ * A table's rows in one snapshot of a SQLite mirror, by row-id range (store/snapshot.ts RangeReader):
+ * CSV export reads a table with a row id through them, a batch of rows joined into bytes at a time
+ * (export/csv-table.ts, export/csv-bytes.ts).
+ */
+export interface RowRanges {
+  /** Whether batches can be read (the table's cells allow the batch query). */
+  readonly hasBatches: boolean;
+  /** The first `limit` rows of [from, to] as one blob (null for none), how many, and the last one's row id. */
+  batch(from: bigint, to: bigint, limit: number): { bytes: Buffer | null; rows: number; last: bigint | null };
+  /** The rows of [lo, hi) as cells, each ending with its row id. */
+  rows(lo: bigint, hi: bigint): IterableIterator<unknown[]>;
+  /** Opens the snapshot. */
+  begin(): void;
+  /** Ends the snapshot; never throws. */
+  end(): void;
+}
+
+/** A table opened for export. */
+export interface ExportRows {
+  columns: string[];
+  /** Each column's type as the database declares it (for Parquet's column types: export/parquet.ts parquetKind). */
+  types: Array<string | null>;
+  rows(): Rows;
+  /** The same rows by row-id range with which cells carry their type, where the backend has them (SQLite, a table with a row id). */
+  ranges?: (() => { reader: RowRanges; batch?: { typed: boolean[] } | undefined }) | undefined;
+}
+
+/** A result reconcile --prune deleted: a tombstone of --since-last. */
+export interface Tombstone {
+  id: string;
+  campaign_id: string | null;
+  deleted_at: string;
+}
+
+/** What a consumer's `export --since-last` reads, in one snapshot. */
+export interface ChangeRows {
+  /** The changes numbered in `(from, to]`; `from` is -1 for a consumer never seen (its first export takes every row). */
+  window: { from: number; to: number };
+  columns: string[];
+  types: Array<string | null>;
+  /** The window's tombstones (none on a consumer's first export), in order; one whose record came back within it is left out. */
+  tombstones(): Iterable<Tombstone> | AsyncIterable<Tombstone>;
+  /** The rows inserted or changed within the window. */
+  rows(): Rows;
+  /** Ends the read, once both were read. */
+  end(): Promise<void>;
+  /** Never throws: the export's own error is the one to report. */
+  abort(): void;
+}
+
+/** What `export` needs of a mirror: campaigns by id or name, a table's rows, and (--since-last) a consumer's changes and place. */
+export interface ExportSource {
+  /** Campaign ids for an id or a name, as `pull --campaign` takes them. */
+  campaignIds(selector: string): Promise<string[]>;
+  /** A campaign's type as stored (null when unknown). */
+  campaignType(id: string): Promise<string | null | undefined>;
+  /** A table's rows; a table the mirror does not have yet (an older schema) is a usage error saying to pull once. */
+  rows(q: ExportQuery): Promise<ExportRows>;
+  /** A consumer's changes of a results table since its last export (a source opened `forChanges` only). */
+  changes(consumer: string, table: ChangeTableName, columns?: (available: string[]) => string[]): Promise<ChangeRows>;
+  /** Remembers that `consumer` has every change of `table` up to `to`, once its file is in place; never moves it back. */
+  remember(consumer: string, table: ChangeTableName, to: number, at: string): Promise<void>;
+  /**
+   * A failure of the database as the command reports it (SQLite's errors exit 74 naming the file);
+   * undefined for an error that is not the database's.
+   */
+  failure(err: unknown): unknown | undefined;
+  close(): Promise<void>;
+}
+
 /** One backend's implementation of the port (store/sqlite/backend.ts, store/pg/backend.ts). */
 export interface MirrorBackend {
   /** Opens the mirror for a pull or watch, locked, creating or migrating it. */
@@ -133,4 +219,11 @@ export interface MirrorBackend {
   openEraser(t: MirrorTarget): Promise<EraseMirror>;
   /** Upserts the campaigns' list, as a pull does (the mirror created or migrated on first use). */
   storeCampaigns(t: MirrorTarget, list: Array<Record<string, unknown>>, at: string, lister: string): Promise<void>;
+  /**
+   * Opens an existing mirror to export from: read-only, or (`forChanges`, export --since-last)
+   * read-write, to remember a consumer's place (and number an older mirror's changes).
+   */
+  openExport(t: MirrorTarget, opts: { forChanges: boolean }): Promise<ExportSource>;
+  /** The local files that hold the mirror (a SQLite file, its journal and lock), by their real paths: none an export may write over. */
+  ownFiles(t: MirrorTarget): string[];
 }

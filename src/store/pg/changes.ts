@@ -22,6 +22,7 @@
  */
 import type pg from 'pg';
 import { LockedError } from '../../errors.js';
+import type { ChangeTable } from '../model/export-tables.js';
 import type { PgDatabase } from './database.js';
 import { cursorRows, type PgSelect, pgSelect } from './export.js';
 
@@ -54,9 +55,6 @@ export const HORIZON_WAIT_MS = 30_000;
 const horizon = (waitMs: number) => `SET LOCAL lock_timeout = ${Math.max(1, Math.round(waitMs))};
 WITH l AS (SELECT pg_advisory_xact_lock(${CHANGE_LOCK}))
 SELECT (CASE WHEN s.is_called THEN s.last_value ELSE 0 END)::text AS seq FROM change_counter s WHERE (SELECT count(*) FROM l) = 1`;
-
-/** The results tables --since-last reads. */
-export type ChangeTable = 'session_results' | 'role_results';
 
 /** A tombstone statement of `table`: the results `$1` still stored, numbered with the write, deleted at `$2`. */
 export function tombstoneSql(table: ChangeTable): string {
