@@ -194,3 +194,26 @@ describe('one mirror, chosen once', () => {
     expect(deciders).toEqual(['app/factory.ts', 'store/pg/url.ts']);
   });
 });
+
+/**
+ * store/sqlite/ and store/pg/ are peers: what both use is in store/model/ (or the port, or the
+ * sinks' interface), never borrowed from the other. The SQLite side is store/sqlite/, store/sinks/sqlite.ts
+ * and the files directly in store/ (its SQL, schema and migrations); pg/ may use, of store/, only
+ * model/, the port and sinks/sink.ts.
+ */
+const SHARED_BY_BACKENDS = new Set(['store/mirror-port.ts', 'store/sinks/sink.ts']);
+
+describe('the backends are peers', () => {
+  it('store/pg/ imports nothing of the SQLite side, and store/sqlite/ nothing of store/pg/', () => {
+    const found: string[] = [];
+    for (const [file, targets] of graph()) {
+      for (const t of targets) {
+        if (!t.startsWith('store/')) continue;
+        if (file.startsWith('store/pg/') && !t.startsWith('store/pg/') && !t.startsWith('store/model/') && !SHARED_BY_BACKENDS.has(t))
+          found.push(`${file} imports ${t}`);
+        if (file.startsWith('store/sqlite/') && t.startsWith('store/pg/')) found.push(`${file} imports ${t}`);
+      }
+    }
+    expect(found).toEqual([]);
+  });
+});

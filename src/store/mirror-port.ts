@@ -6,11 +6,10 @@
 import type { ErasedCounts } from '../core/email.js';
 import type { BudgetStore } from '../core/rate.js';
 import type { Destination } from '../core/types.js';
-import type { SkippedCampaign } from './campaigns.js';
-import type { StreamRow } from './checkpoints.js';
 import type { FileErased } from './erase-ndjson.js';
 import type { Holder } from './lock.js';
 import type { ChangeTableName, ExportTable } from './model/export-tables.js';
+import type { SkippedCampaign, StreamRow } from './model/streams.js';
 import type { Cursors, Sink } from './sinks/sink.js';
 
 export type { Holder, SkippedCampaign, StreamRow };

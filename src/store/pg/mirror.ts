@@ -7,7 +7,7 @@
  */
 import type pg from 'pg';
 import type { CheckedRecord, CheckpointMove, Endpoint, StreamId } from '../../core/types.js';
-import type { UpsertCounts } from '../mirror.js';
+import type { UpsertCounts } from '../model/page.js';
 import { evalRows, roleRow, sessionRow, type Values } from '../model/rows.js';
 import { CURRENT_CHANGE, tombstoneSql } from './changes.js';
 import { type PgSplit, roleRawPg, splitPg } from './compact.js';

@@ -15,7 +15,7 @@
 import type { Redacted } from '../../core/redact.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
-import type { UpsertCounts } from '../mirror.js';
+import type { UpsertCounts } from '../model/page.js';
 import type { Sink } from '../sinks/sink.js';
 import { upsertCampaigns } from './campaigns.js';
 import type { PgDatabase } from './database.js';

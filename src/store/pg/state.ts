@@ -7,19 +7,22 @@
 import type pg from 'pg';
 import type { CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
-import {
-  LISTINGS_SQL,
-  listedIds,
-  NOTIFIED_PREFIX,
-  NOTIFIED_SQL,
-  retiredStreams,
-  STREAMS_SQL,
-  type StreamRow,
-  streamRow,
-} from '../checkpoints.js';
-import { CONFLICT_COUNTS_SQL } from '../conflicts.js';
+import { listedIds, NOTIFIED_PREFIX, retiredStreams, type StreamRow, streamRow } from '../model/streams.js';
 import type { PgDatabase } from './database.js';
 import { prepared } from './mirror.js';
+
+/** Every stream, with when its campaign was last listed and its type (store/model/streams.ts streamRow). */
+const STREAMS_SQL =
+  'SELECT s.*, c.seen_at AS campaign_seen_at, c.type AS campaign_type FROM sync_state s LEFT JOIN campaigns c ON c.id = s.campaign_id';
+
+/** The state `--notify` last delivered, by stream. */
+const NOTIFIED_SQL = "SELECT key, value FROM meta WHERE key LIKE 'notified:%'";
+
+/** The newest list of every lister. */
+const LISTINGS_SQL = "SELECT value FROM meta WHERE key LIKE 'listed_by:%'";
+
+/** Each stream's count of skipped copies (pg/sink.ts records them). */
+const CONFLICT_COUNTS_SQL = 'SELECT stream, count(*) AS n FROM id_conflicts GROUP BY stream';
 
 type RawRow = Omit<
   StreamRow,
