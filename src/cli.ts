@@ -117,6 +117,10 @@ function syncOptions(cmd: Command, watch = false): Command {
       '--lookback <duration>',
       'after the incremental read, re-read results created since now minus this (e.g. 7d); checkpoints untouched',
     )
+    .option(
+      '--retention <duration>',
+      'keep results for this long (e.g. 365d): older ones are not stored, and those stored are erased at most once a day',
+    )
     .option('--notify <url>', "POST a JSON document here when a stream's state changes (failing, stale, recovered, unlisted)");
 }
 
@@ -280,11 +284,13 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
         program
           .command('forget')
           .description('erase one candidate from the local copy: their rows in every table and their lines in the NDJSON files')
-          .option('--user <email-or-id>', 'the candidate: user id, or e-mail (any case)'),
+          .option('--user <email-or-id>', 'the candidate: user id, or e-mail (any case)')
+          .option('--older-than <duration>', 'instead: every result dated (created_at) before now minus this, e.g. 365d'),
       ),
     ),
     'campaign-sync forget --user jane.doe@example.com',
     'campaign-sync forget --user 0b6f2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b --json',
+    'campaign-sync forget --older-than 365d',
   ).action(async (opts) => done(await (await import('./commands/forget.js')).forget(await settings('forget', opts))));
 
   example(

@@ -89,7 +89,7 @@ function killedAfterDelete(db: string, user: string): void {
     const db = openDatabase(process.argv[1]);
     const person = knownPerson([process.argv[2]], [process.argv[2]]);
     db.transaction(() => {
-      eraseFromMirror(db, person);
+      eraseFromMirror(db, { person });
       beginErasure(db, person);
     })();
     process.kill(process.pid, 'SIGKILL');`;

@@ -87,6 +87,7 @@ export class SyncJob {
       out: settings.out,
       concurrency: settings.concurrency,
       warning: (text) => hooks.events?.warning?.(text),
+      retention: settings.retention,
     });
     try {
       const client = createClient(config, { signal, events: hooks.events, budgetSlots: store.budgetSlots });
@@ -129,7 +130,9 @@ export class SyncJob {
     const window = lookback && this.lookbackMs !== undefined ? lookbackWindow(this.lookbackMs, Date.now()) : undefined;
     let result: PassResult;
     try {
-      result = await runPass(this.deps(), { ...this.options, lookback: window, select });
+      // Results older than the retention are not stored, so a --full or a lookback does not bring back what it erased.
+      const retainAfter = this.settings.retention === undefined ? undefined : Date.now() - this.settings.retention;
+      result = await runPass(this.deps(), { ...this.options, lookback: window, select, retainAfter });
     } catch (err) {
       await this.notify(undefined);
       throw err;

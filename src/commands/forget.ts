@@ -1,8 +1,9 @@
 import { mirrorOf } from '../app/factory.js';
 import type { ForgetSettings } from '../config/settings.js';
+import { formatDuration } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 import { showText } from '../ui/escape.js';
-import { erasedLine } from '../ui/forget.js';
+import { erasedLine, olderErasedLine } from '../ui/forget.js';
 import { Output } from '../ui/output.js';
 
 /**
@@ -10,11 +11,14 @@ import { Output } from '../ui/output.js';
  * NDJSON files it wrote (store/erase.ts). A user found nowhere is a usage error (exit 2): a typo
  * must not read as "erased". An erasure an earlier forget left unfinished (killed, or stopped by a
  * full disk) is finished first, whoever is named (store/erasure.ts).
+ * `forget --older-than <duration>`: erases every result dated before now minus the duration
+ * (store/model/erase-rule.ts), the same way; none there is no error.
  */
 export async function forget(settings: ForgetSettings): Promise<number> {
   const out = new Output(settings);
+  if (settings.olderThan !== undefined) return forgetOlder(settings, settings.olderThan, out);
   const user = settings.user?.trim() ?? '';
-  if (user === '') throw new UsageError('forget: give the candidate with --user <email or id>');
+  if (user === '') throw new UsageError('forget: give the candidate with --user <email or id>, or an age with --older-than <duration>');
   // Before anything is opened: said even when the database cannot be reached.
   const mirror = await mirrorOf(settings, (text) => out.warn(text)).eraser();
   try {
@@ -36,6 +40,23 @@ export async function forget(settings: ForgetSettings): Promise<number> {
     out.document({ user, removed: rows, files, ...finished });
     out.print(
       `${erasedLine(user, rows, mirror.name, files)}${earlier ? ' Also finished the erasure an earlier forget left unfinished there.' : ''}`,
+    );
+    return 0;
+  } finally {
+    await mirror.close();
+  }
+}
+
+async function forgetOlder(settings: ForgetSettings, olderThan: number, out: Output): Promise<number> {
+  const mirror = await mirrorOf(settings, (text) => out.warn(text)).eraser();
+  try {
+    const before = Date.now() - olderThan;
+    const cut = new Date(before).toISOString();
+    const { rows, files, copies, earlier } = await mirror.eraseOlderThan(before);
+    const finished = earlier === undefined ? {} : { finished_earlier: earlier };
+    out.document({ older_than: formatDuration(olderThan), before: cut, removed: rows, copies, files, ...finished });
+    out.print(
+      `${olderErasedLine(cut, rows, mirror.name, files, copies)}${earlier ? ' Also finished the erasure an earlier forget left unfinished there.' : ''}`,
     );
     return 0;
   } finally {

@@ -3,6 +3,7 @@ import type { PullSettings } from '../config/settings.js';
 import { mergeEvents } from '../core/events.js';
 import { ExitCode, exitCodeFor, exitCodeForPass, LockedError } from '../errors.js';
 import { commandEvents } from '../ui/events.js';
+import { retainedDocument, retainedLine } from '../ui/forget.js';
 import { Output } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
 import { failureLines, passDocument, passTable, placeDocument, placeLine } from '../ui/summary.js';
@@ -90,7 +91,13 @@ async function pullOnce(settings: PullSettings, signal: AbortSignal, out: Output
       throw err;
     }
     progress.stop();
-    out.document({ ...passDocument(result), written_to: placeDocument(session.store.place) });
+    const retained = session.store.retained;
+    out.document({
+      ...passDocument(result),
+      written_to: placeDocument(session.store.place),
+      ...(retained === undefined ? {} : { retention: retainedDocument(retained) }),
+    });
+    if (retained !== undefined) out.info(retainedLine(retained, session.store.place));
     // Built only when printed: a cron pull is --quiet, and the table costs more than a no-op pass.
     if (!out.quiet && !out.json) out.print(`${passTable(result, out.tableStyle)}\n${placeLine(session.store.place)}`);
     // The table lists failures; without it (--quiet, --json) each failed stream still gets one line.

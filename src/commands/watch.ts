@@ -12,6 +12,7 @@ import type { PassResult } from '../sync/pass.js';
 import type { PlannedStream } from '../sync/plan.js';
 import { longestWait, passBudget, type StreamTimes, scheduleStreams } from '../sync/schedule.js';
 import { commandEvents } from '../ui/events.js';
+import { retainedDocument, retainedLine } from '../ui/forget.js';
 import { healthDocument } from '../ui/health.js';
 import { Output } from '../ui/output.js';
 import { failureLines, passDocument, passLine, watchStartLine } from '../ui/summary.js';
@@ -42,10 +43,18 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
       alertFailure: (text) => out.error(`${new Date().toISOString()} ${text}`),
     });
   let session = await openSession();
-  // Closed after another program's lock failed a pass (below); opened again by the next pass.
+  // Closed after another program's lock failed a pass (below), or for the retention; opened again by the next pass.
   let closed = false;
+  /** What the retention erased as the mirror was opened (store/model/retention.ts: at most once a day). */
+  const sayRetained = () => {
+    const r = session.store.retained;
+    if (r === undefined) return;
+    if (out.json) out.jsonLine({ at: new Date().toISOString(), retention: retainedDocument(r) });
+    else out.notice(`${new Date().toISOString()} ${retainedLine(r, session.store.place)}`);
+  };
   for (const w of session.warnings) out.warn(w);
   out.notice(watchStartLine(session.client.config.baseUrl, session.store.place, intervalMs, session.rate));
+  sayRetained();
   let server: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   // Per-stream times for the scheduler, in memory; a restart starts from each stream's last success.
   const times = new Map<string, StreamTimes>();
@@ -95,9 +104,16 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
       const startedAt = Date.now();
       let result: PassResult | undefined;
       try {
+        // A day since the retention last ran: the mirror is opened again, which applies it under the
+        // lock before the sink opens its files (an NDJSON file is rewritten by the erasure).
+        if (!closed && session.store.retentionDue(startedAt)) {
+          closed = true;
+          await session.close();
+        }
         if (closed) {
           session = await openSession();
           closed = false;
+          sayRetained();
         }
         // The database (or NDJSON folder) moved or removed since the last pass: stop (74) before
         // committing more into a file nobody will find; a moved database is made complete first.

@@ -100,6 +100,11 @@ export const syncSchema = {
   pageSize: parsed((t) => parseIntIn(t, '--page-size', 1, 100), DEFAULTS.pageSize),
   concurrency: parsed((t) => parseIntIn(t, '--concurrency', 1, 64), DEFAULTS.concurrency),
   lookback: optional((t) => parseDuration(t, '--lookback')),
+  retention: optional((t) => parseDuration(t, '--retention')),
+};
+
+export const forgetSchema = {
+  olderThan: optional((t) => parseDuration(t, '--older-than')),
 };
 
 export const watchSchema = {

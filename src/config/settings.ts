@@ -13,7 +13,7 @@ import { parseDate } from './duration.js';
 import { type ListenAddress, parseListen } from './listen.js';
 import { parseNotifyUrl } from './notify.js';
 import { readProfile } from './profile.js';
-import { apiSchema, demoSchema, exportSchema, parseGiven, type Setting, syncSchema, watchSchema } from './schema.js';
+import { apiSchema, demoSchema, exportSchema, forgetSchema, parseGiven, type Setting, syncSchema, watchSchema } from './schema.js';
 import { byDefault, type Inputs, type Origin, type Profile, pick, said } from './sources.js';
 
 export type { Origin, Source } from './sources.js';
@@ -52,6 +52,11 @@ export interface PassSettings {
   readonly full: boolean;
   /** --lookback in milliseconds. */
   readonly lookback: number | undefined;
+  /**
+   * --retention (or a profile's `retention`) in milliseconds: results dated before now minus it are
+   * not stored, and those stored are erased at most once a day (pull and watch only).
+   */
+  readonly retention: number | undefined;
 }
 
 /** What a sync job needs (app/sync-job.ts): the mirror, the API, the pass, the alerts. */
@@ -120,6 +125,8 @@ export interface ResetSettings extends MirrorSettings, OutputSettings {
 export interface ForgetSettings extends MirrorSettings, OutputSettings {
   /** --user, as given (the command trims it and refuses an empty one). */
   readonly user: string | undefined;
+  /** --older-than in milliseconds: erase the results dated before now minus it. */
+  readonly olderThan: number | undefined;
 }
 
 export interface ExportSettings extends MirrorSettings, OutputSettings {
@@ -244,6 +251,9 @@ function pass(c: Collector, command: 'pull' | 'watch' | 'reconcile' | 'demo'): v
     command === 'pull' || command === 'watch'
       ? c.take('lookback', syncSchema.lookback)
       : c.set('lookback', undefined, byDefault('lookback'));
+  // reconcile compares with the service and the demo is a fresh mirror: retention is a pull's and a watch's.
+  if (command === 'pull' || command === 'watch') c.take('retention', syncSchema.retention);
+  else c.set('retention', undefined, byDefault('retention'));
   c.flag('campaign', [] as string[]);
   const since = c.flag<string | undefined>('since', undefined);
   const until = c.flag<string | undefined>('until', undefined);
@@ -384,11 +394,18 @@ export function resolveSettings<C extends CommandName>(
       c.flag('campaign', [] as string[]);
       c.flag('all', false);
       break;
-    case 'forget':
+    case 'forget': {
       output(c);
       mirror(c);
-      c.flag<string | undefined>('user', undefined);
+      const user = c.flag<string | undefined>('user', undefined);
+      const olderThan = c.take('olderThan', forgetSchema.olderThan, false);
+      // Together they could mean "their records older than" or "theirs, and everyone's older than": say which by running two.
+      if (user !== undefined && olderThan !== undefined)
+        throw new UsageError(
+          'forget: give --user or --older-than, not both (run `forget --user` and `forget --older-than` one after the other)',
+        );
       break;
+    }
     case 'export':
       output(c);
       mirror(c);

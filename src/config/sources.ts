@@ -43,6 +43,7 @@ export const PROFILE_KEYS = {
   concurrency: 'concurrency',
   report_type: 'reportType',
   lookback: 'lookback',
+  retention: 'retention',
   interval: 'interval',
   lookback_every: 'lookbackEvery',
 } as const;

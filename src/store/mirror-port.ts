@@ -52,6 +52,10 @@ export interface JobStore {
   verify(): Promise<void>;
   /** The request budget's slots in the mirror's database, shared by every host (PostgreSQL); none: the user's file. */
   budgetSlots?: ((key: string, timeoutMs: number) => BudgetStore) | undefined;
+  /** What the retention (StoreChoice.retention) erased as the mirror was opened, when it was due then. */
+  readonly retained?: Retained | undefined;
+  /** Whether the retention is due again at `now` (store/model/retention.ts): a watch then opens the mirror again, which applies it. */
+  retentionDue(now: number): boolean;
   /** Flushes the sink, then releases the database and the lock; throws as verify() would, once the data is safe. */
   close(): Promise<void>;
 }
@@ -68,6 +72,14 @@ export interface StoreChoice {
   concurrency: number;
   /** The store's warnings (a PostgreSQL mirror's record with U+0000), for the command's output. */
   warning?: ((text: string) => void) | undefined;
+  /** --retention in ms: when due (at most once a day), the results dated before now minus it are erased as the mirror opens. */
+  retention?: number | undefined;
+}
+
+/** A retention's erasure: the cut (ISO 8601) and what went. */
+export interface Retained {
+  before: string;
+  done: ErasureDone;
 }
 
 /** What `status` (and `status --check`) reads of a mirror. */
@@ -103,6 +115,8 @@ export interface CheckpointAdmin {
 /** What one `forget` erased. */
 export interface ErasureDone {
   rows: ErasedCounts;
+  /** Rows removed from each table of copies that had any (store/model/erase-tables.ts: versions, quarantine). */
+  copies: Record<string, number>;
   /** The NDJSON files rewritten (a SQLite mirror's only). */
   files: FileErased[];
   /** Whether anything of the person was found (rows, lines, error texts). */
@@ -111,13 +125,18 @@ export interface ErasureDone {
   earlier?: boolean | undefined;
 }
 
-/** What `forget` needs of a mirror: the erasure of one person, under the lock that keeps a pull from writing them back. */
+/**
+ * What `forget` needs of a mirror: the erasure of one person, or of the results dated before a cut,
+ * under the lock that keeps a pull from writing them back.
+ */
 export interface EraseMirror {
   /** The database as messages name it (a PostgreSQL URL without its password). */
   readonly name: string;
   /** Where a person was looked for, for "no record ... in <searched>". */
   readonly searched: string;
   erase(user: string): Promise<ErasureDone>;
+  /** Erases the results dated before `before` (ms since the epoch; store/model/erase-rule.ts), their details and copies. */
+  eraseOlderThan(before: number): Promise<ErasureDone>;
   close(): Promise<void>;
 }
 

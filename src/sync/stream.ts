@@ -9,6 +9,7 @@ import type { Progress, RunEvents } from '../core/events.js';
 import type { CheckedRecord, ReportType, StreamId } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
+import { olderThan } from '../store/model/erase-rule.js';
 import type { Cursors, Sink } from '../store/sinks/sink.js';
 import { nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
@@ -31,6 +32,11 @@ export interface StreamOptions {
    * updated since they were read, or arriving below the checkpoint, reach the mirror.
    */
   lookback?: DateWindow | undefined;
+  /**
+   * A retention's cut (ms since the epoch): records dated before it are read past but not stored
+   * (store/model/erase-rule.ts says what a record's date is); the checkpoint moves past them all the same.
+   */
+  retainAfter?: number | undefined;
 }
 
 export interface StreamDeps {
@@ -102,7 +108,7 @@ export interface Walk {
 export async function walkStream(
   id: StreamId,
   deps: StreamDeps,
-  opts: { pageSize: number; reportType: ReportType },
+  opts: { pageSize: number; reportType: ReportType; retainAfter?: number | undefined },
   walk: Walk,
   counts: WalkCounts,
   totals: Progress,
@@ -158,12 +164,14 @@ export async function walkStream(
       const { page } = await (committing === undefined ? pending : Promise.race([pending, committing.then(() => pending)]));
       counts.pages++;
       const where = `${describeRequest({ method: 'GET', path, campaignId: id.campaignId })}, page ${counts.pages}`;
-      const checked = checkPage(page.data, { where, campaignId: id.campaignId, after: cursor, redact: deps.client.redact });
-      const last = checked.at(-1)?.orderIndex;
+      const served = checkPage(page.data, { where, campaignId: id.campaignId, after: cursor, redact: deps.client.redact });
+      const last = served.at(-1)?.orderIndex;
+      const cut = opts.retainAfter;
+      const checked = cut === undefined ? served : served.filter((r) => !olderThan(r.record, cut));
       const step = nextStep(page, {
         where,
         sent: cursor,
-        records: checked.length,
+        records: served.length,
         last,
         limit: opts.pageSize,
         redact: deps.client.redact,
@@ -195,13 +203,13 @@ export async function walkStream(
       committing = inOrder.then((done) => {
         if (checkpoint !== undefined) committed = checkpoint;
         walk.onPage?.(checked);
-        counts.records += checked.length;
+        counts.records += served.length;
         counts.inserted += done.inserted;
         counts.updated += done.updated;
         if (done.conflicts !== undefined) for (const line of conflictWarnings(id, done.conflicts)) deps.events?.warning?.(line);
-        totals.records += checked.length;
+        totals.records += served.length;
         totals.requests = deps.client.requests;
-        deps.events?.page?.({ stream: id, records: checked.length, progress: { ...totals } });
+        deps.events?.page?.({ stream: id, records: served.length, progress: { ...totals } });
       });
       committing.catch(() => {});
       if (step.done) break;

@@ -1,6 +1,8 @@
 /** `forget`'s closing line, one for the SQLite and the PostgreSQL mirror. */
 import { ERASED, type ErasedCounts } from '../core/email.js';
+import type { MirrorPlace, Retained } from '../store/mirror-port.js';
 import { showText } from './escape.js';
+import { placeText } from './summary.js';
 import { formatCount } from './table.js';
 
 /**
@@ -27,4 +29,33 @@ export function erasedLine(
     .filter((f) => f.lines > 0)
     .map((f) => `; ${formatCount(f.lines)} lines from ${f.path}`)
     .join('')}${others}${errors}.`;
+}
+
+/**
+ * `Erased the results dated before <cut>: N session results, … from <where>[; N lines from <file>…][; N rows of <table>…].`
+ * `copies`: rows removed from the tables of copies (versions, quarantine).
+ */
+export function olderErasedLine(
+  cut: string,
+  rows: ErasedCounts,
+  where: string,
+  files: ReadonlyArray<{ path: string; lines: number }> = [],
+  copies: Readonly<Record<string, number>> = {},
+): string {
+  return `Erased the results dated before ${cut}: ${formatCount(rows.session_results)} session results, ${formatCount(rows.role_results)} role results, ${formatCount(rows.score_details)} score details, ${formatCount(rows.eval_results)} eval results from ${where}${files
+    .filter((f) => f.lines > 0)
+    .map((f) => `; ${formatCount(f.lines)} lines from ${f.path}`)
+    .join('')}${Object.entries(copies)
+    .map(([table, n]) => `; ${formatCount(n)} rows of ${table}`)
+    .join('')}.`;
+}
+
+/** A retention's erasure (pull, watch), as a line for people: `retention: Erased the results dated before …`. */
+export function retainedLine(r: Retained, place: MirrorPlace): string {
+  return `retention: ${olderErasedLine(r.before, r.done.rows, placeText(place), r.done.files, r.done.copies)}`;
+}
+
+/** A retention's erasure in a --json document. */
+export function retainedDocument(r: Retained): object {
+  return { before: r.before, removed: r.done.rows, copies: r.done.copies, files: r.done.files };
 }

@@ -1,6 +1,8 @@
 /**
- * `forget --user` in the PostgreSQL mirror: one candidate's results, score details and eval results
- * deleted, their score details inside other candidates' records taken out, their e-mail and ids
+ * An erasure in the PostgreSQL mirror, by the rule every store shares (store/model/erase-rule.ts):
+ * `forget --older-than` (a retention): the results dated before a cut, with their score details, eval
+ * results and copies (store/model/erase-tables.ts); `forget --user`: one candidate's results, score
+ * details and eval results deleted, their score details inside other candidates' records taken out, their e-mail and ids
  * scrubbed from the streams' errors, in one transaction, with the rule every store shares
  * (store/model/person.ts) and their streams' counts lowered, as store/erase.ts does in SQLite. PostgreSQL
  * keeps dead row versions until VACUUM: the changed tables are vacuumed after the commit (a plain
@@ -9,7 +11,9 @@
 import type pg from 'pg';
 import { type ErasedCounts, errorsWithout, type StoredError } from '../../core/email.js';
 import { parseJson, toJson } from '../../core/json.js';
-import { names, type Person, PersonGraph, scrubPerson } from '../model/person.js';
+import { type EraseRule, innerRule, instant, judge, recordTime } from '../model/erase-rule.js';
+import { COPY_TABLES, type CopyTable } from '../model/erase-tables.js';
+import { PersonGraph } from '../model/person.js';
 import type { PgDatabase } from './database.js';
 import { jsonText } from './statements.js';
 
@@ -76,17 +80,29 @@ const REWRITE: Record<Table, { sql: string; values: (r: Obj) => unknown[] }> = {
   },
 };
 
-export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedCounts> {
+/** What a PostgreSQL erasure removed: the rows (core/email.ts), and the rows of each table of copies that had any. */
+export interface PgErased {
+  rows: ErasedCounts;
+  copies: Record<string, number>;
+}
+
+/** Erases the candidate `user` (an id or an e-mail) names, or the results dated before `before` (ms since the epoch). */
+export async function eraseFromPg(db: PgDatabase, what: { user: string } | { before: number }): Promise<PgErased> {
   const erased = await db.transaction(async (c) => {
-    const graph = new PersonGraph();
-    for (const t of TABLES) {
-      await eachRow(c, t, (row, record) => {
-        graph.add({ user_id: row.user_id, user_email: row.user_email });
-        graph.add(record);
-      });
-    }
-    const found = graph.find(user);
-    const person: Person = found;
+    let rule: EraseRule;
+    let terms: string[] = [];
+    if ('user' in what) {
+      const graph = new PersonGraph();
+      for (const t of TABLES) {
+        await eachRow(c, t, (row, record) => {
+          graph.add({ user_id: row.user_id, user_email: row.user_email });
+          graph.add(record);
+        });
+      }
+      const found = graph.find(what.user);
+      rule = { person: found };
+      terms = [what.user, ...found.ids, ...found.emails];
+    } else rule = { before: what.before };
     const whole: Record<Table, Row[]> = { session_results: [], role_results: [], score_details: [] };
     const part: Record<Table, Array<{ id: string; record: Obj; role_result_id: string | null }>> = {
       session_results: [],
@@ -94,10 +110,11 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
       score_details: [],
     };
     for (const t of TABLES) {
+      // A score detail goes with its result; by itself only as the person's (its own date is not the assessment's).
+      const r = t === 'score_details' ? innerRule(rule) : rule;
+      if (r.person === undefined && r.before === undefined) continue;
       await eachRow(c, t, (row, record) => {
-        // The columns are read from the record: they name the same person, unless changed by hand.
-        const byColumn = names({ user_id: row.user_id, user_email: row.user_email }, person);
-        const s = byColumn ? ({ kind: 'whole' } as const) : scrubPerson(record, person);
+        const s = judge(record, r, { user_id: row.user_id, user_email: row.user_email });
         if (s.kind === 'whole') whole[t].push(row);
         else if (s.kind === 'part') part[t].push({ id: row.id, record: s.value as Obj, role_result_id: row.role_result_id });
       });
@@ -131,14 +148,24 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
         changed += (await c.query(REWRITE[t].sql, [p.id, ...REWRITE[t].values(p.record)])).rowCount ?? 0;
       }
     }
-    // A service's error message may quote the candidate; status and /healthz show the stored text.
-    const terms = [user, ...found.ids, ...found.emails];
-    let errorTexts = 0;
-    const stored = await c.query<StoredError>('SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL');
-    for (const row of errorsWithout(stored.rows, terms)) {
-      errorTexts += (await c.query('UPDATE sync_state SET last_error = $1 WHERE stream = $2', [row.last_error, row.stream])).rowCount ?? 0;
+    const records = new Set([...sessionIds, ...roleIds]);
+    const copies: Record<string, number> = {};
+    for (const t of COPY_TABLES) {
+      const done = await eraseCopies(c, t, rule, records);
+      if (done === undefined) continue;
+      if (done.removed > 0) copies[t.table] = done.removed;
+      changed += done.changed;
     }
-    return {
+    // A service's error message may quote the candidate; status and /healthz show the stored text.
+    let errorTexts = 0;
+    if (terms.length > 0) {
+      const stored = await c.query<StoredError>('SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL');
+      for (const row of errorsWithout(stored.rows, terms)) {
+        errorTexts +=
+          (await c.query('UPDATE sync_state SET last_error = $1 WHERE stream = $2', [row.last_error, row.stream])).rowCount ?? 0;
+      }
+    }
+    const rows: ErasedCounts = {
       session_results: sessionIds.length,
       role_results: roleIds.length,
       score_details: details.rowCount ?? 0,
@@ -146,11 +173,67 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
       records_changed: changed,
       error_texts: errorTexts,
     };
+    return { rows, copies };
   });
-  if (erased.session_results + erased.role_results + erased.score_details + erased.records_changed + erased.error_texts > 0) {
+  const { rows, copies } = erased;
+  if (rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts > 0) {
     await db.query('VACUUM session_results, role_results, score_details, eval_results, sync_state', [], 'cannot vacuum');
   }
+  // Identifiers from the fixed list of copies, never from input.
+  if (Object.keys(copies).length > 0) await db.query(`VACUUM ${Object.keys(copies).join(', ')}`, [], 'cannot vacuum');
   return erased;
+}
+
+/**
+ * Erases the copies the rule takes from one table of copies (store/model/erase-tables.ts), and the
+ * copies of the records in `records` (the ids of the results it removed), a page at a time by the
+ * row's physical address (stable within the transaction: every stream's lock keeps writers out).
+ * Undefined when the schema has no such table.
+ */
+async function eraseCopies(
+  c: pg.PoolClient,
+  t: CopyTable,
+  rule: EraseRule,
+  records: ReadonlySet<string>,
+): Promise<{ removed: number; changed: number } | undefined> {
+  const cols = await c.query<{ column_name: string }>(
+    'SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1',
+    [t.table],
+  );
+  const have = new Set(cols.rows.map((r) => r.column_name));
+  if (![t.raw, t.recordId, t.stored].every((col) => have.has(col))) return undefined;
+  const whole: string[] = [];
+  const part: Array<{ at: string; text: string }> = [];
+  let after = '(0,0)';
+  for (;;) {
+    const page = await c.query<{ at: string; raw: string | null; record_id: string | null; stored: string | null }>(
+      `SELECT ctid::text AS at, ${t.raw}::text AS raw, ${t.recordId}::text AS record_id, to_json(${t.stored}) #>> '{}' AS stored
+       FROM ${t.table} WHERE ctid > $1::tid ORDER BY ctid LIMIT ${PAGE}`,
+      [after],
+    );
+    for (const row of page.rows) {
+      const gone = row.record_id !== null && records.has(row.record_id);
+      let value: unknown;
+      try {
+        value = row.raw === null ? undefined : parseJson(row.raw);
+      } catch {
+        value = undefined;
+      }
+      // Dated by its record when its text says when; else by when the mirror stored it.
+      const stored = instant(row.stored);
+      const old = rule.before !== undefined && recordTime(value) === undefined && stored !== undefined && stored < rule.before;
+      const s = gone || old ? ({ kind: 'whole' } as const) : judge(value, rule);
+      if (s.kind === 'whole') whole.push(row.at);
+      else if (s.kind === 'part') part.push({ at: row.at, text: toJson(s.value) });
+    }
+    if (page.rows.length < PAGE) break;
+    after = (page.rows[page.rows.length - 1] as { at: string }).at;
+  }
+  const removed = whole.length === 0 ? 0 : ((await c.query(`DELETE FROM ${t.table} WHERE ctid = ANY($1::tid[])`, [whole])).rowCount ?? 0);
+  let changed = 0;
+  for (const p of part)
+    changed += (await c.query(`UPDATE ${t.table} SET ${t.raw} = $1 WHERE ctid = $2::tid`, [p.text, p.at])).rowCount ?? 0;
+  return { removed, changed };
 }
 
 /** Every stream of the mirror (forget takes all their locks, so no pull writes the user back meanwhile). */

@@ -1,9 +1,11 @@
 /** A pull's or watch's PostgreSQL team mirror: stream locks in the server, the budget's slots shared by every host. */
 import { UsageError } from '../../errors.js';
 import type { JobStore, StoreChoice } from '../mirror-port.js';
+import { retentionDue } from '../model/retention.js';
 import { PgBudgetSlots } from './budget-slots.js';
 import { campaignNames } from './campaigns.js';
 import { openPgMirror } from './open.js';
+import { applyPgRetention } from './retention.js';
 
 /** The password of a postgres:// URL, which an alert must never carry. */
 function urlPassword(url: string): string | undefined {
@@ -21,7 +23,17 @@ export async function openPgJobStore(c: StoreChoice): Promise<JobStore> {
       `${c.formatWhere ?? '--format ndjson'} writes files; with a postgres:// URL in ${where} the records go to PostgreSQL`,
     );
   const m = await openPgMirror(path, pgSchema, c.concurrency, c.warning, where);
+  let retention: Awaited<ReturnType<typeof applyPgRetention>> = { ranAt: undefined };
+  try {
+    if (c.retention !== undefined) retention = await applyPgRetention(m.db, c.retention, Date.now(), c.warning);
+  } catch (err) {
+    await m.release();
+    throw err;
+  }
+  const { ranAt } = retention;
   return {
+    retained: retention.retained,
+    retentionDue: (now) => c.retention !== undefined && retentionDue(ranAt, now),
     place: { kind: 'pg', name: m.db.name },
     secret: urlPassword(path),
     sink: m.sink,
