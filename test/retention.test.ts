@@ -5,7 +5,7 @@
  * checkpoints stay past the erased records; a `--retention` pull stores nothing older than its cut,
  * and a watch applies the retention at most once a day, counted from the time kept in the database.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
@@ -281,6 +281,23 @@ describe('watch --retention', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(retentionLines(r.stdout)).toHaveLength(1);
     expectGone(dir, cut);
+  });
+});
+
+describe("a profile's retention", () => {
+  it('is applied by a pull as --retention is, and a bad one names the file and key (exit 2)', async () => {
+    const { s, dir, db, cut } = await mirror('sqlite');
+    const config = join(dir, 'campaign-sync.toml');
+    writeFileSync(config, `[profiles.gdpr]\nretention = "${cut.duration()}"\n`);
+    const r = await run(s, ['pull', '--db', db, '--config', config, '--profile', 'gdpr', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout) as { retention?: { removed: { session_results: number; role_results: number } } };
+    expect((doc.retention?.removed.session_results ?? 0) + (doc.retention?.removed.role_results ?? 0)).toBe(cut.old.length);
+    expectGone(dir, cut);
+    writeFileSync(config, '[profiles.gdpr]\nretention = "0d"\n');
+    const bad = await run(s, ['watch', '--db', db, '--config', config, '--profile', 'gdpr']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/campaign-sync\.toml: profiles\.gdpr\.retention: "0d" must be more than zero/);
   });
 });
 
