@@ -65,7 +65,8 @@ function scan<R extends Row>(db: Db, sql: string, rule: EraseRule): { whole: R[]
   const part: Array<{ row: R; record: Obj }> = [];
   for (const row of db.prepare(sql).safeIntegers(true).iterate() as Iterable<R>) {
     const s = judge(parsed(row.raw), rule, { user_id: row.user_id, user_email: row.user_email });
-    if (s.kind === 'whole') whole.push(row);
+    // A retention may take most of the mirror: what goes is kept by its columns, not its text.
+    if (s.kind === 'whole') whole.push({ ...row, raw: '' });
     else if (s.kind === 'part') part.push({ row, record: s.value as Obj });
   }
   return { whole, part };

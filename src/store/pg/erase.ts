@@ -115,7 +115,8 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
       if (r.person === undefined && r.before === undefined) continue;
       await eachRow(c, t, (row, record) => {
         const s = judge(record, r, { user_id: row.user_id, user_email: row.user_email });
-        if (s.kind === 'whole') whole[t].push(row);
+        // A retention may take most of the mirror: what goes is kept by its columns, not its text.
+        if (s.kind === 'whole') whole[t].push({ ...row, raw: '' });
         else if (s.kind === 'part') part[t].push({ id: row.id, record: s.value as Obj, role_result_id: row.role_result_id });
       });
     }
