@@ -22,11 +22,11 @@ export async function forget(settings: ForgetSettings): Promise<number> {
   // Before anything is opened: said even when the database cannot be reached.
   const mirror = await mirrorOf(settings, (text) => out.warn(text)).eraser();
   try {
-    const { rows, files, earlier, found } = await mirror.erase(user);
+    const { rows, files, copies, earlier, found } = await mirror.erase(user);
     // Where no erasure can be left unfinished (PostgreSQL), the document has no such field.
     const finished = earlier === undefined ? {} : { finished_earlier: earlier };
     if (!found && earlier) {
-      out.document({ user, removed: rows, files, finished_earlier: true });
+      out.document({ user, removed: rows, copies, files, finished_earlier: true });
       out.print(
         `Finished the erasure an earlier forget left unfinished in ${mirror.name} (its rows were already deleted); no other record of ${showText(user)} was there.`,
       );
@@ -37,7 +37,7 @@ export async function forget(settings: ForgetSettings): Promise<number> {
         `forget: no record of the candidate "${showText(user)}" in ${mirror.searched} (match: user id, or e-mail ignoring case, at the top of a record or nested in it)`,
       );
     }
-    out.document({ user, removed: rows, files, ...finished });
+    out.document({ user, removed: rows, copies, files, ...finished });
     out.print(
       `${erasedLine(user, rows, mirror.name, files)}${earlier ? ' Also finished the erasure an earlier forget left unfinished there.' : ''}`,
     );
