@@ -32,6 +32,8 @@ export interface ExportFlags {
   columns?: string;
   /** `--since-last <consumer>`: only what changed since that consumer's previous export. */
   sinceLast?: string;
+  /** `--as-of <timestamp>`: the results as the mirror held them then (commands/export-as-of.ts). */
+  asOf?: string;
   quiet?: boolean;
   json?: boolean;
 }
@@ -130,6 +132,20 @@ export async function exportTable(
     throw new UsageError('--format parquet writes binary data: give -o <file>, or redirect stdout to a file or a pipe');
   }
 
+  if (flags.asOf !== undefined) {
+    const asOf = await import('./export-as-of.js');
+    const at = asOf.checkAsOf({ ...flags, asOf: flags.asOf });
+    const job = {
+      table: flags.table,
+      asOf: at,
+      format,
+      campaign: flags.campaign,
+      columns: flags.columns,
+      rawCsv: flags.rawCsv === true,
+      target,
+    };
+    return asOf.exportAsOf(mirror, job, out, stdout, signal);
+  }
   if (flags.sinceLast !== undefined) {
     const sinceLast = await import('./export-since.js');
     sinceLast.checkSinceLast({ ...flags, sinceLast: flags.sinceLast }, target);

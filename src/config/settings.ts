@@ -98,7 +98,7 @@ export interface DemoSettings extends Sourced, OutputSettings, DbSettings, PassS
   readonly maxAge: number;
 }
 
-/** `status`, `reset`, `forget`: the mirror alone (their other options are their own). */
+/** `status`, `reset`, `forget`, `history`: the mirror alone (their other options are their own). */
 export interface MirrorSettings extends Sourced, DbSettings {}
 
 export interface ExportSettings extends MirrorSettings {
@@ -115,6 +115,7 @@ export interface SettingsOf {
   status: MirrorSettings;
   reset: MirrorSettings;
   forget: MirrorSettings;
+  history: MirrorSettings;
   export: ExportSettings;
 }
 export type CommandName = keyof SettingsOf;
@@ -323,6 +324,7 @@ export function resolveSettings<C extends CommandName>(
     case 'status':
     case 'reset':
     case 'forget':
+    case 'history':
       mirror(c);
       break;
     case 'export':

@@ -12,6 +12,7 @@ export const pgBackend: MirrorBackend = {
   openReader: (t) => openPgReader(t),
   openCheckpointAdmin: openPgCheckpointAdmin,
   openEraser: openPgEraser,
+  openVersions: async (t) => (await import('./versions.js')).openPgVersions(t),
   async storeCampaigns(t, list, at, lister) {
     // Created and migrated on first use, like a pull.
     const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 1, where: t.where });

@@ -11,6 +11,7 @@ export const sqliteBackend: MirrorBackend = {
   openReader: openSqliteReader,
   openCheckpointAdmin: openSqliteCheckpointAdmin,
   openEraser: async (t) => (await import('./eraser.js')).openSqliteEraser(t),
+  openVersions: async (t) => (await import('./versions.js')).openSqliteVersions(t),
   async storeCampaigns(t, list, at, lister) {
     // The campaigns table is small and written in one transaction: no run lock needed.
     const db = openDatabase(t.path);
