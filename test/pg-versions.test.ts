@@ -210,12 +210,14 @@ for (const make of [sqliteBackend, pgBackend]) {
         const r = await run(['export', '--table', 'role-results', '--as-of', bad]);
         expect(r.code, bad).toBe(2);
         expect(r.stderr.trim().split('\n'), bad).toHaveLength(1);
-        expect(r.stderr).toContain('--as-of');
+        expect(r.stderr).toContain(`--as-of: "${bad}" is not a timestamp`);
       }
       const other = await run(['export', '--table', 'campaigns', '--as-of', '2026-01-01']);
       expect(other.code).toBe(2);
+      expect(other.stderr).toContain('only session-results and role-results keep their versions');
       const nobody = await run(['history']);
       expect(nobody.code).toBe(2);
+      expect(nobody.stderr).toContain('give the candidate with --user');
     });
   });
 }
