@@ -20,7 +20,16 @@ interface Backend {
   /** The mirror's flags and environment for a command. */
   args(): { flags: string[]; env: Record<string, string> };
   rows(sql: string): Promise<Rows>;
+  /** Turns the mirror back into one the release before versions wrote. */
+  downgrade(): Promise<void>;
 }
+
+const DROP_TRAIL = {
+  sqlite: `DROP VIEW result_versions; DROP TRIGGER session_results_version; DROP TRIGGER session_results_pruned;
+    DROP TRIGGER role_results_version; DROP TRIGGER role_results_pruned; DROP TABLE past_versions; DROP TABLE change_times;`,
+  pg: `DROP VIEW result_versions CASCADE; DROP TRIGGER session_results_version ON session_results; DROP TRIGGER role_results_version ON role_results;
+    DROP TRIGGER session_results_pruned ON tombstones; DROP TRIGGER role_results_pruned ON tombstones; DROP TABLE past_versions, change_times;`,
+};
 
 function sqliteBackend(): Backend {
   let path = '';
@@ -39,6 +48,15 @@ function sqliteBackend(): Backend {
         db.close();
       }
     },
+    async downgrade() {
+      const db = new Database(path);
+      try {
+        db.exec(DROP_TRAIL.sqlite);
+        db.pragma(`user_version = ${(db.pragma('user_version', { simple: true }) as number) - 1}`);
+      } finally {
+        db.close();
+      }
+    },
   };
 }
 
@@ -52,6 +70,9 @@ function pgBackend(): Backend {
       return { flags: ['--pg-schema', schema], env: { CAMPAIGN_SYNC_DB: PG_URL } };
     },
     rows: (sql) => pgRows(schema, sql),
+    async downgrade() {
+      await pgRows(schema, `${DROP_TRAIL.pg} UPDATE meta SET value = (value::int - 1)::text WHERE key = 'schema_version'`);
+    },
   };
 }
 
@@ -203,6 +224,26 @@ for (const make of [sqliteBackend, pgBackend]) {
       expect(await versionsOf(deleted.id as string)).toEqual([]);
       const after = await run(['history', '--user', user.email]);
       expect(after.code).toBe(2);
+    });
+
+    it('an upgraded mirror holds its current rows as version 1, from the upgrade on', async () => {
+      await b.downgrade();
+      const before = new Date().toISOString();
+      await ok(['pull']);
+      const after = new Date().toISOString();
+      const all = await b.rows('SELECT version, valid_from, valid_to FROM result_versions');
+      expect(all.length).toBeGreaterThan(0);
+      for (const v of all) {
+        expect(Number(v.version)).toBe(1);
+        expect(v.valid_to).toBeNull();
+        const from = new Date(v.valid_from as string).toISOString();
+        expect(from >= before.slice(0, 23) && from <= after, from).toBe(true);
+      }
+      const c = s.data.campaigns.find((x) => x.type === 'SESSION_COMPLETION');
+      const id = (c && s.data.sessionResult(c, 1).id) as string;
+      await change(s, id, 'rescore');
+      await ok(['reconcile']);
+      expect((await versionsOf(id)).map((v) => Number(v.version))).toEqual([1, 2]);
     });
 
     it('refuses an --as-of that is not a timestamp in one line, exit 2', async () => {
