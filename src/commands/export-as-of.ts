@@ -14,7 +14,6 @@ import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { chosenColumns } from '../export/tables.js';
 import { asOfTime } from '../export/timestamp.js';
 import { ndjsonTransform } from '../export/writers.js';
-import { versionColumns, versionValues } from '../store/model/versions.js';
 import type { Output } from '../ui/output.js';
 import { formatCount } from '../ui/table.js';
 
@@ -47,18 +46,15 @@ export function checkAsOf(flags: { asOf: string; table: string; sinceLast?: stri
 
 export async function exportAsOf(mirror: Mirror, job: AsOfJob, out: Output, stdout: Writable, signal?: AbortSignal): Promise<number> {
   const kind = KIND_OF[job.table] as 'session' | 'role';
-  const available = versionColumns(kind);
-  const columns = job.columns === undefined ? available : chosenColumns(job.columns, available, job.table);
-  const pick = columns.map((c) => available.indexOf(c));
   const reader = await mirror.versions();
   let partial: PartialFile | undefined;
   let rows = 0;
   try {
+    const found = reader.asOf(kind, job.asOf, job.campaign);
+    const columns = job.columns === undefined ? found.columns : chosenColumns(job.columns, found.columns, job.table);
+    const pick = columns.map((c) => found.columns.indexOf(c));
     const source = (async function* () {
-      for await (const v of reader.asOf(kind, job.asOf, job.campaign)) {
-        const all = [...versionValues(v), v.version, v.valid_from];
-        yield pick.map((i) => all[i]);
-      }
+      for await (const row of found.rows) yield pick.map((i) => row[i]);
     })();
     const arrays = untilAborted(source, signal);
     if (job.target !== undefined) {

@@ -2,9 +2,8 @@ import { mirrorOf } from '../app/factory.js';
 import { type MirrorSettings, resolveSettings } from '../config/settings.js';
 import { parseJson } from '../core/json.js';
 import { UsageError } from '../errors.js';
-import { versionSummary } from '../store/model/versions.js';
 import { showText } from '../ui/escape.js';
-import { type HistoryEntry, historyTable } from '../ui/history.js';
+import { historyTable } from '../ui/history.js';
 import { Output, type OutputFlags } from '../ui/output.js';
 
 export interface HistoryFlags extends OutputFlags {
@@ -38,18 +37,17 @@ export async function history(flags: HistoryFlags, settings: MirrorSettings = re
     versions.sort((a, b) =>
       a.valid_from < b.valid_from ? -1 : a.valid_from > b.valid_from ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : a.version - b.version,
     );
-    const entries: HistoryEntry[] = versions.map((v) => ({ version: v, ...versionSummary(v) }));
     out.document({
       ...query,
-      versions: entries.map(({ version: v, score, recommendation }) => ({
+      versions: versions.map((v) => ({
         record_id: v.id,
         kind: v.kind,
         campaign_id: v.campaign_id,
         report_type: v.report_type,
         version: v.version,
         deleted: v.deleted,
-        score,
-        recommendation,
+        score: v.score,
+        recommendation: v.recommendation,
         valid_from: v.valid_from,
         valid_to: v.valid_to,
         request_id: v.request_id,
@@ -58,7 +56,7 @@ export async function history(flags: HistoryFlags, settings: MirrorSettings = re
         record: v.raw === null ? null : parseJson(v.raw),
       })),
     });
-    out.print(historyTable(entries, out.tableStyle));
+    out.print(historyTable(versions, out.tableStyle));
     return 0;
   } finally {
     await reader.close();

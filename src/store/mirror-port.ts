@@ -160,6 +160,13 @@ export interface ResultVersion {
   raw: string | null;
 }
 
+/** A version with what it says of the candidate (store/model/versions.ts versionSummary). */
+export interface HistoryVersion extends ResultVersion {
+  score: number | null;
+  /** Role results' recommendation_status. */
+  recommendation: string | null;
+}
+
 /** Who or what `history` asks about: a person (id or e-mail), or one record id. */
 export interface HistoryQuery {
   user?: string | undefined;
@@ -169,8 +176,11 @@ export interface HistoryQuery {
 /** What `history` and `export --as-of` read of a mirror: its versions of results. */
 export interface VersionReader {
   /** Every version of the records that name the person at their top (or of the record), by record then version. */
-  history(q: HistoryQuery): Promise<ResultVersion[]>;
-  /** The versions of `kind` the mirror held at `at` (ISO 8601), deletions left out, by id; of one campaign if given. */
-  asOf(kind: 'session' | 'role', at: string, campaign?: string): AsyncIterable<ResultVersion>;
+  history(q: HistoryQuery): Promise<HistoryVersion[]>;
+  /**
+   * The results of `kind` as the mirror held them at `at` (ISO 8601), deletions left out, by id; of
+   * one campaign if given: each as the row its table held, then its version and valid_from.
+   */
+  asOf(kind: 'session' | 'role', at: string, campaign?: string): { columns: string[]; rows: AsyncIterable<unknown[]> };
   close(): Promise<void>;
 }

@@ -1,13 +1,6 @@
 /** How `history` shows a person's or a record's results over time: one row per version. */
-import type { ResultVersion } from '../store/mirror-port.js';
+import type { HistoryVersion } from '../store/mirror-port.js';
 import { type Column, renderTable, type TableStyle } from './table.js';
-
-/** One version as `history` reports it. */
-export interface HistoryEntry {
-  version: ResultVersion;
-  score: number | null;
-  recommendation: string | null;
-}
 
 const HISTORY_COLUMNS: Column[] = [
   { head: 'record', shrink: 12 },
@@ -21,15 +14,15 @@ const HISTORY_COLUMNS: Column[] = [
 ];
 
 /** The versions' table, in the order given; a deletion shows as such instead of a score. */
-export function historyTable(entries: readonly HistoryEntry[], style: TableStyle): string {
+export function historyTable(versions: readonly HistoryVersion[], style: TableStyle): string {
   return renderTable(
     HISTORY_COLUMNS,
-    entries.map(({ version: v, score, recommendation }) => [
+    versions.map((v) => [
       v.id,
       v.kind,
       String(v.version),
-      v.deleted ? 'deleted' : score === null ? '' : String(score),
-      recommendation ?? '',
+      v.deleted ? 'deleted' : v.score === null ? '' : String(v.score),
+      v.recommendation ?? '',
       v.valid_from,
       v.valid_to ?? 'now',
       v.user_email ?? v.user_id ?? '',

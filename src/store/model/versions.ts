@@ -47,3 +47,15 @@ export function versionSummary(v: VersionFields): { score: number | null; recomm
   const recommendation = v.kind === 'role' ? at('recommendation_status') : null;
   return { score: typeof score === 'number' ? score : null, recommendation: typeof recommendation === 'string' ? recommendation : null };
 }
+
+/** Versions as the rows `export --as-of` writes (versionColumns' order). */
+export async function* versionRows(
+  versions: AsyncIterable<VersionFields & { version: number; valid_from: string }>,
+): AsyncGenerator<unknown[]> {
+  for await (const v of versions) yield [...versionValues(v), v.version, v.valid_from];
+}
+
+/** A version with what it says of the candidate. */
+export function withSummary<V extends VersionFields>(v: V): V & { score: number | null; recommendation: string | null } {
+  return { ...v, ...versionSummary(v) };
+}

@@ -5,8 +5,8 @@
  * older campaign-sync wrote gains the trail).
  */
 import type pg from 'pg';
-import type { HistoryQuery, MirrorTarget, ResultVersion, VersionReader } from '../mirror-port.js';
-import { namesUser } from '../model/versions.js';
+import type { HistoryQuery, HistoryVersion, MirrorTarget, ResultVersion, VersionReader } from '../mirror-port.js';
+import { namesUser, versionColumns, versionRows, withSummary } from '../model/versions.js';
 import { PgDatabase } from './database.js';
 import { cursorRows } from './export.js';
 
@@ -44,8 +44,30 @@ function version(r: Row): ResultVersion {
 
 export async function openPgVersions(t: MirrorTarget): Promise<VersionReader> {
   const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 1, mustExist: true, upgrade: true, where: t.where });
+  async function* asOf(kind: 'session' | 'role', at: string, campaign?: string): AsyncGenerator<ResultVersion> {
+    const params: unknown[] = [kind, at];
+    const where = `v.kind = $1${campaign === undefined ? '' : ` AND v.campaign_id = $${params.push(campaign)}`}`;
+    const sql = `SELECT ${COLUMNS} FROM results_as_of($2::timestamptz) v WHERE ${where} ORDER BY v.id`;
+    let client: pg.PoolClient;
+    try {
+      client = await db.pool.connect();
+    } catch (err) {
+      throw db.failure(err, 'cannot read');
+    }
+    let clean = false;
+    try {
+      await client.query('BEGIN READ ONLY');
+      for await (const row of cursorRows<Row>(client, 'versions_as_of', sql, params)) yield version(row);
+      await client.query('COMMIT');
+      clean = true;
+    } catch (err) {
+      throw db.failure(err, 'cannot read');
+    } finally {
+      client.release(!clean);
+    }
+  }
   return {
-    async history(q: HistoryQuery): Promise<ResultVersion[]> {
+    async history(q: HistoryQuery): Promise<HistoryVersion[]> {
       const people =
         q.record !== undefined
           ? await db.query<{ kind: string; id: string; user_id: string | null; user_email: string | null }>(`${PEOPLE} WHERE p.id = $1`, [
@@ -63,30 +85,9 @@ export async function openPgVersions(t: MirrorTarget): Promise<VersionReader> {
         `SELECT ${COLUMNS} FROM result_versions v JOIN unnest($1::text[], $2::text[]) AS k(kind, id) ON v.kind = k.kind AND v.id = k.id ORDER BY v.kind, v.id, v.version`,
         [list.map((k) => k.kind), list.map((k) => k.id)],
       );
-      return r.rows.map(version);
+      return r.rows.map((row) => withSummary(version(row)));
     },
-    async *asOf(kind: 'session' | 'role', at: string, campaign?: string): AsyncIterable<ResultVersion> {
-      const params: unknown[] = [kind, at];
-      const where = `v.kind = $1${campaign === undefined ? '' : ` AND v.campaign_id = $${params.push(campaign)}`}`;
-      const sql = `SELECT ${COLUMNS} FROM results_as_of($2::timestamptz) v WHERE ${where} ORDER BY v.id`;
-      let client: pg.PoolClient;
-      try {
-        client = await db.pool.connect();
-      } catch (err) {
-        throw db.failure(err, 'cannot read');
-      }
-      let clean = false;
-      try {
-        await client.query('BEGIN READ ONLY');
-        for await (const row of cursorRows<Row>(client, 'versions_as_of', sql, params)) yield version(row);
-        await client.query('COMMIT');
-        clean = true;
-      } catch (err) {
-        throw db.failure(err, 'cannot read');
-      } finally {
-        client.release(!clean);
-      }
-    },
+    asOf: (kind, at, campaign) => ({ columns: versionColumns(kind), rows: versionRows(asOf(kind, at, campaign)) }),
     close: () => db.close(),
   };
 }

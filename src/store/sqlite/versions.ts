@@ -5,8 +5,8 @@
  */
 import { UsageError } from '../../errors.js';
 import { openDatabase } from '../db.js';
-import type { HistoryQuery, MirrorTarget, ResultVersion, VersionReader } from '../mirror-port.js';
-import { namesUser } from '../model/versions.js';
+import type { HistoryQuery, HistoryVersion, MirrorTarget, ResultVersion, VersionReader } from '../mirror-port.js';
+import { namesUser, versionColumns, versionRows, withSummary } from '../model/versions.js';
 import { schemaVersion } from '../schema.js';
 
 /** The schema that brought result_versions. */
@@ -33,24 +33,25 @@ export async function openSqliteVersions(t: MirrorTarget): Promise<VersionReader
     throw new UsageError(`${t.path} keeps no versions yet (schema ${schema}); run \`campaign-sync pull\` once to upgrade it`);
   }
   const byRecord = db.prepare(`SELECT ${COLUMNS} FROM result_versions WHERE kind = ? AND id = ? ORDER BY version`).safeIntegers(true);
+  async function* asOf(kind: 'session' | 'role', at: string, campaign?: string): AsyncGenerator<ResultVersion> {
+    const where = `kind = ? AND deleted = 0 AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)${campaign === undefined ? '' : ' AND campaign_id = ?'}`;
+    const params = campaign === undefined ? [kind, at, at] : [kind, at, at, campaign];
+    const stmt = db.prepare(`SELECT ${COLUMNS} FROM result_versions WHERE ${where} ORDER BY id`).safeIntegers(true);
+    for (const row of stmt.iterate(...params) as Iterable<Row>) yield version(row);
+  }
   return {
-    async history(q: HistoryQuery): Promise<ResultVersion[]> {
+    async history(q: HistoryQuery): Promise<HistoryVersion[]> {
       const keys = new Map<string, { kind: string; id: string }>();
       const people = q.record !== undefined ? db.prepare(`${PEOPLE} WHERE id = ?`).iterate(q.record) : db.prepare(PEOPLE).iterate();
       for (const r of people as Iterable<{ kind: string; id: string; user_id: string | null; user_email: string | null }>) {
         if (q.user !== undefined && !namesUser(q.user, r.user_id, r.user_email)) continue;
         keys.set(`${r.kind}\u0000${r.id}`, { kind: r.kind, id: r.id });
       }
-      const out: ResultVersion[] = [];
-      for (const { kind, id } of keys.values()) for (const row of byRecord.all(kind, id) as Row[]) out.push(version(row));
+      const out: HistoryVersion[] = [];
+      for (const { kind, id } of keys.values()) for (const row of byRecord.all(kind, id) as Row[]) out.push(withSummary(version(row)));
       return out;
     },
-    async *asOf(kind: 'session' | 'role', at: string, campaign?: string): AsyncIterable<ResultVersion> {
-      const where = `kind = ? AND deleted = 0 AND valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)${campaign === undefined ? '' : ' AND campaign_id = ?'}`;
-      const params = campaign === undefined ? [kind, at, at] : [kind, at, at, campaign];
-      const stmt = db.prepare(`SELECT ${COLUMNS} FROM result_versions WHERE ${where} ORDER BY id`).safeIntegers(true);
-      for (const row of stmt.iterate(...params) as Iterable<Row>) yield version(row);
-    },
+    asOf: (kind, at, campaign) => ({ columns: versionColumns(kind), rows: versionRows(asOf(kind, at, campaign)) }),
     close: async () => {
       db.close();
     },
