@@ -222,6 +222,10 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
           '--since-last <consumer>',
           "only what changed since this consumer's previous export (session-results, role-results; deletions as rows with _deleted_at); needs -o",
         )
+        .option(
+          '--as-of <timestamp>',
+          'session-results or role-results as the mirror held them at this time (ISO 8601, UTC unless it says), deletions included',
+        )
         .option('--campaign <id-or-name>', 'only rows of this campaign')
         .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
         .option('--until <date>', 'only rows created on or before this day (YYYY-MM-DD)')
@@ -286,6 +290,22 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
     'campaign-sync forget --user jane.doe@example.com',
     'campaign-sync forget --user 0b6f2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b --json',
   ).action(async (opts) => done(await (await import('./commands/forget.js')).forget(await settings('forget', opts))));
+
+  example(
+    outputOptions(
+      dbOption(
+        program
+          .command('history')
+          .description(
+            "a candidate's results over time: every version the mirror kept (score, recommendation, when seen), deletions included",
+          )
+          .option('--user <email-or-id>', 'the candidate: user id, or e-mail (any case)')
+          .option('--record <id>', 'one result, by its id'),
+      ),
+    ),
+    'campaign-sync history --user jane.doe@example.com',
+    'campaign-sync history --record 5b0e8c1a-6f1d-4f2e-9c1b-2a3d4e5f6a7b --json',
+  ).action(async (opts) => done(await (await import('./commands/history.js')).history(await settings('history', opts))));
 
   example(
     program

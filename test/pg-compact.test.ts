@@ -178,6 +178,9 @@ describePg('DETAILED records stored once in PostgreSQL', () => {
       await db.query('UPDATE score_details d SET raw = f.raw FROM score_details_full f WHERE f.id = d.id');
       await db.query('UPDATE role_results r SET raw = f.raw FROM role_results_full f WHERE f.id = r.id');
       // Nor had it schema 6's change numbers, which the view's `*` would take.
+      // Nor schema 7's versions, which read it (the upgrade makes them again).
+      await db.query('DROP VIEW result_versions CASCADE');
+      await db.query('DROP TRIGGER role_results_version ON role_results');
       await db.query('ALTER TABLE role_results DROP COLUMN change_seq');
       await db.query('CREATE OR REPLACE VIEW role_results_full AS SELECT * FROM role_results');
       await db.query("UPDATE meta SET value = '1' WHERE key = 'schema_version'");

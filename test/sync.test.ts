@@ -303,8 +303,10 @@ function dropV5(db: ReturnType<typeof openDatabase>) {
   db.exec('DROP TABLE id_conflicts');
 }
 
-/** Undo version 8 (store/changes.ts). */
+/** Undo version 9 (store/migrations/v9.ts: versions of results), then version 8 (store/changes.ts). */
 function dropV8(db: ReturnType<typeof openDatabase>) {
+  db.exec(`DROP VIEW result_versions; DROP TRIGGER session_results_version; DROP TRIGGER session_results_pruned;
+    DROP TRIGGER role_results_version; DROP TRIGGER role_results_pruned; DROP TABLE past_versions; DROP TABLE change_times;`);
   db.exec(`ALTER TABLE session_results DROP COLUMN change_seq; ALTER TABLE role_results DROP COLUMN change_seq;
     DROP TABLE change_counter; DROP TABLE tombstones; DROP TABLE export_consumers;`);
 }
@@ -330,6 +332,7 @@ describe('schema migrations', () => {
     expect(upgraded.prepare('SELECT cursor FROM sync_state').pluck().get()).toBe(42);
     expect(upgraded.prepare("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name").pluck().all()).toEqual([
       'latest_results',
+      'result_versions',
       'results',
       'role_results_full',
       'score_detail_feedback',

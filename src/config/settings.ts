@@ -122,6 +122,12 @@ export interface ForgetSettings extends MirrorSettings, OutputSettings {
   readonly user: string | undefined;
 }
 
+export interface HistorySettings extends MirrorSettings, OutputSettings {
+  /** --user and --record, as given (the command trims them and wants one). */
+  readonly user: string | undefined;
+  readonly record: string | undefined;
+}
+
 export interface ExportSettings extends MirrorSettings, OutputSettings {
   readonly format: 'csv' | 'ndjson' | 'parquet';
   /** --table, as given (commands/export.ts checks it against the tables the mirror has). */
@@ -132,6 +138,8 @@ export interface ExportSettings extends MirrorSettings, OutputSettings {
   readonly columns: string | undefined;
   /** --since-last <consumer>. */
   readonly sinceLast: string | undefined;
+  /** --as-of <timestamp>, as given (commands/export-plan.ts checks it). */
+  readonly asOf: string | undefined;
   /** --campaign, an id or a name. */
   readonly campaign: string | undefined;
   /** --since and --until, checked days (YYYY-MM-DD). */
@@ -150,6 +158,7 @@ export interface SettingsOf {
   status: StatusSettings;
   reset: ResetSettings;
   forget: ForgetSettings;
+  history: HistorySettings;
   export: ExportSettings;
 }
 export type CommandName = keyof SettingsOf;
@@ -299,6 +308,7 @@ function exportOnly(c: Collector): void {
   c.flag<string | undefined>('output', undefined);
   c.flag<string | undefined>('columns', undefined);
   c.flag<string | undefined>('sinceLast', undefined);
+  c.flag<string | undefined>('asOf', undefined);
   c.flag<string | undefined>('campaign', undefined);
   c.flag('rawCsv', false);
   const since = c.flag<string | undefined>('since', undefined);
@@ -388,6 +398,12 @@ export function resolveSettings<C extends CommandName>(
       output(c);
       mirror(c);
       c.flag<string | undefined>('user', undefined);
+      break;
+    case 'history':
+      output(c);
+      mirror(c);
+      c.flag<string | undefined>('user', undefined);
+      c.flag<string | undefined>('record', undefined);
       break;
     case 'export':
       output(c);

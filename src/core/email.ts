@@ -70,6 +70,8 @@ export interface ErasedCounts {
    * any nested `user` of theirs, their e-mail as a value).
    */
   records_changed: number;
+  /** Past versions of results (result_versions) removed: every version of a record of theirs. */
+  result_versions: number;
   /** Streams' last errors that named the candidate, scrubbed. */
   error_texts: number;
 }

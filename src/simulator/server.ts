@@ -11,6 +11,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { toJson } from '../core/json.js';
 import type { Rate } from '../core/rate.js';
 import { SimChanges } from './changes.js';
+import { control, isControl } from './control.js';
 import { checkOrderIndexRoom, type SimCampaign, SimData } from './data.js';
 import { acceptsGzip, gzipBody } from './encoding.js';
 import { chooseFault, type FaultKind, type FaultPlan } from './faults.js';
@@ -239,6 +240,18 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     stats.lastRequestAt = performance.now() + performance.timeOrigin;
     if (stats.requests === 1) stats.firstRequestAt = stats.lastRequestAt;
     const url = new URL(req.url ?? '/', 'http://simulator');
+    if (isControl(url.pathname)) {
+      if (req.headers.authorization !== `Bearer ${apiKey}`) return send(res, 401, errorBody(401, 'Unauthorized'));
+      try {
+        const body = control(req.method, url.pathname, data, changes, now());
+        // A page cached before the change would serve the record as it was.
+        cache?.clear();
+        return send(res, 200, body);
+      } catch (err) {
+        if (!(err instanceof HttpError)) throw err;
+        return send(res, err.status, errorBody(err.status, err.message), err.status === 405 ? { allow: 'POST' } : {});
+      }
+    }
     if (req.method !== 'GET') return send(res, 405, errorBody(405, 'Method not allowed'), { allow: 'GET' });
     if (req.headers.authorization !== `Bearer ${apiKey}`) return send(res, 401, errorBody(401, 'Unauthorized'));
     if (limiter) {

@@ -23,7 +23,7 @@ type Obj = Record<string, unknown>;
 /** The rows removed (core/email.ts), and the records kept without the candidate's part in them. */
 export type MirrorCounts = Omit<ErasedCounts, 'error_texts'>;
 
-const TABLES = ['session_results', 'role_results', 'score_details'] as const;
+const TABLES = ['session_results', 'role_results', 'score_details', 'past_versions'] as const;
 
 function parsed(raw: string): unknown {
   try {
@@ -38,7 +38,7 @@ export function gatherFromMirror(db: Db, graph: PersonGraph): void {
   for (const table of TABLES) {
     for (const row of db.prepare(`SELECT user_id, user_email, raw FROM ${table}`).iterate() as Iterable<Row>) {
       graph.add({ user_id: row.user_id, user_email: row.user_email });
-      graph.add(parsed(row.raw));
+      if (row.raw !== null) graph.add(parsed(row.raw));
     }
   }
 }
@@ -51,14 +51,25 @@ interface Row {
   raw: string;
 }
 
+/** A past version (store/migrations/v9.ts): a deletion has no raw. */
+interface VersionRow extends Omit<Row, 'raw'> {
+  rid: bigint;
+  kind: string;
+  raw: string | null;
+}
+
 /** The rows of `table` the person is in: theirs whole, and others' without them (rewritten, in place). */
-function scan<R extends Row>(db: Db, sql: string, p: Person): { whole: R[]; part: Array<{ row: R; record: Obj }> } {
+function scan<R extends Omit<Row, 'raw'> & { raw: string | null }>(
+  db: Db,
+  sql: string,
+  p: Person,
+): { whole: R[]; part: Array<{ row: R; record: Obj }> } {
   const whole: R[] = [];
   const part: Array<{ row: R; record: Obj }> = [];
   for (const row of db.prepare(sql).safeIntegers(true).iterate() as Iterable<R>) {
     // The columns are read from the record: they name the same person, unless changed by hand.
     const byColumn = names({ user_id: row.user_id, user_email: row.user_email }, p);
-    const record = parsed(row.raw);
+    const record = row.raw === null ? undefined : parsed(row.raw);
     const s = byColumn ? ({ kind: 'whole' } as const) : scrubPerson(record, p);
     if (s.kind === 'whole') whole.push(row);
     else if (s.kind === 'part') part.push({ row, record: s.value as Obj });
@@ -132,13 +143,48 @@ export function eraseFromMirror(db: Db, p: Person): MirrorCounts {
     nestedDetails++;
     rewrite.detail.run(...detailValues(row.role_result_id, row.campaign_id, record, toJson(record), Number(row.position ?? 0)));
   }
+  const versions = eraseVersions(
+    db,
+    p,
+    new Set([...sessions.whole.map((r) => `session\u0000${r.id}`), ...roles.whole.map((r) => `role\u0000${r.id}`)]),
+  );
   return {
     session_results: sessions.whole.length,
     role_results: roles.whole.length,
     score_details: removedDetails,
     eval_results: evals,
-    records_changed: sessions.part.length + roles.part.length + nestedDetails,
+    records_changed: sessions.part.length + roles.part.length + nestedDetails + versions.changed,
+    result_versions: versions.removed,
   };
+}
+
+/**
+ * The person's past versions (schema 9): every version of a record that names them at its top in
+ * any version (or whose current row went as theirs: `theirs`, by kind and id) is deleted; a version
+ * of another's record that holds them is kept without them, as the current rows are.
+ */
+function eraseVersions(db: Db, p: Person, theirs: Set<string>): { removed: number; changed: number } {
+  const present = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'past_versions'").get();
+  if (present === undefined) return { removed: 0, changed: 0 };
+  const { whole, part } = scan<VersionRow>(
+    db,
+    'SELECT rowid AS rid, kind, id, campaign_id, user_id, user_email, raw FROM past_versions',
+    p,
+  );
+  for (const v of whole) theirs.add(`${v.kind}\u0000${v.id}`);
+  const remove = db.prepare('DELETE FROM past_versions WHERE kind = ? AND id = ?');
+  let removed = 0;
+  for (const key of theirs) {
+    const [kind, id] = key.split('\u0000') as [string, string];
+    removed += remove.run(kind, id).changes;
+  }
+  const rewrite = db.prepare('UPDATE past_versions SET raw = ? WHERE rowid = ?');
+  let changed = 0;
+  for (const { row, record } of part) {
+    if (theirs.has(`${row.kind}\u0000${row.id}`)) continue;
+    changed += rewrite.run(toJson(record), row.rid).changes;
+  }
+  return { removed, changed };
 }
 
 /**

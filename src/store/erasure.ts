@@ -100,7 +100,15 @@ export function eraseCandidate(db: Db, user: string, hooks: ErasureHooks = {}): 
     return { ...counts, error_texts };
   })();
   const files = eraseFromFiles(db, person, new Set(), hooks);
-  const found = rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts + files.length > 0;
+  const found =
+    rows.session_results +
+      rows.role_results +
+      rows.score_details +
+      rows.records_changed +
+      rows.result_versions +
+      rows.error_texts +
+      files.length >
+    0;
   if (!found) {
     // Nothing changed: no rebuild to do, the mark goes (secure_delete is on), unless the earlier
     // erasure's rebuild is still to do.

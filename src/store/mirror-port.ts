@@ -216,6 +216,8 @@ export interface MirrorBackend {
   openCheckpointAdmin(t: MirrorTarget): Promise<CheckpointAdmin>;
   /** Opens an existing mirror for `forget`, under the lock. */
   openEraser(t: MirrorTarget): Promise<EraseMirror>;
+  /** Opens an existing mirror to read its versions of results (history, export --as-of). */
+  openVersions(t: MirrorTarget): Promise<VersionReader>;
   /** Upserts the campaigns' list, as a pull does (the mirror created or migrated on first use). */
   storeCampaigns(t: MirrorTarget, list: Array<Record<string, unknown>>, at: string, lister: string): Promise<void>;
   /**
@@ -225,4 +227,52 @@ export interface MirrorBackend {
   openExport(t: MirrorTarget, opts: { forChanges: boolean }): Promise<ExportSource>;
   /** The local files that hold the mirror (a SQLite file, its journal and lock), by their real paths: none an export may write over. */
   ownFiles(t: MirrorTarget): string[];
+}
+
+/** One version of a result, as `result_versions` holds it (store/versions.ts). */
+export interface ResultVersion {
+  kind: 'session' | 'role';
+  id: string;
+  /** 1 for the first version the mirror saw, then one more for each change and each deletion. */
+  version: number;
+  campaign_id: string | null;
+  report_type: string | null;
+  user_id: string | null;
+  user_email: string | null;
+  order_index: bigint | null;
+  /** A deletion (reconcile --prune): the record was no longer served; no `raw`. */
+  deleted: boolean;
+  /** When this mirror first saw this version (ISO 8601, UTC). */
+  valid_from: string;
+  /** When it saw the next version or the deletion; null for the current one. */
+  valid_to: string | null;
+  /** The service's request_id of the page that brought it, where the service sent one. */
+  request_id: string | null;
+  /** The record as served (JSON text); null for a deletion. */
+  raw: string | null;
+}
+
+/** A version with what it says of the candidate (store/model/versions.ts versionSummary). */
+export interface HistoryVersion extends ResultVersion {
+  score: number | null;
+  /** Role results' recommendation_status. */
+  recommendation: string | null;
+}
+
+/** Who or what `history` asks about: a person (id or e-mail), or one record id. */
+export interface HistoryQuery {
+  user?: string | undefined;
+  record?: string | undefined;
+}
+
+/** What `history` and `export --as-of` read of a mirror: its versions of results. */
+export interface VersionReader {
+  /** Every version of the records that name the person at their top (or of the record), by record then version. */
+  history(q: HistoryQuery): Promise<HistoryVersion[]>;
+  /**
+   * The results of `kind` as the mirror held them at `at` (ISO 8601), deletions left out, by id; of
+   * one campaign if given: each as the row its table held, then its version and valid_from.
+   */
+  asOf(kind: 'session' | 'role', at: string, campaign?: string): { columns: string[]; rows: AsyncIterable<unknown[]> };
+  close(): Promise<void>;
 }

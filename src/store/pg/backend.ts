@@ -15,6 +15,7 @@ export const pgBackend: MirrorBackend = {
   openExport: async (t, opts) => (await import('./export-source.js')).openPgExport(t, opts),
   // Nothing of a server's mirror is a local file an export could write over.
   ownFiles: () => [],
+  openVersions: async (t) => (await import('./versions.js')).openPgVersions(t),
   async storeCampaigns(t, list, at, lister) {
     // Created and migrated on first use, like a pull.
     const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 1, where: t.where });

@@ -58,6 +58,81 @@ async function eachRow(c: pg.PoolClient, table: Table, fn: (row: Row, record: un
   }
 }
 
+interface VersionRow {
+  kind: string;
+  id: string;
+  version: number;
+  user_id: string | null;
+  user_email: string | null;
+  raw: string | null;
+}
+
+/** Each past version (schema 7; none before), its text parsed, a page at a time. */
+async function eachVersion(c: pg.PoolClient, fn: (row: VersionRow, record: unknown) => void): Promise<void> {
+  const present = await c.query<{ t: string | null }>("SELECT to_regclass('past_versions')::text AS t");
+  if (present.rows[0]?.t === null || present.rows[0]?.t === undefined) return;
+  let after: [string, string, number] = ['', '', 0];
+  for (;;) {
+    const page = await c.query<VersionRow>(
+      `SELECT kind, id, version, user_id, user_email, raw::text AS raw FROM past_versions WHERE (kind, id, version) > ($1, $2, $3)
+       ORDER BY kind, id, version LIMIT ${PAGE}`,
+      after,
+    );
+    for (const row of page.rows) {
+      let record: unknown;
+      try {
+        record = row.raw === null ? undefined : parseJson(row.raw);
+      } catch {
+        record = undefined;
+      }
+      fn(row, record);
+    }
+    if (page.rows.length < PAGE) return;
+    const last = page.rows[page.rows.length - 1] as VersionRow;
+    after = [last.kind, last.id, last.version];
+  }
+}
+
+/**
+ * The person's past versions: every version of a record that names them at its top in any version
+ * (or whose current row went as theirs: `theirs`, by kind and id) is deleted; a version of another's
+ * record that holds them is kept without them, as the current rows are.
+ */
+async function eraseVersions(c: pg.PoolClient, person: Person, theirs: Set<string>): Promise<{ removed: number; changed: number }> {
+  const part: Array<{ row: VersionRow; record: Obj }> = [];
+  await eachVersion(c, (row, record) => {
+    const s = names({ user_id: row.user_id, user_email: row.user_email }, person)
+      ? ({ kind: 'whole' } as const)
+      : scrubPerson(record, person);
+    if (s.kind === 'whole') theirs.add(`${row.kind}\u0000${row.id}`);
+    else if (s.kind === 'part') part.push({ row, record: s.value as Obj });
+  });
+  const keys = [...theirs].map((k) => k.split('\u0000') as [string, string]);
+  const removed =
+    keys.length === 0
+      ? 0
+      : ((
+          await c.query(
+            'DELETE FROM past_versions v USING unnest($1::text[], $2::text[]) AS k(kind, id) WHERE v.kind = k.kind AND v.id = k.id',
+            [keys.map((k) => k[0]), keys.map((k) => k[1])],
+          )
+        ).rowCount ?? 0);
+  let changed = 0;
+  for (const { row, record } of part) {
+    if (theirs.has(`${row.kind}\u0000${row.id}`)) continue;
+    changed +=
+      (
+        await c.query('UPDATE past_versions SET raw = $4::jsonb WHERE kind = $1 AND id = $2 AND version = $3', [
+          row.kind,
+          row.id,
+          row.version,
+          jsonb(record),
+        ])
+      ).rowCount ?? 0;
+  }
+  return { removed, changed };
+}
+
 const jsonb = (v: unknown) => (v === undefined || v === null ? null : jsonText(toJson(v)));
 
 /** Rewrites a kept row from its record without the person: its text and the JSON columns read from it. */
@@ -85,6 +160,10 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
         graph.add(record);
       });
     }
+    await eachVersion(c, (row, record) => {
+      graph.add({ user_id: row.user_id, user_email: row.user_email });
+      graph.add(record);
+    });
     const found = graph.find(user);
     const person: Person = found;
     const whole: Record<Table, Row[]> = { session_results: [], role_results: [], score_details: [] };
@@ -131,6 +210,11 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
         changed += (await c.query(REWRITE[t].sql, [p.id, ...REWRITE[t].values(p.record)])).rowCount ?? 0;
       }
     }
+    const versions = await eraseVersions(
+      c,
+      person,
+      new Set([...sessionIds.map((id) => `session\u0000${id}`), ...roleIds.map((id) => `role\u0000${id}`)]),
+    );
     // A service's error message may quote the candidate; status and /healthz show the stored text.
     const terms = [user, ...found.ids, ...found.emails];
     let errorTexts = 0;
@@ -143,12 +227,22 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
       role_results: roleIds.length,
       score_details: details.rowCount ?? 0,
       eval_results: evals,
-      records_changed: changed,
+      records_changed: changed + versions.changed,
+      result_versions: versions.removed,
       error_texts: errorTexts,
     };
   });
-  if (erased.session_results + erased.role_results + erased.score_details + erased.records_changed + erased.error_texts > 0) {
-    await db.query('VACUUM session_results, role_results, score_details, eval_results, sync_state', [], 'cannot vacuum');
+  if (
+    erased.session_results +
+      erased.role_results +
+      erased.score_details +
+      erased.records_changed +
+      erased.result_versions +
+      erased.error_texts >
+    0
+  ) {
+    const versions = erased.result_versions + erased.records_changed > 0 ? ', past_versions' : '';
+    await db.query(`VACUUM session_results, role_results, score_details, eval_results, sync_state${versions}`, [], 'cannot vacuum');
   }
   return erased;
 }

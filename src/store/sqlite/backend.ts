@@ -14,6 +14,7 @@ export const sqliteBackend: MirrorBackend = {
   openEraser: async (t) => (await import('./eraser.js')).openSqliteEraser(t),
   openExport: async (t, opts) => (await import('./export-source.js')).openSqliteExport(t, opts),
   ownFiles: sqliteOwnFiles,
+  openVersions: async (t) => (await import('./versions.js')).openSqliteVersions(t),
   async storeCampaigns(t, list, at, lister) {
     // The campaigns table is small and written in one transaction: no run lock needed.
     const db = openDatabase(t.path);
