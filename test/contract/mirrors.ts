@@ -1,0 +1,277 @@
+/**
+ * The mirror contract's harness: each kind of mirror (SQLite, NDJSON, PostgreSQL) described once, so
+ * that one case runs the same commands against all three and compares what each holds with what the
+ * simulator serves, in the manner of the Singer SDK's reusable target tests.
+ *
+ * A kind says how to point the CLI at a fresh mirror of its own (`args`, `pullArgs`, `env`), and how
+ * to read back what the mirror holds as plain records (`records()`), every stored row (`rows()`: an
+ * NDJSON file keeps a line per change, a table a row per id), and whether any stored value holds a
+ * text (`holds()`, for erasure).
+ *
+ * Adding a case: write it once in a test file under test/contract/ inside
+ * `describe.each(MIRRORS)('… (%s)', (kind) => { … })`, make its mirror with `await open(kind)`, run
+ * commands with `mirror.run(s, 'pull', …)`, and compare with `served(s)`. A case for a feature some
+ * kinds lack starts with `if (unsupported(kind, 'feature', ctx)) return;` (the test is skipped there
+ * with the reason in its name's log); the features and which kinds lack them are in `LACKS` below:
+ * add the feature's name there (e.g. 'versions' for result_versions: NDJSON has no such table) and
+ * say why in one line. What a kind reads back for a new table goes in its `Mirror` as a new method.
+ *
+ * PostgreSQL: every PostgreSQL mirror is a fresh schema of the run's private server
+ * (test/pg-global-setup.ts); without one the kind is skipped with one line, and under CI=true its
+ * cases fail instead (test/helpers/pg.ts).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, type TestContext } from 'vitest';
+import { parseJson } from '../../src/core/json.js';
+import type { RunningSimulator } from '../../src/simulator/server.js';
+import { Database } from '../../src/store/sqlite.js';
+import { type CliResult, get, tempDir } from '../helpers/index.js';
+import { freshSchema, PG_URL, pgClient } from '../helpers/pg.js';
+import { runCli } from '../helpers/run-cli.js';
+
+export type MirrorKind = 'sqlite' | 'ndjson' | 'postgres';
+
+/** Every kind, in the order cases run: `describe.each(MIRRORS)`. */
+export const MIRRORS: MirrorKind[] = ['sqlite', 'ndjson', 'postgres'];
+
+/** Features some kinds lack, each with the reason (a case names the feature it needs). */
+const LACKS: Partial<Record<MirrorKind, Record<string, string>>> = {
+  ndjson: {
+    // export reads the database's tables; an NDJSON pull keeps only its state there.
+    export: 'the records live in the NDJSON files, which are the export',
+  },
+};
+
+/**
+ * True (and the test skipped, saying why) when `kind` lacks `feature`; a case returns at once then.
+ * PostgreSQL without a server: skipped elsewhere, failed under CI=true.
+ */
+export function unsupported(kind: MirrorKind, feature: string | undefined, ctx: TestContext): boolean {
+  if (kind === 'postgres' && !PG_URL) {
+    if (process.env.CI === 'true') throw new Error('no PostgreSQL server for the tests (CAMPAIGN_SYNC_TEST_PG_URL is not set)');
+    ctx.skip();
+    return true;
+  }
+  const why = feature === undefined ? undefined : LACKS[kind]?.[feature];
+  if (why === undefined) return false;
+  ctx.skip(`${kind} has no ${feature}: ${why}`);
+  return true;
+}
+
+/** A record as a mirror holds it: its id, campaign and the record parsed losslessly (int64 exact). */
+export interface Held {
+  id: string;
+  campaign_id: string;
+  record: unknown;
+}
+
+export interface Mirror {
+  kind: MirrorKind;
+  /** Flags naming this mirror, for every command. */
+  args: string[];
+  /** Flags `pull` and `watch` add (the NDJSON destination). */
+  pullArgs: string[];
+  env: Record<string, string>;
+  /** Runs `command` against this mirror and simulator `s` (its URL and key through the environment). */
+  run(s: RunningSimulator, command: string, ...args: string[]): Promise<CliResult>;
+  /** What the mirror holds now, by id (session and role results; a tombstoned record is gone). */
+  records(): Promise<Map<string, Held>>;
+  /** Every stored copy of a record, a superseded NDJSON line included (for exactly-once checks). */
+  rows(): Promise<Held[]>;
+  /** Whether any value the mirror stores holds `text` (any case): records, state, errors, files. */
+  holds(text: string): Promise<boolean>;
+}
+
+const RESULTS_SQL = 'SELECT id, campaign_id, raw FROM session_results UNION ALL SELECT id, campaign_id, raw FROM role_results_full';
+
+function held(row: { id: unknown; campaign_id: unknown; raw: unknown }): Held {
+  return { id: String(row.id), campaign_id: String(row.campaign_id), record: parseJson(String(row.raw)) };
+}
+
+function byId(rows: Held[]): Map<string, Held> {
+  const map = new Map<string, Held>();
+  for (const r of rows) {
+    expect(map.has(r.id), `${r.id} stored twice`).toBe(false);
+    map.set(r.id, r);
+  }
+  return map;
+}
+
+/** Every row of every table of a SQLite file, as JSON text (lower case). */
+function sqliteText(path: string): string {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
+    return tables
+      .map((t) => JSON.stringify(db.prepare(`SELECT * FROM "${t}"`).raw().all(), (_k, v) => (typeof v === 'bigint' ? String(v) : v)))
+      .join('\n')
+      .toLowerCase();
+  } finally {
+    db.close();
+  }
+}
+
+function sqliteRows(path: string): Held[] {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare(RESULTS_SQL).all() as Array<{ id: string; campaign_id: string; raw: string }>).map(held);
+  } finally {
+    db.close();
+  }
+}
+
+function run(m: Pick<Mirror, 'args' | 'pullArgs' | 'env'>, s: RunningSimulator, command: string, args: string[]): Promise<CliResult> {
+  const pulls = command === 'pull' || command === 'watch';
+  return runCli([command, ...m.args, ...(pulls ? m.pullArgs : []), ...args], {
+    env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, ...m.env },
+  });
+}
+
+function sqliteMirror(): Mirror {
+  const path = join(tempDir(), 'mirror.db');
+  const m = { kind: 'sqlite' as const, args: ['--db', path], pullArgs: [], env: {} };
+  return {
+    ...m,
+    run: (s, command, ...args) => run(m, s, command, args),
+    rows: async () => sqliteRows(path),
+    records: async () => byId(sqliteRows(path)),
+    holds: async (text) => sqliteText(path).includes(text.toLowerCase()),
+  };
+}
+
+function ndjsonMirror(): Mirror {
+  const dir = tempDir();
+  const path = join(dir, 'state.db');
+  const out = join(dir, 'out');
+  const m = { kind: 'ndjson' as const, args: ['--db', path], pullArgs: ['--format', 'ndjson', '--out', out], env: {} };
+  const lines = (): Array<Record<string, unknown>> =>
+    ['session_results.ndjson', 'role_results.ndjson'].flatMap((f) => {
+      let text = '';
+      try {
+        text = readFileSync(join(out, f), 'utf8');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+      return text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => parseJson(l) as Record<string, unknown>);
+    });
+  // A line is the record as served: its campaign is `campaign.id` (a tombstone's, `campaign_id`).
+  const toHeld = (r: Record<string, unknown>): Held => ({
+    id: String(r.id),
+    campaign_id: String((r.campaign as { id?: unknown } | undefined)?.id ?? r.campaign_id),
+    record: r,
+  });
+  return {
+    ...m,
+    run: (s, command, ...args) => run(m, s, command, args),
+    rows: async () =>
+      lines()
+        .filter((r) => !('_deleted_at' in r))
+        .map(toHeld),
+    records: async () => {
+      // The file is a log: a later line replaces an earlier one, a tombstone removes it.
+      const map = new Map<string, Held>();
+      for (const r of lines()) {
+        if ('_deleted_at' in r) map.delete(String(r.id));
+        else map.set(String(r.id), toHeld(r));
+      }
+      return map;
+    },
+    holds: async (text) => {
+      const needle = text.toLowerCase();
+      let files: string[] = [];
+      try {
+        files = readdirSync(out).map((f) => join(out, f));
+      } catch {}
+      return sqliteText(path).includes(needle) || files.some((f) => readFileSync(f, 'utf8').toLowerCase().includes(needle));
+    },
+  };
+}
+
+async function pgQuery(schema: string, sql: string): Promise<Array<Record<string, unknown>>> {
+  const c = await pgClient();
+  try {
+    await c.query(`SET search_path TO ${schema}`);
+    return (await c.query(sql)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+function postgresMirror(): Mirror {
+  const schema = freshSchema();
+  // The URL holds the password: through the environment (on the command line it is warned about).
+  const m = { kind: 'postgres' as const, args: ['--pg-schema', schema], pullArgs: [], env: { CAMPAIGN_SYNC_DB: PG_URL } };
+  const rows = async () =>
+    (await pgQuery(schema, RESULTS_SQL.replaceAll('raw FROM', 'raw::text AS raw FROM'))).map((r) =>
+      held(r as { id: unknown; campaign_id: unknown; raw: unknown }),
+    );
+  return {
+    ...m,
+    run: (s, command, ...args) => run(m, s, command, args),
+    rows,
+    records: async () => byId(await rows()),
+    holds: async (text) => {
+      const tables = await pgQuery(schema, `SELECT table_name FROM information_schema.tables WHERE table_schema = '${schema}'`);
+      for (const { table_name } of tables) {
+        const found = await pgQuery(
+          schema,
+          `SELECT 1 FROM "${table_name}" t WHERE lower(t::text) LIKE '%' || lower($$${text}$$) || '%' LIMIT 1`,
+        );
+        if (found.length > 0) return true;
+      }
+      return false;
+    },
+  };
+}
+
+/** A fresh, empty mirror of `kind` (removed after the file's tests). */
+export function open(kind: MirrorKind): Mirror {
+  return kind === 'sqlite' ? sqliteMirror() : kind === 'ndjson' ? ndjsonMirror() : postgresMirror();
+}
+
+/**
+ * What the simulator serves now (its changes included), read through its API as a client would:
+ * every session and DETAILED role result of every campaign, in campaign order, parsed losslessly.
+ * One id served by two campaigns appears twice, in campaign order.
+ */
+export async function served(s: RunningSimulator): Promise<Held[]> {
+  const all: Held[] = [];
+  for (const c of s.data.campaigns) {
+    const endpoint = c.type === 'SESSION_COMPLETION' ? 'session' : c.type === 'ROLE_SUBMISSION' ? 'role' : undefined;
+    if (endpoint === undefined) continue;
+    let after: string | undefined;
+    for (;;) {
+      const q = `campaign_id=${c.id}&sort=asc&limit=100&report_type=DETAILED${after === undefined ? '' : `&starting_after=${after}`}`;
+      const page = await get(s, `/v1/campaigns/${endpoint}/results?${q}`);
+      expect(page.status).toBe(200);
+      const body = parseJson(page.text) as { data: Array<Record<string, unknown>>; has_more: boolean };
+      for (const r of body.data) all.push({ id: String(r.id), campaign_id: c.id, record: r });
+      if (!body.has_more || body.data.length === 0) break;
+      after = String(body.data.at(-1)?.order_index);
+    }
+  }
+  return all;
+}
+
+/** `served(s)` by id, the first campaign serving an id keeping it (as the mirror does). */
+export async function servedById(s: RunningSimulator): Promise<Map<string, Held>> {
+  const map = new Map<string, Held>();
+  for (const r of await served(s)) if (!map.has(r.id)) map.set(r.id, r);
+  return map;
+}
+
+/** Asserts the mirror holds exactly what the simulator serves, record by record. */
+export async function expectMirrors(m: Mirror, s: RunningSimulator): Promise<void> {
+  const want = await servedById(s);
+  const got = await m.records();
+  expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
+  for (const [id, w] of want) {
+    const g = got.get(id) as Held;
+    expect(g.campaign_id, id).toBe(w.campaign_id);
+    expect(g.record, id).toEqual(w.record);
+  }
+}
