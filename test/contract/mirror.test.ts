@@ -68,10 +68,12 @@ describe.each(MIRRORS)('the mirror contract (%s)', (kind) => {
     const m = open(kind);
     await quietPull(m, s);
     const rows = await m.rows();
+    const campaigns = await m.campaigns();
     const cursors = cursorsOf(await status(m, s));
     const again = await quietPull(m, s);
     expect(again.streams.map((x) => [x.new, x.updated])).toEqual(s.data.campaigns.map(() => [0, 0]));
     expect(await m.rows()).toEqual(rows);
+    expect(await m.campaigns()).toEqual(campaigns);
     expect(cursorsOf(await status(m, s))).toEqual(cursors);
   });
 
@@ -102,11 +104,13 @@ describe.each(MIRRORS)('the mirror contract (%s)', (kind) => {
     const [session, role] = s.data.campaigns as [(typeof s.data.campaigns)[0], (typeof s.data.campaigns)[0]];
     s.changes.remove(session, 4);
     s.changes.remove(role, 17);
+    const gone = [s.data.sessionResult(session, 4).id, s.data.roleResult(role, 17, 'DETAILED').id];
     const look = await m.run(s, 'reconcile', '--json');
     expect(look.code, look.stderr).toBe(0);
-    expect((JSON.parse(look.stdout).streams as Array<{ gone: number; pruned: number }>).map((x) => [x.gone, x.pruned])).toEqual([
-      [1, 0],
-      [1, 0],
+    const report = JSON.parse(look.stdout).streams as Array<{ gone: number; pruned: number; gone_ids: string[] }>;
+    expect(report.map((x) => [x.gone, x.pruned, x.gone_ids])).toEqual([
+      [1, 0, [gone[0]]],
+      [1, 0, [gone[1]]],
     ]);
     expect((await m.records()).size).toBe(2 * RECORDS);
     const prune = await m.run(s, 'reconcile', '--prune', '--json');
@@ -138,6 +142,7 @@ describe.each(MIRRORS)('the mirror contract (%s)', (kind) => {
     const got = await m.records();
     expect([...got.keys()].sort()).toEqual(others.map((x) => x.id).sort());
     for (const o of others) expect(got.get(o.id)?.record, o.id).toEqual(o.record);
+    expect(await m.orphans()).toBe(0);
   });
 
   it('reset --campaign forgets that checkpoint only: the next pull re-reads the campaign and stores nothing twice', async (ctx) => {

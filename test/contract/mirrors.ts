@@ -79,11 +79,23 @@ export interface Mirror {
   records(): Promise<Map<string, Held>>;
   /** Every stored copy of a record, a superseded NDJSON line included (for exactly-once checks). */
   rows(): Promise<Held[]>;
+  /** Every stored copy of a campaign (the campaigns table, or campaigns.ndjson's lines). */
+  campaigns(): Promise<Held[]>;
+  /** Child rows (score details, eval results) whose parent is not stored: 0 in a sound mirror. */
+  orphans(): Promise<number>;
   /** Whether any value the mirror stores holds `text` (any case): records, state, errors, files. */
   holds(text: string): Promise<boolean>;
 }
 
 const RESULTS_SQL = 'SELECT id, campaign_id, raw FROM session_results UNION ALL SELECT id, campaign_id, raw FROM role_results_full';
+
+const CAMPAIGNS_SQL = 'SELECT id, id AS campaign_id, raw FROM campaigns';
+
+const ORPHANS_SQL = `SELECT
+  (SELECT count(*) FROM eval_results e WHERE
+     (e.parent_type = 'session_result' AND NOT EXISTS (SELECT 1 FROM session_results p WHERE p.id = e.parent_id))
+  OR (e.parent_type = 'score_detail' AND NOT EXISTS (SELECT 1 FROM score_details d WHERE d.id = e.parent_id)))
++ (SELECT count(*) FROM score_details d WHERE NOT EXISTS (SELECT 1 FROM role_results r WHERE r.id = d.role_result_id)) AS n`;
 
 function held(row: { id: unknown; campaign_id: unknown; raw: unknown }): Held {
   return { id: String(row.id), campaign_id: String(row.campaign_id), record: parseJson(String(row.raw)) };
@@ -112,13 +124,18 @@ function sqliteText(path: string): string {
   }
 }
 
-function sqliteRows(path: string): Held[] {
+/** The rows of `sql` in a SQLite file. */
+function sqliteAll(path: string, sql: string): Array<Record<string, unknown>> {
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
-    return (db.prepare(RESULTS_SQL).all() as Array<{ id: string; campaign_id: string; raw: string }>).map(held);
+    return db.prepare(sql).all() as Array<Record<string, unknown>>;
   } finally {
     db.close();
   }
+}
+
+function sqliteRows(path: string, sql = RESULTS_SQL): Held[] {
+  return sqliteAll(path, sql).map((r) => held(r as { id: unknown; campaign_id: unknown; raw: unknown }));
 }
 
 function run(m: Pick<Mirror, 'args' | 'pullArgs' | 'env'>, s: RunningSimulator, command: string, args: string[]): Promise<CliResult> {
@@ -136,6 +153,8 @@ function sqliteMirror(): Mirror {
     run: (s, command, ...args) => run(m, s, command, args),
     rows: async () => sqliteRows(path),
     records: async () => byId(sqliteRows(path)),
+    campaigns: async () => sqliteRows(path, CAMPAIGNS_SQL),
+    orphans: async () => Number(sqliteAll(path, ORPHANS_SQL)[0]?.n),
     holds: async (text) => sqliteText(path).includes(text.toLowerCase()),
   };
 }
@@ -145,8 +164,8 @@ function ndjsonMirror(): Mirror {
   const path = join(dir, 'state.db');
   const out = join(dir, 'out');
   const m = { kind: 'ndjson' as const, args: ['--db', path], pullArgs: ['--format', 'ndjson', '--out', out], env: {} };
-  const lines = (): Array<Record<string, unknown>> =>
-    ['session_results.ndjson', 'role_results.ndjson'].flatMap((f) => {
+  const lines = (files = ['session_results.ndjson', 'role_results.ndjson']): Array<Record<string, unknown>> =>
+    files.flatMap((f) => {
       let text = '';
       try {
         text = readFileSync(join(out, f), 'utf8');
@@ -180,6 +199,9 @@ function ndjsonMirror(): Mirror {
       }
       return map;
     },
+    campaigns: async () => lines(['campaigns.ndjson']).map((r) => ({ id: String(r.id), campaign_id: String(r.id), record: r })),
+    // A line holds its record whole: nothing can be left without its parent.
+    orphans: async () => 0,
     holds: async (text) => {
       const needle = text.toLowerCase();
       let files: string[] = [];
@@ -205,8 +227,8 @@ function postgresMirror(): Mirror {
   const schema = freshSchema();
   // The URL holds the password: through the environment (on the command line it is warned about).
   const m = { kind: 'postgres' as const, args: ['--pg-schema', schema], pullArgs: [], env: { CAMPAIGN_SYNC_DB: PG_URL } };
-  const rows = async () =>
-    (await pgQuery(schema, RESULTS_SQL.replaceAll('raw FROM', 'raw::text AS raw FROM'))).map((r) =>
+  const rows = async (sql = RESULTS_SQL) =>
+    (await pgQuery(schema, sql.replaceAll('raw FROM', 'raw::text AS raw FROM'))).map((r) =>
       held(r as { id: unknown; campaign_id: unknown; raw: unknown }),
     );
   return {
@@ -214,6 +236,8 @@ function postgresMirror(): Mirror {
     run: (s, command, ...args) => run(m, s, command, args),
     rows,
     records: async () => byId(await rows()),
+    campaigns: async () => rows(CAMPAIGNS_SQL),
+    orphans: async () => Number((await pgQuery(schema, ORPHANS_SQL))[0]?.n),
     holds: async (text) => {
       const tables = await pgQuery(schema, `SELECT table_name FROM information_schema.tables WHERE table_schema = '${schema}'`);
       for (const { table_name } of tables) {
@@ -264,8 +288,27 @@ export async function servedById(s: RunningSimulator): Promise<Map<string, Held>
   return map;
 }
 
-/** Asserts the mirror holds exactly what the simulator serves, record by record. */
+/** The campaigns the simulator lists, as served. */
+export async function servedCampaigns(s: RunningSimulator): Promise<Held[]> {
+  const list = await get(s, '/v1/campaigns');
+  expect(list.status).toBe(200);
+  return (parseJson(list.text) as { data: Array<Record<string, unknown>> }).data.map((r) => ({
+    id: String(r.id),
+    campaign_id: String(r.id),
+    record: r,
+  }));
+}
+
+/**
+ * Asserts the mirror holds exactly what the simulator serves, record by record: every result once
+ * with the campaign that served it first, every campaign once, no child row without its parent.
+ */
 export async function expectMirrors(m: Mirror, s: RunningSimulator): Promise<void> {
+  const campaigns = await servedCampaigns(s);
+  const stored = await m.campaigns();
+  expect(stored.map((c) => c.id).sort()).toEqual(campaigns.map((c) => c.id).sort());
+  for (const c of campaigns) expect(stored.find((x) => x.id === c.id)?.record, c.id).toEqual(c.record);
+  expect(await m.orphans()).toBe(0);
   const want = await servedById(s);
   const got = await m.records();
   expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
