@@ -7,6 +7,7 @@ import { sim } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgClient } from './helpers/pg.js';
 import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 async function query(schema: string, sql: string, values: unknown[] = []): Promise<Array<Record<string, unknown>>> {
   const c = await pgClient();
@@ -55,7 +56,7 @@ describePg('commands on a PostgreSQL mirror', () => {
   });
 
   it('reconcile --report-type OVERALL on a DETAILED mirror is exit 2: no row rewritten, no stream row added', async () => {
-    const s = await sim({ campaigns: 2, records: 15 });
+    const s = await sharedSim({ campaigns: 2, records: 15 });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
     const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
@@ -97,7 +98,7 @@ describePg('commands on a PostgreSQL mirror', () => {
   });
 
   it('export --campaign that selects no rows warns why, in the words of the SQLite export', async () => {
-    const s = await sim({ campaigns: 2, records: 5 });
+    const s = await sharedSim({ campaigns: 2, records: 5 });
     const schema = freshSchema();
     const env = { env: { CAMPAIGN_SYNC_DB: PG_URL, CAMPAIGN_SYNC_API_KEY: s.apiKey } };
     expect((await runCli(['pull', '--pg-schema', schema, '--base-url', s.url], env)).code).toBe(0);
@@ -126,7 +127,7 @@ describePg('commands on a PostgreSQL mirror', () => {
   });
 
   it('export --format ndjson writes an analyst’s bytea column as base64, as from SQLite', async () => {
-    const s = await sim({ campaigns: 1, records: 1 });
+    const s = await sharedSim({ campaigns: 1, records: 1 });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
     expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
@@ -139,7 +140,7 @@ describePg('commands on a PostgreSQL mirror', () => {
   });
 
   it('forget erases one candidate from PostgreSQL with their child rows; an unknown one is exit 2', async () => {
-    const s = await sim({ campaigns: 2, records: 15 });
+    const s = await sharedSim({ campaigns: 2, records: 15 });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
     expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
@@ -169,7 +170,7 @@ describePg('commands on a PostgreSQL mirror', () => {
     expect((await runCli(['forget', ...db, '--user', 'nobody@example.invalid'])).code).toBe(2);
   });
   it("forget finds a candidate in a score detail kept in another result's raw (no id), by e-mail or numeric id; the result stays", async () => {
-    const s = await sim({ campaigns: 2, records: 15 });
+    const s = await sharedSim({ campaigns: 2, records: 15 });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
     expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
@@ -199,7 +200,7 @@ describePg('commands on a PostgreSQL mirror', () => {
     expect((await runCli(['forget', ...db, '--user', '4242'])).code).toBe(2);
   });
   it('forget matches the e-mail ignoring case for all of Unicode, composed or not, as in SQLite (not by the server locale)', async () => {
-    const s = await sim({ campaigns: 2, records: 15 });
+    const s = await sharedSim({ campaigns: 2, records: 15 });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
     expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
