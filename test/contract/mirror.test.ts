@@ -50,6 +50,8 @@ async function status(m: Mirror, s: RunningSimulator): Promise<StreamDoc[]> {
   return (JSON.parse(r.stdout) as { streams: StreamDoc[] }).streams;
 }
 
+type Campaign = RunningSimulator['data']['campaigns'][number];
+
 const cursorsOf = (streams: StreamDoc[]) => Object.fromEntries(streams.map((x) => [x.campaign_id, x.cursor]));
 
 describe.each(MIRRORS)('the mirror contract (%s)', (kind) => {
@@ -142,7 +144,7 @@ describe.each(MIRRORS)('the mirror contract (%s)', (kind) => {
     const got = await m.records();
     expect([...got.keys()].sort()).toEqual(others.map((x) => x.id).sort());
     for (const o of others) expect(got.get(o.id)?.record, o.id).toEqual(o.record);
-    expect(await m.orphans()).toBe(0);
+    expect(await m.strays()).toBe(0);
   });
 
   it('reset --campaign forgets that checkpoint only: the next pull re-reads the campaign and stores nothing twice', async (ctx) => {
@@ -200,21 +202,72 @@ describe.each(MIRRORS)('the mirror contract (%s)', (kind) => {
     for (const [id, h] of held) expect(exported.get(id), id).toEqual(h.record);
   });
 
-  it('one id served by two campaigns is kept once, with the campaign that stored it first', async (ctx) => {
+  it('one id served by two campaigns stays with the campaign that stored it first, is reported once, counted in status, and never flips', async (ctx) => {
     if (unsupported(kind, undefined, ctx)) return;
     const s = await sim({ campaigns: 4, records: RECORDS });
-    const [a, , b] = s.data.campaigns as Array<(typeof s.data.campaigns)[0]>;
-    s.changes.share(a as NonNullable<typeof a>, 5, b as NonNullable<typeof b>, 10);
-    const id = s.data.sessionResult(a as NonNullable<typeof a>, 5).id as string;
+    const [a, roleA, b, roleB] = s.data.campaigns as [Campaign, Campaign, Campaign, Campaign];
+    // b also serves a's record 5, roleB roleA's record 7 (a DETAILED record, with its score details).
+    s.changes.share(a, 5, b, 10);
+    s.changes.share(roleA, 7, roleB, 12);
+    const sessionId = s.data.sessionResult(a, 5).id as string;
+    const roleId = s.data.roleResult(roleA, 7, 'DETAILED').id as string;
     const m = open(kind);
-    // One stream at a time: the first campaign stores it first; the second one's copy is a warning.
+    // One stream at a time: which campaign stores a shared id first is known.
     const first = await pull(m, s, '--concurrency', '1');
-    expect(first.said).toContain(`result ${id}, which campaign ${a?.id} holds`);
-    const rows = await m.rows();
-    expect(rows.filter((r) => r.id === id).map((r) => r.campaign_id)).toEqual([a?.id]);
+    // Served, so each stream's cursor went past it: the page was sound.
+    expect(first.streams.map((x) => [x.campaign_id, x.records, x.new, x.cursor])).toEqual(
+      [a, roleA, b, roleB].map((c, i) => [c.id, i < 2 ? RECORDS : RECORDS + 1, RECORDS, String(s.data.orderIndex(c, RECORDS - 1))]),
+    );
+    expect(first.said.match(/two campaigns/g)).toHaveLength(2);
+    expect(first.said).toContain(`campaign ${b.id} (stream ${b.id}/session) was served result ${sessionId}, which campaign ${a.id} holds`);
+    expect(first.said).toContain(`was served result ${roleId}, which campaign ${roleA.id} holds`);
+    const owners = async () => (await m.rows()).filter((r) => r.id === sessionId || r.id === roleId).map((r) => [r.id, r.campaign_id]);
+    const kept = [
+      [sessionId, a.id],
+      [roleId, roleA.id],
+    ];
+    expect(await owners()).toEqual(kept);
     await expectMirrors(m, s);
-    await pull(m, s, '--concurrency', '1');
+    const rows = await m.rows();
+
+    // Read again whole, then with a lookback over the whole history: nothing changes, nothing is said again.
+    const full = await pull(m, s, '--concurrency', '1', '--full');
+    expect(full.said).toBe('');
+    expect(full.streams.map((x) => [x.records, x.new, x.updated])).toEqual([
+      [RECORDS, 0, 0],
+      [RECORDS, 0, 0],
+      [RECORDS + 1, 0, 0],
+      [RECORDS + 1, 0, 0],
+    ]);
+    const lookback = await pull(m, s, '--concurrency', '1', '--lookback', '3650d');
+    expect(lookback.said).toBe('');
+    expect(lookback.lookback).toMatchObject({ records: 4 * RECORDS + 2, new: 0, updated: 0 });
     expect(await m.rows()).toEqual(rows);
+
+    // reconcile: b's copy is served, not stored, neither changed nor gone; a's record is a's.
+    const look = await m.run(s, 'reconcile', '--prune', '--json');
+    expect(look.code, look.stderr).toBe(0);
+    const report = JSON.parse(look.stdout).streams as Array<Record<string, unknown>>;
+    expect(report.map((x) => [x.campaign_id, x.served, x.stored, x.added, x.changed, x.gone, x.pruned])).toEqual([
+      [a.id, RECORDS, RECORDS, 0, 0, 0, 0],
+      [roleA.id, RECORDS, RECORDS, 0, 0, 0, 0],
+      [b.id, RECORDS + 1, RECORDS, 0, 0, 0, 0],
+      [roleB.id, RECORDS + 1, RECORDS, 0, 0, 0, 0],
+    ]);
+    expect(await m.rows()).toEqual(rows);
+    expect(await owners()).toEqual(kept);
+
+    const streams = (JSON.parse((await m.run(s, 'status', '--json')).stdout) as { streams: Array<StreamDoc & { id_conflicts: number }> })
+      .streams;
+    expect(streams.map((x) => [x.campaign_id, x.records, x.id_conflicts]).sort()).toEqual(
+      [
+        [a.id, RECORDS, 0],
+        [roleA.id, RECORDS, 0],
+        [b.id, RECORDS, 1],
+        [roleB.id, RECORDS, 1],
+      ].sort(),
+    );
+    await expectMirrors(m, s);
   });
 
   it('a page that fails mid-stream leaves the checkpoint at the last committed page; the re-run stores every record once', async (ctx) => {

@@ -81,8 +81,8 @@ export interface Mirror {
   rows(): Promise<Held[]>;
   /** Every stored copy of a campaign (the campaigns table, or campaigns.ndjson's lines). */
   campaigns(): Promise<Held[]>;
-  /** Child rows (score details, eval results) whose parent is not stored: 0 in a sound mirror. */
-  orphans(): Promise<number>;
+  /** Child rows (score details, eval results) without their parent, or of another campaign than it: 0 in a sound mirror. */
+  strays(): Promise<number>;
   /** Whether any value the mirror stores holds `text` (any case): records, state, errors, files. */
   holds(text: string): Promise<boolean>;
 }
@@ -91,11 +91,12 @@ const RESULTS_SQL = 'SELECT id, campaign_id, raw FROM session_results UNION ALL 
 
 const CAMPAIGNS_SQL = 'SELECT id, id AS campaign_id, raw FROM campaigns';
 
-const ORPHANS_SQL = `SELECT
+const STRAYS_SQL = `SELECT
   (SELECT count(*) FROM eval_results e WHERE
      (e.parent_type = 'session_result' AND NOT EXISTS (SELECT 1 FROM session_results p WHERE p.id = e.parent_id))
   OR (e.parent_type = 'score_detail' AND NOT EXISTS (SELECT 1 FROM score_details d WHERE d.id = e.parent_id)))
-+ (SELECT count(*) FROM score_details d WHERE NOT EXISTS (SELECT 1 FROM role_results r WHERE r.id = d.role_result_id)) AS n`;
++ (SELECT count(*) FROM score_details d WHERE NOT EXISTS (SELECT 1 FROM role_results r WHERE r.id = d.role_result_id))
++ (SELECT count(*) FROM score_details d JOIN role_results r ON r.id = d.role_result_id WHERE d.campaign_id <> r.campaign_id) AS n`;
 
 function held(row: { id: unknown; campaign_id: unknown; raw: unknown }): Held {
   return { id: String(row.id), campaign_id: String(row.campaign_id), record: parseJson(String(row.raw)) };
@@ -154,7 +155,7 @@ function sqliteMirror(): Mirror {
     rows: async () => sqliteRows(path),
     records: async () => byId(sqliteRows(path)),
     campaigns: async () => sqliteRows(path, CAMPAIGNS_SQL),
-    orphans: async () => Number(sqliteAll(path, ORPHANS_SQL)[0]?.n),
+    strays: async () => Number(sqliteAll(path, STRAYS_SQL)[0]?.n),
     holds: async (text) => sqliteText(path).includes(text.toLowerCase()),
   };
 }
@@ -201,7 +202,7 @@ function ndjsonMirror(): Mirror {
     },
     campaigns: async () => lines(['campaigns.ndjson']).map((r) => ({ id: String(r.id), campaign_id: String(r.id), record: r })),
     // A line holds its record whole: nothing can be left without its parent.
-    orphans: async () => 0,
+    strays: async () => 0,
     holds: async (text) => {
       const needle = text.toLowerCase();
       let files: string[] = [];
@@ -237,7 +238,7 @@ function postgresMirror(): Mirror {
     rows,
     records: async () => byId(await rows()),
     campaigns: async () => rows(CAMPAIGNS_SQL),
-    orphans: async () => Number((await pgQuery(schema, ORPHANS_SQL))[0]?.n),
+    strays: async () => Number((await pgQuery(schema, STRAYS_SQL))[0]?.n),
     holds: async (text) => {
       const tables = await pgQuery(schema, `SELECT table_name FROM information_schema.tables WHERE table_schema = '${schema}'`);
       for (const { table_name } of tables) {
@@ -301,14 +302,14 @@ export async function servedCampaigns(s: RunningSimulator): Promise<Held[]> {
 
 /**
  * Asserts the mirror holds exactly what the simulator serves, record by record: every result once
- * with the campaign that served it first, every campaign once, no child row without its parent.
+ * with the campaign that served it first, every campaign once, every child row with its parent.
  */
 export async function expectMirrors(m: Mirror, s: RunningSimulator): Promise<void> {
   const campaigns = await servedCampaigns(s);
   const stored = await m.campaigns();
   expect(stored.map((c) => c.id).sort()).toEqual(campaigns.map((c) => c.id).sort());
   for (const c of campaigns) expect(stored.find((x) => x.id === c.id)?.record, c.id).toEqual(c.record);
-  expect(await m.orphans()).toBe(0);
+  expect(await m.strays()).toBe(0);
   const want = await servedById(s);
   const got = await m.records();
   expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
