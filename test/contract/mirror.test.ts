@@ -183,6 +183,17 @@ describe.each(MIRRORS)('the mirror contract (%s)', (kind) => {
     for (const c of s.data.campaigns) expect(table.stdout).toContain(c.name);
   });
 
+  it("each stream's checkpoint is the order_index of the last record it stored", async (ctx) => {
+    if (unsupported(kind, 'sql', ctx)) return;
+    const s = await sharedSim({ records: RECORDS });
+    const m = open(kind);
+    await quietPull(m, s);
+    const tops = await m.sql(
+      'SELECT campaign_id, CAST(max(order_index) AS TEXT) AS top FROM (SELECT campaign_id, order_index FROM session_results UNION ALL SELECT campaign_id, order_index FROM role_results) x GROUP BY campaign_id',
+    );
+    expect(Object.fromEntries(tops.map((r) => [r.campaign_id, r.top]))).toEqual(cursorsOf(await status(m, s)));
+  });
+
   it('export holds what the mirror holds, record by record', async (ctx) => {
     if (unsupported(kind, 'export', ctx)) return;
     const s = await sharedSim({ records: RECORDS });

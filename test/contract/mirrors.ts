@@ -4,17 +4,26 @@
  * simulator serves, in the manner of the Singer SDK's reusable target tests.
  *
  * A kind says how to point the CLI at a fresh mirror of its own (`args`, `pullArgs`, `env`), and how
- * to read back what the mirror holds as plain records (`records()`), every stored row (`rows()`: an
- * NDJSON file keeps a line per change, a table a row per id), and whether any stored value holds a
- * text (`holds()`, for erasure).
+ * to read back what the mirror holds as plain records (`records()`), every stored copy (`rows()`: an
+ * NDJSON file keeps a line per change, a table a row per id), its campaigns, child rows astray
+ * (`strays()`), whether any stored value holds a text (`holds()`, for erasure), and, for the two
+ * kinds with tables, any query (`sql()`: the same SQL on SQLite and PostgreSQL for plain SELECTs).
  *
- * Adding a case: write it once in a test file under test/contract/ inside
- * `describe.each(MIRRORS)('… (%s)', (kind) => { … })`, make its mirror with `await open(kind)`, run
- * commands with `mirror.run(s, 'pull', …)`, and compare with `served(s)`. A case for a feature some
- * kinds lack starts with `if (unsupported(kind, 'feature', ctx)) return;` (the test is skipped there
- * with the reason in its name's log); the features and which kinds lack them are in `LACKS` below:
- * add the feature's name there (e.g. 'versions' for result_versions: NDJSON has no such table) and
- * say why in one line. What a kind reads back for a new table goes in its `Mirror` as a new method.
+ * Adding a case (one place for every kind):
+ *
+ *     it('result_versions keeps each version once', async (ctx) => {
+ *       if (unsupported(kind, 'versions', ctx)) return;   // NDJSON: skipped, saying why
+ *       const s = await sim({ campaigns: 2, records: 30 }); // sharedSim() when nothing changes it
+ *       const m = open(kind);
+ *       expect((await m.run(s, 'pull', '--json')).code).toBe(0);
+ *       const rows = await m.sql('SELECT id, version FROM result_versions ORDER BY id, version');
+ *       …
+ *     });
+ *
+ * inside the `describe.each(MIRRORS)` of a file under test/contract/ (a new file for a new feature
+ * keeps merges apart). A kind that lacks a feature says so in `LACKS` below, with one line of why
+ * ('versions': NDJSON has no result_versions table); `unsupported()` then skips the case there. What
+ * every kind reads back differently for a new feature goes in `Mirror` as a new method.
  *
  * PostgreSQL: every PostgreSQL mirror is a fresh schema of the run's private server
  * (test/pg-global-setup.ts); without one the kind is skipped with one line, and under CI=true its
@@ -40,6 +49,7 @@ const LACKS: Partial<Record<MirrorKind, Record<string, string>>> = {
   ndjson: {
     // export reads the database's tables; an NDJSON pull keeps only its state there.
     export: 'the records live in the NDJSON files, which are the export',
+    sql: 'its records are lines of files, not rows of tables',
   },
 };
 
@@ -85,6 +95,8 @@ export interface Mirror {
   strays(): Promise<number>;
   /** Whether any value the mirror stores holds `text` (any case): records, state, errors, files. */
   holds(text: string): Promise<boolean>;
+  /** The rows of a query of the mirror's tables (a kind that lacks 'sql' throws: see `unsupported`). */
+  sql(text: string): Promise<Array<Record<string, unknown>>>;
 }
 
 const RESULTS_SQL = 'SELECT id, campaign_id, raw FROM session_results UNION ALL SELECT id, campaign_id, raw FROM role_results_full';
@@ -156,6 +168,7 @@ function sqliteMirror(): Mirror {
     records: async () => byId(sqliteRows(path)),
     campaigns: async () => sqliteRows(path, CAMPAIGNS_SQL),
     strays: async () => Number(sqliteAll(path, STRAYS_SQL)[0]?.n),
+    sql: async (text) => sqliteAll(path, text),
     holds: async (text) => sqliteText(path).includes(text.toLowerCase()),
   };
 }
@@ -203,6 +216,9 @@ function ndjsonMirror(): Mirror {
     campaigns: async () => lines(['campaigns.ndjson']).map((r) => ({ id: String(r.id), campaign_id: String(r.id), record: r })),
     // A line holds its record whole: nothing can be left without its parent.
     strays: async () => 0,
+    sql: async () => {
+      throw new Error(`an NDJSON mirror has no tables: ${LACKS.ndjson?.sql}`);
+    },
     holds: async (text) => {
       const needle = text.toLowerCase();
       let files: string[] = [];
@@ -239,6 +255,7 @@ function postgresMirror(): Mirror {
     records: async () => byId(await rows()),
     campaigns: async () => rows(CAMPAIGNS_SQL),
     strays: async () => Number((await pgQuery(schema, STRAYS_SQL))[0]?.n),
+    sql: (text) => pgQuery(schema, text),
     holds: async (text) => {
       const tables = await pgQuery(schema, `SELECT table_name FROM information_schema.tables WHERE table_schema = '${schema}'`);
       for (const { table_name } of tables) {
