@@ -38,7 +38,7 @@ const DAY = 86_400_000;
 
 /** The slots in `dir` for a key, on `clock`; requests time out after `timeoutMs` (0: held two windows when left in flight). */
 const open = (dir: string, key: string, clock: Clock, more: Partial<SlotsOptions> = {}) =>
-  SqliteBudgetSlots.open(dir, key, { timeoutMs: 0, clock, busyTimeoutMs: 0, ...more });
+  SqliteBudgetSlots.open(dir, key, { timeoutMs: 0, clock, ...more });
 
 /** A budget of `r` on `clock` sharing the slots in `dir` for key `key`. */
 const budget = (r: { count: number; windowMs: number }, clock: Clock, dir: string, key = 'k', more: Partial<SlotsOptions> = {}) =>

@@ -18,36 +18,30 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-/** A slot lent to one request of a budget of window `windowMs`; `owner` is drawn at random for that request alone. */
+/** A slot lent to one request of a budget of window `windowMs`; `owner` is drawn at random for it alone. */
 export interface SlotLoan {
   slot: number;
   owner: number;
   windowMs: number;
 }
 
-/** A slot, or none free: how long until one may be (ms), and whether it is held by a request in flight (it may end sooner). */
+/** A slot, or none free: the wait until one may be (ms), and whether its request is in flight (it may end sooner). */
 export type SlotTake = SlotLoan | { waitMs: number; inFlight: boolean };
 
-/**
- * How long a take holds its slot (ms): a request left in flight (its process killed) may reach the
- * server until it times out (with no --timeout, a window), and counts a window after that.
- */
+/** How long a take holds its slot (ms): its request may reach the server until --timeout (none: a window), and counts a window more. */
 export const holdMs = (timeoutMs: number, windowMs: number): number => Math.max(timeoutMs, windowMs) + windowMs;
 
 /**
- * The slots every process with one key shares: N rows per key `(key, slot, busy_until, owner)`, in a
- * file of the user's (store/budget-slots.ts) or in a PostgreSQL mirror (store/pg/budget-slots.ts).
- * A take sets a row with `busy_until <= now` (one of the first `count`; rows are made as needed) to
- * now plus a hold; an end sets it to a window after the answer (no answer: a window after the later
- * of now and a window after its send). So a row is busy from its request's send until a window after
- * the server saw it, and no window holds more than N of the key's requests. Times are the store's
- * clock's: what it tells a budget is a wait, never a time.
+ * The slots every process with one key shares: N rows `(key, slot, busy_until, owner)` a key, in a file of
+ * the user's (store/budget-slots.ts) or a PostgreSQL mirror (store/pg/budget-slots.ts). A take sets a free
+ * row of the first `count` (made as needed) busy for a hold; an answer, until a window after it. So no
+ * window of the server holds more than N of the key's requests. It tells a budget waits, never times.
  */
 export interface BudgetStore {
   /** Whether `take` answers at once (a local file) rather than with a promise (a server). */
   readonly immediate: boolean;
   take(count: number, windowMs: number): SlotTake | Promise<SlotTake>;
-  /** Ends a loan: `answered`, or given up on (its end unknown). Never throws. */
+  /** Ends a loan: `answered`, or given up on (its end unknown: busy as taken). Never throws. */
   end(loan: SlotLoan, answered: boolean): void;
   close(): void | Promise<void>;
 }

@@ -1,16 +1,14 @@
 /**
- * The request budget's slots in a small SQLite file of the user's state folder
- * (`$XDG_STATE_HOME/campaign-sync/budget-slots.db`), shared by every process of the user: at most N
- * rows per key (a digest of base URL and API key, never the key), each busy until a time. The rules
- * are core/rate.ts's; here a take is one short write transaction, on this machine's wall clock, and
- * a row further ahead than a hold (written before the clock was set back) is brought back to now
- * plus a hold, the most a request can hold.
+ * The request budget's slots (core/rate.ts) in a small SQLite file of the user's state folder
+ * (`$XDG_STATE_HOME/campaign-sync/budget-slots.db`), shared by every process of the user, on this
+ * machine's wall clock. A take is one short write transaction.
  */
 import { randomInt } from 'node:crypto';
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { type Clock, realClock } from '../core/clock.js';
+import { currentWaits } from '../core/io.js';
 import { type BudgetStore, holdMs, type SlotLoan, type SlotTake } from '../core/rate.js';
 import { errorCode, StorageError } from '../errors.js';
 import { makeFolders } from './folders.js';
@@ -28,18 +26,14 @@ export class BudgetUnusable extends Error {
 }
 
 export interface SlotsOptions {
-  /** The client's --timeout: a request in flight holds its row that long, and a window more. */
   timeoutMs: number;
   clock?: Clock | undefined;
-  /** How long one take waits for another process's transaction before looking again later (ms). */
-  busyTimeoutMs?: number;
   /** Hears of what goes wrong after the open, once each. */
   warn?: ((text: string) => void) | undefined;
 }
 
-/** A lock held this long (ms) is another program's (an sqlite3 shell left in a transaction): said once. */
+/** A lock held this long (ms) is another program's (an sqlite3 shell left in a transaction): said once. A take looks again 25 ms on. */
 const LOCKED_SAY_MS = 10_000;
-/** How soon a take that found the file locked looks again. */
 const LOCKED_RETRY_MS = 25;
 
 const SQL = {
@@ -48,34 +42,30 @@ const SQL = {
   rows: 'SELECT count(*) AS n FROM slots WHERE key = @key AND slot < @count',
   take: `INSERT INTO slots VALUES (@key, @slot, @now + @hold, @owner)
     ON CONFLICT (key, slot) DO UPDATE SET busy_until = excluded.busy_until, owner = excluded.owner`,
-  end: `UPDATE slots SET owner = 0, busy_until = min(busy_until, @window +
-    CASE WHEN @answered THEN @now ELSE max(@now, busy_until - @hold + @window) END) WHERE key = @key AND slot = @slot AND owner = @owner`,
+  end: 'UPDATE slots SET owner = 0, busy_until = min(busy_until, @until) WHERE key = @key AND slot = @slot AND owner = @owner',
 };
 
 export class SqliteBudgetSlots implements BudgetStore {
   readonly immediate = true;
   private readonly s: Record<keyof typeof SQL, BetterSqlite3.Statement>;
-  private readonly clock: Clock;
-  /** Since when takes have found the file locked. */
+  /** Since when takes have found the file locked (once said: never again until it is released). */
   private lockedSince: number | undefined;
   /** A write failed (a full disk): the run goes on by its own budget, as said once. */
   private broken = false;
-  private readonly said = new Set<string>();
 
   private constructor(
     private readonly db: BetterSqlite3.Database,
     private readonly path: string,
     private readonly key: string,
     private readonly options: SlotsOptions,
+    private readonly clock: Clock,
   ) {
-    this.clock = options.clock ?? realClock;
     this.s = Object.fromEntries(Object.entries(SQL).map(([k, sql]) => [k, db.prepare(sql)])) as typeof this.s;
   }
 
   /**
-   * Opens (creating, 0700/0600) the slots in `dir` for `key`. Throws BudgetUnusable for a path that is
-   * not a file of its own, a StorageError for a damaged file (it holds busy slots: forgetting them could
-   * send past the rate, so nothing is sent until it is removed), or the system's error.
+   * Opens (creating, 0700/0600) the slots in `dir` for `key`. Throws BudgetUnusable for a path that is not
+   * a file of its own, BudgetDamaged for a damaged file (forgetting its busy slots could send past the rate).
    */
   static open(dir: string, key: string, options: SlotsOptions): SqliteBudgetSlots {
     makeFolders(dir, 0o700);
@@ -104,24 +94,19 @@ export class SqliteBudgetSlots implements BudgetStore {
       db.exec(
         'CREATE TABLE IF NOT EXISTS slots (key TEXT NOT NULL, slot INTEGER NOT NULL, busy_until REAL NOT NULL, owner INTEGER NOT NULL, PRIMARY KEY (key, slot)) WITHOUT ROWID; CREATE INDEX IF NOT EXISTS slots_free ON slots (key, busy_until)',
       );
-      // A file of the release whose rows also kept their window and hold: those two columns go, the times stay.
-      const conn = db;
+      // A file of the release whose rows also kept their window and hold: those go, the times stay.
       const drop = 'ALTER TABLE slots DROP COLUMN window_ms; ALTER TABLE slots DROP COLUMN hold_ms';
-      conn.transaction(() => (conn.pragma('table_info(slots)') as unknown[]).length > 4 && conn.exec(drop)).immediate();
+      if ((db.pragma('table_info(slots)') as unknown[]).length > 4) db.exec(`BEGIN IMMEDIATE; ${drop}; COMMIT`);
       const verdict = db.pragma('quick_check', { simple: true });
       if (verdict !== 'ok') throw Object.assign(new Error(`quick_check: ${String(verdict)}`), { code: 'SQLITE_CORRUPT' });
-      db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 50}`);
-      return new SqliteBudgetSlots(db, path, key, options);
+      db.pragma(`busy_timeout = ${currentWaits().budgetBusyMs}`);
+      return new SqliteBudgetSlots(db, path, key, options, options.clock ?? realClock);
     } catch (err) {
       db?.close();
       const code = errorCode(err) ?? '';
-      if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
-        throw new BudgetDamaged(
-          `the request budget's file ${path} is damaged (${code}); it holds only the budget's slots: remove it once no other campaign-sync run with this key is running, and run again`,
-          { code },
-        );
-      }
-      throw err;
+      if (!/^SQLITE_(NOTADB|CORRUPT)/.test(code)) throw err;
+      const fix = 'remove it once no other campaign-sync run with this key is running, and run again';
+      throw new BudgetDamaged(`the request budget's file ${path} is damaged (${code}); it holds only the budget's slots: ${fix}`, { code });
     }
   }
 
@@ -134,8 +119,8 @@ export class SqliteBudgetSlots implements BudgetStore {
       if (errorCode(err)?.startsWith('SQLITE_BUSY') !== true) return this.failed(err);
       this.lockedSince ??= now;
       if (now - this.lockedSince >= LOCKED_SAY_MS) {
-        this.say(
-          'locked',
+        this.lockedSince = Number.POSITIVE_INFINITY;
+        this.options.warn?.(
           `the request budget waits: ${this.path} has been locked by another program for ${LOCKED_SAY_MS / 1000} s (an sqlite3 shell left in a transaction?); nothing is sent until it is released`,
         );
       }
@@ -148,25 +133,23 @@ export class SqliteBudgetSlots implements BudgetStore {
       const first = this.s.first.get(p) as { slot: number; busy_until: number; owner: number } | undefined;
       // Rows are made as needed, numbered on: the key's rows are 0..n-1.
       const slot = first !== undefined && first.busy_until <= now ? first.slot : (this.s.rows.get(p) as { n: number }).n;
-      let out: SlotTake = { waitMs: Math.max(1, (first?.busy_until ?? now) - now), inFlight: first?.owner !== 0 };
-      if (slot < count) {
-        out = { slot, owner: randomInt(1, 2 ** 47), windowMs };
-        this.s.take.run({ ...p, slot, owner: out.owner });
-      }
+      const owner = randomInt(1, 2 ** 47);
+      if (slot < count) this.s.take.run({ ...p, slot, owner });
       this.db.exec('COMMIT');
-      return out;
+      return slot < count
+        ? { slot, owner, windowMs }
+        : { waitMs: Math.max(1, (first?.busy_until ?? now) - now), inFlight: first?.owner !== 0 };
     } catch (err) {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
       return this.failed(err);
     }
   }
 
-  end(loan: SlotLoan, answered: boolean): void {
-    if (loan.slot < 0 || this.broken) return;
-    const { slot, owner, windowMs: window } = loan;
-    const hold = holdMs(this.options.timeoutMs, window);
+  end({ slot, owner, windowMs }: SlotLoan, answered: boolean): void {
+    if (slot < 0 || this.broken) return;
+    const p = { key: this.key, slot, owner, until: answered ? this.clock.now() + windowMs : Number.MAX_VALUE };
     try {
-      this.s.end.run({ key: this.key, slot, owner, window, hold, answered: answered ? 1 : 0, now: this.clock.now() });
+      this.s.end.run(p);
     } catch {
       // Not written (locked, a full disk): the row stays busy as taken, its longest hold.
     }
@@ -176,35 +159,24 @@ export class SqliteBudgetSlots implements BudgetStore {
     this.db.close();
   }
 
-  /**
-   * A write that failed (a full disk, an I/O error): the others stop seeing this run's requests,
-   * which go on by this process's own budget, as said once.
-   */
+  /** A write that failed (a full disk): the others stop seeing this run's requests, as said once. */
   private failed(err: unknown): SlotTake {
     this.broken = true;
-    this.say(
-      'write',
+    this.options.warn?.(
       `the request budget is no longer shared with other runs: ${this.path} could not be written (${errorCode(err) ?? 'error'}); this run's requests from now on are not counted by the others`,
     );
     return { slot: -1, owner: 0, windowMs: 0 };
-  }
-
-  private say(what: string, text: string): void {
-    if (this.said.has(what)) return;
-    this.said.add(what);
-    this.options.warn?.(text);
   }
 }
 
 /** Throws BudgetUnusable when the file at `path` holds tables other than ours (read through a read-only connection). */
 function checkOurs(path: string): void {
   const probe = new Database(path, { readonly: true, fileMustExist: true });
-  let foreign: string[];
   try {
-    foreign = probe.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'slots' LIMIT 3").pluck().all() as string[];
+    const foreign = probe.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'slots' LIMIT 3").pluck().all();
+    const what = `${path} holds tables that are not the budget's (${foreign.join(', ')}): another program's database`;
+    if (foreign.length > 0) throw new BudgetUnusable(`${what}; move it away to share the budget again`);
   } finally {
     probe.close();
   }
-  const what = `${path} holds tables that are not the budget's (${foreign.join(', ')}): another program's database`;
-  if (foreign.length > 0) throw new BudgetUnusable(`${what}; move it away to share the budget again`);
 }

@@ -1,8 +1,6 @@
 /**
- * The request budget's slots are `(key, slot, busy_until, owner)` alone: a take is one statement of
- * store/pg/budget-slots.ts, which finds the soonest free row by `budget_slots_free`; the function of
- * version 5 and the columns it kept (each row's window and hold) go. A worker of an earlier release
- * meeting this schema fails its takes, and sends nothing.
+ * The budget's slots are `(key, slot, busy_until, owner)`, taken by one statement (store/pg/budget-slots.ts):
+ * version 5's function and columns go. A worker of an earlier release then fails its takes: it sends nothing.
  */
 export const V11 = `
 DROP FUNCTION IF EXISTS budget_take(text, integer, double precision, double precision, bigint);
