@@ -542,11 +542,23 @@ describe('processes with one key against a server limited to exactly the budget'
   });
 
   it('two pulls started together on two databases stay within the server limit together: zero 429 (each on its own state folder: 429s)', async () => {
-    // Each pull makes 5 requests (the list, 2 pages per stream) at 6/4s; the server allows 6 per 4 s
-    // and answers each after 300 ms, so that the two runs overlap whichever starts first.
-    const run = async (states: [string, string]) => {
-      const s = await sim({ campaigns: 2, records: 10, rateLimit: { count: 6, windowMs: 4000 }, faults: { slow: 1 }, slowMs: 300 });
-      const args = (db: string) => ['pull', '--db', db, '--page-size', '5', '--rate-limit', '6/4s', '--max-retries', '0', '--json'];
+    // Each pull makes 5 requests (the list, 2 pages per stream) at 6 a window; the server allows 6 a
+    // window and answers each after 300 ms, so that the two runs overlap whichever starts first.
+    const run = async (states: [string, string], windowS: number) => {
+      const limit = { count: 6, windowMs: windowS * 1000 };
+      const s = await sim({ campaigns: 2, records: 10, rateLimit: limit, faults: { slow: 1 }, slowMs: 300 });
+      const args = (db: string) => [
+        'pull',
+        '--db',
+        db,
+        '--page-size',
+        '5',
+        '--rate-limit',
+        `6/${windowS}s`,
+        '--max-retries',
+        '0',
+        '--json',
+      ];
       const env = (state: string) => ({ CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state });
       const [first, second] = await Promise.all([
         runCli(args(join(tempDir(), 'a.db')), { env: env(states[0]) }),
@@ -555,34 +567,34 @@ describe('processes with one key against a server limited to exactly the budget'
       return { first, second, tooMany: s.stats.byStatus[429] ?? 0, served: s.stats.requests };
     };
     const state = tempDir();
-    const shared = await run([state, state]);
+    const shared = await run([state, state], 4);
     expect(shared.first.code, shared.first.stderr).toBe(0);
     expect(shared.second.code, shared.second.stderr).toBe(0);
     expect(shared.tooMany).toBe(0);
     expect(shared.served).toBe(10);
-    // The control: each process on its own budget sends its 5 into the same 4 s.
-    const split = await run([tempDir(), tempDir()]);
+    // The control: each process on its own budget sends its 5 at once, into one window; a minute's,
+    // so that they fall in one however slowly a loaded machine starts them.
+    const split = await run([tempDir(), tempDir()], 60);
     expect(split.tooMany).toBeGreaterThan(0);
   });
 
   it('stay within the server limit together: zero 429 (and without the shared slots, 429s)', async () => {
-    // Each pull makes 5 requests (the list, 2 pages per stream); the server allows 6 per 8 s (a window
-    // long enough that two slow processes on a loaded machine still fall in one).
-    const run = async (state: string, secondState: string, db: string) => {
-      const s = await sim({ campaigns: 2, records: 10, rateLimit: { count: 6, windowMs: 8000 } });
+    // Each pull makes 5 requests (the list, 2 pages per stream); the server allows 6 a window.
+    const run = async (state: string, secondState: string, db: string, windowS: number) => {
+      const s = await sim({ campaigns: 2, records: 10, rateLimit: { count: 6, windowMs: windowS * 1000 } });
       const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state };
-      const args = ['pull', '--db', db, '--page-size', '5', '--rate-limit', '6/8s', '--max-retries', '0', '--json'];
+      const args = ['pull', '--db', db, '--page-size', '5', '--rate-limit', `6/${windowS}s`, '--max-retries', '0', '--json'];
       const first = await runCli(args, { env });
       const second = await runCli([...args, '--full'], { env: { ...env, XDG_STATE_HOME: secondState } });
       return { first, second, tooMany: s.stats.byStatus[429] ?? 0 };
     };
     const state = tempDir();
-    const shared = await run(state, state, join(tempDir(), 'a.db'));
+    const shared = await run(state, state, join(tempDir(), 'a.db'), 4);
     expect(shared.first.code, shared.first.stderr).toBe(0);
     expect(shared.second.code, shared.second.stderr).toBe(0);
     expect(shared.tooMany).toBe(0);
-    // The control: each process on its own budget sends 10 requests into one window.
-    const split = await run(tempDir(), tempDir(), join(tempDir(), 'b.db'));
+    // The control: each process on its own budget, 10 requests into one window (a minute's: one however slow the machine).
+    const split = await run(tempDir(), tempDir(), join(tempDir(), 'b.db'), 60);
     expect(split.tooMany).toBeGreaterThan(0);
   });
 });
