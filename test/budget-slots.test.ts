@@ -100,6 +100,24 @@ describe('the budget slots', () => {
     expect(existsSync(`${path}-wal`)).toBe(false);
   });
 
+  it('a file of the release whose rows also kept their window and hold: the rows keep their times, the two columns go', () => {
+    const dir = tempDir();
+    const clock = fakeClock(40_000_000);
+    const old = new Database(join(dir, 'budget-slots.db'));
+    old.exec(
+      'CREATE TABLE slots (key TEXT NOT NULL, slot INTEGER NOT NULL, busy_until REAL NOT NULL, window_ms REAL NOT NULL, hold_ms REAL NOT NULL, owner INTEGER NOT NULL, PRIMARY KEY (key, slot)) WITHOUT ROWID',
+    );
+    old.prepare('INSERT INTO slots VALUES (?, 0, ?, 1000, 2000, 0)').run('k', clock.t + 500);
+    old.close();
+    const b = budget(one, clock, dir);
+    expect(b.tryAcquire(), 'the row it found busy').toBeUndefined();
+    clock.t += 501;
+    expect(b.tryAcquire()).toBeDefined();
+    const db = new Database(join(dir, 'budget-slots.db'), { readonly: true });
+    expect((db.pragma('table_info(slots)') as Array<{ name: string }>).map((c) => c.name)).toEqual(['key', 'slot', 'busy_until', 'owner']);
+    db.close();
+  });
+
   it('every spelling of one base URL is one service to the budget: an empty query or fragment too', () => {
     const key = (text: string) => budgetKey(resolveBaseUrl(text, false).href, 'k');
     const first = key('http://127.0.0.1:8080');
