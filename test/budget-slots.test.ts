@@ -153,6 +153,20 @@ describe('windows and clocks', () => {
     expect(first.tryAcquire(), 'the first process, while the next one holds the slot').toBeUndefined();
   });
 
+  it('a request given up on keeps its row as taken, for the next process: a window after its --timeout from its send', () => {
+    const dir = tempDir();
+    const clock = fakeClock(60_500_000);
+    const sent = clock.t;
+    const release = budget(one, clock, dir, 'k', { timeoutMs: 30_000 }).tryAcquire() as (answered?: boolean) => void;
+    clock.t += 300;
+    release(false);
+    const after = budget(one, clock, dir, 'k', { timeoutMs: 30_000 });
+    clock.t = sent + 30_000 + 1002 - 1;
+    expect(after.tryAcquire(), 'it may reach the server until its --timeout').toBeUndefined();
+    clock.t += 2;
+    expect(after.tryAcquire()).toBeDefined();
+  });
+
   it('an answered request (any status) frees its slot a window after its answer', () => {
     const clock = fakeClock(61_000_000);
     const b = new RequestBudget(one, clock);
