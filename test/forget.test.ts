@@ -17,7 +17,7 @@ import { sharedSim } from './helpers/shared-sim.js';
 /** The SQLite busy timeout (core/waits.ts) of a forget that waits for a reader to let go. */
 const BUSY_MS = 300;
 
-async function run(s: RunningSimulator, args: string[], waits?: Waits) {
+async function run(s: RunningSimulator, args: string[], waits?: Partial<Waits>) {
   return runCli(args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url }, waits });
 }
 

@@ -48,7 +48,7 @@ describePg('export of the views and --columns from PostgreSQL', () => {
   it('a symbolic link at -o is refused (exit 2) as from SQLite, and what it points at is untouched', async () => {
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
-    const s = await sim({ campaigns: 1, records: 2 });
+    const s = await sharedSim({ campaigns: 1, records: 2 });
     expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
     const dir = tempDir();
     const victim = join(dir, 'victim.txt');

@@ -52,7 +52,8 @@ function sqliteBackend(): Backend {
       const db = new Database(path);
       try {
         db.exec(DROP_TRAIL.sqlite);
-        db.pragma(`user_version = ${(db.pragma('user_version', { simple: true }) as number) - 1}`);
+        // The version before result_versions (SQLite v9): the later migrations run again, and may.
+        db.pragma('user_version = 8');
       } finally {
         db.close();
       }
@@ -71,7 +72,7 @@ function pgBackend(): Backend {
     },
     rows: (sql) => pgRows(schema, sql),
     async downgrade() {
-      await pgRows(schema, `${DROP_TRAIL.pg} UPDATE meta SET value = (value::int - 1)::text WHERE key = 'schema_version'`);
+      await pgRows(schema, `${DROP_TRAIL.pg} UPDATE meta SET value = '6' WHERE key = 'schema_version'`);
     },
   };
 }
