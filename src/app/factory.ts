@@ -13,6 +13,7 @@ import type {
   MirrorBackend,
   MirrorReader,
   MirrorTarget,
+  QuarantineAdmin,
   StoreChoice,
 } from '../store/mirror-port.js';
 import { dbWarnings, isPgUrl } from '../store/pg/url.js';
@@ -30,6 +31,8 @@ export interface Mirror {
   checkpointAdmin(): Promise<CheckpointAdmin>;
   /** For `forget`: an existing mirror, under the lock. */
   eraser(): Promise<EraseMirror>;
+  /** For `quarantine`: an existing mirror's quarantined records. */
+  quarantine(): Promise<QuarantineAdmin>;
   /** The campaigns' list upserted, as a pull does. */
   storeCampaigns(list: Array<Record<string, unknown>>, lister: string): Promise<void>;
 }
@@ -52,6 +55,7 @@ export function mirrorOf(settings: MirrorSettings, warn?: (text: string) => void
     reader: async (opts = {}) => (await backend()).openReader(target, opts),
     checkpointAdmin: async () => (await backend()).openCheckpointAdmin(target),
     eraser: async () => (await backend()).openEraser(target),
+    quarantine: async () => (await backend()).openQuarantine(target),
     storeCampaigns: async (list, lister) => (await backend()).storeCampaigns(target, list, new Date().toISOString(), lister),
   };
 }

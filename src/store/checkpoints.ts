@@ -8,6 +8,7 @@ import { endpointFor } from '../spec/paths.js';
 import { IdConflicts } from './conflicts.js';
 import type { Db } from './db.js';
 import { decodeDestination, describeDestination, encodeDestination } from './destination.js';
+import { SqliteQuarantine } from './quarantine.js';
 
 /**
  * The `meta` row of an erasure not finished (store/erase-pending.ts): set with the deletion, cleared
@@ -39,6 +40,8 @@ export interface StreamRow {
   type_changed_to: string | null;
   /** Records served through this stream whose id another campaign holds: skipped (store/conflicts.ts). */
   id_conflicts: number;
+  /** Records of this stream that failed the record rules, held in the quarantine (store/quarantine.ts). */
+  quarantined?: number | undefined;
 }
 
 /** A stream row as STREAMS_SQL reads it, before streamRow and the conflict counts fill it in. */
@@ -139,7 +142,11 @@ export class Checkpoints {
   all(): StreamRow[] {
     const listed = listedIds(this.s.listings.all() as string[]);
     const conflicts = new IdConflicts(this.db).perStream();
-    return (this.s.all.all() as StreamSqlRow[]).map((row) => streamRow(row, listed, conflicts));
+    const quarantined = new SqliteQuarantine(this.db).perStream();
+    return (this.s.all.all() as StreamSqlRow[]).map((row) => ({
+      ...streamRow(row, listed, conflicts),
+      quarantined: quarantined.get(row.stream) ?? 0,
+    }));
   }
 
   /** The state `--notify` last delivered, by stream. */

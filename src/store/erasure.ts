@@ -21,6 +21,7 @@ import { beginErasure, endErasure, pendingErasure } from './erase-pending.js';
 import { type Person, PersonGraph } from './model/person.js';
 import { NdjsonOffsets } from './offsets.js';
 import { refuseLinks } from './private-file.js';
+import { SqliteQuarantine } from './quarantine.js';
 
 export type { FileErased } from './erase-ndjson.js';
 
@@ -96,11 +97,20 @@ export function eraseCandidate(db: Db, user: string, hooks: ErasureHooks = {}): 
     const counts = eraseFromMirror(db, person);
     const terms = [user, ...person.ids, ...person.emails];
     const error_texts = scrubErrors(db, terms);
+    const quarantined = new SqliteQuarantine(db).erase(person, terms);
     beginErasure(db, person);
-    return { ...counts, error_texts };
+    return { ...counts, error_texts, quarantined };
   })();
   const files = eraseFromFiles(db, person, new Set(), hooks);
-  const found = rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts + files.length > 0;
+  const found =
+    rows.session_results +
+      rows.role_results +
+      rows.score_details +
+      rows.records_changed +
+      rows.error_texts +
+      rows.quarantined +
+      files.length >
+    0;
   if (!found) {
     // Nothing changed: no rebuild to do, the mark goes (secure_delete is on), unless the earlier
     // erasure's rebuild is still to do.

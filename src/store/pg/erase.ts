@@ -9,7 +9,7 @@
 import type pg from 'pg';
 import { type ErasedCounts, errorsWithout, type StoredError } from '../../core/email.js';
 import { parseJson, toJson } from '../../core/json.js';
-import { names, type Person, PersonGraph, scrubPerson } from '../model/person.js';
+import { names, type Person, PersonGraph, quarantinedNames, scrubPerson } from '../model/person.js';
 import type { PgDatabase } from './database.js';
 import { jsonText } from './statements.js';
 
@@ -138,6 +138,10 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
     for (const row of errorsWithout(stored.rows, terms)) {
       errorTexts += (await c.query('UPDATE sync_state SET last_error = $1 WHERE stream = $2', [row.last_error, row.stream])).rowCount ?? 0;
     }
+    // Quarantined copies naming them (store/quarantine.ts; the rule: model/person.ts quarantinedNames).
+    const held = await c.query<{ id: string; raw: string }>('SELECT id, raw FROM quarantine');
+    const quarantined = held.rows.filter((r) => quarantinedNames(r.raw, person, terms)).map((r) => r.id);
+    if (quarantined.length > 0) await c.query('DELETE FROM quarantine WHERE id = ANY($1::bigint[])', [quarantined]);
     return {
       session_results: sessionIds.length,
       role_results: roleIds.length,
@@ -145,11 +149,13 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
       eval_results: evals,
       records_changed: changed,
       error_texts: errorTexts,
+      quarantined: quarantined.length,
     };
   });
   if (erased.session_results + erased.role_results + erased.score_details + erased.records_changed + erased.error_texts > 0) {
     await db.query('VACUUM session_results, role_results, score_details, eval_results, sync_state', [], 'cannot vacuum');
   }
+  if ((erased.quarantined ?? 0) > 0) await db.query('VACUUM quarantine', [], 'cannot vacuum');
   return erased;
 }
 

@@ -14,7 +14,9 @@ export async function openPgEraser(t: MirrorTarget): Promise<EraseMirror> {
       // A pull running meanwhile could write the user's records back: hold every stream.
       for (const stream of await allStreams(db)) await locks.acquire(stream);
       const rows = await eraseFromPg(db, user);
-      const found = rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts > 0;
+      const found =
+        rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts + (rows.quarantined ?? 0) >
+        0;
       return { rows, files: [], found };
     },
     async close() {

@@ -20,6 +20,7 @@ import {
 import { CONFLICT_COUNTS_SQL } from '../conflicts.js';
 import type { PgDatabase } from './database.js';
 import { prepared } from './mirror.js';
+import { quarantineCounts } from './quarantine.js';
 
 type RawRow = Omit<
   StreamRow,
@@ -108,8 +109,9 @@ export class PgState {
     const listed = listedIds(listings.rows.map((r) => r.value));
     const r = await this.db.query<RawRow>(`${STREAMS_SQL} ORDER BY s.campaign_id, s.endpoint, s.report_type NULLS FIRST`);
     const conflicts = await this.conflictCounts();
-    return r.rows.map((row) =>
-      streamRow(
+    const quarantined = await quarantineCounts(this.db);
+    return r.rows.map((row) => ({
+      ...streamRow(
         {
           ...row,
           cursor: row.cursor === null ? null : BigInt(row.cursor),
@@ -121,7 +123,8 @@ export class PgState {
         listed,
         conflicts,
       ),
-    );
+      quarantined: quarantined.get(row.stream) ?? 0,
+    }));
   }
 
   /** Each stream's count of records skipped for an id another campaign holds (store/conflicts.ts). */

@@ -2,6 +2,7 @@
 import { Campaigns } from '../campaigns.js';
 import { openDatabase } from '../db.js';
 import type { MirrorBackend } from '../mirror-port.js';
+import { SqliteQuarantine } from '../quarantine.js';
 import { openSqliteCheckpointAdmin } from './checkpoint-admin.js';
 import { openSqliteJobStore } from './job-store.js';
 import { openSqliteReader } from './reader.js';
@@ -11,6 +12,18 @@ export const sqliteBackend: MirrorBackend = {
   openReader: openSqliteReader,
   openCheckpointAdmin: openSqliteCheckpointAdmin,
   openEraser: async (t) => (await import('./eraser.js')).openSqliteEraser(t),
+  async openQuarantine(t) {
+    const db = openDatabase(t.path, { mustExist: true });
+    const quarantine = new SqliteQuarantine(db);
+    return {
+      name: t.path,
+      list: async () => quarantine.list(),
+      drop: async (which) => quarantine.drop(which),
+      close: async () => {
+        db.close();
+      },
+    };
+  },
   async storeCampaigns(t, list, at, lister) {
     // The campaigns table is small and written in one transaction: no run lock needed.
     const db = openDatabase(t.path);
