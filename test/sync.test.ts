@@ -303,8 +303,9 @@ function dropV5(db: ReturnType<typeof openDatabase>) {
   db.exec('DROP TABLE id_conflicts');
 }
 
-/** Undo version 8 (store/changes.ts). */
+/** Undo version 8 (store/changes.ts) and the versions after it (the quarantine). */
 function dropV8(db: ReturnType<typeof openDatabase>) {
+  db.exec('DROP TABLE quarantine');
   db.exec(`ALTER TABLE session_results DROP COLUMN change_seq; ALTER TABLE role_results DROP COLUMN change_seq;
     DROP TABLE change_counter; DROP TABLE tombstones; DROP TABLE export_consumers;`);
 }

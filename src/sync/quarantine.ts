@@ -34,6 +34,18 @@ export function recordTexts(body: Buffer, count: number): string[] | undefined {
   return texts.length === count ? texts : undefined;
 }
 
+/**
+ * The text kept: as received, unless the record holds the API key. A key written with JSON escapes
+ * (`\u0073k_…`) would pass a redaction of the text, so the parsed value is looked at: a record that
+ * holds the key is kept as its value written anew, the key taken out.
+ */
+function rawText(received: string | undefined, value: unknown, redact: Redact): string {
+  const written = toJson(value);
+  const redacted = redact(written);
+  if (received === undefined || redacted !== written) return redacted;
+  return redact(received);
+}
+
 /** Where a page was read from: what a retry sends to read it again. */
 export interface PageOrigin {
   after: bigint | undefined;
@@ -46,13 +58,13 @@ export interface PageOrigin {
 /**
  * The faulty records of a page, as the quarantine keeps them. Their text is the body's bytes; a body
  * that cannot be cut (a shape core/json-bytes.ts does not read) gives the record's JSON text instead,
- * the same value written anew. The API key, were a record to hold it, is taken out either way.
+ * the same value written anew. The API key, were a record to hold it, is taken out (rawText).
  */
 export function quarantined(faults: readonly RecordFault[], data: unknown[], body: Buffer, origin: PageOrigin): QuarantinedRecord[] {
   const texts = recordTexts(body, data.length);
   const at = new Date().toISOString();
   return faults.map((f) => ({
-    raw: origin.redact(texts?.[f.index] ?? toJson(data[f.index])),
+    raw: rawText(texts?.[f.index], data[f.index], origin.redact),
     reason: f.reason,
     recordId: f.id,
     orderIndex: f.orderIndex,
