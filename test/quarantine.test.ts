@@ -64,13 +64,13 @@ const BACKENDS: Backend[] = [
       const out = join(dir, 'out');
       const rows = async (sql: string) => sqliteRows(db, sql);
       const sessions = async () => {
-        const text = readFileSync(join(out, 'session_results.ndjson'), 'utf8');
-        return new Set(
-          text
-            .split('\n')
-            .filter(Boolean)
-            .map((l) => (JSON.parse(l) as { id: string }).id),
-        ).size;
+        // The ids whose last line is a record, not a tombstone (reconcile --prune's `_deleted_at`).
+        const last = new Map<string, boolean>();
+        for (const line of readFileSync(join(out, 'session_results.ndjson'), 'utf8').split('\n').filter(Boolean)) {
+          const r = JSON.parse(line) as { id: string; _deleted_at?: string };
+          last.set(r.id, r._deleted_at === undefined);
+        }
+        return [...last.values()].filter(Boolean).length;
       };
       return { args: ['--db', db], dest: ['--format', 'ndjson', '--out', out], env: {}, rows, sessions };
     },
@@ -223,6 +223,25 @@ describe.each(BACKENDS)('quarantine: $name', (backend) => {
     const left = await m.rows('SELECT raw FROM quarantine');
     expect(left.length).toBeLessThan(5);
     expect(left.some((r) => (r.raw as string).toLowerCase().includes(email.toLowerCase()))).toBe(false);
+  });
+
+  it('reconcile --prune never takes a quarantined record for gone', async () => {
+    const clean = await sim({ campaigns: 2, records: RECORDS });
+    const m = backend.make();
+    const c = sessionCampaign(clean);
+    const pulled = await runCli(['pull', ...api(clean), ...m.args, ...m.dest, '--campaign', c.id], keyEnv(clean, m));
+    expect(pulled.code, pulled.stderr).toBe(0);
+    // The same records, some served with a score that is a word (their ids kept): quarantined, not gone.
+    const scored = await sim({ campaigns: 2, records: RECORDS, malformed: { every: 50, kinds: ['score'] } });
+    const first = await runCli(['reconcile', ...api(scored), ...m.args, '--campaign', c.id, '--prune', '--json'], keyEnv(scored, m));
+    expect(first.code, first.stderr).toBe(0);
+    expect(await m.sessions()).toBe(RECORDS);
+    // Served without an id: any stored record may be it, so the stream is not pruned, and it says why.
+    const anonymous = await sim({ campaigns: 2, records: RECORDS, malformed: { every: 50, kinds: ['id'] } });
+    const second = await runCli(['reconcile', ...api(anonymous), ...m.args, '--campaign', c.id, '--prune'], keyEnv(anonymous, m));
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).toMatch(/not pruned: 5 quarantined records have no usable id/);
+    expect(await m.sessions()).toBe(RECORDS);
   });
 
   it('a page unsound as a whole (an id twice) still fails its stream: nothing of it stored or quarantined', async () => {

@@ -84,7 +84,7 @@ export async function retryQuarantined(rows: readonly QuarantineRow[], deps: Ret
     const good: CheckedRecord[] = [];
     const released: QuarantineRow[] = [];
     for (const row of group) {
-      const index = row.record_id !== null ? data.findIndex((d) => idOf(d) === row.record_id) : row.page_position - 1;
+      const index = placeOf(row, data);
       if (index < 0 || index >= data.length) {
         out.kept.push({ row, why: 'not served at its place any more (deleted by the service?): drop it if it is gone' });
         continue;
@@ -107,6 +107,17 @@ export async function retryQuarantined(rows: readonly QuarantineRow[], deps: Ret
   return out;
 }
 
-function idOf(value: unknown): unknown {
-  return value !== null && typeof value === 'object' ? (value as { id?: unknown }).id : undefined;
+function field(value: unknown, name: 'id' | 'order_index'): unknown {
+  return value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[name] : undefined;
+}
+
+/**
+ * Where a quarantined record is in its page read again: by its id, else by its order_index, else by
+ * its position (a record with neither; records deleted before it since would move it: then another
+ * record is read in its place, stored if it passes, as any read of the stream would).
+ */
+function placeOf(row: QuarantineRow, data: unknown[]): number {
+  if (row.record_id !== null) return data.findIndex((d) => field(d, 'id') === row.record_id);
+  if (row.order_index !== null) return data.findIndex((d) => String(field(d, 'order_index')) === row.order_index);
+  return row.page_position - 1;
 }

@@ -13,7 +13,7 @@ import type { Cursors, Sink } from '../store/sinks/sink.js';
 import { envelopeCursor, nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
 import { quarantined } from './quarantine.js';
-import { sortPage } from './records.js';
+import { type RecordFault, sortPage } from './records.js';
 
 /** A date window sent as `start_date`/`end_date` (inclusive days, YYYY-MM-DD). */
 export interface DateWindow {
@@ -91,8 +91,11 @@ export interface Walk {
   window: DateWindow;
   /** Move the checkpoint with each page (an incremental or full read), or leave it (backfill, lookback, reconcile). */
   checkpoint: boolean;
-  /** Called with each page's records after they are stored (reconcile collects the ids served). */
-  onPage?: ((records: CheckedRecord[]) => void) | undefined;
+  /**
+   * Called with each page's records after they are stored (reconcile collects the ids served), and
+   * its quarantined records' ids (undefined for one without a usable id): served too, never gone.
+   */
+  onPage?: ((records: CheckedRecord[], held: Array<string | undefined>) => void) | undefined;
 }
 
 /**
@@ -216,7 +219,7 @@ export async function walkStream(
       const inOrder = before === undefined ? commit : Promise.allSettled([before, commit]).then(() => before.then(() => commit));
       committing = inOrder.then((done) => {
         if (checkpoint !== undefined) committed = checkpoint;
-        walk.onPage?.(checked);
+        walk.onPage?.(checked, heldIds(sorted.faults));
         counts.records += checked.length;
         counts.inserted += done.inserted;
         counts.updated += done.updated;
@@ -241,6 +244,11 @@ export async function walkStream(
     }
   }
   return committed;
+}
+
+/** The ids of a page's quarantined records (undefined for one without a usable id). */
+function heldIds(faults: readonly RecordFault[]): Array<string | undefined> {
+  return faults.map((f) => f.id);
 }
 
 /** The larger of two cursors, either of which may be missing. */
