@@ -244,10 +244,26 @@ describe.each(BACKENDS)('quarantine: $name', (backend) => {
     expect(await m.sessions()).toBe(RECORDS);
   });
 
+  it('list escapes the strings of the service before a terminal; --json keeps them exact', async () => {
+    const m = backend.make();
+    const hostile = { id: 'r-\u001b]52;c;aGk=\u0007', order_index: 1, campaign: { id: 'x\u001b[2J\u202e' }, note: 'a\u202eb' };
+    const service = await pageServer([hostile]);
+    const env = { env: { CAMPAIGN_SYNC_API_KEY: 'test-key-0123456789', ...m.env } };
+    expect((await runCli(['pull', '--base-url', service.url, ...m.args, ...m.dest], env)).code).toBe(0);
+    const list = await runCli(['quarantine', 'list', ...m.args], env);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(/not the campaign asked for/);
+    expect(list.stdout + list.stderr).not.toMatch(/[\u0007\u001b\u202e]/);
+    const doc = JSON.parse((await runCli(['quarantine', 'list', ...m.args, '--json'], env)).stdout) as {
+      quarantined: Array<{ raw: string }>;
+    };
+    expect(JSON.parse(doc.quarantined[0]?.raw as string)).toEqual(hostile);
+  });
+
   it('a page unsound as a whole (an id twice) still fails its stream: nothing of it stored or quarantined', async () => {
     const m = backend.make();
     const service = await pageServer();
-    const env = { env: { CAMPAIGN_SYNC_API_KEY: 'k', ...m.env } };
+    const env = { env: { CAMPAIGN_SYNC_API_KEY: 'test-key-0123456789', ...m.env } };
     const pull = await runCli(['pull', '--base-url', service.url, ...m.args, ...m.dest, '--json'], env);
     expect(pull.code).toBe(4);
     const doc = JSON.parse(pull.stdout) as { streams: Array<{ status: string; error: string }> };
@@ -264,8 +280,8 @@ afterAll(async () => {
   await Promise.all(servers.map((x) => new Promise((r) => x.close(r))));
 });
 
-/** A service of one session campaign whose only page holds an id twice, and a record missing its id. */
-async function pageServer(): Promise<{ url: string }> {
+/** A service of one session campaign whose only page holds an id twice, and a record missing its id (or `data`). */
+async function pageServer(data?: unknown[]): Promise<{ url: string }> {
   const record = (id: string | undefined, n: number) => ({
     id,
     order_index: n,
@@ -275,7 +291,9 @@ async function pageServer(): Promise<{ url: string }> {
   const server = createServer((req, res) => {
     res.setHeader('content-type', 'application/json');
     if (req.url?.startsWith('/v1/campaigns/session/results')) {
-      res.end(JSON.stringify({ data: [record('r-1', 1), record(undefined, 2), record('r-1', 3)], has_more: false, last_record_index: 3 }));
+      res.end(
+        JSON.stringify({ data: data ?? [record('r-1', 1), record(undefined, 2), record('r-1', 3)], has_more: false, last_record_index: 3 }),
+      );
     } else if (req.url === '/v1/campaigns') {
       res.end(
         JSON.stringify({
