@@ -67,6 +67,17 @@ export async function quarantine(
       return 0;
     }
     const rows = (await admin.list()).filter((r) => which === 'all' || which.includes(r.id));
+    if (which !== 'all') {
+      const missing = which.filter((n) => !rows.some((r) => r.id === n));
+      if (missing.length > 0)
+        out.warn(`no quarantined record ${missing.join(', ')}: nothing to retry for ${missing.length === 1 ? 'it' : 'them'}`);
+    }
+    if (rows.length === 0) {
+      // Nothing to read again: no request, no lock.
+      out.document({ stored: [], kept: [], requests: 0 });
+      out.print(`Nothing to retry in ${admin.name}.`);
+      return 0;
+    }
     const progress = await startProgress(out, 'reading quarantined records again');
     const job = await SyncJob.open(settings as ReconcileSettings, signal, { events: commandEvents(out, progress) });
     try {
