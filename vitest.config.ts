@@ -31,6 +31,7 @@ const E2E = [
   'test/pg-lock.test.ts',
   'test/pg-reliability.test.ts',
   'test/posix-locks.test.ts',
+  'test/quarantine-crash.test.ts',
   'test/reliability.test.ts',
 ];
 /** Big, slow and random (`npm run test:soak`): 20 kill -9 rounds per sink, million-row exports, memory ceilings, the gzip bomb. */

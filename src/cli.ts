@@ -308,6 +308,34 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
   ).action(async (opts) => done(await (await import('./commands/history.js')).history(await settings('history', opts))));
 
   example(
+    outputOptions(
+      dbOption(
+        apiOptions(
+          program
+            .command('quarantine')
+            .description('list, retry or drop the records that failed the record rules and were kept apart while their streams went on')
+            .argument('<action>', 'list, retry or drop')
+            .argument('[ids...]', 'ids of `quarantine list` (retry: all when none; drop: these, or --all)')
+            .option('--all', 'drop: every quarantined record'),
+        ),
+      ),
+    ),
+    'campaign-sync quarantine list',
+    'campaign-sync quarantine retry',
+    'campaign-sync quarantine drop 3 4',
+  ).action(async (action: string, ids: string[], opts) =>
+    done(
+      await (await import('./commands/quarantine.js')).quarantine(
+        action,
+        ids,
+        opts,
+        action === 'retry' ? await settings('quarantine', opts) : await settings('status', opts),
+        signal,
+      ),
+    ),
+  );
+
+  example(
     program
       .command('simulate')
       .description('run a local simulator of the service until stopped')
@@ -325,6 +353,11 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
         'changes to served results, N/DURATION: re-scores, late arrivals, deletions (rehearse --lookback and reconcile)',
       )
       .option('--faults <spec>', 'share of faulty replies: 0.2, or 500=0.05,503=0.05,429=0.02,reset=0.02,slow=0.05,truncate=0.02')
+      .option(
+        '--malformed <spec>',
+        'serve every Nth record of a campaign failing a record rule, N or N:kinds (id, score, campaign, order-index; in turn)',
+      )
+      .option('--malformed-for <duration>', 'with --malformed: serve the records whole again after this long (rehearse quarantine retry)')
       .option(
         '--quirks <list>',
         'shapes the docs and samples show, comma-separated: docs (= bare-array, flat-session, docs-feedback, campaigns-paged, unordered-times), string-order-index, last-record-id, no-cursor-field, campaigns-bare-array, unknown-type',

@@ -179,7 +179,7 @@ describe('human status', () => {
       lock.release();
     }
     const text = written.join('');
-    expect(text.split('\n')[0]).toBe('campaign\tendpoint\treport\tcursor\trecords\tid conflicts\tlast success\tlast error');
+    expect(text.split('\n')[0]).toBe('campaign\tendpoint\treport\tcursor\trecords\tid conflicts\tquarantined\tlast success\tlast error');
     expect(text).not.toContain('sync in progress');
     expect(text).toContain('4 min ago');
     expect(said.join('')).toMatch(new RegExp(`^sync in progress \\(pid ${process.pid} on .+, since \\d{4}-.+Z, 0 s ago\\)$`, 'm'));

@@ -303,8 +303,9 @@ function dropV5(db: ReturnType<typeof openDatabase>) {
   db.exec('DROP TABLE id_conflicts');
 }
 
-/** Undo version 9 (store/migrations/v9.ts: versions of results), then version 8 (store/changes.ts). */
+/** Undo version 9 (versions of results) and the quarantine, then version 8 (store/changes.ts). */
 function dropV8(db: ReturnType<typeof openDatabase>) {
+  db.exec('DROP TABLE quarantine');
   db.exec(`DROP VIEW result_versions; DROP TRIGGER session_results_version; DROP TRIGGER session_results_pruned;
     DROP TRIGGER role_results_version; DROP TRIGGER role_results_pruned; DROP TABLE past_versions; DROP TABLE change_times;`);
   db.exec(`ALTER TABLE session_results DROP COLUMN change_seq; ALTER TABLE role_results DROP COLUMN change_seq;

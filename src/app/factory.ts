@@ -14,6 +14,7 @@ import type {
   MirrorBackend,
   MirrorReader,
   MirrorTarget,
+  QuarantineAdmin,
   StoreChoice,
   VersionReader,
 } from '../store/mirror-port.js';
@@ -34,6 +35,8 @@ export interface Mirror {
   eraser(): Promise<EraseMirror>;
   /** For `history` and `export --as-of`: an existing mirror's versions of results, read. */
   versions(): Promise<VersionReader>;
+  /** For `quarantine`: an existing mirror's quarantined records. */
+  quarantine(): Promise<QuarantineAdmin>;
   /** The campaigns' list upserted, as a pull does. */
   storeCampaigns(list: Array<Record<string, unknown>>, lister: string): Promise<void>;
   /** For `export`: an existing mirror, read (`forChanges`: --since-last, which remembers the consumer's place). */
@@ -61,6 +64,7 @@ export function mirrorOf(settings: MirrorSettings, warn?: (text: string) => void
     checkpointAdmin: async () => (await backend()).openCheckpointAdmin(target),
     eraser: async () => (await backend()).openEraser(target),
     versions: async () => (await backend()).openVersions(target),
+    quarantine: async () => (await backend()).openQuarantine(target),
     storeCampaigns: async (list, lister) => (await backend()).storeCampaigns(target, list, new Date().toISOString(), lister),
     exportSource: async (opts) => (await backend()).openExport(target, opts),
     ownFiles: async () => (await backend()).ownFiles(target),

@@ -6,7 +6,7 @@ import { showText } from '../ui/escape.js';
 import { healthDocument, healthLines, nagiosReport, nagiosUnknown, relativeTime } from '../ui/health.js';
 import { compareNames } from '../ui/order.js';
 import { Output } from '../ui/output.js';
-import { statusTable } from '../ui/status.js';
+import { quarantineDocument, quarantineLines, statusTable } from '../ui/status.js';
 
 async function checkMaxAge(given: string | undefined): Promise<number> {
   const { parseSettings, statusSchema } = await import('../config/schema.js');
@@ -57,10 +57,10 @@ async function show(settings: StatusSettings, out: Output): Promise<number> {
         out.outcome(report.lines.join('\n'));
         return report.code;
       }
-      out.document(healthDocument(health, label, now));
+      out.document({ ...healthDocument(health, label, now), quarantined: quarantineDocument(rows) });
       // On stdout: what a cron wrapper or a monitor reads. --quiet keeps a failure's lines (the
       // reason is the point of the check) and silences only an OK.
-      const lines = healthLines(health, label, now).join('\n');
+      const lines = [...quarantineLines(rows, label), ...healthLines(health, label, now)].join('\n');
       if (health.verdict === 'ok') out.print(lines);
       else out.outcome(lines);
       return exitCodeForHealth(health.verdict);
@@ -83,6 +83,7 @@ async function show(settings: StatusSettings, out: Output): Promise<number> {
         unlisted_since: r.unlisted_since,
         type_changed_to: r.type_changed_to,
         id_conflicts: r.id_conflicts,
+        quarantined: r.quarantined ?? 0,
       })),
       skipped: skipped.map((s) => ({ id: s.id, name: s.name, type: s.type, reason: 'campaign type not supported' })),
     });

@@ -153,6 +153,8 @@ export interface SettingsOf {
   pull: PullSettings;
   watch: WatchSettings;
   reconcile: ReconcileSettings;
+  /** `quarantine retry`: a job as reconcile's, reading only the quarantined records' pages. */
+  quarantine: ReconcileSettings;
   campaigns: CampaignsSettings;
   demo: DemoSettings;
   status: StatusSettings;
@@ -350,16 +352,17 @@ export function resolveSettings<C extends CommandName>(
     case 'pull':
     case 'watch':
     case 'reconcile':
+    case 'quarantine':
       output(c);
       if (command === 'watch') watchOnly(c);
-      pass(c, command);
+      pass(c, command === 'quarantine' ? 'reconcile' : command);
       job(c);
       mirror(c);
       if (command === 'pull') {
         c.flag('ifIdle', false);
         c.flag<string | undefined>('metricsFile', undefined);
       }
-      if (command === 'reconcile') c.flag('prune', false);
+      if (command === 'reconcile' || command === 'quarantine') c.flag('prune', false);
       break;
     case 'campaigns':
       output(c);

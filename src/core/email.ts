@@ -74,6 +74,8 @@ export interface ErasedCounts {
   result_versions: number;
   /** Streams' last errors that named the candidate, scrubbed. */
   error_texts: number;
+  /** Quarantined records that named the candidate, deleted (store/quarantine.ts). */
+  quarantined?: number | undefined;
 }
 
 /** A stored record's candidate: what their erasure removes from other texts too. */

@@ -5,6 +5,7 @@
  * Query parsing is in query.ts, the documented shapes (quirks.ts) in shapes.ts. Over 250 lines
  * because routing, paging and the fault injector share one request's state.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
@@ -15,6 +16,7 @@ import { control, isControl } from './control.js';
 import { checkOrderIndexRoom, type SimCampaign, SimData } from './data.js';
 import { acceptsGzip, gzipBody } from './encoding.js';
 import { chooseFault, type FaultKind, type FaultPlan } from './faults.js';
+import { type MalformedPlan, malform, malformedKind } from './malformed.js';
 import { errorBody, HttpError, parseCampaignQuery, parseQuery } from './query.js';
 import type { Quirks } from './quirks.js';
 import { hash32, prng, seedNumber } from './random.js';
@@ -52,6 +54,9 @@ export interface SimulatorOptions {
   cachePages?: boolean;
   /** Serve https with this certificate and key (PEM), e.g. to rehearse a private CA with NODE_EXTRA_CA_CERTS. */
   tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
+  /** Serve every Nth record malformed (simulator/malformed.ts), until `malformedForMs` has passed or `malformed.fix()`. */
+  malformed?: MalformedPlan | undefined;
+  malformedForMs?: number | undefined;
   /** Clock, for tests. */
   now?: () => number;
 }
@@ -81,6 +86,8 @@ export interface RunningSimulator {
   /** Re-scores, late arrivals and deletions applied to the data (simulator/changes.ts). */
   changes: SimChanges;
   stats: SimulatorStats;
+  /** The malformed records of `--malformed`: `fix()` serves them whole from now on. */
+  malformed: { fix(): void; readonly fixed: boolean };
   close(): Promise<void>;
 }
 
@@ -133,6 +140,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     userAgents: {},
   };
   const sockets = new Set<Socket>();
+  const startedAt = now();
+  let fixed = options.malformed === undefined;
+  const malformedNow = (): MalformedPlan | undefined => {
+    if (!fixed && options.malformedForMs !== undefined && now() - startedAt >= options.malformedForMs) fixed = true;
+    return fixed ? undefined : options.malformed;
+  };
 
   // Cached pages keep their compressed form too (same string, same Buffer): the bench measures the client, not gzip here.
   const gzipCache = cache ? new Map<string, Buffer>() : undefined;
@@ -142,7 +155,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     let agent = res.req?.headers['user-agent'] ?? '';
     if (stats.userAgents[agent] === undefined && Object.keys(stats.userAgents).length >= 100) agent = '(other)';
     stats.userAgents[agent] = (stats.userAgents[agent] ?? 0) + 1;
-    const type = { 'content-type': 'application/json; charset=utf-8' };
+    // Every answer names itself, as the error body's request_id does (§7); a quarantined record keeps it.
+    const type = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': randomUUID() };
     if (!acceptsGzip(res.req?.headers['accept-encoding'])) {
       stats.bodyBytes += Buffer.byteLength(body);
       res.writeHead(status, { ...type, 'content-length': Buffer.byteLength(body), ...headers });
@@ -227,8 +241,15 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     if (!changes.any)
       records = indexes.map((i) => (endpoint === 'session' ? data.sessionResult(campaign, i) : data.roleResult(campaign, i, q.reportType)));
     records = records.map((r) => shapeRecord(r, endpoint, quirks));
-    if (quirks.bareArray) return toJson(records);
     const last = records.length > 0 ? (records[records.length - 1] as Record<string, unknown>).order_index : null;
+    const plan = changes.any ? undefined : malformedNow();
+    if (plan !== undefined) {
+      records = records.map((r, k) => {
+        const kind = malformedKind(plan, indexes[k] as number);
+        return kind === undefined ? r : malform(r, kind);
+      });
+    }
+    if (quirks.bareArray) return toJson(records);
     const envelope: Record<string, unknown> = { data: records, has_more: hasMore };
     if (quirks.lastRecordId) envelope.last_record_id = last;
     else if (!quirks.noCursorField) envelope.last_record_index = last;
@@ -272,7 +293,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     let status = 200;
     let body: string;
     try {
-      const key = url.pathname + url.search;
+      const key = `${url.pathname}${url.search}${malformedNow() === undefined ? '' : ' malformed'}`;
       const cached = cache?.get(key);
       if (cached !== undefined) body = cached;
       else {
@@ -328,6 +349,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     quirks,
     changes,
     stats,
+    malformed: {
+      fix: () => {
+        fixed = true;
+      },
+      get fixed() {
+        return fixed;
+      },
+    },
     close: () =>
       new Promise<void>((resolve) => {
         clearInterval(churnTimer);

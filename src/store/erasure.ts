@@ -21,6 +21,7 @@ import { beginErasure, endErasure, pendingErasure } from './erase-pending.js';
 import { type Person, PersonGraph } from './model/person.js';
 import { NdjsonOffsets } from './offsets.js';
 import { refuseLinks } from './private-file.js';
+import { SqliteQuarantine } from './quarantine.js';
 
 export type { FileErased } from './erase-ndjson.js';
 
@@ -96,8 +97,9 @@ export function eraseCandidate(db: Db, user: string, hooks: ErasureHooks = {}): 
     const counts = eraseFromMirror(db, person);
     const terms = [user, ...person.ids, ...person.emails];
     const error_texts = scrubErrors(db, terms);
+    const quarantined = new SqliteQuarantine(db).erase(person, terms);
     beginErasure(db, person);
-    return { ...counts, error_texts };
+    return { ...counts, error_texts, quarantined };
   })();
   const files = eraseFromFiles(db, person, new Set(), hooks);
   const found =
@@ -107,6 +109,7 @@ export function eraseCandidate(db: Db, user: string, hooks: ErasureHooks = {}): 
       rows.records_changed +
       rows.result_versions +
       rows.error_texts +
+      rows.quarantined +
       files.length >
     0;
   if (!found) {

@@ -10,9 +10,10 @@ import type { FileErased } from './erase-ndjson.js';
 import type { Holder } from './lock.js';
 import type { ChangeTableName, ExportTable } from './model/export-tables.js';
 import type { SkippedCampaign, StreamRow } from './model/streams.js';
+import type { QuarantineRow, QuarantineSelection } from './model/quarantine.js';
 import type { Cursors, Sink } from './sinks/sink.js';
 
-export type { Holder, SkippedCampaign, StreamRow };
+export type { Holder, QuarantineRow, QuarantineSelection, SkippedCampaign, StreamRow };
 
 /** The database a command was given: --db's value and where it came from (--db, CAMPAIGN_SYNC_DB, a profile's key). */
 export interface MirrorTarget {
@@ -206,6 +207,16 @@ export interface ExportSource {
   close(): Promise<void>;
 }
 
+/** What `quarantine list|drop|retry` needs of a mirror: its quarantined records (store/quarantine.ts). */
+export interface QuarantineAdmin {
+  /** The database as messages name it (a PostgreSQL URL without its password). */
+  readonly name: string;
+  list(): Promise<QuarantineRow[]>;
+  /** Deletes the selected records; returns those deleted. */
+  drop(which: QuarantineSelection): Promise<QuarantineRow[]>;
+  close(): Promise<void>;
+}
+
 /** One backend's implementation of the port (store/sqlite/backend.ts, store/pg/backend.ts). */
 export interface MirrorBackend {
   /** Opens the mirror for a pull or watch, locked, creating or migrating it. */
@@ -218,6 +229,8 @@ export interface MirrorBackend {
   openEraser(t: MirrorTarget): Promise<EraseMirror>;
   /** Opens an existing mirror to read its versions of results (history, export --as-of). */
   openVersions(t: MirrorTarget): Promise<VersionReader>;
+  /** Opens an existing mirror's quarantine (migrated to have one). */
+  openQuarantine(t: MirrorTarget): Promise<QuarantineAdmin>;
   /** Upserts the campaigns' list, as a pull does (the mirror created or migrated on first use). */
   storeCampaigns(t: MirrorTarget, list: Array<Record<string, unknown>>, at: string, lister: string): Promise<void>;
   /**

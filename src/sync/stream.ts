@@ -6,13 +6,14 @@
  */
 import type { ApiClient, RequestCounter } from '../api/client.js';
 import type { Progress, RunEvents } from '../core/events.js';
-import type { CheckedRecord, ReportType, StreamId } from '../core/types.js';
+import type { CheckedRecord, QuarantinedRecord, ReportType, StreamId } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
 import type { Cursors, Sink } from '../store/sinks/sink.js';
-import { nextStep } from './paginate.js';
+import { envelopeCursor, nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
-import { checkPage } from './records.js';
+import { quarantined } from './quarantine.js';
+import { type RecordFault, sortPage } from './records.js';
 
 /** A date window sent as `start_date`/`end_date` (inclusive days, YYYY-MM-DD). */
 export interface DateWindow {
@@ -90,8 +91,11 @@ export interface Walk {
   window: DateWindow;
   /** Move the checkpoint with each page (an incremental or full read), or leave it (backfill, lookback, reconcile). */
   checkpoint: boolean;
-  /** Called with each page's records after they are stored (reconcile collects the ids served). */
-  onPage?: ((records: CheckedRecord[]) => void) | undefined;
+  /**
+   * Called with each page's records after they are stored (reconcile collects the ids served), and
+   * its quarantined records' ids (undefined for one without a usable id): served too, never gone.
+   */
+  onPage?: ((records: CheckedRecord[], held: Array<string | undefined>) => void) | undefined;
 }
 
 /**
@@ -155,34 +159,55 @@ export async function walkStream(
     for (;;) {
       // A commit that fails while the next page is on its way stops the stream now, not after the
       // request (which may be waiting out retries).
-      const { page } = await (committing === undefined ? pending : Promise.race([pending, committing.then(() => pending)]));
+      const { page, body, requestId } = await (committing === undefined
+        ? pending
+        : Promise.race([pending, committing.then(() => pending)]));
       counts.pages++;
       const where = `${describeRequest({ method: 'GET', path, campaignId: id.campaignId })}, page ${counts.pages}`;
-      const checked = checkPage(page.data, { where, campaignId: id.campaignId, after: cursor, redact: deps.client.redact });
-      const last = checked.at(-1)?.orderIndex;
+      const redact = deps.client.redact;
+      // A record that fails the rules is quarantined and the page goes on; a page unsound as a whole throws.
+      const sorted = sortPage(page.data, { where, campaignId: id.campaignId, after: cursor, redact });
+      const checked = sorted.records;
       const step = nextStep(page, {
         where,
         sent: cursor,
-        records: checked.length,
-        last,
+        records: page.data.length,
+        last: sorted.last,
         limit: opts.pageSize,
-        redact: deps.client.redact,
+        redact,
       });
+      // The checkpoint moves no further than the page proves: its last usable order_index, or, when
+      // records after that one have none, the envelope's cursor.
+      const proven = sorted.tailUnknown ? maxOf(envelopeCursor(page, where, redact), sorted.last) : sorted.last;
+      const quarantine =
+        sorted.faults.length === 0
+          ? undefined
+          : {
+              add: quarantined(sorted.faults, page.data, body, {
+                after: cursor,
+                since: walk.window.since,
+                until: walk.window.until,
+                requestId,
+                redact,
+              }),
+            };
+      if (quarantine !== undefined) deps.events?.warning?.(quarantineWarning(id, counts.pages, quarantine.add));
       // The next page is on its way while this one is stored: the network overlaps the disk.
       if (!step.done && !deps.signal?.aborted) {
         pending = fetchPage(step.next);
         await letRequestOut();
       }
       // The page's rows are made while the previous page commits (a sink over the network).
-      const prepared = deps.sink.prepare?.(id, checked);
+      // A page with quarantined records is written alone, in a transaction of its own: it is not prepared.
+      const prepared = quarantine === undefined ? deps.sink.prepare?.(id, checked) : undefined;
       // An empty last page leaves the checkpoint where it was.
-      const checkpoint = !walk.checkpoint || last === undefined ? undefined : last;
+      const checkpoint = !walk.checkpoint || proven === undefined ? undefined : proven;
       const overlap = committing !== undefined && checkpoint !== undefined && deps.sink.overlaps?.(previousPlan, prepared) === true;
       if (!overlap) await settle();
       else if (older !== undefined) await older;
       const move = checkpoint === undefined ? undefined : { from: expected, to: checkpoint };
       if (checkpoint !== undefined) expected = checkpoint;
-      const commit = deps.sink.commitPage(id, checked, move, prepared);
+      const commit = deps.sink.commitPage(id, checked, move, prepared, quarantine);
       // Always awaited through `committing`, maybe only after the next page arrives: meanwhile a
       // failure must not count as an unhandled rejection.
       commit.catch(() => {});
@@ -194,7 +219,7 @@ export async function walkStream(
       const inOrder = before === undefined ? commit : Promise.allSettled([before, commit]).then(() => before.then(() => commit));
       committing = inOrder.then((done) => {
         if (checkpoint !== undefined) committed = checkpoint;
-        walk.onPage?.(checked);
+        walk.onPage?.(checked, heldIds(sorted.faults));
         counts.records += checked.length;
         counts.inserted += done.inserted;
         counts.updated += done.updated;
@@ -219,6 +244,25 @@ export async function walkStream(
     }
   }
   return committed;
+}
+
+/** The ids of a page's quarantined records (undefined for one without a usable id). */
+function heldIds(faults: readonly RecordFault[]): Array<string | undefined> {
+  return faults.map((f) => f.id);
+}
+
+/** The larger of two cursors, either of which may be missing. */
+function maxOf(a: bigint | undefined, b: bigint | undefined): bigint | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return a > b ? a : b;
+}
+
+/** The warning for a page's quarantined records: how many, the first one's reason, and where to see them. */
+function quarantineWarning(id: StreamId, page: number, records: readonly QuarantinedRecord[]): string {
+  const first = records[0]?.reason ?? '';
+  const what = records.length === 1 ? '1 record' : `${records.length} records`;
+  return `stream ${id.key}, page ${page}: ${what} failed the record rules and went to the quarantine (${first}); the stream goes on: \`campaign-sync quarantine list\` shows them`;
 }
 
 /**

@@ -9,7 +9,7 @@
 import type pg from 'pg';
 import { type ErasedCounts, errorsWithout, type StoredError } from '../../core/email.js';
 import { parseJson, toJson } from '../../core/json.js';
-import { names, type Person, PersonGraph, scrubPerson } from '../model/person.js';
+import { names, type Person, PersonGraph, quarantinedNames, scrubPerson } from '../model/person.js';
 import type { PgDatabase } from './database.js';
 import { jsonText } from './statements.js';
 
@@ -222,6 +222,10 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
     for (const row of errorsWithout(stored.rows, terms)) {
       errorTexts += (await c.query('UPDATE sync_state SET last_error = $1 WHERE stream = $2', [row.last_error, row.stream])).rowCount ?? 0;
     }
+    // Quarantined copies naming them (store/quarantine.ts; the rule: model/person.ts quarantinedNames).
+    const held = await c.query<{ id: string; raw: string }>('SELECT id, raw FROM quarantine');
+    const quarantined = held.rows.filter((r) => quarantinedNames(r.raw, person, terms)).map((r) => r.id);
+    if (quarantined.length > 0) await c.query('DELETE FROM quarantine WHERE id = ANY($1::bigint[])', [quarantined]);
     return {
       session_results: sessionIds.length,
       role_results: roleIds.length,
@@ -230,6 +234,7 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
       records_changed: changed + versions.changed,
       result_versions: versions.removed,
       error_texts: errorTexts,
+      quarantined: quarantined.length,
     };
   });
   if (
@@ -244,6 +249,7 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
     const versions = erased.result_versions + erased.records_changed > 0 ? ', past_versions' : '';
     await db.query(`VACUUM session_results, role_results, score_details, eval_results, sync_state${versions}`, [], 'cannot vacuum');
   }
+  if ((erased.quarantined ?? 0) > 0) await db.query('VACUUM quarantine', [], 'cannot vacuum');
   return erased;
 }
 

@@ -15,7 +15,14 @@ export async function openPgEraser(t: MirrorTarget): Promise<EraseMirror> {
       for (const stream of await allStreams(db)) await locks.acquire(stream);
       const rows = await eraseFromPg(db, user);
       const found =
-        rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.result_versions + rows.error_texts > 0;
+        rows.session_results +
+          rows.role_results +
+          rows.score_details +
+          rows.records_changed +
+          rows.result_versions +
+          rows.error_texts +
+          (rows.quarantined ?? 0) >
+        0;
       return { rows, files: [], found };
     },
     async close() {

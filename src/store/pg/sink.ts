@@ -13,7 +13,7 @@
  * As with SQLite, the first storage failure is final for the process: every later write throws it.
  */
 import type { Redacted } from '../../core/redact.js';
-import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
+import type { CheckedRecord, CheckpointMove, PageQuarantine, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
 import type { UpsertCounts } from '../model/page.js';
 import type { Sink } from '../sinks/sink.js';
@@ -21,6 +21,7 @@ import { upsertCampaigns } from './campaigns.js';
 import type { PgDatabase } from './database.js';
 import type { PgLocks } from './lock.js';
 import { type PagePlan, planPage, removeResults, storedIds, writePage } from './mirror.js';
+import { applyQuarantine, touchesQuarantine } from './quarantine.js';
 import type { PgState } from './state.js';
 import { CHECKPOINT_CONFLICT, holdsUnstorable, TICKET_LIMIT } from './statements.js';
 
@@ -77,12 +78,19 @@ export class PgSink implements Sink {
     return !b.records.some((r) => ids.has(r.id));
   }
 
-  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, prepared?: unknown): Promise<UpsertCounts> {
+  async commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    prepared?: unknown,
+    quarantine?: PageQuarantine,
+  ): Promise<UpsertCounts> {
     if (records.length === 0) {
       return this.guard(async () => {
         let moved = () => {};
         await this.db.transaction(async (client) => {
           moved = await this.state.advance(client, id, move, 0);
+          if (touchesQuarantine(quarantine)) await applyQuarantine(client, id, quarantine);
         });
         moved();
         return { inserted: 0, updated: 0 };
@@ -90,12 +98,17 @@ export class PgSink implements Sink {
     }
     // A plan made for this very page by prepare(), else one made now.
     const plan = (prepared as PagePlan | undefined)?.page === records ? (prepared as PagePlan) : (this.prepare(id, records) as PagePlan);
-    if (plan.single) return this.commitSingle(id, records, move, plan);
+    // A page with quarantined records is a transaction: they commit with its rows.
+    if (plan.single && !touchesQuarantine(quarantine)) return this.commitSingle(id, records, move, plan);
     return this.guard(async () => {
       const cp = { stream: id.key, move };
       let counts: UpsertCounts;
       try {
-        counts = await this.db.transaction((client) => writePage(client, plan, cp));
+        counts = await this.db.transaction(async (client) => {
+          const written = await writePage(client, plan, cp);
+          if (touchesQuarantine(quarantine)) await applyQuarantine(client, id, quarantine);
+          return written;
+        });
       } catch (err) {
         if (move !== undefined && isConflict(err)) throw await this.state.conflict(id, move);
         throw err;

@@ -10,6 +10,7 @@ import { StorageError } from '../../errors.js';
 import { listedIds, NOTIFIED_PREFIX, retiredStreams, type StreamRow, streamRow } from '../model/streams.js';
 import type { PgDatabase } from './database.js';
 import { prepared } from './mirror.js';
+import { quarantineCounts } from './quarantine.js';
 
 /** Every stream, with when its campaign was last listed and its type (store/model/streams.ts streamRow). */
 const STREAMS_SQL =
@@ -111,8 +112,9 @@ export class PgState {
     const listed = listedIds(listings.rows.map((r) => r.value));
     const r = await this.db.query<RawRow>(`${STREAMS_SQL} ORDER BY s.campaign_id, s.endpoint, s.report_type NULLS FIRST`);
     const conflicts = await this.conflictCounts();
-    return r.rows.map((row) =>
-      streamRow(
+    const quarantined = await quarantineCounts(this.db);
+    return r.rows.map((row) => ({
+      ...streamRow(
         {
           ...row,
           cursor: row.cursor === null ? null : BigInt(row.cursor),
@@ -124,7 +126,8 @@ export class PgState {
         listed,
         conflicts,
       ),
-    );
+      quarantined: quarantined.get(row.stream) ?? 0,
+    }));
   }
 
   /** Each stream's count of records skipped for an id another campaign holds (store/conflicts.ts). */

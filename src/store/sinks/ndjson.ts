@@ -5,7 +5,7 @@
 import { lstatSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { toJson } from '../../core/json.js';
-import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
+import type { CheckedRecord, CheckpointMove, PageQuarantine, StreamId } from '../../core/types.js';
 import { storageError } from '../../errors.js';
 import type { Checkpoints } from '../checkpoints.js';
 import { IdConflicts } from '../conflicts.js';
@@ -194,7 +194,13 @@ export class NdjsonSink extends GroupedSink {
    * read again unchanged adds nothing), and moves the checkpoint with the file's new length. A record
    * whose id the file holds for another campaign is that campaign's (store/conflicts.ts): no line.
    */
-  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
+  async commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    _prepared?: unknown,
+    quarantine?: PageQuarantine,
+  ): Promise<UpsertCounts> {
     const path = (this.files.get(id.endpoint) as NdjsonFile).path;
     const key = indexKey(id);
     const lines: string[] = [];
@@ -219,6 +225,8 @@ export class NdjsonSink extends GroupedSink {
       for (const [recordId, digest] of digests) this.index.set(path, key, recordId, id.campaignId, digest);
       this.state.advance(id, move, counts.inserted);
       counts.conflicts = this.conflicts.record(id, skipped, new Date().toISOString());
+      // In the database, with the checkpoint and the file's new length.
+      if (quarantine !== undefined) this.quarantine.apply(id, quarantine.add, quarantine.release);
     });
     return counts;
   }

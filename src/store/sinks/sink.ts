@@ -9,13 +9,14 @@
  * one failed write or commit the process writes nothing more: each later call throws that failure.
  */
 import type { Redacted } from '../../core/redact.js';
-import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
+import type { CheckedRecord, CheckpointMove, PageQuarantine, StreamId } from '../../core/types.js';
 import type { StorageError } from '../../errors.js';
 import { Campaigns } from '../campaigns.js';
 import type { Checkpoints } from '../checkpoints.js';
 import type { Db } from '../db.js';
 import { GroupCommit, type GroupLimits } from '../group.js';
 import type { UpsertCounts } from '../mirror.js';
+import { SqliteQuarantine } from '../quarantine.js';
 
 /** Where the sync engine reads a stream's committed checkpoint (SQLite: Checkpoints; PostgreSQL: pg/state.ts). */
 export interface Cursors {
@@ -39,9 +40,17 @@ export interface Sink {
   /**
    * Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined),
    * atomically. A stream hands its pages in order, each once the previous one's commit succeeded
-   * (or, where `overlaps` allows, while it is under way).
+   * (or, where `overlaps` allows, while it is under way). `quarantine`: the page's records that failed
+   * the record rules, and quarantined ones a retry stored, written in the same transaction
+   * (store/quarantine.ts).
    */
-  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, prepared?: unknown): Promise<UpsertCounts>;
+  commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    prepared?: unknown,
+    quarantine?: PageQuarantine,
+  ): Promise<UpsertCounts>;
   /** The ids of the records this destination holds for a stream (reconcile). */
   storedIds(id: StreamId): Promise<string[]>;
   /**
@@ -72,6 +81,7 @@ export interface Sink {
 export abstract class GroupedSink implements Sink {
   protected readonly group: GroupCommit;
   protected readonly campaignRows: Campaigns;
+  protected readonly quarantine: SqliteQuarantine;
 
   constructor(
     db: Db,
@@ -80,9 +90,16 @@ export abstract class GroupedSink implements Sink {
   ) {
     this.group = new GroupCommit(db, limits);
     this.campaignRows = new Campaigns(db);
+    this.quarantine = new SqliteQuarantine(db);
   }
 
-  abstract commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
+  abstract commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    prepared?: unknown,
+    quarantine?: PageQuarantine,
+  ): Promise<UpsertCounts>;
   abstract campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void>;
   abstract storedIds(id: StreamId): Promise<string[]>;
   abstract prune(id: StreamId, recordIds: string[], at: string): Promise<number>;

@@ -1,5 +1,5 @@
 /** Records into the SQLite mirror, through the group commit of the Sink port (sinks/sink.ts). */
-import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
+import type { CheckedRecord, CheckpointMove, PageQuarantine, StreamId } from '../../core/types.js';
 import type { Checkpoints } from '../checkpoints.js';
 import { IdConflicts } from '../conflicts.js';
 import type { Db } from '../db.js';
@@ -19,7 +19,13 @@ export class SqliteSink extends GroupedSink {
     this.conflicts = new IdConflicts(db);
   }
 
-  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
+  async commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    _prepared?: unknown,
+    quarantine?: PageQuarantine,
+  ): Promise<UpsertCounts> {
     return this.group.write(
       () => {
         const counts =
@@ -28,6 +34,7 @@ export class SqliteSink extends GroupedSink {
             : this.mirror.upsertRoleResults(records, id.campaignId, id.reportType ?? 'DETAILED');
         this.state.advance(id, move, counts.inserted);
         counts.conflicts = this.conflicts.record(id, counts.conflicts, new Date().toISOString());
+        if (quarantine !== undefined) this.quarantine.apply(id, quarantine.add, quarantine.release);
         return counts;
       },
       records.length,

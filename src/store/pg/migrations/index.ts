@@ -15,5 +15,6 @@ import { V5 } from './v5.js';
 import { V6 } from './v6.js';
 import { V7 } from './v7.js';
 import { V8 } from './v8.js';
+import { V9 } from './v9.js';
 
-export const PG_MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5, V6, V7, V8];
+export const PG_MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9];
