@@ -10,6 +10,7 @@ import type { CheckedRecord, ReportType, StreamId } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
 import type { Cursors, Sink } from '../store/sinks/sink.js';
+import type { DriftTracker, StreamDrift } from './drift.js';
 import { nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
 import { checkPage } from './records.js';
@@ -40,6 +41,8 @@ export interface StreamDeps {
   signal?: AbortSignal | undefined;
   /** Pages and warnings are reported here (core/events.ts). */
   events?: RunEvents | undefined;
+  /** Field paths and enumeration values compared with earlier passes (sync/drift.ts); none: not tracked. */
+  drift?: DriftTracker | undefined;
 }
 
 export type StreamStatus = 'ok' | 'failed' | 'interrupted';
@@ -92,6 +95,8 @@ export interface Walk {
   checkpoint: boolean;
   /** Called with each page's records after they are stored (reconcile collects the ids served). */
   onPage?: ((records: CheckedRecord[]) => void) | undefined;
+  /** The stream's drift: each page's new paths and values are committed with it (or refused, --contract strict). */
+  drift?: StreamDrift | undefined;
 }
 
 /**
@@ -173,8 +178,11 @@ export async function walkStream(
         pending = fetchPage(step.next);
         await letRequestOut();
       }
+      // After the next request left: the walk is off the network's path. Under --contract strict a
+      // page bringing something new throws here, before anything of it is written.
+      const drift = walk.drift?.page(checked);
       // The page's rows are made while the previous page commits (a sink over the network).
-      const prepared = deps.sink.prepare?.(id, checked);
+      const prepared = deps.sink.prepare?.(id, checked, drift);
       // An empty last page leaves the checkpoint where it was.
       const checkpoint = !walk.checkpoint || last === undefined ? undefined : last;
       const overlap = committing !== undefined && checkpoint !== undefined && deps.sink.overlaps?.(previousPlan, prepared) === true;
@@ -182,7 +190,7 @@ export async function walkStream(
       else if (older !== undefined) await older;
       const move = checkpoint === undefined ? undefined : { from: expected, to: checkpoint };
       if (checkpoint !== undefined) expected = checkpoint;
-      const commit = deps.sink.commitPage(id, checked, move, prepared);
+      const commit = deps.sink.commitPage(id, checked, move, prepared, drift);
       // Always awaited through `committing`, maybe only after the next page arrives: meanwhile a
       // failure must not count as an unhandled rejection.
       commit.catch(() => {});
@@ -273,14 +281,22 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
   try {
     const from = opts.full || backfill ? undefined : stored;
     const window = { since: opts.since, until: opts.until };
-    result.cursor = await walkStream(id, deps, opts, { from, window, checkpoint: !backfill }, result, totals, stored);
+    const drift = await deps.drift?.open(id);
+    drift?.begin();
+    result.cursor = await walkStream(id, deps, opts, { from, window, checkpoint: !backfill, drift }, result, totals, stored);
+    // Only a read of the whole stream (--full, or after a reset) can say that something disappeared.
+    if (drift !== undefined && from === undefined && !backfill && result.records > 0) {
+      const gone = drift.gone();
+      if (gone.length > 0) await deps.sink.driftGone?.(id, gone, new Date().toISOString());
+    }
     if (opts.lookback && !backfill && !opts.full) {
       result.lookback = emptyCounts();
+      drift?.begin();
       await walkStream(
         id,
         deps,
         opts,
-        { from: undefined, window: opts.lookback, checkpoint: false },
+        { from: undefined, window: opts.lookback, checkpoint: false, drift },
         result.lookback,
         totals,
         result.cursor,

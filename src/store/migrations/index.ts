@@ -17,6 +17,7 @@ import { V5 } from './v5.js';
 import { compactV6, V6 } from './v6.js';
 import { V7 } from './v7.js';
 import { V8 } from './v8.js';
+import { V11 } from './v11.js';
 
 /** One step: SQL, then code where data moves (it returns how many rows it rewrote). */
 export interface Migration {
@@ -33,4 +34,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { sql: V6, run: compactV6 },
   { sql: V7 },
   { sql: V8 },
+  { sql: V11 },
 ];

@@ -12,6 +12,7 @@
  *
  * As with SQLite, the first storage failure is final for the process: every later write throws it.
  */
+import type { DriftPage, KnownDrift } from '../../core/drift.js';
 import type { Redacted } from '../../core/redact.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
@@ -19,6 +20,7 @@ import type { UpsertCounts } from '../mirror.js';
 import type { Sink } from '../sinks/sink.js';
 import { upsertCampaigns } from './campaigns.js';
 import type { PgDatabase } from './database.js';
+import { driftGone, recordDrift } from './drift.js';
 import type { PgLocks } from './lock.js';
 import { type PagePlan, planPage, removeResults, storedIds, writePage } from './mirror.js';
 import type { PgState } from './state.js';
@@ -60,8 +62,11 @@ export class PgSink implements Sink {
   }
 
   /** Builds a page's rows and parameters (mirror.ts planPage) while the previous page commits. */
-  prepare(id: StreamId, records: CheckedRecord[]): PagePlan | undefined {
-    return records.length === 0 ? undefined : planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
+  prepare(id: StreamId, records: CheckedRecord[], drift?: DriftPage): PagePlan | undefined {
+    if (records.length === 0) return undefined;
+    const plan = planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
+    // New drift is written in the page's transaction: such a page is not one statement.
+    return drift === undefined ? plan : { ...plan, single: false };
   }
 
   /**
@@ -77,7 +82,13 @@ export class PgSink implements Sink {
     return !b.records.some((r) => ids.has(r.id));
   }
 
-  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, prepared?: unknown): Promise<UpsertCounts> {
+  async commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    prepared?: unknown,
+    drift?: DriftPage,
+  ): Promise<UpsertCounts> {
     if (records.length === 0) {
       return this.guard(async () => {
         let moved = () => {};
@@ -89,13 +100,19 @@ export class PgSink implements Sink {
       });
     }
     // A plan made for this very page by prepare(), else one made now.
-    const plan = (prepared as PagePlan | undefined)?.page === records ? (prepared as PagePlan) : (this.prepare(id, records) as PagePlan);
+    const made =
+      (prepared as PagePlan | undefined)?.page === records ? (prepared as PagePlan) : (this.prepare(id, records, drift) as PagePlan);
+    const plan = drift !== undefined && made.single ? { ...made, single: false } : made;
     if (plan.single) return this.commitSingle(id, records, move, plan);
     return this.guard(async () => {
       const cp = { stream: id.key, move };
       let counts: UpsertCounts;
       try {
-        counts = await this.db.transaction((client) => writePage(client, plan, cp));
+        counts = await this.db.transaction(async (client) => {
+          const written = await writePage(client, plan, cp);
+          if (drift !== undefined) await recordDrift(client, id.key, drift, new Date().toISOString());
+          return written;
+        });
       } catch (err) {
         if (move !== undefined && isConflict(err)) throw await this.state.conflict(id, move);
         throw err;
@@ -231,6 +248,10 @@ export class PgSink implements Sink {
 
   async endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void> {
     await this.guard(() => this.state.end(id, error, at));
+  }
+
+  async driftGone(id: StreamId, items: KnownDrift[], at: string): Promise<void> {
+    await this.guard(() => driftGone(this.db, id.key, items, at));
   }
 
   /** Every page committed on its own: nothing is held back. */

@@ -4,6 +4,7 @@
  */
 import { lstatSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import type { DriftPage } from '../../core/drift.js';
 import { toJson } from '../../core/json.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { storageError } from '../../errors.js';
@@ -194,7 +195,13 @@ export class NdjsonSink extends GroupedSink {
    * read again unchanged adds nothing), and moves the checkpoint with the file's new length. A record
    * whose id the file holds for another campaign is that campaign's (store/conflicts.ts): no line.
    */
-  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
+  async commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    _prepared?: unknown,
+    drift?: DriftPage,
+  ): Promise<UpsertCounts> {
     const path = (this.files.get(id.endpoint) as NdjsonFile).path;
     const key = indexKey(id);
     const lines: string[] = [];
@@ -217,6 +224,7 @@ export class NdjsonSink extends GroupedSink {
     counts.conflicts = undefined;
     this.write(id.endpoint, lines, () => {
       for (const [recordId, digest] of digests) this.index.set(path, key, recordId, id.campaignId, digest);
+      if (drift !== undefined) this.drift.record(id.key, drift, new Date().toISOString());
       this.state.advance(id, move, counts.inserted);
       counts.conflicts = this.conflicts.record(id, skipped, new Date().toISOString());
     });

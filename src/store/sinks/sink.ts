@@ -8,12 +8,14 @@
  * Every write of a sync (pages, stream rows and outcomes, campaigns) goes through the group, so after
  * one failed write or commit the process writes nothing more: each later call throws that failure.
  */
+import type { DriftPage, KnownDrift } from '../../core/drift.js';
 import type { Redacted } from '../../core/redact.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import type { StorageError } from '../../errors.js';
 import { Campaigns } from '../campaigns.js';
 import type { Checkpoints } from '../checkpoints.js';
 import type { Db } from '../db.js';
+import { DriftLedger } from '../drift.js';
 import { GroupCommit, type GroupLimits } from '../group.js';
 import type { UpsertCounts } from '../mirror.js';
 
@@ -29,7 +31,7 @@ export interface Sink {
    * commitPage with the same records. A store over the network (PostgreSQL) takes it off the path
    * between two commits.
    */
-  prepare?(id: StreamId, records: CheckedRecord[]): unknown;
+  prepare?(id: StreamId, records: CheckedRecord[], drift?: DriftPage): unknown;
   /**
    * Optional: true when the page prepared as `next` may be handed to commitPage while the one
    * prepared as `previous` is still committing. The sink then commits `next` only if `previous`
@@ -39,9 +41,18 @@ export interface Sink {
   /**
    * Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined),
    * atomically. A stream hands its pages in order, each once the previous one's commit succeeded
-   * (or, where `overlaps` allows, while it is under way).
+   * (or, where `overlaps` allows, while it is under way). `drift`, the field paths and values new to
+   * the stream (sync/drift.ts), is recorded in the same transaction.
    */
-  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, prepared?: unknown): Promise<UpsertCounts>;
+  commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    prepared?: unknown,
+    drift?: DriftPage,
+  ): Promise<UpsertCounts>;
+  /** Marks the paths and values a full read of the stream no longer carried (sync/drift.ts). */
+  driftGone?(id: StreamId, items: KnownDrift[], at: string): Promise<void>;
   /** The ids of the records this destination holds for a stream (reconcile). */
   storedIds(id: StreamId): Promise<string[]>;
   /**
@@ -72,6 +83,7 @@ export interface Sink {
 export abstract class GroupedSink implements Sink {
   protected readonly group: GroupCommit;
   protected readonly campaignRows: Campaigns;
+  protected readonly drift: DriftLedger;
 
   constructor(
     db: Db,
@@ -80,9 +92,16 @@ export abstract class GroupedSink implements Sink {
   ) {
     this.group = new GroupCommit(db, limits);
     this.campaignRows = new Campaigns(db);
+    this.drift = new DriftLedger(db);
   }
 
-  abstract commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
+  abstract commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    prepared?: unknown,
+    drift?: DriftPage,
+  ): Promise<UpsertCounts>;
   abstract campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void>;
   abstract storedIds(id: StreamId): Promise<string[]>;
   abstract prune(id: StreamId, recordIds: string[], at: string): Promise<number>;
@@ -97,6 +116,10 @@ export abstract class GroupedSink implements Sink {
 
   async endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void> {
     this.group.write(() => (error === undefined ? this.state.success(id, at) : this.state.failure(id, error, at)), 0, 0);
+  }
+
+  async driftGone(id: StreamId, items: KnownDrift[], at: string): Promise<void> {
+    this.group.write(() => this.drift.gone(id.key, items, at), 0, 0);
   }
 
   async flush(): Promise<void> {

@@ -1,4 +1,5 @@
 /** Records into the SQLite mirror, through the group commit of the Sink port (sinks/sink.ts). */
+import type { DriftPage } from '../../core/drift.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import type { Checkpoints } from '../checkpoints.js';
 import { IdConflicts } from '../conflicts.js';
@@ -19,9 +20,16 @@ export class SqliteSink extends GroupedSink {
     this.conflicts = new IdConflicts(db);
   }
 
-  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
+  async commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    _prepared?: unknown,
+    drift?: DriftPage,
+  ): Promise<UpsertCounts> {
     return this.group.write(
       () => {
+        if (drift !== undefined) this.drift.record(id.key, drift, new Date().toISOString());
         const counts =
           id.endpoint === 'session'
             ? this.mirror.upsertSessionResults(records, id.campaignId)
