@@ -145,11 +145,14 @@ function cases(kind: Kind) {
     expect(stored.map((r) => r.value)).toContain('score_details[].eval_results[].skill.key');
     expect(stored.filter((r) => r.kind === 'skill').length).toBeGreaterThan(3);
 
-    // forget is unaffected: the person goes, the drift stays.
-    const email = (s.data.roleResult(role(), 0, 'DETAILED').user as { email: string }).email;
+    // forget is unaffected: the person and their record go, the drift stays (its example erased).
+    const email = (s.data.roleResult(role(), 35, 'DETAILED').user as { email: string }).email;
     const forget = await runCli(['forget', ...m.args.slice(0, kind === 'ndjson' ? 2 : m.args.length), '--user', email], { env: m.env });
     expect(forget.code).toBe(0);
-    expect(Number((await m.rows('SELECT count(*) AS n FROM drift_seen'))[0]?.n)).toBe(stored.length);
+    const after = await m.rows('SELECT kind, value, record_id FROM drift_seen');
+    expect(after.length).toBe(stored.length);
+    expect(after.filter((r) => r.record_id === firstRole)).toEqual([]);
+    expect(after.filter((r) => r.value === 'ON_HOLD').map((r) => r.record_id)).toEqual(['(erased)']);
   });
 
   it('a disappeared field is reported after a full read only, once', async () => {

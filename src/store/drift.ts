@@ -9,6 +9,9 @@ import type { Db } from './db.js';
 
 type Statement = BetterSqlite3.Statement<unknown[]>;
 
+/** The example of a path or value whose record `forget` erased. Shared with PostgreSQL. */
+export const ERASED = '(erased)';
+
 const RECORD_SQL = `INSERT INTO drift_seen (stream, kind, value, record_id, seen_at, baseline, present, pending)
   VALUES (?, ?, ?, ?, ?, ?, 1, ?)
   ON CONFLICT (stream, kind, value) DO UPDATE SET present = 1, gone_at = NULL, record_id = excluded.record_id,
@@ -86,4 +89,11 @@ export class DriftLedger {
       for (const c of changes) done.run(c.stream, c.kind, c.value, c.change);
     })();
   }
+}
+
+/** Marks the example of erased records (forget): the path or value stays, the record's id goes. Call inside the erasure's transaction. */
+export function forgetDriftExamples(db: Db, ids: Iterable<string>): void {
+  if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'drift_seen'").get() === undefined) return;
+  const update = db.prepare(`UPDATE drift_seen SET record_id = '${ERASED}' WHERE record_id = ?`);
+  for (const id of ids) update.run(id);
 }
