@@ -53,6 +53,9 @@ interface Seen {
 
 class Node implements Seen {
   readonly keys = new Map<string, Node>();
+  /** The keys of the last object walked here, in order, and their nodes: most objects of a place share them. */
+  shape: string[] = [];
+  kids: Node[] = [];
   items: Node | undefined;
   readonly kind: DriftKind | undefined;
   stamp = 0;
@@ -137,8 +140,19 @@ export class StreamDrift {
   }
 
   private walkObject(obj: Record<string, unknown>, node: Node, depth: number): void {
+    const shape = node.shape;
+    let i = 0;
     for (const k in obj) {
-      const child = node.keys.get(k) ?? this.child(node, k);
+      // The same key at the same position as in the last object here: no hash lookup.
+      let child = node.kids[i] as Node;
+      if (shape[i] !== k) {
+        child = node.keys.get(k) ?? this.child(node, k);
+        if (i < MAX_KEYS) {
+          shape[i] = k;
+          node.kids[i] = child;
+        }
+      }
+      i++;
       if (child.stamp !== this.stamp) this.see('field', child.path, child);
       const v = obj[k];
       if (v !== null && typeof v === 'object') {

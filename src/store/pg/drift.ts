@@ -53,7 +53,12 @@ export async function takeDriftChanges(db: PgDatabase): Promise<DriftChange[]> {
         FROM drift_seen WHERE pending IS NOT NULL ORDER BY stream, kind, value FOR UPDATE`,
     );
     const changes = driftChanges(r.rows);
-    if (changes.length > 0) await client.query('UPDATE drift_seen SET pending = NULL WHERE pending IS NOT NULL');
+    if (changes.length > 0)
+      await client.query(
+        `UPDATE drift_seen d SET pending = NULL FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(stream, kind, value, pending)
+          WHERE d.stream = x.stream AND d.kind = x.kind AND d.value = x.value AND d.pending = x.pending`,
+        [changes.map((c) => c.stream), changes.map((c) => c.kind), changes.map((c) => c.value), changes.map((c) => c.change)],
+      );
     return changes;
   });
 }
