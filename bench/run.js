@@ -105,8 +105,9 @@ async function fetchBodies(server, path, campaignId, reportType) {
 function floor(bodies, kind) {
   // The mirror's own tables, indexes and pragmas: the floor stores the same rows in the same place.
   const db = openDatabase(join(work, `floor-${kind}-${Date.now()}.db`));
-  const session = db.prepare('INSERT INTO session_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-  const role = db.prepare('INSERT INTO role_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  // The last column of each, change_seq (schema 8): the floor leaves it NULL.
+  const session = db.prepare('INSERT INTO session_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)');
+  const role = db.prepare('INSERT INTO role_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)');
   const detail = db.prepare('INSERT INTO score_details VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
   const evalRow = db.prepare('INSERT INTO eval_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
   const evals = (type, parent, list, campaign) => {
