@@ -102,6 +102,13 @@ function syncOptions(cmd: Command, watch = false): Command {
     .addOption(enumOption('--report-type <type>', `role report to mirror${shownDefault('reportType')}`, CHOICES.reportType))
     .addOption(
       enumOption(
+        '--contract <mode>',
+        `strict: a new field or enumeration value fails the stream, its page unstored${shownDefault('contract')}`,
+        CHOICES.contract,
+      ),
+    )
+    .addOption(
+      enumOption(
         '--format <format>',
         'where records go (default: what this database fed last; else ndjson with --out, sqlite without)',
         CHOICES.format,

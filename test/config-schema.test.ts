@@ -34,6 +34,7 @@ describe('one place for defaults', () => {
   it('the schemas apply the defaults, typed', () => {
     expect(parseSettings(syncSchema, {})).toEqual({
       reportType: 'DETAILED',
+      contract: 'warn',
       format: 'sqlite',
       out: DEFAULTS.out,
       pageSize: 100,

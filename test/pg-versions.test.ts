@@ -25,10 +25,10 @@ interface Backend {
 }
 
 const DROP_TRAIL = {
-  // The steps after it too (the quarantine), so that the upgrade runs them again.
-  sqlite: `DROP TABLE IF EXISTS quarantine; DROP VIEW result_versions; DROP TRIGGER session_results_version; DROP TRIGGER session_results_pruned;
+  // The steps after it too (the quarantine, drift), so that the upgrade runs them again.
+  sqlite: `DROP TABLE IF EXISTS drift_seen; DROP TABLE IF EXISTS quarantine; DROP VIEW result_versions; DROP TRIGGER session_results_version; DROP TRIGGER session_results_pruned;
     DROP TRIGGER role_results_version; DROP TRIGGER role_results_pruned; DROP TABLE past_versions; DROP TABLE change_times;`,
-  pg: `DROP TABLE IF EXISTS quarantine; DROP VIEW result_versions CASCADE; DROP TRIGGER session_results_version ON session_results; DROP TRIGGER role_results_version ON role_results;
+  pg: `DROP TABLE IF EXISTS drift_seen; DROP TABLE IF EXISTS quarantine; DROP VIEW result_versions CASCADE; DROP TRIGGER session_results_version ON session_results; DROP TRIGGER role_results_version ON role_results;
     DROP TRIGGER session_results_pruned ON tombstones; DROP TRIGGER role_results_pruned ON tombstones; DROP TABLE past_versions, change_times;`,
 };
 

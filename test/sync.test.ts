@@ -290,6 +290,7 @@ describe('files', () => {
 
 /** Undo version 5 (views and indexes) and the versions after it (positions, id conflicts, change numbers) on a fresh database, to stand for one an older release wrote. */
 function dropV5(db: ReturnType<typeof openDatabase>) {
+  dropDrift(db);
   dropV8(db);
   const objs = db
     .prepare(
@@ -301,6 +302,11 @@ function dropV5(db: ReturnType<typeof openDatabase>) {
   db.exec('ALTER TABLE score_details DROP COLUMN position; ALTER TABLE eval_results DROP COLUMN position');
   // Version 7's table.
   db.exec('DROP TABLE id_conflicts');
+}
+
+/** Undo the drift step (store/drift.ts). */
+function dropDrift(db: ReturnType<typeof openDatabase>) {
+  db.exec('DROP TABLE drift_seen');
 }
 
 /** Undo version 9 (versions of results) and the quarantine, then version 8 (store/changes.ts). */

@@ -9,9 +9,10 @@ import { type JobSettings, type PassSettings, rememberDestination, resolvePass }
 import { said } from '../config/sources.js';
 import type { RunEvents } from '../core/events.js';
 import type { JobStore } from '../store/mirror-port.js';
+import { DriftTracker } from '../sync/drift.js';
 import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { type ReconcileResult, reconcile } from '../sync/reconcile.js';
-import type { DateWindow } from '../sync/stream.js';
+import type { DateWindow, StreamDeps } from '../sync/stream.js';
 import { createClient } from './client.js';
 import { mirrorOf } from './factory.js';
 import type { Notifier } from './notify.js';
@@ -117,8 +118,15 @@ export class SyncJob {
     return this.settings.api.rate;
   }
 
-  private deps() {
-    return { client: this.client, sink: this.store.sink, state: this.store.cursors, signal: this.signal, events: this.hooks.events };
+  private deps(): StreamDeps {
+    return {
+      client: this.client,
+      sink: this.store.sink,
+      state: this.store.cursors,
+      signal: this.signal,
+      events: this.hooks.events,
+      drift: this.store.driftKnown && new DriftTracker(this.store.driftKnown, this.settings.contract),
+    };
   }
 
   /**

@@ -2,6 +2,7 @@ import { mirrorOf } from '../app/factory.js';
 import type { StatusSettings } from '../config/settings.js';
 import { exitCodeForHealth, UsageError } from '../errors.js';
 import { assessHealth } from '../sync/health.js';
+import { driftDocument, driftLines } from '../ui/drift.js';
 import { showText } from '../ui/escape.js';
 import { healthDocument, healthLines, nagiosReport, nagiosUnknown, relativeTime } from '../ui/health.js';
 import { compareNames } from '../ui/order.js';
@@ -67,6 +68,10 @@ async function show(settings: StatusSettings, out: Output): Promise<number> {
     }
     const skipped = await mirror.skipped();
     const holder = await mirror.holder();
+    // Each change is reported once, by the first status that reads it.
+    const drift = (await mirror.takeDrift?.()) ?? { changes: [] };
+    if (drift.unmarked !== undefined)
+      out.warn(`drift could not be marked reported (${showText(drift.unmarked)}): the next status reports it again`);
     out.document({
       sync_in_progress: holder ? { pid: holder.pid, host: holder.host, since: holder.since } : null,
       streams: rows.map((r) => ({
@@ -86,6 +91,7 @@ async function show(settings: StatusSettings, out: Output): Promise<number> {
         quarantined: r.quarantined ?? 0,
       })),
       skipped: skipped.map((s) => ({ id: s.id, name: s.name, type: s.type, reason: 'campaign type not supported' })),
+      drift: driftDocument(drift.changes),
     });
     // A note for people, on stderr: stdout is the table, which a pipe reads as TSV from its first line.
     if (holder)
@@ -97,6 +103,7 @@ async function show(settings: StatusSettings, out: Output): Promise<number> {
     // Names, ids and types came from the service: escaped (renderTable escapes the table's cells).
     for (const s of skipped)
       out.print(`skipped: ${showText(`${s.name ?? s.id} (${s.id}): campaign type ${s.type ?? 'none'}`)} is not supported`);
+    for (const line of driftLines(drift.changes)) out.print(line);
     return 0;
   } finally {
     await mirror.close();

@@ -95,6 +95,7 @@ export const apiSchema = {
 /** Settings of `pull` and `watch` (a pass). */
 export const syncSchema = {
   reportType: oneOf(CHOICES.reportType, '--report-type', DEFAULTS.reportType),
+  contract: oneOf(CHOICES.contract, '--contract', DEFAULTS.contract),
   format: oneOf(CHOICES.format, '--format', DEFAULTS.format),
   out: text(DEFAULTS.out),
   pageSize: parsed((t) => parseIntIn(t, '--page-size', 1, 100), DEFAULTS.pageSize),

@@ -4,6 +4,8 @@
  * so a message can name where a value came from (`settings.sourceOf('rateLimit').name`). The
  * defaults are the schemas' (config/schema.ts); commander declares none.
  */
+
+import type { ContractMode } from '../core/drift.js';
 import { currentIo } from '../core/io.js';
 import type { Destination, Endpoint, ReportType } from '../core/types.js';
 import { UsageError } from '../errors.js';
@@ -52,6 +54,8 @@ export interface PassSettings {
   readonly full: boolean;
   /** --lookback in milliseconds. */
   readonly lookback: number | undefined;
+  /** --contract: `strict` fails a stream's pass on a new field path or enumeration value (sync/drift.ts). */
+  readonly contract: ContractMode;
 }
 
 /** What a sync job needs (app/sync-job.ts): the mirror, the API, the pass, the alerts. */
@@ -255,6 +259,8 @@ function pass(c: Collector, command: 'pull' | 'watch' | 'reconcile' | 'demo'): v
     command === 'pull' || command === 'watch'
       ? c.take('lookback', syncSchema.lookback)
       : c.set('lookback', undefined, byDefault('lookback'));
+  if (command === 'pull' || command === 'watch') c.take('contract', syncSchema.contract);
+  else c.set('contract', DEFAULTS.contract, byDefault('contract'));
   c.flag('campaign', [] as string[]);
   const since = c.flag<string | undefined>('since', undefined);
   const until = c.flag<string | undefined>('until', undefined);

@@ -42,6 +42,7 @@ export const PROFILE_KEYS = {
   page_size: 'pageSize',
   concurrency: 'concurrency',
   report_type: 'reportType',
+  contract: 'contract',
   lookback: 'lookback',
   interval: 'interval',
   lookback_every: 'lookbackEvery',
@@ -59,6 +60,7 @@ export const ENV_OF: Readonly<Partial<Record<string, EnvKey>>> = {
   rateLimit: 'rateLimit',
   format: 'format',
   out: 'out',
+  contract: 'contract',
 };
 
 /** The chosen profile of a config file (config/profile.ts), its values by option, paths already made absolute. */

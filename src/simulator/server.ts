@@ -240,7 +240,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     }
     if (!changes.any)
       records = indexes.map((i) => (endpoint === 'session' ? data.sessionResult(campaign, i) : data.roleResult(campaign, i, q.reportType)));
-    records = records.map((r) => shapeRecord(r, endpoint, quirks));
+    records = records.map((r) => shapeRecord(r, endpoint, quirks, data.startedAt));
     const last = records.length > 0 ? (records[records.length - 1] as Record<string, unknown>).order_index : null;
     const plan = changes.any ? undefined : malformedNow();
     if (plan !== undefined) {

@@ -13,6 +13,7 @@ import { type ErasedCounts, errorsWithout, type StoredError } from '../core/emai
 import { parseJson, toJson } from '../core/json.js';
 import { errorCode } from '../errors.js';
 import type { Db } from './db.js';
+import { forgetDriftExamples } from './drift.js';
 import { endErasure } from './erase-pending.js';
 import { names, type Person, type PersonGraph, scrubPerson } from './model/person.js';
 import { detailValues, roleRow, sessionRow } from './model/rows.js';
@@ -123,6 +124,7 @@ export function eraseFromMirror(db: Db, p: Person): MirrorCounts {
     uncount.run(`${r.campaign_id}/role/${r.report_type}`);
   }
   const gone = new Set(roles.whole.map((r) => r.id));
+  forgetDriftExamples(db, [...sessions.whole.map((s) => s.id), ...gone]);
   // Their score details under another's record: theirs too (under their own, already gone).
   for (const d of details.whole) {
     if (gone.has(d.role_result_id)) continue;

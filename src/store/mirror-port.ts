@@ -3,14 +3,15 @@
  * store/pg/ each implement MirrorBackend; app/factory.ts picks one from --db, once, and commands see
  * only these types.
  */
+import type { DriftChange, KnownDrift } from '../core/drift.js';
 import type { ErasedCounts } from '../core/email.js';
 import type { BudgetStore } from '../core/rate.js';
 import type { Destination } from '../core/types.js';
 import type { FileErased } from './erase-ndjson.js';
 import type { Holder } from './lock.js';
 import type { ChangeTableName, ExportTable } from './model/export-tables.js';
-import type { SkippedCampaign, StreamRow } from './model/streams.js';
 import type { QuarantineRow, QuarantineSelection } from './model/quarantine.js';
+import type { SkippedCampaign, StreamRow } from './model/streams.js';
 import type { Cursors, Sink } from './sinks/sink.js';
 
 export type { Holder, QuarantineRow, QuarantineSelection, SkippedCampaign, StreamRow };
@@ -51,6 +52,8 @@ export interface JobStore {
    * where it was opened (moved or removed meanwhile; store/sqlite/mirror-guard.ts). Watch calls it before each pass.
    */
   verify(): Promise<void>;
+  /** What the stream's earlier passes recorded of its field paths and enumeration values (sync/drift.ts). */
+  driftKnown?: ((stream: string) => Promise<KnownDrift[]>) | undefined;
   /** The request budget's slots in the mirror's database, shared by every host (PostgreSQL); none: the user's file. */
   budgetSlots?: ((key: string, timeoutMs: number) => BudgetStore) | undefined;
   /** Flushes the sink, then releases the database and the lock; throws as verify() would, once the data is safe. */
@@ -78,6 +81,11 @@ export interface MirrorReader {
   skipped(): Promise<SkippedCampaign[]>;
   /** A process syncing the mirror now (SQLite: the lock's holder; PostgreSQL: the first worker holding stream locks). */
   holder(): Promise<Holder | undefined>;
+  /**
+   * The drift not reported yet, marked reported: each change is taken once. `unmarked` says why they
+   * could not be marked (a read-only file), when they will be reported again.
+   */
+  takeDrift?(): Promise<{ changes: DriftChange[]; unmarked?: string | undefined }>;
   close(): Promise<void>;
 }
 

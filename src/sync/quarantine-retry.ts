@@ -100,7 +100,7 @@ export async function retryQuarantined(rows: readonly QuarantineRow[], deps: Ret
       released.push(row);
     }
     if (released.length === 0) continue;
-    await deps.sink.commitPage(id, good, undefined, undefined, { add: [], release: released.map((r) => r.id) });
+    await deps.sink.commitPage(id, good, undefined, undefined, { quarantine: { add: [], release: released.map((r) => r.id) } });
     out.stored.push(...released);
   }
   await deps.sink.flush();

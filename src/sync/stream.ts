@@ -10,6 +10,7 @@ import type { CheckedRecord, QuarantinedRecord, ReportType, StreamId } from '../
 import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
 import type { Cursors, Sink } from '../store/sinks/sink.js';
+import type { DriftTracker, StreamDrift } from './drift.js';
 import { envelopeCursor, nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
 import { quarantined } from './quarantine.js';
@@ -41,6 +42,8 @@ export interface StreamDeps {
   signal?: AbortSignal | undefined;
   /** Pages and warnings are reported here (core/events.ts). */
   events?: RunEvents | undefined;
+  /** Field paths and enumeration values compared with earlier passes (sync/drift.ts); none: not tracked. */
+  drift?: DriftTracker | undefined;
 }
 
 export type StreamStatus = 'ok' | 'failed' | 'interrupted';
@@ -96,6 +99,8 @@ export interface Walk {
    * its quarantined records' ids (undefined for one without a usable id): served too, never gone.
    */
   onPage?: ((records: CheckedRecord[], held: Array<string | undefined>) => void) | undefined;
+  /** The stream's drift: each page's new paths and values are committed with it (or refused, --contract strict). */
+  drift?: StreamDrift | undefined;
 }
 
 /**
@@ -197,9 +202,12 @@ export async function walkStream(
         pending = fetchPage(step.next);
         await letRequestOut();
       }
+      // After the next request left: the walk is off the network's path. Under --contract strict a
+      // page bringing something new throws here, before anything of it is written.
+      const drift = walk.drift?.page(checked);
       // The page's rows are made while the previous page commits (a sink over the network).
       // A page with quarantined records is written alone, in a transaction of its own: it is not prepared.
-      const prepared = quarantine === undefined ? deps.sink.prepare?.(id, checked) : undefined;
+      const prepared = quarantine === undefined ? deps.sink.prepare?.(id, checked, drift) : undefined;
       // An empty last page leaves the checkpoint where it was.
       const checkpoint = !walk.checkpoint || proven === undefined ? undefined : proven;
       const overlap = committing !== undefined && checkpoint !== undefined && deps.sink.overlaps?.(previousPlan, prepared) === true;
@@ -207,7 +215,7 @@ export async function walkStream(
       else if (older !== undefined) await older;
       const move = checkpoint === undefined ? undefined : { from: expected, to: checkpoint };
       if (checkpoint !== undefined) expected = checkpoint;
-      const commit = deps.sink.commitPage(id, checked, move, prepared, quarantine);
+      const commit = deps.sink.commitPage(id, checked, move, prepared, { quarantine, drift });
       // Always awaited through `committing`, maybe only after the next page arrives: meanwhile a
       // failure must not count as an unhandled rejection.
       commit.catch(() => {});
@@ -317,14 +325,22 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
   try {
     const from = opts.full || backfill ? undefined : stored;
     const window = { since: opts.since, until: opts.until };
-    result.cursor = await walkStream(id, deps, opts, { from, window, checkpoint: !backfill }, result, totals, stored);
+    const drift = await deps.drift?.open(id);
+    drift?.begin();
+    result.cursor = await walkStream(id, deps, opts, { from, window, checkpoint: !backfill, drift }, result, totals, stored);
+    // Only a read of the whole stream (--full, or after a reset) can say that something disappeared.
+    if (drift !== undefined && from === undefined && !backfill && result.records > 0) {
+      const gone = drift.gone();
+      if (gone.length > 0) await deps.sink.driftGone?.(id, gone, new Date().toISOString());
+    }
     if (opts.lookback && !backfill && !opts.full) {
       result.lookback = emptyCounts();
+      drift?.begin();
       await walkStream(
         id,
         deps,
         opts,
-        { from: undefined, window: opts.lookback, checkpoint: false },
+        { from: undefined, window: opts.lookback, checkpoint: false, drift },
         result.lookback,
         totals,
         result.cursor,

@@ -19,6 +19,7 @@ import { V7 } from './v7.js';
 import { V8 } from './v8.js';
 import { V9 } from './v9.js';
 import { V10 } from './v10.js';
+import { V11 } from './v11.js';
 
 /** One step: SQL, then code where data moves (it returns how many rows it rewrote). */
 export interface Migration {
@@ -37,4 +38,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { sql: V8 },
   { sql: V9 },
   { sql: V10 },
+  { sql: V11 },
 ];

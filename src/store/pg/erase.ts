@@ -9,6 +9,7 @@
 import type pg from 'pg';
 import { type ErasedCounts, errorsWithout, type StoredError } from '../../core/email.js';
 import { parseJson, toJson } from '../../core/json.js';
+import { ERASED } from '../model/drift.js';
 import { names, type Person, PersonGraph, quarantinedNames, scrubPerson } from '../model/person.js';
 import type { PgDatabase } from './database.js';
 import { jsonText } from './statements.js';
@@ -201,6 +202,9 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
         ])
       ).rowCount ?? 0;
     await c.query('DELETE FROM role_results WHERE id = ANY($1::text[])', [roleIds]);
+    // The drift examples among them: the path or value stays, the record's id goes (store/drift.ts).
+    if ((await c.query("SELECT to_regclass('drift_seen') IS NOT NULL AS t")).rows[0]?.t === true)
+      await c.query('UPDATE drift_seen SET record_id = $1 WHERE record_id = ANY($2::text[])', [ERASED, [...sessionIds, ...roleIds]]);
     const streams = [...whole.session_results, ...whole.role_results].map((r) => r.stream as string);
     for (const stream of streams) await c.query('UPDATE sync_state SET records = greatest(0, records - 1) WHERE stream = $1', [stream]);
     let changed = 0;

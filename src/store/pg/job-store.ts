@@ -3,6 +3,7 @@ import { UsageError } from '../../errors.js';
 import type { JobStore, StoreChoice } from '../mirror-port.js';
 import { PgBudgetSlots } from './budget-slots.js';
 import { campaignNames } from './campaigns.js';
+import { knownDrift } from './drift.js';
 import { openPgMirror } from './open.js';
 
 /** The password of a postgres:// URL, which an alert must never carry. */
@@ -29,6 +30,7 @@ export async function openPgJobStore(c: StoreChoice): Promise<JobStore> {
     streams: () => m.state.all(),
     campaignNames: () => campaignNames(m.db),
     budgetSlots: (key, timeoutMs) => new PgBudgetSlots(m.db, key, timeoutMs),
+    driftKnown: (stream) => knownDrift(m.db, stream),
     notified: () => m.state.notified(),
     setNotified: (stream, value) => m.state.setNotified(stream, value),
     // Nothing local to move: the server keeps the mirror.

@@ -2,6 +2,7 @@
 import type { MirrorReader, MirrorTarget } from '../mirror-port.js';
 import { campaignNames, skippedCampaigns } from './campaigns.js';
 import { PgDatabase } from './database.js';
+import { takeDriftChanges } from './drift.js';
 import { lockHolders } from './lock.js';
 import { PgState } from './state.js';
 
@@ -13,6 +14,7 @@ export async function openPgReader(t: MirrorTarget): Promise<MirrorReader> {
     campaignNames: () => campaignNames(db),
     skipped: () => skippedCampaigns(db),
     holder: async () => (await lockHolders(db))[0],
+    takeDrift: async () => ({ changes: await takeDriftChanges(db) }),
     close: () => db.close(),
   };
 }

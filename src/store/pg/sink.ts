@@ -12,13 +12,15 @@
  *
  * As with SQLite, the first storage failure is final for the process: every later write throws it.
  */
+import type { DriftPage, KnownDrift } from '../../core/drift.js';
 import type { Redacted } from '../../core/redact.js';
-import type { CheckedRecord, CheckpointMove, PageQuarantine, StreamId } from '../../core/types.js';
+import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
 import type { UpsertCounts } from '../model/page.js';
-import type { Sink } from '../sinks/sink.js';
+import type { PageExtras, Sink } from '../sinks/sink.js';
 import { upsertCampaigns } from './campaigns.js';
 import type { PgDatabase } from './database.js';
+import { driftGone, recordDrift } from './drift.js';
 import type { PgLocks } from './lock.js';
 import { type PagePlan, planPage, removeResults, storedIds, writePage } from './mirror.js';
 import { applyQuarantine, touchesQuarantine } from './quarantine.js';
@@ -61,8 +63,11 @@ export class PgSink implements Sink {
   }
 
   /** Builds a page's rows and parameters (mirror.ts planPage) while the previous page commits. */
-  prepare(id: StreamId, records: CheckedRecord[]): PagePlan | undefined {
-    return records.length === 0 ? undefined : planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
+  prepare(id: StreamId, records: CheckedRecord[], drift?: DriftPage): PagePlan | undefined {
+    if (records.length === 0) return undefined;
+    const plan = planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
+    // New drift is written in the page's transaction: such a page is not one statement.
+    return drift === undefined ? plan : { ...plan, single: false };
   }
 
   /**
@@ -83,7 +88,7 @@ export class PgSink implements Sink {
     records: CheckedRecord[],
     move: CheckpointMove | undefined,
     prepared?: unknown,
-    quarantine?: PageQuarantine,
+    { quarantine, drift }: PageExtras = {},
   ): Promise<UpsertCounts> {
     if (records.length === 0) {
       return this.guard(async () => {
@@ -97,9 +102,11 @@ export class PgSink implements Sink {
       });
     }
     // A plan made for this very page by prepare(), else one made now.
-    const plan = (prepared as PagePlan | undefined)?.page === records ? (prepared as PagePlan) : (this.prepare(id, records) as PagePlan);
-    // A page with quarantined records is a transaction: they commit with its rows.
-    if (plan.single && !touchesQuarantine(quarantine)) return this.commitSingle(id, records, move, plan);
+    const made =
+      (prepared as PagePlan | undefined)?.page === records ? (prepared as PagePlan) : (this.prepare(id, records, drift) as PagePlan);
+    // A page with quarantined records or drift is a transaction: they commit with its rows.
+    const plan = (drift !== undefined || touchesQuarantine(quarantine)) && made.single ? { ...made, single: false } : made;
+    if (plan.single) return this.commitSingle(id, records, move, plan);
     return this.guard(async () => {
       const cp = { stream: id.key, move };
       let counts: UpsertCounts;
@@ -107,6 +114,7 @@ export class PgSink implements Sink {
         counts = await this.db.transaction(async (client) => {
           const written = await writePage(client, plan, cp);
           if (touchesQuarantine(quarantine)) await applyQuarantine(client, id, quarantine);
+          if (drift !== undefined) await recordDrift(client, id.key, drift, new Date().toISOString());
           return written;
         });
       } catch (err) {
@@ -244,6 +252,10 @@ export class PgSink implements Sink {
 
   async endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void> {
     await this.guard(() => this.state.end(id, error, at));
+  }
+
+  async driftGone(id: StreamId, items: KnownDrift[], at: string): Promise<void> {
+    await this.guard(() => driftGone(this.db, id.key, items, at));
   }
 
   /** Every page committed on its own: nothing is held back. */

@@ -5,7 +5,7 @@
 import { lstatSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { toJson } from '../../core/json.js';
-import type { CheckedRecord, CheckpointMove, PageQuarantine, StreamId } from '../../core/types.js';
+import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { storageError } from '../../errors.js';
 import type { Checkpoints } from '../checkpoints.js';
 import { IdConflicts } from '../conflicts.js';
@@ -19,7 +19,7 @@ import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from '..
 import { isTombstone, lineDigest, NdjsonIndex, RECORD_STREAM } from '../ndjson-index.js';
 import { isManifestLine, MANIFEST_FILE, ManifestLines } from '../ndjson-manifest.js';
 import { NdjsonOffsets } from '../offsets.js';
-import { GroupedSink } from './sink.js';
+import { GroupedSink, type PageExtras } from './sink.js';
 
 /** Test seam: replaces the write of an append (to inject a full disk). */
 export interface NdjsonSinkOptions {
@@ -199,7 +199,7 @@ export class NdjsonSink extends GroupedSink {
     records: CheckedRecord[],
     move: CheckpointMove | undefined,
     _prepared?: unknown,
-    quarantine?: PageQuarantine,
+    { quarantine, drift }: PageExtras = {},
   ): Promise<UpsertCounts> {
     const path = (this.files.get(id.endpoint) as NdjsonFile).path;
     const key = indexKey(id);
@@ -223,6 +223,7 @@ export class NdjsonSink extends GroupedSink {
     counts.conflicts = undefined;
     this.write(id.endpoint, lines, () => {
       for (const [recordId, digest] of digests) this.index.set(path, key, recordId, id.campaignId, digest);
+      if (drift !== undefined) this.drift.record(id.key, drift, new Date().toISOString());
       this.state.advance(id, move, counts.inserted);
       counts.conflicts = this.conflicts.record(id, skipped, new Date().toISOString());
       // In the database, with the checkpoint and the file's new length.

@@ -1,11 +1,11 @@
 /** Records into the SQLite mirror, through the group commit of the Sink port (sinks/sink.ts). */
-import type { CheckedRecord, CheckpointMove, PageQuarantine, StreamId } from '../../core/types.js';
+import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import type { Checkpoints } from '../checkpoints.js';
 import { IdConflicts } from '../conflicts.js';
 import type { Db } from '../db.js';
 import type { GroupLimits } from '../group.js';
 import { Mirror, type UpsertCounts } from '../mirror.js';
-import { GroupedSink } from './sink.js';
+import { GroupedSink, type PageExtras } from './sink.js';
 
 /** Records into the SQLite mirror. */
 export class SqliteSink extends GroupedSink {
@@ -24,10 +24,11 @@ export class SqliteSink extends GroupedSink {
     records: CheckedRecord[],
     move: CheckpointMove | undefined,
     _prepared?: unknown,
-    quarantine?: PageQuarantine,
+    { quarantine, drift }: PageExtras = {},
   ): Promise<UpsertCounts> {
     return this.group.write(
       () => {
+        if (drift !== undefined) this.drift.record(id.key, drift, new Date().toISOString());
         const counts =
           id.endpoint === 'session'
             ? this.mirror.upsertSessionResults(records, id.campaignId)

@@ -16,5 +16,6 @@ import { V6 } from './v6.js';
 import { V7 } from './v7.js';
 import { V8 } from './v8.js';
 import { V9 } from './v9.js';
+import { V10 } from './v10.js';
 
-export const PG_MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9];
+export const PG_MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
