@@ -33,6 +33,8 @@ export function passOptions(settings: PassSettings): PassOptions {
     since: settings.since,
     until: settings.until,
     full: settings.full,
+    // pull --if-idle: a stream another worker is syncing is left to it.
+    skipBusy: (settings as { ifIdle?: boolean }).ifIdle === true,
   };
 }
 
@@ -86,6 +88,7 @@ export class SyncJob {
       format: settings.format,
       out: settings.out,
       concurrency: settings.concurrency,
+      leaseMs: settings.lease,
       warning: (text) => hooks.events?.warning?.(text),
     });
     try {

@@ -52,6 +52,8 @@ export interface PassSettings {
   readonly full: boolean;
   /** --lookback in milliseconds. */
   readonly lookback: number | undefined;
+  /** --lease in milliseconds: how long a PostgreSQL mirror's stream stays this worker's without a renewal. */
+  readonly lease: number;
 }
 
 /** What a sync job needs (app/sync-job.ts): the mirror, the API, the pass, the alerts. */
@@ -204,6 +206,7 @@ function pass(c: Collector, command: 'pull' | 'watch' | 'reconcile' | 'demo'): v
   c.take('reportType', syncSchema.reportType);
   c.take('pageSize', syncSchema.pageSize);
   c.take('concurrency', syncSchema.concurrency);
+  c.take('lease', syncSchema.lease);
   // reconcile re-reads everything and the demo pulls once: neither takes --lookback (nor a profile's).
   const lookback =
     command === 'pull' || command === 'watch'

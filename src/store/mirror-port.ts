@@ -11,8 +11,9 @@ import type { StreamRow } from './checkpoints.js';
 import type { FileErased } from './erase-ndjson.js';
 import type { Holder } from './lock.js';
 import type { Cursors, Sink } from './sinks/sink.js';
+import type { FleetStatus } from './stream-leases.js';
 
-export type { Holder, SkippedCampaign, StreamRow };
+export type { FleetStatus, Holder, SkippedCampaign, StreamRow };
 
 /** The database a command was given: --db's value and where it came from (--db, CAMPAIGN_SYNC_DB, a profile's key). */
 export interface MirrorTarget {
@@ -66,6 +67,8 @@ export interface StoreChoice {
   format: string;
   out: string;
   concurrency: number;
+  /** --lease (ms): how long a worker holds a stream without renewing it (PostgreSQL's stream leases); none: the default. */
+  leaseMs?: number | undefined;
   /** The store's warnings (a PostgreSQL mirror's record with U+0000), for the command's output. */
   warning?: ((text: string) => void) | undefined;
 }
@@ -77,6 +80,8 @@ export interface MirrorReader {
   skipped(): Promise<SkippedCampaign[]>;
   /** A process syncing the mirror now (SQLite: the lock's holder; PostgreSQL: the first worker holding stream locks). */
   holder(): Promise<Holder | undefined>;
+  /** Optional: the workers syncing the mirror together and their leases (PostgreSQL). */
+  fleet?(): Promise<FleetStatus | undefined>;
   close(): Promise<void>;
 }
 

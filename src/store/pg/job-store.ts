@@ -1,4 +1,4 @@
-/** A pull's or watch's PostgreSQL team mirror: stream locks in the server, the budget's slots shared by every host. */
+/** A pull's or watch's PostgreSQL team mirror: stream leases in the server, the budget's slots shared by every host. */
 import { UsageError } from '../../errors.js';
 import type { JobStore, StoreChoice } from '../mirror-port.js';
 import { PgBudgetSlots } from './budget-slots.js';
@@ -20,7 +20,7 @@ export async function openPgJobStore(c: StoreChoice): Promise<JobStore> {
     throw new UsageError(
       `${c.formatWhere ?? '--format ndjson'} writes files; with a postgres:// URL in ${where} the records go to PostgreSQL`,
     );
-  const m = await openPgMirror(path, pgSchema, c.concurrency, c.warning, where);
+  const m = await openPgMirror(path, pgSchema, c.concurrency, c.warning, where, c.leaseMs);
   return {
     place: { kind: 'pg', name: m.db.name },
     secret: urlPassword(path),

@@ -16,6 +16,7 @@ import type { Checkpoints } from '../checkpoints.js';
 import type { Db } from '../db.js';
 import { GroupCommit, type GroupLimits } from '../group.js';
 import type { UpsertCounts } from '../mirror.js';
+import type { StreamLeases } from '../stream-leases.js';
 
 /** Where the sync engine reads a stream's committed checkpoint (SQLite: Checkpoints; PostgreSQL: pg/state.ts). */
 export interface Cursors {
@@ -66,6 +67,8 @@ export interface Sink {
   moved?(): string | undefined;
   /** The storage failure that stopped this sink's writes, if one did. */
   readonly failure: StorageError | undefined;
+  /** Optional: the stream leases of a mirror several workers sync (PostgreSQL); the pass takes each stream by one. */
+  readonly leases?: StreamLeases | undefined;
 }
 
 /** What both sinks share: the group every write goes through, and the stream rows. */
