@@ -189,4 +189,17 @@ describePg('a fleet of workers on one PostgreSQL mirror', () => {
     await expectExact(s, schema);
     await expectNoStaleCommit(schema, -1);
   });
+
+  it('two watches on one mirror share the streams by staleness: neither exits 75, no stream synced twice at once', async () => {
+    const s = await sim({ campaigns: 6, records: RECORDS, faults: { slow: 1 }, slowMs: 15 });
+    const schema = freshSchema();
+    await prepare(s, schema);
+    const args = ['watch', '--pg-schema', schema, '--base-url', s.url, '--page-size', '10', '--rate-limit', '100000/1m'];
+    const watches = [0, 1].map(() => startCli([...args, '--lease', '2s', '--interval', '1s', '--max-cycles', '3', '--json'], hostEnv(s)));
+    const results = await Promise.all(watches.map(done));
+    for (const r of results) expect(r.code, r.stderr).toBe(0);
+    expect(s.stats.streamOverlaps, s.stats.overlappedStreams.join(', ')).toBe(0);
+    await expectExact(s, schema);
+    await expectNoStaleCommit(schema, -1);
+  });
 });

@@ -11,7 +11,7 @@ import type { StreamRow } from './checkpoints.js';
 import type { FileErased } from './erase-ndjson.js';
 import type { Holder } from './lock.js';
 import type { Cursors, Sink } from './sinks/sink.js';
-import type { FleetStatus } from './stream-leases.js';
+import type { FleetStatus, FleetTimes } from './stream-leases.js';
 
 export type { FleetStatus, Holder, SkippedCampaign, StreamRow };
 
@@ -51,6 +51,8 @@ export interface JobStore {
    * where it was opened (moved or removed meanwhile; store/sqlite/mirror-guard.ts). Watch calls it before each pass.
    */
   verify(): Promise<void>;
+  /** Optional: the times a fleet's workers share (PostgreSQL), for watch's scheduler. */
+  fleetTimes?: (() => Promise<FleetTimes>) | undefined;
   /** The request budget's slots in the mirror's database, shared by every host (PostgreSQL); none: the user's file. */
   budgetSlots?: ((key: string, timeoutMs: number) => BudgetStore) | undefined;
   /** Flushes the sink, then releases the database and the lock; throws as verify() would, once the data is safe. */

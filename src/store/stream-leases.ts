@@ -41,3 +41,12 @@ export interface FleetStatus {
   /** The request budget's slots busy in the current window, over every key, if the mirror shares one. */
   budget?: { used: number; slots: number; windowMs: number } | undefined;
 }
+
+/** What a fleet's watch schedules by (sync/schedule.ts): times every worker shares, on the database's clock (ms). */
+export interface FleetTimes {
+  now: number;
+  /** Stream -> when its last completed sync began. */
+  checked: Map<string, number>;
+  /** Workers alive now (this one included): they share the request budget. */
+  workers: number;
+}

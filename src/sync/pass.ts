@@ -37,9 +37,10 @@ export interface PassOptions extends StreamOptions {
   skipBusy?: boolean | undefined;
   /**
    * At most this many streams synced in the pass (a fleet's watch: its share of the budget); the
-   * selected streams past it are there for those that another worker holds or has just synced.
+   * selected streams past it are there for those that another worker holds or has just synced. A
+   * function is given the number of streams selected.
    */
-  limit?: number | undefined;
+  limit?: number | ((selected: number) => number) | undefined;
   /** Which planned streams to check this pass (watch's scheduler, sync/schedule.ts); default all. */
   select?: ((planned: PlannedStream[]) => PlannedStream[]) | undefined;
 }
@@ -106,9 +107,10 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   if (deps.signal?.aborted) stop.abort();
   deps.signal?.addEventListener('abort', forward, { once: true });
   const signal = stop.signal;
+  const limit = typeof opts.limit === 'function' ? opts.limit(planned.length) : (opts.limit ?? Number.POSITIVE_INFINITY);
   const totals: Progress = {
     streamsDone: 0,
-    streams: Math.min(planned.length, opts.limit ?? planned.length),
+    streams: Math.min(planned.length, limit),
     records: 0,
     requests: deps.client.requests,
   };
@@ -122,7 +124,6 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   let asking = 0;
   let elsewhere = 0;
   let taken = 0;
-  const limit = opts.limit ?? Number.POSITIVE_INFINITY;
   /** The next stream this worker may sync (its lease taken), or undefined when none is left. */
   const take = async (): Promise<number | undefined> => {
     while (fatal === undefined && !signal.aborted && taken < limit) {

@@ -29,6 +29,7 @@ export async function openPgJobStore(c: StoreChoice): Promise<JobStore> {
     streams: () => m.state.all(),
     campaignNames: () => campaignNames(m.db),
     budgetSlots: (key, timeoutMs) => new PgBudgetSlots(m.db, key, timeoutMs),
+    fleetTimes: () => m.leases.times(),
     notified: () => m.state.notified(),
     setNotified: (stream, value) => m.state.setNotified(stream, value),
     // Nothing local to move: the server keeps the mirror.

@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import { LeaseLostError } from '../../errors.js';
-import type { Claim, StreamLeases } from '../stream-leases.js';
+import type { Claim, FleetTimes, StreamLeases } from '../stream-leases.js';
 import type { PgDatabase } from './database.js';
 
 const SQL = {
@@ -52,6 +52,9 @@ const SQL = {
   releaseAll: 'UPDATE leases SET worker = NULL, expires_at = clock_timestamp() WHERE worker = $1',
   leave: 'DELETE FROM workers WHERE id = $1',
   fence: 'SELECT 1 FROM leases WHERE stream = $1 AND worker = $2 AND token = $3 FOR SHARE',
+  times: `SELECT extract(epoch FROM clock_timestamp()) * 1000 AS now,
+      (SELECT count(*)::int FROM workers WHERE heartbeat_at > clock_timestamp() - lease_ms * interval '1 millisecond') AS workers,
+      (SELECT coalesce(json_agg(json_build_array(stream, extract(epoch FROM done_since) * 1000)), '[]') FROM leases WHERE done_since IS NOT NULL) AS done`,
 };
 
 export class PgLeases implements StreamLeases {
@@ -138,6 +141,18 @@ export class PgLeases implements StreamLeases {
     throw new LeaseLostError(
       `stream ${stream}: this worker lost its lease (it went longer than --lease ${this.leaseMs / 1000}s without renewing it) and another worker took the stream; this page was not written`,
     );
+  }
+
+  /** When each stream's last completed sync began, the database's clock now, and the live workers. */
+  async times(): Promise<FleetTimes> {
+    await this.register();
+    const r = await this.db.query<{ now: string; workers: number; done: Array<[string, number]> }>(SQL.times);
+    const row = r.rows[0];
+    return {
+      now: Number(row?.now),
+      checked: new Map((row?.done ?? []).map(([stream, at]) => [stream, Number(at)])),
+      workers: Math.max(1, row?.workers ?? 1),
+    };
   }
 
   /** Gives back every lease and leaves the fleet (the end of a pull or watch). */
