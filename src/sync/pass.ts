@@ -126,11 +126,13 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   let taken = 0;
   /** The next stream this worker may sync (its lease taken), or undefined when none is left. */
   const take = async (): Promise<number | undefined> => {
-    while (fatal === undefined && !signal.aborted && taken < limit) {
+    // Stopped (a signal), the streams not yet started still report `interrupted`, as before any
+    // lease; only the waiting for busy ones ends.
+    while (fatal === undefined && taken < limit) {
       const fresh = next < planned.length;
-      const index = fresh ? next++ : busy.shift();
+      const index = fresh ? next++ : signal.aborted ? undefined : busy.shift();
       if (index === undefined) {
-        if (asking === 0) return undefined;
+        if (asking === 0 || signal.aborted) return undefined;
         // Another worker of this pass is asking for the last busy ones: they may come back.
         await sleep(leases?.retryMs ?? 100, signal).catch(() => {});
         continue;
