@@ -250,7 +250,7 @@ function watchOnly(c: Collector): void {
   // systemd (and Restart=always would start it again and again). Exit 75 says who holds the lock.
   if (c.inputs.flags.ifIdle)
     throw new UsageError(
-      '--if-idle is for `pull` from cron; a watch runs until stopped, so run one watch per database (a second exits 75)',
+      '--if-idle is for `pull` from cron; a watch runs until stopped: run one watch per SQLite database (a second exits 75), or several on a PostgreSQL mirror (they share its streams)',
     );
   // Every pass would re-read everything (or the same window) and spend the budget on it.
   if (c.inputs.flags.full)

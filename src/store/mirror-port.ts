@@ -80,7 +80,7 @@ export interface MirrorReader {
   streams(): Promise<StreamRow[]>;
   campaignNames(): Promise<Map<string, string>>;
   skipped(): Promise<SkippedCampaign[]>;
-  /** A process syncing the mirror now (SQLite: the lock's holder; PostgreSQL: the first worker holding stream locks). */
+  /** A process syncing the mirror now (SQLite: the lock's holder; PostgreSQL: the first live worker holding stream leases). */
   holder(): Promise<Holder | undefined>;
   /** Optional: the workers syncing the mirror together and their leases (PostgreSQL). */
   fleet?(): Promise<FleetStatus | undefined>;
