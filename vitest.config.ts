@@ -28,6 +28,7 @@ const E2E = [
   'test/export-signal.test.ts',
   'test/forget-crash.test.ts',
   'test/if-idle.test.ts',
+  'test/pg-fleet.test.ts',
   'test/pg-lock.test.ts',
   'test/pg-reliability.test.ts',
   'test/posix-locks.test.ts',

@@ -117,6 +117,7 @@ function syncOptions(cmd: Command, watch = false): Command {
     .option('--out <dir>', `NDJSON folder; given alone, it means --format ndjson (default: ${DEFAULTS.out})`)
     .option('--page-size <n>', `records per request, 1 to 100${shownDefault('pageSize')}`)
     .option('--concurrency <n>', `streams synced at once (one shared request budget)${shownDefault('concurrency')}`)
+    .option('--lease <duration>', `PostgreSQL: a stream stays a worker's this long without a renewal${shownDefault('lease')}`)
     .addOption(once('--since <date>', 'backfill from this day (YYYY-MM-DD); checkpoints untouched'))
     .addOption(once('--until <date>', 'backfill up to this day (YYYY-MM-DD); checkpoints untouched'))
     .addOption(once('--full', 'ignore checkpoints, re-read everything, then set them'))

@@ -39,6 +39,7 @@ describe('one place for defaults', () => {
       out: DEFAULTS.out,
       pageSize: 100,
       concurrency: 4,
+      lease: 30_000,
     });
     expect(parseSettings(apiSchema, {})).toEqual({
       rateLimit: { count: 100, windowMs: 60_000 },

@@ -34,6 +34,8 @@ export function passOptions(settings: PassSettings): PassOptions {
     since: settings.since,
     until: settings.until,
     full: settings.full,
+    // pull --if-idle: a stream another worker is syncing is left to it.
+    skipBusy: (settings as { ifIdle?: boolean }).ifIdle === true,
   };
 }
 
@@ -87,6 +89,7 @@ export class SyncJob {
       format: settings.format,
       out: settings.out,
       concurrency: settings.concurrency,
+      leaseMs: settings.lease,
       warning: (text) => hooks.events?.warning?.(text),
     });
     try {
@@ -133,11 +136,16 @@ export class SyncJob {
    * One pass; with `lookback` (default: whenever --lookback was given) it re-reads the lookback window
    * too. With --notify, the streams' state changes are then told, also after a pass that synced nothing.
    */
-  async pass(lookback = this.lookbackMs !== undefined, select?: PassOptions['select']): Promise<PassResult> {
+  async pass(
+    lookback = this.lookbackMs !== undefined,
+    select?: PassOptions['select'],
+    /** A fleet's watch: its share of the budget, and busy streams left to their holders. */
+    fleet?: Pick<PassOptions, 'limit' | 'skipBusy'>,
+  ): Promise<PassResult> {
     const window = lookback && this.lookbackMs !== undefined ? lookbackWindow(this.lookbackMs, Date.now()) : undefined;
     let result: PassResult;
     try {
-      result = await runPass(this.deps(), { ...this.options, lookback: window, select });
+      result = await runPass(this.deps(), { ...this.options, lookback: window, select, ...fleet });
     } catch (err) {
       await this.notify(undefined);
       throw err;

@@ -19,6 +19,7 @@ export const DEFAULTS = {
   out: './campaign-sync-out',
   pageSize: '100',
   concurrency: '4',
+  lease: '30s',
   interval: '2m',
   lookbackEvery: '1h',
   maxAge: '10m',

@@ -101,7 +101,15 @@ export const syncSchema = {
   pageSize: parsed((t) => parseIntIn(t, '--page-size', 1, 100), DEFAULTS.pageSize),
   concurrency: parsed((t) => parseIntIn(t, '--concurrency', 1, 64), DEFAULTS.concurrency),
   lookback: optional((t) => parseDuration(t, '--lookback')),
+  lease: parsed((t) => parseLease(t), DEFAULTS.lease),
 };
+
+/** --lease: 1s to 1h (a shorter one would expire between two renewals of a loaded host). */
+function parseLease(text: string): number {
+  const ms = parseDuration(text, '--lease');
+  if (ms < 1000 || ms > 3_600_000) throw new UsageError(`--lease: must be from 1s to 1h, not "${text}"`);
+  return ms;
+}
 
 export const watchSchema = {
   interval: parsed((t) => parseDuration(t, '--interval'), DEFAULTS.interval),

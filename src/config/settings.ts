@@ -56,6 +56,8 @@ export interface PassSettings {
   readonly lookback: number | undefined;
   /** --contract: `strict` fails a stream's pass on a new field path or enumeration value (sync/drift.ts). */
   readonly contract: ContractMode;
+  /** --lease in milliseconds: how long a PostgreSQL mirror's stream stays this worker's without a renewal. */
+  readonly lease: number;
 }
 
 /** What a sync job needs (app/sync-job.ts): the mirror, the API, the pass, the alerts. */
@@ -254,6 +256,7 @@ function pass(c: Collector, command: 'pull' | 'watch' | 'reconcile' | 'demo'): v
   c.take('reportType', syncSchema.reportType);
   c.take('pageSize', syncSchema.pageSize);
   c.take('concurrency', syncSchema.concurrency);
+  c.take('lease', syncSchema.lease);
   // reconcile re-reads everything and the demo pulls once: neither takes --lookback (nor a profile's).
   const lookback =
     command === 'pull' || command === 'watch'
@@ -299,7 +302,7 @@ function watchOnly(c: Collector): void {
   // systemd (and Restart=always would start it again and again). Exit 75 says who holds the lock.
   if (c.inputs.flags.ifIdle)
     throw new UsageError(
-      '--if-idle is for `pull` from cron; a watch runs until stopped, so run one watch per database (a second exits 75)',
+      '--if-idle is for `pull` from cron; a watch runs until stopped: run one watch per SQLite database (a second exits 75), or several on a PostgreSQL mirror (they share its streams)',
     );
   // Every pass would re-read everything (or the same window) and spend the budget on it.
   if (c.inputs.flags.full)

@@ -41,6 +41,7 @@ export const PROFILE_KEYS = {
   out: 'out',
   page_size: 'pageSize',
   concurrency: 'concurrency',
+  lease: 'lease',
   report_type: 'reportType',
   contract: 'contract',
   lookback: 'lookback',

@@ -73,6 +73,15 @@ export interface SimulatorStats {
   gzipped: number;
   /** Requests by User-Agent header ('' when none was sent). */
   userAgents: Record<string, number>;
+  /**
+   * Results requests that arrived while another request of the same stream (endpoint, campaign and
+   * report type) was still being answered. One worker asks for a stream's pages one at a time, so
+   * anything above 0 means two workers synced one stream at once. Seen only when answers take time
+   * (the `slow` fault): an instant answer ends before the next request can arrive.
+   */
+  streamOverlaps: number;
+  /** The streams of those requests (bounded to 100). */
+  overlappedStreams: string[];
 }
 
 export interface RunningSimulator {
@@ -138,6 +147,26 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     lastRequestAt: 0,
     gzipped: 0,
     userAgents: {},
+    streamOverlaps: 0,
+    overlappedStreams: [],
+  };
+  // Results requests being answered, by stream.
+  const inFlight = new Map<string, number>();
+  const track = (url: URL, res: ServerResponse) => {
+    if (!url.pathname.endsWith('/results')) return;
+    const p = url.searchParams;
+    const key = `${url.pathname} ${p.get('campaign_id') ?? ''} ${p.get('report_type') ?? ''}`;
+    const n = inFlight.get(key) ?? 0;
+    if (n > 0) {
+      stats.streamOverlaps++;
+      if (stats.overlappedStreams.length < 100 && !stats.overlappedStreams.includes(key)) stats.overlappedStreams.push(key);
+    }
+    inFlight.set(key, n + 1);
+    res.once('close', () => {
+      const left = (inFlight.get(key) ?? 1) - 1;
+      if (left === 0) inFlight.delete(key);
+      else inFlight.set(key, left);
+    });
   };
   const sockets = new Set<Socket>();
   const startedAt = now();
@@ -261,6 +290,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     stats.lastRequestAt = performance.now() + performance.timeOrigin;
     if (stats.requests === 1) stats.firstRequestAt = stats.lastRequestAt;
     const url = new URL(req.url ?? '/', 'http://simulator');
+    track(url, res);
     if (isControl(url.pathname)) {
       if (req.headers.authorization !== `Bearer ${apiKey}`) return send(res, 401, errorBody(401, 'Unauthorized'));
       try {

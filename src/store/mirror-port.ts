@@ -11,10 +11,11 @@ import type { FileErased } from './erase-ndjson.js';
 import type { Holder } from './lock.js';
 import type { ChangeTableName, ExportTable } from './model/export-tables.js';
 import type { QuarantineRow, QuarantineSelection } from './model/quarantine.js';
+import type { FleetStatus, FleetTimes } from './model/stream-leases.js';
 import type { SkippedCampaign, StreamRow } from './model/streams.js';
 import type { Cursors, Sink } from './sinks/sink.js';
 
-export type { Holder, QuarantineRow, QuarantineSelection, SkippedCampaign, StreamRow };
+export type { FleetStatus, Holder, QuarantineRow, QuarantineSelection, SkippedCampaign, StreamRow };
 
 /** The database a command was given: --db's value and where it came from (--db, CAMPAIGN_SYNC_DB, a profile's key). */
 export interface MirrorTarget {
@@ -54,6 +55,8 @@ export interface JobStore {
   verify(): Promise<void>;
   /** What the stream's earlier passes recorded of its field paths and enumeration values (sync/drift.ts). */
   driftKnown?: ((stream: string) => Promise<KnownDrift[]>) | undefined;
+  /** Optional: the times a fleet's workers share (PostgreSQL), for watch's scheduler. */
+  fleetTimes?: (() => Promise<FleetTimes>) | undefined;
   /** The request budget's slots in the mirror's database, shared by every host (PostgreSQL); none: the user's file. */
   budgetSlots?: ((key: string, timeoutMs: number) => BudgetStore) | undefined;
   /** Flushes the sink, then releases the database and the lock; throws as verify() would, once the data is safe. */
@@ -70,6 +73,8 @@ export interface StoreChoice {
   format: string;
   out: string;
   concurrency: number;
+  /** --lease (ms): how long a worker holds a stream without renewing it (PostgreSQL's stream leases); none: the default. */
+  leaseMs?: number | undefined;
   /** The store's warnings (a PostgreSQL mirror's record with U+0000), for the command's output. */
   warning?: ((text: string) => void) | undefined;
 }
@@ -79,13 +84,15 @@ export interface MirrorReader {
   streams(): Promise<StreamRow[]>;
   campaignNames(): Promise<Map<string, string>>;
   skipped(): Promise<SkippedCampaign[]>;
-  /** A process syncing the mirror now (SQLite: the lock's holder; PostgreSQL: the first worker holding stream locks). */
+  /** A process syncing the mirror now (SQLite: the lock's holder; PostgreSQL: the first live worker holding stream leases). */
   holder(): Promise<Holder | undefined>;
   /**
    * The drift not reported yet, marked reported: each change is taken once. `unmarked` says why they
    * could not be marked (a read-only file), when they will be reported again.
    */
   takeDrift?(): Promise<{ changes: DriftChange[]; unmarked?: string | undefined }>;
+  /** Optional: the workers syncing the mirror together and their leases (PostgreSQL). */
+  fleet?(): Promise<FleetStatus | undefined>;
   close(): Promise<void>;
 }
 

@@ -7,7 +7,7 @@
 import type { ApiClient, RequestCounter } from '../api/client.js';
 import type { Progress, RunEvents } from '../core/events.js';
 import type { CheckedRecord, QuarantinedRecord, ReportType, StreamId } from '../core/types.js';
-import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort } from '../errors.js';
+import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort, LeaseLostError } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
 import type { Cursors, Sink } from '../store/sinks/sink.js';
 import type { DriftTracker, StreamDrift } from './drift.js';
@@ -300,6 +300,8 @@ export async function streamFailure(
 ): Promise<{ status: StreamStatus; error?: string; errorKind?: ErrorKind }> {
   if (err instanceof AuthError) throw err;
   if (isAbort(err) && deps.signal?.aborted) return { status: 'interrupted' };
+  // Another worker holds the stream now: its outcome is theirs to record, not this worker's.
+  if (err instanceof LeaseLostError) return { status: 'failed', error: err.message, errorKind: err.kind };
   if (!(err instanceof ApiError || err instanceof DataError)) throw err;
   // A record's values quoted by a DataError came from the service too: never the key among them.
   const message = deps.client.redact(err.message);

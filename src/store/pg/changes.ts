@@ -28,7 +28,7 @@ import { cursorRows, type PgSelect, pgSelect } from './export.js';
 
 /**
  * The schema's change lock: one bigint key, as the pages' tickets (statements.ts withTicket; two-key
- * locks are the stream locks, lock.ts), whose low 32 bits are never all ones as this one's are.
+ * locks are older versions' stream locks, lock.ts), whose low 32 bits are never all ones as this one's are.
  */
 const CHANGE_LOCK = "(hashtext('campaign-sync changes ' || current_schema())::bigint << 32) + 4294967295";
 

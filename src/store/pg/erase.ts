@@ -257,7 +257,7 @@ export async function eraseFromPg(db: PgDatabase, user: string): Promise<ErasedC
   return erased;
 }
 
-/** Every stream of the mirror (forget takes all their locks, so no pull writes the user back meanwhile). */
+/** Every stream of the mirror (forget holds all their leases, so no pull writes the user back meanwhile). */
 export async function allStreams(db: PgDatabase): Promise<string[]> {
   return (await db.query<{ stream: string }>('SELECT stream FROM sync_state')).rows.map((r) => r.stream);
 }

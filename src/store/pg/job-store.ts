@@ -1,4 +1,4 @@
-/** A pull's or watch's PostgreSQL team mirror: stream locks in the server, the budget's slots shared by every host. */
+/** A pull's or watch's PostgreSQL team mirror: stream leases in the server, the budget's slots shared by every host. */
 import { UsageError } from '../../errors.js';
 import type { JobStore, StoreChoice } from '../mirror-port.js';
 import { PgBudgetSlots } from './budget-slots.js';
@@ -21,7 +21,7 @@ export async function openPgJobStore(c: StoreChoice): Promise<JobStore> {
     throw new UsageError(
       `${c.formatWhere ?? '--format ndjson'} writes files; with a postgres:// URL in ${where} the records go to PostgreSQL`,
     );
-  const m = await openPgMirror(path, pgSchema, c.concurrency, c.warning, where);
+  const m = await openPgMirror(path, pgSchema, c.concurrency, c.warning, where, c.leaseMs);
   return {
     place: { kind: 'pg', name: m.db.name },
     secret: urlPassword(path),
@@ -31,6 +31,7 @@ export async function openPgJobStore(c: StoreChoice): Promise<JobStore> {
     campaignNames: () => campaignNames(m.db),
     budgetSlots: (key, timeoutMs) => new PgBudgetSlots(m.db, key, timeoutMs),
     driftKnown: (stream) => knownDrift(m.db, stream),
+    fleetTimes: () => m.leases.times(),
     notified: () => m.state.notified(),
     setNotified: (stream, value) => m.state.setNotified(stream, value),
     // Nothing local to move: the server keeps the mirror.

@@ -18,6 +18,7 @@ import type { Db } from '../db.js';
 import { DriftLedger } from '../drift.js';
 import { GroupCommit, type GroupLimits } from '../group.js';
 import type { UpsertCounts } from '../mirror.js';
+import type { StreamLeases } from '../model/stream-leases.js';
 import { SqliteQuarantine } from '../quarantine.js';
 
 /** Where the sync engine reads a stream's committed checkpoint (SQLite: Checkpoints; PostgreSQL: pg/state.ts). */
@@ -87,6 +88,8 @@ export interface Sink {
   moved?(): string | undefined;
   /** The storage failure that stopped this sink's writes, if one did. */
   readonly failure: StorageError | undefined;
+  /** Optional: the stream leases of a mirror several workers sync (PostgreSQL); the pass takes each stream by one. */
+  readonly leases?: StreamLeases | undefined;
 }
 
 /** What both sinks share: the group every write goes through, and the stream rows. */
