@@ -179,7 +179,7 @@ describe('human status', () => {
       lock.release();
     }
     const text = written.join('');
-    expect(text.split('\n')[0]).toBe('campaign\tendpoint\treport\tcursor\trecords\tid conflicts\tlast success\tlast error');
+    expect(text.split('\n')[0]).toBe('campaign\tendpoint\treport\tcursor\trecords\tid conflicts\tquarantined\tlast success\tlast error');
     expect(text).not.toContain('sync in progress');
     expect(text).toContain('4 min ago');
     expect(said.join('')).toMatch(new RegExp(`^sync in progress \\(pid ${process.pid} on .+, since \\d{4}-.+Z, 0 s ago\\)$`, 'm'));
@@ -204,19 +204,23 @@ describe('a campaign the service no longer lists', () => {
     const before = await sim({ seed: 5, campaigns: 4, records: 3 });
     expect((await runCli(['pull', '--db', db, '--quiet'], { env: env(before) })).code).toBe(0);
     await before.close();
-    await new Promise((r) => setTimeout(r, 2100));
+    // Every stream last succeeded an hour ago (set, not waited for): the two still listed are fresh
+    // again after the next pull, the two unlisted would be stale for ever.
+    const aged = openDatabase(db);
+    aged.prepare('UPDATE sync_state SET last_success_at = ?').run(new Date(Date.now() - 3_600_000).toISOString());
+    aged.close();
     const after = await sim({ seed: 5, campaigns: 2, records: 3, port: before.port });
     const pulled = await runCli(['pull', '--db', db], { env: env(after) });
     expect(pulled.code, pulled.stderr).toBe(0);
     const warned = pulled.stderr.split('\n').filter((l) => l.includes('is no longer listed by the service (last listed '));
     expect(warned).toHaveLength(2);
-    // Its streams' last success is 2 s old, the listed ones' fresh: stale (exit 4) before.
-    const check = await runCli(['status', '--check', '--max-age', '2s', '--db', db]);
+    // Its streams' last success is an hour old, the listed ones' fresh: stale (exit 4) before.
+    const check = await runCli(['status', '--check', '--max-age', '10m', '--db', db]);
     expect(check.code, check.stdout).toBe(0);
     const lines = check.stdout.trim().split('\n');
     expect(lines.filter((l) => l.includes(': not listed by the service since '))).toHaveLength(2);
     expect(lines.at(-1)).toMatch(/^OK: 2 of 2 streams healthy/);
-    const doc = JSON.parse((await runCli(['status', '--check', '--max-age', '2s', '--json', '--db', db])).stdout);
+    const doc = JSON.parse((await runCli(['status', '--check', '--max-age', '10m', '--json', '--db', db])).stdout);
     expect(doc.unlisted).toHaveLength(2);
     expect(doc.unlisted[0].listed_last_at).toMatch(/^\d{4}-\d\d-\d\dT/);
     const all = JSON.parse((await runCli(['status', '--json', '--db', db])).stdout).streams;

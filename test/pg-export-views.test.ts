@@ -3,13 +3,14 @@ import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { parseStrictCsv } from './helpers/csv.js';
-import { sim, tempDir } from './helpers/index.js';
+import { tempDir } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgRows } from './helpers/pg.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 describePg('export of the views and --columns from PostgreSQL', () => {
   it('every row of each view; only the columns asked for, in their order', async () => {
-    const s = await sim({ campaigns: 2, records: 20 });
+    const s = await sharedSim({ campaigns: 2, records: 20 });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
     expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
@@ -47,7 +48,7 @@ describePg('export of the views and --columns from PostgreSQL', () => {
   it('a symbolic link at -o is refused (exit 2) as from SQLite, and what it points at is untouched', async () => {
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
-    const s = await sim({ campaigns: 1, records: 2 });
+    const s = await sharedSim({ campaigns: 1, records: 2 });
     expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
     const dir = tempDir();
     const victim = join(dir, 'victim.txt');

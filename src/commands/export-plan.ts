@@ -8,6 +8,7 @@ import { CampaignSyncError, storageError, UsageError } from '../errors.js';
 import type { Sink } from '../export/sink.js';
 import { chosenColumns, EXPORT_TABLES, type ExportTable } from '../export/tables.js';
 import { outputFile } from '../export/target.js';
+import { asOfTime } from '../export/timestamp.js';
 import type { ExportSource, Rows } from '../store/mirror-port.js';
 import type { Output } from '../ui/output.js';
 
@@ -26,6 +27,8 @@ export interface ExportPlan {
   rawCsv: boolean;
   /** --since-last: the consumer whose changes are exported. */
   sinceLast: string | undefined;
+  /** --as-of: the time whose versions are exported (ISO 8601, UTC, checked). */
+  asOf: string | undefined;
 }
 
 /** The plan of an export: the combinations that make no sense refused, in the order people read the flags. */
@@ -48,6 +51,7 @@ export function planOf(settings: ExportSettings): ExportPlan {
     columns: settings.columns,
     rawCsv: settings.rawCsv,
     sinceLast: settings.sinceLast,
+    asOf: settings.asOf === undefined ? undefined : checkAsOf({ ...settings, asOf: settings.asOf }),
   };
 }
 
@@ -87,4 +91,19 @@ export async function writeParquetRows(
     );
   }
   return result.rows;
+}
+
+/** The tables whose versions are kept (result_versions), by the kind of result. */
+export const KIND_OF: Record<string, 'session' | 'role'> = { 'session-results': 'session', 'role-results': 'role' };
+
+/** `--as-of`'s value, checked: a bad one is a usage error before anything is opened. A future time is fine. */
+export function checkAsOf(flags: { asOf: string; table: string; sinceLast?: string; since?: string; until?: string }): string {
+  const at = asOfTime(flags.asOf);
+  if (at === null) {
+    throw new UsageError(`--as-of: "${flags.asOf}" is not a timestamp; give an ISO 8601 date-time such as 2026-03-01T12:00:00Z, or a date`);
+  }
+  if (!(flags.table in KIND_OF)) throw new UsageError('--as-of: only session-results and role-results keep their versions');
+  if (flags.sinceLast !== undefined) throw new UsageError('--as-of does not go with --since-last');
+  if (flags.since !== undefined || flags.until !== undefined) throw new UsageError('--as-of does not go with --since or --until');
+  return at;
 }

@@ -7,17 +7,13 @@ import type { Writable } from 'node:stream';
 import { mirrorOf } from '../app/factory.js';
 import type { ExportSettings } from '../config/settings.js';
 import { currentIo } from '../core/io.js';
-import { ExportInterrupted, errorCode, isAbort, UsageError } from '../errors.js';
+import { ExportInterrupted, isAbort, UsageError } from '../errors.js';
 import { noRowsWarning, selectedCampaign } from '../export/campaign.js';
-import { writeCsv } from '../export/csv.js';
-import { writeCsvTable } from '../export/csv-table.js';
-import { cleanStalePartials, PartialFile } from '../export/file.js';
-import { untilAborted } from '../export/interrupt.js';
-import { FileSink, type Sink, StreamSink } from '../export/sink.js';
 import { checkOutput } from '../export/target.js';
-import type { ExportSource, Rows } from '../store/mirror-port.js';
+import type { ExportSource } from '../store/mirror-port.js';
 import { Output } from '../ui/output.js';
-import { columnChooser, type ExportPlan, exportFailure, planOf, writeParquetRows } from './export-plan.js';
+import { columnChooser, type ExportPlan, exportFailure, planOf } from './export-plan.js';
+import { writeExport } from './export-write.js';
 
 export async function exportTable(settings: ExportSettings, stdout: Writable = currentIo().stdout, signal?: AbortSignal): Promise<number> {
   const out = new Output(settings);
@@ -29,6 +25,9 @@ export async function exportTable(settings: ExportSettings, stdout: Writable = c
   // redirect, never onto a terminal.
   if (plan.format === 'parquet' && plan.target === undefined && (stdout as { isTTY?: boolean }).isTTY === true) {
     throw new UsageError('--format parquet writes binary data: give -o <file>, or redirect stdout to a file or a pipe');
+  }
+  if (plan.asOf !== undefined) {
+    return (await import('./export-as-of.js')).exportAsOf(mirror, { ...plan, asOf: plan.asOf }, out, stdout, signal);
   }
   if (plan.sinceLast !== undefined) {
     const sinceLast = await import('./export-since.js');
@@ -48,62 +47,12 @@ export async function exportTable(settings: ExportSettings, stdout: Writable = c
   }
 }
 
-/**
- * The table's rows into a private temporary file renamed at the end (export/file.ts), so a failed
- * export never leaves half a file where a complete one is expected; or onto stdout.
- */
+/** The table's rows, as the mirror's export source gives them, written out (writeExport). */
 async function exportRows(plan: ExportPlan, source: ExportSource, out: Output, stdout: Writable, signal?: AbortSignal) {
-  const { target } = plan;
-  let partial: PartialFile | undefined;
-  let fileSink: FileSink | undefined;
-  let rows = 0;
   try {
     const campaign = plan.campaign === undefined ? undefined : selectedCampaign(plan.campaign, await source.campaignIds(plan.campaign));
     const found = await source.rows({ table: plan.table, campaign, since: plan.since, until: plan.until, columns: columnChooser(plan) });
-    // Asynchronous rows (PostgreSQL's) stop at the next one once a signal comes; synchronous ones, between chunks.
-    const each = (): Rows => {
-      const all = found.rows();
-      return Symbol.asyncIterator in all ? untilAborted(all, signal) : all;
-    };
-    if (target !== undefined) {
-      cleanStalePartials(target);
-      partial = new PartialFile(target);
-    }
-    try {
-      fileSink = partial !== undefined ? new FileSink(partial.fd) : undefined;
-      const sink: Sink = fileSink ?? new StreamSink(stdout, false, signal);
-      if (plan.format === 'csv') {
-        // A table with a row id in SQLite: batches of rows joined into bytes (export/csv-table.ts); else row by row.
-        const ranges = found.ranges?.();
-        rows =
-          ranges === undefined
-            ? await writeCsv(found.columns, each(), sink, { raw: plan.rawCsv, signal })
-            : await writeCsvTable(ranges.reader, { batch: ranges.batch, columns: found.columns, raw: plan.rawCsv }, sink, signal);
-      } else if (plan.format === 'parquet') {
-        rows = await writeParquetRows(found.columns, found.types, each(), sink, out, signal);
-      } else {
-        // Loaded only here: a CSV export never uses it.
-        const { writeNdjson } = await import('../export/writers.js');
-        rows = await writeNdjson(found.columns, each(), sink, signal);
-      }
-      await sink.end();
-    } catch (err) {
-      // `export … | head` closes the pipe early: that is the reader's choice, not an error.
-      if (errorCode(err) === 'EPIPE' && partial === undefined) return 0;
-      throw err;
-    }
-    if (partial !== undefined) {
-      // A signal that came after the last chunk, or before the first (a small table, a Ctrl-C while
-      // the CLI loaded), still means "stop": the file is not put in place.
-      signal?.throwIfAborted();
-      partial.commit();
-      partial = undefined;
-      if (!out.quiet && !out.json) {
-        const { formatCount } = await import('../ui/table.js');
-        out.info(`wrote ${formatCount(rows)} rows of ${plan.table} to ${target}`);
-      }
-      out.document({ table: plan.table, format: plan.format, rows, path: target });
-    }
+    const rows = await writeExport(plan, found, out, stdout, signal);
     // A campaign of the other kind (a role campaign's session results) gives a file with a header
     // only: said, so that it does not pass for "this campaign has no results yet".
     if (campaign !== undefined && plan.campaign !== undefined && rows === 0) {
@@ -112,11 +61,8 @@ async function exportRows(plan: ExportPlan, source: ExportSource, out: Output, s
     }
     return 0;
   } catch (err) {
-    // A background fdatasync must be done with the descriptor before it is closed.
-    await fileSink?.settle();
-    partial?.discard();
-    if (isAbort(err) && signal?.aborted) throw new ExportInterrupted(target);
+    if (isAbort(err) && signal?.aborted) throw new ExportInterrupted(plan.target);
     // Local storage failures exit 74 naming the user's own path, never the temporary file's.
-    throw exportFailure(err, source, target);
+    throw exportFailure(err, source, plan.target);
   }
 }

@@ -44,9 +44,10 @@ async function warnUnlisted(session: SyncJob, out: Output): Promise<void> {
 
 /**
  * `campaign-sync pull`: one pass, a summary, and the exit code of docs/exit-codes.md. With --if-idle, a
- * lock held by another live campaign-sync (the database's lock file, the NDJSON folder's, or a
- * PostgreSQL stream's advisory lock) is exit 0 and silence, as `flock -n` gives cron: a tick during
- * a long backfill mails nobody. Only that lock: another program's SQLite lock (busy) is still 75.
+ * lock held by another live campaign-sync (the database's lock file, the NDJSON folder's) is exit 0
+ * and silence, as `flock -n` gives cron: a tick during a long backfill mails nobody; on PostgreSQL a
+ * stream another worker holds is left to it (sync/pass.ts skipBusy). Only that lock: another
+ * program's SQLite lock (busy) is still 75.
  */
 export async function pull(settings: PullSettings, signal: AbortSignal): Promise<number> {
   const out = new Output(settings);

@@ -4,6 +4,8 @@
  * so a message can name where a value came from (`settings.sourceOf('rateLimit').name`). The
  * defaults are the schemas' (config/schema.ts); commander declares none.
  */
+
+import type { ContractMode } from '../core/drift.js';
 import { currentIo } from '../core/io.js';
 import type { Destination, Endpoint, ReportType } from '../core/types.js';
 import { UsageError } from '../errors.js';
@@ -57,6 +59,10 @@ export interface PassSettings {
    * not stored, and those stored are erased at most once a day (pull and watch only).
    */
   readonly retention: number | undefined;
+  /** --contract: `strict` fails a stream's pass on a new field path or enumeration value (sync/drift.ts). */
+  readonly contract: ContractMode;
+  /** --lease in milliseconds: how long a PostgreSQL mirror's stream stays this worker's without a renewal. */
+  readonly lease: number;
 }
 
 /** What a sync job needs (app/sync-job.ts): the mirror, the API, the pass, the alerts. */
@@ -129,6 +135,12 @@ export interface ForgetSettings extends MirrorSettings, OutputSettings {
   readonly olderThan: number | undefined;
 }
 
+export interface HistorySettings extends MirrorSettings, OutputSettings {
+  /** --user and --record, as given (the command trims them and wants one). */
+  readonly user: string | undefined;
+  readonly record: string | undefined;
+}
+
 export interface ExportSettings extends MirrorSettings, OutputSettings {
   readonly format: 'csv' | 'ndjson' | 'parquet';
   /** --table, as given (commands/export.ts checks it against the tables the mirror has). */
@@ -139,6 +151,8 @@ export interface ExportSettings extends MirrorSettings, OutputSettings {
   readonly columns: string | undefined;
   /** --since-last <consumer>. */
   readonly sinceLast: string | undefined;
+  /** --as-of <timestamp>, as given (commands/export-plan.ts checks it). */
+  readonly asOf: string | undefined;
   /** --campaign, an id or a name. */
   readonly campaign: string | undefined;
   /** --since and --until, checked days (YYYY-MM-DD). */
@@ -152,11 +166,14 @@ export interface SettingsOf {
   pull: PullSettings;
   watch: WatchSettings;
   reconcile: ReconcileSettings;
+  /** `quarantine retry`: a job as reconcile's, reading only the quarantined records' pages. */
+  quarantine: ReconcileSettings;
   campaigns: CampaignsSettings;
   demo: DemoSettings;
   status: StatusSettings;
   reset: ResetSettings;
   forget: ForgetSettings;
+  history: HistorySettings;
   export: ExportSettings;
 }
 export type CommandName = keyof SettingsOf;
@@ -246,6 +263,7 @@ function pass(c: Collector, command: 'pull' | 'watch' | 'reconcile' | 'demo'): v
   c.take('reportType', syncSchema.reportType);
   c.take('pageSize', syncSchema.pageSize);
   c.take('concurrency', syncSchema.concurrency);
+  c.take('lease', syncSchema.lease);
   // reconcile re-reads everything and the demo pulls once: neither takes --lookback (nor a profile's).
   const lookback =
     command === 'pull' || command === 'watch'
@@ -254,6 +272,8 @@ function pass(c: Collector, command: 'pull' | 'watch' | 'reconcile' | 'demo'): v
   // reconcile compares with the service and the demo is a fresh mirror: retention is a pull's and a watch's.
   if (command === 'pull' || command === 'watch') c.take('retention', syncSchema.retention);
   else c.set('retention', undefined, byDefault('retention'));
+  if (command === 'pull' || command === 'watch') c.take('contract', syncSchema.contract);
+  else c.set('contract', DEFAULTS.contract, byDefault('contract'));
   c.flag('campaign', [] as string[]);
   const since = c.flag<string | undefined>('since', undefined);
   const until = c.flag<string | undefined>('until', undefined);
@@ -292,7 +312,7 @@ function watchOnly(c: Collector): void {
   // systemd (and Restart=always would start it again and again). Exit 75 says who holds the lock.
   if (c.inputs.flags.ifIdle)
     throw new UsageError(
-      '--if-idle is for `pull` from cron; a watch runs until stopped, so run one watch per database (a second exits 75)',
+      '--if-idle is for `pull` from cron; a watch runs until stopped: run one watch per SQLite database (a second exits 75), or several on a PostgreSQL mirror (they share its streams)',
     );
   // Every pass would re-read everything (or the same window) and spend the budget on it.
   if (c.inputs.flags.full)
@@ -309,6 +329,7 @@ function exportOnly(c: Collector): void {
   c.flag<string | undefined>('output', undefined);
   c.flag<string | undefined>('columns', undefined);
   c.flag<string | undefined>('sinceLast', undefined);
+  c.flag<string | undefined>('asOf', undefined);
   c.flag<string | undefined>('campaign', undefined);
   c.flag('rawCsv', false);
   const since = c.flag<string | undefined>('since', undefined);
@@ -350,16 +371,17 @@ export function resolveSettings<C extends CommandName>(
     case 'pull':
     case 'watch':
     case 'reconcile':
+    case 'quarantine':
       output(c);
       if (command === 'watch') watchOnly(c);
-      pass(c, command);
+      pass(c, command === 'quarantine' ? 'reconcile' : command);
       job(c);
       mirror(c);
       if (command === 'pull') {
         c.flag('ifIdle', false);
         c.flag<string | undefined>('metricsFile', undefined);
       }
-      if (command === 'reconcile') c.flag('prune', false);
+      if (command === 'reconcile' || command === 'quarantine') c.flag('prune', false);
       break;
     case 'campaigns':
       output(c);
@@ -406,6 +428,12 @@ export function resolveSettings<C extends CommandName>(
         );
       break;
     }
+    case 'history':
+      output(c);
+      mirror(c);
+      c.flag<string | undefined>('user', undefined);
+      c.flag<string | undefined>('record', undefined);
+      break;
     case 'export':
       output(c);
       mirror(c);

@@ -8,6 +8,7 @@ import { IdConflicts } from './conflicts.js';
 import type { Db } from './db.js';
 import { decodeDestination, describeDestination, encodeDestination } from './destination.js';
 import { listedIds, NOTIFIED_PREFIX, retiredStreams, type StreamRow, type StreamSqlRow, streamRow } from './model/streams.js';
+import { SqliteQuarantine } from './quarantine.js';
 
 export type { StreamRow };
 
@@ -109,7 +110,11 @@ export class Checkpoints {
   all(): StreamRow[] {
     const listed = listedIds(this.s.listings.all() as string[]);
     const conflicts = new IdConflicts(this.db).perStream();
-    return (this.s.all.all() as StreamSqlRow[]).map((row) => streamRow(row, listed, conflicts));
+    const quarantined = new SqliteQuarantine(this.db).perStream();
+    return (this.s.all.all() as StreamSqlRow[]).map((row) => ({
+      ...streamRow(row, listed, conflicts),
+      quarantined: quarantined.get(row.stream) ?? 0,
+    }));
   }
 
   /** The state `--notify` last delivered, by stream. */

@@ -14,6 +14,7 @@ import { basename, dirname, join } from 'node:path';
 import { parseJson, toJson } from '../core/json.js';
 import { storageError } from '../errors.js';
 import type { Db } from './db.js';
+import { forgetDriftExamples } from './drift.js';
 import { fileDone } from './erase-pending.js';
 import { type EraseRule, judge } from './model/erase-rule.js';
 import type { PersonGraph } from './model/person.js';
@@ -147,6 +148,10 @@ export function eraseFromFile(db: Db, path: string, committed: number, rule: Era
       for (const s of stream.all(path, id, digest) as string[]) uncount.run(s);
       forget.run(path, id, digest);
     }
+    forgetDriftExamples(
+      db,
+      removed.map((r) => r.id),
+    );
     for (const m of moved) move.run(m.to, path, m.id, m.from);
     fileDone(db, path);
     db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(

@@ -16,10 +16,11 @@ import { type ErasedCounts, errorsWithout, type StoredError } from '../core/emai
 import { parseJson, toJson } from '../core/json.js';
 import { errorCode } from '../errors.js';
 import type { Db } from './db.js';
+import { forgetDriftExamples } from './drift.js';
 import { endErasure } from './erase-pending.js';
 import { type EraseRule, innerRule, instant, judge, recordTime } from './model/erase-rule.js';
 import { COPY_TABLES, type CopyTable } from './model/erase-tables.js';
-import type { PersonGraph } from './model/person.js';
+import type { Person, PersonGraph } from './model/person.js';
 import { detailValues, roleRow, sessionRow } from './model/rows.js';
 import { update } from './sql.js';
 
@@ -31,7 +32,7 @@ export type MirrorCounts = Omit<ErasedCounts, 'error_texts'> & {
   copies: Record<string, number>;
 };
 
-const TABLES = ['session_results', 'role_results', 'score_details'] as const;
+const TABLES = ['session_results', 'role_results', 'score_details', 'past_versions'] as const;
 
 function parsed(raw: string): unknown {
   try {
@@ -46,7 +47,7 @@ export function gatherFromMirror(db: Db, graph: PersonGraph): void {
   for (const table of TABLES) {
     for (const row of db.prepare(`SELECT user_id, user_email, raw FROM ${table}`).iterate() as Iterable<Row>) {
       graph.add({ user_id: row.user_id, user_email: row.user_email });
-      graph.add(parsed(row.raw));
+      if (row.raw !== null) graph.add(parsed(row.raw));
     }
   }
 }
@@ -59,12 +60,24 @@ interface Row {
   raw: string;
 }
 
+/** A past version (store/migrations/v9.ts): a deletion has no raw. */
+interface VersionRow extends Omit<Row, 'raw'> {
+  rid: bigint;
+  kind: string;
+  raw: string | null;
+}
+
 /** The rows of `table` the rule takes: whole, and others' without the person (rewritten, in place). */
-function scan<R extends Row>(db: Db, sql: string, rule: EraseRule): { whole: R[]; part: Array<{ row: R; record: Obj }> } {
+function scan<R extends Omit<Row, 'raw'> & { raw: string | null }>(
+  db: Db,
+  sql: string,
+  rule: EraseRule,
+): { whole: R[]; part: Array<{ row: R; record: Obj }> } {
   const whole: R[] = [];
   const part: Array<{ row: R; record: Obj }> = [];
   for (const row of db.prepare(sql).safeIntegers(true).iterate() as Iterable<R>) {
-    const s = judge(parsed(row.raw), rule, { user_id: row.user_id, user_email: row.user_email });
+    // The columns are read from the record: they name the same person, unless changed by hand.
+    const s = judge(row.raw === null ? undefined : parsed(row.raw), rule, { user_id: row.user_id, user_email: row.user_email });
     // A retention may take most of the mirror: what goes is kept by its columns, not its text.
     if (s.kind === 'whole') whole.push({ ...row, raw: '' });
     else if (s.kind === 'part') part.push({ row, record: s.value as Obj });
@@ -124,6 +137,7 @@ export function eraseFromMirror(db: Db, rule: EraseRule): MirrorCounts {
     uncount.run(`${r.campaign_id}/role/${r.report_type}`);
   }
   const gone = new Set(roles.whole.map((r) => r.id));
+  forgetDriftExamples(db, [...sessions.whole.map((s) => s.id), ...gone]);
   // Their score details under another's record: theirs too (under their own, already gone).
   for (const d of details.whole) {
     if (gone.has(d.role_result_id)) continue;
@@ -145,13 +159,28 @@ export function eraseFromMirror(db: Db, rule: EraseRule): MirrorCounts {
     rewrite.detail.run(...detailValues(row.role_result_id, row.campaign_id, record, toJson(record), Number(row.position ?? 0)));
   }
   const records = new Set([...sessions.whole.map((r) => r.id), ...roles.whole.map((r) => r.id)]);
+  // A person's past versions: every version of a record of theirs, found by any version's top.
+  const versions =
+    rule.person === undefined
+      ? { removed: 0, changed: 0 }
+      : eraseVersions(
+          db,
+          rule.person,
+          new Set([...sessions.whole.map((r) => `session\u0000${r.id}`), ...roles.whole.map((r) => `role\u0000${r.id}`)]),
+        );
   const copies: Record<string, number> = {};
-  let copiesChanged = 0;
-  for (const t of COPY_TABLES) {
-    const done = eraseCopies(db, t, rule, records);
-    if (done === undefined) continue;
-    if (done.removed > 0) copies[t.table] = done.removed;
-    copiesChanged += done.changed;
+  if (versions.removed > 0) copies.past_versions = versions.removed;
+  let copiesChanged = versions.changed;
+  // A cut's copies, by their dates and the results it removed. A person's are erased by eraseVersions
+  // above and, in the quarantine, by the text match of erasure.ts (SqliteQuarantine.erase): this walk
+  // judges by the date alone, so no version is walked twice for the same reason.
+  if (rule.before !== undefined) {
+    for (const t of COPY_TABLES) {
+      const done = eraseCopies(db, t, { before: rule.before }, records);
+      if (done === undefined) continue;
+      if (done.removed > 0) copies[t.table] = (copies[t.table] ?? 0) + done.removed;
+      copiesChanged += done.changed;
+    }
   }
   return {
     session_results: sessions.whole.length,
@@ -159,6 +188,8 @@ export function eraseFromMirror(db: Db, rule: EraseRule): MirrorCounts {
     score_details: removedDetails,
     eval_results: evals,
     records_changed: sessions.part.length + roles.part.length + nestedDetails + copiesChanged,
+    result_versions: copies.past_versions ?? 0,
+    quarantined: copies.quarantine ?? 0,
     copies,
   };
 }
@@ -203,6 +234,33 @@ function eraseCopies(
   let changed = 0;
   for (const rid of whole) removed += remove.run(rid).changes;
   for (const p of part) changed += rewrite.run(p.text, p.rid).changes;
+  return { removed, changed };
+}
+
+/**
+ * The person's past versions (schema 9): every version of a record that names them at its top in
+ * any version (or whose current row went as theirs: `theirs`, by kind and id) is deleted; a version
+ * of another's record that holds them is kept without them, as the current rows are.
+ */
+function eraseVersions(db: Db, p: Person, theirs: Set<string>): { removed: number; changed: number } {
+  const present = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'past_versions'").get();
+  if (present === undefined) return { removed: 0, changed: 0 };
+  const { whole, part } = scan<VersionRow>(db, 'SELECT rowid AS rid, kind, id, campaign_id, user_id, user_email, raw FROM past_versions', {
+    person: p,
+  });
+  for (const v of whole) theirs.add(`${v.kind}\u0000${v.id}`);
+  const remove = db.prepare('DELETE FROM past_versions WHERE kind = ? AND id = ?');
+  let removed = 0;
+  for (const key of theirs) {
+    const [kind, id] = key.split('\u0000') as [string, string];
+    removed += remove.run(kind, id).changes;
+  }
+  const rewrite = db.prepare('UPDATE past_versions SET raw = ? WHERE rowid = ?');
+  let changed = 0;
+  for (const { row, record } of part) {
+    if (theirs.has(`${row.kind}\u0000${row.id}`)) continue;
+    changed += rewrite.run(toJson(record), row.rid).changes;
+  }
   return { removed, changed };
 }
 

@@ -23,6 +23,7 @@ import type { EraseRule } from './model/erase-rule.js';
 import { type KnownPerson, PersonGraph } from './model/person.js';
 import { NdjsonOffsets } from './offsets.js';
 import { refuseLinks } from './private-file.js';
+import { SqliteQuarantine } from './quarantine.js';
 
 export type { FileErased } from './erase-ndjson.js';
 
@@ -94,7 +95,12 @@ export function eraseCandidate(db: Db, user: string, hooks: ErasureHooks = {}): 
   gatherFromMirror(db, graph);
   for (const f of resultFiles(db)) gatherFromFile(f.path, f.committed, graph);
   const person = graph.find(user);
-  return erase(db, { person }, first, hooks, () => scrubErrors(db, [user, ...person.ids, ...person.emails]));
+  const terms = [user, ...person.ids, ...person.emails];
+  return erase(db, { person }, first, hooks, () => ({
+    error_texts: scrubErrors(db, terms),
+    // By the text as received too: a quarantined record may not parse (model/person.ts quarantinedNames).
+    quarantined: new SqliteQuarantine(db).erase(person, terms),
+  }));
 }
 
 /**
@@ -108,28 +114,37 @@ export function eraseOlderThan(db: Db, before: number, hooks: ErasureHooks = {})
 
 /**
  * The erasure of a rule, once an earlier one is finished (`first`): one transaction deletes and
- * rewrites the rows, scrubs the error texts (`errorTexts`, a person's erasure) and writes the mark;
- * then each file is rewritten, then the database rebuilt.
+ * rewrites the rows, scrubs the error texts and the quarantine (`personal`, a person's erasure) and
+ * writes the mark; then each file is rewritten, then the database rebuilt.
  */
 function erase(
   db: Db,
   rule: { person?: KnownPerson; before?: number },
   first: Finished,
   hooks: ErasureHooks,
-  errorTexts?: () => number,
+  personal?: () => { error_texts: number; quarantined: number },
 ): Erasure {
   // Deleted cells are overwritten with zeros, not left in the pages.
   db.pragma('secure_delete = ON');
   const { rows, copies } = db.transaction(() => {
     const { copies, ...counts } = eraseFromMirror(db, rule);
-    const error_texts = errorTexts?.() ?? 0;
+    const own = personal?.();
+    if ((own?.quarantined ?? 0) > 0) copies.quarantine = (copies.quarantine ?? 0) + (own?.quarantined ?? 0);
     beginErasure(db, rule.person, rule.before);
-    return { rows: { ...counts, error_texts }, copies };
+    return { rows: { ...counts, error_texts: own?.error_texts ?? 0, quarantined: copies.quarantine ?? 0 }, copies };
   })();
   const files = eraseFromFiles(db, rule, new Set(), hooks);
   const copied = Object.values(copies).reduce((a, b) => a + b, 0);
   const found =
-    rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts + copied + files.length > 0;
+    rows.session_results +
+      rows.role_results +
+      rows.score_details +
+      rows.records_changed +
+      rows.result_versions +
+      rows.error_texts +
+      copied +
+      files.length >
+    0;
   if (!found) {
     // Nothing changed: no rebuild to do, the mark goes (secure_delete is on), unless the earlier
     // erasure's rebuild is still to do.

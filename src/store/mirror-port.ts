@@ -3,16 +3,19 @@
  * store/pg/ each implement MirrorBackend; app/factory.ts picks one from --db, once, and commands see
  * only these types.
  */
+import type { DriftChange, KnownDrift } from '../core/drift.js';
 import type { ErasedCounts } from '../core/email.js';
 import type { BudgetStore } from '../core/rate.js';
 import type { Destination } from '../core/types.js';
 import type { FileErased } from './erase-ndjson.js';
 import type { Holder } from './lock.js';
 import type { ChangeTableName, ExportTable } from './model/export-tables.js';
+import type { QuarantineRow, QuarantineSelection } from './model/quarantine.js';
+import type { FleetStatus, FleetTimes } from './model/stream-leases.js';
 import type { SkippedCampaign, StreamRow } from './model/streams.js';
 import type { Cursors, Sink } from './sinks/sink.js';
 
-export type { Holder, SkippedCampaign, StreamRow };
+export type { FleetStatus, Holder, QuarantineRow, QuarantineSelection, SkippedCampaign, StreamRow };
 
 /** The database a command was given: --db's value and where it came from (--db, CAMPAIGN_SYNC_DB, a profile's key). */
 export interface MirrorTarget {
@@ -50,6 +53,10 @@ export interface JobStore {
    * where it was opened (moved or removed meanwhile; store/sqlite/mirror-guard.ts). Watch calls it before each pass.
    */
   verify(): Promise<void>;
+  /** What the stream's earlier passes recorded of its field paths and enumeration values (sync/drift.ts). */
+  driftKnown?: ((stream: string) => Promise<KnownDrift[]>) | undefined;
+  /** Optional: the times a fleet's workers share (PostgreSQL), for watch's scheduler. */
+  fleetTimes?: (() => Promise<FleetTimes>) | undefined;
   /** The request budget's slots in the mirror's database, shared by every host (PostgreSQL); none: the user's file. */
   budgetSlots?: ((key: string, timeoutMs: number) => BudgetStore) | undefined;
   /** What the retention (StoreChoice.retention) erased as the mirror was opened, when it was due then. */
@@ -70,6 +77,8 @@ export interface StoreChoice {
   format: string;
   out: string;
   concurrency: number;
+  /** --lease (ms): how long a worker holds a stream without renewing it (PostgreSQL's stream leases); none: the default. */
+  leaseMs?: number | undefined;
   /** The store's warnings (a PostgreSQL mirror's record with U+0000), for the command's output. */
   warning?: ((text: string) => void) | undefined;
   /** --retention in ms: when due (at most once a day), the results dated before now minus it are erased as the mirror opens. */
@@ -87,8 +96,15 @@ export interface MirrorReader {
   streams(): Promise<StreamRow[]>;
   campaignNames(): Promise<Map<string, string>>;
   skipped(): Promise<SkippedCampaign[]>;
-  /** A process syncing the mirror now (SQLite: the lock's holder; PostgreSQL: the first worker holding stream locks). */
+  /** A process syncing the mirror now (SQLite: the lock's holder; PostgreSQL: the first live worker holding stream leases). */
   holder(): Promise<Holder | undefined>;
+  /**
+   * The drift not reported yet, marked reported: each change is taken once. `unmarked` says why they
+   * could not be marked (a read-only file), when they will be reported again.
+   */
+  takeDrift?(): Promise<{ changes: DriftChange[]; unmarked?: string | undefined }>;
+  /** Optional: the workers syncing the mirror together and their leases (PostgreSQL). */
+  fleet?(): Promise<FleetStatus | undefined>;
   close(): Promise<void>;
 }
 
@@ -225,6 +241,16 @@ export interface ExportSource {
   close(): Promise<void>;
 }
 
+/** What `quarantine list|drop|retry` needs of a mirror: its quarantined records (store/quarantine.ts). */
+export interface QuarantineAdmin {
+  /** The database as messages name it (a PostgreSQL URL without its password). */
+  readonly name: string;
+  list(): Promise<QuarantineRow[]>;
+  /** Deletes the selected records; returns those deleted. */
+  drop(which: QuarantineSelection): Promise<QuarantineRow[]>;
+  close(): Promise<void>;
+}
+
 /** One backend's implementation of the port (store/sqlite/backend.ts, store/pg/backend.ts). */
 export interface MirrorBackend {
   /** Opens the mirror for a pull or watch, locked, creating or migrating it. */
@@ -235,6 +261,10 @@ export interface MirrorBackend {
   openCheckpointAdmin(t: MirrorTarget): Promise<CheckpointAdmin>;
   /** Opens an existing mirror for `forget`, under the lock. */
   openEraser(t: MirrorTarget): Promise<EraseMirror>;
+  /** Opens an existing mirror to read its versions of results (history, export --as-of). */
+  openVersions(t: MirrorTarget): Promise<VersionReader>;
+  /** Opens an existing mirror's quarantine (migrated to have one). */
+  openQuarantine(t: MirrorTarget): Promise<QuarantineAdmin>;
   /** Upserts the campaigns' list, as a pull does (the mirror created or migrated on first use). */
   storeCampaigns(t: MirrorTarget, list: Array<Record<string, unknown>>, at: string, lister: string): Promise<void>;
   /**
@@ -244,4 +274,52 @@ export interface MirrorBackend {
   openExport(t: MirrorTarget, opts: { forChanges: boolean }): Promise<ExportSource>;
   /** The local files that hold the mirror (a SQLite file, its journal and lock), by their real paths: none an export may write over. */
   ownFiles(t: MirrorTarget): string[];
+}
+
+/** One version of a result, as `result_versions` holds it (store/versions.ts). */
+export interface ResultVersion {
+  kind: 'session' | 'role';
+  id: string;
+  /** 1 for the first version the mirror saw, then one more for each change and each deletion. */
+  version: number;
+  campaign_id: string | null;
+  report_type: string | null;
+  user_id: string | null;
+  user_email: string | null;
+  order_index: bigint | null;
+  /** A deletion (reconcile --prune): the record was no longer served; no `raw`. */
+  deleted: boolean;
+  /** When this mirror first saw this version (ISO 8601, UTC). */
+  valid_from: string;
+  /** When it saw the next version or the deletion; null for the current one. */
+  valid_to: string | null;
+  /** The service's request_id of the page that brought it, where the service sent one. */
+  request_id: string | null;
+  /** The record as served (JSON text); null for a deletion. */
+  raw: string | null;
+}
+
+/** A version with what it says of the candidate (store/model/versions.ts versionSummary). */
+export interface HistoryVersion extends ResultVersion {
+  score: number | null;
+  /** Role results' recommendation_status. */
+  recommendation: string | null;
+}
+
+/** Who or what `history` asks about: a person (id or e-mail), or one record id. */
+export interface HistoryQuery {
+  user?: string | undefined;
+  record?: string | undefined;
+}
+
+/** What `history` and `export --as-of` read of a mirror: its versions of results. */
+export interface VersionReader {
+  /** Every version of the records that name the person at their top (or of the record), by record then version. */
+  history(q: HistoryQuery): Promise<HistoryVersion[]>;
+  /**
+   * The results of `kind` as the mirror held them at `at` (ISO 8601), deletions left out, by id; of
+   * one campaign if given: each as the row its table held, then its version and valid_from.
+   */
+  asOf(kind: 'session' | 'role', at: string, campaign?: string): { columns: string[]; rows: AsyncIterable<unknown[]> };
+  close(): Promise<void>;
 }

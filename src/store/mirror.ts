@@ -5,7 +5,7 @@
  * transaction (store/group.ts). Campaigns are in store/campaigns.ts.
  */
 import type { CheckedRecord, Endpoint, StreamId } from '../core/types.js';
-import { CURRENT_SEQ, NEXT_SEQ_SQL, TOMBSTONE_SQL } from './changes.js';
+import { CURRENT_SEQ, NEXT_SEQ_SQL, SEEN_SQL, TOMBSTONE_SQL } from './changes.js';
 import type { Db } from './db.js';
 import { type SplitRecord, splitDetailed } from './model/compact.js';
 import type { IdConflict, UpsertCounts } from './model/page.js';
@@ -38,6 +38,7 @@ function prepareStatements(db: Db) {
     updateRole: db.prepare(updateIfChanged('role_results')),
     rewriteRole: db.prepare(updateStamped('role_results')),
     nextSeq: db.prepare(NEXT_SEQ_SQL),
+    seen: db.prepare(SEEN_SQL),
     tombSession: db.prepare(TOMBSTONE_SQL.replace('%TABLE%', 'session_results')),
     tombRole: db.prepare(TOMBSTONE_SQL.replace('%TABLE%', 'role_results')),
     setRoleRaw: db.prepare('UPDATE role_results SET raw = ? WHERE id = ?'),
@@ -95,6 +96,7 @@ export class Mirror {
       } else continue;
       this.insertEvals(evalRows('session_result', r.id, r.record.eval_results, campaignId));
     }
+    if (counts.inserted > 0) this.s.seen.run();
     return counts;
   }
 
@@ -123,6 +125,7 @@ export class Mirror {
       }
       this.insertDetails(r, split);
     }
+    if (counts.inserted > 0) this.s.seen.run();
     return counts;
   }
 

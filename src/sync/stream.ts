@@ -6,14 +6,16 @@
  */
 import type { ApiClient, RequestCounter } from '../api/client.js';
 import type { Progress, RunEvents } from '../core/events.js';
-import type { CheckedRecord, ReportType, StreamId } from '../core/types.js';
-import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort } from '../errors.js';
+import type { CheckedRecord, QuarantinedRecord, ReportType, StreamId } from '../core/types.js';
+import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort, LeaseLostError } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
 import { olderThan } from '../store/model/erase-rule.js';
 import type { Cursors, Sink } from '../store/sinks/sink.js';
-import { nextStep } from './paginate.js';
+import type { DriftTracker, StreamDrift } from './drift.js';
+import { envelopeCursor, nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
-import { checkPage } from './records.js';
+import { quarantined } from './quarantine.js';
+import { type RecordFault, sortPage } from './records.js';
 
 /** A date window sent as `start_date`/`end_date` (inclusive days, YYYY-MM-DD). */
 export interface DateWindow {
@@ -46,6 +48,8 @@ export interface StreamDeps {
   signal?: AbortSignal | undefined;
   /** Pages and warnings are reported here (core/events.ts). */
   events?: RunEvents | undefined;
+  /** Field paths and enumeration values compared with earlier passes (sync/drift.ts); none: not tracked. */
+  drift?: DriftTracker | undefined;
 }
 
 export type StreamStatus = 'ok' | 'failed' | 'interrupted';
@@ -96,8 +100,13 @@ export interface Walk {
   window: DateWindow;
   /** Move the checkpoint with each page (an incremental or full read), or leave it (backfill, lookback, reconcile). */
   checkpoint: boolean;
-  /** Called with each page's records after they are stored (reconcile collects the ids served). */
-  onPage?: ((records: CheckedRecord[]) => void) | undefined;
+  /**
+   * Called with each page's records after they are stored (reconcile collects the ids served), and
+   * its quarantined records' ids (undefined for one without a usable id): served too, never gone.
+   */
+  onPage?: ((records: CheckedRecord[], held: Array<string | undefined>) => void) | undefined;
+  /** The stream's drift: each page's new paths and values are committed with it (or refused, --contract strict). */
+  drift?: StreamDrift | undefined;
 }
 
 /**
@@ -161,36 +170,61 @@ export async function walkStream(
     for (;;) {
       // A commit that fails while the next page is on its way stops the stream now, not after the
       // request (which may be waiting out retries).
-      const { page } = await (committing === undefined ? pending : Promise.race([pending, committing.then(() => pending)]));
+      const { page, body, requestId } = await (committing === undefined
+        ? pending
+        : Promise.race([pending, committing.then(() => pending)]));
       counts.pages++;
       const where = `${describeRequest({ method: 'GET', path, campaignId: id.campaignId })}, page ${counts.pages}`;
-      const served = checkPage(page.data, { where, campaignId: id.campaignId, after: cursor, redact: deps.client.redact });
-      const last = served.at(-1)?.orderIndex;
+      const redact = deps.client.redact;
+      // A record that fails the rules is quarantined and the page goes on; a page unsound as a whole throws.
+      const sorted = sortPage(page.data, { where, campaignId: id.campaignId, after: cursor, redact });
+      // Results older than the retention are not stored (the checkpoint still moves past them).
+      const served = sorted.records;
       const cut = opts.retainAfter;
       const checked = cut === undefined ? served : served.filter((r) => !olderThan(r.record, cut));
       const step = nextStep(page, {
         where,
         sent: cursor,
-        records: served.length,
-        last,
+        records: page.data.length,
+        last: sorted.last,
         limit: opts.pageSize,
-        redact: deps.client.redact,
+        redact,
       });
+      // The checkpoint moves no further than the page proves: its last usable order_index, or, when
+      // records after that one have none, the envelope's cursor.
+      const proven = sorted.tailUnknown ? maxOf(envelopeCursor(page, where, redact), sorted.last) : sorted.last;
+      const quarantine =
+        sorted.faults.length === 0
+          ? undefined
+          : {
+              add: quarantined(sorted.faults, page.data, body, {
+                after: cursor,
+                since: walk.window.since,
+                until: walk.window.until,
+                requestId,
+                redact,
+              }),
+            };
+      if (quarantine !== undefined) deps.events?.warning?.(quarantineWarning(id, counts.pages, quarantine.add));
       // The next page is on its way while this one is stored: the network overlaps the disk.
       if (!step.done && !deps.signal?.aborted) {
         pending = fetchPage(step.next);
         await letRequestOut();
       }
+      // After the next request left: the walk is off the network's path. Under --contract strict a
+      // page bringing something new throws here, before anything of it is written.
+      const drift = walk.drift?.page(checked);
       // The page's rows are made while the previous page commits (a sink over the network).
-      const prepared = deps.sink.prepare?.(id, checked);
+      // A page with quarantined records is written alone, in a transaction of its own: it is not prepared.
+      const prepared = quarantine === undefined ? deps.sink.prepare?.(id, checked, drift) : undefined;
       // An empty last page leaves the checkpoint where it was.
-      const checkpoint = !walk.checkpoint || last === undefined ? undefined : last;
+      const checkpoint = !walk.checkpoint || proven === undefined ? undefined : proven;
       const overlap = committing !== undefined && checkpoint !== undefined && deps.sink.overlaps?.(previousPlan, prepared) === true;
       if (!overlap) await settle();
       else if (older !== undefined) await older;
       const move = checkpoint === undefined ? undefined : { from: expected, to: checkpoint };
       if (checkpoint !== undefined) expected = checkpoint;
-      const commit = deps.sink.commitPage(id, checked, move, prepared);
+      const commit = deps.sink.commitPage(id, checked, move, prepared, { quarantine, drift });
       // Always awaited through `committing`, maybe only after the next page arrives: meanwhile a
       // failure must not count as an unhandled rejection.
       commit.catch(() => {});
@@ -202,7 +236,7 @@ export async function walkStream(
       const inOrder = before === undefined ? commit : Promise.allSettled([before, commit]).then(() => before.then(() => commit));
       committing = inOrder.then((done) => {
         if (checkpoint !== undefined) committed = checkpoint;
-        walk.onPage?.(checked);
+        walk.onPage?.(checked, heldIds(sorted.faults));
         counts.records += served.length;
         counts.inserted += done.inserted;
         counts.updated += done.updated;
@@ -227,6 +261,25 @@ export async function walkStream(
     }
   }
   return committed;
+}
+
+/** The ids of a page's quarantined records (undefined for one without a usable id). */
+function heldIds(faults: readonly RecordFault[]): Array<string | undefined> {
+  return faults.map((f) => f.id);
+}
+
+/** The larger of two cursors, either of which may be missing. */
+function maxOf(a: bigint | undefined, b: bigint | undefined): bigint | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return a > b ? a : b;
+}
+
+/** The warning for a page's quarantined records: how many, the first one's reason, and where to see them. */
+function quarantineWarning(id: StreamId, page: number, records: readonly QuarantinedRecord[]): string {
+  const first = records[0]?.reason ?? '';
+  const what = records.length === 1 ? '1 record' : `${records.length} records`;
+  return `stream ${id.key}, page ${page}: ${what} failed the record rules and went to the quarantine (${first}); the stream goes on: \`campaign-sync quarantine list\` shows them`;
 }
 
 /**
@@ -256,6 +309,8 @@ export async function streamFailure(
 ): Promise<{ status: StreamStatus; error?: string; errorKind?: ErrorKind }> {
   if (err instanceof AuthError) throw err;
   if (isAbort(err) && deps.signal?.aborted) return { status: 'interrupted' };
+  // Another worker holds the stream now: its outcome is theirs to record, not this worker's.
+  if (err instanceof LeaseLostError) return { status: 'failed', error: err.message, errorKind: err.kind };
   if (!(err instanceof ApiError || err instanceof DataError)) throw err;
   // A record's values quoted by a DataError came from the service too: never the key among them.
   const message = deps.client.redact(err.message);
@@ -281,14 +336,22 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
   try {
     const from = opts.full || backfill ? undefined : stored;
     const window = { since: opts.since, until: opts.until };
-    result.cursor = await walkStream(id, deps, opts, { from, window, checkpoint: !backfill }, result, totals, stored);
+    const drift = await deps.drift?.open(id);
+    drift?.begin();
+    result.cursor = await walkStream(id, deps, opts, { from, window, checkpoint: !backfill, drift }, result, totals, stored);
+    // Only a read of the whole stream (--full, or after a reset) can say that something disappeared.
+    if (drift !== undefined && from === undefined && !backfill && result.records > 0) {
+      const gone = drift.gone();
+      if (gone.length > 0) await deps.sink.driftGone?.(id, gone, new Date().toISOString());
+    }
     if (opts.lookback && !backfill && !opts.full) {
       result.lookback = emptyCounts();
+      drift?.begin();
       await walkStream(
         id,
         deps,
         opts,
-        { from: undefined, window: opts.lookback, checkpoint: false },
+        { from: undefined, window: opts.lookback, checkpoint: false, drift },
         result.lookback,
         totals,
         result.cursor,

@@ -20,15 +20,18 @@ export function erasedLine(
     nested === 0
       ? ''
       : `; their part (a score detail, a nested user) taken out of ${formatCount(nested)} other candidate${nested === 1 ? "'s record" : "s' records"}`;
+  const versions = rows.result_versions === 0 ? '' : `; ${formatCount(rows.result_versions)} past versions of their results`;
   const n = rows.error_texts;
   const errors =
     n === 0
       ? ''
       : `; their e-mail or id replaced by ${ERASED} in ${formatCount(n)} stored error text${n === 1 ? '' : 's'} (a stream's last error)`;
+  const q = rows.quarantined ?? 0;
+  const quarantined = q === 0 ? '' : `; ${formatCount(q)} quarantined record${q === 1 ? '' : 's'} naming them`;
   return `Erased ${showText(user)}: ${formatCount(rows.session_results)} session results, ${formatCount(rows.role_results)} role results, ${formatCount(rows.score_details)} score details, ${formatCount(rows.eval_results)} eval results from ${where}${files
     .filter((f) => f.lines > 0)
     .map((f) => `; ${formatCount(f.lines)} lines from ${f.path}`)
-    .join('')}${others}${errors}.`;
+    .join('')}${versions}${others}${errors}${quarantined}.`;
 }
 
 /**

@@ -29,6 +29,8 @@ export interface StreamRow {
   type_changed_to: string | null;
   /** Records served through this stream whose id another campaign holds: skipped (store/conflicts.ts, store/pg/sink.ts). */
   id_conflicts: number;
+  /** Records of this stream that failed the record rules, held in the quarantine (store/quarantine.ts). */
+  quarantined?: number | undefined;
 }
 
 /** A stream row as each backend's streams query reads it (sync_state joined to campaigns), before streamRow and the conflict counts fill it in. */

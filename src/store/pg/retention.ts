@@ -1,15 +1,18 @@
 /**
  * A retention setting applied to the PostgreSQL mirror (store/model/retention.ts says when): the
  * results dated before now minus the retention erased as `forget --older-than` erases them
- * (store/pg/erase.ts), under every stream's lock, taken and released before the sink takes its own.
- * A stream another worker holds puts it off: the next open tries again, a watch within the hour.
+ * (store/pg/erase.ts), holding every stream's lease (as forget does), taken and given back before the
+ * sink claims its own. A stream another worker holds puts it off: the next open tries again, a watch
+ * within the hour.
  */
 import { LockedError } from '../../errors.js';
 import type { Retained } from '../mirror-port.js';
 import { RETENTION_EVERY_MS, RETENTION_RAN_KEY, retentionDue } from '../model/retention.js';
 import type { PgDatabase } from './database.js';
 import { allStreams, eraseFromPg } from './erase.js';
-import { PgLocks } from './lock.js';
+import { holdAll } from './lease-hold.js';
+import { PgLeases } from './leases.js';
+import { DEFAULT_LEASE_MS } from './open.js';
 
 const RETRY_MS = 3_600_000;
 
@@ -19,14 +22,15 @@ export async function applyPgRetention(
   retentionMs: number,
   now: number,
   warn?: (text: string) => void,
+  leaseMs = DEFAULT_LEASE_MS,
 ): Promise<{ retained?: Retained; ranAt: string | undefined }> {
   const stored = await db.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', [RETENTION_RAN_KEY]);
   const ranAt = stored.rows[0]?.value;
   if (!retentionDue(ranAt, now)) return { ranAt };
-  const locks = new PgLocks(db);
+  const leases = new PgLeases(db, leaseMs);
   try {
     try {
-      for (const stream of await allStreams(db)) await locks.acquire(stream);
+      await holdAll(leases, await allStreams(db), db.name);
     } catch (err) {
       if (!(err instanceof LockedError)) throw err;
       warn?.(`the retention is put off: ${err.message}`);
@@ -44,6 +48,6 @@ export async function applyPgRetention(
     const found = rows.session_results + rows.role_results + rows.score_details + rows.records_changed + copied > 0;
     return { retained: { before: new Date(before).toISOString(), done: { rows, copies, files: [], found } }, ranAt: at };
   } finally {
-    await locks.release();
+    await leases.close();
   }
 }

@@ -1,9 +1,10 @@
 /**
  * Records into the PostgreSQL mirror through the Sink port (store/sinks/sink.ts). Each page is one
  * transaction: its rows (bulk statements, mirror.ts) and its checkpoint's compare-and-set commit
- * together, so a kill -9 at any instant loses and duplicates nothing. A page that is one statement
- * (role results without score details; the checkpoint is a CTE of it) runs without BEGIN/COMMIT. Pages of concurrent streams run
- * on connections of their own. A stream is opened under its advisory lock (lock.ts).
+ * together, so a kill -9 at any instant loses and duplicates nothing. Each page's transaction first
+ * checks that the stream's lease is still this worker's (leases.ts `fence`): a worker that lost it
+ * writes nothing more of the stream. Pages of concurrent streams run on connections of their own.
+ * A stream is opened under its lease.
  *
  * Two one-statement pages of a stream may be written at once, on two connections (`overlaps`): the
  * server writes page N+1's rows while page N commits, and page N+1's checkpoint waits for page N's
@@ -12,15 +13,18 @@
  *
  * As with SQLite, the first storage failure is final for the process: every later write throws it.
  */
+import type { DriftPage, KnownDrift } from '../../core/drift.js';
 import type { Redacted } from '../../core/redact.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
-import { StorageError } from '../../errors.js';
+import { LockedError, StorageError } from '../../errors.js';
 import type { UpsertCounts } from '../model/page.js';
-import type { Sink } from '../sinks/sink.js';
+import type { PageExtras, Sink } from '../sinks/sink.js';
 import { upsertCampaigns } from './campaigns.js';
 import type { PgDatabase } from './database.js';
-import type { PgLocks } from './lock.js';
+import { driftGone, recordDrift } from './drift.js';
+import type { PgLeases } from './leases.js';
 import { type PagePlan, planPage, removeResults, storedIds, writePage } from './mirror.js';
+import { applyQuarantine, touchesQuarantine } from './quarantine.js';
 import type { PgState } from './state.js';
 import { CHECKPOINT_CONFLICT, holdsUnstorable, TICKET_LIMIT } from './statements.js';
 
@@ -37,7 +41,8 @@ export class PgSink implements Sink {
   constructor(
     private readonly db: PgDatabase,
     private readonly state: PgState,
-    private readonly locks: PgLocks,
+    /** The stream leases; public for the pass (Sink.leases). */
+    readonly leases: PgLeases,
     /** Where the sink's warnings go (a record with U+0000 or a lone surrogate); none: dropped. */
     private readonly warn: (text: string) => void = () => {},
   ) {}
@@ -49,8 +54,6 @@ export class PgSink implements Sink {
   /** Runs a write; a storage failure stops every later one. */
   private async guard<T>(fn: () => Promise<T>): Promise<T> {
     if (this.broken) throw this.broken;
-    // The stream locks went with their connection: another worker may take the streams now.
-    if (this.locks.lost !== undefined) throw (this.broken ??= this.locks.lost as StorageError);
     try {
       return await fn();
     } catch (err) {
@@ -60,8 +63,11 @@ export class PgSink implements Sink {
   }
 
   /** Builds a page's rows and parameters (mirror.ts planPage) while the previous page commits. */
-  prepare(id: StreamId, records: CheckedRecord[]): PagePlan | undefined {
-    return records.length === 0 ? undefined : planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
+  prepare(id: StreamId, records: CheckedRecord[], drift?: DriftPage): PagePlan | undefined {
+    if (records.length === 0) return undefined;
+    const plan = planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
+    // New drift is written in the page's transaction: such a page is not one statement.
+    return drift === undefined ? plan : { ...plan, single: false };
   }
 
   /**
@@ -77,25 +83,42 @@ export class PgSink implements Sink {
     return !b.records.some((r) => ids.has(r.id));
   }
 
-  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, prepared?: unknown): Promise<UpsertCounts> {
+  async commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    prepared?: unknown,
+    { quarantine, drift }: PageExtras = {},
+  ): Promise<UpsertCounts> {
     if (records.length === 0) {
       return this.guard(async () => {
         let moved = () => {};
         await this.db.transaction(async (client) => {
+          await this.leases.fence(client, id.key);
           moved = await this.state.advance(client, id, move, 0);
+          if (touchesQuarantine(quarantine)) await applyQuarantine(client, id, quarantine);
         });
         moved();
         return { inserted: 0, updated: 0 };
       });
     }
     // A plan made for this very page by prepare(), else one made now.
-    const plan = (prepared as PagePlan | undefined)?.page === records ? (prepared as PagePlan) : (this.prepare(id, records) as PagePlan);
+    const made =
+      (prepared as PagePlan | undefined)?.page === records ? (prepared as PagePlan) : (this.prepare(id, records, drift) as PagePlan);
+    // A page with quarantined records or drift is a transaction: they commit with its rows.
+    const plan = (drift !== undefined || touchesQuarantine(quarantine)) && made.single ? { ...made, single: false } : made;
     if (plan.single) return this.commitSingle(id, records, move, plan);
     return this.guard(async () => {
       const cp = { stream: id.key, move };
       let counts: UpsertCounts;
       try {
-        counts = await this.db.transaction((client) => writePage(client, plan, cp));
+        counts = await this.db.transaction(async (client) => {
+          await this.leases.fence(client, id.key);
+          const written = await writePage(client, plan, cp);
+          if (touchesQuarantine(quarantine)) await applyQuarantine(client, id, quarantine);
+          if (drift !== undefined) await recordDrift(client, id.key, drift, new Date().toISOString());
+          return written;
+        });
       } catch (err) {
         if (move !== undefined && isConflict(err)) throw await this.state.conflict(id, move);
         throw err;
@@ -138,7 +161,12 @@ export class PgSink implements Sink {
     chain.ticket = chain.ticket >= TICKET_LIMIT ? 1 : chain.ticket + 1;
     const before = chain.pending;
     const cp = { stream: id.key, move, ticket: chain.ticket };
-    const write = () => this.db.session((client) => writePage(client, plan, cp));
+    // In a transaction of its own after all, for the lease's fence; the page's ticket locks end with it.
+    const write = () =>
+      this.db.transaction(async (client) => {
+        await this.leases.fence(client, id.key);
+        return writePage(client, plan, cp);
+      });
     const run = this.guard(async () => {
       let counts: UpsertCounts;
       try {
@@ -211,6 +239,7 @@ export class PgSink implements Sink {
   async prune(id: StreamId, recordIds: string[], at: string): Promise<number> {
     return this.guard(() =>
       this.db.transaction(async (client) => {
+        await this.leases.fence(client, id.key);
         const removed = await removeResults(client, id.endpoint, recordIds, at);
         await this.state.advance(client, id, undefined, -removed);
         return removed;
@@ -224,13 +253,25 @@ export class PgSink implements Sink {
 
   async openStream(id: StreamId): Promise<void> {
     await this.guard(async () => {
-      await this.locks.acquire(id.key);
+      // A pass took the lease already (sync/pass.ts); reconcile takes it here, or stops (exit 75).
+      if (!this.leases.holds(id.key) && (await this.leases.claim(id.key, 'infinity')) !== 'taken')
+        throw new LockedError(`another campaign-sync is syncing stream ${id.key} of ${this.db.name}; run again once it is done`);
+      // Read after the lease is taken: the checkpoint the last holder committed.
       await this.state.open(id);
     });
   }
 
   async endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void> {
-    await this.guard(() => this.state.end(id, error, at));
+    await this.guard(() =>
+      this.db.transaction(async (client) => {
+        await this.leases.fence(client, id.key);
+        await this.state.end(id, error, at, client);
+      }),
+    );
+  }
+
+  async driftGone(id: StreamId, items: KnownDrift[], at: string): Promise<void> {
+    await this.guard(() => driftGone(this.db, id.key, items, at));
   }
 
   /** Every page committed on its own: nothing is held back. */

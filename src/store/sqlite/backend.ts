@@ -2,6 +2,7 @@
 import { Campaigns } from '../campaigns.js';
 import { openDatabase } from '../db.js';
 import type { MirrorBackend } from '../mirror-port.js';
+import { SqliteQuarantine } from '../quarantine.js';
 import { openSqliteCheckpointAdmin } from './checkpoint-admin.js';
 import { openSqliteJobStore } from './job-store.js';
 import { sqliteOwnFiles } from './own-files.js';
@@ -14,6 +15,19 @@ export const sqliteBackend: MirrorBackend = {
   openEraser: async (t) => (await import('./eraser.js')).openSqliteEraser(t),
   openExport: async (t, opts) => (await import('./export-source.js')).openSqliteExport(t, opts),
   ownFiles: sqliteOwnFiles,
+  openVersions: async (t) => (await import('./versions.js')).openSqliteVersions(t),
+  async openQuarantine(t) {
+    const db = openDatabase(t.path, { mustExist: true });
+    const quarantine = new SqliteQuarantine(db);
+    return {
+      name: t.path,
+      list: async () => quarantine.list(),
+      drop: async (which) => quarantine.drop(which),
+      close: async () => {
+        db.close();
+      },
+    };
+  },
   async storeCampaigns(t, list, at, lister) {
     // The campaigns table is small and written in one transaction: no run lock needed.
     const db = openDatabase(t.path);

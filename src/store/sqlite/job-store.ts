@@ -4,6 +4,7 @@ import type { Destination } from '../../core/types.js';
 import { Campaigns } from '../campaigns.js';
 import { Checkpoints } from '../checkpoints.js';
 import { type Db, openDatabase } from '../db.js';
+import { DriftLedger } from '../drift.js';
 import { RunLock } from '../lock.js';
 import type { JobStore, Retained, StoreChoice } from '../mirror-port.js';
 import { retentionDue } from '../model/retention.js';
@@ -53,6 +54,7 @@ export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
         : new SqliteSink(db, state);
     const opened = db;
     const guard = new MirrorGuard(db, path, sink);
+    const drift = new DriftLedger(db);
     return {
       remembered,
       retained,
@@ -63,6 +65,7 @@ export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
       cursors: state,
       streams: async () => state.all(),
       campaignNames: async () => new Campaigns(opened).names(),
+      driftKnown: async (stream) => drift.known(stream),
       notified: async () => state.notified(),
       setNotified: async (stream, value) => state.setNotified(stream, value),
       async verify() {
