@@ -219,6 +219,50 @@ describe.each(['sqlite', 'ndjson'] as const)('forget --older-than (%s)', (kind) 
   });
 });
 
+describe('forget --older-than and the copies (versions, quarantine)', () => {
+  it('erases the past versions and quarantined copies dated before the cut, and keeps the younger ones', async () => {
+    const { s, db, cut } = await mirror('sqlite');
+    const old = cut.old[0] as Served;
+    const young = cut.young[0] as Served;
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const early = iso(cut.at - 86_400_000);
+    const late = iso(cut.at + 86_400_000);
+    const m = openDatabase(db);
+    try {
+      const version = m.prepare(
+        "INSERT INTO past_versions (kind, id, version, raw, valid_from, valid_to) VALUES ('session', ?, 1, ?, ?, ?)",
+      );
+      // Dated by its text: an old record's version goes, a young record's stays whatever its valid_from.
+      version.run(old.id, JSON.stringify({ id: old.id, created_at: iso(old.created) }), late, late);
+      version.run(young.id, JSON.stringify({ id: young.id, created_at: iso(young.created) }), early, early);
+      const held = m.prepare(
+        `INSERT INTO quarantine (stream, campaign_id, endpoint, record_id, raw, digest, reason, page_position, quarantined_at)
+         VALUES ('c/session', 'c', 'results', NULL, ?, ?, 'bad', 0, ?)`,
+      );
+      // Text that does not parse: dated by when it was quarantined.
+      held.run('{not json old', 'd1', early);
+      held.run('{not json young', 'd2', late);
+      // A parseable one dated before the cut goes, whenever it was quarantined.
+      held.run(JSON.stringify({ created_at: iso(old.created) }), 'd3', late);
+    } finally {
+      m.close();
+    }
+    const r = await run(s, ['forget', '--db', db, '--older-than', cut.duration(), '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout) as { removed: { result_versions: number; quarantined: number }; copies: Record<string, number> };
+    expect(doc.removed.result_versions).toBe(1);
+    expect(doc.removed.quarantined).toBe(2);
+    expect(doc.copies).toEqual({ past_versions: 1, quarantine: 2 });
+    const after = openDatabase(db, { readonly: true });
+    try {
+      expect(after.prepare('SELECT id FROM past_versions').pluck().all()).toEqual([young.id]);
+      expect(after.prepare('SELECT raw FROM quarantine').pluck().all()).toEqual(['{not json young']);
+    } finally {
+      after.close();
+    }
+  });
+});
+
 describe('watch --retention', () => {
   const ranAt = (db: string) => {
     const m = openDatabase(db, { readonly: true });
