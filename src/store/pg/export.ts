@@ -85,6 +85,36 @@ export async function* cursorRows<R extends pg.QueryResultRow>(
 }
 
 /**
+ * The rows of `sql` through a cursor, in a read-only transaction on a connection of its own, taken on
+ * the first row asked for (an export that fails before reading holds none). A reader that stops early
+ * (`| head`) leaves the transaction open: the connection is then dropped, not returned to the pool.
+ */
+export async function* readOnlyRows<R extends pg.QueryResultRow>(
+  db: PgDatabase,
+  name: string,
+  sql: string,
+  params: unknown[],
+): AsyncGenerator<R> {
+  let client: pg.PoolClient;
+  try {
+    client = await db.pool.connect();
+  } catch (err) {
+    throw db.failure(err, 'cannot read');
+  }
+  let clean = false;
+  try {
+    await client.query('BEGIN READ ONLY');
+    yield* cursorRows<R>(client, name, sql, params);
+    await client.query('COMMIT');
+    clean = true;
+  } catch (err) {
+    throw db.failure(err, 'cannot read');
+  } finally {
+    client.release(!clean);
+  }
+}
+
+/**
  * Opens the export of a table or view: its columns and their PostgreSQL types, and its rows in order
  * (keyed tables by id). `choose` picks the columns written, in their order, from the ones it has.
  */
@@ -105,25 +135,7 @@ export async function pgExportRows(
   const order = s.all.has('id') ? ' ORDER BY t.id' : '';
   const sql = `${s.sql}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}${order}`;
   async function* rows(): AsyncGenerator<Record<string, unknown>> {
-    // Connected on the first row asked for: an export that fails before reading holds no connection.
-    let client: pg.PoolClient;
-    try {
-      client = await db.pool.connect();
-    } catch (err) {
-      throw db.failure(err, 'cannot read');
-    }
-    let clean = false;
-    try {
-      await client.query('BEGIN READ ONLY');
-      for await (const row of cursorRows<Record<string, unknown>>(client, 'export_rows', sql, params)) yield s.convert(row);
-      await client.query('COMMIT');
-      clean = true;
-    } catch (err) {
-      throw db.failure(err, 'cannot read');
-    } finally {
-      // A reader that stopped early (`| head`) leaves the transaction open: the connection is dropped.
-      client.release(!clean);
-    }
+    for await (const row of readOnlyRows<Record<string, unknown>>(db, 'export_rows', sql, params)) yield s.convert(row);
   }
   return { columns: s.columns, types: s.types, rows: rows() };
 }

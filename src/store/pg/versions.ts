@@ -1,14 +1,7 @@
-/**
- * The versions of results in a PostgreSQL mirror (schema 7, store/pg/migrations/v7.ts), as the
- * SQLite mirror's reader gives them (store/sqlite/versions.ts): raw as JSON text, order_index exact,
- * times as ISO text. The mirror is brought to the current version on open (a mirror a team member's
- * older campaign-sync wrote gains the trail).
- */
-import type pg from 'pg';
 import type { HistoryQuery, HistoryVersion, MirrorTarget, ResultVersion, VersionReader } from '../mirror-port.js';
 import { namesUser, versionColumns, versionRows, withSummary } from '../model/versions.js';
 import { PgDatabase } from './database.js';
-import { cursorRows } from './export.js';
+import { readOnlyRows } from './export.js';
 
 const COLUMNS =
   'v.kind, v.id, v.version, v.campaign_id, v.report_type, v.user_id, v.user_email, v.order_index::text AS order_index, v.deleted, v.valid_from, v.valid_to, v.request_id, v.raw::text AS raw';
@@ -48,23 +41,7 @@ export async function openPgVersions(t: MirrorTarget): Promise<VersionReader> {
     const params: unknown[] = [kind, at];
     const where = `v.kind = $1${campaign === undefined ? '' : ` AND v.campaign_id = $${params.push(campaign)}`}`;
     const sql = `SELECT ${COLUMNS} FROM results_as_of($2::timestamptz) v WHERE ${where} ORDER BY v.id`;
-    let client: pg.PoolClient;
-    try {
-      client = await db.pool.connect();
-    } catch (err) {
-      throw db.failure(err, 'cannot read');
-    }
-    let clean = false;
-    try {
-      await client.query('BEGIN READ ONLY');
-      for await (const row of cursorRows<Row>(client, 'versions_as_of', sql, params)) yield version(row);
-      await client.query('COMMIT');
-      clean = true;
-    } catch (err) {
-      throw db.failure(err, 'cannot read');
-    } finally {
-      client.release(!clean);
-    }
+    for await (const row of readOnlyRows<Row>(db, 'versions_as_of', sql, params)) yield version(row);
   }
   return {
     async history(q: HistoryQuery): Promise<HistoryVersion[]> {
