@@ -5,10 +5,12 @@
  * thrown on: fatal for the whole pass.
  */
 import type { ApiClient, RequestCounter } from '../api/client.js';
+import type { Page } from '../api/envelopes.js';
 import type { Progress, RunEvents } from '../core/events.js';
 import type { CheckedRecord, ReportType, StreamId } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
+import type { UpsertCounts } from '../store/mirror.js';
 import type { Cursors, Sink } from '../store/sinks/sink.js';
 import { nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
@@ -96,8 +98,11 @@ export interface Walk {
 
 /**
  * Reads a stream's pages from `walk.from`, checks each page, commits its records (with the checkpoint
- * move, if the walk moves it) and asks for the next page while this one is stored. Throws the
- * stream's errors; `counts` holds what was done up to them. Returns the checkpoint.
+ * move, if the walk moves it) and asks for the next page while this one is stored. One commit in
+ * flight: page N+1 is read and checked, and page N+2 asked for, while page N's commitPage is under
+ * way; page N+1 is handed only once it resolved (a sink over the network may keep pages deeper in a
+ * queue of its own, store/pg/page-queue.ts, all committed once its settle resolves). Throws the stream's errors; `counts` holds what was done up to them. Returns the
+ * checkpoint: `committedAtStart`, moved by the walk.
  */
 export async function walkStream(
   id: StreamId,
@@ -109,11 +114,68 @@ export async function walkStream(
   committedAtStart: bigint | undefined,
 ): Promise<bigint | undefined> {
   const counter: RequestCounter = { requests: 0, bytes: 0 };
-  const path = resultsPath(id.endpoint);
+  const read = pageReader(id, deps, opts, walk.window, counter);
+  const tally = tallier(id, deps, walk, counts, totals);
   let cursor = walk.from;
-  // Where this stream's checkpoint stands in the database: every move is a compare-and-set from it.
-  let committed = committedAtStart;
-  const fetchPage = (after: bigint | undefined) => {
+  // Where the checkpoint stands once the pages handed so far commit: each move is a compare-and-set from it.
+  let expected = committedAtStart;
+  // The commit of the page handed last, under way while the next page is read and checked.
+  let commit: Promise<UpsertCounts> | undefined;
+  try {
+    if (deps.signal?.aborted) throw new AbortedError();
+    let pending = read(cursor);
+    for (;;) {
+      // A commit that fails while the next page is on its way stops the stream now, not after the
+      // request (which may be waiting out retries).
+      const { page } = await (commit === undefined ? pending : Promise.race([pending, commit.then(() => pending)]));
+      const { checked, step } = checkedPage(id, deps, opts.pageSize, page, cursor, ++counts.pages);
+      // The next page is on its way while this one is stored: the network overlaps the disk.
+      if (!step.done && !deps.signal?.aborted) {
+        pending = read(step.next);
+        await letRequestOut();
+      }
+      if (commit !== undefined) tally.committed(await commit);
+      // An empty last page leaves the checkpoint where it was.
+      const last = checked.at(-1)?.orderIndex;
+      const move = walk.checkpoint && last !== undefined ? { from: expected, to: last } : undefined;
+      commit = deps.sink.commitPage(id, checked, move);
+      commit.catch(() => {});
+      tally.handed(checked);
+      if (move !== undefined) expected = move.to;
+      if (step.done) break;
+      if (deps.signal?.aborted) throw new AbortedError();
+      cursor = step.next;
+    }
+  } finally {
+    counts.requests += counter.requests;
+    counts.bytes += counter.bytes;
+    await settle(id, deps, commit, tally);
+  }
+  return expected;
+}
+
+/**
+ * The end of a walk, also of one that stops (an abort, a bad page): the last page's commit and the
+ * pages the sink still has under way are waited for, so what the stream reports is what the
+ * destination holds; a commit's own failure is the one thrown.
+ */
+async function settle(id: StreamId, deps: StreamDeps, commit: Promise<UpsertCounts> | undefined, tally: Tally): Promise<void> {
+  try {
+    if (commit !== undefined) tally.committed(await commit);
+  } finally {
+    tally.committed(await deps.sink.settle(id));
+  }
+}
+
+/** Asks for the page after `after`; the request is awaited later, or dropped if the stream stops first. */
+function pageReader(
+  id: StreamId,
+  deps: StreamDeps,
+  opts: { pageSize: number; reportType: ReportType },
+  window: DateWindow,
+  counter: RequestCounter,
+) {
+  return (after: bigint | undefined) => {
     const request = deps.client.resultsPage(
       {
         endpoint: id.endpoint,
@@ -121,104 +183,50 @@ export async function walkStream(
         limit: opts.pageSize,
         reportType: id.endpoint === 'role' ? opts.reportType : undefined,
         startingAfter: after,
-        startDate: walk.window.since,
-        endDate: walk.window.until,
+        startDate: window.since,
+        endDate: window.until,
       },
       counter,
     );
-    // Awaited later (or dropped if the stream stops first): never an unhandled rejection.
+    // Never an unhandled rejection, awaited or not.
     request.catch(() => {});
     return request;
   };
+}
 
-  // The pages whose commits are under way: a store over the network (PostgreSQL) writes page N while
-  // page N+1 is read and checked. Pages are handed to the sink in order, and page N+1 only once page
-  // N's commit has succeeded, so a failed page stops the stream before the next one is written and
-  // each checkpoint move starts where the last committed one ended; unless the sink says the two may
-  // overlap (`Sink.overlaps`: it then commits page N+1 only if page N committed), when at most two are
-  // under way. `committing` settles once every page handed in has committed and been counted, in page
-  // order; `older`, once every page before the last one has.
-  let committing: Promise<void> | undefined;
-  let older: Promise<void> | undefined;
-  let previousPlan: unknown;
-  // Where the checkpoint stands once every page handed in has committed.
-  let expected = committed;
-  const settle = async () => {
-    const inFlight = committing;
-    committing = undefined;
-    older = undefined;
-    if (inFlight) await inFlight;
+/** Page number `n`'s records, checked, and where paging goes from it. */
+function checkedPage(id: StreamId, deps: StreamDeps, limit: number, page: Page, sent: bigint | undefined, n: number) {
+  const where = `${describeRequest({ method: 'GET', path: resultsPath(id.endpoint), campaignId: id.campaignId })}, page ${n}`;
+  const checked = checkPage(page.data, { where, campaignId: id.campaignId, after: sent, redact: deps.client.redact });
+  const step = nextStep(page, {
+    where,
+    sent,
+    records: checked.length,
+    last: checked.at(-1)?.orderIndex,
+    limit,
+    redact: deps.client.redact,
+  });
+  return { checked, step };
+}
+
+type Tally = ReturnType<typeof tallier>;
+
+/** A walk's counts and progress: a page's records once it is handed to the sink, the counts of new and changed records as the sink reports its commits. */
+function tallier(id: StreamId, deps: StreamDeps, walk: Walk, counts: WalkCounts, totals: Progress) {
+  return {
+    handed(records: CheckedRecord[]): void {
+      walk.onPage?.(records);
+      counts.records += records.length;
+      totals.records += records.length;
+      totals.requests = deps.client.requests;
+      deps.events?.page?.({ stream: id, records: records.length, progress: { ...totals } });
+    },
+    committed(done: UpsertCounts): void {
+      counts.inserted += done.inserted;
+      counts.updated += done.updated;
+      if (done.conflicts !== undefined) for (const line of conflictWarnings(id, done.conflicts)) deps.events?.warning?.(line);
+    },
   };
-  try {
-    if (deps.signal?.aborted) throw new AbortedError();
-    let pending = fetchPage(cursor);
-    for (;;) {
-      // A commit that fails while the next page is on its way stops the stream now, not after the
-      // request (which may be waiting out retries).
-      const { page } = await (committing === undefined ? pending : Promise.race([pending, committing.then(() => pending)]));
-      counts.pages++;
-      const where = `${describeRequest({ method: 'GET', path, campaignId: id.campaignId })}, page ${counts.pages}`;
-      const checked = checkPage(page.data, { where, campaignId: id.campaignId, after: cursor, redact: deps.client.redact });
-      const last = checked.at(-1)?.orderIndex;
-      const step = nextStep(page, {
-        where,
-        sent: cursor,
-        records: checked.length,
-        last,
-        limit: opts.pageSize,
-        redact: deps.client.redact,
-      });
-      // The next page is on its way while this one is stored: the network overlaps the disk.
-      if (!step.done && !deps.signal?.aborted) {
-        pending = fetchPage(step.next);
-        await letRequestOut();
-      }
-      // The page's rows are made while the previous page commits (a sink over the network).
-      const prepared = deps.sink.prepare?.(id, checked);
-      // An empty last page leaves the checkpoint where it was.
-      const checkpoint = !walk.checkpoint || last === undefined ? undefined : last;
-      const overlap = committing !== undefined && checkpoint !== undefined && deps.sink.overlaps?.(previousPlan, prepared) === true;
-      if (!overlap) await settle();
-      else if (older !== undefined) await older;
-      const move = checkpoint === undefined ? undefined : { from: expected, to: checkpoint };
-      if (checkpoint !== undefined) expected = checkpoint;
-      const commit = deps.sink.commitPage(id, checked, move, prepared);
-      // Always awaited through `committing`, maybe only after the next page arrives: meanwhile a
-      // failure must not count as an unhandled rejection.
-      commit.catch(() => {});
-      const before = committing;
-      older = before;
-      previousPlan = prepared;
-      // After the pages before it, and settled whatever they did: a stream that stops on page N's
-      // failure still waits for page N+1's commit to end (and reports page N's failure).
-      const inOrder = before === undefined ? commit : Promise.allSettled([before, commit]).then(() => before.then(() => commit));
-      committing = inOrder.then((done) => {
-        if (checkpoint !== undefined) committed = checkpoint;
-        walk.onPage?.(checked);
-        counts.records += checked.length;
-        counts.inserted += done.inserted;
-        counts.updated += done.updated;
-        if (done.conflicts !== undefined) for (const line of conflictWarnings(id, done.conflicts)) deps.events?.warning?.(line);
-        totals.records += checked.length;
-        totals.requests = deps.client.requests;
-        deps.events?.page?.({ stream: id, records: checked.length, progress: { ...totals } });
-      });
-      committing.catch(() => {});
-      if (step.done) break;
-      if (deps.signal?.aborted) throw new AbortedError();
-      cursor = step.next;
-    }
-  } finally {
-    // The last pages' commits, and those of a stream that stops (an abort, a bad page): waited for, so
-    // what the stream reports is what the destination holds; a commit's own failure is the one thrown.
-    try {
-      await settle();
-    } finally {
-      counts.requests += counter.requests;
-      counts.bytes += counter.bytes;
-    }
-  }
-  return committed;
 }
 
 /**

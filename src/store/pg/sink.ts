@@ -1,14 +1,15 @@
 /**
  * Records into the PostgreSQL mirror through the Sink port (store/sinks/sink.ts). Each page is one
- * transaction: its rows (bulk statements, mirror.ts) and its checkpoint's compare-and-set commit
- * together, so a kill -9 at any instant loses and duplicates nothing. A page that is one statement
- * (role results without score details; the checkpoint is a CTE of it) runs without BEGIN/COMMIT. Pages of concurrent streams run
- * on connections of their own. A stream is opened under its advisory lock (lock.ts).
+ * transaction (commitOnce): its rows (bulk statements, mirror.ts) and its checkpoint's compare-and-set
+ * commit together, so a kill -9 at any instant loses and duplicates nothing. A page that is one
+ * statement (role results without score details; the checkpoint is a CTE of it) runs without
+ * BEGIN/COMMIT. Pages of concurrent streams run on connections of their own. A stream is opened under
+ * its advisory lock (lock.ts).
  *
- * Two one-statement pages of a stream may be written at once, on two connections (`overlaps`): the
- * server writes page N+1's rows while page N commits, and page N+1's checkpoint waits for page N's
- * transaction to end (statements.ts withTicket), so page N+1 commits only if page N did. Each
- * commitPage still settles in page order.
+ * A stream's pages go through a queue of its own (page-queue.ts): commitPage resolves once the page is
+ * under way and the page before it has committed, so the server writes page N+1 while page N commits;
+ * a page commits only if the pages before it did, and a failure surfaces at the stream's next
+ * commitPage, settle, endStream or the sink's flush.
  *
  * As with SQLite, the first storage failure is final for the process: every later write throws it.
  */
@@ -21,18 +22,13 @@ import { upsertCampaigns } from './campaigns.js';
 import type { PgDatabase } from './database.js';
 import type { PgLocks } from './lock.js';
 import { type PagePlan, planPage, removeResults, storedIds, writePage } from './mirror.js';
+import { PageQueue } from './page-queue.js';
 import type { PgState } from './state.js';
-import { CHECKPOINT_CONFLICT, holdsUnstorable, TICKET_LIMIT } from './statements.js';
-
-/** The last one-statement page of a stream: its ticket, and its commit while under way. */
-interface Chain {
-  ticket: number;
-  pending: Promise<unknown> | undefined;
-}
+import { CHECKPOINT_CONFLICT, holdsUnstorable } from './statements.js';
 
 export class PgSink implements Sink {
   private broken: StorageError | undefined;
-  private readonly chains = new Map<string, Chain>();
+  private readonly queues = new Map<string, PageQueue>();
 
   constructor(
     private readonly db: PgDatabase,
@@ -59,51 +55,85 @@ export class PgSink implements Sink {
     }
   }
 
-  /** Builds a page's rows and parameters (mirror.ts planPage) while the previous page commits. */
-  prepare(id: StreamId, records: CheckedRecord[]): PagePlan | undefined {
-    return records.length === 0 ? undefined : planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
+  /** The pages of a stream under way (page-queue.ts). */
+  private queue(id: StreamId): PageQueue {
+    let queue = this.queues.get(id.key);
+    if (queue === undefined) this.queues.set(id.key, (queue = new PageQueue()));
+    return queue;
   }
 
   /**
-   * True when the page planned as `next` may be handed to commitPage while the one planned as
-   * `previous` is still committing: both are one statement (withTicket), and no record is in both
-   * (page N+1 would wait for page N's uncommitted row while holding what page N waits for).
+   * Hands the stream's next page to its queue: it is planned now (while the page before may still be
+   * committing) and written once the queue lets it. Resolves with the counts of the page before it
+   * (page-queue.ts); this page's come with the next call or with settle.
    */
-  overlaps(previous: unknown, next: unknown): boolean {
-    const a = previous as PagePlan | undefined;
-    const b = next as PagePlan | undefined;
-    if (a?.single !== true || b?.single !== true) return false;
-    const ids = new Set(a.records.map((r) => r.id));
-    return !b.records.some((r) => ids.has(r.id));
+  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
+    if (this.broken) throw this.broken;
+    const plan = records.length === 0 ? undefined : planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
+    return this.queue(id).push(plan, move, (ticket, before) => this.guard(() => this.commit(id, records, plan, move, ticket, before)));
   }
 
-  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, prepared?: unknown): Promise<UpsertCounts> {
-    if (records.length === 0) {
-      return this.guard(async () => {
-        let moved = () => {};
-        await this.db.transaction(async (client) => {
-          moved = await this.state.advance(client, id, move, 0);
-        });
-        moved();
-        return { inserted: 0, updated: 0 };
-      });
-    }
-    // A plan made for this very page by prepare(), else one made now.
-    const plan = (prepared as PagePlan | undefined)?.page === records ? (prepared as PagePlan) : (this.prepare(id, records) as PagePlan);
-    if (plan.single) return this.commitSingle(id, records, move, plan);
-    return this.guard(async () => {
-      const cp = { stream: id.key, move };
-      let counts: UpsertCounts;
+  async settle(id: StreamId): Promise<UpsertCounts> {
+    return this.queue(id).settle();
+  }
+
+  /**
+   * One page: written (commitOnce), written again when that is safe and may succeed, then, in page
+   * order, its checkpoint in memory and what is reported of it.
+   */
+  private async commit(
+    id: StreamId,
+    records: CheckedRecord[],
+    plan: PagePlan | undefined,
+    move: CheckpointMove | undefined,
+    ticket: number | undefined,
+    before: Promise<unknown> | undefined,
+  ): Promise<UpsertCounts> {
+    let counts: UpsertCounts;
+    try {
+      counts = await this.commitOnce(id, plan, move, ticket);
+    } catch (err) {
+      // Written again, once the page before is in (a failure of that page is thrown instead): a
+      // one-statement page chosen as a deadlock's victim, which rolled back whole; or, while the page
+      // before was under way, one that ran ahead of it (took its ticket first) or whose wait for it
+      // was cut short.
+      const again =
+        plan?.single === true &&
+        (isDeadlock(err) || (move !== undefined && before !== undefined && (isConflict(err) || isLockTimeout(err))));
+      if (!again) throw await this.conflictOr(err, id, move);
+      if (before !== undefined) await before;
       try {
-        counts = await this.db.transaction((client) => writePage(client, plan, cp));
-      } catch (err) {
-        if (move !== undefined && isConflict(err)) throw await this.state.conflict(id, move);
-        throw err;
+        counts = await this.commitOnce(id, plan, move, ticket);
+      } catch (second) {
+        throw await this.conflictOr(second, id, move);
       }
-      this.state.moved(id, move);
-      this.warnNul(id, records);
-      return this.recordConflicts(id, counts);
-    });
+    }
+    // This page's compare-and-set found the page before committed, whatever its answer said.
+    if (before !== undefined) await before.catch(() => {});
+    this.state.moved(id, move);
+    // A one-statement page wrote each record's JSON text: made already, it says which records to walk.
+    if (plan !== undefined) this.warnNul(id, records, plan.single);
+    return this.recordConflicts(id, counts);
+  }
+
+  /**
+   * Runs a page's statements and its checkpoint's compare-and-set as one transaction: the one place a
+   * page commits. A one-statement page (role results without score details: the checkpoint is a CTE
+   * of it, withTicket) is atomic without BEGIN/COMMIT; a page of no records only moves the checkpoint.
+   */
+  private async commitOnce(id: StreamId, plan: PagePlan | undefined, move: CheckpointMove | undefined, ticket: number | undefined) {
+    if (plan === undefined) {
+      await this.db.transaction((client) => this.state.advance(client, id, move, 0));
+      return { inserted: 0, updated: 0 };
+    }
+    const cp = { stream: id.key, move, ticket };
+    if (plan.single) return this.db.session((client) => writePage(client, plan, cp));
+    return this.db.transaction((client) => writePage(client, plan, cp));
+  }
+
+  /** A compare-and-set refused: the checkpoint another process moved, said as such; else `err`. */
+  private async conflictOr(err: unknown, id: StreamId, move: CheckpointMove | undefined): Promise<unknown> {
+    return move !== undefined && isConflict(err) ? this.state.conflict(id, move) : err;
   }
 
   /**
@@ -126,66 +156,6 @@ export class PgSink implements Sink {
     return { ...counts, conflicts: reported.length === 0 ? undefined : reported };
   }
 
-  /**
-   * A one-statement page, atomic without BEGIN/COMMIT, perhaps written while the stream's previous
-   * one commits (`overlaps`). If that one fails, this one fails with its error and writes nothing. If
-   * this statement ran ahead of it (took the previous ticket before that page did), its
-   * compare-and-set finds the cursor not yet moved: it is written again once the previous page is in.
-   */
-  private commitSingle(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, plan: PagePlan): Promise<UpsertCounts> {
-    const chain = this.chains.get(id.key) ?? { ticket: 0, pending: undefined };
-    this.chains.set(id.key, chain);
-    chain.ticket = chain.ticket >= TICKET_LIMIT ? 1 : chain.ticket + 1;
-    const before = chain.pending;
-    const cp = { stream: id.key, move, ticket: chain.ticket };
-    const write = () => this.db.session((client) => writePage(client, plan, cp));
-    const run = this.guard(async () => {
-      let counts: UpsertCounts;
-      try {
-        counts = await write();
-      } catch (err) {
-        // Written again, once the page before is in (a failure of that page is thrown instead): a
-        // deadlock's victim, which rolled back whole; or, while the page before was under way, a page
-        // that ran ahead of it (took its ticket first) or whose wait for it was cut short.
-        const again = isDeadlock(err) || (move !== undefined && before !== undefined && (isConflict(err) || isLockTimeout(err)));
-        if (!again) {
-          if (move !== undefined && isConflict(err)) throw await this.state.conflict(id, move);
-          throw err;
-        }
-        if (before !== undefined) await before;
-        try {
-          return await this.settled(id, move, records, await write(), before);
-        } catch (second) {
-          if (move !== undefined && isConflict(second)) throw await this.state.conflict(id, move);
-          throw second;
-        }
-      }
-      return this.settled(id, move, records, counts, before);
-    });
-    const pending = run.finally(() => {
-      if (chain.pending === pending) chain.pending = undefined;
-    });
-    pending.catch(() => {});
-    chain.pending = pending;
-    return run;
-  }
-
-  /** After a page committed: once the page before it has settled (page order), its checkpoint in memory. */
-  private async settled(
-    id: StreamId,
-    move: CheckpointMove | undefined,
-    records: CheckedRecord[],
-    counts: UpsertCounts,
-    before: Promise<unknown> | undefined,
-  ): Promise<UpsertCounts> {
-    // This page's compare-and-set found the previous page committed, whatever its answer said.
-    if (before !== undefined) await before.catch(() => {});
-    this.state.moved(id, move);
-    // A one-statement page wrote each record's JSON text: made already, it says which records to walk.
-    this.warnNul(id, records, true);
-    return this.recordConflicts(id, counts);
-  }
-
   /** Not silent: the records of the page whose U+0000 or lone surrogates became U+FFFD (statements.ts). */
   private warnNul(id: StreamId, records: CheckedRecord[], textMade = false): void {
     // JSON text (JSON.stringify) writes U+0000 and a lone surrogate as `\u` escapes: a record whose
@@ -199,6 +169,7 @@ export class PgSink implements Sink {
   }
 
   async storedIds(id: StreamId): Promise<string[]> {
+    await this.queue(id).idle();
     return this.guard(async () => {
       try {
         return await storedIds(this.db.pool, id);
@@ -209,6 +180,7 @@ export class PgSink implements Sink {
   }
 
   async prune(id: StreamId, recordIds: string[], at: string): Promise<number> {
+    await this.queue(id).idle();
     return this.guard(() =>
       this.db.transaction(async (client) => {
         const removed = await removeResults(client, id.endpoint, recordIds, at);
@@ -230,15 +202,21 @@ export class PgSink implements Sink {
   }
 
   async endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void> {
+    // The stream's pages first: a failure among them is the one thrown, and the end is recorded after them.
+    await this.queue(id).idle();
     await this.guard(() => this.state.end(id, error, at));
   }
 
-  /** Every page committed on its own: nothing is held back. */
+  /** Every page committed on its own: only the pages under way are waited for. */
   async flush(): Promise<void> {
+    for (const queue of this.queues.values()) await queue.idle();
     if (this.broken) throw this.broken;
   }
 
-  async close(): Promise<void> {}
+  /** The pages under way are waited for; their failure was (or will be) reported by the stream. */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.queues.values()].map((queue) => queue.idle()));
+  }
 }
 
 const isConflict = (err: unknown): boolean => err instanceof Error && err.message.includes(CHECKPOINT_CONFLICT);

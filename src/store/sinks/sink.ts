@@ -24,24 +24,20 @@ export interface Cursors {
 
 export interface Sink {
   /**
-   * Optional: the part of writing a page that needs nothing written before it (its rows and
-   * parameters), done while the stream's previous page commits; what it returns is handed to
-   * commitPage with the same records. A store over the network (PostgreSQL) takes it off the path
-   * between two commits.
-   */
-  prepare?(id: StreamId, records: CheckedRecord[]): unknown;
-  /**
-   * Optional: true when the page prepared as `next` may be handed to commitPage while the one
-   * prepared as `previous` is still committing. The sink then commits `next` only if `previous`
-   * committed, and settles the two in page order. Both pages move the checkpoint.
-   */
-  overlaps?(previous: unknown, next: unknown): boolean;
-  /**
    * Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined),
-   * atomically. A stream hands its pages in order, each once the previous one's commit succeeded
-   * (or, where `overlaps` allows, while it is under way).
+   * atomically. A stream hands its pages in order, each once the call for the page before resolved.
+   * The sink commits them in that order, each only if the pages before it committed. It may resolve
+   * while the page is still under way (PostgreSQL writes it while the page before commits): a
+   * failure then surfaces at the stream's next commitPage or settle (or at endStream, flush).
+   * Resolves with the counts of the stream's pages whose commit ended since its last commitPage or
+   * settle (this page's, when it is written before this resolves).
    */
-  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, prepared?: unknown): Promise<UpsertCounts>;
+  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
+  /**
+   * Waits until every page of the stream handed to commitPage has committed. Resolves with the counts
+   * not yet returned; throws the failure of a page that did not commit.
+   */
+  settle(id: StreamId): Promise<UpsertCounts>;
   /** The ids of the records this destination holds for a stream (reconcile). */
   storedIds(id: StreamId): Promise<string[]>;
   /**
@@ -89,6 +85,12 @@ export abstract class GroupedSink implements Sink {
 
   get failure(): StorageError | undefined {
     return this.group.failure;
+  }
+
+  /** Each page is written into the group inside commitPage: none is left under way. */
+  async settle(_id: StreamId): Promise<UpsertCounts> {
+    if (this.failure) throw this.failure;
+    return { inserted: 0, updated: 0 };
   }
 
   async openStream(id: StreamId): Promise<void> {
