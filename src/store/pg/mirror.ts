@@ -75,8 +75,6 @@ function lastOfEach(records: CheckedRecord[]): CheckedRecord[] {
  * records alone (no connection, nothing read), so the sink can build page N+1 while page N commits.
  */
 export interface PagePlan {
-  /** The records it was made from (the sink checks it is handed the same page). */
-  page: CheckedRecord[];
   endpoint: Endpoint;
   campaignId: string;
   /** The page's records, the last of each id. */
@@ -100,7 +98,7 @@ export function planPage(endpoint: Endpoint, page: CheckedRecord[], campaignId: 
       'session_results',
       records.map((r) => sessionRow(r, campaignId)),
     );
-    return { page, endpoint, campaignId, records, rows, evals, single: false };
+    return { endpoint, campaignId, records, rows, evals, single: false };
   }
   const taken = new Set<string>();
   // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
@@ -110,7 +108,7 @@ export function planPage(endpoint: Endpoint, page: CheckedRecord[], campaignId: 
     'role_results',
     records.map((r) => roleRow(r, campaignId, reportType, splits.get(r.id)?.raw)),
   );
-  return { page, endpoint, campaignId, records, rows, splits, single: splits.size === 0 };
+  return { endpoint, campaignId, records, rows, splits, single: splits.size === 0 };
 }
 
 /** Writes a planned page and moves the checkpoint, on the caller's connection (in its transaction unless `plan.single`). */
