@@ -92,7 +92,7 @@ export interface Walk {
   window: DateWindow;
   /** Move the checkpoint with each page (an incremental or full read), or leave it (backfill, lookback, reconcile). */
   checkpoint: boolean;
-  /** Called with each page's records after they are stored (reconcile collects the ids served). */
+  /** Called with each page's records as they are handed to the sink (reconcile collects the ids served). */
   onPage?: ((records: CheckedRecord[]) => void) | undefined;
 }
 
@@ -100,9 +100,10 @@ export interface Walk {
  * Reads a stream's pages from `walk.from`, checks each page, commits its records (with the checkpoint
  * move, if the walk moves it) and asks for the next page while this one is stored. One commit in
  * flight: page N+1 is read and checked, and page N+2 asked for, while page N's commitPage is under
- * way; page N+1 is handed only once it resolved (a sink over the network may keep pages deeper in a
- * queue of its own, store/pg/page-queue.ts, all committed once its settle resolves). Throws the stream's errors; `counts` holds what was done up to them. Returns the
- * checkpoint: `committedAtStart`, moved by the walk.
+ * way; page N+1 is handed only once it resolved. A sink over the network may keep pages deeper in a
+ * queue of its own (store/pg/page-queue.ts): all are committed once its settle resolves. Throws the
+ * stream's errors; `counts` holds what was done up to them. Returns the checkpoint:
+ * `committedAtStart`, moved by the walk.
  */
 export async function walkStream(
   id: StreamId,
@@ -211,7 +212,11 @@ function checkedPage(id: StreamId, deps: StreamDeps, limit: number, page: Page, 
 
 type Tally = ReturnType<typeof tallier>;
 
-/** A walk's counts and progress: a page's records once it is handed to the sink, the counts of new and changed records as the sink reports its commits. */
+/**
+ * A walk's counts and progress: a page's records once it is handed to the sink (a walk that returns
+ * has them all committed; one whose commit failed throws a storage failure, fatal for the pass), and
+ * the new and changed records as the sink reports its commits.
+ */
 function tallier(id: StreamId, deps: StreamDeps, walk: Walk, counts: WalkCounts, totals: Progress) {
   return {
     handed(records: CheckedRecord[]): void {
