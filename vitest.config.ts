@@ -28,9 +28,11 @@ const E2E = [
   'test/export-signal.test.ts',
   'test/forget-crash.test.ts',
   'test/if-idle.test.ts',
+  'test/pg-fleet.test.ts',
   'test/pg-lock.test.ts',
   'test/pg-reliability.test.ts',
   'test/posix-locks.test.ts',
+  'test/quarantine-crash.test.ts',
   'test/reliability.test.ts',
 ];
 /** Big, slow and random (`npm run test:soak`): 20 kill -9 rounds per sink, million-row exports, memory ceilings, the gzip bomb. */

@@ -34,8 +34,10 @@ import { createClient } from '../dist/app/client.js';
 import { startSimulator } from '../dist/simulator/server.js';
 import { Checkpoints } from '../dist/store/checkpoints.js';
 import { openDatabase } from '../dist/store/db.js';
+import { DriftLedger } from '../dist/store/drift.js';
 import { SqliteSink } from '../dist/store/sinks/sqlite.js';
 import { Database } from '../dist/store/sqlite.js';
+import { DriftTracker } from '../dist/sync/drift.js';
 import { runPass } from '../dist/sync/pass.js';
 import { peakRssMb } from './peak-rss.js';
 import { wholeProcess } from './process.js';
@@ -103,8 +105,9 @@ async function fetchBodies(server, path, campaignId, reportType) {
 function floor(bodies, kind) {
   // The mirror's own tables, indexes and pragmas: the floor stores the same rows in the same place.
   const db = openDatabase(join(work, `floor-${kind}-${Date.now()}.db`));
-  const session = db.prepare('INSERT INTO session_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
-  const role = db.prepare('INSERT INTO role_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+  // The last column of each, change_seq (schema 8): the floor leaves it NULL.
+  const session = db.prepare('INSERT INTO session_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)');
+  const role = db.prepare('INSERT INTO role_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)');
   const detail = db.prepare('INSERT INTO score_details VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
   const evalRow = db.prepare('INSERT INTO eval_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
   const evals = (type, parent, list, campaign) => {
@@ -249,8 +252,11 @@ async function pullVsFloor() {
         const state = new Checkpoints(db);
         const client = clientFor(server);
         const t0 = performance.now();
+        // As a pull does: each page's field paths and enumeration values walked (sync/drift.ts).
+        const ledger = new DriftLedger(db);
+        const drift = new DriftTracker(async (stream) => ledger.known(stream), 'warn');
         const result = await runPass(
-          { client, sink: new SqliteSink(db, state), state },
+          { client, sink: new SqliteSink(db, state), state, drift },
           { campaigns: [k.campaign.id], type: k.type, reportType: k.reportType, pageSize: 100, concurrency: 4, full: false },
         );
         const ms = performance.now() - t0;

@@ -102,6 +102,13 @@ function syncOptions(cmd: Command, watch = false): Command {
     .addOption(enumOption('--report-type <type>', `role report to mirror${shownDefault('reportType')}`, CHOICES.reportType))
     .addOption(
       enumOption(
+        '--contract <mode>',
+        `strict: a new field or enumeration value fails the stream, its page unstored${shownDefault('contract')}`,
+        CHOICES.contract,
+      ),
+    )
+    .addOption(
+      enumOption(
         '--format <format>',
         'where records go (default: what this database fed last; else ndjson with --out, sqlite without)',
         CHOICES.format,
@@ -110,12 +117,17 @@ function syncOptions(cmd: Command, watch = false): Command {
     .option('--out <dir>', `NDJSON folder; given alone, it means --format ndjson (default: ${DEFAULTS.out})`)
     .option('--page-size <n>', `records per request, 1 to 100${shownDefault('pageSize')}`)
     .option('--concurrency <n>', `streams synced at once (one shared request budget)${shownDefault('concurrency')}`)
+    .option('--lease <duration>', `PostgreSQL: a stream stays a worker's this long without a renewal${shownDefault('lease')}`)
     .addOption(once('--since <date>', 'backfill from this day (YYYY-MM-DD); checkpoints untouched'))
     .addOption(once('--until <date>', 'backfill up to this day (YYYY-MM-DD); checkpoints untouched'))
     .addOption(once('--full', 'ignore checkpoints, re-read everything, then set them'))
     .option(
       '--lookback <duration>',
       'after the incremental read, re-read results created since now minus this (e.g. 7d); checkpoints untouched',
+    )
+    .option(
+      '--retention <duration>',
+      'keep results for this long (e.g. 365d): older ones are not stored, and those stored are erased at most once a day',
     )
     .option('--notify <url>', "POST a JSON document here when a stream's state changes (failing, stale, recovered, unlisted)");
 }
@@ -201,7 +213,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
     'campaign-sync status --json',
     'campaign-sync status --check --max-age 15m',
     'campaign-sync status --check --nagios --max-age 15m',
-  ).action(async (opts) => done(await (await import('./commands/status.js')).status(opts, await settings('status', opts))));
+  ).action(async (opts) => done(await (await import('./commands/status.js')).status(await settings('status', opts))));
 
   example(
     dbOption(
@@ -222,6 +234,10 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
           '--since-last <consumer>',
           "only what changed since this consumer's previous export (session-results, role-results; deletions as rows with _deleted_at); needs -o",
         )
+        .option(
+          '--as-of <timestamp>',
+          'session-results or role-results as the mirror held them at this time (ISO 8601, UTC unless it says), deletions included',
+        )
         .option('--campaign <id-or-name>', 'only rows of this campaign')
         .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
         .option('--until <date>', 'only rows created on or before this day (YYYY-MM-DD)')
@@ -234,7 +250,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
     'campaign-sync export --table eval-results --format parquet -o evals.parquet',
     'campaign-sync export --table latest_results --columns campaign_name,candidate_email,score,cefr -o latest.csv',
   ).action(async (opts) =>
-    done(await (await import('./commands/export.js')).exportTable(opts, io.stdout, signal, await settings('export', opts))),
+    done(await (await import('./commands/export.js')).exportTable(await settings('export', opts), io.stdout, signal)),
   );
 
   example(
@@ -249,7 +265,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
     ),
     'campaign-sync reset --campaign 1fd25390-c20a-4b40-9a80-74259b12ee9c',
     'campaign-sync reset --all',
-  ).action(async (opts) => done(await (await import('./commands/reset.js')).reset(opts, signal, await settings('reset', opts))));
+  ).action(async (opts) => done(await (await import('./commands/reset.js')).reset(await settings('reset', opts), signal)));
 
   example(
     outputOptions(
@@ -280,12 +296,58 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
         program
           .command('forget')
           .description('erase one candidate from the local copy: their rows in every table and their lines in the NDJSON files')
-          .option('--user <email-or-id>', 'the candidate: user id, or e-mail (any case)'),
+          .option('--user <email-or-id>', 'the candidate: user id, or e-mail (any case)')
+          .option('--older-than <duration>', 'instead: every result dated (created_at) before now minus this, e.g. 365d'),
       ),
     ),
     'campaign-sync forget --user jane.doe@example.com',
     'campaign-sync forget --user 0b6f2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b --json',
-  ).action(async (opts) => done(await (await import('./commands/forget.js')).forget(opts, await settings('forget', opts))));
+    'campaign-sync forget --older-than 365d',
+  ).action(async (opts) => done(await (await import('./commands/forget.js')).forget(await settings('forget', opts))));
+
+  example(
+    outputOptions(
+      dbOption(
+        program
+          .command('history')
+          .description(
+            "a candidate's results over time: every version the mirror kept (score, recommendation, when seen), deletions included",
+          )
+          .option('--user <email-or-id>', 'the candidate: user id, or e-mail (any case)')
+          .option('--record <id>', 'one result, by its id'),
+      ),
+    ),
+    'campaign-sync history --user jane.doe@example.com',
+    'campaign-sync history --record 5b0e8c1a-6f1d-4f2e-9c1b-2a3d4e5f6a7b --json',
+  ).action(async (opts) => done(await (await import('./commands/history.js')).history(await settings('history', opts))));
+
+  example(
+    outputOptions(
+      dbOption(
+        apiOptions(
+          program
+            .command('quarantine')
+            .description('list, retry or drop the records that failed the record rules and were kept apart while their streams went on')
+            .argument('<action>', 'list, retry or drop')
+            .argument('[ids...]', 'ids of `quarantine list` (retry: all when none; drop: these, or --all)')
+            .option('--all', 'drop: every quarantined record'),
+        ),
+      ),
+    ),
+    'campaign-sync quarantine list',
+    'campaign-sync quarantine retry',
+    'campaign-sync quarantine drop 3 4',
+  ).action(async (action: string, ids: string[], opts) =>
+    done(
+      await (await import('./commands/quarantine.js')).quarantine(
+        action,
+        ids,
+        opts,
+        action === 'retry' ? await settings('quarantine', opts) : await settings('status', opts),
+        signal,
+      ),
+    ),
+  );
 
   example(
     program
@@ -305,6 +367,11 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
         'changes to served results, N/DURATION: re-scores, late arrivals, deletions (rehearse --lookback and reconcile)',
       )
       .option('--faults <spec>', 'share of faulty replies: 0.2, or 500=0.05,503=0.05,429=0.02,reset=0.02,slow=0.05,truncate=0.02')
+      .option(
+        '--malformed <spec>',
+        'serve every Nth record of a campaign failing a record rule, N or N:kinds (id, score, campaign, order-index; in turn)',
+      )
+      .option('--malformed-for <duration>', 'with --malformed: serve the records whole again after this long (rehearse quarantine retry)')
       .option(
         '--quirks <list>',
         'shapes the docs and samples show, comma-separated: docs (= bare-array, flat-session, docs-feedback, campaigns-paged, unordered-times), string-order-index, last-record-id, no-cursor-field, campaigns-bare-array, unknown-type',

@@ -356,3 +356,14 @@ export function isAbort(err: unknown): boolean {
     err instanceof AbortedError || (err instanceof Error && (err.name === 'AbortError' || (err as { code?: string }).code === 'ABORT_ERR'))
   );
 }
+
+/**
+ * A worker lost a stream's lease (store/pg/leases.ts: frozen or cut off longer than --lease, and
+ * another worker took the stream): the page was not written, and the stream ends with this line.
+ */
+export class LeaseLostError extends CampaignSyncError {
+  override readonly name = 'LeaseLostError';
+  constructor(message: string) {
+    super(message, ExitCode.locked);
+  }
+}

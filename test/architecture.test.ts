@@ -83,6 +83,16 @@ function violations(): string[] {
   return out;
 }
 
+/** Whether every import of `spec` (its last path part, e.g. `mirror-port.js`) in `path` is `import type`. */
+function typeOnly(path: string, spec: string): boolean {
+  const text = readFileSync(path.startsWith('/') ? path : join(SRC, path), 'utf8');
+  const statements = [...text.matchAll(/(?:^|\n)\s*((?:import|export)\s[^;]*?\sfrom\s+'([^']+)')/g)].filter((m) =>
+    (m[2] as string).endsWith(`/${spec}`),
+  );
+  const dynamic = [...text.matchAll(/import\(\s*'([^']+)'\s*\)/g)].some((m) => (m[1] as string).endsWith(`/${spec}`));
+  return !dynamic && statements.every((m) => /^(?:import|export)\s+type\s/.test(m[1] as string));
+}
+
 /** Each file's imports within src/, as paths relative to src/ (type-only imports count: they tie the files' meanings). */
 function graph(): Map<string, string[]> {
   const g = new Map<string, string[]>();
@@ -160,26 +170,18 @@ describe('the direction rule (STYLE.md)', () => {
   });
 });
 
-/**
- * Commands reach a mirror only through app/factory.ts and the port (store/mirror-port.ts); the export
- * commands, whose SQLite and PostgreSQL internals are still their own, are the known exceptions.
- */
-const STORE_IMPORTERS_KNOWN = new Set([
-  'commands/export.ts',
-  'commands/export-pg.ts',
-  'commands/export-since.ts',
-  'commands/export-since-pg.ts',
-]);
-
+/** Commands reach a mirror only through app/factory.ts and the port (store/mirror-port.ts), and see only its types. */
 describe('one mirror, chosen once', () => {
   it("no command imports from store/ but the port, and no file of app/ or commands/ is one backend's", () => {
     const found: string[] = [];
     for (const [file, targets] of graph()) {
       const layer = file.split('/')[0];
       if (layer !== 'app' && layer !== 'commands') continue;
-      if (/-(pg|sqlite)\.ts$/.test(file) && !STORE_IMPORTERS_KNOWN.has(file)) found.push(`${file}: a backend's file`);
-      if (layer !== 'commands' || STORE_IMPORTERS_KNOWN.has(file)) continue;
+      if (/-(pg|sqlite)\.ts$/.test(file)) found.push(`${file}: a backend's file`);
+      if (layer !== 'commands') continue;
       for (const t of targets) if (t.startsWith('store/') && t !== 'store/mirror-port.ts') found.push(`${file} imports ${t}`);
+      // The port's types only: its values would be a backend's code reached without the factory.
+      if (targets.includes('store/mirror-port.ts') && !typeOnly(file, 'mirror-port.js')) found.push(`${file} imports values of the port`);
     }
     expect(found).toEqual([]);
   });
@@ -190,5 +192,28 @@ describe('one mirror, chosen once', () => {
       .map((f) => relative(SRC, f))
       .sort();
     expect(deciders).toEqual(['app/factory.ts', 'store/pg/url.ts']);
+  });
+});
+
+/**
+ * store/sqlite/ and store/pg/ are peers: what both use is in store/model/ (or the port, or the
+ * sinks' interface), never borrowed from the other. The SQLite side is store/sqlite/, store/sinks/sqlite.ts
+ * and the files directly in store/ (its SQL, schema and migrations); pg/ may use, of store/, only
+ * model/, the port and sinks/sink.ts.
+ */
+const SHARED_BY_BACKENDS = new Set(['store/mirror-port.ts', 'store/sinks/sink.ts']);
+
+describe('the backends are peers', () => {
+  it('store/pg/ imports nothing of the SQLite side, and store/sqlite/ nothing of store/pg/', () => {
+    const found: string[] = [];
+    for (const [file, targets] of graph()) {
+      for (const t of targets) {
+        if (!t.startsWith('store/')) continue;
+        if (file.startsWith('store/pg/') && !t.startsWith('store/pg/') && !t.startsWith('store/model/') && !SHARED_BY_BACKENDS.has(t))
+          found.push(`${file} imports ${t}`);
+        if (file.startsWith('store/sqlite/') && t.startsWith('store/pg/')) found.push(`${file} imports ${t}`);
+      }
+    }
+    expect(found).toEqual([]);
   });
 });

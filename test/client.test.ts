@@ -90,7 +90,7 @@ describe('client: int64 and envelope variants', () => {
 });
 
 describe('client: guards against bad pages', () => {
-  it('a bad record mid-stream fails its stream before anything of its page commits', async () => {
+  it('a bad record mid-stream goes to the quarantine; the rest of its page commits with the checkpoint', async () => {
     const { agent } = service((after) => {
       if (after === null) return { body: { data: [sessionRecord(1), sessionRecord(2)], has_more: true, last_record_index: 2 } };
       return {
@@ -104,15 +104,26 @@ describe('client: guards against bad pages', () => {
     const store = testStore();
     const result = await pass(mockClient(agent), store);
     const s = result.streams[0];
-    expect(s?.status).toBe('failed');
-    expect(s?.error).toMatch(
-      /GET \/v1\/campaigns\/session\/results \(campaign 1111.*\), page 2: record 2 of 3 \(id rec-4\): order_index: "abc"/,
-    );
-    expect(exitCodeForPass(result)).toBe(4);
-    // Page 1 committed, nothing of page 2.
-    expect(store.db.prepare('SELECT id FROM session_results ORDER BY order_index').pluck().all()).toEqual(['rec-1', 'rec-2']);
-    expect(store.state.all()[0]?.cursor).toBe(2n);
-    expect(store.state.all()[0]?.last_error).toMatch(/order_index/);
+    expect(s?.status).toBe('ok');
+    expect(exitCodeForPass(result)).toBe(0);
+    expect(store.db.prepare('SELECT id FROM session_results ORDER BY order_index').pluck().all()).toEqual([
+      'rec-1',
+      'rec-2',
+      'rec-3',
+      'rec-5',
+    ]);
+    expect(store.state.all()[0]?.cursor).toBe(5n);
+    const held = store.db.prepare('SELECT record_id, reason, page_after, page_position FROM quarantine').all();
+    expect(held).toEqual([
+      {
+        record_id: 'rec-4',
+        reason: expect.stringMatching(
+          /GET \/v1\/campaigns\/session\/results \(campaign 1111.*\), page 2: record 2 of 3 \(id rec-4\): order_index: "abc"/,
+        ),
+        page_after: '2',
+        page_position: 2,
+      },
+    ]);
   });
 
   for (const [what, record, pattern] of [
@@ -132,21 +143,37 @@ describe('client: guards against bad pages', () => {
     ['a negative order_index', sessionRecord(-5), /order_index: -5/],
     ['an order_index past int64', { ...sessionRecord(0), order_index: '9223372036854775808' }, /order_index: "9223372036854775808"/],
     ['a float order_index', sessionRecord(1.5), /order_index: 1.5/],
+    ['a score that is a word', { ...sessionRecord(1), score: 'high' }, /score: "high" is not a number/],
   ] as const) {
-    it(`rejects a record with ${what}, naming position and field`, async () => {
+    it(`quarantines a record with ${what}, naming position and field`, async () => {
       const { agent } = service(() => ({ body: { data: [record], has_more: false } }));
-      const result = await pass(mockClient(agent), testStore());
-      expect(result.streams[0]?.error).toMatch(/record 1 of 1/);
-      expect(result.streams[0]?.error).toMatch(pattern);
+      const store = testStore();
+      const result = await pass(mockClient(agent), store);
+      expect(result.streams[0]?.status).toBe('ok');
+      const reasons = store.db.prepare('SELECT reason FROM quarantine').pluck().all() as string[];
+      expect(reasons.length).toBe(1);
+      expect(reasons[0]).toMatch(/record 1 of 1/);
+      expect(reasons[0]).toMatch(pattern);
     });
   }
 
-  it('rejects order_index 1e3 (which JSON.parse would quietly make 1000)', async () => {
-    const { agent } = service(() => ({
-      body: '{"data":[{"id":"a","campaign":{"id":"11111111-1111-4111-8111-111111111111"},"order_index":1e3}],"has_more":false}',
-    }));
-    const result = await pass(mockClient(agent), testStore());
-    expect(result.streams[0]?.error).toMatch(/order_index: 1e3 \(not an integer\)/);
+  it('quarantines order_index 1e3 (which JSON.parse would quietly make 1000), its text as sent', async () => {
+    const text = '{"id":"a","campaign":{"id":"11111111-1111-4111-8111-111111111111"},"order_index":1e3}';
+    const { agent } = service(() => ({ body: `{"data":[${text}],"has_more":false}` }));
+    const store = testStore();
+    await pass(mockClient(agent), store);
+    const held = store.db.prepare('SELECT raw, reason FROM quarantine').get() as { raw: string; reason: string };
+    expect(held.reason).toMatch(/order_index: 1e3 \(not an integer\)/);
+    expect(held.raw).toBe(text);
+  });
+
+  it('stops a stream whose page holds one id twice', async () => {
+    const { agent } = service(() => ({ body: { data: [sessionRecord(1), sessionRecord(2, 'rec-1')], has_more: false } }));
+    const store = testStore();
+    const result = await pass(mockClient(agent), store);
+    expect(result.streams[0]?.status).toBe('failed');
+    expect(result.streams[0]?.error).toMatch(/id rec-1 is served twice in one page/);
+    expect(store.db.prepare('SELECT count(*) FROM session_results').pluck().get()).toBe(0);
   });
 
   it('stops a stream whose cursor does not advance, or whose has_more page is empty', async () => {

@@ -202,6 +202,9 @@ describe('DETAILED records stored once (schema 6)', () => {
     );
     // What release 5 wrote: whole texts everywhere, no positions, no _full views.
     db.exec(`
+      DROP TABLE drift_seen; DROP TABLE quarantine;
+      DROP VIEW result_versions; DROP TRIGGER session_results_version; DROP TRIGGER session_results_pruned;
+      DROP TRIGGER role_results_version; DROP TRIGGER role_results_pruned; DROP TABLE past_versions; DROP TABLE change_times;
       UPDATE score_details SET raw = (SELECT f.raw FROM score_details_full f WHERE f.id = score_details.id);
       UPDATE role_results SET raw = (SELECT f.raw FROM role_results_full f WHERE f.id = role_results.id);
       DROP VIEW role_results_full; DROP VIEW score_details_full;

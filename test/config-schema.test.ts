@@ -34,10 +34,12 @@ describe('one place for defaults', () => {
   it('the schemas apply the defaults, typed', () => {
     expect(parseSettings(syncSchema, {})).toEqual({
       reportType: 'DETAILED',
+      contract: 'warn',
       format: 'sqlite',
       out: DEFAULTS.out,
       pageSize: 100,
       concurrency: 4,
+      lease: 30_000,
     });
     expect(parseSettings(apiSchema, {})).toEqual({
       rateLimit: { count: 100, windowMs: 60_000 },

@@ -70,7 +70,7 @@ function encodeAll(reader: RangeReader, lo: bigint, hi: bigint): string {
     end: async () => {},
   };
   const enc = new Encoder(sink);
-  const ranged = rangeEncoder(reader, lo, hi, { batch: { sql: '', typed: [false, false] }, raw: false });
+  const ranged = rangeEncoder(reader, lo, hi, { batch: { typed: [false, false] }, raw: false });
   for (;;) {
     const step = ranged.step(enc);
     enc.flush();

@@ -9,8 +9,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/store/db.js';
 import { SCHEMA_VERSION } from '../src/store/schema.js';
-import { sim, tempDir } from './helpers/index.js';
+import { tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 describe('a --db that is someone else’s file', () => {
   it.each([['\n'], ['x'], ['notes: call back'], ['SQLite format'], ['SQLite format 2\0 and more'], ['a'.repeat(4096)]])(
@@ -79,7 +80,7 @@ describe('an empty --db file: not a mirror yet', () => {
 
   it('pull into it makes it a new mirror', async () => {
     const path = emptyDb();
-    const s = await sim({ campaigns: 1, records: 3 });
+    const s = await sharedSim({ campaigns: 1, records: 3 });
     const r = await runCli(['pull', '--quiet', '--base-url', s.url, '--db', path], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } });
     expect(r.code).toBe(0);
     const status = await runCli(['status', '--json', '--db', path]);

@@ -107,7 +107,7 @@ describe('docs cannot rot', () => {
 describe('the docs say what the program does, not how it was made', () => {
   /** The product's own uses of the word: session results and their fields, the session type, an ssh session, PostgreSQL's setting. */
   const PRODUCT_SESSION =
-    /session[\s_/-]?(results?|records?|pages?|campaigns?|endpoint|id|pull|floor|scenario|type)\b|SESSION_COMPLETION|`session`|'session'|session[|,]|\|session|--type session|ssh session|idle_session_timeout|session-\d|"session"|flat-session|session (and|or) role|session, role/gi;
+    /session[\s_/-]?(results?|records?|pages?|campaigns?|endpoint|id|pull|floor|scenario|type)\b|SESSION_COMPLETION|`session`|'session'|session[|,]|\|session|--type session|ssh session|idle_in_transaction_session_timeout|idle_session_timeout|session-\d|"session"|flat-session|session (and|or) role|session, role/gi;
 
   it('no passage names an issue number, a hostile pass or a work session', () => {
     for (const [name, text] of pages) {

@@ -7,12 +7,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseStrictCsv } from './helpers/csv.js';
-import { sim, tempDir } from './helpers/index.js';
+import { tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 describe('export --campaign that selects no rows', () => {
   it('says which table holds the campaign, or that the dates leave nothing; a campaign with rows says nothing', async () => {
-    const s = await sim({ campaigns: 2, records: 5 });
+    const s = await sharedSim({ campaigns: 2, records: 5 });
     const dir = tempDir();
     const db = join(dir, 'm.db');
     expect((await runCli(['pull', '--db', db], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);

@@ -18,9 +18,13 @@ function exportFiles(): string[] {
     'bin/campaign-sync.js',
     'scripts/bundle.js',
     'src/commands/export.ts',
-    'src/commands/export-pg.ts',
+    'src/commands/export-plan.ts',
     'src/commands/export-since.ts',
     'src/store/snapshot.ts',
+    'src/store/sqlite/export-source.ts',
+    'src/store/sqlite/export-sql.ts',
+    'src/store/pg/export-source.ts',
+    'src/store/pg/export.ts',
     ...readdirSync(exportDir).map((f) => `src/export/${f}`),
   ];
 }

@@ -7,6 +7,7 @@ import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { readParquet } from 'parquet-wasm/node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { exportTable } from '../src/commands/export.js';
+import { resolveSettings } from '../src/config/settings.js';
 import { openDatabase } from '../src/store/db.js';
 import { BIN, sim, tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
@@ -222,7 +223,9 @@ describe('export --format parquet', () => {
       }),
       { isTTY: true },
     );
-    await expect(exportTable({ db: dbPath, table: 'eval-results', format: 'parquet' }, terminal)).rejects.toMatchObject({
+    await expect(
+      exportTable(resolveSettings('export', { db: dbPath, table: 'eval-results', format: 'parquet' }), terminal),
+    ).rejects.toMatchObject({
       exitCode: 2,
       message: expect.stringMatching(/binary.*-o <file>/),
     });

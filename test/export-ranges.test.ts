@@ -14,9 +14,10 @@ import { csvLine, writeCsv } from '../src/export/csv.js';
 import { encodeBatch, maxLines } from '../src/export/csv-bytes.js';
 import { writeCsvTable } from '../src/export/csv-table.js';
 import { FileSink, type Sink } from '../src/export/sink.js';
-import { type ExportTable, exportQuery, exportRangeQuery, rowIdName } from '../src/export/tables.js';
+import type { ExportTable } from '../src/export/tables.js';
 import { openDatabase } from '../src/store/db.js';
 import { RangeReader, READ_CACHE_KIB } from '../src/store/snapshot.js';
+import { exportQuery, exportRangeQuery, rowIdName } from '../src/store/sqlite/export-sql.js';
 import { Database } from '../src/store/sqlite.js';
 import { BIN, tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
@@ -149,7 +150,7 @@ async function ranges(
   const job = { ...query, columns: COLUMNS_OF(dbPath, table), raw };
   const sink = new Memory(opts.onWrite);
   try {
-    const rows = await writeCsvTable(db, job, sink);
+    const rows = await writeCsvTable(new RangeReader(db, job.sql, job.params, job.batch?.sql), job, sink);
     return { rows, bytes: sink.bytes, chunks: sink.chunks.length };
   } finally {
     db.close();

@@ -11,6 +11,7 @@ import { join, relative } from 'node:path';
 import { Writable } from 'node:stream';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { exportTable } from '../src/commands/export.js';
+import { resolveSettings } from '../src/config/settings.js';
 import { openDatabase } from '../src/store/db.js';
 import { tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
@@ -139,7 +140,9 @@ describe("export -o '' and -o -", () => {
     expect(json.code).toBe(2);
     expect(JSON.parse(json.stdout)).toMatchObject({ error: expect.stringContaining('(-o - is stdout)'), exit_code: 2 });
     const terminal = Object.assign(new Writable({ write: (_c, _e, done) => done() }), { isTTY: true });
-    await expect(exportTable({ db, table: 'campaigns', format: 'parquet', output: '-' }, terminal)).rejects.toMatchObject({
+    await expect(
+      exportTable(resolveSettings('export', { db, table: 'campaigns', format: 'parquet', output: '-' }), terminal),
+    ).rejects.toMatchObject({
       exitCode: 2,
       message: expect.stringMatching(/binary.*-o <file>/),
     });

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { exportTable } from '../src/commands/export.js';
+import { resolveSettings } from '../src/config/settings.js';
 import { openDatabase } from '../src/store/db.js';
 import { parseStrictCsv } from './helpers/csv.js';
 import { sim, tempDir } from './helpers/index.js';
@@ -26,7 +27,7 @@ beforeAll(async () => {
 let n = 0;
 async function exported(args: Record<string, string>): Promise<string> {
   const out = join(dir, `out-${n++}`);
-  expect(await exportTable({ db: dbPath, quiet: true, output: out, table: 'results', ...args })).toBe(0);
+  expect(await exportTable(resolveSettings('export', { db: dbPath, quiet: true, output: out, table: 'results', ...args }))).toBe(0);
   return readFileSync(out, 'utf8');
 }
 
@@ -84,7 +85,9 @@ describe('export of the analysts views', () => {
 
   it('Parquet of a view reads back with every row', async () => {
     const out = join(dir, 'latest.parquet');
-    expect(await exportTable({ db: dbPath, quiet: true, output: out, table: 'latest_results', format: 'parquet' })).toBe(0);
+    expect(
+      await exportTable(resolveSettings('export', { db: dbPath, quiet: true, output: out, table: 'latest_results', format: 'parquet' })),
+    ).toBe(0);
     const bytes = readFileSync(out);
     const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
     const rows = await parquetReadObjects({ file });
@@ -117,7 +120,16 @@ describe('--columns', () => {
     expect(Object.keys(JSON.parse(lines[0] as string))).toEqual(['candidate_email', 'score']);
     const out = join(dir, 'cols.parquet');
     expect(
-      await exportTable({ db: dbPath, quiet: true, output: out, table: 'skill_scores', format: 'parquet', columns: 'skill_key,score' }),
+      await exportTable(
+        resolveSettings('export', {
+          db: dbPath,
+          quiet: true,
+          output: out,
+          table: 'skill_scores',
+          format: 'parquet',
+          columns: 'skill_key,score',
+        }),
+      ),
     ).toBe(0);
     const bytes = readFileSync(out);
     const rows = await parquetReadObjects({

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { exportTable } from '../src/commands/export.js';
+import { resolveSettings } from '../src/config/settings.js';
 import { cleanStalePartials, partialPath } from '../src/export/file.js';
 import { neutralise } from '../src/export/writers.js';
 import { openDatabase } from '../src/store/db.js';
@@ -229,9 +230,9 @@ describe('export', () => {
     // The name the old code used, predictable from the pid; and a link where the output goes.
     symlinkSync(victim, `${out}.partial-${process.pid}`);
     symlinkSync(target, out);
-    await expect(exportTable({ db: dbPath, table: 'session-results', output: out, quiet: true })).rejects.toThrow(
-      `${out} is a symbolic link; campaign-sync does not follow links to its own files`,
-    );
+    await expect(
+      exportTable(resolveSettings('export', { db: dbPath, table: 'session-results', output: out, quiet: true })),
+    ).rejects.toThrow(`${out} is a symbolic link; campaign-sync does not follow links to its own files`);
     expect(readFileSync(victim, 'utf8')).toBe('precious\n');
     expect(readFileSync(target, 'utf8')).toBe('also precious\n');
     expect(lstatSync(out).isSymbolicLink()).toBe(true);
@@ -240,7 +241,7 @@ describe('export', () => {
     rmSync(out);
     const umask = process.umask(0);
     try {
-      expect(await exportTable({ db: dbPath, table: 'session-results', output: out, quiet: true })).toBe(0);
+      expect(await exportTable(resolveSettings('export', { db: dbPath, table: 'session-results', output: out, quiet: true }))).toBe(0);
     } finally {
       process.umask(umask);
     }

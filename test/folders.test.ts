@@ -9,8 +9,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stateDir, xdgHome } from '../src/config/env.js';
 import { makeFolders } from '../src/store/folders.js';
-import { sim, tempDir } from './helpers/index.js';
+import { tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 describe('makeFolders', () => {
   it('makes the missing folders with the mode, accepts existing ones, and names a file in the way', () => {
@@ -43,7 +44,7 @@ describe('XDG base folders from the environment', () => {
 
 describe.runIf(process.platform === 'linux')('the CLI with a folder it cannot make under /proc', () => {
   it('pull --out /proc/…: exit 74 naming the folder, in moments; XDG_STATE_HOME=/proc: the pull still runs', async () => {
-    const s = await sim({ campaigns: 2, records: 5 });
+    const s = await sharedSim({ campaigns: 2, records: 5 });
     const dir = tempDir();
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
     const out = await runCli(['pull', '--db', join(dir, 'a.db'), '--format', 'ndjson', '--out', '/proc/campaign-sync-nonexist/out'], {

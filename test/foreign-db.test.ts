@@ -8,8 +8,9 @@ import { chmodSync, linkSync, readFileSync, statSync, truncateSync, unlinkSync, 
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Database } from '../src/store/sqlite.js';
-import { type CliResult, sim, tempDir } from './helpers/index.js';
+import { type CliResult, tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 const md5 = (path: string) => createHash('md5').update(readFileSync(path)).digest('hex');
 
@@ -44,7 +45,7 @@ describe("another program's SQLite file", () => {
     other.close();
     chmodSync(path, 0o644);
     const before = md5(path);
-    const s = await sim({ campaigns: 2, records: 5 });
+    const s = await sharedSim({ campaigns: 2, records: 5 });
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
     const commands = [
       ['pull'],
@@ -76,7 +77,7 @@ describe("another program's SQLite file", () => {
     const path = join(dir, 'app.db');
     const wal = walWithCommits(path, "CREATE TABLE notes (x); INSERT INTO notes VALUES ('in the wal')");
     const before = md5(path);
-    const s = await sim({ campaigns: 1, records: 2 });
+    const s = await sharedSim({ campaigns: 1, records: 2 });
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
     for (const args of [['pull'], ['reset', '--all']]) {
       expectUsage(await runCli([...args, '--db', path], { env }), /app\.db already holds tables that are not campaign-sync's/);
@@ -95,7 +96,7 @@ describe("another program's SQLite file", () => {
     blank.close();
     expect(statSync(path).size).toBeGreaterThan(0);
     expectUsage(await runCli(['status', '--db', path]), /blank\.db is not a campaign-sync mirror: it holds none of the mirror's tables/);
-    const s = await sim({ campaigns: 1, records: 3 });
+    const s = await sharedSim({ campaigns: 1, records: 3 });
     const r = await runCli(['pull', '--db', path, '--quiet'], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
     expect(r.code, r.stderr).toBe(0);
     expect((statSync(path).mode & 0o777).toString(8)).toBe('600');
@@ -105,7 +106,7 @@ describe("another program's SQLite file", () => {
 
 describe('a mirror with several names (hard links)', () => {
   it('is refused for writing under every name, read as usual, and written again once it has one name', async () => {
-    const s = await sim({ campaigns: 2, records: 10 });
+    const s = await sharedSim({ campaigns: 2, records: 10 });
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
     const dir = tempDir();
     const db = join(dir, 'm.db');
@@ -139,7 +140,7 @@ describe('a database file of 0 bytes beside a WAL that holds commits', () => {
     // A WAL with pages, kept as a killed writer leaves it; then the main file truncated.
     const wal = walWithCommits(db, "CREATE TABLE t (x); INSERT INTO t VALUES ('committed')");
     truncateSync(db, 0);
-    const s = await sim({ campaigns: 1, records: 2 });
+    const s = await sharedSim({ campaigns: 1, records: 2 });
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
     for (const args of [['status'], ['status', '--check'], ['export', '--table', 'campaigns', '-o', join(dir, 'c.csv')], ['pull']]) {
       const r = await runCli([...args, '--db', db], { env });

@@ -9,8 +9,9 @@ import { describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { openDatabase } from '../src/store/db.js';
 import { lineDigest } from '../src/store/ndjson-index.js';
-import { sim, tempDir } from './helpers/index.js';
+import { tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 async function run(s: RunningSimulator, args: string[]) {
   return runCli(args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url } });
@@ -35,7 +36,7 @@ const detailOf = (u: User, n: number) => ({ id: `nested-detail-${n}`, user: u, s
 
 describe('forget finds a nested candidate', () => {
   it('NDJSON: in a score detail of another result (by e-mail, by id, by a numeric id), and in an older line with their old e-mail', async () => {
-    const s = await sim({ campaigns: 2, records: 30 });
+    const s = await sharedSim({ campaigns: 2, records: 30 });
     const dir = tempDir();
     const db = join(dir, 'm.db');
     const out = join(dir, 'out');
@@ -119,7 +120,7 @@ describe('forget finds a nested candidate', () => {
   });
 
   it("SQLite: a detail that could not be split out of a result's raw (no id) loses them; the result stays", async () => {
-    const s = await sim({ campaigns: 2, records: 20 });
+    const s = await sharedSim({ campaigns: 2, records: 20 });
     const dir = tempDir();
     const db = join(dir, 'm.db');
     expect((await run(s, ['pull', '--db', db])).code).toBe(0);

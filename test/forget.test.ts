@@ -10,20 +10,21 @@ import { describe, expect, it } from 'vitest';
 import type { Waits } from '../src/core/waits.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { openDatabase } from '../src/store/db.js';
-import { sim, tempDir } from './helpers/index.js';
+import { tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 /** The SQLite busy timeout (core/waits.ts) of a forget that waits for a reader to let go. */
 const BUSY_MS = 300;
 
-async function run(s: RunningSimulator, args: string[], waits?: Waits) {
+async function run(s: RunningSimulator, args: string[], waits?: Partial<Waits>) {
   return runCli(args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url }, waits });
 }
 
 /** Every byte of the database's files. */
 /** A simulator of 2 campaigns × 30 records, pulled into NDJSON files (`out`) with their state in `db`. */
 async function ndjsonMirror() {
-  const s = await sim({ campaigns: 2, records: 30 });
+  const s = await sharedSim({ campaigns: 2, records: 30 });
   const dir = tempDir();
   const db = join(dir, 'm.db');
   const out = join(dir, 'out');
@@ -89,7 +90,7 @@ function killedAfterDelete(db: string, user: string): void {
     const db = openDatabase(process.argv[1]);
     const person = knownPerson([process.argv[2]], [process.argv[2]]);
     db.transaction(() => {
-      eraseFromMirror(db, person);
+      eraseFromMirror(db, { person });
       beginErasure(db, person);
     })();
     process.kill(process.pid, 'SIGKILL');`;
@@ -104,7 +105,7 @@ const ASKED = 'zoë.ünal@example.com';
 
 describe('forget --user', () => {
   it('erases a candidate from every table and from the bytes of the database files; others stay', async () => {
-    const s = await sim({ campaigns: 2, records: 50 });
+    const s = await sharedSim({ campaigns: 2, records: 50 });
     const dir = tempDir();
     const db = join(dir, 'm.db');
     expect((await run(s, ['pull', '--db', db])).code).toBe(0);
@@ -143,7 +144,7 @@ describe('forget --user', () => {
   });
 
   it("scrubs the candidate's e-mail and id from the streams' stored errors, which status and /healthz show; other texts stay", async () => {
-    const s = await sim({ campaigns: 2, records: 20 });
+    const s = await sharedSim({ campaigns: 2, records: 20 });
     const db = join(tempDir(), 'm.db');
     expect((await run(s, ['pull', '--db', db])).code).toBe(0);
     const [session, role] = s.data.campaigns as [(typeof s.data.campaigns)[0], (typeof s.data.campaigns)[0]];
@@ -232,7 +233,7 @@ describe('forget --user', () => {
   });
 
   it('a rewrite committed before a crash is finished by the next run, not cut', async () => {
-    const s = await sim({ campaigns: 2, records: 20 });
+    const s = await sharedSim({ campaigns: 2, records: 20 });
     const dir = tempDir();
     const db = join(dir, 'm.db');
     const out = join(dir, 'out');
@@ -253,7 +254,7 @@ describe('forget --user', () => {
     expect(() => statSync(temp)).toThrow();
   });
   it('a forget killed after its delete committed is finished by the next forget, even of the same user', async () => {
-    const s = await sim({ campaigns: 2, records: 50 });
+    const s = await sharedSim({ campaigns: 2, records: 50 });
     const db = join(tempDir(), 'm.db');
     expect((await run(s, ['pull', '--db', db])).code).toBe(0);
     const a = s.data.sessionResult(s.data.campaigns[0]!, 7) as { id: string; user: { id: string; email: string } };
@@ -283,7 +284,7 @@ describe('forget --user', () => {
   });
 
   it('a pull finishes an erasure a killed forget left unfinished before it syncs', async () => {
-    const s = await sim({ campaigns: 2, records: 50 });
+    const s = await sharedSim({ campaigns: 2, records: 50 });
     const db = join(tempDir(), 'm.db');
     expect((await run(s, ['pull', '--db', db])).code).toBe(0);
     const a = s.data.sessionResult(s.data.campaigns[0]!, 7) as { id: string; user: { id: string; email: string } };
@@ -295,7 +296,7 @@ describe('forget --user', () => {
     expect(count(db, "SELECT count(*) FROM meta WHERE key = 'erase_pending'")).toBe(0);
   });
   it('another process reading the database: forget waits, then exits 75 (a lock held) saying the erasure is unfinished; the next run finishes it', async () => {
-    const s = await sim({ campaigns: 2, records: 30 });
+    const s = await sharedSim({ campaigns: 2, records: 30 });
     const db = join(tempDir(), 'm.db');
     expect((await run(s, ['pull', '--db', db])).code).toBe(0);
     const a = s.data.sessionResult(s.data.campaigns[0]!, 4) as { id: string; user: { id: string; email: string } };
@@ -324,7 +325,7 @@ describe('forget --user', () => {
     for (const text of [a.user.email, a.user.id, a.id]) expect(dbBytes(db).includes(text)).toBe(false);
   });
   it('matches the e-mail ignoring case for all of Unicode, composed or not, in every table', async () => {
-    const s = await sim({ campaigns: 2, records: 40 });
+    const s = await sharedSim({ campaigns: 2, records: 40 });
     const db = join(tempDir(), 'm.db');
     expect((await run(s, ['pull', '--db', db])).code).toBe(0);
     // The candidate with the most results; their rows get the address in every spelling.

@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { status } from '../src/commands/status.js';
+import { resolveSettings } from '../src/config/settings.js';
 import { streamId } from '../src/core/types.js';
 import { Checkpoints } from '../src/store/checkpoints.js';
 import { openDatabase } from '../src/store/db.js';
@@ -37,7 +38,7 @@ async function check(db: string, extra: Record<string, unknown> = {}) {
   const written: string[] = [];
   const spy = vi.spyOn(process.stdout, 'write').mockImplementation((t) => written.push(String(t)) > 0);
   try {
-    const code = await status({ db, check: true, ...extra });
+    const code = await status(resolveSettings('status', { db, check: true, ...extra }));
     return { code, stdout: written.join('') };
   } finally {
     spy.mockRestore();
@@ -99,7 +100,7 @@ describe('status --check', () => {
   });
 
   it('--max-age without --check is a usage error', async () => {
-    await expect(status({ db: mirror([]), maxAge: '5m' })).rejects.toThrow(/--max-age goes with --check/);
+    await expect(status(resolveSettings('status', { db: mirror([]), maxAge: '5m' }))).rejects.toThrow(/--max-age goes with --check/);
   });
 });
 
@@ -171,14 +172,14 @@ describe('human status', () => {
     const spy = vi.spyOn(process.stdout, 'write').mockImplementation((t) => written.push(String(t)) > 0);
     const spyErr = vi.spyOn(process.stderr, 'write').mockImplementation((t) => said.push(String(t)) > 0);
     try {
-      expect(await status({ db })).toBe(0);
+      expect(await status(resolveSettings('status', { db }))).toBe(0);
     } finally {
       spy.mockRestore();
       spyErr.mockRestore();
       lock.release();
     }
     const text = written.join('');
-    expect(text.split('\n')[0]).toBe('campaign\tendpoint\treport\tcursor\trecords\tid conflicts\tlast success\tlast error');
+    expect(text.split('\n')[0]).toBe('campaign\tendpoint\treport\tcursor\trecords\tid conflicts\tquarantined\tlast success\tlast error');
     expect(text).not.toContain('sync in progress');
     expect(text).toContain('4 min ago');
     expect(said.join('')).toMatch(new RegExp(`^sync in progress \\(pid ${process.pid} on .+, since \\d{4}-.+Z, 0 s ago\\)$`, 'm'));
@@ -203,19 +204,23 @@ describe('a campaign the service no longer lists', () => {
     const before = await sim({ seed: 5, campaigns: 4, records: 3 });
     expect((await runCli(['pull', '--db', db, '--quiet'], { env: env(before) })).code).toBe(0);
     await before.close();
-    await new Promise((r) => setTimeout(r, 2100));
+    // Every stream last succeeded an hour ago (set, not waited for): the two still listed are fresh
+    // again after the next pull, the two unlisted would be stale for ever.
+    const aged = openDatabase(db);
+    aged.prepare('UPDATE sync_state SET last_success_at = ?').run(new Date(Date.now() - 3_600_000).toISOString());
+    aged.close();
     const after = await sim({ seed: 5, campaigns: 2, records: 3, port: before.port });
     const pulled = await runCli(['pull', '--db', db], { env: env(after) });
     expect(pulled.code, pulled.stderr).toBe(0);
     const warned = pulled.stderr.split('\n').filter((l) => l.includes('is no longer listed by the service (last listed '));
     expect(warned).toHaveLength(2);
-    // Its streams' last success is 2 s old, the listed ones' fresh: stale (exit 4) before.
-    const check = await runCli(['status', '--check', '--max-age', '2s', '--db', db]);
+    // Its streams' last success is an hour old, the listed ones' fresh: stale (exit 4) before.
+    const check = await runCli(['status', '--check', '--max-age', '10m', '--db', db]);
     expect(check.code, check.stdout).toBe(0);
     const lines = check.stdout.trim().split('\n');
     expect(lines.filter((l) => l.includes(': not listed by the service since '))).toHaveLength(2);
     expect(lines.at(-1)).toMatch(/^OK: 2 of 2 streams healthy/);
-    const doc = JSON.parse((await runCli(['status', '--check', '--max-age', '2s', '--json', '--db', db])).stdout);
+    const doc = JSON.parse((await runCli(['status', '--check', '--max-age', '10m', '--json', '--db', db])).stdout);
     expect(doc.unlisted).toHaveLength(2);
     expect(doc.unlisted[0].listed_last_at).toMatch(/^\d{4}-\d\d-\d\dT/);
     const all = JSON.parse((await runCli(['status', '--json', '--db', db])).stdout).streams;

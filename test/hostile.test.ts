@@ -50,17 +50,22 @@ describe('hostile order_index values', () => {
     ['a non-numeric string', '"12abc"', /order_index: "12abc" is not/],
     ['null', 'null', /order_index: null is not/],
   ] as const) {
-    it(`order_index ${what}: the stream fails naming request, record and field; page 1 stays committed`, async () => {
-      const { agent } = twoPages(`{"data":[{"id":"bad","campaign":{"id":"${CAMPAIGN}"},"order_index":${token}}],"has_more":false}`);
+    it(`order_index ${what}: the record is quarantined as sent, naming request, record and field; the checkpoint stays`, async () => {
+      const text = `{"id":"bad","campaign":{"id":"${CAMPAIGN}"},"order_index":${token}}`;
+      const { agent } = twoPages(`{"data":[${text}],"has_more":false}`);
       const store = testStore();
       const result = await pass(mockClient(agent), store);
-      expect(exitCodeForPass(result)).toBe(4);
-      const error = result.streams[0]?.error ?? '';
-      expect(error).toMatch(
+      expect(exitCodeForPass(result)).toBe(0);
+      const held = store.db.prepare('SELECT raw, reason FROM quarantine').all() as Array<{ raw: string; reason: string }>;
+      expect(held.length).toBe(1);
+      expect(held[0]?.raw).toBe(text);
+      const reason = held[0]?.reason ?? '';
+      expect(reason).toMatch(
         /^GET \/v1\/campaigns\/session\/results \(campaign 11111111-1111-4111-8111-111111111111\), page 2: record 1 of 1 \(id bad\)/,
       );
-      expect(error).toMatch(shown);
+      expect(reason).toMatch(shown);
       expect(store.db.prepare('SELECT count(*) FROM session_results').pluck().get()).toBe(2);
+      // Nothing on page 2 proves where it ends (no usable order_index, no envelope cursor): the checkpoint stays.
       expect(store.state.all()[0]?.cursor).toBe(2n);
     });
   }

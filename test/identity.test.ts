@@ -1,17 +1,17 @@
 /**
  * A record's campaign is part of its identity: the same result id served by two campaigns (a fault of
  * the service) stays with the campaign whose stream stored it first, the other copy is reported once
- * and counted in `status`, and nothing flips on a re-read (full, lookback, reconcile). A campaign
+ * and counted in `status`, and nothing flips on a re-read (full, lookback, reconcile): the mirror
+ * contract's case for every kind (test/contract/), with its counts per stream here. A campaign
  * whose type changes retires its old stream: shown as such in `status`, left out of `--check`, its
  * records removed by `reconcile --prune`, the stream by `reset --campaign`. SQLite and NDJSON; the
  * PostgreSQL mirror in pg-identity.test.ts.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RequestBudget } from '../src/api/budget.js';
 import { ApiClient } from '../src/api/client.js';
-import { lookbackWindow } from '../src/app/sync-job.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { Checkpoints } from '../src/store/checkpoints.js';
 import { type Db, openDatabase } from '../src/store/db.js';
@@ -24,7 +24,6 @@ import { clientConfig, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
 import { runCli } from './helpers/run-cli.js';
 
-const DAY = 86_400_000;
 type Kind = 'sqlite' | 'ndjson';
 
 const open: Array<{ sink: Sink; db: Db }> = [];
@@ -80,107 +79,6 @@ async function reconcileOnce(s: RunningSimulator, st: Store, prune = false) {
     await c.close();
   }
 }
-
-const fileSize = (path: string) => statSync(path).size;
-
-/** The campaign each NDJSON line of `id` in a file was written for. */
-function linesOf(path: string, id: string): string[] {
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as { id: string; campaign?: { id: string }; campaign_id?: string })
-    .filter((r) => r.id === id)
-    .map((r) => r.campaign?.id ?? (r.campaign_id as string));
-}
-
-describe.each(['sqlite', 'ndjson'] as const)('one result id served by two campaigns (%s)', (kind) => {
-  it('stays with the campaign that stored it first, is reported once, counted in status, and never flips', async () => {
-    const s = await sim({ campaigns: 4, records: 30 });
-    const [a, roleA, b, roleB] = s.data.campaigns as [
-      (typeof s.data.campaigns)[0],
-      (typeof s.data.campaigns)[0],
-      (typeof s.data.campaigns)[0],
-      (typeof s.data.campaigns)[0],
-    ];
-    // b also serves a's record 5, roleB roleA's record 7 (a DETAILED record, with its score details).
-    s.changes.share(a, 5, b, 10);
-    s.changes.share(roleA, 7, roleB, 12);
-    const sessionId = s.data.sessionResult(a, 5).id as string;
-    const roleId = s.data.roleResult(roleA, 7, 'DETAILED').id as string;
-    const st = store(kind);
-
-    const first = await pullOnce(s, st);
-    expect(first.result.streams.map((x) => [x.status, x.records, x.inserted])).toEqual([
-      ['ok', 30, 30],
-      ['ok', 30, 30],
-      ['ok', 31, 30],
-      ['ok', 31, 30],
-    ]);
-    // Served, so the stream's cursor went past it: the page was sound.
-    expect(first.result.streams.map((x) => x.cursor)).toEqual([a, roleA, b, roleB].map((c) => s.data.orderIndex(c, 29)));
-    const conflicts = first.warnings.filter((w) => w.includes('two campaigns'));
-    expect(conflicts).toHaveLength(2);
-    expect(conflicts[0]).toContain(`campaign ${b.id}`);
-    expect(conflicts[0]).toContain(`result ${sessionId}, which campaign ${a.id} holds`);
-    expect(conflicts[1]).toContain(`campaign ${roleB.id}`);
-    expect(conflicts[1]).toContain(`result ${roleId}, which campaign ${roleA.id} holds`);
-
-    const rows = () =>
-      st.state
-        .all()
-        .map((r) => [r.campaign_id, Number(r.records), r.id_conflicts])
-        .sort();
-    const expected = [
-      [a.id, 30, 0],
-      [b.id, 30, 1],
-      [roleA.id, 30, 0],
-      [roleB.id, 30, 1],
-    ].sort();
-    expect(rows()).toEqual(expected);
-    const sessionFile = join(st.out, 'session_results.ndjson');
-    const roleFile = join(st.out, 'role_results.ndjson');
-    const owner = () =>
-      kind === 'sqlite'
-        ? [
-            st.db.prepare('SELECT campaign_id FROM session_results WHERE id = ?').pluck().get(sessionId),
-            st.db.prepare('SELECT campaign_id FROM role_results WHERE id = ?').pluck().get(roleId),
-            st.db.prepare('SELECT DISTINCT campaign_id FROM score_details WHERE role_result_id = ?').pluck().all(roleId),
-          ]
-        : [linesOf(sessionFile, sessionId), linesOf(roleFile, roleId)];
-    const owners = kind === 'sqlite' ? [a.id, roleA.id, [roleA.id]] : [[a.id], [roleA.id]];
-    expect(owner()).toEqual(owners);
-    const sizes = () => (kind === 'ndjson' ? [fileSize(sessionFile), fileSize(roleFile)] : []);
-    const before = sizes();
-
-    // Read again whole, then with a lookback over the whole history: nothing changes, nothing is said again.
-    const full = await pullOnce(s, st, { full: true });
-    expect(full.result.streams.map((x) => [x.records, x.inserted, x.updated])).toEqual([
-      [30, 0, 0],
-      [30, 0, 0],
-      [31, 0, 0],
-      [31, 0, 0],
-    ]);
-    expect(full.warnings).toEqual([]);
-    const lookback = await pullOnce(s, st, { lookback: lookbackWindow(365 * DAY, Date.now()) });
-    expect(lookback.result.lookback).toMatchObject({ records: 122, inserted: 0, updated: 0 });
-    expect(lookback.warnings).toEqual([]);
-    expect(sizes()).toEqual(before);
-    expect(owner()).toEqual(owners);
-    expect(rows()).toEqual(expected);
-
-    // reconcile: b's copy is served, not stored, neither changed nor gone; a's record is a's.
-    const report = await reconcileOnce(s, st, true);
-    expect(report.streams.map((x) => [x.id.campaignId, x.served, x.stored, x.added, x.changed, x.gone.length, x.pruned])).toEqual([
-      [a.id, 30, 30, 0, 0, 0, 0],
-      [roleA.id, 30, 30, 0, 0, 0, 0],
-      [b.id, 31, 30, 0, 0, 0, 0],
-      [roleB.id, 31, 30, 0, 0, 0, 0],
-    ]);
-    expect(sizes()).toEqual(before);
-    expect(owner()).toEqual(owners);
-    expect(rows()).toEqual(expected);
-  });
-});
 
 describe('status of a stream served ids another campaign holds', () => {
   it('counts them per stream, in the table and in --json', async () => {

@@ -240,7 +240,8 @@ describe('a key echoed back in every place the service can put it', () => {
       expect(status.stdout).toContain('skipped: [the API key] (aaaaaaaa-0000-4000-8000-000000000004): campaign type QUIZ');
       expect(status.stdout).toContain('campaign type [the API key] is not supported');
       const errors = (JSON.parse(statusJson.stdout) as { streams: Array<{ last_error: string | null }> }).streams.map((s) => s.last_error);
-      expect(errors.filter((e) => e?.includes('[the API key]'))).toHaveLength(5);
+      // The record whose order_index is the key is quarantined (its stream goes on), not a stream's error.
+      expect(errors.filter((e) => e?.includes('[the API key]'))).toHaveLength(4);
 
       const { Database } = await import('../src/store/sqlite.js');
       const mirror = new Database(db);
@@ -248,7 +249,10 @@ describe('a key echoed back in every place the service can put it', () => {
         stream: string;
         last_error: string | null;
       }>;
-      expect(stored.filter((r) => r.last_error?.includes('[the API key]'))).toHaveLength(5);
+      expect(stored.filter((r) => r.last_error?.includes('[the API key]'))).toHaveLength(4);
+      const held = mirror.prepare('SELECT raw, reason FROM quarantine').all() as Array<{ raw: string; reason: string }>;
+      expect(held.map((r) => r.raw)).toEqual([`{"id":"r-${id(1)}","order_index":"[the API key]","campaign":{"id":"${id(1)}"}}`]);
+      outputs.push(['quarantine', held.map((r) => `${r.raw}\n${r.reason}`).join('\n')]);
       outputs.push(['sync_state.last_error', stored.map((r) => r.last_error).join('\n')]);
       for (const f of filesUnder(dir)) outputs.push([f.path, f.text]);
 

@@ -7,8 +7,9 @@ import { lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync,
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SyncMetrics } from '../src/app/metrics.js';
-import { sim, tempDir } from './helpers/index.js';
+import { tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 const SAMPLE = /^[a-z_:][a-z0-9_:]*(\{[a-z_]+="[^"\n]*"(,[a-z_]+="[^"\n]*")*\})? -?[0-9.e+-]+$/;
 
@@ -28,7 +29,7 @@ const names = (text: string) => new Set([...text.matchAll(/^# TYPE (\S+) /gm)].m
 
 describe('pull --metrics-file', () => {
   it('writes the metrics of --metrics-listen, 0600, with nothing left beside it', async () => {
-    const s = await sim({ campaigns: 2, records: 30 });
+    const s = await sharedSim({ campaigns: 2, records: 30 });
     const dir = tempDir();
     const prom = join(dir, 'textfile', 'campaign_sync.prom');
     mkdirSync(join(dir, 'textfile'));
@@ -67,7 +68,7 @@ describe('pull --metrics-file', () => {
   });
 
   it('a link at the path is replaced, never written through; a folder is exit 2; a missing folder is 74', async () => {
-    const s = await sim({ campaigns: 1, records: 5 });
+    const s = await sharedSim({ campaigns: 1, records: 5 });
     const dir = tempDir();
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
     const victim = join(dir, 'victim');

@@ -78,17 +78,6 @@ describe('NDJSON output', () => {
     db.close();
   });
 
-  it('a second pull appends nothing', async () => {
-    const s = await sim({ campaigns: 2, records: 50 });
-    const dir = tempDir();
-    const out = join(dir, 'out');
-    await pullNdjson(s, join(dir, 'state.db'), out);
-    const sizes = ['campaigns', 'session_results', 'role_results'].map((f) => statSync(join(out, `${f}.ndjson`)).size);
-    const again = await pullNdjson(s, join(dir, 'state.db'), out);
-    expect(again.records).toBe(0);
-    expect(['campaigns', 'session_results', 'role_results'].map((f) => statSync(join(out, `${f}.ndjson`)).size)).toEqual(sizes);
-  });
-
   it('cuts a partial tail left by a crash before appending', async () => {
     let now = Date.UTC(2026, 10, 1);
     const s = await sim({ campaigns: 2, records: 30, growth: { count: 5, windowMs: 60_000 }, now: () => now });

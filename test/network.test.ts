@@ -124,8 +124,8 @@ describe('proxies', () => {
   it('a proxy that refuses connections names the proxy', async () => {
     const s = await sim({ apiKey: KEY, campaigns: 1, records: 5 });
     const proxy = await startProxy();
-    proxy.stop();
-    await new Promise((r) => setTimeout(r, 200));
+    // Gone, not given time to go: its port refuses from the moment its process has exited.
+    await proxy.stop();
     const r = await pull(proxied(s.url, { HTTP_PROXY: proxy.url }), { HTTP_PROXY: proxy.url }, INSECURE);
     expect(r.code).toBe(ExitCode.unavailable);
     expect(r.stderr).toMatch(new RegExp(`ECONNREFUSED.*through proxy ${proxy.url.replace(/[.]/g, '\\.')} \\(HTTP_PROXY\\)`));

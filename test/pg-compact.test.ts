@@ -11,10 +11,11 @@ import { PgDatabase } from '../src/store/pg/database.js';
 import { pgExportRows } from '../src/store/pg/export.js';
 import { upsertRoles } from '../src/store/pg/mirror.js';
 import { PG_SCHEMA_VERSION } from '../src/store/pg/schema.js';
-import { servedRecords, sim } from './helpers/index.js';
+import { servedRecords } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
 import { checked, evalOf as specEval } from './helpers/records.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 // A time with milliseconds: an eval result is split out only when its `evaluated_at` reads back from
 // timestamptz as written.
@@ -147,7 +148,7 @@ describePg('DETAILED records stored once in PostgreSQL', () => {
   });
 
   it('a pull from the simulator stores DETAILED records once and rebuilds every one as served', async () => {
-    const s = await sim({ campaigns: 2, records: 60 });
+    const s = await sharedSim({ campaigns: 2, records: 60 });
     const schema = freshSchema();
     const r = await runCli(['pull', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url, '--page-size', '25'], {
       env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
@@ -167,7 +168,7 @@ describePg('DETAILED records stored once in PostgreSQL', () => {
   });
 
   it('migrates a schema-1 mirror: stored DETAILED records compacted in place, every raw the same, a re-read changes nothing', async () => {
-    const s = await sim({ campaigns: 2, records: 40 });
+    const s = await sharedSim({ campaigns: 2, records: 40 });
     const schema = freshSchema();
     const args = ['pull', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url, '--page-size', '25', '--json'];
     const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
@@ -178,6 +179,9 @@ describePg('DETAILED records stored once in PostgreSQL', () => {
       await db.query('UPDATE score_details d SET raw = f.raw FROM score_details_full f WHERE f.id = d.id');
       await db.query('UPDATE role_results r SET raw = f.raw FROM role_results_full f WHERE f.id = r.id');
       // Nor had it schema 6's change numbers, which the view's `*` would take.
+      // Nor schema 7's versions, which read it (the upgrade makes them again).
+      await db.query('DROP VIEW result_versions CASCADE');
+      await db.query('DROP TRIGGER role_results_version ON role_results');
       await db.query('ALTER TABLE role_results DROP COLUMN change_seq');
       await db.query('CREATE OR REPLACE VIEW role_results_full AS SELECT * FROM role_results');
       await db.query("UPDATE meta SET value = '1' WHERE key = 'schema_version'");

@@ -1,6 +1,6 @@
 /**
  * One PostgreSQL server for the whole run (test/helpers/pg-server.ts), for the PostgreSQL tests
- * (test/pg-*.test.ts). CAMPAIGN_SYNC_TEST_PG_URL, when set, names a server of the developer's own
+ * (test/pg-*.test.ts, test/contract/). CAMPAIGN_SYNC_TEST_PG_URL, when set, names a server of the developer's own
  * instead. A focused run that selects no PostgreSQL test file starts nothing.
  *
  * When no server can be started, CAMPAIGN_SYNC_TEST_PG_ERROR says why: the PostgreSQL tests then
@@ -16,7 +16,8 @@ function selectsPgTests(): boolean {
   const filters = args.filter(
     (a, j) => !a.startsWith('-') && a !== 'run' && !(j > 0 && args[j - 1]?.startsWith('-') && !args[j - 1]?.includes('=')),
   );
-  return filters.length === 0 || filters.some((f) => f.includes('pg'));
+  // The mirror contract (test/contract/) runs its cases against PostgreSQL too.
+  return filters.length === 0 || filters.some((f) => f.includes('pg') || f.includes('contract'));
 }
 
 export default async function setup(): Promise<(() => void) | undefined> {

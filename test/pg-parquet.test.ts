@@ -11,6 +11,7 @@ import { sim, tempDir } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgRows } from './helpers/pg.js';
 import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 async function readParquet(path: string) {
   const bytes = readFileSync(path);
@@ -71,7 +72,7 @@ describePg('export --format parquet and campaigns with PostgreSQL', () => {
   });
 
   it('campaigns stores the list in the PostgreSQL mirror (its schema created when new), never printing the password', async () => {
-    const s = await sim({ campaigns: 3, records: 1 });
+    const s = await sharedSim({ campaigns: 3, records: 1 });
     const schema = freshSchema();
     const r = await runCli(['campaigns', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url, '--json'], {
       env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },

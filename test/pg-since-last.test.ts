@@ -11,6 +11,7 @@ import { parquetReadObjects } from 'hyparquet';
 import type pg from 'pg';
 import { expect, it } from 'vitest';
 import { exportTable } from '../src/commands/export.js';
+import { resolveSettings } from '../src/config/settings.js';
 import { toJson } from '../src/core/json.js';
 import { type CheckedRecord, streamId } from '../src/core/types.js';
 import { LockedError } from '../src/errors.js';
@@ -36,7 +37,7 @@ function exporter(schema: string, dir: string) {
   return async (consumer: string, table = 'session-results', format = 'ndjson', extra: Record<string, string> = {}) => {
     const out = join(dir, `${consumer}-${n++}.${format}`);
     const flags = { db: PG_URL, pgSchema: schema, table, format, sinceLast: consumer, output: out, quiet: true, ...extra };
-    expect(await exportTable(flags)).toBe(0);
+    expect(await exportTable(resolveSettings('export', flags))).toBe(0);
     return out;
   };
 }

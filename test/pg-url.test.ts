@@ -12,8 +12,9 @@ import { describe, expect, it } from 'vitest';
 import { exitCodeFor, UsageError } from '../src/errors.js';
 import { PgDatabase } from '../src/store/pg/database.js';
 import { checkPgUrl, redactUrl, scrub } from '../src/store/pg/url.js';
-import { sim, tempDir } from './helpers/index.js';
+import { tempDir } from './helpers/index.js';
 import { runCli as cli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 /** What a password in --db (visible in `ps`) is warned with, before anything else is said. */
 const ARGV_WARNING =
@@ -64,7 +65,7 @@ describe('a URL no driver can read is exit 2 naming --db', () => {
   });
 
   it('pull: the socket form that fails is 74 without its password; a malformed URL is 2 naming --db', async () => {
-    const s = await sim({ campaigns: 1, records: 1 });
+    const s = await sharedSim({ campaigns: 1, records: 1 });
     const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
     const socket = 'postgresql://sync@/analytics?host=/nonexistent-campaign-sync&password=S3cretPG';
     const down = await cli(['pull', '--db', socket, '--base-url', s.url], env);

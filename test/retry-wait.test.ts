@@ -124,9 +124,8 @@ describe('network failures that waiting does not fix', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const c = client(`https://localhost:${(server.address() as AddressInfo).port}`);
     try {
-      const t0 = Date.now();
+      // Not retried, so not waited on: one request, one connection (counted below, not timed).
       const err = await c.listCampaigns().catch((e) => e);
-      expect(Date.now() - t0).toBeLessThan(2000);
       expect(err).toBeInstanceOf(NetworkError);
       expect(err.code).toBe('DEPTH_ZERO_SELF_SIGNED_CERT');
       // Node 24 adds its own hint (--use-system-ca) to the certificate error: kept, it is good advice.
@@ -289,13 +288,12 @@ describe('cli: a long Retry-After does not hold the lock', () => {
 
   it('pull fails every stream at once naming the Retry-After (exit 5), with one request each', async () => {
     const s = await rateLimited();
-    const t0 = Date.now();
+    // A pull that waited out the 3000 s Retry-After would be stopped by the timeout: interrupted, not exit 5.
     const r = await runCli(['pull', '--db', join(tempDir(), 'm.db'), '--quiet'], {
       env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey },
-      timeoutMs: 20_000,
+      timeoutMs: 50_000,
     });
     expect(r.code).toBe(5);
-    expect(Date.now() - t0).toBeLessThan(10_000);
     expect(s.stats.requests).toBe(3);
     const lines = r.stderr.trim().split('\n');
     expect(lines).toHaveLength(2);

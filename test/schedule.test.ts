@@ -3,7 +3,7 @@
  * least every --max-staleness, active ones far more often, and no pass checks more than its budget.
  */
 import { describe, expect, it } from 'vitest';
-import { longestWait, passBudget, type StreamTimes, scheduleStreams } from '../src/sync/schedule.js';
+import { fleetShare, longestWait, passBudget, rankStreams, type StreamTimes, scheduleStreams } from '../src/sync/schedule.js';
 
 const MIN = 60_000;
 
@@ -58,6 +58,52 @@ describe('scheduleStreams', () => {
     });
     expect(s.check).toEqual(['never', 'due', 'busy', 'old']);
     expect(s.skipped).toEqual(['fresh']);
+  });
+});
+
+describe('a fleet: 1,000 campaigns, 3 workers, one budget of 100 requests/min', () => {
+  /**
+   * Three watches (interval 2m, passes 40 s apart) on one mirror: each pass ranks every stream by the
+   * times it knows and checks its share of the budget (fleetShare). Returns the longest any stream
+   * went unchecked after the first hour, and the requests spent per interval.
+   */
+  function run(shared: boolean): { worst: number; perInterval: number } {
+    const keys = Array.from({ length: 1000 }, (_, i) => `s${i}`);
+    const rate = { count: 100, windowMs: MIN };
+    const interval = 2 * MIN;
+    const workers = 3;
+    const limit = Math.min(fleetShare(passBudget(rate, interval), workers), Math.ceil(keys.length / workers));
+    const fleet = new Map<string, number>();
+    const own = Array.from({ length: workers }, () => new Map<string, number>());
+    const last = new Map<string, number>();
+    let worst = 0;
+    let requests = 0;
+    const end = 4 * 60 * MIN;
+    for (let t = 0; t < end; t += interval / workers) {
+      const w = Math.round(t / (interval / workers)) % workers;
+      const known = shared ? fleet : (own[w] as Map<string, number>);
+      const order = rankStreams(keys, (k) => ({ checkedAt: known.get(k) }), t, { intervalMs: interval, maxStalenessMs: 30 * MIN });
+      for (const k of order.slice(0, limit)) {
+        const before = last.get(k);
+        if (t >= 60 * MIN) worst = Math.max(worst, t - (before ?? 0));
+        last.set(k, t);
+        fleet.set(k, t);
+        (own[w] as Map<string, number>).set(k, t);
+      }
+      requests += 1 + limit;
+    }
+    for (const k of keys) worst = Math.max(worst, end - (last.get(k) ?? 0));
+    return { worst, perInterval: (requests / end) * interval };
+  }
+
+  it('with the times every worker shares, every stream is checked within --max-staleness 30m, within the budget', () => {
+    const { worst, perInterval } = run(true);
+    expect(worst).toBeLessThanOrEqual(30 * MIN);
+    expect(perInterval).toBeLessThanOrEqual(passBudget({ count: 100, windowMs: MIN }, 2 * MIN) + 3);
+  });
+
+  it('each worker with only its own times checks the same streams as the others: some wait past 30m', () => {
+    expect(run(false).worst).toBeGreaterThan(30 * MIN);
   });
 });
 

@@ -151,3 +151,42 @@ describe('a bad value is named by where it came from', () => {
     );
   });
 });
+
+describe('status, reset, forget and export: every option a value of the frozen Settings, with its source', () => {
+  it('each command reads its own options from its settings, named by the flag that gave them', () => {
+    const status = resolveSettings('status', { db: '/m.db', check: true, maxAge: '15m', nagios: true }, {});
+    expect([status.check, status.nagios, status.maxAge, status.json]).toEqual([true, true, '15m', false]);
+    expect(status.sourceOf('check')).toEqual({ source: 'flag', name: '--check' });
+    expect(status.sourceOf('json').source).toBe('default');
+    const reset = resolveSettings('reset', { campaign: ['a', 'b'], all: false, quiet: true }, {});
+    expect([reset.campaign, reset.all, reset.quiet]).toEqual([['a', 'b'], false, true]);
+    expect(resolveSettings('reset', {}, {}).campaign).toEqual([]);
+    const forget = resolveSettings('forget', { user: 'jane@example.org' }, {});
+    expect(forget.user).toBe('jane@example.org');
+    expect(forget.sourceOf('user')).toEqual({ source: 'flag', name: '--user' });
+    const exp = resolveSettings(
+      'export',
+      { table: 'session-results', output: 'x.csv', columns: 'id', campaign: 'c1', since: '2026-01-01', rawCsv: true },
+      {},
+    );
+    expect([exp.table, exp.output, exp.columns, exp.campaign, exp.since, exp.until, exp.rawCsv, exp.sinceLast]).toEqual([
+      'session-results',
+      'x.csv',
+      'id',
+      'c1',
+      '2026-01-01',
+      undefined,
+      true,
+      undefined,
+    ]);
+    expect(exp.sourceOf('rawCsv')).toEqual({ source: 'flag', name: '--raw-csv' });
+    expect(Object.isFrozen(exp)).toBe(true);
+  });
+
+  it("export's days are checked with its settings, before the command runs", () => {
+    expect(() => resolveSettings('export', { table: 'campaigns', since: '2026-13-01' }, {})).toThrow(/--since/);
+    expect(() => resolveSettings('export', { table: 'campaigns', since: '2026-02-01', until: '2026-01-01' }, {})).toThrow(
+      '--since 2026-02-01 is after --until 2026-01-01',
+    );
+  });
+});

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
 import { exportTable } from '../src/commands/export.js';
+import { resolveSettings } from '../src/config/settings.js';
 import { openDatabase } from '../src/store/db.js';
 import { parseStrictCsv } from './helpers/csv.js';
 import { sim, tempDir } from './helpers/index.js';
@@ -27,7 +28,11 @@ describe('export --since-last', () => {
     let n = 0;
     const since = async (consumer: string, format = 'ndjson', extra: Record<string, string> = {}) => {
       const out = join(dir, `${consumer}-${n++}.${format}`);
-      expect(await exportTable({ db, table: 'session-results', format, sinceLast: consumer, output: out, quiet: true, ...extra })).toBe(0);
+      expect(
+        await exportTable(
+          resolveSettings('export', { db, table: 'session-results', format, sinceLast: consumer, output: out, quiet: true, ...extra }),
+        ),
+      ).toBe(0);
       return out;
     };
     const ndjson = (path: string) =>

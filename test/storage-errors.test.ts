@@ -11,9 +11,10 @@ import { describe, expect, it } from 'vitest';
 import { UsageError } from '../src/errors.js';
 import { uncaughtStorageError } from '../src/main.js';
 import { RunLock } from '../src/store/lock.js';
-import { BIN, type CliResult, sim, tempDir } from './helpers/index.js';
+import { BIN, type CliResult, tempDir } from './helpers/index.js';
 import { mountReadOnly, mountTmpfs } from './helpers/mounts.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 const ROOT = process.getuid?.() === 0;
 const NOBODY = 65534;
@@ -56,7 +57,7 @@ function expectStorageFailure(r: CliResult, pattern: RegExp): void {
 }
 
 async function mirror(dir: string, name = 'm.db') {
-  const s = await sim({ campaigns: 2, records: 20 });
+  const s = await sharedSim({ campaigns: 2, records: 20 });
   const db = join(dir, name);
   const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
   const r = await runCli(['pull', '--db', db, '--quiet'], { env });
@@ -76,7 +77,7 @@ describe('storage failures at open and lock time exit 74', () => {
       expectStorageFailure(r, new RegExp(`${join(dir, 'nodir')}.* does not exist`));
       expect(r.stderr).not.toContain('.lock');
     }
-    const s = await sim({ campaigns: 1, records: 1 });
+    const s = await sharedSim({ campaigns: 1, records: 1 });
     const campaigns = await runCli(['campaigns', '--db', db], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
     expectStorageFailure(campaigns, new RegExp(`${join(dir, 'nodir')}.* does not exist`));
     // Reading commands: a database that does not exist is a wrong path (exit 2), whatever the reason.

@@ -24,22 +24,14 @@ function files(dir: string): string[] {
   });
 }
 
-/**
- * The one exception: `export` runs the SELECT that export/tables.ts builds from its fixed table list
- * (PRODUCT.md §5), streaming rows straight to a file. It reads, never writes, and the statement's
- * shape is export's decision (filters, order), so it stays with export; STYLE.md's export/run.ts is
- * where it belongs once commands/export.ts is thinned.
- */
-const SQL_OUTSIDE_STORE = new Set(['commands/export.ts']);
-
 /** Database calls (better-sqlite3): a statement, a script, a pragma, a transaction. `RegExp.exec(text)` is not one. */
 const DB_CALL = /\.(?:prepare|pragma|transaction)\(|\.exec\(\s*['"`]/;
 
 describe('SQL lives in store/', () => {
-  it('no file outside store/ prepares a statement, runs a script or sets a pragma', () => {
+  it('no file outside store/ prepares a statement, runs a script or sets a pragma (export too: its SQL is store/sqlite/export-sql.ts)', () => {
     const offenders = files(SRC)
       .map((f) => relative(SRC, f))
-      .filter((f) => !f.startsWith('store/') && !SQL_OUTSIDE_STORE.has(f))
+      .filter((f) => !f.startsWith('store/'))
       .flatMap((f) =>
         readFileSync(join(SRC, f), 'utf8')
           .split('\n')
@@ -53,8 +45,6 @@ describe('SQL lives in store/', () => {
     expect(DB_CALL.test("db.pragma('busy_timeout = 1')")).toBe(true);
     expect(DB_CALL.test('db.exec(`CREATE TABLE t (x)`)')).toBe(true);
     expect(DB_CALL.test('const m = DURATION.exec(text.trim());')).toBe(false);
-    // The exception is a real file that still runs SQL: when it stops, the exception goes.
-    for (const f of SQL_OUTSIDE_STORE) expect(DB_CALL.test(readFileSync(join(SRC, f), 'utf8'))).toBe(true);
   });
 });
 

@@ -120,11 +120,11 @@ describe('a stream reads ahead while a page commits', () => {
     const origin = agent.get(ORIGIN);
     const page = (after: number) =>
       JSON.stringify({ data: [sessionRecord(after + 1), sessionRecord(after + 2)], has_more: true, last_record_index: after + 2 });
-    // Page 2 takes 5 s to come.
+    // Page 2 never comes within the test's time: a pass that waited for it would time the test out.
     origin
       .intercept({ path: (p) => p.includes('starting_after=2'), method: 'GET' })
       .reply(200, page(2))
-      .delay(5000);
+      .delay(10 * 60_000);
     origin
       .intercept({ path: () => true, method: 'GET' })
       .reply((opts) => {
@@ -140,10 +140,8 @@ describe('a stream reads ahead while a page commits', () => {
       await new Promise((r) => setTimeout(r, 50));
       throw failure;
     });
-    const started = Date.now();
     const err = await runPass({ client: mockClient(agent), sink, state: store.state }, opts).catch((e: unknown) => e);
     expect(err).toBe(failure);
-    expect(Date.now() - started).toBeLessThan(3000);
     expect(store.db.prepare('SELECT count(*) FROM session_results').pluck().get()).toBe(0);
     await agent.close();
   });

@@ -23,8 +23,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { openDatabase } from '../src/store/db.js';
 import { makePrivate, openPrivateFile, openSqlite, prepareSqliteFile, writePrivateFile } from '../src/store/private-file.js';
-import { type CliResult, sim, tempDir } from './helpers/index.js';
+import { type CliResult, tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 const BYTES = 'precious: not campaign-sync data\n';
 
@@ -48,7 +49,7 @@ let template: string;
 let someEmail: string;
 
 beforeAll(async () => {
-  s = await sim({ campaigns: 2, records: 5 });
+  s = await sharedSim({ campaigns: 2, records: 5 });
   template = join(tempDir(), 'm.db');
   const r = await runCli(['pull', '--db', template], { env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } });
   expect(r.code, r.stderr).toBe(0);

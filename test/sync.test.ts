@@ -290,6 +290,7 @@ describe('files', () => {
 
 /** Undo version 5 (views and indexes) and the versions after it (positions, id conflicts, change numbers) on a fresh database, to stand for one an older release wrote. */
 function dropV5(db: ReturnType<typeof openDatabase>) {
+  dropDrift(db);
   dropV8(db);
   const objs = db
     .prepare(
@@ -303,8 +304,16 @@ function dropV5(db: ReturnType<typeof openDatabase>) {
   db.exec('DROP TABLE id_conflicts');
 }
 
-/** Undo version 8 (store/changes.ts). */
+/** Undo the drift step (store/drift.ts). */
+function dropDrift(db: ReturnType<typeof openDatabase>) {
+  db.exec('DROP TABLE drift_seen');
+}
+
+/** Undo version 9 (versions of results) and the quarantine, then version 8 (store/changes.ts). */
 function dropV8(db: ReturnType<typeof openDatabase>) {
+  db.exec('DROP TABLE quarantine');
+  db.exec(`DROP VIEW result_versions; DROP TRIGGER session_results_version; DROP TRIGGER session_results_pruned;
+    DROP TRIGGER role_results_version; DROP TRIGGER role_results_pruned; DROP TABLE past_versions; DROP TABLE change_times;`);
   db.exec(`ALTER TABLE session_results DROP COLUMN change_seq; ALTER TABLE role_results DROP COLUMN change_seq;
     DROP TABLE change_counter; DROP TABLE tombstones; DROP TABLE export_consumers;`);
 }
@@ -330,6 +339,7 @@ describe('schema migrations', () => {
     expect(upgraded.prepare('SELECT cursor FROM sync_state').pluck().get()).toBe(42);
     expect(upgraded.prepare("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name").pluck().all()).toEqual([
       'latest_results',
+      'result_versions',
       'results',
       'role_results_full',
       'score_detail_feedback',

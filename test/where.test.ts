@@ -7,8 +7,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { sim, tempDir } from './helpers/index.js';
+import { tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
+import { sharedSim } from './helpers/shared-sim.js';
 
 /** A loopback port nothing listens on (taken, then released). */
 async function closedPort(): Promise<number> {
@@ -21,7 +22,7 @@ async function closedPort(): Promise<number> {
 
 describe('where things are', () => {
   it('watch starts with one line naming the service, the mirror, the interval and the budget', async () => {
-    const s = await sim({ campaigns: 1, records: 2 });
+    const s = await sharedSim({ campaigns: 1, records: 2 });
     const db = join(tempDir(), 'm.db');
     const env = { CAMPAIGN_SYNC_API_KEY: s.apiKey };
     const r = await runCli(['watch', '--db', db, '--base-url', s.url, '--max-cycles', '1', '--interval', '90s', '--rate-limit', '20/2s'], {
@@ -37,7 +38,7 @@ describe('where things are', () => {
   });
 
   it('a pull whose profile chose the database says where it wrote; NDJSON names the folder and the database', async () => {
-    const s = await sim({ campaigns: 1, records: 2 });
+    const s = await sharedSim({ campaigns: 1, records: 2 });
     const dir = tempDir();
     writeFileSync(join(dir, 'campaign-sync.toml'), `default_profile = "p"\n[profiles.p]\nbase_url = "${s.url}"\ndb = "mirror/x.db"\n`);
     mkdirSync(join(dir, 'mirror'));
@@ -69,7 +70,7 @@ describe('where things are', () => {
   });
 
   it('a 404 before any answer says the base URL path is probably wrong (a later one keeps its line: client.test.ts)', async () => {
-    const s = await sim({ campaigns: 1, records: 2 });
+    const s = await sharedSim({ campaigns: 1, records: 2 });
     const db = join(tempDir(), 'm.db');
     const env = { CAMPAIGN_SYNC_API_KEY: s.apiKey };
     const r = await runCli(['pull', '--db', db, '--base-url', `${s.url}/api`], { env });

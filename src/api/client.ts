@@ -105,6 +105,19 @@ interface Response {
   value: unknown;
   bytes: number;
   status: number;
+  /** The body as received (inflated): a quarantined record's text is cut from it (sync/raw-records.ts). */
+  body: Buffer;
+  /** The answer's `x-request-id` header, when it sent one (without the key, cut to 200 characters). */
+  requestId: string | undefined;
+}
+
+/** What a results page's answer carries beside the page. */
+export interface PageAnswer {
+  page: Page;
+  bytes: number;
+  /** The body as received (inflated), to cut a record's text exactly as sent from it. */
+  body: Buffer;
+  requestId: string | undefined;
 }
 
 export class ApiClient {
@@ -217,17 +230,17 @@ export class ApiClient {
   }
 
   /** One page of results, in ascending order. */
-  async resultsPage(q: PageQuery, counter?: RequestCounter): Promise<{ page: Page; bytes: number }> {
+  async resultsPage(q: PageQuery, counter?: RequestCounter): Promise<PageAnswer> {
     const info: RequestInfo = { method: 'GET', path: `/v1/campaigns/${q.endpoint}/results`, campaignId: q.campaignId };
     const params = new URLSearchParams({ campaign_id: q.campaignId, sort: 'asc', limit: String(q.limit) });
     if (q.endpoint === 'role' && q.reportType) params.set('report_type', q.reportType);
     if (q.startingAfter !== undefined) params.set('starting_after', q.startingAfter.toString());
     if (q.startDate) params.set('start_date', q.startDate);
     if (q.endDate) params.set('end_date', q.endDate);
-    const { value, bytes } = await this.get(info, `?${params}`, counter);
+    const { value, bytes, body, requestId } = await this.get(info, `?${params}`, counter);
     const parsed = toPage(value);
     if (!parsed.success) throw this.redacted(new ApiError(info, `unexpected page: ${formatIssues(parsed.error)}`, { invalid: true }));
-    return { page: parsed.data, bytes };
+    return { page: parsed.data, bytes, body, requestId };
   }
 
   /** One logical GET: budget, attempt, and retries by the policy. */
@@ -418,7 +431,9 @@ export class ApiClient {
     if (status >= 200 && status < 300) {
       this.answered = true;
       try {
-        return { value: parseJsonBytes(body), bytes: wireBytes, status };
+        const id = answer.headers['x-request-id'];
+        const requestId = typeof id === 'string' && id !== '' ? shorten(this.redact(id), 200) : undefined;
+        return { value: parseJsonBytes(body), bytes: wireBytes, status, body, requestId };
       } catch {}
     }
     // The body was read whole: the request log gives its size, not 0 B.

@@ -14,6 +14,7 @@ import { stateDir } from '../config/env.js';
 import type { Clock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
 import { keyFingerprint } from '../core/fingerprint.js';
+import { currentIo } from '../core/io.js';
 import type { BudgetStore } from '../core/rate.js';
 import { userAgent } from '../core/version.js';
 import { errorCode, UsageError } from '../errors.js';
@@ -53,20 +54,21 @@ function slotsProblem(err: unknown, dir: string): string {
  * busy slots cannot be known).
  */
 export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiClient {
+  const clock = hooks.clock ?? currentIo().clock;
   const key = budgetKey(config.baseUrl.href, config.apiKey);
   let store: BudgetStore | undefined = hooks.budgetSlots?.(key, config.timeoutMs);
   if (store === undefined) {
     const dir = stateDir();
     try {
       const warn = (text: string) => hooks.events?.warning?.(text);
-      store = SqliteBudgetSlots.open(dir, key, { timeoutMs: config.timeoutMs, clock: hooks.clock, warn });
+      store = SqliteBudgetSlots.open(dir, key, { timeoutMs: config.timeoutMs, clock, warn });
     } catch (err) {
       // A damaged file, or a symbolic link planted at its name: refused, not worked around.
       if (err instanceof BudgetDamaged || err instanceof UsageError) throw err;
       hooks.events?.warning?.(`the request budget is not shared with other runs: ${slotsProblem(err, dir)}`);
     }
   }
-  const budget = new RequestBudget(config.rate, hooks.clock, store);
+  const budget = new RequestBudget(config.rate, clock, store);
   const { budgetSlots: _, ...options } = hooks;
-  return new ApiClient({ ...config, userAgent: userAgent() }, { budget, ...options, onClose: () => store?.close() });
+  return new ApiClient({ ...config, userAgent: userAgent() }, { budget, ...options, clock, onClose: () => store?.close() });
 }

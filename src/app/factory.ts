@@ -9,11 +9,14 @@ import type { MirrorSettings } from '../config/settings.js';
 import type {
   CheckpointAdmin,
   EraseMirror,
+  ExportSource,
   JobStore,
   MirrorBackend,
   MirrorReader,
   MirrorTarget,
+  QuarantineAdmin,
   StoreChoice,
+  VersionReader,
 } from '../store/mirror-port.js';
 import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 
@@ -30,8 +33,16 @@ export interface Mirror {
   checkpointAdmin(): Promise<CheckpointAdmin>;
   /** For `forget`: an existing mirror, under the lock. */
   eraser(): Promise<EraseMirror>;
+  /** For `history` and `export --as-of`: an existing mirror's versions of results, read. */
+  versions(): Promise<VersionReader>;
+  /** For `quarantine`: an existing mirror's quarantined records. */
+  quarantine(): Promise<QuarantineAdmin>;
   /** The campaigns' list upserted, as a pull does. */
   storeCampaigns(list: Array<Record<string, unknown>>, lister: string): Promise<void>;
+  /** For `export`: an existing mirror, read (`forChanges`: --since-last, which remembers the consumer's place). */
+  exportSource(opts: { forChanges: boolean }): Promise<ExportSource>;
+  /** The local files that hold the mirror, by their real paths (none for PostgreSQL): no export writes over them. */
+  ownFiles(): Promise<string[]>;
 }
 
 /**
@@ -52,6 +63,10 @@ export function mirrorOf(settings: MirrorSettings, warn?: (text: string) => void
     reader: async (opts = {}) => (await backend()).openReader(target, opts),
     checkpointAdmin: async () => (await backend()).openCheckpointAdmin(target),
     eraser: async () => (await backend()).openEraser(target),
+    versions: async () => (await backend()).openVersions(target),
+    quarantine: async () => (await backend()).openQuarantine(target),
     storeCampaigns: async (list, lister) => (await backend()).storeCampaigns(target, list, new Date().toISOString(), lister),
+    exportSource: async (opts) => (await backend()).openExport(target, opts),
+    ownFiles: async () => (await backend()).ownFiles(target),
   };
 }

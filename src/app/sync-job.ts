@@ -9,9 +9,10 @@ import { type JobSettings, type PassSettings, rememberDestination, resolvePass }
 import { said } from '../config/sources.js';
 import type { RunEvents } from '../core/events.js';
 import type { JobStore } from '../store/mirror-port.js';
+import { DriftTracker } from '../sync/drift.js';
 import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { type ReconcileResult, reconcile } from '../sync/reconcile.js';
-import type { DateWindow } from '../sync/stream.js';
+import type { DateWindow, StreamDeps } from '../sync/stream.js';
 import { createClient } from './client.js';
 import { mirrorOf } from './factory.js';
 import type { Notifier } from './notify.js';
@@ -33,6 +34,8 @@ export function passOptions(settings: PassSettings): PassOptions {
     since: settings.since,
     until: settings.until,
     full: settings.full,
+    // pull --if-idle: a stream another worker is syncing is left to it.
+    skipBusy: (settings as { ifIdle?: boolean }).ifIdle === true,
   };
 }
 
@@ -86,7 +89,9 @@ export class SyncJob {
       format: settings.format,
       out: settings.out,
       concurrency: settings.concurrency,
+      leaseMs: settings.lease,
       warning: (text) => hooks.events?.warning?.(text),
+      retention: settings.retention,
     });
     try {
       const client = createClient(config, { signal, events: hooks.events, budgetSlots: store.budgetSlots });
@@ -117,19 +122,33 @@ export class SyncJob {
     return this.settings.api.rate;
   }
 
-  private deps() {
-    return { client: this.client, sink: this.store.sink, state: this.store.cursors, signal: this.signal, events: this.hooks.events };
+  private deps(): StreamDeps {
+    return {
+      client: this.client,
+      sink: this.store.sink,
+      state: this.store.cursors,
+      signal: this.signal,
+      events: this.hooks.events,
+      drift: this.store.driftKnown && new DriftTracker(this.store.driftKnown, this.settings.contract),
+    };
   }
 
   /**
    * One pass; with `lookback` (default: whenever --lookback was given) it re-reads the lookback window
    * too. With --notify, the streams' state changes are then told, also after a pass that synced nothing.
    */
-  async pass(lookback = this.lookbackMs !== undefined, select?: PassOptions['select']): Promise<PassResult> {
+  async pass(
+    lookback = this.lookbackMs !== undefined,
+    select?: PassOptions['select'],
+    /** A fleet's watch: its share of the budget, and busy streams left to their holders. */
+    fleet?: Pick<PassOptions, 'limit' | 'skipBusy'>,
+  ): Promise<PassResult> {
     const window = lookback && this.lookbackMs !== undefined ? lookbackWindow(this.lookbackMs, Date.now()) : undefined;
     let result: PassResult;
     try {
-      result = await runPass(this.deps(), { ...this.options, lookback: window, select });
+      // Results older than the retention are not stored, so a --full or a lookback does not bring back what it erased.
+      const retainAfter = this.settings.retention === undefined ? undefined : Date.now() - this.settings.retention;
+      result = await runPass(this.deps(), { ...this.options, lookback: window, select, retainAfter, ...fleet });
     } catch (err) {
       await this.notify(undefined);
       throw err;

@@ -3,6 +3,7 @@ import type { PullSettings } from '../config/settings.js';
 import { mergeEvents } from '../core/events.js';
 import { ExitCode, exitCodeFor, exitCodeForPass, LockedError } from '../errors.js';
 import { commandEvents } from '../ui/events.js';
+import { retainedDocument, retainedLine } from '../ui/forget.js';
 import { Output } from '../ui/output.js';
 import { startProgress } from '../ui/progress.js';
 import { failureLines, passDocument, passTable, placeDocument, placeLine } from '../ui/summary.js';
@@ -43,9 +44,10 @@ async function warnUnlisted(session: SyncJob, out: Output): Promise<void> {
 
 /**
  * `campaign-sync pull`: one pass, a summary, and the exit code of docs/exit-codes.md. With --if-idle, a
- * lock held by another live campaign-sync (the database's lock file, the NDJSON folder's, or a
- * PostgreSQL stream's advisory lock) is exit 0 and silence, as `flock -n` gives cron: a tick during
- * a long backfill mails nobody. Only that lock: another program's SQLite lock (busy) is still 75.
+ * lock held by another live campaign-sync (the database's lock file, the NDJSON folder's) is exit 0
+ * and silence, as `flock -n` gives cron: a tick during a long backfill mails nobody; on PostgreSQL a
+ * stream another worker holds is left to it (sync/pass.ts skipBusy). Only that lock: another
+ * program's SQLite lock (busy) is still 75.
  */
 export async function pull(settings: PullSettings, signal: AbortSignal): Promise<number> {
   const out = new Output(settings);
@@ -90,7 +92,13 @@ async function pullOnce(settings: PullSettings, signal: AbortSignal, out: Output
       throw err;
     }
     progress.stop();
-    out.document({ ...passDocument(result), written_to: placeDocument(session.store.place) });
+    const retained = session.store.retained;
+    out.document({
+      ...passDocument(result),
+      written_to: placeDocument(session.store.place),
+      ...(retained === undefined ? {} : { retention: retainedDocument(retained) }),
+    });
+    if (retained !== undefined) out.info(retainedLine(retained, session.store.place));
     // Built only when printed: a cron pull is --quiet, and the table costs more than a no-op pass.
     if (!out.quiet && !out.json) out.print(`${passTable(result, out.tableStyle)}\n${placeLine(session.store.place)}`);
     // The table lists failures; without it (--quiet, --json) each failed stream still gets one line.

@@ -1,17 +1,10 @@
 import { mirrorOf } from '../app/factory.js';
-import { type MirrorSettings, resolveSettings } from '../config/settings.js';
+import type { ResetSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
 import type { CheckpointAdmin } from '../store/mirror-port.js';
 import { canAsk, confirm } from '../ui/confirm.js';
 import { showText } from '../ui/escape.js';
-import { Output, type OutputFlags } from '../ui/output.js';
-
-export interface ResetFlags extends OutputFlags {
-  db?: string;
-  pgSchema?: string;
-  campaign?: string[];
-  all?: boolean;
-}
+import { Output } from '../ui/output.js';
 
 /** Campaign ids for ids or names, as `pull --campaign` takes them; one that matches nothing is a usage error. */
 async function resolveCampaigns(admin: CheckpointAdmin, selectors: string[]): Promise<string[]> {
@@ -40,23 +33,19 @@ async function resolveCampaign(admin: CheckpointAdmin, sel: string): Promise<str
 }
 
 /** `campaign-sync reset`: forgets checkpoints (not data) so the next pull re-reads. */
-export async function reset(
-  flags: ResetFlags,
-  signal?: AbortSignal,
-  settings: MirrorSettings = resolveSettings('reset', flags),
-): Promise<number> {
-  const out = new Output(flags);
-  const selectors = flags.campaign ?? [];
-  if (flags.all && selectors.length > 0) throw new UsageError('--all forgets every checkpoint; it does not go with --campaign');
+export async function reset(settings: ResetSettings, signal?: AbortSignal): Promise<number> {
+  const out = new Output(settings);
+  const selectors = [...settings.campaign];
+  if (settings.all && selectors.length > 0) throw new UsageError('--all forgets every checkpoint; it does not go with --campaign');
   // Forgetting every checkpoint makes the next pull re-read everything (minutes of the request
   // budget): it takes --all, or a yes on a terminal; a script without --all is a usage error.
-  if (!flags.all && selectors.length === 0 && !canAsk(out)) {
+  if (!settings.all && selectors.length === 0 && !canAsk(out)) {
     throw new UsageError('reset: name the streams to forget with --campaign <id or name>, or pass --all to forget every checkpoint');
   }
   const admin = await mirrorOf(settings, (text) => out.warn(text)).checkpointAdmin();
   try {
     const campaigns = await resolveCampaigns(admin, selectors);
-    if (!flags.all && campaigns.length === 0) {
+    if (!settings.all && campaigns.length === 0) {
       const streams = await admin.checkpointed();
       if (streams === 0) {
         out.document({ reset: 0, campaigns });

@@ -1,12 +1,13 @@
 import { createSecureContext } from 'node:tls';
 import { checkKey } from '../config/config.js';
 import { DEFAULTS } from '../config/defaults.js';
-import { parseRate } from '../config/duration.js';
+import { parseDuration, parseRate } from '../config/duration.js';
 import { readRegularFile } from '../config/read-file.js';
 import { parseSettings, simulateSchema } from '../config/schema.js';
 import { formatRate, type Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 import { parseFaults } from '../simulator/faults.js';
+import { parseMalformed } from '../simulator/malformed.js';
 import { parseQuirks } from '../simulator/quirks.js';
 import { startSimulator } from '../simulator/server.js';
 import { checkRateLimit } from '../simulator/window.js';
@@ -25,6 +26,8 @@ export interface SimulateOptions {
   growthCampaigns?: string;
   churn?: string;
   faults?: string;
+  malformed?: string;
+  malformedFor?: string;
   quirks?: string;
   orderIndexStart?: string;
   tlsCert?: string;
@@ -51,6 +54,9 @@ function simulatorOptions(opts: SimulateOptions) {
     throw new UsageError('--host: must not be empty (127.0.0.1 for this machine only, 0.0.0.0 or :: for every interface)');
   }
   if (settings.growthCampaigns !== undefined && opts.growth === undefined) throw new UsageError('--growth-campaigns needs --growth');
+  if (opts.malformedFor !== undefined && opts.malformed === undefined) throw new UsageError('--malformed-for needs --malformed');
+  if (opts.malformed !== undefined && opts.churn !== undefined)
+    throw new UsageError('--malformed does not go with --churn (a changed result is served whole)');
   const rateLimit: Rate | undefined = settings.rateLimit === 'off' ? undefined : parseRate(settings.rateLimit, '--rate-limit');
   if (rateLimit) checkRateLimit(rateLimit);
   return {
@@ -65,6 +71,8 @@ function simulatorOptions(opts: SimulateOptions) {
     growthCampaigns: settings.growthCampaigns,
     churn: opts.churn ? parseRate(opts.churn, '--churn') : undefined,
     faults: opts.faults !== undefined ? parseFaults(opts.faults) : {},
+    malformed: opts.malformed !== undefined ? parseMalformed(opts.malformed) : undefined,
+    malformedForMs: opts.malformedFor !== undefined ? parseDuration(opts.malformedFor, '--malformed-for') : undefined,
     quirks,
     unknownTypeCampaigns,
     orderIndexStart,

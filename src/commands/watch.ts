@@ -10,8 +10,9 @@ import { AuthError, CampaignSyncError, ExitCode, exitCodeFor, exitCodeForPass, i
 import { assessHealth } from '../sync/health.js';
 import type { PassResult } from '../sync/pass.js';
 import type { PlannedStream } from '../sync/plan.js';
-import { longestWait, passBudget, type StreamTimes, scheduleStreams } from '../sync/schedule.js';
+import { fleetShare, longestWait, passBudget, rankStreams, type StreamTimes, scheduleStreams } from '../sync/schedule.js';
 import { commandEvents } from '../ui/events.js';
+import { retainedDocument, retainedLine } from '../ui/forget.js';
 import { healthDocument } from '../ui/health.js';
 import { Output } from '../ui/output.js';
 import { failureLines, passDocument, passLine, watchStartLine } from '../ui/summary.js';
@@ -42,10 +43,18 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
       alertFailure: (text) => out.error(`${new Date().toISOString()} ${text}`),
     });
   let session = await openSession();
-  // Closed after another program's lock failed a pass (below); opened again by the next pass.
+  // Closed after another program's lock failed a pass (below), or for the retention; opened again by the next pass.
   let closed = false;
+  /** What the retention erased as the mirror was opened (store/model/retention.ts: at most once a day). */
+  const sayRetained = () => {
+    const r = session.store.retained;
+    if (r === undefined) return;
+    if (out.json) out.jsonLine({ at: new Date().toISOString(), retention: retainedDocument(r) });
+    else out.notice(`${new Date().toISOString()} ${retainedLine(r, session.store.place)}`);
+  };
   for (const w of session.warnings) out.warn(w);
   out.notice(watchStartLine(session.client.config.baseUrl, session.store.place, intervalMs, session.rate));
+  sayRetained();
   let server: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   // Per-stream times for the scheduler, in memory; a restart starts from each stream's last success.
   const times = new Map<string, StreamTimes>();
@@ -95,17 +104,46 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
       const startedAt = Date.now();
       let result: PassResult | undefined;
       try {
+        // A day since the retention last ran: the mirror is opened again, which applies it under the
+        // lock before the sink opens its files (an NDJSON file is rewritten by the erasure).
+        if (!closed && session.store.retentionDue(startedAt)) {
+          closed = true;
+          await session.close();
+        }
         if (closed) {
           session = await openSession();
           closed = false;
+          sayRetained();
         }
         // The database (or NDJSON folder) moved or removed since the last pass: stop (74) before
         // committing more into a file nobody will find; a moved database is made complete first.
         await session.verify();
         const lookback = session.lookbackMs !== undefined && startedAt - lastLookback >= lookbackEvery;
+        // On a PostgreSQL mirror, perhaps one of a fleet: the times every worker shares, on the database's clock.
+        const fleet = await session.store.fleetTimes?.();
         // More streams than the interval's budget: check the due, then the active, then the oldest.
         const select = (planned: PlannedStream[]) => {
           checkStaleness(planned.length);
+          if (fleet !== undefined) {
+            // Every stream, most behind first by what any worker did; this worker syncs its share of
+            // the budget (and of the streams), leaving a stream another worker holds to it.
+            const offset = fleet.now - Date.now();
+            const shared = (k: string): StreamTimes => {
+              const own = times.get(k) ?? {};
+              const mine = own.checkedAt === undefined ? undefined : own.checkedAt + offset;
+              const theirs = fleet.checked.get(k);
+              const checkedAt = mine === undefined ? theirs : theirs === undefined ? mine : Math.max(mine, theirs);
+              return { checkedAt, activeAt: own.activeAt === undefined ? undefined : own.activeAt + offset };
+            };
+            const order = rankStreams(
+              planned.map((p) => p.id.key),
+              shared,
+              fleet.now,
+              { intervalMs, maxStalenessMs: maxStaleness },
+            );
+            const byKey = new Map(planned.map((p) => [p.id.key, p]));
+            return order.map((k) => byKey.get(k) as PlannedStream);
+          }
           const keep = new Set(
             scheduleStreams(
               planned.map((p) => p.id.key),
@@ -116,7 +154,13 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
           );
           return planned.filter((p) => keep.has(p.id.key));
         };
-        result = await session.pass(lookback, select);
+        // A fleet's worker: its share of the budget and of the streams, so the fleet checks each about
+        // once an interval between them (or as often as the budget allows), the most behind first.
+        const share =
+          fleet === undefined
+            ? undefined
+            : { limit: (n: number) => Math.min(fleetShare(budget, fleet.workers), Math.ceil(n / fleet.workers)), skipBusy: true };
+        result = await session.pass(lookback, select, share);
         for (const st of result.streams) {
           if (st.status !== 'ok') continue;
           const before = times.get(st.id.key);

@@ -2,6 +2,7 @@
  * Every setting's default, as a user would type it: the schemas of config/schema.ts apply them, and
  * `--help` shows them (cli.ts). Kept apart from the schemas so that `--help` loads no zod.
  */
+import { CONTRACT_MODES } from '../core/drift.js';
 import { REPORT_TYPES } from '../core/types.js';
 
 export const DEFAULTS = {
@@ -13,10 +14,12 @@ export const DEFAULTS = {
   maxRetryWait: '2m',
   compression: 'auto',
   reportType: 'DETAILED',
+  contract: 'warn',
   format: 'sqlite',
   out: './campaign-sync-out',
   pageSize: '100',
   concurrency: '4',
+  lease: '30s',
   interval: '2m',
   lookbackEvery: '1h',
   maxAge: '10m',
@@ -46,6 +49,7 @@ export const CHOICES = {
   compression: ['auto', 'gzip', 'off'],
   type: ['session', 'role'],
   reportType: REPORT_TYPES,
+  contract: CONTRACT_MODES,
   format: ['sqlite', 'ndjson'],
   exportFormat: ['csv', 'ndjson', 'parquet'],
   table: ['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results', 'results', 'latest_results', 'skill_scores'],

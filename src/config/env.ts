@@ -13,6 +13,10 @@ export const ENV = {
   rateLimit: { name: 'CAMPAIGN_SYNC_RATE_LIMIT', doc: 'request budget such as 100/1m (flag --rate-limit)' },
   format: { name: 'CAMPAIGN_SYNC_FORMAT', doc: 'where pull and watch send records, sqlite or ndjson (flag --format)' },
   out: { name: 'CAMPAIGN_SYNC_OUT', doc: 'NDJSON folder (flag --out)' },
+  contract: {
+    name: 'CAMPAIGN_SYNC_CONTRACT',
+    doc: 'warn or strict: whether pull and watch fail a stream on a new field or enumeration value (flag --contract)',
+  },
   profile: { name: 'CAMPAIGN_SYNC_PROFILE', doc: 'profile of the config file (flag --profile)' },
   xdgStateHome: {
     name: 'XDG_STATE_HOME',

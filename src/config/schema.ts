@@ -95,12 +95,26 @@ export const apiSchema = {
 /** Settings of `pull` and `watch` (a pass). */
 export const syncSchema = {
   reportType: oneOf(CHOICES.reportType, '--report-type', DEFAULTS.reportType),
+  contract: oneOf(CHOICES.contract, '--contract', DEFAULTS.contract),
   format: oneOf(CHOICES.format, '--format', DEFAULTS.format),
   out: text(DEFAULTS.out),
   pageSize: parsed((t) => parseIntIn(t, '--page-size', 1, 100), DEFAULTS.pageSize),
   concurrency: parsed((t) => parseIntIn(t, '--concurrency', 1, 64), DEFAULTS.concurrency),
   lookback: optional((t) => parseDuration(t, '--lookback')),
+  retention: optional((t) => parseDuration(t, '--retention')),
+  lease: parsed((t) => parseLease(t), DEFAULTS.lease),
 };
+
+export const forgetSchema = {
+  olderThan: optional((t) => parseDuration(t, '--older-than')),
+};
+
+/** --lease: 1s to 1h (a shorter one would expire between two renewals of a loaded host). */
+function parseLease(text: string): number {
+  const ms = parseDuration(text, '--lease');
+  if (ms < 1000 || ms > 3_600_000) throw new UsageError(`--lease: must be from 1s to 1h, not "${text}"`);
+  return ms;
+}
 
 export const watchSchema = {
   interval: parsed((t) => parseDuration(t, '--interval'), DEFAULTS.interval),

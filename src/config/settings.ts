@@ -4,6 +4,8 @@
  * so a message can name where a value came from (`settings.sourceOf('rateLimit').name`). The
  * defaults are the schemas' (config/schema.ts); commander declares none.
  */
+
+import type { ContractMode } from '../core/drift.js';
 import { currentIo } from '../core/io.js';
 import type { Destination, Endpoint, ReportType } from '../core/types.js';
 import { UsageError } from '../errors.js';
@@ -13,7 +15,7 @@ import { parseDate } from './duration.js';
 import { type ListenAddress, parseListen } from './listen.js';
 import { parseNotifyUrl } from './notify.js';
 import { readProfile } from './profile.js';
-import { apiSchema, demoSchema, exportSchema, parseGiven, type Setting, syncSchema, watchSchema } from './schema.js';
+import { apiSchema, demoSchema, exportSchema, forgetSchema, parseGiven, type Setting, syncSchema, watchSchema } from './schema.js';
 import { byDefault, type Inputs, type Origin, type Profile, pick, said } from './sources.js';
 
 export type { Origin, Source } from './sources.js';
@@ -52,6 +54,15 @@ export interface PassSettings {
   readonly full: boolean;
   /** --lookback in milliseconds. */
   readonly lookback: number | undefined;
+  /**
+   * --retention (or a profile's `retention`) in milliseconds: results dated before now minus it are
+   * not stored, and those stored are erased at most once a day (pull and watch only).
+   */
+  readonly retention: number | undefined;
+  /** --contract: `strict` fails a stream's pass on a new field path or enumeration value (sync/drift.ts). */
+  readonly contract: ContractMode;
+  /** --lease in milliseconds: how long a PostgreSQL mirror's stream stays this worker's without a renewal. */
+  readonly lease: number;
 }
 
 /** What a sync job needs (app/sync-job.ts): the mirror, the API, the pass, the alerts. */
@@ -98,11 +109,56 @@ export interface DemoSettings extends Sourced, OutputSettings, DbSettings, PassS
   readonly maxAge: number;
 }
 
-/** `status`, `reset`, `forget`: the mirror alone (their other options are their own). */
+/** The mirror alone (what app/factory.ts mirrorOf reads). */
 export interface MirrorSettings extends Sourced, DbSettings {}
 
-export interface ExportSettings extends MirrorSettings {
+export interface StatusSettings extends MirrorSettings, OutputSettings {
+  readonly check: boolean;
+  readonly nagios: boolean;
+  /**
+   * --max-age as given: `status --check` parses it, so that with --nagios a bad value is the
+   * plugin's UNKNOWN line (exit 3) as every other problem is, not a usage error.
+   */
+  readonly maxAge: string | undefined;
+}
+
+export interface ResetSettings extends MirrorSettings, OutputSettings {
+  /** --campaign, ids or names (repeatable). */
+  readonly campaign: readonly string[];
+  readonly all: boolean;
+}
+
+export interface ForgetSettings extends MirrorSettings, OutputSettings {
+  /** --user, as given (the command trims it and refuses an empty one). */
+  readonly user: string | undefined;
+  /** --older-than in milliseconds: erase the results dated before now minus it. */
+  readonly olderThan: number | undefined;
+}
+
+export interface HistorySettings extends MirrorSettings, OutputSettings {
+  /** --user and --record, as given (the command trims them and wants one). */
+  readonly user: string | undefined;
+  readonly record: string | undefined;
+}
+
+export interface ExportSettings extends MirrorSettings, OutputSettings {
   readonly format: 'csv' | 'ndjson' | 'parquet';
+  /** --table, as given (commands/export.ts checks it against the tables the mirror has). */
+  readonly table: string;
+  /** -o, as given: undefined or `-` for stdout. */
+  readonly output: string | undefined;
+  /** --columns a,b,c, as given. */
+  readonly columns: string | undefined;
+  /** --since-last <consumer>. */
+  readonly sinceLast: string | undefined;
+  /** --as-of <timestamp>, as given (commands/export-plan.ts checks it). */
+  readonly asOf: string | undefined;
+  /** --campaign, an id or a name. */
+  readonly campaign: string | undefined;
+  /** --since and --until, checked days (YYYY-MM-DD). */
+  readonly since: string | undefined;
+  readonly until: string | undefined;
+  readonly rawCsv: boolean;
 }
 
 /** Each command's settings. */
@@ -110,11 +166,14 @@ export interface SettingsOf {
   pull: PullSettings;
   watch: WatchSettings;
   reconcile: ReconcileSettings;
+  /** `quarantine retry`: a job as reconcile's, reading only the quarantined records' pages. */
+  quarantine: ReconcileSettings;
   campaigns: CampaignsSettings;
   demo: DemoSettings;
-  status: MirrorSettings;
-  reset: MirrorSettings;
-  forget: MirrorSettings;
+  status: StatusSettings;
+  reset: ResetSettings;
+  forget: ForgetSettings;
+  history: HistorySettings;
   export: ExportSettings;
 }
 export type CommandName = keyof SettingsOf;
@@ -204,11 +263,17 @@ function pass(c: Collector, command: 'pull' | 'watch' | 'reconcile' | 'demo'): v
   c.take('reportType', syncSchema.reportType);
   c.take('pageSize', syncSchema.pageSize);
   c.take('concurrency', syncSchema.concurrency);
+  c.take('lease', syncSchema.lease);
   // reconcile re-reads everything and the demo pulls once: neither takes --lookback (nor a profile's).
   const lookback =
     command === 'pull' || command === 'watch'
       ? c.take('lookback', syncSchema.lookback)
       : c.set('lookback', undefined, byDefault('lookback'));
+  // reconcile compares with the service and the demo is a fresh mirror: retention is a pull's and a watch's.
+  if (command === 'pull' || command === 'watch') c.take('retention', syncSchema.retention);
+  else c.set('retention', undefined, byDefault('retention'));
+  if (command === 'pull' || command === 'watch') c.take('contract', syncSchema.contract);
+  else c.set('contract', DEFAULTS.contract, byDefault('contract'));
   c.flag('campaign', [] as string[]);
   const since = c.flag<string | undefined>('since', undefined);
   const until = c.flag<string | undefined>('until', undefined);
@@ -247,7 +312,7 @@ function watchOnly(c: Collector): void {
   // systemd (and Restart=always would start it again and again). Exit 75 says who holds the lock.
   if (c.inputs.flags.ifIdle)
     throw new UsageError(
-      '--if-idle is for `pull` from cron; a watch runs until stopped, so run one watch per database (a second exits 75)',
+      '--if-idle is for `pull` from cron; a watch runs until stopped: run one watch per SQLite database (a second exits 75), or several on a PostgreSQL mirror (they share its streams)',
     );
   // Every pass would re-read everything (or the same window) and spend the budget on it.
   if (c.inputs.flags.full)
@@ -256,6 +321,23 @@ function watchOnly(c: Collector): void {
     throw new UsageError(
       'watch --since/--until would re-read the same window on every pass; run `campaign-sync pull --since …` once instead',
     );
+}
+
+/** What `export` reads and where it writes; the days checked. */
+function exportOnly(c: Collector): void {
+  c.flag('table', '');
+  c.flag<string | undefined>('output', undefined);
+  c.flag<string | undefined>('columns', undefined);
+  c.flag<string | undefined>('sinceLast', undefined);
+  c.flag<string | undefined>('asOf', undefined);
+  c.flag<string | undefined>('campaign', undefined);
+  c.flag('rawCsv', false);
+  const since = c.flag<string | undefined>('since', undefined);
+  const until = c.flag<string | undefined>('until', undefined);
+  if (since !== undefined) c.values.since = parseDate(since, '--since');
+  if (until !== undefined) c.values.until = parseDate(until, '--until');
+  if (c.values.since && c.values.until && (c.values.since as string) > (c.values.until as string))
+    throw new UsageError(`--since ${c.values.since} is after --until ${c.values.until}`);
 }
 
 /** The API, --notify (held to --allow-insecure-http as the base URL is), and --max-age's default for it. */
@@ -289,16 +371,17 @@ export function resolveSettings<C extends CommandName>(
     case 'pull':
     case 'watch':
     case 'reconcile':
+    case 'quarantine':
       output(c);
       if (command === 'watch') watchOnly(c);
-      pass(c, command);
+      pass(c, command === 'quarantine' ? 'reconcile' : command);
       job(c);
       mirror(c);
       if (command === 'pull') {
         c.flag('ifIdle', false);
         c.flag<string | undefined>('metricsFile', undefined);
       }
-      if (command === 'reconcile') c.flag('prune', false);
+      if (command === 'reconcile' || command === 'quarantine') c.flag('prune', false);
       break;
     case 'campaigns':
       output(c);
@@ -321,14 +404,42 @@ export function resolveSettings<C extends CommandName>(
       break;
     }
     case 'status':
-    case 'reset':
-    case 'forget':
+      output(c);
       mirror(c);
+      c.flag('check', false);
+      c.flag('nagios', false);
+      c.flag<string | undefined>('maxAge', undefined);
+      break;
+    case 'reset':
+      output(c);
+      mirror(c);
+      c.flag('campaign', [] as string[]);
+      c.flag('all', false);
+      break;
+    case 'forget': {
+      output(c);
+      mirror(c);
+      const user = c.flag<string | undefined>('user', undefined);
+      const olderThan = c.take('olderThan', forgetSchema.olderThan, false);
+      // Together they could mean "their records older than" or "theirs, and everyone's older than": say which by running two.
+      if (user !== undefined && olderThan !== undefined)
+        throw new UsageError(
+          'forget: give --user or --older-than, not both (run `forget --user` and `forget --older-than` one after the other)',
+        );
+      break;
+    }
+    case 'history':
+      output(c);
+      mirror(c);
+      c.flag<string | undefined>('user', undefined);
+      c.flag<string | undefined>('record', undefined);
       break;
     case 'export':
+      output(c);
       mirror(c);
       // export's format is its own (csv, ndjson, parquet): CAMPAIGN_SYNC_FORMAT is pull's.
       c.take('format', exportSchema.format, false);
+      exportOnly(c);
       break;
   }
   return c.done<SettingsOf[C]>();

@@ -41,8 +41,11 @@ export const PROFILE_KEYS = {
   out: 'out',
   page_size: 'pageSize',
   concurrency: 'concurrency',
+  lease: 'lease',
   report_type: 'reportType',
+  contract: 'contract',
   lookback: 'lookback',
+  retention: 'retention',
   interval: 'interval',
   lookback_every: 'lookbackEvery',
 } as const;
@@ -59,6 +62,7 @@ export const ENV_OF: Readonly<Partial<Record<string, EnvKey>>> = {
   rateLimit: 'rateLimit',
   format: 'format',
   out: 'out',
+  contract: 'contract',
 };
 
 /** The chosen profile of a config file (config/profile.ts), its values by option, paths already made absolute. */

@@ -70,8 +70,12 @@ export interface ErasedCounts {
    * any nested `user` of theirs, their e-mail as a value).
    */
   records_changed: number;
+  /** Past versions of results (result_versions) removed: every version of a record of theirs. */
+  result_versions: number;
   /** Streams' last errors that named the candidate, scrubbed. */
   error_texts: number;
+  /** Quarantined records that named the candidate, deleted (store/quarantine.ts). */
+  quarantined?: number | undefined;
 }
 
 /** A stored record's candidate: what their erasure removes from other texts too. */

@@ -6,6 +6,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Readable, Writable } from 'node:stream';
+import type { Clock } from './clock.js';
 import { DEFAULT_WAITS, type Waits } from './waits.js';
 
 export interface Io {
@@ -17,6 +18,8 @@ export interface Io {
   launcher: string;
   /** Waits of this run shorter than the defaults (core/waits.ts): tests only. */
   waits?: Partial<Waits>;
+  /** The clock of this run's request budget (app/client.ts), e.g. one set minutes off: tests only. */
+  clock?: Clock;
 }
 
 /** The real process's streams, environment and launcher. */

@@ -1,4 +1,4 @@
-/** A request rate (the request budget, the simulator's limit) and how durations and rates read. */
+/** A request rate (the request budget, the simulator's limit), how durations and rates read, and the budget's slots. */
 
 /** A request budget: at most `count` requests in any window of `windowMs`. */
 export interface Rate {
@@ -18,29 +18,30 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-/** A slot a BudgetStore lent to one request; `owner` is drawn at random for that request alone. */
+/** A slot lent to one request of a budget of window `windowMs`; `owner` is drawn at random for it alone. */
 export interface SlotLoan {
   slot: number;
   owner: number;
+  windowMs: number;
 }
 
-/**
- * What asking a BudgetStore for a slot gave: one, or none free, with how long until one may be (ms)
- * and whether one of those busy is still in flight (its answer may free it sooner: look again soon).
- */
+/** A slot, or none free: the wait until one may be (ms), and whether its request is in flight (it may end sooner). */
 export type SlotTake = SlotLoan | { waitMs: number; inFlight: boolean };
 
+/** How long a take holds its slot (ms): its request may reach the server until --timeout (none: a window), and counts a window more. */
+export const holdMs = (timeoutMs: number, windowMs: number): number => Math.max(timeoutMs, windowMs) + windowMs;
+
 /**
- * The slots every process with one key shares (store/budget-slots.ts in a file of the user's,
- * store/pg/budget-slots.ts in a PostgreSQL mirror): N per key, each busy from a request's send until a
- * window after its end. Its times are its own clock's; what it tells a budget is a wait, never a time.
+ * The slots every process with one key shares: N rows `(key, slot, busy_until, owner)` a key, in a file of
+ * the user's (store/budget-slots.ts) or a PostgreSQL mirror (store/pg/budget-slots.ts). A take sets a free
+ * row of the first `count` (made as needed) busy for a hold; an answer, until a window after it. So no
+ * window of the server holds more than N of the key's requests. It tells a budget waits, never times.
  */
 export interface BudgetStore {
   /** Whether `take` answers at once (a local file) rather than with a promise (a server). */
   readonly immediate: boolean;
-  /** Takes one of the key's first `count` slots, for a budget of window `windowMs`, if one is free now. */
   take(count: number, windowMs: number): SlotTake | Promise<SlotTake>;
-  /** Ends a loan: `answered`, its slot is busy until a window from now; not, as a request of unknown end. Never throws. */
+  /** Ends a loan: `answered`, or given up on (its end unknown: busy as taken). Never throws. */
   end(loan: SlotLoan, answered: boolean): void;
   close(): void | Promise<void>;
 }

@@ -38,3 +38,32 @@ export interface CheckpointMove {
 
 /** Where a pull sends records: the SQLite mirror, or NDJSON files in one folder (absolute). */
 export type Destination = { kind: 'sqlite' } | { kind: 'ndjson'; out: string };
+
+/**
+ * A record that failed the record rules (sync/records.ts), kept as received so that it can be read
+ * again (`quarantine retry`) or dropped: stored in the same transaction as its page's good records.
+ */
+export interface QuarantinedRecord {
+  /** The record's JSON text exactly as the service sent it (the API key, were it in it, taken out). */
+  raw: string;
+  /** Why it failed, naming the request, its position in the page and the field. */
+  reason: string;
+  /** Its id and order_index, when usable. */
+  recordId: string | undefined;
+  orderIndex: bigint | undefined;
+  /** The page that held it: the request's `starting_after`, date window, and the record's 1-based position. */
+  after: bigint | undefined;
+  since: string | undefined;
+  until: string | undefined;
+  position: number;
+  /** The answer's request id (its `x-request-id` header), when it sent one. */
+  requestId: string | undefined;
+  /** When it was read (ISO 8601). */
+  at: string;
+}
+
+/** What a page's commit does to the quarantine: records to add, and quarantined ones to release (a retry that stored them). */
+export interface PageQuarantine {
+  add: readonly QuarantinedRecord[];
+  release?: readonly number[] | undefined;
+}

@@ -8,13 +8,16 @@ import { BUSY_WAIT_S } from '../errors.js';
 export interface Waits {
   /** How long a SQLite statement waits for another connection's lock before SQLITE_BUSY (store/db.ts). */
   sqliteBusyMs: number;
+  /** How long a take of the request budget's file waits for another process's lock before looking again later (store/budget-slots.ts). */
+  budgetBusyMs: number;
 }
 
 /**
  * `status` and `export` read while a pull commits; a group commit and a WAL checkpoint take well
- * under a second, so ten seconds only runs out when something is truly stuck.
+ * under a second, so ten seconds only runs out when something is truly stuck. A budget take is a
+ * few rows: 50 ms is many of them, and a take that runs out looks again 25 ms later.
  */
-export const DEFAULT_WAITS: Readonly<Waits> = { sqliteBusyMs: BUSY_WAIT_S * 1000 };
+export const DEFAULT_WAITS: Readonly<Waits> = { sqliteBusyMs: BUSY_WAIT_S * 1000, budgetBusyMs: 50 };
 
 /** A wait in a message: `10 s`, `1.5 s`, `50 ms`. */
 export function waitWords(ms: number): string {

@@ -1,5 +1,5 @@
 /**
- * `export --campaign`, whichever mirror holds it (commands/export.ts, commands/export-pg.ts): the one
+ * `export --campaign`, whichever mirror holds it (commands/export.ts): the one
  * campaign a selector names, and why a table held no rows of it. Both mirrors print these same words;
  * each looks up the ids and the campaign's type in its own database.
  */

@@ -1,6 +1,6 @@
 /**
  * CSV lines from bytes SQLite joins: one query per batch of rows hands back the batch's rows as one
- * blob (export/tables.ts batchQuery: U+001F between cells, U+001E between rows, `typeof()` before each
+ * blob (store/sqlite/export-sql.ts batchQuery: U+001F between cells, U+001E between rows, `typeof()` before each
  * cell of a column without TEXT affinity), which is encoded byte by byte straight into the encoder's
  * buffer. No JavaScript value is made per row or per cell: better-sqlite3 makes one Buffer per batch,
  * where a row's cells (or even its one text) cost a V8 object each and a UTF-8 decode and encode
@@ -12,9 +12,8 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { errorCode } from '../errors.js';
-import type { RangeReader } from '../store/snapshot.js';
+import type { RowRanges } from '../store/mirror-port.js';
 import { csvLine, type Encoded, type Encoder, encodeRows } from './csv.js';
-import type { BatchQuery } from './tables.js';
 
 /** U+001F (unit separator) between a row's cells, U+001E (record separator) between rows. */
 export const CELL = 0x1f;
@@ -162,7 +161,7 @@ class Batches {
   private limit = FIRST_ROWS;
 
   constructor(
-    private readonly reader: RangeReader,
+    private readonly reader: RowRanges,
     lo: bigint,
     private readonly hi: bigint,
     private readonly typed: readonly boolean[],
@@ -222,7 +221,7 @@ class Batches {
    * again as one row (each try costs SQLite up to 1 GB of work: halving took four tries to fit 150 MB
    * rows), and undefined when even one row is too big.
    */
-  private read(): ReturnType<RangeReader['batch']> | undefined {
+  private read(): ReturnType<RowRanges['batch']> | undefined {
     for (;;) {
       try {
         return this.reader.batch(this.from, this.hi - 1n, this.limit);
@@ -247,10 +246,10 @@ class Batches {
 
 /** Encodes a range's rows a chunk at a time: batch by batch when the reader has the batch query, else from their cells. */
 export function rangeEncoder(
-  reader: RangeReader,
+  reader: RowRanges,
   lo: bigint,
   hi: bigint,
-  job: { batch?: BatchQuery | undefined; raw: boolean },
+  job: { batch?: { typed: readonly boolean[] } | undefined; raw: boolean },
 ): { step(enc: Encoder): Encoded; close(): void } {
   if (job.batch !== undefined && reader.hasBatches) {
     const batches = new Batches(reader, lo, hi, job.batch.typed, job.raw);

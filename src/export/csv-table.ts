@@ -5,20 +5,15 @@
  * the sink a chunk at a time. A second thread encoding every other range took 1.4x this CPU, for
  * 0.9-1.45x this wall time on a shared 2-core machine (paired rounds): not worth its code.
  */
-import type { Db } from '../store/db.js';
-import { RangeReader } from '../store/snapshot.js';
+import type { RowRanges } from '../store/mirror-port.js';
 import { csvLine, Encoder } from './csv.js';
 import { rangeEncoder } from './csv-bytes.js';
 import { between } from './interrupt.js';
 import type { Sink } from './sink.js';
-import type { BatchQuery } from './tables.js';
 
 export interface TableJob {
-  /** export/tables.ts exportRangeQuery: the rows of a rowid range, each with its rowid last. */
-  sql: string;
-  params: readonly unknown[];
-  /** The rows as one blob per batch, when the table allows it (export/tables.ts batchQuery). */
-  batch?: BatchQuery | undefined;
+  /** Which cells of a batch carry their type, when the table's rows can be read as batches (store/sqlite/export-sql.ts batchQuery). */
+  batch?: { typed: readonly boolean[] } | undefined;
   columns: readonly string[];
   /** --raw-csv: formulas left as they are. */
   raw: boolean;
@@ -29,11 +24,10 @@ const FIRST = -(2n ** 63n);
 const END = 2n ** 63n;
 
 /**
- * Writes the header and every row of the job's table to `sink`; returns the number of rows. Stops
+ * Writes the header and every row of the ranges' table to `sink`; returns the number of rows. Stops
  * between two chunks once `signal` is aborted (a chunk can hold many batches, or one big row).
  */
-export async function writeCsvTable(db: Db, job: TableJob, sink: Sink, signal?: AbortSignal): Promise<number> {
-  const reader = new RangeReader(db, job.sql, job.params, job.batch?.sql);
+export async function writeCsvTable(reader: RowRanges, job: TableJob, sink: Sink, signal?: AbortSignal): Promise<number> {
   const enc = new Encoder(sink);
   // Column names are ours, never neutralised.
   enc.line(csvLine(job.columns, true));

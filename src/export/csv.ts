@@ -161,19 +161,32 @@ export function encodeRows(rows: Iterator<unknown[]>, enc: Encoder, raw: boolean
 
 /**
  * Writes the header and every row to `sink`, waiting for it to drain; returns the number of rows.
- * Stops between two chunks once `opts.signal` is aborted.
+ * Stops between two chunks once `opts.signal` is aborted. Rows from SQLite come synchronously (no
+ * await per row); from PostgreSQL, asynchronously.
  */
 export async function writeCsv(
-  columns: string[],
-  rows: Iterable<unknown[]>,
+  columns: readonly string[],
+  rows: Iterable<unknown[]> | AsyncIterable<unknown[]>,
   sink: Sink,
   opts: { raw: boolean; signal?: AbortSignal | undefined },
 ): Promise<number> {
   const enc = new Encoder(sink);
   // Column names are ours, never neutralised.
   enc.line(csvLine(columns, true));
-  const it = rows[Symbol.iterator]();
   let n = 0;
+  if (Symbol.asyncIterator in rows) {
+    for await (const row of rows) {
+      enc.line(csvLine(row, opts.raw));
+      n++;
+      if (enc.full) {
+        if (!enc.flush()) await sink.drain();
+        await between(opts.signal);
+      }
+    }
+    if (!enc.flush()) await sink.drain();
+    return n;
+  }
+  const it = rows[Symbol.iterator]();
   for (;;) {
     const step = encodeRows(it, enc, opts.raw);
     n += step.rows;

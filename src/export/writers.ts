@@ -5,14 +5,11 @@
  * int64 (a bigint), and the catch-and-redo cost 30 µs a row (NDJSON export of 175,184 eval results
  * took 15x sqlite3 -csv's time).
  */
-import { Transform } from 'node:stream';
 import { parseJson, toJson } from '../core/json.js';
 import { Encoder, isFormula } from './csv.js';
 import { between } from './interrupt.js';
 import type { Sink } from './sink.js';
 import { JSON_COLUMNS } from './tables.js';
-
-type Row = Record<string, unknown>;
 
 /** Prefixes a text cell that a spreadsheet would run as a formula with `'`. Numbers are left alone. */
 export function neutralise(value: string): string {
@@ -49,39 +46,30 @@ export function ndjsonLine(columns: readonly string[], row: readonly unknown[]):
  */
 export async function writeNdjson(
   columns: readonly string[],
-  rows: Iterable<unknown[]>,
+  rows: Iterable<unknown[]> | AsyncIterable<unknown[]>,
   sink: Sink,
   signal?: AbortSignal,
 ): Promise<number> {
   const enc = new Encoder(sink);
   let n = 0;
-  for (const row of rows) {
+  /** Adds a row's line; true when a chunk is full. */
+  const push = (row: unknown[]): boolean => {
     enc.line(ndjsonLine(columns, row));
     n++;
-    if (enc.full) {
-      if (!enc.flush()) await sink.drain();
-      await between(signal);
-    }
+    return enc.full;
+  };
+  const handOn = async () => {
+    if (!enc.flush()) await sink.drain();
+    await between(signal);
+  };
+  // Rows from SQLite come synchronously (no await per row); from PostgreSQL, asynchronously.
+  if (Symbol.asyncIterator in rows) {
+    for await (const row of rows) if (push(row)) await handOn();
+  } else {
+    for (const row of rows) if (push(row)) await handOn();
   }
   if (!enc.flush()) await sink.drain();
   return n;
-}
-
-/** NDJSON: one object per row; JSON-text columns embedded as JSON values, int64 exact. */
-export function ndjsonTransform(): Transform {
-  return new Transform({
-    writableObjectMode: true,
-    transform(row: Row, _enc, done) {
-      const columns = Object.keys(row);
-      done(
-        null,
-        ndjsonLine(
-          columns,
-          columns.map((key) => row[key]),
-        ),
-      );
-    },
-  });
 }
 
 function parseJsonOr(text: string): unknown {

@@ -26,6 +26,13 @@ export interface Quirks {
   campaignsBareArray?: boolean;
   /** `created_at` does not follow `order_index`, and `updated_at` is sometimes earlier than `created_at`. */
   unorderedTimes?: boolean;
+  /**
+   * Records that arrive while the server runs (--growth) carry a field the spec does not name
+   * (`assessment_version`), and role records a `recommendation_status` it does not list (`ON_HOLD`):
+   * the service changing its records under a client, to rehearse `status`'s drift and `--contract strict`.
+   * Tests may switch it on and off while the server runs.
+   */
+  drift?: boolean;
 }
 
 /** Each quirk's name on the command line, and its flag. */
@@ -39,6 +46,7 @@ const NAMES = {
   'campaigns-paged': 'campaignsPaged',
   'campaigns-bare-array': 'campaignsBareArray',
   'unordered-times': 'unorderedTimes',
+  drift: 'drift',
 } as const satisfies Record<string, keyof Quirks>;
 
 /** What the provider's documentation shows beyond the interface text: `--quirks docs`. */

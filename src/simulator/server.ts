@@ -5,15 +5,18 @@
  * Query parsing is in query.ts, the documented shapes (quirks.ts) in shapes.ts. Over 250 lines
  * because routing, paging and the fault injector share one request's state.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { toJson } from '../core/json.js';
 import type { Rate } from '../core/rate.js';
 import { SimChanges } from './changes.js';
+import { control, isControl } from './control.js';
 import { checkOrderIndexRoom, type SimCampaign, SimData } from './data.js';
 import { acceptsGzip, gzipBody } from './encoding.js';
 import { chooseFault, type FaultKind, type FaultPlan } from './faults.js';
+import { type MalformedPlan, malform, malformedKind } from './malformed.js';
 import { errorBody, HttpError, parseCampaignQuery, parseQuery } from './query.js';
 import type { Quirks } from './quirks.js';
 import { hash32, prng, seedNumber } from './random.js';
@@ -51,6 +54,9 @@ export interface SimulatorOptions {
   cachePages?: boolean;
   /** Serve https with this certificate and key (PEM), e.g. to rehearse a private CA with NODE_EXTRA_CA_CERTS. */
   tls?: { cert: string | Buffer; key: string | Buffer } | undefined;
+  /** Serve every Nth record malformed (simulator/malformed.ts), until `malformedForMs` has passed or `malformed.fix()`. */
+  malformed?: MalformedPlan | undefined;
+  malformedForMs?: number | undefined;
   /** Clock, for tests. */
   now?: () => number;
 }
@@ -67,6 +73,15 @@ export interface SimulatorStats {
   gzipped: number;
   /** Requests by User-Agent header ('' when none was sent). */
   userAgents: Record<string, number>;
+  /**
+   * Results requests that arrived while another request of the same stream (endpoint, campaign and
+   * report type) was still being answered. One worker asks for a stream's pages one at a time, so
+   * anything above 0 means two workers synced one stream at once. Seen only when answers take time
+   * (the `slow` fault): an instant answer ends before the next request can arrive.
+   */
+  streamOverlaps: number;
+  /** The streams of those requests (bounded to 100). */
+  overlappedStreams: string[];
 }
 
 export interface RunningSimulator {
@@ -80,6 +95,8 @@ export interface RunningSimulator {
   /** Re-scores, late arrivals and deletions applied to the data (simulator/changes.ts). */
   changes: SimChanges;
   stats: SimulatorStats;
+  /** The malformed records of `--malformed`: `fix()` serves them whole from now on. */
+  malformed: { fix(): void; readonly fixed: boolean };
   close(): Promise<void>;
 }
 
@@ -130,8 +147,34 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     lastRequestAt: 0,
     gzipped: 0,
     userAgents: {},
+    streamOverlaps: 0,
+    overlappedStreams: [],
+  };
+  // Results requests being answered, by stream.
+  const inFlight = new Map<string, number>();
+  const track = (url: URL, res: ServerResponse) => {
+    if (!url.pathname.endsWith('/results')) return;
+    const p = url.searchParams;
+    const key = `${url.pathname} ${p.get('campaign_id') ?? ''} ${p.get('report_type') ?? ''}`;
+    const n = inFlight.get(key) ?? 0;
+    if (n > 0) {
+      stats.streamOverlaps++;
+      if (stats.overlappedStreams.length < 100 && !stats.overlappedStreams.includes(key)) stats.overlappedStreams.push(key);
+    }
+    inFlight.set(key, n + 1);
+    res.once('close', () => {
+      const left = (inFlight.get(key) ?? 1) - 1;
+      if (left === 0) inFlight.delete(key);
+      else inFlight.set(key, left);
+    });
   };
   const sockets = new Set<Socket>();
+  const startedAt = now();
+  let fixed = options.malformed === undefined;
+  const malformedNow = (): MalformedPlan | undefined => {
+    if (!fixed && options.malformedForMs !== undefined && now() - startedAt >= options.malformedForMs) fixed = true;
+    return fixed ? undefined : options.malformed;
+  };
 
   // Cached pages keep their compressed form too (same string, same Buffer): the bench measures the client, not gzip here.
   const gzipCache = cache ? new Map<string, Buffer>() : undefined;
@@ -141,7 +184,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     let agent = res.req?.headers['user-agent'] ?? '';
     if (stats.userAgents[agent] === undefined && Object.keys(stats.userAgents).length >= 100) agent = '(other)';
     stats.userAgents[agent] = (stats.userAgents[agent] ?? 0) + 1;
-    const type = { 'content-type': 'application/json; charset=utf-8' };
+    // Every answer names itself, as the error body's request_id does (§7); a quarantined record keeps it.
+    const type = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': randomUUID() };
     if (!acceptsGzip(res.req?.headers['accept-encoding'])) {
       stats.bodyBytes += Buffer.byteLength(body);
       res.writeHead(status, { ...type, 'content-length': Buffer.byteLength(body), ...headers });
@@ -225,9 +269,16 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     }
     if (!changes.any)
       records = indexes.map((i) => (endpoint === 'session' ? data.sessionResult(campaign, i) : data.roleResult(campaign, i, q.reportType)));
-    records = records.map((r) => shapeRecord(r, endpoint, quirks));
-    if (quirks.bareArray) return toJson(records);
+    records = records.map((r) => shapeRecord(r, endpoint, quirks, data.startedAt));
     const last = records.length > 0 ? (records[records.length - 1] as Record<string, unknown>).order_index : null;
+    const plan = changes.any ? undefined : malformedNow();
+    if (plan !== undefined) {
+      records = records.map((r, k) => {
+        const kind = malformedKind(plan, indexes[k] as number);
+        return kind === undefined ? r : malform(r, kind);
+      });
+    }
+    if (quirks.bareArray) return toJson(records);
     const envelope: Record<string, unknown> = { data: records, has_more: hasMore };
     if (quirks.lastRecordId) envelope.last_record_id = last;
     else if (!quirks.noCursorField) envelope.last_record_index = last;
@@ -239,6 +290,19 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     stats.lastRequestAt = performance.now() + performance.timeOrigin;
     if (stats.requests === 1) stats.firstRequestAt = stats.lastRequestAt;
     const url = new URL(req.url ?? '/', 'http://simulator');
+    track(url, res);
+    if (isControl(url.pathname)) {
+      if (req.headers.authorization !== `Bearer ${apiKey}`) return send(res, 401, errorBody(401, 'Unauthorized'));
+      try {
+        const body = control(req.method, url.pathname, data, changes, now());
+        // A page cached before the change would serve the record as it was.
+        cache?.clear();
+        return send(res, 200, body);
+      } catch (err) {
+        if (!(err instanceof HttpError)) throw err;
+        return send(res, err.status, errorBody(err.status, err.message), err.status === 405 ? { allow: 'POST' } : {});
+      }
+    }
     if (req.method !== 'GET') return send(res, 405, errorBody(405, 'Method not allowed'), { allow: 'GET' });
     if (req.headers.authorization !== `Bearer ${apiKey}`) return send(res, 401, errorBody(401, 'Unauthorized'));
     if (limiter) {
@@ -259,7 +323,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     let status = 200;
     let body: string;
     try {
-      const key = url.pathname + url.search;
+      const key = `${url.pathname}${url.search}${malformedNow() === undefined ? '' : ' malformed'}`;
       const cached = cache?.get(key);
       if (cached !== undefined) body = cached;
       else {
@@ -315,6 +379,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     quirks,
     changes,
     stats,
+    malformed: {
+      fix: () => {
+        fixed = true;
+      },
+      get fixed() {
+        return fixed;
+      },
+    },
     close: () =>
       new Promise<void>((resolve) => {
         clearInterval(churnTimer);

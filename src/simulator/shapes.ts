@@ -46,9 +46,17 @@ export function flatSession(r: Obj): Obj {
   return out;
 }
 
-/** A record as the simulator serves it under `quirks` (the record is changed in place, or replaced). */
-export function shapeRecord(r: Obj, endpoint: 'session' | 'role', quirks: Quirks): Obj {
+/** The `drift` quirk's changes to a record created at or after `since` (the server's start). */
+function drifted(r: Obj, endpoint: 'session' | 'role', since: number): void {
+  if (!(Date.parse(String(r.created_at)) >= since)) return;
+  r.assessment_version = 2;
+  if (endpoint === 'role') r.recommendation_status = 'ON_HOLD';
+}
+
+/** A record as the simulator serves it under `quirks` (the record is changed in place, or replaced); `since`: when the server started. */
+export function shapeRecord(r: Obj, endpoint: 'session' | 'role', quirks: Quirks, since = 0): Obj {
   let out = r;
+  if (quirks.drift) drifted(out, endpoint, since);
   if (quirks.docsFeedback) {
     if (endpoint === 'session') out.feedback = docsFeedback(out.feedback);
     else if (Array.isArray(out.score_details)) for (const d of out.score_details as Obj[]) d.feedback = docsFeedback(d.feedback);

@@ -3,17 +3,12 @@
  * name, and the campaigns a pull skips because spec/paths.ts routes no endpoint for their type.
  */
 import { ROUTES } from '../spec/paths.js';
-import { listingKey, listingValue } from './checkpoints.js';
 import type { Db } from './db.js';
 import { campaignRow } from './model/rows.js';
+import { listingKey, listingValue, type SkippedCampaign } from './model/streams.js';
 import { upsert } from './sql.js';
 
-/** A campaign a pull skips, as stored. */
-export interface SkippedCampaign {
-  id: string;
-  name: string | null;
-  type: string | null;
-}
+export type { SkippedCampaign };
 
 export class Campaigns {
   private readonly s;

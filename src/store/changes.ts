@@ -12,14 +12,15 @@
  */
 import type { Db } from './db.js';
 
-/** The result tables --since-last reads, by `--table` name. */
-export const CHANGE_TABLES = { 'session-results': 'session_results', 'role-results': 'role_results' } as const;
-
-/** Columns of ours that exports leave out (they are the mirror's bookkeeping, not the service's data). */
-export const INTERNAL_COLUMNS = new Set(['change_seq']);
-
 /** The number a write stamps its rows with: the counter as its transaction left it. */
 export const CURRENT_SEQ = '(SELECT seq FROM change_counter)';
+/**
+ * When the write's change number was taken, recorded once the write stamped a row with it (schema 9:
+ * the valid_from of the versions it brought, store/versions.ts). Triggers record it for changed and
+ * pruned rows; a write that inserted rows records it with this.
+ */
+export const SEEN_SQL =
+  "INSERT OR IGNORE INTO change_times (seq, at) SELECT seq, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM change_counter";
 /** Taken by each page's write, in its transaction. */
 export const NEXT_SEQ_SQL = 'UPDATE change_counter SET seq = seq + 1';
 /** A tombstone of a pruned result, numbered with its write: bound (table, campaign_id, deleted_at, id). */

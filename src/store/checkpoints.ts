@@ -2,12 +2,15 @@
  * Checkpoints and stream health (`sync_state`). Cursors are int64: read with safe integers on so
  * values past 2^53 come back exact.
  */
-import type { CheckpointMove, Destination, Endpoint, StreamId } from '../core/types.js';
+import type { CheckpointMove, Destination, StreamId } from '../core/types.js';
 import { StorageError, UsageError } from '../errors.js';
-import { endpointFor } from '../spec/paths.js';
 import { IdConflicts } from './conflicts.js';
 import type { Db } from './db.js';
 import { decodeDestination, describeDestination, encodeDestination } from './destination.js';
+import { listedIds, NOTIFIED_PREFIX, retiredStreams, type StreamRow, type StreamSqlRow, streamRow } from './model/streams.js';
+import { SqliteQuarantine } from './quarantine.js';
+
+export type { StreamRow };
 
 /**
  * The `meta` row of an erasure not finished (store/erase-pending.ts): set with the deletion, cleared
@@ -16,40 +19,9 @@ import { decodeDestination, describeDestination, encodeDestination } from './des
  */
 export const ERASE_PENDING_KEY = 'erase_pending';
 
-export interface StreamRow {
-  stream: string;
-  campaign_id: string;
-  endpoint: Endpoint;
-  report_type: string | null;
-  cursor: bigint | null;
-  records: bigint;
-  last_success_at: string | null;
-  last_error: string | null;
-  last_error_at: string | null;
-  /**
-   * When the stream's campaign was last listed, if the service's newest campaign list left it out
-   * (its key lost access, or the campaign was removed); null while it is listed.
-   */
-  unlisted_since: string | null;
-  /**
-   * The campaign's type as last listed, when it no longer routes to this stream's endpoint (the type
-   * changed, say SESSION_COMPLETION to ROLE_SUBMISSION): the stream is retired, as an unlisted
-   * campaign's is. Null while the type routes here, and while the campaign is unlisted.
-   */
-  type_changed_to: string | null;
-  /** Records served through this stream whose id another campaign holds: skipped (store/conflicts.ts). */
-  id_conflicts: number;
-}
-
-/** A stream row as STREAMS_SQL reads it, before streamRow and the conflict counts fill it in. */
-export type StreamSqlRow = Omit<StreamRow, 'unlisted_since' | 'type_changed_to' | 'id_conflicts'> & {
-  campaign_seen_at: string | null;
-  campaign_type: string | null;
-};
-
 /**
  * Every stream, with when its campaign was last listed (`campaign_seen_at`), from which, with the
- * listers' newest lists, `unlisted_since` is made (listings, below). Shared by SQLite and PostgreSQL.
+ * listers' newest lists, `unlisted_since` is made (store/model/streams.ts listings).
  */
 export const STREAMS_SQL =
   'SELECT s.*, c.seen_at AS campaign_seen_at, c.type AS campaign_type FROM sync_state s LEFT JOIN campaigns c ON c.id = s.campaign_id';
@@ -57,9 +29,8 @@ export const STREAMS_SQL =
 /**
  * The state `--notify` last delivered for each stream (sync/alerts.ts), one `meta` row each:
  * `notified:<stream>` -> `failing`, `stale`, `unlisted` or `ok`. Kept with the checkpoints so that a
- * restarted watch or the next cron pull sends only changes. Shared by SQLite and PostgreSQL.
+ * restarted watch or the next cron pull sends only changes (store/model/streams.ts NOTIFIED_PREFIX).
  */
-export const NOTIFIED_PREFIX = 'notified:';
 export const NOTIFIED_SQL = "SELECT key, value FROM meta WHERE key LIKE 'notified:%'";
 
 /** The newest list of every lister, as stored in `meta` (listings, below). */
@@ -139,7 +110,11 @@ export class Checkpoints {
   all(): StreamRow[] {
     const listed = listedIds(this.s.listings.all() as string[]);
     const conflicts = new IdConflicts(this.db).perStream();
-    return (this.s.all.all() as StreamSqlRow[]).map((row) => streamRow(row, listed, conflicts));
+    const quarantined = new SqliteQuarantine(this.db).perStream();
+    return (this.s.all.all() as StreamSqlRow[]).map((row) => ({
+      ...streamRow(row, listed, conflicts),
+      quarantined: quarantined.get(row.stream) ?? 0,
+    }));
   }
 
   /** The state `--notify` last delivered, by stream. */
@@ -212,76 +187,4 @@ export class Checkpoints {
       return { forgotten, removed };
     })();
   }
-}
-
-/** The keys of the retired streams of the given campaigns (all when none). */
-export function retiredStreams(rows: readonly StreamRow[], campaignIds: readonly string[]): string[] {
-  return rows
-    .filter((r) => r.type_changed_to !== null && (campaignIds.length === 0 || campaignIds.includes(r.campaign_id)))
-    .map((r) => r.stream);
-}
-
-/** A stream's row with what is made of the campaign list and the conflicts. Shared by SQLite and PostgreSQL. */
-export function streamRow(
-  { campaign_seen_at, campaign_type, ...row }: StreamSqlRow,
-  listed: Set<string> | undefined,
-  conflicts: Map<string, number>,
-): StreamRow {
-  const unlisted_since = unlistedSince(row.campaign_id, campaign_seen_at, listed);
-  return {
-    ...row,
-    unlisted_since,
-    type_changed_to: unlisted_since === null && campaign_seen_at !== null ? retiredType(row.endpoint, campaign_type) : null,
-    id_conflicts: conflicts.get(row.stream) ?? 0,
-  };
-}
-
-/**
- * The campaign's type (`none` when it has none) when it routes to another endpoint than the stream's,
- * or none at all: the stream is retired. Null while it routes here.
- */
-export function retiredType(endpoint: Endpoint, type: string | null): string | null {
-  return endpointFor(type) === endpoint ? null : (type ?? 'none');
-}
-
-/*
- * Which campaigns each lister (a service and API key: ApiClient.lister, a fingerprint) listed last, so
- * that a campaign the service no longer lists is told apart from one another key lists: workers with
- * different keys write one mirror side by side (a PostgreSQL team mirror), and each sees only its
- * own campaigns. A campaign is unlisted when no lister's newest list holds it; a mirror that has
- * recorded no list yet (written by an earlier release) calls nothing unlisted. Kept in `meta`, one row
- * per lister: `listed_by:<fingerprint>` → `{ "at", "ids" }`. Here, beside the stream rows that use
- * them, rather than in a module of their own: one more shared chunk of the bundle for a no-op pull.
- */
-
-/** The `meta` key of a lister's newest list. */
-export const listingKey = (lister: string) => `listed_by:${lister}`;
-
-/** The value stored for a list. */
-export function listingValue(ids: readonly string[], at: string): string {
-  return JSON.stringify({ at, ids: [...new Set(ids)].sort() });
-}
-
-/** Every campaign id some lister listed last; undefined when none has recorded a list. */
-export function listedIds(values: readonly string[]): Set<string> | undefined {
-  if (values.length === 0) return undefined;
-  const ids = new Set<string>();
-  for (const value of values) {
-    try {
-      const parsed = JSON.parse(value) as { ids?: unknown };
-      if (Array.isArray(parsed.ids)) for (const id of parsed.ids) ids.add(String(id));
-    } catch {
-      // A row this release did not write: it lists nothing.
-    }
-  }
-  return ids;
-}
-
-/**
- * `unlisted_since` of a stream: when its campaign was last seen in a list (`seenAt`), if no lister's
- * newest list holds it; null while one does, or when nothing can be said.
- */
-export function unlistedSince(campaignId: string, seenAt: string | null, listed: Set<string> | undefined): string | null {
-  if (listed === undefined || seenAt === null || listed.has(campaignId)) return null;
-  return seenAt;
 }

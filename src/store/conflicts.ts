@@ -4,7 +4,7 @@
  * keeps it, and another campaign's copy is skipped on every read, so the stored record never flips
  * between them. `id_conflicts` remembers each skipped copy once (the stream it was served through,
  * the id, both campaigns, when it was first seen): its warning is given the first time only, and
- * `status` counts them per stream. Shared by SQLite (this class) and PostgreSQL (pg/sink.ts).
+ * `status` counts them per stream. PostgreSQL keeps them by the same rule (pg/sink.ts).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { StreamId } from '../core/types.js';
@@ -12,9 +12,9 @@ import type { Db } from './db.js';
 
 type Statement = BetterSqlite3.Statement<unknown[]>;
 
-import type { IdConflict } from './mirror.js';
+import type { IdConflict } from './model/page.js';
 
-/** Each stream's count of skipped copies. Shared by SQLite and PostgreSQL. */
+/** Each stream's count of skipped copies. */
 export const CONFLICT_COUNTS_SQL = 'SELECT stream, count(*) AS n FROM id_conflicts GROUP BY stream';
 
 /** Records a skipped copy unless it was recorded before. Parameters: stream, id, campaign, kept campaign, time. */

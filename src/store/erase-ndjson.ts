@@ -1,6 +1,7 @@
 /**
- * Erasing one candidate from the NDJSON files a database wrote. A file is rewritten without their
- * lines, and with other candidates' lines that held them rewritten without them (store/model/person.ts),
+ * Erasing from the NDJSON files a database wrote what an erasure's rule takes (store/model/erase-rule.ts):
+ * one candidate, or the records dated before a cut. A file is rewritten without those lines, and with
+ * other candidates' lines that held the candidate rewritten without them (store/model/person.ts),
  * into a new file that replaces it by rename. The file's new committed length, its index and the
  * pending rename are committed first, with the file marked done in the erasure's mark
  * (erase-pending.ts), so a crash at any instant leaves either the old file with its old length or a
@@ -13,8 +14,10 @@ import { basename, dirname, join } from 'node:path';
 import { parseJson, toJson } from '../core/json.js';
 import { storageError } from '../errors.js';
 import type { Db } from './db.js';
+import { forgetDriftExamples } from './drift.js';
 import { fileDone } from './erase-pending.js';
-import { type Person, type PersonGraph, scrubPerson } from './model/person.js';
+import { type EraseRule, judge } from './model/erase-rule.js';
+import type { PersonGraph } from './model/person.js';
 import { NdjsonStateError } from './ndjson-file.js';
 import { forEachLine, isTombstone, lineDigest, RECORD_STREAM } from './ndjson-index.js';
 import { openPrivateFile, refuseLinks } from './private-file.js';
@@ -50,11 +53,11 @@ export function gatherFromFile(path: string, committed: number, graph: PersonGra
 }
 
 /**
- * Rewrites one file without the person and commits its new length and index, marked done, with the
+ * Rewrites one file without what the rule takes and commits its new length and index, marked done, with the
  * pending rename; then renames it into place. Returns what changed (nothing: the file is left as it
  * is, and marked done).
  */
-export function eraseFromFile(db: Db, path: string, committed: number, p: Person, afterRename?: AfterRename): FileErased {
+export function eraseFromFile(db: Db, path: string, committed: number, rule: EraseRule, afterRename?: AfterRename): FileErased {
   const none = { path, lines: 0, changed: 0 };
   // Its lines are read and its name replaced: never those of a file a link there leads to.
   refuseLinks([path], 'replace it with the file itself');
@@ -65,7 +68,7 @@ export function eraseFromFile(db: Db, path: string, committed: number, p: Person
   const size = statSync(path).size;
   if (size < committed)
     throw new NdjsonStateError(
-      `${path} holds ${size} bytes but ${committed} were committed: it was changed outside campaign-sync; the candidate was not erased from it (restore it, then run \`campaign-sync forget\` again)`,
+      `${path} holds ${size} bytes but ${committed} were committed: it was changed outside campaign-sync; nothing was erased from it (restore it, then run \`campaign-sync forget\` again)`,
     );
   const keep: string[] = [];
   // The index's entry of a record is its last line's digest: one removed leaves the index, one rewritten moves it.
@@ -88,7 +91,7 @@ export function eraseFromFile(db: Db, path: string, committed: number, p: Person
         keep.push(line);
         return;
       }
-      const s = scrubPerson(record, p);
+      const s = judge(record, rule);
       if (id !== undefined) lastRemoved.set(id, s.kind === 'whole');
       if (s.kind === 'whole') {
         lines++;
@@ -105,7 +108,7 @@ export function eraseFromFile(db: Db, path: string, committed: number, p: Person
       keep.push(line);
     });
   } catch (err) {
-    throw storageError(err, `cannot read ${path} to erase a candidate from it`);
+    throw storageError(err, `cannot read ${path} to erase from it`);
   }
   if (lines + changed === 0) {
     db.transaction(() => fileDone(db, path))();
@@ -132,7 +135,7 @@ export function eraseFromFile(db: Db, path: string, committed: number, p: Person
     }
     throw storageError(
       err,
-      `forget: cannot rewrite ${path} without the candidate (the erasure stays pending: the next pull or forget finishes it)`,
+      `forget: cannot rewrite ${path} without the erased records (the erasure stays pending: the next pull or forget finishes it)`,
     );
   }
   const stream = db.prepare(`SELECT ${RECORD_STREAM} FROM ndjson_records n WHERE n.path = ? AND n.id = ? AND n.digest = ?`).pluck();
@@ -145,6 +148,10 @@ export function eraseFromFile(db: Db, path: string, committed: number, p: Person
       for (const s of stream.all(path, id, digest) as string[]) uncount.run(s);
       forget.run(path, id, digest);
     }
+    forgetDriftExamples(
+      db,
+      removed.map((r) => r.id),
+    );
     for (const m of moved) move.run(m.to, path, m.id, m.from);
     fileDone(db, path);
     db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(

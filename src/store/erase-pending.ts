@@ -1,6 +1,6 @@
 /**
- * The mark of an erasure not finished yet (`meta` ERASE_PENDING_KEY): whom it erases and which NDJSON
- * files are done, so a forget killed or stopped by a full disk between two files is finished by the
+ * The mark of an erasure not finished yet (`meta` ERASE_PENDING_KEY): its rule (whom it erases, and
+ * the cut of a retention: store/model/erase-rule.ts) and which NDJSON files are done, so a forget killed or stopped by a full disk between two files is finished by the
  * next forget or pull, file by file, before anything else runs.
  *
  * Whom: keyed digests (HMAC-SHA-256) of the person's ids and e-mail keys (store/model/person.ts), under a
@@ -14,19 +14,23 @@
 import { randomBytes } from 'node:crypto';
 import { ERASE_PENDING_KEY } from './checkpoints.js';
 import type { Db } from './db.js';
-import { type KnownPerson, type Person, personDigests, personOfDigests } from './model/person.js';
+import type { EraseRule } from './model/erase-rule.js';
+import { type KnownPerson, personDigests, personOfDigests } from './model/person.js';
 
 interface Stored {
   at: string;
   key: string;
+  /** The person's digests; empty for a retention alone. */
   person: string[];
+  /** A retention's cut (ISO 8601): records dated before it go. */
+  before?: string;
   done: string[];
 }
 
 /** An unfinished erasure as the mark records it. */
 export interface PendingErasure {
-  /** Whom it erases; undefined for a mark of the older shape (only the rebuild is left to do). */
-  person: Person | undefined;
+  /** What it erases; undefined for a mark of the older shape (only the rebuild is left to do). */
+  rule: EraseRule | undefined;
   /** The NDJSON files whose rewrite is committed (the rename is finishRewrites'). */
   done: ReadonlySet<string>;
 }
@@ -52,14 +56,25 @@ function read(db: Db): Stored | string | undefined {
 export function pendingErasure(db: Db): PendingErasure | undefined {
   const stored = read(db);
   if (stored === undefined) return undefined;
-  if (typeof stored === 'string') return { person: undefined, done: new Set() };
-  return { person: personOfDigests(stored.person, Buffer.from(stored.key, 'base64url')), done: new Set(stored.done) };
+  if (typeof stored === 'string') return { rule: undefined, done: new Set() };
+  const before = stored.before === undefined ? undefined : Date.parse(stored.before);
+  const person = stored.person.length === 0 ? undefined : personOfDigests(stored.person, Buffer.from(stored.key, 'base64url'));
+  return { rule: { person, before: Number.isFinite(before) ? before : undefined }, done: new Set(stored.done) };
 }
 
-/** Records that `p` is being erased, no file done yet. Call in the transaction of the erasure's first change. */
-export function beginErasure(db: Db, p: KnownPerson): void {
+/**
+ * Records that the rule's records are being erased (the person `p`, records dated before `before`),
+ * no file done yet. Call in the transaction of the erasure's first change.
+ */
+export function beginErasure(db: Db, p: KnownPerson | undefined, before?: number): void {
   const key = randomBytes(32);
-  const stored: Stored = { at: new Date().toISOString(), key: key.toString('base64url'), person: personDigests(p, key), done: [] };
+  const stored: Stored = {
+    at: new Date().toISOString(),
+    key: key.toString('base64url'),
+    person: p === undefined ? [] : personDigests(p, key),
+    ...(before === undefined ? {} : { before: new Date(before).toISOString() }),
+    done: [],
+  };
   set(db, JSON.stringify(stored));
 }
 

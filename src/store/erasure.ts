@@ -1,16 +1,17 @@
 /**
- * One candidate's erasure from a SQLite database and the NDJSON files it wrote, in an order a crash
- * or a full disk cannot turn into a false "done":
+ * An erasure from a SQLite database and the NDJSON files it wrote (one candidate's, or the results
+ * dated before a retention's cut: store/model/erase-rule.ts), in an order a crash or a full disk
+ * cannot turn into a false "done":
  *
  * 1. an erasure left unfinished is finished first (finishErasure);
- * 2. every record (rows and lines) is read once to learn who the person is: every id and e-mail
- *    linked to what forget was given (store/model/person.ts PersonGraph);
- * 3. one transaction deletes and rewrites their rows, scrubs the error texts and writes the mark of
- *    the erasure (erase-pending.ts: whom, as keyed digests, and no file done);
+ * 2. for a candidate, every record (rows and lines) is read once to learn who the person is: every
+ *    id and e-mail linked to what forget was given (store/model/person.ts PersonGraph);
+ * 3. one transaction deletes and rewrites the rows, scrubs the error texts and writes the mark of
+ *    the erasure (erase-pending.ts: its rule, a person as keyed digests, and no file done);
  * 4. each NDJSON file is rewritten and marked done (erase-ndjson.ts);
  * 5. the database is rebuilt (VACUUM) and the mark ends.
  *
- * A forget or a pull that finds the mark does 4 and 5 for the files not done, with the person the
+ * A forget or a pull that finds the mark does 4 and 5 for the files not done, with the rule the
  * mark holds, before anything else.
  */
 import type { ErasedCounts } from '../core/email.js';
@@ -18,9 +19,11 @@ import type { Db } from './db.js';
 import { eraseFromMirror, gatherFromMirror, scrub, scrubErrors } from './erase.js';
 import { type AfterRename, eraseFromFile, type FileErased, finishRewrites, gatherFromFile } from './erase-ndjson.js';
 import { beginErasure, endErasure, pendingErasure } from './erase-pending.js';
-import { type Person, PersonGraph } from './model/person.js';
+import type { EraseRule } from './model/erase-rule.js';
+import { type KnownPerson, PersonGraph } from './model/person.js';
 import { NdjsonOffsets } from './offsets.js';
 import { refuseLinks } from './private-file.js';
+import { SqliteQuarantine } from './quarantine.js';
 
 export type { FileErased } from './erase-ndjson.js';
 
@@ -34,12 +37,12 @@ function resultFiles(db: Db): Array<{ path: string; committed: number }> {
   return new NdjsonOffsets(db).files().filter((f) => !f.path.endsWith('/campaigns.ndjson'));
 }
 
-/** Rewrites every file not done yet without the person. */
-function eraseFromFiles(db: Db, p: Person, done: ReadonlySet<string>, hooks: ErasureHooks): FileErased[] {
+/** Rewrites every file not done yet without what the rule takes. */
+function eraseFromFiles(db: Db, rule: EraseRule, done: ReadonlySet<string>, hooks: ErasureHooks): FileErased[] {
   const out: FileErased[] = [];
   for (const f of resultFiles(db)) {
     if (done.has(f.path)) continue;
-    const r = eraseFromFile(db, f.path, f.committed, p, hooks.afterRename);
+    const r = eraseFromFile(db, f.path, f.committed, rule, hooks.afterRename);
     if (r.lines + r.changed > 0) out.push(r);
   }
   return out;
@@ -53,9 +56,9 @@ export interface Finished {
 }
 
 /**
- * Finishes an erasure a killed or failed forget left: its committed renames, every file it had not
- * done (with the person its mark holds), the rebuild. Throws (a full disk, a file changed outside)
- * before anything else could run with the person still in a file.
+ * Finishes an erasure a killed or failed forget (or retention) left: its committed renames, every
+ * file it had not done (with the rule its mark holds), the rebuild. Throws (a full disk, a file
+ * changed outside) before anything else could run with the records still in a file.
  */
 export function finishErasure(db: Db, hooks: ErasureHooks = {}): Finished {
   // A link at one of the NDJSON files is refused before anything is erased anywhere.
@@ -66,16 +69,18 @@ export function finishErasure(db: Db, hooks: ErasureHooks = {}): Finished {
   finishRewrites(db, hooks.afterRename);
   const pending = pendingErasure(db);
   if (pending === undefined) return { earlier: false, done: true };
-  if (pending.person !== undefined) eraseFromFiles(db, pending.person, pending.done, hooks);
+  if (pending.rule !== undefined) eraseFromFiles(db, pending.rule, pending.done, hooks);
   return { earlier: true, done: scrub(db) };
 }
 
 export interface Erasure {
   rows: ErasedCounts;
+  /** Rows removed from each table of copies that had any (store/model/erase-tables.ts). */
+  copies: Record<string, number>;
   files: FileErased[];
   /** An erasure left unfinished was finished first. */
   earlier: boolean;
-  /** Whether anything of the person was found (rows, lines, error texts). */
+  /** Whether anything was found (rows, lines, error texts). */
   found: boolean;
   /** The rebuild finished (false: another connection kept it out; the mark stays for the next run). */
   done: boolean;
@@ -90,22 +95,61 @@ export function eraseCandidate(db: Db, user: string, hooks: ErasureHooks = {}): 
   gatherFromMirror(db, graph);
   for (const f of resultFiles(db)) gatherFromFile(f.path, f.committed, graph);
   const person = graph.find(user);
+  const terms = [user, ...person.ids, ...person.emails];
+  return erase(db, { person }, first, hooks, () => ({
+    error_texts: scrubErrors(db, terms),
+    // By the text as received too: a quarantined record may not parse (model/person.ts quarantinedNames).
+    quarantined: new SqliteQuarantine(db).erase(person, terms),
+  }));
+}
+
+/**
+ * Erases the results dated before `before` (ms since the epoch; store/model/erase-rule.ts says what
+ * a record's date is), with their score details, eval results, copies and NDJSON lines.
+ */
+export function eraseOlderThan(db: Db, before: number, hooks: ErasureHooks = {}): Erasure {
+  const first = finishErasure(db, hooks);
+  return erase(db, { before }, first, hooks);
+}
+
+/**
+ * The erasure of a rule, once an earlier one is finished (`first`): one transaction deletes and
+ * rewrites the rows, scrubs the error texts and the quarantine (`personal`, a person's erasure) and
+ * writes the mark; then each file is rewritten, then the database rebuilt.
+ */
+function erase(
+  db: Db,
+  rule: { person?: KnownPerson; before?: number },
+  first: Finished,
+  hooks: ErasureHooks,
+  personal?: () => { error_texts: number; quarantined: number },
+): Erasure {
   // Deleted cells are overwritten with zeros, not left in the pages.
   db.pragma('secure_delete = ON');
-  const rows = db.transaction(() => {
-    const counts = eraseFromMirror(db, person);
-    const terms = [user, ...person.ids, ...person.emails];
-    const error_texts = scrubErrors(db, terms);
-    beginErasure(db, person);
-    return { ...counts, error_texts };
+  const { rows, copies } = db.transaction(() => {
+    const { copies, ...counts } = eraseFromMirror(db, rule);
+    const own = personal?.();
+    if ((own?.quarantined ?? 0) > 0) copies.quarantine = (copies.quarantine ?? 0) + (own?.quarantined ?? 0);
+    beginErasure(db, rule.person, rule.before);
+    return { rows: { ...counts, error_texts: own?.error_texts ?? 0, quarantined: copies.quarantine ?? 0 }, copies };
   })();
-  const files = eraseFromFiles(db, person, new Set(), hooks);
-  const found = rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts + files.length > 0;
+  const files = eraseFromFiles(db, rule, new Set(), hooks);
+  const copied = Object.values(copies).reduce((a, b) => a + b, 0);
+  const found =
+    rows.session_results +
+      rows.role_results +
+      rows.score_details +
+      rows.records_changed +
+      rows.result_versions +
+      rows.error_texts +
+      copied +
+      files.length >
+    0;
   if (!found) {
     // Nothing changed: no rebuild to do, the mark goes (secure_delete is on), unless the earlier
     // erasure's rebuild is still to do.
     if (first.done) endErasure(db);
-    return { rows, files, earlier: first.earlier, found, done: first.done };
+    return { rows, copies, files, earlier: first.earlier, found, done: first.done };
   }
-  return { rows, files, earlier: first.earlier, found, done: scrub(db) };
+  return { rows, copies, files, earlier: first.earlier, found, done: scrub(db) };
 }

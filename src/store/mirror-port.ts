@@ -3,16 +3,19 @@
  * store/pg/ each implement MirrorBackend; app/factory.ts picks one from --db, once, and commands see
  * only these types.
  */
+import type { DriftChange, KnownDrift } from '../core/drift.js';
 import type { ErasedCounts } from '../core/email.js';
 import type { BudgetStore } from '../core/rate.js';
 import type { Destination } from '../core/types.js';
-import type { SkippedCampaign } from './campaigns.js';
-import type { StreamRow } from './checkpoints.js';
 import type { FileErased } from './erase-ndjson.js';
 import type { Holder } from './lock.js';
+import type { ChangeTableName, ExportTable } from './model/export-tables.js';
+import type { QuarantineRow, QuarantineSelection } from './model/quarantine.js';
+import type { FleetStatus, FleetTimes } from './model/stream-leases.js';
+import type { SkippedCampaign, StreamRow } from './model/streams.js';
 import type { Cursors, Sink } from './sinks/sink.js';
 
-export type { Holder, SkippedCampaign, StreamRow };
+export type { FleetStatus, Holder, QuarantineRow, QuarantineSelection, SkippedCampaign, StreamRow };
 
 /** The database a command was given: --db's value and where it came from (--db, CAMPAIGN_SYNC_DB, a profile's key). */
 export interface MirrorTarget {
@@ -50,8 +53,16 @@ export interface JobStore {
    * where it was opened (moved or removed meanwhile; store/sqlite/mirror-guard.ts). Watch calls it before each pass.
    */
   verify(): Promise<void>;
+  /** What the stream's earlier passes recorded of its field paths and enumeration values (sync/drift.ts). */
+  driftKnown?: ((stream: string) => Promise<KnownDrift[]>) | undefined;
+  /** Optional: the times a fleet's workers share (PostgreSQL), for watch's scheduler. */
+  fleetTimes?: (() => Promise<FleetTimes>) | undefined;
   /** The request budget's slots in the mirror's database, shared by every host (PostgreSQL); none: the user's file. */
   budgetSlots?: ((key: string, timeoutMs: number) => BudgetStore) | undefined;
+  /** What the retention (StoreChoice.retention) erased as the mirror was opened, when it was due then. */
+  readonly retained?: Retained | undefined;
+  /** Whether the retention is due again at `now` (store/model/retention.ts): a watch then opens the mirror again, which applies it. */
+  retentionDue(now: number): boolean;
   /** Flushes the sink, then releases the database and the lock; throws as verify() would, once the data is safe. */
   close(): Promise<void>;
 }
@@ -66,8 +77,18 @@ export interface StoreChoice {
   format: string;
   out: string;
   concurrency: number;
+  /** --lease (ms): how long a worker holds a stream without renewing it (PostgreSQL's stream leases); none: the default. */
+  leaseMs?: number | undefined;
   /** The store's warnings (a PostgreSQL mirror's record with U+0000), for the command's output. */
   warning?: ((text: string) => void) | undefined;
+  /** --retention in ms: when due (at most once a day), the results dated before now minus it are erased as the mirror opens. */
+  retention?: number | undefined;
+}
+
+/** A retention's erasure: the cut (ISO 8601) and what went. */
+export interface Retained {
+  before: string;
+  done: ErasureDone;
 }
 
 /** What `status` (and `status --check`) reads of a mirror. */
@@ -75,8 +96,15 @@ export interface MirrorReader {
   streams(): Promise<StreamRow[]>;
   campaignNames(): Promise<Map<string, string>>;
   skipped(): Promise<SkippedCampaign[]>;
-  /** A process syncing the mirror now (SQLite: the lock's holder; PostgreSQL: the first worker holding stream locks). */
+  /** A process syncing the mirror now (SQLite: the lock's holder; PostgreSQL: the first live worker holding stream leases). */
   holder(): Promise<Holder | undefined>;
+  /**
+   * The drift not reported yet, marked reported: each change is taken once. `unmarked` says why they
+   * could not be marked (a read-only file), when they will be reported again.
+   */
+  takeDrift?(): Promise<{ changes: DriftChange[]; unmarked?: string | undefined }>;
+  /** Optional: the workers syncing the mirror together and their leases (PostgreSQL). */
+  fleet?(): Promise<FleetStatus | undefined>;
   close(): Promise<void>;
 }
 
@@ -103,6 +131,8 @@ export interface CheckpointAdmin {
 /** What one `forget` erased. */
 export interface ErasureDone {
   rows: ErasedCounts;
+  /** Rows removed from each table of copies that had any (store/model/erase-tables.ts: versions, quarantine). */
+  copies: Record<string, number>;
   /** The NDJSON files rewritten (a SQLite mirror's only). */
   files: FileErased[];
   /** Whether anything of the person was found (rows, lines, error texts). */
@@ -111,13 +141,113 @@ export interface ErasureDone {
   earlier?: boolean | undefined;
 }
 
-/** What `forget` needs of a mirror: the erasure of one person, under the lock that keeps a pull from writing them back. */
+/**
+ * What `forget` needs of a mirror: the erasure of one person, or of the results dated before a cut,
+ * under the lock that keeps a pull from writing them back.
+ */
 export interface EraseMirror {
   /** The database as messages name it (a PostgreSQL URL without its password). */
   readonly name: string;
   /** Where a person was looked for, for "no record ... in <searched>". */
   readonly searched: string;
   erase(user: string): Promise<ErasureDone>;
+  /** Erases the results dated before `before` (ms since the epoch; store/model/erase-rule.ts), their details and copies. */
+  eraseOlderThan(before: number): Promise<ErasureDone>;
+  close(): Promise<void>;
+}
+
+/** Rows as arrays of cells in the order of their columns: synchronous from SQLite (no await per row), asynchronous from PostgreSQL. */
+export type Rows = Iterable<unknown[]> | AsyncIterable<unknown[]>;
+
+/** What `export` reads of a table: its filters, and the columns it writes. */
+export interface ExportQuery {
+  table: ExportTable;
+  /** The campaign's id (from campaignIds), a first day and a last day (YYYY-MM-DD), each optional. */
+  campaign?: string | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+  /** Picks the columns written, in their order, from those the table has (the mirror's bookkeeping left out); every one when absent. */
+  columns?: ((available: string[]) => string[]) | undefined;
+}
+
+/**
+ * A table's rows in one snapshot of a SQLite mirror, by row-id range (store/snapshot.ts RangeReader):
+ * CSV export reads a table with a row id through them, a batch of rows joined into bytes at a time
+ * (export/csv-table.ts, export/csv-bytes.ts).
+ */
+export interface RowRanges {
+  /** Whether batches can be read (the table's cells allow the batch query). */
+  readonly hasBatches: boolean;
+  /** The first `limit` rows of [from, to] as one blob (null for none), how many, and the last one's row id. */
+  batch(from: bigint, to: bigint, limit: number): { bytes: Buffer | null; rows: number; last: bigint | null };
+  /** The rows of [lo, hi) as cells, each ending with its row id. */
+  rows(lo: bigint, hi: bigint): IterableIterator<unknown[]>;
+  /** Opens the snapshot. */
+  begin(): void;
+  /** Ends the snapshot; never throws. */
+  end(): void;
+}
+
+/** A table opened for export. */
+export interface ExportRows {
+  columns: string[];
+  /** Each column's type as the database declares it (for Parquet's column types: export/parquet.ts parquetKind). */
+  types: Array<string | null>;
+  rows(): Rows;
+  /** The same rows by row-id range with which cells carry their type, where the backend has them (SQLite, a table with a row id). */
+  ranges?: (() => { reader: RowRanges; batch?: { typed: boolean[] } | undefined }) | undefined;
+}
+
+/** A result reconcile --prune deleted: a tombstone of --since-last. */
+export interface Tombstone {
+  id: string;
+  campaign_id: string | null;
+  deleted_at: string;
+}
+
+/** What a consumer's `export --since-last` reads, in one snapshot. */
+export interface ChangeRows {
+  /** The changes numbered in `(from, to]`; `from` is -1 for a consumer never seen (its first export takes every row). */
+  window: { from: number; to: number };
+  columns: string[];
+  types: Array<string | null>;
+  /** The window's tombstones (none on a consumer's first export), in order; one whose record came back within it is left out. */
+  tombstones(): Iterable<Tombstone> | AsyncIterable<Tombstone>;
+  /** The rows inserted or changed within the window. */
+  rows(): Rows;
+  /** Ends the read, once both were read. */
+  end(): Promise<void>;
+  /** Never throws: the export's own error is the one to report. */
+  abort(): void;
+}
+
+/** What `export` needs of a mirror: campaigns by id or name, a table's rows, and (--since-last) a consumer's changes and place. */
+export interface ExportSource {
+  /** Campaign ids for an id or a name, as `pull --campaign` takes them. */
+  campaignIds(selector: string): Promise<string[]>;
+  /** A campaign's type as stored (null when unknown). */
+  campaignType(id: string): Promise<string | null | undefined>;
+  /** A table's rows; a table the mirror does not have yet (an older schema) is a usage error saying to pull once. */
+  rows(q: ExportQuery): Promise<ExportRows>;
+  /** A consumer's changes of a results table since its last export (a source opened `forChanges` only). */
+  changes(consumer: string, table: ChangeTableName, columns?: (available: string[]) => string[]): Promise<ChangeRows>;
+  /** Remembers that `consumer` has every change of `table` up to `to`, once its file is in place; never moves it back. */
+  remember(consumer: string, table: ChangeTableName, to: number, at: string): Promise<void>;
+  /**
+   * A failure of the database as the command reports it (SQLite's errors exit 74 naming the file);
+   * undefined for an error that is not the database's.
+   */
+  failure(err: unknown): unknown | undefined;
+  close(): Promise<void>;
+}
+
+/** What `quarantine list|drop|retry` needs of a mirror: its quarantined records (store/quarantine.ts). */
+export interface QuarantineAdmin {
+  /** The database as messages name it (a PostgreSQL URL without its password). */
+  readonly name: string;
+  list(): Promise<QuarantineRow[]>;
+  /** Deletes the selected records; returns those deleted. */
+  drop(which: QuarantineSelection): Promise<QuarantineRow[]>;
   close(): Promise<void>;
 }
 
@@ -131,6 +261,65 @@ export interface MirrorBackend {
   openCheckpointAdmin(t: MirrorTarget): Promise<CheckpointAdmin>;
   /** Opens an existing mirror for `forget`, under the lock. */
   openEraser(t: MirrorTarget): Promise<EraseMirror>;
+  /** Opens an existing mirror to read its versions of results (history, export --as-of). */
+  openVersions(t: MirrorTarget): Promise<VersionReader>;
+  /** Opens an existing mirror's quarantine (migrated to have one). */
+  openQuarantine(t: MirrorTarget): Promise<QuarantineAdmin>;
   /** Upserts the campaigns' list, as a pull does (the mirror created or migrated on first use). */
   storeCampaigns(t: MirrorTarget, list: Array<Record<string, unknown>>, at: string, lister: string): Promise<void>;
+  /**
+   * Opens an existing mirror to export from: read-only, or (`forChanges`, export --since-last)
+   * read-write, to remember a consumer's place (and number an older mirror's changes).
+   */
+  openExport(t: MirrorTarget, opts: { forChanges: boolean }): Promise<ExportSource>;
+  /** The local files that hold the mirror (a SQLite file, its journal and lock), by their real paths: none an export may write over. */
+  ownFiles(t: MirrorTarget): string[];
+}
+
+/** One version of a result, as `result_versions` holds it (store/versions.ts). */
+export interface ResultVersion {
+  kind: 'session' | 'role';
+  id: string;
+  /** 1 for the first version the mirror saw, then one more for each change and each deletion. */
+  version: number;
+  campaign_id: string | null;
+  report_type: string | null;
+  user_id: string | null;
+  user_email: string | null;
+  order_index: bigint | null;
+  /** A deletion (reconcile --prune): the record was no longer served; no `raw`. */
+  deleted: boolean;
+  /** When this mirror first saw this version (ISO 8601, UTC). */
+  valid_from: string;
+  /** When it saw the next version or the deletion; null for the current one. */
+  valid_to: string | null;
+  /** The service's request_id of the page that brought it, where the service sent one. */
+  request_id: string | null;
+  /** The record as served (JSON text); null for a deletion. */
+  raw: string | null;
+}
+
+/** A version with what it says of the candidate (store/model/versions.ts versionSummary). */
+export interface HistoryVersion extends ResultVersion {
+  score: number | null;
+  /** Role results' recommendation_status. */
+  recommendation: string | null;
+}
+
+/** Who or what `history` asks about: a person (id or e-mail), or one record id. */
+export interface HistoryQuery {
+  user?: string | undefined;
+  record?: string | undefined;
+}
+
+/** What `history` and `export --as-of` read of a mirror: its versions of results. */
+export interface VersionReader {
+  /** Every version of the records that name the person at their top (or of the record), by record then version. */
+  history(q: HistoryQuery): Promise<HistoryVersion[]>;
+  /**
+   * The results of `kind` as the mirror held them at `at` (ISO 8601), deletions left out, by id; of
+   * one campaign if given: each as the row its table held, then its version and valid_from.
+   */
+  asOf(kind: 'session' | 'role', at: string, campaign?: string): { columns: string[]; rows: AsyncIterable<unknown[]> };
+  close(): Promise<void>;
 }

@@ -5,30 +5,15 @@
  * transaction (store/group.ts). Campaigns are in store/campaigns.ts.
  */
 import type { CheckedRecord, Endpoint, StreamId } from '../core/types.js';
-import { CURRENT_SEQ, NEXT_SEQ_SQL, TOMBSTONE_SQL } from './changes.js';
+import { CURRENT_SEQ, NEXT_SEQ_SQL, SEEN_SQL, TOMBSTONE_SQL } from './changes.js';
 import type { Db } from './db.js';
 import { type SplitRecord, splitDetailed } from './model/compact.js';
+import type { IdConflict, UpsertCounts } from './model/page.js';
 import { COLUMNS, evalRows, roleRow, sessionRow, type Values } from './model/rows.js';
 import { roleRawSql } from './reassemble.js';
 import { insertIgnore, placeholders, update, upsert } from './sql.js';
 
-/**
- * What a page did to the mirror: records new to it, and records whose content changed (a record read
- * again unchanged is neither). A record whose id another campaign's stream stored first is neither
- * too: it is left to that campaign (store/conflicts.ts), and named in `conflicts` when this is the
- * first time its stream was served it.
- */
-export interface UpsertCounts {
-  inserted: number;
-  updated: number;
-  conflicts?: IdConflict[] | undefined;
-}
-
-/** A record served by this stream's campaign whose id another campaign holds: the id, and that campaign. */
-export interface IdConflict {
-  id: string;
-  kept: string;
-}
+export type { IdConflict, UpsertCounts };
 
 /** An insert that stamps the row with the write's change number (store/changes.ts). */
 function insertStamped(table: 'session_results' | 'role_results'): string {
@@ -53,6 +38,7 @@ function prepareStatements(db: Db) {
     updateRole: db.prepare(updateIfChanged('role_results')),
     rewriteRole: db.prepare(updateStamped('role_results')),
     nextSeq: db.prepare(NEXT_SEQ_SQL),
+    seen: db.prepare(SEEN_SQL),
     tombSession: db.prepare(TOMBSTONE_SQL.replace('%TABLE%', 'session_results')),
     tombRole: db.prepare(TOMBSTONE_SQL.replace('%TABLE%', 'role_results')),
     setRoleRaw: db.prepare('UPDATE role_results SET raw = ? WHERE id = ?'),
@@ -110,6 +96,7 @@ export class Mirror {
       } else continue;
       this.insertEvals(evalRows('session_result', r.id, r.record.eval_results, campaignId));
     }
+    if (counts.inserted > 0) this.s.seen.run();
     return counts;
   }
 
@@ -138,6 +125,7 @@ export class Mirror {
       }
       this.insertDetails(r, split);
     }
+    if (counts.inserted > 0) this.s.seen.run();
     return counts;
   }
 

@@ -16,7 +16,7 @@ export class RangeReader {
   /**
    * @param sql a SELECT ending in `rowid >= ? AND rowid <= ?` whose last column is the rowid
    * @param params the values of its other parameters, before the two bounds
-   * @param batchSql the rows of a rowid range as one blob, its row count and its last rowid, bound alike (export/tables.ts batchQuery)
+   * @param batchSql the rows of a rowid range as one blob, its row count and its last rowid, bound alike (store/sqlite/export-sql.ts batchQuery)
    */
   constructor(
     private readonly db: Db,
@@ -56,7 +56,7 @@ export class RangeReader {
 
   /** The rows whose rowid is in [lo, hi), in rowid order; each row ends with its rowid. */
   rows(lo: bigint, hi: bigint): IterableIterator<unknown[]> {
-    // The SQL's upper bound is inclusive (export/tables.ts exportRangeQuery).
+    // The SQL's upper bound is inclusive (store/sqlite/export-sql.ts exportRangeQuery).
     return this.stmt.iterate(...this.params, lo, hi - 1n) as IterableIterator<unknown[]>;
   }
 

@@ -40,7 +40,7 @@ export interface PageFacts {
 export type PagingStep = { done: true } | { done: false; next: bigint };
 
 /** The envelope's cursor for the next page, if it names one. */
-function envelopeCursor(page: PageEnvelope, where: string, redact: Redact): bigint | undefined {
+export function envelopeCursor(page: PageEnvelope, where: string, redact: Redact): bigint | undefined {
   for (const field of ['last_record_index', 'last_record_id'] as const) {
     const value = page[field];
     if (value === undefined || value === null) continue;

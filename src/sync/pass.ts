@@ -3,8 +3,14 @@
  * (stream.ts) from its checkpoint, `concurrency` at a time over one request budget. The first fatal
  * error (401, a storage failure, a bug) stops every stream; the pass waits for them all before it
  * returns or throws. It reports outcomes; the exit code is errors.ts's `exitCodeForPass`.
+ *
+ * On a mirror several workers sync (the sink's `leases`: PostgreSQL), each stream is taken by a lease
+ * first and given back when done. A stream another worker holds is not fought over: the pass syncs
+ * the free ones, then asks again for the busy ones until it takes each, or finds that a sync of it
+ * which began after this pass did has completed (it is then not synced twice).
  */
 import type { Campaign } from '../api/envelopes.js';
+import { sleep } from '../core/clock.js';
 import type { Progress } from '../core/events.js';
 import type { Endpoint } from '../core/types.js';
 import { ApiError, AuthError, NothingSynced } from '../errors.js';
@@ -27,6 +33,14 @@ export interface PassOptions extends StreamOptions {
   type?: Endpoint | undefined;
   /** Streams synced at once, over one request budget. */
   concurrency: number;
+  /** A stream another worker holds is left to it, not waited for (pull --if-idle, a fleet's watch). */
+  skipBusy?: boolean | undefined;
+  /**
+   * At most this many streams synced in the pass (a fleet's watch: its share of the budget); the
+   * selected streams past it are there for those that another worker holds or has just synced. A
+   * function is given the number of streams selected.
+   */
+  limit?: number | ((selected: number) => number) | undefined;
   /** Which planned streams to check this pass (watch's scheduler, sync/schedule.ts); default all. */
   select?: ((planned: PlannedStream[]) => PlannedStream[]) | undefined;
 }
@@ -43,6 +57,8 @@ export interface PassResult {
   interrupted: boolean;
   /** Streams planned but left for a later pass by `select` (0 without it). */
   unchecked?: number | undefined;
+  /** Streams another worker synced while this pass ran (their sync began after it started), or held (skipBusy): not synced here. */
+  elsewhere?: number | undefined;
   /** The lookback's window and its counts over all streams, when it ran (its requests are in `requests` too). */
   lookback?: (WalkCounts & { window: DateWindow }) | undefined;
 }
@@ -91,15 +107,78 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   if (deps.signal?.aborted) stop.abort();
   deps.signal?.addEventListener('abort', forward, { once: true });
   const signal = stop.signal;
-  const totals: Progress = { streamsDone: 0, streams: planned.length, records: 0, requests: deps.client.requests };
+  const limit = typeof opts.limit === 'function' ? opts.limit(planned.length) : (opts.limit ?? Number.POSITIVE_INFINITY);
+  const totals: Progress = {
+    streamsDone: 0,
+    streams: Math.min(planned.length, limit),
+    records: 0,
+    requests: deps.client.requests,
+  };
   const results: StreamResult[] = new Array(planned.length);
   let fatal: unknown;
   let next = 0;
-  const worker = async () => {
-    while (next < planned.length && fatal === undefined) {
-      const index = next++;
+  const leases = deps.sink.leases;
+  const passStart = leases === undefined || planned.length === 0 ? '' : await leases.begin();
+  // Streams another worker held when asked, and how many of them are being asked for again now.
+  const busy: number[] = [];
+  let asking = 0;
+  let elsewhere = 0;
+  let taken = 0;
+  /** The next stream this worker may sync (its lease taken), or undefined when none is left. */
+  const take = async (): Promise<number | undefined> => {
+    // Stopped (a signal), the streams not yet started still report `interrupted`, as before any
+    // lease; only the waiting for busy ones ends.
+    while (fatal === undefined && taken < limit) {
+      const fresh = next < planned.length;
+      const index = fresh ? next++ : signal.aborted ? undefined : busy.shift();
+      if (index === undefined) {
+        if (asking === 0 || signal.aborted) return undefined;
+        // Another worker of this pass is asking for the last busy ones: they may come back.
+        await sleep(leases?.retryMs ?? 100, signal).catch(() => {});
+        continue;
+      }
+      if (leases === undefined) {
+        taken++;
+        return index;
+      }
+      asking++;
+      let claim: Awaited<ReturnType<typeof leases.claim>>;
       try {
-        results[index] = await syncStream(planned[index] as PlannedStream, { ...deps, signal }, opts, totals);
+        claim = await leases.claim((planned[index] as PlannedStream).id.key, passStart);
+      } finally {
+        asking--;
+      }
+      if (claim === 'taken') {
+        // Counted once taken; a lease taken past the limit by a worker slot racing another is still synced.
+        taken++;
+        return index;
+      }
+      if (claim === 'done' || (claim === 'busy' && opts.skipBusy)) {
+        elsewhere++;
+        totals.streams--;
+        continue;
+      }
+      busy.push(index);
+      // Asked again after a while; a fresh stream is tried at once.
+      if (next >= planned.length) await sleep(leases.retryMs, signal).catch(() => {});
+    }
+    return undefined;
+  };
+  const worker = async () => {
+    while (fatal === undefined) {
+      let index: number | undefined;
+      try {
+        index = await take();
+      } catch (err) {
+        fatal ??= err;
+        stop.abort();
+        return;
+      }
+      if (index === undefined) return;
+      const stream = planned[index] as PlannedStream;
+      try {
+        results[index] = await syncStream(stream, { ...deps, signal }, opts, totals);
+        await leases?.release(stream.id.key, results[index]?.status === 'ok');
       } catch (err) {
         fatal ??= err;
         stop.abort();
@@ -136,7 +215,9 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   }
   return {
     lookback,
-    unchecked: listed.planned.length - planned.length,
+    // With a limit, the selected streams it left out are unchecked too.
+    unchecked: listed.planned.length - (opts.limit === undefined ? planned.length : streams.length + elsewhere),
+    elsewhere,
     streams,
     skipped,
     requests: deps.client.requests - requestsBefore,

@@ -127,17 +127,28 @@ export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise
       durationMs: 0,
     };
     try {
+      // Quarantined records of the walk without a usable id.
+      let unknown = 0;
       const walk = {
         from: undefined,
         window: {},
         checkpoint: false,
-        onPage: (records: Array<{ id: string }>) => {
+        onPage: (records: Array<{ id: string }>, held: Array<string | undefined>) => {
           for (const r of records) served.add(r.id);
+          // Quarantined, but served: not gone. One without an id may be any stored record.
+          for (const r of held) {
+            if (r === undefined) unknown++;
+            else served.add(r);
+          }
         },
       };
       await walkStream(id, deps, opts, walk, counts, totals, deps.state.cursor(id));
       result.gone = [...stored].filter((r) => !served.has(r));
-      if (opts.prune && result.gone.length > 0) result.pruned = await deps.sink.prune(id, result.gone, new Date().toISOString());
+      if (opts.prune && result.gone.length > 0 && unknown > 0) {
+        deps.events?.warning?.(
+          `stream ${id.key}: not pruned: ${unknown} quarantined ${unknown === 1 ? 'record has' : 'records have'} no usable id and may be among the ${result.gone.length} not served (retry or drop them, then reconcile again)`,
+        );
+      } else if (opts.prune && result.gone.length > 0) result.pruned = await deps.sink.prune(id, result.gone, new Date().toISOString());
       await deps.sink.endStream(id, undefined, new Date().toISOString());
     } catch (err) {
       Object.assign(result, await streamFailure(err, id, deps));

@@ -1,7 +1,9 @@
 /**
- * The identity rules of a record, checked on every record of a page before anything of the
- * page is written: a usable `id`, an int64 `order_index` past the cursor and rising, and the
- * stream's campaign id (`campaign.id`, or a flat record's `campaign_id`). Everything else is lenient and kept as sent.
+ * The rules of a record, checked on every record of a page before anything of the page is written:
+ * a usable `id`, an int64 `order_index` past the cursor and rising, the stream's campaign id
+ * (`campaign.id`, or a flat record's `campaign_id`), and scores that are numbers. A record that fails
+ * them is quarantined (store/quarantine.ts) and the page goes on; a page that fails as a whole
+ * (records going backwards, an id twice) stops its stream. Everything else is lenient and kept as sent.
  *
  * Hand-written rather than zod: this runs on every record and must not walk or copy large objects.
  */
@@ -55,41 +57,121 @@ export interface PageContext {
   redact: Redact;
 }
 
-/** Checks a page's records; throws a DataError naming the record's position and field. */
-export function checkPage(data: unknown[], ctx: PageContext): CheckedRecord[] {
-  const out: CheckedRecord[] = new Array(data.length);
+/** A record that failed the record rules: where it sat in the page, and why. */
+export interface RecordFault {
+  /** Its index in the page's `data`. */
+  index: number;
+  /** The message naming the request, the record's position and the field at fault (without the key). */
+  reason: string;
+  /** Its id, when it has a usable one. */
+  id: string | undefined;
+  /** Its order_index, when it is a usable int64. */
+  orderIndex: bigint | undefined;
+}
+
+/** A page sorted by the rules: the records that pass them, and those that do not. */
+export interface SortedPage {
+  records: CheckedRecord[];
+  faults: RecordFault[];
+  /** The highest usable order_index of the page, of a record that passed or not. */
+  last: bigint | undefined;
+  /** Whether a record after the one holding `last` had no usable order_index (the envelope must say where the page ends). */
+  tailUnknown: boolean;
+}
+
+/**
+ * The fields that fill a REAL column (store/model/rows.ts `real`): a number, a numeric string, null
+ * or absent; anything else (a word, an object, a boolean) is the wrong type and fails the record.
+ */
+const SCORE_FIELDS = ['score', 'overall_score', 'scenario_score'] as const;
+
+function scoreFault(record: Record<string, unknown>): string | undefined {
+  for (const field of SCORE_FIELDS) {
+    const v = record[field];
+    if (v === undefined || v === null || typeof v === 'number' || v instanceof NumberText) continue;
+    if (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))) continue;
+    return field;
+  }
+  return undefined;
+}
+
+/**
+ * Sorts a page's records by the rules. A fault of one record (no usable id or order_index, another
+ * campaign's id, a score of the wrong type) is returned beside the others; a fault of the page as a
+ * whole throws a DataError: records not in ascending order_index past the cursor, or one id twice.
+ */
+export function sortPage(data: unknown[], ctx: PageContext): SortedPage {
+  const records: CheckedRecord[] = [];
+  const faults: RecordFault[] = [];
   let previous = ctx.after;
+  let last: bigint | undefined;
+  let tailUnknown = false;
+  // Only a page with a repeated id pays for more than the Set.
+  const ids = new Set<string>();
   for (let i = 0; i < data.length; i++) {
     const record = data[i] as Record<string, unknown>;
     const at = `${ctx.where}: record ${i + 1} of ${data.length}`;
     if (record === null || typeof record !== 'object' || Array.isArray(record)) {
-      throw new DataError(`${at}: not an object`);
+      faults.push({ index: i, reason: `${at}: not an object`, id: undefined, orderIndex: undefined });
+      tailUnknown = true;
+      continue;
     }
-    const id = record.id;
-    if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID_LENGTH)
-      throw new DataError(`${at}: id: ${show(id, ctx.redact)} is not a usable id`);
+    const rawId = record.id;
+    const id = typeof rawId === 'string' && rawId.length > 0 && rawId.length <= MAX_ID_LENGTH ? rawId : undefined;
+    const named = id === undefined ? at : `${at} (id ${id})`;
     const orderIndex = toInt64(record.order_index);
-    if (orderIndex === undefined) {
-      throw new DataError(`${at} (id ${id}): order_index: ${show(record.order_index, ctx.redact)} is not a non-negative int64`);
-    }
-    // Nested `campaign.id` (the interface), else flat `campaign_id` (the session reference's sample).
-    const campaign = record.campaign as { id?: unknown } | null | undefined;
-    const nested = campaign !== null && typeof campaign === 'object';
-    const campaignId = nested ? campaign.id : record.campaign_id;
-    if (campaignId !== ctx.campaignId) {
-      const field = nested || record.campaign_id === undefined ? 'campaign.id' : 'campaign_id';
-      if (typeof campaignId !== 'string' || campaignId.length === 0) {
-        throw new DataError(`${at} (id ${id}): ${field}: ${show(campaignId, ctx.redact)} is not a usable campaign id`);
+    if (orderIndex === undefined) tailUnknown = true;
+    else {
+      if (previous !== undefined && orderIndex <= previous) {
+        throw new DataError(
+          `${named}: order_index: ${orderIndex} does not come after ${previous} (records must arrive in ascending order_index past the cursor)`,
+        );
       }
-      throw new DataError(`${at} (id ${id}): ${field}: ${campaignId} is not the campaign asked for`);
+      previous = orderIndex;
+      last = orderIndex;
+      tailUnknown = false;
     }
-    if (previous !== undefined && orderIndex <= previous) {
-      throw new DataError(
-        `${at} (id ${id}): order_index: ${orderIndex} does not come after ${previous} (records must arrive in ascending order_index past the cursor)`,
-      );
+    if (id !== undefined) {
+      if (ids.has(id)) throw new DataError(`${named}: id ${id} is served twice in one page`);
+      ids.add(id);
     }
-    previous = orderIndex;
-    out[i] = new Checked(record, id, orderIndex);
+    const reason = recordFault(record, id, orderIndex, named, ctx);
+    if (reason !== undefined) faults.push({ index: i, reason, id, orderIndex });
+    else records.push(new Checked(record, id as string, orderIndex as bigint));
   }
-  return out;
+  return { records, faults, last, tailUnknown };
+}
+
+/** Why one record fails the rules, or undefined when it passes. */
+function recordFault(
+  record: Record<string, unknown>,
+  id: string | undefined,
+  orderIndex: bigint | undefined,
+  at: string,
+  ctx: PageContext,
+): string | undefined {
+  if (id === undefined) return `${at}: id: ${show(record.id, ctx.redact)} is not a usable id`;
+  if (orderIndex === undefined) return `${at}: order_index: ${show(record.order_index, ctx.redact)} is not a non-negative int64`;
+  // Nested `campaign.id` (the interface), else flat `campaign_id` (the session reference's sample).
+  const campaign = record.campaign as { id?: unknown } | null | undefined;
+  const nested = campaign !== null && typeof campaign === 'object';
+  const campaignId = nested ? campaign.id : record.campaign_id;
+  if (campaignId !== ctx.campaignId) {
+    const field = nested || record.campaign_id === undefined ? 'campaign.id' : 'campaign_id';
+    if (typeof campaignId !== 'string' || campaignId.length === 0) {
+      return `${at}: ${field}: ${show(campaignId, ctx.redact)} is not a usable campaign id`;
+    }
+    return `${at}: ${field}: ${shorten(ctx.redact(campaignId), 80)} is not the campaign asked for`;
+  }
+  const score = scoreFault(record);
+  if (score !== undefined) return `${at}: ${score}: ${show(record[score], ctx.redact)} is not a number`;
+  return undefined;
+}
+
+/** Checks a page's records; throws a DataError naming the first record at fault and its field. */
+export function checkPage(data: unknown[], ctx: PageContext): CheckedRecord[] {
+  const sorted = sortPage(data, ctx);
+  const fault = sorted.faults[0];
+  if (fault !== undefined) throw new DataError(fault.reason);
+  return sorted.records;
 }

@@ -36,6 +36,18 @@ export interface Schedule<K> {
 /** The streams to check now, and those left for a later pass. */
 export function scheduleStreams<K>(keys: readonly K[], times: (k: K) => StreamTimes, now: number, opts: ScheduleOptions): Schedule<K> {
   if (keys.length <= opts.budget) return { check: [...keys], skipped: [] };
+  const ranked = rankStreams(keys, times, now, opts);
+  const n = Math.max(0, Math.floor(opts.budget));
+  return { check: ranked.slice(0, n), skipped: ranked.slice(n) };
+}
+
+/**
+ * Every stream, most behind first (the priorities above). A fleet's worker (several on one
+ * PostgreSQL mirror) walks this list with the times every worker shares, taking the first streams
+ * no other worker is syncing, up to its share of the budget (`fleetShare`): so the fleet's requests
+ * go to the streams most behind, whoever checked them last.
+ */
+export function rankStreams<K>(keys: readonly K[], times: (k: K) => StreamTimes, now: number, opts: Omit<ScheduleOptions, 'budget'>): K[] {
   const activeWindow = opts.activeWindowMs ?? 3 * opts.intervalMs;
   const rank = (k: K): [number, number] => {
     const t = times(k);
@@ -46,8 +58,15 @@ export function scheduleStreams<K>(keys: readonly K[], times: (k: K) => StreamTi
   };
   const ranked = keys.map((k, i) => ({ k, i, r: rank(k) }));
   ranked.sort((a, b) => a.r[0] - b.r[0] || a.r[1] - b.r[1] || a.i - b.i);
-  const n = Math.max(0, Math.floor(opts.budget));
-  return { check: ranked.slice(0, n).map((x) => x.k), skipped: ranked.slice(n).map((x) => x.k) };
+  return ranked.map((x) => x.k);
+}
+
+/**
+ * A worker's share of a pass's budget when `workers` live workers share one request budget (one key
+ * on one PostgreSQL mirror): the fleet together spends what one watch would.
+ */
+export function fleetShare(budget: number, workers: number): number {
+  return Math.max(1, Math.floor(budget / Math.max(1, workers)));
 }
 
 /**

@@ -4,17 +4,19 @@
  * failure (the service's answer, bad data) ends it with a result; a 401 or a storage failure is
  * thrown on: fatal for the whole pass.
  */
-import type { ApiClient, RequestCounter } from '../api/client.js';
-import type { Page } from '../api/envelopes.js';
+import type { ApiClient, PageAnswer, RequestCounter } from '../api/client.js';
 import type { Progress, RunEvents } from '../core/events.js';
-import type { CheckedRecord, ReportType, StreamId } from '../core/types.js';
-import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort } from '../errors.js';
+import type { CheckedRecord, PageQuarantine, QuarantinedRecord, ReportType, StreamId } from '../core/types.js';
+import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort, LeaseLostError } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
-import type { UpsertCounts } from '../store/mirror.js';
+import { olderThan } from '../store/model/erase-rule.js';
+import type { UpsertCounts } from '../store/model/page.js';
 import type { Cursors, Sink } from '../store/sinks/sink.js';
-import { nextStep } from './paginate.js';
+import type { DriftTracker, StreamDrift } from './drift.js';
+import { envelopeCursor, nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
-import { checkPage } from './records.js';
+import { quarantined } from './quarantine.js';
+import { type RecordFault, sortPage } from './records.js';
 
 /** A date window sent as `start_date`/`end_date` (inclusive days, YYYY-MM-DD). */
 export interface DateWindow {
@@ -33,6 +35,11 @@ export interface StreamOptions {
    * updated since they were read, or arriving below the checkpoint, reach the mirror.
    */
   lookback?: DateWindow | undefined;
+  /**
+   * A retention's cut (ms since the epoch): records dated before it are read past but not stored
+   * (store/model/erase-rule.ts says what a record's date is); the checkpoint moves past them all the same.
+   */
+  retainAfter?: number | undefined;
 }
 
 export interface StreamDeps {
@@ -42,6 +49,8 @@ export interface StreamDeps {
   signal?: AbortSignal | undefined;
   /** Pages and warnings are reported here (core/events.ts). */
   events?: RunEvents | undefined;
+  /** Field paths and enumeration values compared with earlier passes (sync/drift.ts); none: not tracked. */
+  drift?: DriftTracker | undefined;
 }
 
 export type StreamStatus = 'ok' | 'failed' | 'interrupted';
@@ -92,8 +101,14 @@ export interface Walk {
   window: DateWindow;
   /** Move the checkpoint with each page (an incremental or full read), or leave it (backfill, lookback, reconcile). */
   checkpoint: boolean;
-  /** Called with each page's records as they are handed to the sink (reconcile collects the ids served). */
-  onPage?: ((records: CheckedRecord[]) => void) | undefined;
+  /**
+   * Called with each page's records as they are handed to the sink (reconcile collects the ids
+   * served), and its quarantined records' ids (undefined for one without a usable id): served too,
+   * never gone.
+   */
+  onPage?: ((records: CheckedRecord[], held: Array<string | undefined>) => void) | undefined;
+  /** The stream's drift: each page's new paths and values are committed with it (or refused, --contract strict). */
+  drift?: StreamDrift | undefined;
 }
 
 /**
@@ -108,7 +123,7 @@ export interface Walk {
 export async function walkStream(
   id: StreamId,
   deps: StreamDeps,
-  opts: { pageSize: number; reportType: ReportType },
+  opts: { pageSize: number; reportType: ReportType; retainAfter?: number | undefined },
   walk: Walk,
   counts: WalkCounts,
   totals: Progress,
@@ -128,20 +143,22 @@ export async function walkStream(
     for (;;) {
       // A commit that fails while the next page is on its way stops the stream now, not after the
       // request (which may be waiting out retries).
-      const { page } = await (commit === undefined ? pending : Promise.race([pending, commit.then(() => pending)]));
-      const { checked, step } = checkedPage(id, deps, opts.pageSize, page, cursor, ++counts.pages);
+      const fetched = await (commit === undefined ? pending : Promise.race([pending, commit.then(() => pending)]));
+      const { checked, served, held, step, proven, quarantine } = sortedPage(id, deps, opts, walk, fetched, cursor, ++counts.pages);
       // The next page is on its way while this one is stored: the network overlaps the disk.
       if (!step.done && !deps.signal?.aborted) {
         pending = read(step.next);
         await letRequestOut();
       }
+      // After the next request left: the walk is off the network's path. Under --contract strict a
+      // page bringing something new throws here, before anything of it is written.
+      const drift = walk.drift?.page(checked);
       if (commit !== undefined) tally.committed(await commit);
       // An empty last page leaves the checkpoint where it was.
-      const last = checked.at(-1)?.orderIndex;
-      const move = walk.checkpoint && last !== undefined ? { from: expected, to: last } : undefined;
-      commit = deps.sink.commitPage(id, checked, move);
+      const move = walk.checkpoint && proven !== undefined ? { from: expected, to: proven } : undefined;
+      commit = deps.sink.commitPage(id, checked, move, { quarantine, drift });
       commit.catch(() => {});
-      tally.handed(checked);
+      tally.handed(checked, served, held);
       if (move !== undefined) expected = move.to;
       if (step.done) break;
       if (deps.signal?.aborted) throw new AbortedError();
@@ -195,19 +212,38 @@ function pageReader(
   };
 }
 
-/** Page number `n`'s records, checked, and where paging goes from it. */
-function checkedPage(id: StreamId, deps: StreamDeps, limit: number, page: Page, sent: bigint | undefined, n: number) {
+/**
+ * Page number `n`: its records sorted (a record that fails the rules is quarantined and the page goes
+ * on; a page unsound as a whole throws), those older than the retention left out, where paging goes
+ * from it, and how far it proves the checkpoint may move.
+ */
+function sortedPage(
+  id: StreamId,
+  deps: StreamDeps,
+  opts: { pageSize: number; retainAfter?: number | undefined },
+  walk: Walk,
+  { page, body, requestId }: PageAnswer,
+  sent: bigint | undefined,
+  n: number,
+) {
   const where = `${describeRequest({ method: 'GET', path: resultsPath(id.endpoint), campaignId: id.campaignId })}, page ${n}`;
-  const checked = checkPage(page.data, { where, campaignId: id.campaignId, after: sent, redact: deps.client.redact });
-  const step = nextStep(page, {
-    where,
-    sent,
-    records: checked.length,
-    last: checked.at(-1)?.orderIndex,
-    limit,
-    redact: deps.client.redact,
-  });
-  return { checked, step };
+  const redact = deps.client.redact;
+  const sorted = sortPage(page.data, { where, campaignId: id.campaignId, after: sent, redact });
+  // Results older than the retention are not stored (the checkpoint still moves past them).
+  const served = sorted.records.length;
+  const cut = opts.retainAfter;
+  const checked = cut === undefined ? sorted.records : sorted.records.filter((r) => !olderThan(r.record, cut));
+  const step = nextStep(page, { where, sent, records: page.data.length, last: sorted.last, limit: opts.pageSize, redact });
+  // The checkpoint moves no further than the page proves: its last usable order_index, or, when
+  // records after that one have none, the envelope's cursor.
+  const proven = sorted.tailUnknown ? maxOf(envelopeCursor(page, where, redact), sorted.last) : sorted.last;
+  let quarantine: PageQuarantine | undefined;
+  if (sorted.faults.length > 0) {
+    const { since, until } = walk.window;
+    quarantine = { add: quarantined(sorted.faults, page.data, body, { after: sent, since, until, requestId, redact }) };
+    deps.events?.warning?.(quarantineWarning(id, n, quarantine.add));
+  }
+  return { checked, served, held: heldIds(sorted.faults), step, proven, quarantine };
 }
 
 type Tally = ReturnType<typeof tallier>;
@@ -219,12 +255,13 @@ type Tally = ReturnType<typeof tallier>;
  */
 function tallier(id: StreamId, deps: StreamDeps, walk: Walk, counts: WalkCounts, totals: Progress) {
   return {
-    handed(records: CheckedRecord[]): void {
-      walk.onPage?.(records);
-      counts.records += records.length;
-      totals.records += records.length;
+    /** `served`: the page's records that passed the rules, those left out by the retention included. */
+    handed(records: CheckedRecord[], served: number, held: Array<string | undefined>): void {
+      walk.onPage?.(records, held);
+      counts.records += served;
+      totals.records += served;
       totals.requests = deps.client.requests;
-      deps.events?.page?.({ stream: id, records: records.length, progress: { ...totals } });
+      deps.events?.page?.({ stream: id, records: served, progress: { ...totals } });
     },
     committed(done: UpsertCounts): void {
       counts.inserted += done.inserted;
@@ -232,6 +269,25 @@ function tallier(id: StreamId, deps: StreamDeps, walk: Walk, counts: WalkCounts,
       if (done.conflicts !== undefined) for (const line of conflictWarnings(id, done.conflicts)) deps.events?.warning?.(line);
     },
   };
+}
+
+/** The ids of a page's quarantined records (undefined for one without a usable id). */
+function heldIds(faults: readonly RecordFault[]): Array<string | undefined> {
+  return faults.map((f) => f.id);
+}
+
+/** The larger of two cursors, either of which may be missing. */
+function maxOf(a: bigint | undefined, b: bigint | undefined): bigint | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return a > b ? a : b;
+}
+
+/** The warning for a page's quarantined records: how many, the first one's reason, and where to see them. */
+function quarantineWarning(id: StreamId, page: number, records: readonly QuarantinedRecord[]): string {
+  const first = records[0]?.reason ?? '';
+  const what = records.length === 1 ? '1 record' : `${records.length} records`;
+  return `stream ${id.key}, page ${page}: ${what} failed the record rules and went to the quarantine (${first}); the stream goes on: \`campaign-sync quarantine list\` shows them`;
 }
 
 /**
@@ -261,6 +317,8 @@ export async function streamFailure(
 ): Promise<{ status: StreamStatus; error?: string; errorKind?: ErrorKind }> {
   if (err instanceof AuthError) throw err;
   if (isAbort(err) && deps.signal?.aborted) return { status: 'interrupted' };
+  // Another worker holds the stream now: its outcome is theirs to record, not this worker's.
+  if (err instanceof LeaseLostError) return { status: 'failed', error: err.message, errorKind: err.kind };
   if (!(err instanceof ApiError || err instanceof DataError)) throw err;
   // A record's values quoted by a DataError came from the service too: never the key among them.
   const message = deps.client.redact(err.message);
@@ -286,14 +344,22 @@ export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts:
   try {
     const from = opts.full || backfill ? undefined : stored;
     const window = { since: opts.since, until: opts.until };
-    result.cursor = await walkStream(id, deps, opts, { from, window, checkpoint: !backfill }, result, totals, stored);
+    const drift = await deps.drift?.open(id);
+    drift?.begin();
+    result.cursor = await walkStream(id, deps, opts, { from, window, checkpoint: !backfill, drift }, result, totals, stored);
+    // Only a read of the whole stream (--full, or after a reset) can say that something disappeared.
+    if (drift !== undefined && from === undefined && !backfill && result.records > 0) {
+      const gone = drift.gone();
+      if (gone.length > 0) await deps.sink.driftGone?.(id, gone, new Date().toISOString());
+    }
     if (opts.lookback && !backfill && !opts.full) {
       result.lookback = emptyCounts();
+      drift?.begin();
       await walkStream(
         id,
         deps,
         opts,
-        { from: undefined, window: opts.lookback, checkpoint: false },
+        { from: undefined, window: opts.lookback, checkpoint: false, drift },
         result.lookback,
         totals,
         result.cursor,

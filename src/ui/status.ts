@@ -1,5 +1,6 @@
 /** How `status` shows the mirror's streams: one row each, fitted to the terminal. */
-import type { StreamRow } from '../store/checkpoints.js';
+import type { StreamRow } from '../store/mirror-port.js';
+import { showText } from './escape.js';
 import { relativeTime, retiredAs, unlistedSince } from './health.js';
 import { type Column, formatCount, renderTable, type TableStyle } from './table.js';
 
@@ -15,6 +16,7 @@ const STATUS_COLUMNS: Column[] = [
   { head: 'cursor', drop: 1 },
   { head: 'records', drop: 4 },
   { head: 'id conflicts', drop: 0 },
+  { head: 'quarantined', drop: 0 },
   { head: 'last success' },
   { head: 'last error', shrink: 16, max: 160 },
 ];
@@ -30,6 +32,7 @@ export function statusTable(rows: readonly StreamRow[], nameOf: (id: string) => 
       r.cursor === null ? '' : r.cursor.toString(),
       formatCount(r.records),
       formatCount(r.id_conflicts),
+      formatCount(r.quarantined ?? 0),
       relativeTime(r.last_success_at, now),
       r.last_error
         ? `${relativeTime(r.last_error_at, now)}: ${r.last_error}`
@@ -41,4 +44,22 @@ export function statusTable(rows: readonly StreamRow[], nameOf: (id: string) => 
     ]),
     style,
   );
+}
+
+/**
+ * `status --check`'s warning for a stream holding quarantined records: the stream is healthy (it
+ * went on), but records of it are missing from the mirror until retried or dropped.
+ */
+export function quarantineLines(rows: readonly StreamRow[], label: (row: StreamRow) => string): string[] {
+  return rows
+    .filter((r) => (r.quarantined ?? 0) > 0)
+    .map(
+      (r) =>
+        `warning: ${showText(label(r))}: ${r.quarantined} ${r.quarantined === 1 ? 'record' : 'records'} in the quarantine (\`campaign-sync quarantine list\`, then retry or drop)`,
+    );
+}
+
+/** The streams holding quarantined records, for `status --check --json`: stream -> count. */
+export function quarantineDocument(rows: readonly StreamRow[]): Record<string, number> {
+  return Object.fromEntries(rows.filter((r) => (r.quarantined ?? 0) > 0).map((r) => [r.stream, r.quarantined as number]));
 }

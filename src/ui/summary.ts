@@ -134,7 +134,7 @@ function lookbackText(l: NonNullable<PassResult['lookback']>): string {
 }
 
 /** Where a job writes, for people: the database, the NDJSON folder (and the database of its checkpoints), or the PostgreSQL mirror. */
-function placeText(place: MirrorPlace): string {
+export function placeText(place: MirrorPlace): string {
   if (place.kind === 'ndjson') return `${place.out} (NDJSON; checkpoints in ${place.db})`;
   return place.kind === 'pg' ? place.name : place.db;
 }

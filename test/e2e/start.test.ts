@@ -1,6 +1,6 @@
 /**
  * What a no-op pull's process loads: the launcher runs the bundle (scripts/bundle.js), so
- * our code comes from 27 files of dist/bundle/ rather than 66 of tsc's, and neither zod nor anything
+ * our code comes from about 40 files of dist/bundle/ rather than 66 of tsc's, and neither zod nor anything
  * else a well-formed no-op pull does not use is loaded.
  */
 import { readFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ const HOOK = fileURLToPath(new URL('../helpers/loaded-modules.mjs', import.meta.
 const DIST = fileURLToPath(new URL('../../dist/', import.meta.url));
 
 describe("a no-op pull's start", () => {
-  it('loads our code from the bundle, under 40 files, no zod, pg, ora or prom-client, and no CommonJS as an ES module', async () => {
+  it('loads our code from the bundle, under 45 files, no zod, pg, ora or prom-client, and no CommonJS as an ES module', async () => {
     const s = await sim({ campaigns: 4, records: 20 });
     const dir = tempDir();
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
@@ -27,7 +27,10 @@ describe("a no-op pull's start", () => {
     const ours = loaded.filter((m) => m.includes(DIST));
     expect(ours.length).toBeGreaterThan(0);
     expect(ours.filter((m) => !m.includes(join(DIST, 'bundle/')))).toEqual([]);
-    expect(new Set(ours).size).toBeLessThanOrEqual(40);
+    // esbuild's code splitting makes a chunk of each group of modules shared by the same lazy entries:
+    // the count grows with the features on a pull's path (quarantine, drift); the start's cost itself
+    // is held by `npm run bench` (a no-op pull ≤ 4× `node -e 0`).
+    expect(new Set(ours).size).toBeLessThanOrEqual(45);
     const packages = new Set(loaded.flatMap((m) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(m)?.[1] ?? []));
     for (const unused of ['zod', 'pg', 'ora', 'prom-client', 'hyparquet-writer', 'smol-toml', 'cli-table3', 'lossless-json']) {
       expect(packages, unused).not.toContain(unused);

@@ -32,17 +32,23 @@ export interface RunningProxy {
   seen: ProxyLine[];
   /** Resolves once `seen` holds every request the proxy answered before the call (its lines come through a pipe). */
   settled(): Promise<void>;
-  stop(): void;
+  /** Stops the proxy; resolves once its process has exited (its port refuses connections from then on). */
+  stop(): Promise<void>;
 }
 
 const running: RunningProxy[] = [];
 atFileEnd(() => {
-  for (const p of running.splice(0)) p.stop();
+  return Promise.all(running.splice(0).map((p) => p.stop()));
 });
 
 export function startProxy(mode: 'ok' | 'refuse' | 'auth' = 'ok'): Promise<RunningProxy> {
   const script = fileURLToPath(new URL('./forward-proxy.mjs', import.meta.url));
   const child = spawn(process.execPath, [script, mode, PROXIED_HOST], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    return exited;
+  };
   const seen: ProxyLine[] = [];
   const waiting: Array<() => void> = [];
   let buffered = '';
@@ -67,7 +73,7 @@ export function startProxy(mode: 'ok' | 'refuse' | 'auth' = 'ok'): Promise<Runni
             waiting.push(done);
             child.stdin?.write('\n');
           });
-        const proxy = { url: `http://127.0.0.1:${line.port}`, seen, settled, stop: () => child.kill('SIGTERM') };
+        const proxy = { url: `http://127.0.0.1:${line.port}`, seen, settled, stop };
         running.push(proxy);
         resolve(proxy);
       }

@@ -7,6 +7,7 @@
  */
 import { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
+import type { Clock } from '../../src/core/clock.js';
 import type { Waits } from '../../src/core/waits.js';
 import { run } from '../../src/main.js';
 import { BIN, type CliResult, tempDir } from './index.js';
@@ -32,11 +33,12 @@ let inFolder = false;
 
 /**
  * Runs the CLI in-process to its end; `env` and `cwd` as `cli()` takes them. `waits` shortens the
- * run's waits (core/waits.ts), so that a test of what happens when one runs out does not wait it out.
+ * run's waits (core/waits.ts), so that a test of what happens when one runs out does not wait it out;
+ * `clock` is the run's request budget's (one set off, say).
  */
 export async function runCli(
   args: string[],
-  opts: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number; waits?: Partial<Waits> } = {},
+  opts: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number; waits?: Partial<Waits>; clock?: Clock } = {},
 ): Promise<CliResult> {
   const given: Record<string, string | undefined> = {
     ...process.env,
@@ -63,7 +65,15 @@ export async function runCli(
     process.chdir(opts.cwd);
   }
   try {
-    const code = await run([process.execPath, BIN, ...args], { stdout, stderr, stdin, env, signal: controller.signal, waits: opts.waits });
+    const code = await run([process.execPath, BIN, ...args], {
+      stdout,
+      stderr,
+      stdin,
+      env,
+      signal: controller.signal,
+      waits: opts.waits,
+      clock: opts.clock,
+    });
     return { code, signal: null, stdout: stdout.all(), stderr: stderr.all() };
   } finally {
     clearTimeout(timer);

@@ -17,6 +17,9 @@ import { V5 } from './v5.js';
 import { compactV6, V6 } from './v6.js';
 import { V7 } from './v7.js';
 import { V8 } from './v8.js';
+import { V9 } from './v9.js';
+import { V10 } from './v10.js';
+import { V11 } from './v11.js';
 
 /** One step: SQL, then code where data moves (it returns how many rows it rewrote). */
 export interface Migration {
@@ -33,4 +36,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { sql: V6, run: compactV6 },
   { sql: V7 },
   { sql: V8 },
+  { sql: V9 },
+  { sql: V10 },
+  { sql: V11 },
 ];

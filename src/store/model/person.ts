@@ -224,3 +224,19 @@ export function personOfDigests(digests: readonly string[], key: Buffer): Person
 function digest(key: Buffer, text: string): string {
   return createHmac('sha256', key).update(text).digest('base64url');
 }
+
+/**
+ * Whether a quarantined record's text names the person: parsed, a record theirs or holding them
+ * anywhere (the rule above), or, whatever it parses to, a text that holds one of `terms` (what
+ * forget was given, and every id and e-mail of theirs), ignoring case. A record failed the rules,
+ * so its fields may be anywhere: a match in the text is enough, and the record goes whole.
+ */
+export function quarantinedNames(raw: string, p: Person, terms: readonly string[]): boolean {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {}
+  if (value !== undefined && scrubPerson(value, p).kind !== 'none') return true;
+  const text = raw.toLowerCase();
+  return terms.some((t) => t.trim() !== '' && text.includes(t.trim().toLowerCase()));
+}

@@ -5,6 +5,7 @@ import { openPgCheckpointAdmin } from './checkpoint-admin.js';
 import { PgDatabase } from './database.js';
 import { openPgEraser } from './eraser.js';
 import { openPgJobStore } from './job-store.js';
+import { dropQuarantine, listQuarantine } from './quarantine.js';
 import { openPgReader } from './reader.js';
 
 export const pgBackend: MirrorBackend = {
@@ -12,6 +13,20 @@ export const pgBackend: MirrorBackend = {
   openReader: (t) => openPgReader(t),
   openCheckpointAdmin: openPgCheckpointAdmin,
   openEraser: openPgEraser,
+  openExport: async (t, opts) => (await import('./export-source.js')).openPgExport(t, opts),
+  // Nothing of a server's mirror is a local file an export could write over.
+  ownFiles: () => [],
+  openVersions: async (t) => (await import('./versions.js')).openPgVersions(t),
+  async openQuarantine(t) {
+    // Brought to the current version: a mirror of an older release gets its (empty) quarantine.
+    const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 1, mustExist: true, upgrade: true, where: t.where });
+    return {
+      name: db.name,
+      list: () => listQuarantine(db),
+      drop: (which) => dropQuarantine(db, which),
+      close: () => db.close(),
+    };
+  },
   async storeCampaigns(t, list, at, lister) {
     // Created and migrated on first use, like a pull.
     const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 1, where: t.where });

@@ -1,8 +1,7 @@
 /** The campaign list in the PostgreSQL mirror: its upsert, names for people and lookups by selector (as store/campaigns.ts). */
 import { ROUTES } from '../../spec/paths.js';
-import type { SkippedCampaign } from '../campaigns.js';
-import { listingKey, listingValue } from '../checkpoints.js';
 import { campaignRow } from '../model/rows.js';
+import { listingKey, listingValue, type SkippedCampaign } from '../model/streams.js';
 import type { PgDatabase } from './database.js';
 import { rowParams, upsertChanged } from './statements.js';
 
@@ -19,7 +18,7 @@ export async function upsertCampaigns(
   const byId = new Map(list.map((c) => [String(c.id), c]));
   const rows = [...byId.keys()].sort().map((k) => campaignRow(byId.get(k) as Record<string, unknown>, seenAt));
   if (rows.length > 0) await db.query(UPSERT, rowParams('campaigns', rows), 'cannot write to');
-  // This lister's newest list (store/checkpoints.ts, listings): its own row, so workers with other keys never touch it.
+  // This lister's newest list (store/model/streams.ts, listings): its own row, so workers with other keys never touch it.
   if (lister !== undefined) {
     await db.query(
       'INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value',

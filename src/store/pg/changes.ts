@@ -22,12 +22,13 @@
  */
 import type pg from 'pg';
 import { LockedError } from '../../errors.js';
+import type { ChangeTable } from '../model/export-tables.js';
 import type { PgDatabase } from './database.js';
 import { cursorRows, type PgSelect, pgSelect } from './export.js';
 
 /**
  * The schema's change lock: one bigint key, as the pages' tickets (statements.ts withTicket; two-key
- * locks are the stream locks, lock.ts), whose low 32 bits are never all ones as this one's are.
+ * locks are older versions' stream locks, lock.ts), whose low 32 bits are never all ones as this one's are.
  */
 const CHANGE_LOCK = "(hashtext('campaign-sync changes ' || current_schema())::bigint << 32) + 4294967295";
 
@@ -36,6 +37,14 @@ const CHANGE_LOCK = "(hashtext('campaign-sync changes ' || current_schema())::bi
  * page's number. Materialised (volatile), so evaluated once, the lock first, and only if used.
  */
 export const CHANGE_CTES = `change_lock AS (SELECT pg_advisory_xact_lock_shared(${CHANGE_LOCK})), change AS (SELECT nextval('change_counter') AS seq FROM change_lock)`;
+
+/**
+ * A CTE after `w` (the page's upsert, with CHANGE_CTES): when the page's number was taken, recorded
+ * when the page inserted a row (schema 7: the valid_from of what it brought; triggers record it for
+ * changed and pruned rows). A page that changes nothing records nothing.
+ */
+export const SEEN_CTE =
+  "seen AS (INSERT INTO change_times (seq, at) SELECT seq, date_trunc('milliseconds', now()) FROM change WHERE EXISTS (SELECT 1 FROM w WHERE inserted) ON CONFLICT (seq) DO NOTHING)";
 
 /** The page's number in a statement with CHANGE_CTES. */
 export const CHANGE_SEQ = '(SELECT seq FROM change)';
@@ -54,9 +63,6 @@ export const HORIZON_WAIT_MS = 30_000;
 const horizon = (waitMs: number) => `SET LOCAL lock_timeout = ${Math.max(1, Math.round(waitMs))};
 WITH l AS (SELECT pg_advisory_xact_lock(${CHANGE_LOCK}))
 SELECT (CASE WHEN s.is_called THEN s.last_value ELSE 0 END)::text AS seq FROM change_counter s WHERE (SELECT count(*) FROM l) = 1`;
-
-/** The results tables --since-last reads. */
-export type ChangeTable = 'session_results' | 'role_results';
 
 /** A tombstone statement of `table`: the results `$1` still stored, numbered with the write, deleted at `$2`. */
 export function tombstoneSql(table: ChangeTable): string {

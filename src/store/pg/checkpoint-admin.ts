@@ -1,14 +1,16 @@
-/** `reset` on a PostgreSQL mirror, under the locks of the streams it changes. */
+/** `reset` on a PostgreSQL mirror, holding the leases of the streams it changes. */
 import type { CheckpointAdmin, MirrorTarget } from '../mirror-port.js';
 import { campaignIdsNamed } from './campaigns.js';
 import { PgDatabase } from './database.js';
-import { PgLocks } from './lock.js';
+import { holdAll } from './lease-hold.js';
+import { PgLeases } from './leases.js';
+import { DEFAULT_LEASE_MS } from './open.js';
 import { PgState } from './state.js';
 
 export async function openPgCheckpointAdmin(t: MirrorTarget): Promise<CheckpointAdmin> {
-  const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 3, mustExist: true, where: t.where });
+  const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 3, mustExist: true, upgrade: true, where: t.where });
   const state = new PgState(db);
-  const locks = new PgLocks(db);
+  const leases = new PgLeases(db, DEFAULT_LEASE_MS);
   return {
     name: db.name,
     hasStreams: (id) => state.hasStreams(id),
@@ -16,12 +18,19 @@ export async function openPgCheckpointAdmin(t: MirrorTarget): Promise<Checkpoint
     checkpointed: async () => (await state.all()).filter((r) => r.cursor !== null).length,
     async reset(campaignIds) {
       const all = await state.all();
-      for (const r of all) if (campaignIds.length === 0 || campaignIds.includes(r.campaign_id)) await locks.acquire(r.stream);
+      await holdAll(
+        leases,
+        all.filter((r) => campaignIds.length === 0 || campaignIds.includes(r.campaign_id)).map((r) => r.stream),
+        db.name,
+      );
       return state.reset(campaignIds, all);
     },
     async close() {
-      await locks.release();
-      await db.close();
+      try {
+        await leases.close();
+      } finally {
+        await db.close();
+      }
     },
   };
 }

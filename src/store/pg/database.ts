@@ -19,6 +19,11 @@ export interface PgOpenOptions {
   upgrade?: boolean;
   /** Where the URL came from (`--db`, the default; `CAMPAIGN_SYNC_DB`; a profile's key): what a failure to open names. */
   where?: string;
+  /**
+   * Ends a session idle inside a transaction this long (ms): a worker frozen mid-page (SIGSTOP, a
+   * host cut off) holds its stream's lease row no longer than its lease (leases.ts).
+   */
+  idleInTransactionMs?: number;
 }
 
 export class PgDatabase {
@@ -36,6 +41,8 @@ export class PgDatabase {
   static async open(url: string, schema: string, opts: PgOpenOptions = {}): Promise<PgDatabase> {
     const where = opts.where ?? '--db';
     checkPgUrl(url, where);
+    const idle =
+      opts.idleInTransactionMs === undefined ? '' : ` -c idle_in_transaction_session_timeout=${Math.ceil(opts.idleInTransactionMs)}`;
     const pool = new pg.Pool({
       connectionString: url,
       max: opts.connections ?? 5,
@@ -51,7 +58,7 @@ export class PgDatabase {
       // Read committed whatever the role's or database's default: a page's compare-and-set reads the
       // checkpoint row as the page before it committed it (statements.ts withTicket), which repeatable
       // read refuses (40001).
-      options: `-c search_path=${ident(schema)} -c synchronous_commit=off -c default_transaction_isolation=read\\ committed`,
+      options: `-c search_path=${ident(schema)} -c synchronous_commit=off -c default_transaction_isolation=read\\ committed${idle}`,
     });
     // A connection the server ends (pg_terminate_backend, a restart, idle_session_timeout) or whose
     // network goes emits 'error' on its client, and an 'error' event nobody listens to ends the process
@@ -172,6 +179,8 @@ const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'EP
  * (idle_session_timeout); a network errno; the driver's own words for a socket that closed.
  */
 function isDisconnect(code: string | undefined, message: string | undefined): boolean {
-  if (code !== undefined && (code.startsWith('08') || /^57P0[1235]$/.test(code) || NETWORK_CODES.has(code))) return true;
+  // 25P03: the server ended a session left idle inside a transaction (a worker frozen mid-page, open.ts).
+  if (code !== undefined && (code.startsWith('08') || /^57P0[1235]$/.test(code) || code === '25P03' || NETWORK_CODES.has(code)))
+    return true;
   return /^Connection terminated|connection error and is not queryable/.test(message ?? '');
 }

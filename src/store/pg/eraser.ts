@@ -1,25 +1,35 @@
-/** `forget` on a PostgreSQL team mirror: the rows of store/pg/erase.ts, under every stream's lock. */
-import type { EraseMirror, MirrorTarget } from '../mirror-port.js';
+/** `forget` on a PostgreSQL team mirror: the rows of store/pg/erase.ts, holding every stream's lease. */
+import type { EraseMirror, ErasureDone, MirrorTarget } from '../mirror-port.js';
 import { PgDatabase } from './database.js';
-import { allStreams, eraseFromPg } from './erase.js';
-import { PgLocks } from './lock.js';
+import { allStreams, eraseFromPg, type PgErased } from './erase.js';
+import { holdAll } from './lease-hold.js';
+import { PgLeases } from './leases.js';
+import { DEFAULT_LEASE_MS } from './open.js';
+
+function done({ rows, copies }: PgErased): ErasureDone {
+  const copied = Object.values(copies).reduce((a, b) => a + b, 0);
+  const found = rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts + copied > 0;
+  return { rows, copies, files: [], found };
+}
 
 export async function openPgEraser(t: MirrorTarget): Promise<EraseMirror> {
-  const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 2, mustExist: true, where: t.where });
-  const locks = new PgLocks(db);
+  const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 2, mustExist: true, upgrade: true, where: t.where });
+  const leases = new PgLeases(db, DEFAULT_LEASE_MS);
   return {
     name: db.name,
     searched: db.name,
     async erase(user) {
       // A pull running meanwhile could write the user's records back: hold every stream.
-      for (const stream of await allStreams(db)) await locks.acquire(stream);
-      const rows = await eraseFromPg(db, user);
-      const found = rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts > 0;
-      return { rows, files: [], found };
+      await holdAll(leases, await allStreams(db), db.name);
+      return done(await eraseFromPg(db, { user }));
+    },
+    async eraseOlderThan(before) {
+      await holdAll(leases, await allStreams(db), db.name);
+      return done(await eraseFromPg(db, { before }));
     },
     async close() {
       try {
-        await locks.release();
+        await leases.close();
       } finally {
         await db.close();
       }

@@ -5,7 +5,7 @@
  * on the text as written for the others (score details' times).
  */
 import type pg from 'pg';
-import { INTERNAL_COLUMNS } from '../changes.js';
+import { INTERNAL_COLUMNS } from '../model/export-tables.js';
 import type { PgDatabase } from './database.js';
 
 export interface PgExportQuery {

@@ -1,9 +1,12 @@
-/** A pull's or watch's PostgreSQL team mirror: stream locks in the server, the budget's slots shared by every host. */
+/** A pull's or watch's PostgreSQL team mirror: stream leases in the server, the budget's slots shared by every host. */
 import { UsageError } from '../../errors.js';
 import type { JobStore, StoreChoice } from '../mirror-port.js';
+import { retentionDue } from '../model/retention.js';
 import { PgBudgetSlots } from './budget-slots.js';
 import { campaignNames } from './campaigns.js';
+import { knownDrift } from './drift.js';
 import { openPgMirror } from './open.js';
+import { applyPgRetention } from './retention.js';
 
 /** The password of a postgres:// URL, which an alert must never carry. */
 function urlPassword(url: string): string | undefined {
@@ -20,8 +23,18 @@ export async function openPgJobStore(c: StoreChoice): Promise<JobStore> {
     throw new UsageError(
       `${c.formatWhere ?? '--format ndjson'} writes files; with a postgres:// URL in ${where} the records go to PostgreSQL`,
     );
-  const m = await openPgMirror(path, pgSchema, c.concurrency, c.warning, where);
+  const m = await openPgMirror(path, pgSchema, c.concurrency, c.warning, where, c.leaseMs);
+  let retention: Awaited<ReturnType<typeof applyPgRetention>> = { ranAt: undefined };
+  try {
+    if (c.retention !== undefined) retention = await applyPgRetention(m.db, c.retention, Date.now(), c.warning, c.leaseMs);
+  } catch (err) {
+    await m.release();
+    throw err;
+  }
+  const { ranAt } = retention;
   return {
+    retained: retention.retained,
+    retentionDue: (now) => c.retention !== undefined && retentionDue(ranAt, now),
     place: { kind: 'pg', name: m.db.name },
     secret: urlPassword(path),
     sink: m.sink,
@@ -29,6 +42,8 @@ export async function openPgJobStore(c: StoreChoice): Promise<JobStore> {
     streams: () => m.state.all(),
     campaignNames: () => campaignNames(m.db),
     budgetSlots: (key, timeoutMs) => new PgBudgetSlots(m.db, key, timeoutMs),
+    driftKnown: (stream) => knownDrift(m.db, stream),
+    fleetTimes: () => m.leases.times(),
     notified: () => m.state.notified(),
     setNotified: (stream, value) => m.state.setNotified(stream, value),
     // Nothing local to move: the server keeps the mirror.

@@ -3,11 +3,11 @@
  * again replaces the stored one and its child rows only when its content changed; a DETAILED record's
  * score details replace the ones stored. Each call runs on the caller's connection, inside its
  * transaction (sink.ts), in a handful of statements per page; the first also moves the checkpoint, so
- * a page of one statement (OVERALL) needs no transaction around it.
+ * a page of one statement (OVERALL) writes nothing after its checkpoint's compare-and-set.
  */
 import type pg from 'pg';
 import type { CheckedRecord, CheckpointMove, Endpoint, StreamId } from '../../core/types.js';
-import type { UpsertCounts } from '../mirror.js';
+import type { UpsertCounts } from '../model/page.js';
 import { evalRows, roleRow, sessionRow, type Values } from '../model/rows.js';
 import { CURRENT_CHANGE, tombstoneSql } from './changes.js';
 import { type PgSplit, roleRawPg, splitPg } from './compact.js';
@@ -85,7 +85,10 @@ export interface PagePlan {
   evals?: Map<string, Values[]>;
   /** DETAILED role results: each record's split (compact.ts). */
   splits?: Map<string, PgSplit>;
-  /** Role results without score details (OVERALL): one statement with the checkpoint, atomic without a transaction. */
+  /**
+   * Role results without score details (OVERALL), and nothing else in the page's transaction: one
+   * statement with the checkpoint (withTicket), which may be written while the stream's page before commits.
+   */
   single: boolean;
 }
 
@@ -111,7 +114,7 @@ export function planPage(endpoint: Endpoint, page: CheckedRecord[], campaignId: 
   return { endpoint, campaignId, records, rows, splits, single: splits.size === 0 };
 }
 
-/** Writes a planned page and moves the checkpoint, on the caller's connection (in its transaction unless `plan.single`). */
+/** Writes a planned page and moves the checkpoint, on the caller's connection, in its transaction (sink.ts commitOnce). */
 export function writePage(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpoint): Promise<UpsertCounts> {
   return plan.endpoint === 'session' ? writeSessions(client, plan, cp) : writeRoles(client, plan, cp);
 }

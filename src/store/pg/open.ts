@@ -1,9 +1,9 @@
 /**
- * A PostgreSQL team mirror ready for a sync: the database (migrated), the stream locks, the
+ * A PostgreSQL team mirror ready for a sync: the database (migrated), the stream leases, the
  * checkpoints and the sink, released together.
  */
 import { PgDatabase } from './database.js';
-import { PgLocks } from './lock.js';
+import { PgLeases } from './leases.js';
 import { PgSink } from './sink.js';
 import { PgState } from './state.js';
 
@@ -11,12 +11,17 @@ export interface PgMirror {
   db: PgDatabase;
   state: PgState;
   sink: PgSink;
+  leases: PgLeases;
   release(): Promise<void>;
 }
 
+/** The lease of a stream when none is given (--lease): see leases.ts and the README's fleet section. */
+export const DEFAULT_LEASE_MS = 30_000;
+
 /**
  * Opens (creating or migrating) the mirror at `url`, schema `schema`, for `concurrency` streams at a
- * time; `warn` gets the sink's warnings; `where` names the URL's source (PgOpenOptions).
+ * time; `warn` gets the sink's warnings; `where` names the URL's source (PgOpenOptions); `leaseMs`
+ * is --lease.
  */
 export async function openPgMirror(
   url: string,
@@ -24,19 +29,24 @@ export async function openPgMirror(
   concurrency: number,
   warn?: (text: string) => void,
   where?: string,
+  leaseMs = DEFAULT_LEASE_MS,
 ): Promise<PgMirror> {
   // Two connections per concurrent stream (two of its pages may be written at once: sink.ts), one for
-  // the locks, one for the rest.
-  const db = await PgDatabase.open(url, schema, { connections: 2 * concurrency + 2, where });
+  // the leases' heartbeat, one for the rest.
+  const db = await PgDatabase.open(url, schema, { connections: 2 * concurrency + 2, where, idleInTransactionMs: leaseMs });
   const state = new PgState(db);
-  const locks = new PgLocks(db);
+  const leases = new PgLeases(db, leaseMs);
   return {
     db,
     state,
-    sink: new PgSink(db, state, locks, warn),
+    leases,
+    sink: new PgSink(db, state, leases, warn),
     async release() {
-      await locks.release();
-      await db.close();
+      try {
+        await leases.close();
+      } finally {
+        await db.close();
+      }
     },
   };
 }

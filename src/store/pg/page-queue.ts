@@ -1,8 +1,9 @@
 /**
  * One stream's pages on their way into PostgreSQL (sink.ts): the stream hands a page once the call
  * for the page before it resolved, and the queue writes it while that page may still be committing,
- * two pages at most. Two pages overlap only when both are one statement that moves the checkpoint and
- * no record is in both (`overlaps`): the later one's compare-and-set then waits for the earlier one's
+ * two pages at most. Two pages overlap only when both are one statement that moves the checkpoint (in
+ * a transaction that holds nothing else but the lease's fence, a shared row lock: sink.ts) and no
+ * record is in both (`overlaps`): the later one's compare-and-set then waits for the earlier one's
  * transaction to end (statements.ts withTicket) and fails, writing nothing, unless it committed. Any
  * other page starts once the page before it has committed. So a page commits only if every page
  * before it did, and a kill -9 at any instant leaves a prefix of the stream's pages, checkpoint
@@ -12,7 +13,7 @@
  * writes nothing), and every later call throws it.
  */
 import type { CheckpointMove } from '../../core/types.js';
-import type { UpsertCounts } from '../mirror.js';
+import type { UpsertCounts } from '../model/page.js';
 import type { PagePlan } from './mirror.js';
 import { TICKET_LIMIT } from './statements.js';
 

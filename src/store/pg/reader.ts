@@ -2,6 +2,8 @@
 import type { MirrorReader, MirrorTarget } from '../mirror-port.js';
 import { campaignNames, skippedCampaigns } from './campaigns.js';
 import { PgDatabase } from './database.js';
+import { takeDriftChanges } from './drift.js';
+import { fleetStatus } from './fleet-status.js';
 import { lockHolders } from './lock.js';
 import { PgState } from './state.js';
 
@@ -12,7 +14,15 @@ export async function openPgReader(t: MirrorTarget): Promise<MirrorReader> {
     streams: () => state.all(),
     campaignNames: () => campaignNames(db),
     skipped: () => skippedCampaigns(db),
-    holder: async () => (await lockHolders(db))[0],
+    // The first live worker holding a lease; a mirror of an older schema: its advisory locks' holders.
+    holder: async () => {
+      const fleet = await fleetStatus(db);
+      if (fleet === undefined) return (await lockHolders(db))[0];
+      const w = fleet.workers.find((x) => x.alive && x.streams.length > 0);
+      return w === undefined ? undefined : { pid: w.pid, host: w.host, since: w.since };
+    },
+    fleet: () => fleetStatus(db),
+    takeDrift: async () => ({ changes: await takeDriftChanges(db) }),
     close: () => db.close(),
   };
 }

@@ -1,10 +1,10 @@
 /**
  * Records into the PostgreSQL mirror through the Sink port (store/sinks/sink.ts). Each page is one
- * transaction (commitOnce): its rows (bulk statements, mirror.ts) and its checkpoint's compare-and-set
- * commit together, so a kill -9 at any instant loses and duplicates nothing. A page that is one
- * statement (role results without score details; the checkpoint is a CTE of it) runs without
- * BEGIN/COMMIT. Pages of concurrent streams run on connections of their own. A stream is opened under
- * its advisory lock (lock.ts).
+ * transaction (commitOnce): its rows (bulk statements, mirror.ts), its checkpoint's compare-and-set,
+ * its quarantined records and its drift commit together, so a kill -9 at any instant loses and
+ * duplicates nothing. Each page's transaction first checks that the stream's lease is still this
+ * worker's (leases.ts `fence`): a worker that lost it writes nothing more of the stream. Pages of
+ * concurrent streams run on connections of their own. A stream is opened under its lease.
  *
  * A stream's pages go through a queue of its own (page-queue.ts): commitPage resolves once the page is
  * under way and the page before it has committed, so the server writes page N+1 while page N commits;
@@ -13,16 +13,19 @@
  *
  * As with SQLite, the first storage failure is final for the process: every later write throws it.
  */
+import type { KnownDrift } from '../../core/drift.js';
 import type { Redacted } from '../../core/redact.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
-import { StorageError } from '../../errors.js';
-import type { UpsertCounts } from '../mirror.js';
-import type { Sink } from '../sinks/sink.js';
+import { LockedError, StorageError } from '../../errors.js';
+import type { UpsertCounts } from '../model/page.js';
+import type { PageExtras, Sink } from '../sinks/sink.js';
 import { upsertCampaigns } from './campaigns.js';
 import type { PgDatabase } from './database.js';
-import type { PgLocks } from './lock.js';
+import { driftGone, recordDrift } from './drift.js';
+import type { PgLeases } from './leases.js';
 import { type PagePlan, planPage, removeResults, storedIds, writePage } from './mirror.js';
 import { PageQueue } from './page-queue.js';
+import { applyQuarantine, touchesQuarantine } from './quarantine.js';
 import type { PgState } from './state.js';
 import { CHECKPOINT_CONFLICT, holdsUnstorable } from './statements.js';
 
@@ -33,7 +36,8 @@ export class PgSink implements Sink {
   constructor(
     private readonly db: PgDatabase,
     private readonly state: PgState,
-    private readonly locks: PgLocks,
+    /** The stream leases; public for the pass (Sink.leases). */
+    readonly leases: PgLeases,
     /** Where the sink's warnings go (a record with U+0000 or a lone surrogate); none: dropped. */
     private readonly warn: (text: string) => void = () => {},
   ) {}
@@ -45,8 +49,6 @@ export class PgSink implements Sink {
   /** Runs a write; a storage failure stops every later one. */
   private async guard<T>(fn: () => Promise<T>): Promise<T> {
     if (this.broken) throw this.broken;
-    // The stream locks went with their connection: another worker may take the streams now.
-    if (this.locks.lost !== undefined) throw (this.broken ??= this.locks.lost as StorageError);
     try {
       return await fn();
     } catch (err) {
@@ -67,14 +69,41 @@ export class PgSink implements Sink {
    * committing) and written once the queue lets it. Resolves with the counts of the page before it
    * (page-queue.ts); this page's come with the next call or with settle.
    */
-  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
+  async commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    extras: PageExtras = {},
+  ): Promise<UpsertCounts> {
     if (this.broken) throw this.broken;
-    const plan = records.length === 0 ? undefined : planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
-    return this.queue(id).push(plan, move, (ticket, before) => this.guard(() => this.commit(id, records, plan, move, ticket, before)));
+    const plan = this.plan(id, records, extras);
+    return this.queue(id).push(plan, move, (ticket, before) =>
+      this.guard(() => this.commit(id, records, plan, move, extras, ticket, before)),
+    );
   }
 
+  /**
+   * A page's rows and parameters (mirror.ts planPage). A page with quarantined records or new drift
+   * is not one statement: they are written in its transaction.
+   */
+  private plan(id: StreamId, records: CheckedRecord[], { quarantine, drift }: PageExtras): PagePlan | undefined {
+    if (records.length === 0) return undefined;
+    const plan = planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
+    return plan.single && (drift !== undefined || touchesQuarantine(quarantine)) ? { ...plan, single: false } : plan;
+  }
+
+  /**
+   * Waits for the stream's pages. A failure, thrown here, has reached the stream: its queue goes, so
+   * that a later walk of the stream (a lease taken again, after a LeaseLostError) starts a fresh one.
+   */
   async settle(id: StreamId): Promise<UpsertCounts> {
-    return this.queue(id).settle();
+    const queue = this.queue(id);
+    try {
+      return await queue.settle();
+    } catch (err) {
+      if (this.queues.get(id.key) === queue) this.queues.delete(id.key);
+      throw err;
+    }
   }
 
   /**
@@ -86,12 +115,13 @@ export class PgSink implements Sink {
     records: CheckedRecord[],
     plan: PagePlan | undefined,
     move: CheckpointMove | undefined,
+    extras: PageExtras,
     ticket: number | undefined,
     before: Promise<unknown> | undefined,
   ): Promise<UpsertCounts> {
     let counts: UpsertCounts;
     try {
-      counts = await this.commitOnce(id, plan, move, ticket);
+      counts = await this.commitOnce(id, plan, move, extras, ticket);
     } catch (err) {
       // Written again, once the page before is in (a failure of that page is thrown instead): a
       // one-statement page chosen as a deadlock's victim, which rolled back whole; or, while the page
@@ -103,7 +133,7 @@ export class PgSink implements Sink {
       if (!again) throw await this.conflictOr(err, id, move);
       if (before !== undefined) await before;
       try {
-        counts = await this.commitOnce(id, plan, move, ticket);
+        counts = await this.commitOnce(id, plan, move, extras, ticket);
       } catch (second) {
         throw await this.conflictOr(second, id, move);
       }
@@ -117,18 +147,29 @@ export class PgSink implements Sink {
   }
 
   /**
-   * Runs a page's statements and its checkpoint's compare-and-set as one transaction: the one place a
-   * page commits. A one-statement page (role results without score details: the checkpoint is a CTE
-   * of it, withTicket) is atomic without BEGIN/COMMIT; a page of no records only moves the checkpoint.
+   * Runs a page as one transaction, the one place a page commits: the lease's fence first (a worker
+   * that lost the stream writes nothing of it), then the page's statements and its checkpoint's
+   * compare-and-set (or, a page of no records, the checkpoint alone), its quarantined records and its
+   * new drift. A one-statement page (role results without score details: the checkpoint is a CTE of
+   * it, withTicket) holds its ticket locks until this transaction ends.
    */
-  private async commitOnce(id: StreamId, plan: PagePlan | undefined, move: CheckpointMove | undefined, ticket: number | undefined) {
-    if (plan === undefined) {
-      await this.db.transaction((client) => this.state.advance(client, id, move, 0));
-      return { inserted: 0, updated: 0 };
-    }
+  private async commitOnce(
+    id: StreamId,
+    plan: PagePlan | undefined,
+    move: CheckpointMove | undefined,
+    { quarantine, drift }: PageExtras,
+    ticket: number | undefined,
+  ): Promise<UpsertCounts> {
     const cp = { stream: id.key, move, ticket };
-    if (plan.single) return this.db.session((client) => writePage(client, plan, cp));
-    return this.db.transaction((client) => writePage(client, plan, cp));
+    return this.db.transaction(async (client) => {
+      await this.leases.fence(client, id.key);
+      let written: UpsertCounts = { inserted: 0, updated: 0 };
+      if (plan === undefined) await this.state.advance(client, id, move, 0);
+      else written = await writePage(client, plan, cp);
+      if (touchesQuarantine(quarantine)) await applyQuarantine(client, id, quarantine);
+      if (drift !== undefined) await recordDrift(client, id.key, drift, new Date().toISOString());
+      return written;
+    });
   }
 
   /** A compare-and-set refused: the checkpoint another process moved, said as such; else `err`. */
@@ -183,6 +224,7 @@ export class PgSink implements Sink {
     await this.queue(id).idle();
     return this.guard(() =>
       this.db.transaction(async (client) => {
+        await this.leases.fence(client, id.key);
         const removed = await removeResults(client, id.endpoint, recordIds, at);
         await this.state.advance(client, id, undefined, -removed);
         return removed;
@@ -196,7 +238,10 @@ export class PgSink implements Sink {
 
   async openStream(id: StreamId): Promise<void> {
     await this.guard(async () => {
-      await this.locks.acquire(id.key);
+      // A pass took the lease already (sync/pass.ts); reconcile takes it here, or stops (exit 75).
+      if (!this.leases.holds(id.key) && (await this.leases.claim(id.key, 'infinity')) !== 'taken')
+        throw new LockedError(`another campaign-sync is syncing stream ${id.key} of ${this.db.name}; run again once it is done`);
+      // Read after the lease is taken: the checkpoint the last holder committed.
       await this.state.open(id);
     });
   }
@@ -204,7 +249,16 @@ export class PgSink implements Sink {
   async endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void> {
     // The stream's pages first: a failure among them is the one thrown, and the end is recorded after them.
     await this.queue(id).idle();
-    await this.guard(() => this.state.end(id, error, at));
+    await this.guard(() =>
+      this.db.transaction(async (client) => {
+        await this.leases.fence(client, id.key);
+        await this.state.end(id, error, at, client);
+      }),
+    );
+  }
+
+  async driftGone(id: StreamId, items: KnownDrift[], at: string): Promise<void> {
+    await this.guard(() => driftGone(this.db, id.key, items, at));
   }
 
   /** Every page committed on its own: only the pages under way are waited for. */

@@ -2,24 +2,28 @@
  * Checkpoints and stream health of the PostgreSQL mirror (`sync_state`), with the semantics of
  * store/checkpoints.ts. Cursors are bigint and travel as text, never through a JS number. The sync
  * engine reads a stream's cursor synchronously: the cursors are kept in memory, read when a stream is
- * opened (after its lock is taken, so no other worker moves it) and set when a page commits.
+ * opened (after its lease is taken, so no other worker moves it) and set when a page commits.
  */
 import type pg from 'pg';
 import type { CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
-import {
-  LISTINGS_SQL,
-  listedIds,
-  NOTIFIED_PREFIX,
-  NOTIFIED_SQL,
-  retiredStreams,
-  STREAMS_SQL,
-  type StreamRow,
-  streamRow,
-} from '../checkpoints.js';
-import { CONFLICT_COUNTS_SQL } from '../conflicts.js';
+import { listedIds, NOTIFIED_PREFIX, retiredStreams, type StreamRow, streamRow } from '../model/streams.js';
 import type { PgDatabase } from './database.js';
 import { prepared } from './mirror.js';
+import { quarantineCounts } from './quarantine.js';
+
+/** Every stream, with when its campaign was last listed and its type (store/model/streams.ts streamRow). */
+const STREAMS_SQL =
+  'SELECT s.*, c.seen_at AS campaign_seen_at, c.type AS campaign_type FROM sync_state s LEFT JOIN campaigns c ON c.id = s.campaign_id';
+
+/** The state `--notify` last delivered, by stream. */
+const NOTIFIED_SQL = "SELECT key, value FROM meta WHERE key LIKE 'notified:%'";
+
+/** The newest list of every lister. */
+const LISTINGS_SQL = "SELECT value FROM meta WHERE key LIKE 'listed_by:%'";
+
+/** Each stream's count of skipped copies (pg/sink.ts records them). */
+const CONFLICT_COUNTS_SQL = 'SELECT stream, count(*) AS n FROM id_conflicts GROUP BY stream';
 
 type RawRow = Omit<
   StreamRow,
@@ -87,19 +91,13 @@ export class PgState {
     );
   }
 
-  async end(id: StreamId, error: string | undefined, at: string): Promise<void> {
+  /** Records how the stream's pass ended; on `client` (in its transaction) when given. */
+  async end(id: StreamId, error: string | undefined, at: string, client?: pg.ClientBase): Promise<void> {
+    const q = (text: string, values: unknown[]) =>
+      client === undefined ? this.db.query(text, values, 'cannot write to') : client.query(text, values);
     if (error === undefined)
-      await this.db.query(
-        'UPDATE sync_state SET last_success_at = $1, last_error = NULL, last_error_at = NULL WHERE stream = $2',
-        [at, id.key],
-        'cannot write to',
-      );
-    else
-      await this.db.query(
-        'UPDATE sync_state SET last_error = $1, last_error_at = $2 WHERE stream = $3',
-        [error, at, id.key],
-        'cannot write to',
-      );
+      await q('UPDATE sync_state SET last_success_at = $1, last_error = NULL, last_error_at = NULL WHERE stream = $2', [at, id.key]);
+    else await q('UPDATE sync_state SET last_error = $1, last_error_at = $2 WHERE stream = $3', [error, at, id.key]);
   }
 
   /** Every stream's row, as store/checkpoints.ts returns them (bigint cursors, ISO times). */
@@ -108,8 +106,9 @@ export class PgState {
     const listed = listedIds(listings.rows.map((r) => r.value));
     const r = await this.db.query<RawRow>(`${STREAMS_SQL} ORDER BY s.campaign_id, s.endpoint, s.report_type NULLS FIRST`);
     const conflicts = await this.conflictCounts();
-    return r.rows.map((row) =>
-      streamRow(
+    const quarantined = await quarantineCounts(this.db);
+    return r.rows.map((row) => ({
+      ...streamRow(
         {
           ...row,
           cursor: row.cursor === null ? null : BigInt(row.cursor),
@@ -121,7 +120,8 @@ export class PgState {
         listed,
         conflicts,
       ),
-    );
+      quarantined: quarantined.get(row.stream) ?? 0,
+    }));
   }
 
   /** Each stream's count of records skipped for an id another campaign holds (store/conflicts.ts). */

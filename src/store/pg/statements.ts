@@ -10,7 +10,7 @@
  * (schema.ts), and times that are not date-times with a zone become NULL (raw keeps them).
  */
 import { COLUMNS, type Table, type Values } from '../model/rows.js';
-import { CHANGE_CTES, CHANGE_SEQ } from './changes.js';
+import { CHANGE_CTES, CHANGE_SEQ, SEEN_CTE } from './changes.js';
 
 type PgType = 'text' | 'float8' | 'int4' | 'int8' | 'jsonb' | 'timestamptz';
 
@@ -224,7 +224,7 @@ export function insertAll(table: 'eval_results'): string {
  * with a NULL id.
  */
 export function withCheckpoint(upsert: string, params: number): string {
-  return `WITH ${CHANGE_CTES}, w AS (${upsert}), ${moveCheckpoint(params, (cursor) => cursor)}
+  return `WITH ${CHANGE_CTES}, w AS (${upsert}), ${SEEN_CTE}, ${moveCheckpoint(params, (cursor) => cursor)}
 SELECT id, inserted FROM w UNION ALL SELECT NULL, ${moved}`;
 }
 
@@ -265,7 +265,7 @@ export function withTicket(table: 'role_results', params: number): string {
     `((hashtext('campaign-sync page ' || current_schema() || ' ' || $${stream}::text)::bigint << 32) + $${seq}::bigint - ${back})`;
   const upsert = upsertChanged(table, true, '(SELECT count(*) FROM own) = 1');
   // The ticket after the change number (`FROM change`): a page waiting behind an export holds no ticket.
-  return `WITH ${CHANGE_CTES}, own AS (SELECT pg_advisory_xact_lock(${ticket(0)}) FROM change), w AS (${upsert}),
+  return `WITH ${CHANGE_CTES}, own AS (SELECT pg_advisory_xact_lock(${ticket(0)}) FROM change), w AS (${upsert}), ${SEEN_CTE},
 previous AS (SELECT pg_advisory_xact_lock_shared(${ticket(1)}) FROM (SELECT count(*) FROM w) AS written),
 latest AS (SELECT cursor FROM sync_state WHERE stream = $${stream}::text AND (SELECT count(*) FROM previous) = 1 FOR UPDATE),
 ${moveCheckpoint(params, (cursor) => `(SELECT ${cursor} FROM latest)`)}

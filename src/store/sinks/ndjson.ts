@@ -19,7 +19,7 @@ import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from '..
 import { isTombstone, lineDigest, NdjsonIndex, RECORD_STREAM } from '../ndjson-index.js';
 import { isManifestLine, MANIFEST_FILE, ManifestLines } from '../ndjson-manifest.js';
 import { NdjsonOffsets } from '../offsets.js';
-import { GroupedSink } from './sink.js';
+import { GroupedSink, type PageExtras } from './sink.js';
 
 /** Test seam: replaces the write of an append (to inject a full disk). */
 export interface NdjsonSinkOptions {
@@ -194,7 +194,12 @@ export class NdjsonSink extends GroupedSink {
    * read again unchanged adds nothing), and moves the checkpoint with the file's new length. A record
    * whose id the file holds for another campaign is that campaign's (store/conflicts.ts): no line.
    */
-  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
+  async commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    { quarantine, drift }: PageExtras = {},
+  ): Promise<UpsertCounts> {
     const path = (this.files.get(id.endpoint) as NdjsonFile).path;
     const key = indexKey(id);
     const lines: string[] = [];
@@ -217,8 +222,11 @@ export class NdjsonSink extends GroupedSink {
     counts.conflicts = undefined;
     this.write(id.endpoint, lines, () => {
       for (const [recordId, digest] of digests) this.index.set(path, key, recordId, id.campaignId, digest);
+      if (drift !== undefined) this.drift.record(id.key, drift, new Date().toISOString());
       this.state.advance(id, move, counts.inserted);
       counts.conflicts = this.conflicts.record(id, skipped, new Date().toISOString());
+      // In the database, with the checkpoint and the file's new length.
+      if (quarantine !== undefined) this.quarantine.apply(id, quarantine.add, quarantine.release);
     });
     return counts;
   }

@@ -8,18 +8,30 @@
  * Every write of a sync (pages, stream rows and outcomes, campaigns) goes through the group, so after
  * one failed write or commit the process writes nothing more: each later call throws that failure.
  */
+import type { DriftPage, KnownDrift } from '../../core/drift.js';
 import type { Redacted } from '../../core/redact.js';
-import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
+import type { CheckedRecord, CheckpointMove, PageQuarantine, StreamId } from '../../core/types.js';
 import type { StorageError } from '../../errors.js';
 import { Campaigns } from '../campaigns.js';
 import type { Checkpoints } from '../checkpoints.js';
 import type { Db } from '../db.js';
+import { DriftLedger } from '../drift.js';
 import { GroupCommit, type GroupLimits } from '../group.js';
 import type { UpsertCounts } from '../mirror.js';
+import type { StreamLeases } from '../model/stream-leases.js';
+import { SqliteQuarantine } from '../quarantine.js';
 
 /** Where the sync engine reads a stream's committed checkpoint (SQLite: Checkpoints; PostgreSQL: pg/state.ts). */
 export interface Cursors {
   cursor(id: StreamId): bigint | undefined;
+}
+
+/** What a page's commit writes besides its records, in the same transaction. */
+export interface PageExtras {
+  /** Records that failed the record rules, and quarantined ones a retry stored (store/quarantine.ts). */
+  quarantine?: PageQuarantine | undefined;
+  /** The field paths and enumeration values new to the stream (sync/drift.ts). */
+  drift?: DriftPage | undefined;
 }
 
 export interface Sink {
@@ -30,14 +42,18 @@ export interface Sink {
    * while the page is still under way (PostgreSQL writes it while the page before commits): a
    * failure then surfaces at the stream's next commitPage or settle (or at endStream, flush).
    * Resolves with the counts of the stream's pages whose commit ended since its last commitPage or
-   * settle (this page's, when it is written before this resolves).
+   * settle (this page's, when it is written before this resolves). `extras` are written in the same
+   * transaction: the page's records that failed the record rules and quarantined ones a retry stored
+   * (store/quarantine.ts), and the field paths and values new to the stream (sync/drift.ts).
    */
-  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
+  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, extras?: PageExtras): Promise<UpsertCounts>;
   /**
    * Waits until every page of the stream handed to commitPage has committed. Resolves with the counts
    * not yet returned; throws the failure of a page that did not commit.
    */
   settle(id: StreamId): Promise<UpsertCounts>;
+  /** Marks the paths and values a full read of the stream no longer carried (sync/drift.ts). */
+  driftGone?(id: StreamId, items: KnownDrift[], at: string): Promise<void>;
   /** The ids of the records this destination holds for a stream (reconcile). */
   storedIds(id: StreamId): Promise<string[]>;
   /**
@@ -62,12 +78,16 @@ export interface Sink {
   moved?(): string | undefined;
   /** The storage failure that stopped this sink's writes, if one did. */
   readonly failure: StorageError | undefined;
+  /** Optional: the stream leases of a mirror several workers sync (PostgreSQL); the pass takes each stream by one. */
+  readonly leases?: StreamLeases | undefined;
 }
 
 /** What both sinks share: the group every write goes through, and the stream rows. */
 export abstract class GroupedSink implements Sink {
   protected readonly group: GroupCommit;
   protected readonly campaignRows: Campaigns;
+  protected readonly quarantine: SqliteQuarantine;
+  protected readonly drift: DriftLedger;
 
   constructor(
     db: Db,
@@ -76,9 +96,11 @@ export abstract class GroupedSink implements Sink {
   ) {
     this.group = new GroupCommit(db, limits);
     this.campaignRows = new Campaigns(db);
+    this.quarantine = new SqliteQuarantine(db);
+    this.drift = new DriftLedger(db);
   }
 
-  abstract commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts>;
+  abstract commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, extras?: PageExtras): Promise<UpsertCounts>;
   abstract campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void>;
   abstract storedIds(id: StreamId): Promise<string[]>;
   abstract prune(id: StreamId, recordIds: string[], at: string): Promise<number>;
@@ -99,6 +121,10 @@ export abstract class GroupedSink implements Sink {
 
   async endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void> {
     this.group.write(() => (error === undefined ? this.state.success(id, at) : this.state.failure(id, error, at)), 0, 0);
+  }
+
+  async driftGone(id: StreamId, items: KnownDrift[], at: string): Promise<void> {
+    this.group.write(() => this.drift.gone(id.key, items, at), 0, 0);
   }
 
   async flush(): Promise<void> {

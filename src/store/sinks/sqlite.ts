@@ -5,7 +5,7 @@ import { IdConflicts } from '../conflicts.js';
 import type { Db } from '../db.js';
 import type { GroupLimits } from '../group.js';
 import { Mirror, type UpsertCounts } from '../mirror.js';
-import { GroupedSink } from './sink.js';
+import { GroupedSink, type PageExtras } from './sink.js';
 
 /** Records into the SQLite mirror. */
 export class SqliteSink extends GroupedSink {
@@ -19,15 +19,22 @@ export class SqliteSink extends GroupedSink {
     this.conflicts = new IdConflicts(db);
   }
 
-  async commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined): Promise<UpsertCounts> {
+  async commitPage(
+    id: StreamId,
+    records: CheckedRecord[],
+    move: CheckpointMove | undefined,
+    { quarantine, drift }: PageExtras = {},
+  ): Promise<UpsertCounts> {
     return this.group.write(
       () => {
+        if (drift !== undefined) this.drift.record(id.key, drift, new Date().toISOString());
         const counts =
           id.endpoint === 'session'
             ? this.mirror.upsertSessionResults(records, id.campaignId)
             : this.mirror.upsertRoleResults(records, id.campaignId, id.reportType ?? 'DETAILED');
         this.state.advance(id, move, counts.inserted);
         counts.conflicts = this.conflicts.record(id, counts.conflicts, new Date().toISOString());
+        if (quarantine !== undefined) this.quarantine.apply(id, quarantine.add, quarantine.release);
         return counts;
       },
       records.length,

@@ -1,9 +1,11 @@
-/** The Mirror port (store/mirror-port.ts) over a SQLite file; erasure's code is loaded only for `forget`. */
+/** The Mirror port (store/mirror-port.ts) over a SQLite file; erasure's code is loaded only for `forget`, export's only for `export`. */
 import { Campaigns } from '../campaigns.js';
 import { openDatabase } from '../db.js';
 import type { MirrorBackend } from '../mirror-port.js';
+import { SqliteQuarantine } from '../quarantine.js';
 import { openSqliteCheckpointAdmin } from './checkpoint-admin.js';
 import { openSqliteJobStore } from './job-store.js';
+import { sqliteOwnFiles } from './own-files.js';
 import { openSqliteReader } from './reader.js';
 
 export const sqliteBackend: MirrorBackend = {
@@ -11,6 +13,21 @@ export const sqliteBackend: MirrorBackend = {
   openReader: openSqliteReader,
   openCheckpointAdmin: openSqliteCheckpointAdmin,
   openEraser: async (t) => (await import('./eraser.js')).openSqliteEraser(t),
+  openExport: async (t, opts) => (await import('./export-source.js')).openSqliteExport(t, opts),
+  ownFiles: sqliteOwnFiles,
+  openVersions: async (t) => (await import('./versions.js')).openSqliteVersions(t),
+  async openQuarantine(t) {
+    const db = openDatabase(t.path, { mustExist: true });
+    const quarantine = new SqliteQuarantine(db);
+    return {
+      name: t.path,
+      list: async () => quarantine.list(),
+      drop: async (which) => quarantine.drop(which),
+      close: async () => {
+        db.close();
+      },
+    };
+  },
   async storeCampaigns(t, list, at, lister) {
     // The campaigns table is small and written in one transaction: no run lock needed.
     const db = openDatabase(t.path);

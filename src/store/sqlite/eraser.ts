@@ -1,15 +1,15 @@
 /**
- * `forget` on a SQLite mirror: the person erased from the database and from the NDJSON files it
- * wrote (store/erasure.ts), under the run lock; an erasure an earlier forget left unfinished (killed,
+ * `forget` on a SQLite mirror: the person (or the results older than a cut) erased from the database
+ * and from the NDJSON files it wrote (store/erasure.ts), under the run lock; an erasure an earlier forget left unfinished (killed,
  * or stopped by a full disk) is finished first, whoever is named.
  */
 import { currentWaits } from '../../core/io.js';
 import { waitWords } from '../../core/waits.js';
 import { StorageError, storageError } from '../../errors.js';
 import { openDatabase } from '../db.js';
-import { eraseCandidate } from '../erasure.js';
+import { type Erasure, eraseCandidate, eraseOlderThan } from '../erasure.js';
 import { RunLock } from '../lock.js';
-import type { EraseMirror, MirrorTarget } from '../mirror-port.js';
+import type { EraseMirror, ErasureDone, MirrorTarget } from '../mirror-port.js';
 
 export async function openSqliteEraser(t: MirrorTarget): Promise<EraseMirror> {
   const dbPath = t.path;
@@ -25,24 +25,27 @@ export async function openSqliteEraser(t: MirrorTarget): Promise<EraseMirror> {
   return {
     name: dbPath,
     searched: `${dbPath} or the NDJSON files it wrote`,
-    async erase(user) {
-      try {
-        const { rows, files, earlier, found, done } = eraseCandidate(db, user);
-        if (!done) {
-          throw new StorageError(
-            `forget: cannot finish erasing in ${dbPath}: another process has it open (a reader's transaction or a writer) and did not let go within ${waitWords(currentWaits().sqliteBusyMs)}, so the old pages could not be overwritten; the rows are deleted but the erasure is not finished: close that process and run \`campaign-sync forget\` again (any --user) to finish it`,
-            { code: 'SQLITE_BUSY' },
-          );
-        }
-        return { rows, files, earlier, found };
-      } catch (err) {
-        // A full disk during the rewrite is a storage failure (exit 74), named, never "internal error".
-        throw storageError(err, `forget: cannot write ${dbPath}`);
-      }
-    },
+    erase: async (user) => run(() => eraseCandidate(db, user)),
+    eraseOlderThan: async (before) => run(() => eraseOlderThan(db, before)),
     async close() {
       lock.release();
       db.close();
     },
   };
+
+  function run(erase: () => Erasure): ErasureDone {
+    try {
+      const { rows, copies, files, earlier, found, done } = erase();
+      if (!done) {
+        throw new StorageError(
+          `forget: cannot finish erasing in ${dbPath}: another process has it open (a reader's transaction or a writer) and did not let go within ${waitWords(currentWaits().sqliteBusyMs)}, so the old pages could not be overwritten; the rows are deleted but the erasure is not finished: close that process and run \`campaign-sync forget\` again (any --user or --older-than) to finish it`,
+          { code: 'SQLITE_BUSY' },
+        );
+      }
+      return { rows, copies, files, earlier, found };
+    } catch (err) {
+      // A full disk during the rewrite is a storage failure (exit 74), named, never "internal error".
+      throw storageError(err, `forget: cannot write ${dbPath}`);
+    }
+  }
 }

@@ -4,8 +4,10 @@ import type { Destination } from '../../core/types.js';
 import { Campaigns } from '../campaigns.js';
 import { Checkpoints } from '../checkpoints.js';
 import { type Db, openDatabase } from '../db.js';
+import { DriftLedger } from '../drift.js';
 import { RunLock } from '../lock.js';
-import type { JobStore, StoreChoice } from '../mirror-port.js';
+import type { JobStore, Retained, StoreChoice } from '../mirror-port.js';
+import { retentionDue } from '../model/retention.js';
 import { SqliteSink } from '../sinks/sqlite.js';
 import { MirrorGuard } from './mirror-guard.js';
 
@@ -25,6 +27,22 @@ export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
         `an erasure an earlier forget left unfinished in ${path} could not be finished: another process has it open; the next pull or forget finishes it`,
       );
     }
+    // Before the sink opens any NDJSON file: the erasure rewrites them.
+    let retained: Retained | undefined;
+    let ranAt: string | undefined;
+    if (c.retention !== undefined) {
+      const { applyRetention, retentionRanAt } = await import('../retention.js');
+      const r = applyRetention(db, c.retention, Date.now());
+      if (r !== undefined) {
+        const { rows, copies, files, earlier, found, done, before } = r;
+        retained = { before: new Date(before).toISOString(), done: { rows, copies, files, earlier, found } };
+        if (!done)
+          c.warning?.(
+            `the retention's erasure in ${path} could not be finished: another process has it open; the next pull or forget finishes it`,
+          );
+      }
+      ranAt = retentionRanAt(db);
+    }
     // Without --format and --out, the database keeps feeding the destination it fed last.
     const remembered = c.chosen ? undefined : state.destination();
     const destination: Destination = remembered ?? (c.format === 'ndjson' ? { kind: 'ndjson', out: resolve(c.out) } : { kind: 'sqlite' });
@@ -36,14 +54,18 @@ export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
         : new SqliteSink(db, state);
     const opened = db;
     const guard = new MirrorGuard(db, path, sink);
+    const drift = new DriftLedger(db);
     return {
       remembered,
+      retained,
+      retentionDue: (now) => c.retention !== undefined && retentionDue(ranAt, now),
       place:
         destination.kind === 'ndjson' ? { kind: 'ndjson', out: destination.out, db: resolve(path) } : { kind: 'sqlite', db: resolve(path) },
       sink,
       cursors: state,
       streams: async () => state.all(),
       campaignNames: async () => new Campaigns(opened).names(),
+      driftKnown: async (stream) => drift.known(stream),
       notified: async () => state.notified(),
       setNotified: async (stream, value) => state.setNotified(stream, value),
       async verify() {

@@ -2,6 +2,7 @@
 import { Campaigns } from '../campaigns.js';
 import { Checkpoints } from '../checkpoints.js';
 import { isEmptyDatabase, openDatabase } from '../db.js';
+import { DriftLedger } from '../drift.js';
 import { lockHolder } from '../lock.js';
 import type { MirrorReader, MirrorTarget } from '../mirror-port.js';
 
@@ -24,6 +25,22 @@ export async function openSqliteReader(t: MirrorTarget, opts: { emptyHasNoStream
     campaignNames: async () => campaigns.names(),
     skipped: async () => campaigns.skipped(),
     holder: async () => lockHolder(dbPath),
+    takeDrift: async () => {
+      const changes = new DriftLedger(db).pending();
+      if (changes.length === 0) return { changes };
+      // The reader is read-only: a second connection marks them, briefly (a pull's group may hold the write lock).
+      try {
+        const writer = openDatabase(dbPath, { mustExist: true });
+        try {
+          new DriftLedger(writer).reported(changes);
+        } finally {
+          writer.close();
+        }
+        return { changes };
+      } catch (err) {
+        return { changes, unmarked: (err as Error).message };
+      }
+    },
     close: async () => {
       db.close();
     },

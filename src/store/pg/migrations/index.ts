@@ -13,5 +13,10 @@ import { V3 } from './v3.js';
 import { V4 } from './v4.js';
 import { V5 } from './v5.js';
 import { V6 } from './v6.js';
+import { V7 } from './v7.js';
+import { V8 } from './v8.js';
+import { V9 } from './v9.js';
+import { V10 } from './v10.js';
+import { V11 } from './v11.js';
 
-export const PG_MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5, V6];
+export const PG_MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];

@@ -1,0 +1,43 @@
+/**
+ * `export --as-of <timestamp>`: session or role results as the mirror held them at that time
+ * (result_versions), whichever database holds it: each record's version then, deletions left out,
+ * in the table's columns (id first) followed by `version` and `valid_from`.
+ */
+import type { Writable } from 'node:stream';
+import type { Mirror } from '../app/factory.js';
+import { ExportInterrupted, errorCode, isAbort, StorageError, storageError, UsageError } from '../errors.js';
+import { chosenColumns } from '../export/tables.js';
+import type { Output } from '../ui/output.js';
+import { type ExportPlan, KIND_OF } from './export-plan.js';
+import { writeExport } from './export-write.js';
+
+/** Declared types for Parquet (export/parquet.ts parquetKind): the rest are text, or times by their name. */
+const DECLARED: Record<string, string> = { score: 'REAL', overall_score: 'REAL', order_index: 'INTEGER', version: 'INTEGER' };
+
+export async function exportAsOf(
+  mirror: Mirror,
+  plan: ExportPlan & { asOf: string },
+  out: Output,
+  stdout: Writable,
+  signal?: AbortSignal,
+): Promise<number> {
+  const kind = KIND_OF[plan.table] as 'session' | 'role';
+  const reader = await mirror.versions();
+  try {
+    const found = reader.asOf(kind, plan.asOf, plan.campaign);
+    const columns = plan.columns === undefined ? found.columns : chosenColumns(plan.columns, found.columns, plan.table);
+    const pick = columns.map((c) => found.columns.indexOf(c));
+    const rows = async function* () {
+      for await (const row of found.rows) yield pick.map((i) => row[i]);
+    };
+    await writeExport(plan, { columns, types: columns.map((c) => DECLARED[c] ?? null), rows }, out, stdout, signal);
+    return 0;
+  } catch (err) {
+    if (isAbort(err) && signal?.aborted) throw new ExportInterrupted(plan.target);
+    if (err instanceof StorageError || err instanceof UsageError) throw err;
+    if (errorCode(err)?.startsWith('SQLITE_')) throw storageError(err, `cannot read ${mirror.target.path}`);
+    throw storageError(err, `cannot write ${plan.target ?? 'stdout'}`);
+  } finally {
+    await reader.close();
+  }
+}

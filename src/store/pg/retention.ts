@@ -1,0 +1,53 @@
+/**
+ * A retention setting applied to the PostgreSQL mirror (store/model/retention.ts says when): the
+ * results dated before now minus the retention erased as `forget --older-than` erases them
+ * (store/pg/erase.ts), holding every stream's lease (as forget does), taken and given back before the
+ * sink claims its own. A stream another worker holds puts it off: the next open tries again, a watch
+ * within the hour.
+ */
+import { LockedError } from '../../errors.js';
+import type { Retained } from '../mirror-port.js';
+import { RETENTION_EVERY_MS, RETENTION_RAN_KEY, retentionDue } from '../model/retention.js';
+import type { PgDatabase } from './database.js';
+import { allStreams, eraseFromPg } from './erase.js';
+import { holdAll } from './lease-hold.js';
+import { PgLeases } from './leases.js';
+import { DEFAULT_LEASE_MS } from './open.js';
+
+const RETRY_MS = 3_600_000;
+
+/** Applies the retention if due; returns what it erased and when it last ran (as a watch should count it). */
+export async function applyPgRetention(
+  db: PgDatabase,
+  retentionMs: number,
+  now: number,
+  warn?: (text: string) => void,
+  leaseMs = DEFAULT_LEASE_MS,
+): Promise<{ retained?: Retained; ranAt: string | undefined }> {
+  const stored = await db.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', [RETENTION_RAN_KEY]);
+  const ranAt = stored.rows[0]?.value;
+  if (!retentionDue(ranAt, now)) return { ranAt };
+  const leases = new PgLeases(db, leaseMs);
+  try {
+    try {
+      await holdAll(leases, await allStreams(db), db.name);
+    } catch (err) {
+      if (!(err instanceof LockedError)) throw err;
+      warn?.(`the retention is put off: ${err.message}`);
+      return { ranAt: new Date(now - RETENTION_EVERY_MS + RETRY_MS).toISOString() };
+    }
+    const before = now - retentionMs;
+    const { rows, copies } = await eraseFromPg(db, { before });
+    const at = new Date(now).toISOString();
+    await db.query(
+      'INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+      [RETENTION_RAN_KEY, at],
+      'cannot write to',
+    );
+    const copied = Object.values(copies).reduce((a, b) => a + b, 0);
+    const found = rows.session_results + rows.role_results + rows.score_details + rows.records_changed + copied > 0;
+    return { retained: { before: new Date(before).toISOString(), done: { rows, copies, files: [], found } }, ranAt: at };
+  } finally {
+    await leases.close();
+  }
+}

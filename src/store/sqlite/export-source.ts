@@ -1,0 +1,111 @@
+/**
+ * `export` from a SQLite mirror (the ExportSource of store/mirror-port.ts): a table's rows as arrays,
+ * int64 exact, in row-id order, and by row-id range for CSV's byte path; a consumer's changes in one
+ * read transaction (store/changes.ts).
+ */
+import { errorCode, storageError, UsageError } from '../../errors.js';
+import { Campaigns } from '../campaigns.js';
+import { CHANGED_ROWS, describeSelect, readChanges, rememberConsumer } from '../changes.js';
+import { openDatabase } from '../db.js';
+import type { ChangeRows, ExportQuery, ExportRows, ExportSource, MirrorTarget } from '../mirror-port.js';
+import { CHANGE_TABLES, EXPORT_TABLES, isView } from '../model/export-tables.js';
+import { columnNames, schemaVersion } from '../schema.js';
+import { RangeReader } from '../snapshot.js';
+import { exportQuery, exportRangeQuery, rowIdName } from './export-sql.js';
+
+export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: boolean }): Promise<ExportSource> {
+  const dbPath = t.path;
+  // Read-write for --since-last: the consumer's place is written (and an older mirror gets its change numbers).
+  const db = opts.forChanges ? openDatabase(dbPath, { mustExist: true }) : openDatabase(dbPath, { mustExist: true, readonly: true });
+  // A statement stays busy until its iterator ends, and a busy connection cannot close.
+  const open: Array<Iterator<unknown>> = [];
+  const track = <T extends Iterator<unknown>>(it: T): T => {
+    open.push(it);
+    return it;
+  };
+  const campaigns = () => new Campaigns(db);
+
+  function rows(q: ExportQuery): ExportRows {
+    const schema = schemaVersion(db);
+    const table = EXPORT_TABLES[q.table].table;
+    const present = columnNames(db, table);
+    // The views came with schema 5, and a read-only export does not migrate.
+    if (present.length === 0) {
+      throw new UsageError(
+        `--table ${q.table}: ${dbPath} has no ${table} (schema ${schema}); run \`campaign-sync pull\` once to upgrade it`,
+      );
+    }
+    // An analyst's own column may be named rowid: the row id is then reached by another of its names.
+    // A view has none: it is read row by row.
+    const rowid = isView(q.table) ? null : rowIdName(present);
+    const every = { campaign: q.campaign, since: q.since, until: q.until, schema, rowid, present };
+    const filter =
+      q.columns === undefined
+        ? every
+        : {
+            ...every,
+            columns: q.columns(
+              db
+                .prepare(exportQuery(q.table, every).sql)
+                .columns()
+                .map((c) => c.name),
+            ),
+          };
+    const { sql, params } = exportQuery(q.table, filter);
+    const stmt = db.prepare(sql).safeIntegers(true);
+    const described = stmt.columns();
+    return {
+      columns: described.map((c) => c.name),
+      types: described.map((c) => c.type),
+      rows: () => track(stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>),
+      // Columns named rowid, _rowid_ and oid all hide the row id that ranges are read by: none then.
+      ranges:
+        rowid === null
+          ? undefined
+          : () => {
+              // Rows joined into bytes by SQLite a batch at a time where its text is UTF-8: in a UTF-16
+              // database concat() would read a blob's bytes as UTF-16.
+              const bytes = db.pragma('encoding', { simple: true }) === 'UTF-8';
+              const ranged = exportRangeQuery(q.table, filter, bytes ? described : undefined);
+              return { reader: new RangeReader(db, ranged.sql, ranged.params, ranged.batch?.sql), batch: ranged.batch };
+            },
+    };
+  }
+
+  function changes(consumer: string, name: keyof typeof CHANGE_TABLES, choose?: (available: string[]) => string[]): ChangeRows {
+    const table = CHANGE_TABLES[name];
+    const present = columnNames(db, table);
+    const every = { schema: schemaVersion(db), rowid: rowIdName(present), present, and: CHANGED_ROWS };
+    const all = describeSelect(db, exportQuery(name, every).sql).map((c) => c.name);
+    const filter = choose === undefined ? every : { ...every, columns: choose(all) };
+    const { sql } = exportQuery(name, filter);
+    const described = describeSelect(db, sql);
+    // One snapshot for the window, the tombstones and the rows.
+    const read = readChanges(db, consumer, table, sql);
+    return {
+      window: read.window,
+      columns: described.map((c) => c.name),
+      types: described.map((c) => c.type),
+      tombstones: read.tombstones,
+      rows: read.rows,
+      end: async () => read.end(),
+      abort: read.abort,
+    };
+  }
+
+  return {
+    campaignIds: async (selector) => campaigns().idsFor(selector),
+    campaignType: async (id) => campaigns().typeOf(id),
+    rows: async (q) => rows(q),
+    changes: async (consumer, name, choose) => changes(consumer, name, choose),
+    remember: async (consumer, name, to, at) => rememberConsumer(db, consumer, CHANGE_TABLES[name], to, at),
+    failure: (err) =>
+      errorCode(err)?.startsWith('SQLITE_')
+        ? storageError(err, `${opts.forChanges ? 'cannot read or write' : 'cannot read'} ${dbPath}`)
+        : undefined,
+    close: async () => {
+      for (const it of open) it.return?.();
+      db.close();
+    },
+  };
+}

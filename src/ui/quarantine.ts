@@ -1,0 +1,46 @@
+/** How `quarantine` shows its records: a table (escaped by renderTable), and its --json document. */
+import type { QuarantineRow } from '../store/quarantine.js';
+import { showText } from './escape.js';
+import { relativeTime } from './health.js';
+import { type Column, renderTable, type TableStyle } from './table.js';
+
+const COLUMNS: Column[] = [
+  { head: 'id' },
+  { head: 'stream', shrink: 20 },
+  { head: 'record', drop: 2, shrink: 12 },
+  { head: 'quarantined', drop: 1 },
+  { head: 'reason', shrink: 24, max: 200 },
+  { head: 'raw', drop: 0, shrink: 16, max: 120 },
+];
+
+/** The records' table, in id order. */
+export function quarantineTable(rows: readonly QuarantineRow[], now: number, style: TableStyle): string {
+  return renderTable(
+    COLUMNS,
+    rows.map((r) => [String(r.id), r.stream, r.record_id ?? '', relativeTime(r.quarantined_at, now), r.reason, r.raw]),
+    style,
+  );
+}
+
+/** A record in --json: every column, the raw text as stored. */
+export function quarantineEntry(r: QuarantineRow) {
+  return {
+    id: r.id,
+    stream: r.stream,
+    campaign_id: r.campaign_id,
+    endpoint: r.endpoint,
+    report_type: r.report_type,
+    record_id: r.record_id,
+    order_index: r.order_index,
+    reason: r.reason,
+    request_id: r.request_id,
+    quarantined_at: r.quarantined_at,
+    page: { starting_after: r.page_after, start_date: r.page_since, end_date: r.page_until, position: r.page_position },
+    raw: r.raw,
+  };
+}
+
+/** One line per record a retry kept, escaped: the service's words may be in it. */
+export function keptLines(kept: ReadonlyArray<{ row: QuarantineRow; why: string }>): string[] {
+  return kept.map(({ row, why }) => showText(`quarantined record ${row.id} (stream ${row.stream}) kept: ${why}`));
+}

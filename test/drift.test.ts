@@ -1,0 +1,243 @@
+/**
+ * Drift: the field paths and enumeration values a stream's records carry, compared pass to pass.
+ * `status` reports what appeared or disappeared once; `--contract strict` fails a stream on a page
+ * bringing something new and stores nothing of it. SQLite, NDJSON and PostgreSQL alike.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { streamId } from '../src/core/types.js';
+import type { RunningSimulator } from '../src/simulator/server.js';
+import { StreamDrift } from '../src/sync/drift.js';
+import { sim, tempDir } from './helpers/index.js';
+import { describePg, freshSchema, PG_URL, pgRows } from './helpers/pg.js';
+import { runCli } from './helpers/run-cli.js';
+
+type Kind = 'sqlite' | 'ndjson' | 'pg';
+
+interface Mirror {
+  /** Where the mirror is, as flags. */
+  args: string[];
+  env: Record<string, string>;
+  /** Rows of a query on the database (the checkpoints' for NDJSON). */
+  rows(sql: string): Promise<Array<Record<string, unknown>>>;
+  /** Records stored for the role campaign. */
+  roleRecords(): Promise<number>;
+}
+
+function mirror(kind: Kind): Mirror {
+  if (kind === 'pg') {
+    const schema = freshSchema();
+    return {
+      args: ['--pg-schema', schema],
+      env: { CAMPAIGN_SYNC_DB: PG_URL },
+      rows: (sql) => pgRows(schema, sql),
+      roleRecords: async () => Number((await pgRows(schema, 'SELECT count(*) AS n FROM role_results'))[0]?.n),
+    };
+  }
+  const dir = tempDir();
+  const db = join(dir, 'mirror.db');
+  const out = join(dir, 'out');
+  const rows = async (sql: string) => {
+    const d = new Database(db, { readonly: true });
+    try {
+      return d.prepare(sql).all() as Array<Record<string, unknown>>;
+    } finally {
+      d.close();
+    }
+  };
+  return {
+    args: kind === 'ndjson' ? ['--db', db, '--out', out] : ['--db', db],
+    env: {},
+    rows,
+    roleRecords: async () => {
+      if (kind === 'sqlite') return Number((await rows('SELECT count(*) AS n FROM role_results'))[0]?.n);
+      try {
+        return readFileSync(join(out, 'role_results.ndjson'), 'utf8').split('\n').filter(Boolean).length;
+      } catch {
+        return 0;
+      }
+    },
+  };
+}
+
+interface Change {
+  stream: string;
+  change: string;
+  kind: string;
+  value: string;
+  record_id: string;
+}
+
+function cases(kind: Kind) {
+  let now = Date.UTC(2026, 10, 1);
+  let s: RunningSimulator;
+  let m: Mirror;
+  const pull = (...extra: string[]) =>
+    runCli(['pull', ...m.args, '--base-url', s.url, '--json', ...extra], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, ...m.env } });
+  const statusDoc = async (): Promise<Change[]> => {
+    const r = await runCli(['status', ...(kind === 'ndjson' ? m.args.slice(0, 2) : m.args), '--json'], { env: m.env });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    return (JSON.parse(r.stdout) as { drift: Change[] }).drift;
+  };
+  const cursors = async () => (await m.rows('SELECT stream, cursor FROM sync_state ORDER BY stream')).map((r) => String(r.cursor));
+  const start = async () => {
+    s = await sim({ campaigns: 2, records: 30, growth: { count: 5, windowMs: 60_000 }, now: () => now });
+    m = mirror(kind);
+  };
+  const role = () => s.data.campaigns.find((c) => c.type === 'ROLE_SUBMISSION') as NonNullable<RunningSimulator['data']['campaigns'][0]>;
+  const session = () =>
+    s.data.campaigns.find((c) => c.type === 'SESSION_COMPLETION') as NonNullable<RunningSimulator['data']['campaigns'][0]>;
+
+  it('a new field and a new recommendation_status: --contract strict stores nothing (exit 4); then reported once by status', async () => {
+    await start();
+    expect((await pull()).code).toBe(0);
+    // The first pass is the baseline: it records everything and reports nothing.
+    expect(await statusDoc()).toEqual([]);
+    now += 60_000;
+    expect((await pull()).code).toBe(0);
+    expect(await statusDoc()).toEqual([]);
+
+    s.quirks.drift = true;
+    now += 60_000;
+    const before = { cursors: await cursors(), roles: await m.roleRecords() };
+    const strict = await pull('--contract', 'strict');
+    expect(strict.code).toBe(4);
+    const doc = JSON.parse(strict.stdout) as { streams: Array<{ campaign_id: string; status: string; error: string }> };
+    const failed = new Map(doc.streams.map((x) => [x.campaign_id, x]));
+    const firstRole = s.data.roleResult(role(), 35, 'DETAILED').id as string;
+    const firstSession = s.data.sessionResult(session(), 35).id as string;
+    expect(failed.get(role().id)?.status).toBe('failed');
+    expect(failed.get(role().id)?.error).toContain(`record "${firstRole}" brings a new recommendation_status value ON_HOLD`);
+    expect(failed.get(role().id)?.error).toContain('--contract strict: nothing of this page was stored');
+    expect(failed.get(session().id)?.error).toContain(`record "${firstSession}" brings a new field assessment_version`);
+    expect(await cursors()).toEqual(before.cursors);
+    expect(await m.roleRecords()).toBe(before.roles);
+    // The refused page recorded nothing either: the next status has nothing to say.
+    expect(await statusDoc()).toEqual([]);
+
+    // By default (warn) the pass stores it, and status reports it once.
+    const again = await pull();
+    expect(again.code).toBe(0);
+    expect(await m.roleRecords()).toBe(before.roles + 5);
+    const changes = await statusDoc();
+    const shown = changes.map((c) => [c.stream.includes('/role/') ? 'role' : 'session', c.change, c.kind, c.value, c.record_id]);
+    expect(shown.sort()).toEqual(
+      [
+        ['role', 'appeared', 'field', 'assessment_version', firstRole],
+        ['role', 'appeared', 'recommendation_status', 'ON_HOLD', firstRole],
+        ['session', 'appeared', 'field', 'assessment_version', firstSession],
+      ].sort(),
+    );
+    expect(await statusDoc()).toEqual([]);
+    // The same in people's words, once.
+    now += 60_000;
+    expect((await pull()).code).toBe(0);
+    const plain = await runCli(['status', ...(kind === 'ndjson' ? m.args.slice(0, 2) : m.args)], { env: m.env });
+    expect(plain.stdout).not.toContain('drift:');
+
+    // Nothing personal is ever an enumeration value or a path: the ids are record ids.
+    const stored = await m.rows('SELECT kind, value, record_id FROM drift_seen');
+    expect(stored.length).toBeGreaterThan(20);
+    expect(stored.filter((r) => `${r.value}${r.record_id}`.includes('@'))).toEqual([]);
+    expect(stored.map((r) => r.value)).toContain('score_details[].eval_results[].skill.key');
+    expect(stored.filter((r) => r.kind === 'skill').length).toBeGreaterThan(3);
+
+    // forget is unaffected: the person and their record go, the drift stays (its example erased).
+    const email = (s.data.roleResult(role(), 35, 'DETAILED').user as { email: string }).email;
+    const forget = await runCli(['forget', ...m.args.slice(0, kind === 'ndjson' ? 2 : m.args.length), '--user', email], { env: m.env });
+    expect(forget.code).toBe(0);
+    const after = await m.rows('SELECT kind, value, record_id FROM drift_seen');
+    expect(after.length).toBe(stored.length);
+    expect(after.filter((r) => r.record_id === firstRole)).toEqual([]);
+    expect(after.filter((r) => r.value === 'ON_HOLD').map((r) => r.record_id)).toEqual(['(erased)']);
+  });
+
+  it('a disappeared field is reported after a full read only, once', async () => {
+    await start();
+    s.quirks.drift = true;
+    now += 60_000;
+    // The baseline holds the new field (records that arrived since the start).
+    expect((await pull()).code).toBe(0);
+    s.quirks.drift = false;
+    now += 60_000;
+    // An incremental pass reads only the newest records: too little to say a field disappeared.
+    expect((await pull()).code).toBe(0);
+    expect(await statusDoc()).toEqual([]);
+    expect((await pull('--full')).code).toBe(0);
+    const changes = await statusDoc();
+    const shown = changes.map((c) => [c.stream.includes('/role/') ? 'role' : 'session', c.change, c.kind, c.value]);
+    expect(shown.sort()).toEqual(
+      [
+        ['role', 'disappeared', 'field', 'assessment_version'],
+        ['role', 'disappeared', 'recommendation_status', 'ON_HOLD'],
+        ['session', 'disappeared', 'field', 'assessment_version'],
+      ].sort(),
+    );
+    expect(changes.every((c) => c.record_id.length > 0)).toBe(true);
+    expect(await statusDoc()).toEqual([]);
+  });
+}
+
+describe.each(['sqlite', 'ndjson'] as const)('drift (%s)', (kind) => cases(kind));
+
+describePg('drift (pg)', () => cases('pg'));
+
+describe('--contract', () => {
+  it('takes warn or strict; anything else is a usage error (exit 2), from the flag or the environment', async () => {
+    const db = join(tempDir(), 'm.db');
+    const flag = await runCli(['pull', '--db', db, '--base-url', 'http://127.0.0.1:9', '--contract', 'lenient'], {
+      env: { CAMPAIGN_SYNC_API_KEY: 'k' },
+    });
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toContain('--contract');
+    const env = await runCli(['pull', '--db', db, '--base-url', 'http://127.0.0.1:9'], {
+      env: { CAMPAIGN_SYNC_API_KEY: 'k', CAMPAIGN_SYNC_CONTRACT: 'lenient' },
+    });
+    expect(env.code).toBe(2);
+    expect(env.stderr).toContain('CAMPAIGN_SYNC_CONTRACT');
+  });
+});
+
+describe('the drift walker', () => {
+  const id = streamId('c1', 'role', 'DETAILED');
+  const rec = (record: Record<string, unknown>) => ({ record, id: String(record.id), orderIndex: 1n, raw: '' });
+
+  it('keeps no personal value: keys that are no identifiers are `*`, values that are no keys are (other)', () => {
+    const d = new StreamDrift(id, [], 'warn');
+    d.begin();
+    const page = d.page([
+      rec({
+        id: 'r1',
+        recommendation_status: 'ana.o.brien@example.com',
+        by_email: { 'ana@example.com': 1, 'zoë@example.com': 2 },
+        score_details: [{ eval_results: [{ skill: { key: 'JUDGMENT', label: 'x' } }] }],
+        skills: [{ key: 'Ana Smith' }],
+      }),
+    ]);
+    const items = (page?.items ?? []).map((i) => `${i.kind}:${i.value}`);
+    expect(items).toContain('recommendation_status:(other)');
+    expect(items).toContain('field:by_email.*');
+    expect(items).toContain('skill:JUDGMENT');
+    expect(items).toContain('field:score_details[].eval_results[].skill.key');
+    expect(items.join(' ')).not.toContain('@');
+    expect(items.join(' ')).not.toContain('Ana');
+    expect(page?.report).toBe(false);
+  });
+
+  it('reports a page new paths only once, and strict refuses them only past the baseline', () => {
+    const known = [
+      { kind: 'field' as const, value: 'id', present: true },
+      { kind: 'field' as const, value: 'a', present: true },
+      { kind: 'field' as const, value: 'a[].b', present: true },
+    ];
+    const d = new StreamDrift(id, known, 'strict');
+    d.begin();
+    expect(d.page([rec({ id: 'r1', a: [{ b: 1 }] })])).toBeUndefined();
+    expect(() => d.page([rec({ id: 'r\u001b2', a: [{ b: 1, c: 2 }] })])).toThrow(
+      'record "r\\u001b2" brings a new field a[].c; --contract strict',
+    );
+  });
+});
