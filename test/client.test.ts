@@ -479,6 +479,7 @@ describe('pass: an error that is not a stream failure', () => {
       openStream: sink.openStream.bind(sink),
       endStream: sink.endStream.bind(sink),
       flush: sink.flush.bind(sink),
+      settle: sink.settle.bind(sink),
       close: sink.close.bind(sink),
       failure: undefined,
       commitPage: (...args: Parameters<typeof sink.commitPage>) => {

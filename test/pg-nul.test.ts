@@ -10,7 +10,7 @@ import { type CheckedRecord, streamId } from '../src/core/types.js';
 import { openPgMirror } from '../src/store/pg/open.js';
 import { runPass } from '../src/sync/pass.js';
 import { CAMPAIGN, campaignList, mockClient, mockService, passDefaults } from './helpers/mock.js';
-import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
+import { commitNow, describePg, freshSchema, PG_URL } from './helpers/pg.js';
 
 // A NUL in a text column (scenario name), in a jsonb-only field, in a key, in an eval's rationale; a
 // backslash before "u0000" as text (no NUL: it stays as it is); lone surrogates (jsonb rejects them)
@@ -79,7 +79,7 @@ describePg('U+0000 and lone surrogates into PostgreSQL', () => {
         role('lone', 3, { user: { email: 'x\ud800@example.com' } }),
         role('pair', 4, { note: '\ud83d\ude00' }),
       ];
-      await m.sink.commitPage(id, page, { from: undefined, to: 4n });
+      await commitNow(m.sink, id, page, { from: undefined, to: 4n });
       expect(warnings).toEqual([expect.stringContaining('2 records key-nul, lone hold U+0000 or a lone surrogate')]);
       const email = (await m.db.query("SELECT user_email FROM role_results WHERE id = 'lone'")).rows[0]?.user_email;
       expect(email).toBe('x\uFFFD@example.com');

@@ -1,15 +1,18 @@
 /**
- * Two one-statement pages of a stream written at once (store/pg/sink.ts `overlaps`, statements.ts
- * withTicket): page N+1's rows are written while page N commits, but page N+1 commits only if page N
- * did, and the sink settles them in page order. Against the real server: what is checked is the
- * server's locking (the ticket, the latest version of the checkpoint row), not a model of it.
+ * The PostgreSQL sink's queue of a stream's pages (store/pg/page-queue.ts, statements.ts withTicket):
+ * the stream hands page N+1 once commitPage resolved for page N, which may still be committing; two
+ * one-statement pages are then written at once, but page N+1 commits only if page N did, the counts
+ * come back in page order (commitPage: the page before's; settle: the last one's), and a failure
+ * stops the stream's later writes. Against the real server: what is checked is the server's locking
+ * (the ticket, the latest version of the checkpoint row), not a model of it.
  */
 import { expect, it } from 'vitest';
 import { toJson } from '../src/core/json.js';
-import { type CheckedRecord, streamId } from '../src/core/types.js';
+import { type CheckedRecord, type QuarantinedRecord, streamId } from '../src/core/types.js';
 import { LeaseLostError, StorageError } from '../src/errors.js';
 import { planPage } from '../src/store/pg/mirror.js';
 import { openPgMirror, type PgMirror } from '../src/store/pg/open.js';
+import { overlaps } from '../src/store/pg/page-queue.js';
 import { describePg, freshSchema, PG_URL, pgClient } from './helpers/pg.js';
 
 /** Runs `fn` with the URL of a role of its own whose defaults are `settings` (ALTER ROLE … SET), then drops it. */
@@ -38,6 +41,10 @@ function role(id: string, orderIndex: bigint, detailed = false): CheckedRecord {
   if (detailed) record.score_details = [{ id: `${id}-d`, score: 1, eval_results: [] }];
   return { record, id, orderIndex, raw: toJson(record) };
 }
+
+/** What commitPage resolves with when no page before it was under way. */
+const NONE = { inserted: 0, updated: 0 };
+const TWO = { inserted: 2, updated: 0 };
 
 const page = (first: number, n = 2) => Array.from({ length: n }, (_, k) => role(`r${first + k}`, BigInt(first + k)));
 
@@ -68,16 +75,9 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
     try {
       await trap(m, 2000);
       await m.sink.openStream(id);
-      const order: string[] = [];
-      const first = [role('slow', 1n), role('r2', 2n)];
-      const p1 = m.sink.commitPage(id, first, { from: undefined, to: 2n }).then((c) => {
-        order.push('page 1');
-        return c;
-      });
-      const p2 = m.sink.commitPage(id, page(3), { from: 2n, to: 4n }).then((c) => {
-        order.push('page 2');
-        return c;
-      });
+      // Pages 1 and 2 are under way when their calls resolve.
+      expect(await m.sink.commitPage(id, [role('slow', 1n), role('r2', 2n)], { from: undefined, to: 2n })).toEqual(NONE);
+      expect(await m.sink.commitPage(id, page(3), { from: 2n, to: 4n })).toEqual(NONE);
       // Page 2 has written its rows and waits for page 1's ticket while page 1 is still writing.
       let seen = 0;
       for (let i = 0; i < 150 && seen === 0; i++) {
@@ -85,14 +85,20 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
         if (seen === 0) await new Promise((r) => setTimeout(r, 10));
       }
       expect(seen).toBe(1);
-      expect(await Promise.all([p1, p2])).toEqual([
-        { inserted: 2, updated: 0 },
-        { inserted: 2, updated: 0 },
-      ]);
-      expect(order).toEqual(['page 1', 'page 2']);
-      expect(await ids(m)).toEqual(['slow', 'r2', 'r3', 'r4']);
-      expect(await state(m, id.key)).toEqual({ cursor: '4', records: '4' });
-      expect(m.state.cursor(id)).toBe(4n);
+      // Page 3's call waits for page 1 to commit (two pages under way at most) and gives its counts;
+      // settle gives those of pages 2 and 3.
+      let committedFirst: unknown;
+      expect(
+        await m.sink.commitPage(id, page(5), { from: 4n, to: 6n }).then(async (c) => {
+          committedFirst = m.state.cursor(id);
+          return c;
+        }),
+      ).toEqual(TWO);
+      expect(committedFirst === 2n || committedFirst === 4n).toBe(true);
+      expect(await m.sink.settle(id)).toEqual({ inserted: 4, updated: 0 });
+      expect(await ids(m)).toEqual(['slow', 'r2', 'r3', 'r4', 'r5', 'r6']);
+      expect(await state(m, id.key)).toEqual({ cursor: '6', records: '6' });
+      expect(m.state.cursor(id)).toBe(6n);
     } finally {
       await m.release();
     }
@@ -104,12 +110,16 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
       await trap(m, 0);
       await m.sink.openStream(id);
       await m.sink.commitPage(id, page(1), { from: undefined, to: 2n });
-      const p1 = m.sink.commitPage(id, [role('r3', 3n), role('boom', 4n)], { from: 2n, to: 4n });
-      const p2 = m.sink.commitPage(id, page(5), { from: 4n, to: 6n });
-      const [e1, e2] = await Promise.all([p1.catch((e: unknown) => e), p2.catch((e: unknown) => e)]);
+      expect(await m.sink.settle(id)).toEqual(TWO);
+      expect(await m.sink.commitPage(id, [role('r3', 3n), role('boom', 4n)], { from: 2n, to: 4n })).toEqual(NONE);
+      // Page N+1 is handed, and written alongside.
+      expect(await m.sink.commitPage(id, page(5), { from: 4n, to: 6n })).toEqual(NONE);
+      // The next call throws page N's failure, once page N+1 has ended, and writes nothing; so do the later ones.
+      const e1 = await m.sink.commitPage(id, page(7), { from: 6n, to: 8n }).catch((e: unknown) => e);
       expect(e1).toBeInstanceOf(StorageError);
       expect((e1 as Error).message).toMatch(/boom refused \(test\)/);
-      expect(e2).toBe(e1);
+      expect(await m.sink.settle(id).catch((e: unknown) => e)).toBe(e1);
+      expect(await m.sink.commitPage(id, page(9), { from: 8n, to: 10n }).catch((e: unknown) => e)).toBe(e1);
       expect(await ids(m)).toEqual(['r1', 'r2']);
       expect(await state(m, id.key)).toEqual({ cursor: '2', records: '2' });
       expect(m.state.cursor(id)).toBe(2n);
@@ -130,12 +140,9 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
         if (++calls === 1) await new Promise((r) => setTimeout(r, 300));
         return transaction(fn, what);
       };
-      const p1 = m.sink.commitPage(id, page(1), { from: undefined, to: 2n });
-      const p2 = m.sink.commitPage(id, page(3), { from: 2n, to: 4n });
-      expect(await Promise.all([p1, p2])).toEqual([
-        { inserted: 2, updated: 0 },
-        { inserted: 2, updated: 0 },
-      ]);
+      expect(await m.sink.commitPage(id, page(1), { from: undefined, to: 2n })).toEqual(NONE);
+      expect(await m.sink.commitPage(id, page(3), { from: 2n, to: 4n })).toEqual(NONE);
+      expect(await m.sink.settle(id)).toEqual({ inserted: 4, updated: 0 });
       expect(calls).toBe(3);
       expect(await ids(m)).toEqual(['r1', 'r2', 'r3', 'r4']);
       expect(await state(m, id.key)).toEqual({ cursor: '4', records: '4' });
@@ -150,12 +157,13 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
     try {
       await m.sink.openStream(id);
       await m.sink.commitPage(id, page(1), { from: undefined, to: 2n });
+      await m.sink.settle(id);
       await m.db.query('UPDATE sync_state SET cursor = 9 WHERE stream = $1', [id.key]);
-      const p1 = m.sink.commitPage(id, page(3), { from: 2n, to: 4n });
-      const p2 = m.sink.commitPage(id, page(5), { from: 4n, to: 6n });
-      const [e1, e2] = await Promise.all([p1.catch((e: unknown) => e), p2.catch((e: unknown) => e)]);
+      expect(await m.sink.commitPage(id, page(3), { from: 2n, to: 4n })).toEqual(NONE);
+      expect(await m.sink.commitPage(id, page(5), { from: 4n, to: 6n })).toEqual(NONE);
+      const e1 = await m.sink.settle(id).catch((e: unknown) => e);
       expect((e1 as Error).message).toMatch(/checkpoint of stream c1\/role\/OVERALL is at 9, not at 2 where this process left it/);
-      expect(e2).toBe(e1);
+      expect(await m.sink.commitPage(id, page(7), { from: 6n, to: 8n }).catch((e: unknown) => e)).toBe(e1);
       expect(await ids(m)).toEqual(['r1', 'r2']);
       expect(await state(m, id.key)).toEqual({ cursor: '9', records: '2' });
     } finally {
@@ -163,20 +171,15 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
     }
   });
 
-  it('overlaps: only one-statement pages with no record in common', async () => {
-    const m = await openPgMirror(PG_URL, freshSchema(), 1);
-    try {
-      const plan = (records: CheckedRecord[]) => planPage('role', records, 'c1', 'OVERALL');
-      expect(m.sink.overlaps(plan(page(1)), plan(page(3)))).toBe(true);
-      // A record in both: page N+1 would wait for page N's row while page N waits for page N+1's ticket chain.
-      expect(m.sink.overlaps(plan(page(1)), plan(page(2)))).toBe(false);
-      // A DETAILED page is a transaction of several statements: never overlapped.
-      expect(m.sink.overlaps(plan(page(1)), plan([role('d1', 3n, true)]))).toBe(false);
-      expect(m.sink.overlaps(plan([role('d1', 1n, true)]), plan(page(3)))).toBe(false);
-      expect(m.sink.overlaps(undefined, plan(page(3)))).toBe(false);
-    } finally {
-      await m.release();
-    }
+  it('overlaps: only one-statement pages with no record in common', () => {
+    const plan = (records: CheckedRecord[]) => planPage('role', records, 'c1', 'OVERALL');
+    expect(overlaps(plan(page(1)), plan(page(3)))).toBe(true);
+    // A record in both: page N+1 would wait for page N's row while page N waits for page N+1's ticket chain.
+    expect(overlaps(plan(page(1)), plan(page(2)))).toBe(false);
+    // A DETAILED page is a transaction of several statements: never overlapped.
+    expect(overlaps(plan(page(1)), plan([role('d1', 3n, true)]))).toBe(false);
+    expect(overlaps(plan([role('d1', 1n, true)]), plan(page(3)))).toBe(false);
+    expect(overlaps(undefined, plan(page(3)))).toBe(false);
   });
 
   for (const [setting, value] of [
@@ -189,12 +192,9 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
         try {
           await trap(m, 400);
           await m.sink.openStream(id);
-          const p1 = m.sink.commitPage(id, [role('slow', 1n), role('r2', 2n)], { from: undefined, to: 2n });
-          const p2 = m.sink.commitPage(id, page(3), { from: 2n, to: 4n });
-          expect(await Promise.all([p1, p2])).toEqual([
-            { inserted: 2, updated: 0 },
-            { inserted: 2, updated: 0 },
-          ]);
+          expect(await m.sink.commitPage(id, [role('slow', 1n), role('r2', 2n)], { from: undefined, to: 2n })).toEqual(NONE);
+          expect(await m.sink.commitPage(id, page(3), { from: 2n, to: 4n })).toEqual(NONE);
+          expect(await m.sink.settle(id)).toEqual({ inserted: 4, updated: 0 });
           expect(await state(m, id.key)).toEqual({ cursor: '4', records: '4' });
         } finally {
           await m.release();
@@ -202,6 +202,54 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
       });
     });
   }
+
+  it("an OVERALL page's quarantined records and new drift commit in its transaction: refused by its checkpoint, none is written", async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    const held: QuarantinedRecord = {
+      raw: '{"id":"bad"}',
+      reason: 'no order_index (test)',
+      recordId: 'bad',
+      orderIndex: undefined,
+      after: 2n,
+      since: undefined,
+      until: undefined,
+      position: 3,
+      requestId: undefined,
+      at: '2026-01-01T00:00:00.000Z',
+    };
+    const extras = {
+      quarantine: { add: [held] },
+      drift: { items: [{ kind: 'field' as const, value: 'new_field', recordId: 'r3' }], report: true },
+    };
+    const kept = async (x: PgMirror) => ({
+      quarantined: (await x.db.query('SELECT record_id FROM quarantine')).rows.map((r) => r.record_id),
+      drift: (await x.db.query('SELECT value FROM drift_seen')).rows.map((r) => r.value),
+    });
+    try {
+      await m.sink.openStream(id);
+      await m.sink.commitPage(id, page(1), { from: undefined, to: 2n });
+      await m.sink.settle(id);
+      // Another process moved the checkpoint: the page, its quarantined record and its drift are refused together.
+      await m.db.query('UPDATE sync_state SET cursor = 9 WHERE stream = $1', [id.key]);
+      await m.sink.commitPage(id, page(3), { from: 2n, to: 4n }, extras);
+      expect(await m.sink.settle(id).catch((e: unknown) => e)).toBeInstanceOf(StorageError);
+      expect(await ids(m)).toEqual(['r1', 'r2']);
+      expect(await kept(m)).toEqual({ quarantined: [], drift: [] });
+    } finally {
+      await m.release();
+    }
+    const n = await openPgMirror(PG_URL, freshSchema(), 1);
+    try {
+      await n.sink.openStream(id);
+      await n.sink.commitPage(id, page(1), { from: undefined, to: 2n });
+      await n.sink.commitPage(id, page(3), { from: 2n, to: 4n }, extras);
+      expect(await n.sink.settle(id)).toEqual(TWO);
+      expect(await ids(n)).toEqual(['r1', 'r2', 'r3', 'r4']);
+      expect(await kept(n)).toEqual({ quarantined: ['bad'], drift: ['new_field'] });
+    } finally {
+      await n.release();
+    }
+  });
 
   it('a page chosen as a deadlock victim (another writer of the same rows) is written again', async () => {
     const m = await openPgMirror(PG_URL, freshSchema(), 1);
@@ -212,7 +260,7 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
       // Another writer holds r2 and will want r1; the page takes r1, then waits for r2: a cycle.
       await other.query('BEGIN');
       await other.query("INSERT INTO role_results (id, campaign_id, order_index, raw) VALUES ('r2', 'c1', 2, '{}')");
-      const p1 = m.sink.commitPage(id, page(1), { from: undefined, to: 2n });
+      expect(await m.sink.commitPage(id, page(1), { from: undefined, to: 2n })).toEqual(NONE);
       for (let i = 0; i < 100 && (await waiting(m, 'transactionid')) === 0; i++) await new Promise((r) => setTimeout(r, 10));
       // Waits on the page's r1 until the server breaks the cycle (deadlock_timeout, 1 s): the page's
       // statement, waiting longer, is the one it cancels; then this writer gives up its rows.
@@ -221,7 +269,7 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
         .catch((e: unknown) => e);
       await mine;
       await other.query('ROLLBACK');
-      expect(await p1).toEqual({ inserted: 2, updated: 0 });
+      expect(await m.sink.settle(id)).toEqual(TWO);
       expect(await ids(m)).toEqual(['r1', 'r2']);
       expect(await state(m, id.key)).toEqual({ cursor: '2', records: '2' });
     } finally {
@@ -230,25 +278,38 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
     }
   });
 
-  it("a stream's lease taken by another worker: the next page writes nothing and fails with one line, the sink stays usable", async () => {
+  it("a stream's lease taken by another worker: the next page writes nothing and fails with one line, the sink stays usable, and the stream's pages commit once it holds the lease again", async () => {
     const m = await openPgMirror(PG_URL, freshSchema(), 1);
     try {
       await m.sink.openStream(id);
       await m.sink.commitPage(id, page(1), { from: undefined, to: 2n });
+      await m.sink.settle(id);
       // Another worker's takeover, as after this one stopped renewing: a new holder and token.
       await m.db.query("UPDATE leases SET worker = 'other', token = nextval('lease_tokens') WHERE stream = $1", [id.key]);
+      // Each failure is the stream's, reported at settle: the next page starts afresh, and is refused by its own fence.
       for (const single of [true, false]) {
         const records = single ? page(3) : [role('r3', 3n, true), role('r4', 4n, true)];
-        const err = await m.sink.commitPage(id, records, { from: 2n, to: 4n }).then(
-          () => undefined,
-          (e: unknown) => e,
-        );
+        const err = await m.sink
+          .commitPage(id, records, { from: 2n, to: 4n })
+          .then(() => m.sink.settle(id))
+          .then(
+            () => undefined,
+            (e: unknown) => e,
+          );
         expect(err).toBeInstanceOf(LeaseLostError);
         expect((err as Error).message).toMatch(/^stream .*: this worker lost its lease .* this page was not written$/);
       }
       expect(await ids(m)).toEqual(['r1', 'r2']);
       expect(await state(m, id.key)).toEqual({ cursor: '2', records: '2' });
       expect(m.sink.failure).toBeUndefined();
+      // The other worker lets the stream go and this one takes it again (a later pass): its pages commit.
+      await m.db.query('UPDATE leases SET worker = NULL, expires_at = clock_timestamp() WHERE stream = $1', [id.key]);
+      expect(await m.sink.leases.claim(id.key, 'infinity')).toBe('taken');
+      await m.sink.commitPage(id, page(3), { from: 2n, to: 4n });
+      expect(await m.sink.settle(id)).toEqual(TWO);
+      await m.sink.flush();
+      expect(await ids(m)).toEqual(['r1', 'r2', 'r3', 'r4']);
+      expect(await state(m, id.key)).toEqual({ cursor: '4', records: '4' });
     } finally {
       await m.release();
     }

@@ -20,7 +20,7 @@ import { planPage, writePage } from '../src/store/pg/mirror.js';
 import { openPgMirror } from '../src/store/pg/open.js';
 import { parseStrictCsv } from './helpers/csv.js';
 import { cli, sim, tempDir } from './helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgClient, pgRows } from './helpers/pg.js';
+import { commitNow, describePg, freshSchema, PG_URL, pgClient, pgRows } from './helpers/pg.js';
 import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
 
 type Row = Record<string, unknown>;
@@ -280,7 +280,7 @@ describePg('export --since-last from PostgreSQL', () => {
       expect((err as Error).message).toMatch(/kept its change number for over 0.2 s; nothing was written: run again$/);
       expect((err as Error).message).not.toContain(TEST_PG_PASSWORD);
       // The export's lock went with its statement: another stream's page is not held back.
-      expect(await m.sink.commitPage(b, [record('s-later')], undefined)).toEqual({ inserted: 1, updated: 0 });
+      expect(await commitNow(m.sink, b, [record('s-later')], undefined)).toEqual({ inserted: 1, updated: 0 });
       await stuck.query('ROLLBACK');
       expect(await pgRows(schema, 'SELECT count(*)::int AS n FROM export_consumers')).toEqual([{ n: 0 }]);
     } finally {
@@ -302,8 +302,8 @@ describePg('export --since-last from PostgreSQL', () => {
           overall_score: 3,
           ...(detailScore === undefined ? {} : { score_details: [{ id: `${id}-d`, score: detailScore, eval_results: [] }] }),
         });
-      await m.sink.commitPage(detailed, [role('r-d', 1), role('r-d2', 1)], undefined);
-      await m.sink.commitPage(overall, [role('r-o', undefined)], undefined);
+      await commitNow(m.sink, detailed, [role('r-d', 1), role('r-d2', 1)], undefined);
+      await commitNow(m.sink, overall, [role('r-o', undefined)], undefined);
       const since = exporter(schema, tempDir());
       expect(
         ndjson(await since('w', 'role-results'))
@@ -311,8 +311,8 @@ describePg('export --since-last from PostgreSQL', () => {
           .sort(),
       ).toEqual(['r-d', 'r-d2', 'r-o']);
       // Stored once (compact.ts): the record's own row is the same, its score detail is not.
-      expect(await m.sink.commitPage(detailed, [role('r-d', 2), role('r-d2', 1)], undefined)).toEqual({ inserted: 0, updated: 1 });
-      await m.sink.commitPage(overall, [role('r-o2', undefined)], undefined);
+      expect(await commitNow(m.sink, detailed, [role('r-d', 2), role('r-d2', 1)], undefined)).toEqual({ inserted: 0, updated: 1 });
+      await commitNow(m.sink, overall, [role('r-o2', undefined)], undefined);
       const changed = ndjson(await since('w', 'role-results'));
       expect(changed.map((r) => r.id).sort()).toEqual(['r-d', 'r-o2']);
       const detail = changed.find((r) => r.id === 'r-d') as { raw: { score_details: Array<{ score: number }> } };

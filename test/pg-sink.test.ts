@@ -8,7 +8,7 @@ import { toJson } from '../src/core/json.js';
 import { type CheckedRecord, streamId } from '../src/core/types.js';
 import { StorageError } from '../src/errors.js';
 import { openPgMirror } from '../src/store/pg/open.js';
-import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
+import { commitNow, describePg, freshSchema, PG_URL } from './helpers/pg.js';
 
 function role(id: string, orderIndex: bigint, detailed: boolean): CheckedRecord {
   const record: Record<string, unknown> = { id, order_index: Number(orderIndex), overall_score: 3 };
@@ -26,17 +26,17 @@ describePg('PostgreSQL sink pages', () => {
       try {
         const id = streamId('c1', 'role', detailed ? 'DETAILED' : 'OVERALL');
         await m.sink.openStream(id);
-        const first = await m.sink.commitPage(id, [role('r1', 1n, detailed), role('r2', 2n, detailed)], { from: undefined, to: 2n });
+        const first = await commitNow(m.sink, id, [role('r1', 1n, detailed), role('r2', 2n, detailed)], { from: undefined, to: 2n });
         expect(first).toEqual({ inserted: 2, updated: 0 });
         expect(m.state.cursor(id)).toBe(2n);
         const row = (await m.db.query('SELECT cursor::text AS c, records::text AS n FROM sync_state WHERE stream = $1', [id.key])).rows[0];
         expect(row).toEqual({ c: '2', n: '2' });
         // A backfill page (no move) counts new records and leaves the cursor.
-        expect(await m.sink.commitPage(id, [role('r0', 0n, detailed)], undefined)).toEqual({ inserted: 1, updated: 0 });
+        expect(await commitNow(m.sink, id, [role('r0', 0n, detailed)], undefined)).toEqual({ inserted: 1, updated: 0 });
         expect(await count(m, 'SELECT records AS n FROM sync_state')).toBe(3);
         // Another process moved the checkpoint: the page is refused whole.
         await m.db.query('UPDATE sync_state SET cursor = 9 WHERE stream = $1', [id.key]);
-        const err = await m.sink.commitPage(id, [role('r3', 3n, detailed)], { from: 2n, to: 3n }).catch((e: unknown) => e);
+        const err = await commitNow(m.sink, id, [role('r3', 3n, detailed)], { from: 2n, to: 3n }).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(StorageError);
         expect((err as Error).message).toMatch(/checkpoint of stream c1\/role\/\w+ is at 9, not at 2 where this process left it/);
         expect(await count(m, "SELECT count(*) AS n FROM role_results WHERE id = 'r3'")).toBe(0);
@@ -67,12 +67,12 @@ describePg('PostgreSQL sink counts', () => {
     try {
       const id = streamId('c1', 'role', 'OVERALL');
       await m.sink.openStream(id);
-      expect(await m.sink.commitPage(id, [role('r1', 1n, false), role('r2', 2n, false)], undefined)).toEqual({ inserted: 2, updated: 0 });
-      expect(await m.sink.commitPage(id, [role('r1', 1n, false), role('r2', 2n, false)], undefined)).toEqual({ inserted: 0, updated: 0 });
+      expect(await commitNow(m.sink, id, [role('r1', 1n, false), role('r2', 2n, false)], undefined)).toEqual({ inserted: 2, updated: 0 });
+      expect(await commitNow(m.sink, id, [role('r1', 1n, false), role('r2', 2n, false)], undefined)).toEqual({ inserted: 0, updated: 0 });
       const changed = role('r2', 2n, false);
       const record = { ...changed.record, overall_score: 4 };
       const page = [role('r1', 1n, false), { ...changed, record, raw: toJson(record) }, role('r3', 3n, false)];
-      expect(await m.sink.commitPage(id, page, { from: undefined, to: 3n })).toEqual({ inserted: 1, updated: 1 });
+      expect(await commitNow(m.sink, id, page, { from: undefined, to: 3n })).toEqual({ inserted: 1, updated: 1 });
       expect(await count(m, 'SELECT records AS n FROM sync_state')).toBe(3);
       expect(await count(m, "SELECT overall_score AS n FROM role_results WHERE id = 'r2'")).toBe(4);
     } finally {
@@ -90,7 +90,7 @@ describePg('PostgreSQL storage of records', () => {
       const id = streamId('c1', 'role', 'OVERALL');
       await m.sink.openStream(id);
       const record = { id: 'big', order_index: 1, overall_score: 3, notes: 'x'.repeat(3000) };
-      await m.sink.commitPage(id, [{ record, id: 'big', orderIndex: 1n, raw: toJson(record) }], { from: undefined, to: 1n });
+      await commitNow(m.sink, id, [{ record, id: 'big', orderIndex: 1n, raw: toJson(record) }], { from: undefined, to: 1n });
       const version = Number((await m.db.query('SHOW server_version_num')).rows[0]?.server_version_num);
       // pg_column_compression (PostgreSQL 14+): NULL for a value stored as it is.
       if (version >= 140000) {

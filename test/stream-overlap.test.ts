@@ -1,15 +1,15 @@
 /**
  * A stream keeps one page's commit in flight (sync/stream.ts): while a store over the network
  * (PostgreSQL) writes page N, page N+1 is read and checked and the request for page N+2 goes out. Page
- * N+1 reaches the sink only after page N's commit succeeded, so the checkpoint chain and
- * exactly-once hold as without the overlap: a commit that fails stops the stream with that failure and nothing
- * after it is written; a stream that is stopped waits for the commit under way. A sink that says two
- * pages may overlap (Sink.overlaps) gets page N+1 while page N commits, two at most, and the stream
- * still counts them and moves its checkpoint in page order.
+ * N+1 reaches the sink only once its commitPage for page N resolved, so the checkpoint chain and
+ * exactly-once hold as without the overlap: a commit that fails stops the stream with that failure and
+ * nothing after it is written; a stream that is stopped waits for the commit under way. A sink that
+ * queues pages (PostgreSQL) resolves commitPage before the page commits: the stream chains the
+ * checkpoint moves all the same, counts what the sink reports, and stops at the failure it reports.
  */
 import { MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { streamId } from '../src/core/types.js';
+import { type CheckpointMove, streamId } from '../src/core/types.js';
 import { StorageError } from '../src/errors.js';
 import type { Sink } from '../src/store/sinks/sink.js';
 import { runPass } from '../src/sync/pass.js';
@@ -94,31 +94,6 @@ describe('a stream reads ahead while a page commits', () => {
     expect(store.db.prepare('SELECT count(*) FROM session_results').pluck().get()).toBe(PAGES * PAGE);
   });
 
-  it("builds page N+1's rows (the sink's prepare) while page N commits, and hands them to its commit", async () => {
-    const { agent, calls } = service();
-    const store = testStore();
-    const log: string[] = [];
-    let page = 0;
-    const sink = withCommitPage(store.sink, async (id, records, move, prepared) => {
-      const n = ++page;
-      log.push(`commit ${n} with ${String(prepared)}`);
-      // Page n+1 is read and prepared while this commit is under way.
-      await until(() => log.includes(`prepare ${n + 1}`) || resultRequests(calls) >= PAGES, 2000);
-      const counts = await store.sink.commitPage(id, records, move);
-      log.push(`end ${n}`);
-      return counts;
-    });
-    let prepares = 0;
-    sink.prepare = (_id, records) => {
-      log.push(`prepare ${++prepares}`);
-      return `plan of ${records.length}`;
-    };
-    const result = await runPass({ client: mockClient(agent), sink, state: store.state }, opts);
-    expect(result.streams[0]?.records).toBe(PAGES * PAGE);
-    expect(log.slice(0, 5)).toEqual(['prepare 1', 'commit 1 with plan of 2', 'prepare 2', 'end 1', 'commit 2 with plan of 2']);
-    expect(log.filter((l) => l.startsWith('commit')).every((l) => l.endsWith('with plan of 2'))).toBe(true);
-  });
-
   it('a commit that fails stops the stream with that failure: the page read meanwhile is never written', async () => {
     const { agent, calls } = service();
     const store = testStore();
@@ -195,116 +170,100 @@ describe('a stream reads ahead while a page commits', () => {
 });
 
 /**
- * `store.sink` that says any two pages may overlap (Sink.overlaps), as the PostgreSQL sink does for
- * one-statement pages: each commitPage first runs `before(n)`; the pages then reach the store in page
- * order, and a page whose predecessor failed is refused with that failure (the PostgreSQL ticket's
- * rule), so the store's own compare-and-set sees the chain it expects.
+ * `store.sink` behind a queue, as the PostgreSQL sink keeps one (store/pg/page-queue.ts): commitPage
+ * resolves once the page is queued, with the counts of the pages that committed meanwhile; the pages
+ * are stored in order, each first running `before(n)`, and none after a failure, which the stream's
+ * next call (commitPage or settle) throws.
  */
-function overlappingSink(sink: Sink, before: (page: number) => Promise<void>, after: (page: number) => Promise<void> = async () => {}) {
+function queueingSink(sink: Sink, before: (page: number) => Promise<void>) {
   let page = 0;
-  let inFlight = 0;
-  let most = 0;
+  let chain: Promise<void> = Promise.resolve();
+  let failure: unknown;
+  let done = { inserted: 0, updated: 0 };
   const log: string[] = [];
-  // Settles once the last page handed in is stored (or refused): its answer may come later (`after`).
-  let stored: Promise<unknown> = Promise.resolve();
-  const wrapped = withCommitPage(sink, (...args) => {
+  const moves: Array<CheckpointMove | undefined> = [];
+  const report = () => {
+    if (failure !== undefined) throw failure;
+    const counts = done;
+    done = { inserted: 0, updated: 0 };
+    return counts;
+  };
+  const wrapped = withCommitPage(sink, async (id, records, move) => {
+    const counts = report();
     const n = ++page;
-    inFlight++;
-    most = Math.max(most, inFlight);
-    log.push(`start ${n}${inFlight > 1 ? ' (overlapping)' : ''}`);
-    const prior = stored;
-    const store = (async () => {
-      await before(n);
-      await prior;
-      return sink.commitPage(...args);
-    })();
-    stored = store;
-    return (async () => {
+    log.push(`queued ${n}`);
+    moves.push(move);
+    chain = chain.then(async () => {
+      if (failure !== undefined) return;
       try {
-        const counts = await store;
-        await after(n);
-        return counts;
-      } finally {
-        inFlight--;
-        log.push(`end ${n}`);
+        await before(n);
+        const c = await sink.commitPage(id, records, move);
+        log.push(`stored ${n}`);
+        done = { inserted: done.inserted + c.inserted, updated: done.updated + c.updated };
+      } catch (err) {
+        failure = err;
       }
-    })();
+    });
+    return counts;
   });
-  wrapped.overlaps = () => true;
-  return { sink: wrapped, log, most: () => most };
+  wrapped.settle = async (id) => {
+    await chain;
+    await sink.settle(id);
+    return report();
+  };
+  return { sink: wrapped, log, moves };
 }
 
-describe('a stream whose sink lets two pages overlap (PostgreSQL, one-statement pages)', () => {
-  it('hands page N+1 while page N commits, never more than two at once, and stores every page once', async () => {
+describe('a stream whose sink queues its pages (PostgreSQL)', () => {
+  it('hands page N+1 while page N is still queued, chains the checkpoint moves, and counts every page once', async () => {
     const { agent } = service();
     const store = testStore();
-    const { sink, log, most } = overlappingSink(store.sink, async (n) => {
-      // Each commit waits (up to 2 s) for the next page to be handed in while it is under way.
-      if (n < PAGES) await until(() => log.includes(`start ${n + 1} (overlapping)`), 2000);
+    const { sink, log, moves } = queueingSink(store.sink, async (n) => {
+      // Each page waits (up to 2 s) for the next one to be handed in while it is queued.
+      if (n < PAGES) await until(() => log.includes(`queued ${n + 1}`), 2000);
     });
-    const result = await runPass({ client: mockClient(agent), sink, state: store.state }, opts);
-    const stream = result.streams[0];
-    expect(stream?.status).toBe('ok');
-    expect(log.filter((l) => l.includes('overlapping'))).toHaveLength(PAGES - 1);
-    expect(most()).toBe(2);
-    expect(stream?.records).toBe(PAGES * PAGE);
-    expect(stream?.inserted).toBe(PAGES * PAGE);
-    expect(stream?.cursor).toBe(BigInt(PAGES * PAGE));
-    expect(store.db.prepare('SELECT count(*) FROM session_results').pluck().get()).toBe(PAGES * PAGE);
-    expect(store.db.prepare('SELECT cursor, records FROM sync_state').get()).toEqual({ cursor: PAGES * PAGE, records: PAGES * PAGE });
-  });
-
-  it('counts pages and moves its checkpoint in page order, even when page N+1 answers before page N', async () => {
-    const { agent } = service();
-    const store = testStore();
-    // Page n answers 120 ms after its commit, page n+1 at once: without the chain, the walk would
-    // count page n+1 first and end on page n's checkpoint.
-    const { sink } = overlappingSink(
-      store.sink,
-      async () => {},
-      async (n) => {
-        if (n % 2 === 1) await new Promise((r) => setTimeout(r, 120));
-      },
-    );
     const id = streamId(CAMPAIGN, 'session', null);
     await sink.openStream(id);
     const client = mockClient(agent);
-    const pages: bigint[] = [];
     const counts = { records: 0, inserted: 0, updated: 0, pages: 0, requests: 0, bytes: 0 };
+    const walk = { from: undefined, window: {}, checkpoint: true };
     const end = await walkStream(
       id,
       { client, sink, state: store.state },
       { pageSize: PAGE, reportType: 'DETAILED' },
-      { from: undefined, window: {}, checkpoint: true, onPage: (records) => pages.push(records.at(-1)?.orderIndex ?? -1n) },
+      walk,
       counts,
-      { records: 0, requests: 0 } as never,
+      {
+        records: 0,
+        requests: 0,
+      } as never,
       undefined,
     );
-    expect(pages).toEqual([2n, 4n, 6n, 8n, 10n]);
+    expect(log.indexOf('queued 2')).toBeLessThan(log.indexOf('stored 1'));
+    expect(log.filter((l) => l.startsWith('stored'))).toEqual(['stored 1', 'stored 2', 'stored 3', 'stored 4', 'stored 5']);
+    // Each move starts where the one before ends, though that page was only queued when handed.
+    expect(moves).toEqual([2, 4, 6, 8, 10].map((to) => ({ from: to === 2 ? undefined : BigInt(to - 2), to: BigInt(to) })));
     expect(end).toBe(BigInt(PAGES * PAGE));
-    expect(counts.records).toBe(PAGES * PAGE);
+    expect(counts).toMatchObject({ records: PAGES * PAGE, inserted: PAGES * PAGE, pages: PAGES });
+    expect(store.db.prepare('SELECT cursor, records FROM sync_state').get()).toEqual({ cursor: PAGES * PAGE, records: PAGES * PAGE });
     await client.close();
   });
 
-  it("page N's failure stops the stream with that failure; page N+1, already handed in, is waited for and not stored", async () => {
+  it('a failure the sink reports at the next call stops the stream with it: no later page is handed', async () => {
     const { agent } = service();
     const store = testStore();
     const failure = new StorageError('cannot write to the mirror: disk full (test)');
-    const { sink, log } = overlappingSink(store.sink, async (n) => {
-      // Page 3's commit takes 200 ms more: the pass must wait for it all the same.
-      if (n === 3) await new Promise((r) => setTimeout(r, 200));
+    const { sink, log } = queueingSink(store.sink, async (n) => {
       if (n !== 2) return;
-      // Page 3 is handed in while page 2 is under way, then page 2 fails.
-      await until(() => log.includes('start 3 (overlapping)'), 2000);
+      // Page 3 is handed in before page 2's commit fails.
+      await until(() => log.includes('queued 3'), 2000);
       throw failure;
     });
     const err = await runPass({ client: mockClient(agent), sink, state: store.state }, opts).catch((e: unknown) => e);
     expect(err).toBe(failure);
-    expect(log).toContain('start 3 (overlapping)');
-    expect(log.indexOf('start 3 (overlapping)')).toBeLessThan(log.indexOf('end 2'));
-    // Page 3's commit ended before the pass did, and was refused (page 2 failed before it).
-    expect(log.filter((l) => l.startsWith('end')).sort()).toEqual(['end 1', 'end 2', 'end 3']);
-    expect(log).not.toContain('start 4 (overlapping)');
+    expect(log).toContain('queued 3');
+    // Nothing after page 1 is stored.
+    expect(log.filter((l) => l.startsWith('stored'))).toEqual(['stored 1']);
     expect(store.db.prepare('SELECT order_index FROM session_results ORDER BY order_index').pluck().all()).toEqual([1, 2]);
     expect(store.db.prepare('SELECT cursor FROM sync_state').pluck().get()).toBe(2);
   });

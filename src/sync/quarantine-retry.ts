@@ -100,7 +100,9 @@ export async function retryQuarantined(rows: readonly QuarantineRow[], deps: Ret
       released.push(row);
     }
     if (released.length === 0) continue;
-    await deps.sink.commitPage(id, good, undefined, undefined, { quarantine: { add: [], release: released.map((r) => r.id) } });
+    await deps.sink.commitPage(id, good, undefined, { quarantine: { add: [], release: released.map((r) => r.id) } });
+    // Reported as stored once committed: a sink may resolve commitPage while the page is under way.
+    await deps.sink.settle(id);
     out.stored.push(...released);
   }
   await deps.sink.flush();

@@ -4,12 +4,13 @@
  * failure (the service's answer, bad data) ends it with a result; a 401 or a storage failure is
  * thrown on: fatal for the whole pass.
  */
-import type { ApiClient, RequestCounter } from '../api/client.js';
+import type { ApiClient, PageAnswer, RequestCounter } from '../api/client.js';
 import type { Progress, RunEvents } from '../core/events.js';
-import type { CheckedRecord, QuarantinedRecord, ReportType, StreamId } from '../core/types.js';
+import type { CheckedRecord, PageQuarantine, QuarantinedRecord, ReportType, StreamId } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort, LeaseLostError } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
 import { olderThan } from '../store/model/erase-rule.js';
+import type { UpsertCounts } from '../store/model/page.js';
 import type { Cursors, Sink } from '../store/sinks/sink.js';
 import type { DriftTracker, StreamDrift } from './drift.js';
 import { envelopeCursor, nextStep } from './paginate.js';
@@ -101,8 +102,9 @@ export interface Walk {
   /** Move the checkpoint with each page (an incremental or full read), or leave it (backfill, lookback, reconcile). */
   checkpoint: boolean;
   /**
-   * Called with each page's records after they are stored (reconcile collects the ids served), and
-   * its quarantined records' ids (undefined for one without a usable id): served too, never gone.
+   * Called with each page's records as they are handed to the sink (reconcile collects the ids
+   * served), and its quarantined records' ids (undefined for one without a usable id): served too,
+   * never gone.
    */
   onPage?: ((records: CheckedRecord[], held: Array<string | undefined>) => void) | undefined;
   /** The stream's drift: each page's new paths and values are committed with it (or refused, --contract strict). */
@@ -111,8 +113,12 @@ export interface Walk {
 
 /**
  * Reads a stream's pages from `walk.from`, checks each page, commits its records (with the checkpoint
- * move, if the walk moves it) and asks for the next page while this one is stored. Throws the
- * stream's errors; `counts` holds what was done up to them. Returns the checkpoint.
+ * move, if the walk moves it) and asks for the next page while this one is stored. One commit in
+ * flight: page N+1 is read and checked, and page N+2 asked for, while page N's commitPage is under
+ * way; page N+1 is handed only once it resolved. A sink over the network may keep pages deeper in a
+ * queue of its own (store/pg/page-queue.ts): all are committed once its settle resolves. Throws the
+ * stream's errors; `counts` holds what was done up to them. Returns the checkpoint:
+ * `committedAtStart`, moved by the walk.
  */
 export async function walkStream(
   id: StreamId,
@@ -124,11 +130,70 @@ export async function walkStream(
   committedAtStart: bigint | undefined,
 ): Promise<bigint | undefined> {
   const counter: RequestCounter = { requests: 0, bytes: 0 };
-  const path = resultsPath(id.endpoint);
+  const read = pageReader(id, deps, opts, walk.window, counter);
+  const tally = tallier(id, deps, walk, counts, totals);
   let cursor = walk.from;
-  // Where this stream's checkpoint stands in the database: every move is a compare-and-set from it.
-  let committed = committedAtStart;
-  const fetchPage = (after: bigint | undefined) => {
+  // Where the checkpoint stands once the pages handed so far commit: each move is a compare-and-set from it.
+  let expected = committedAtStart;
+  // The commit of the page handed last, under way while the next page is read and checked.
+  let commit: Promise<UpsertCounts> | undefined;
+  try {
+    if (deps.signal?.aborted) throw new AbortedError();
+    let pending = read(cursor);
+    for (;;) {
+      // A commit that fails while the next page is on its way stops the stream now, not after the
+      // request (which may be waiting out retries).
+      const fetched = await (commit === undefined ? pending : Promise.race([pending, commit.then(() => pending)]));
+      const { checked, served, held, step, proven, quarantine } = sortedPage(id, deps, opts, walk, fetched, cursor, ++counts.pages);
+      // The next page is on its way while this one is stored: the network overlaps the disk.
+      if (!step.done && !deps.signal?.aborted) {
+        pending = read(step.next);
+        await letRequestOut();
+      }
+      // After the next request left: the walk is off the network's path. Under --contract strict a
+      // page bringing something new throws here, before anything of it is written.
+      const drift = walk.drift?.page(checked);
+      if (commit !== undefined) tally.committed(await commit);
+      // An empty last page leaves the checkpoint where it was.
+      const move = walk.checkpoint && proven !== undefined ? { from: expected, to: proven } : undefined;
+      commit = deps.sink.commitPage(id, checked, move, { quarantine, drift });
+      commit.catch(() => {});
+      tally.handed(checked, served, held);
+      if (move !== undefined) expected = move.to;
+      if (step.done) break;
+      if (deps.signal?.aborted) throw new AbortedError();
+      cursor = step.next;
+    }
+  } finally {
+    counts.requests += counter.requests;
+    counts.bytes += counter.bytes;
+    await settle(id, deps, commit, tally);
+  }
+  return expected;
+}
+
+/**
+ * The end of a walk, also of one that stops (an abort, a bad page): the last page's commit and the
+ * pages the sink still has under way are waited for, so what the stream reports is what the
+ * destination holds; a commit's own failure is the one thrown.
+ */
+async function settle(id: StreamId, deps: StreamDeps, commit: Promise<UpsertCounts> | undefined, tally: Tally): Promise<void> {
+  try {
+    if (commit !== undefined) tally.committed(await commit);
+  } finally {
+    tally.committed(await deps.sink.settle(id));
+  }
+}
+
+/** Asks for the page after `after`; the request is awaited later, or dropped if the stream stops first. */
+function pageReader(
+  id: StreamId,
+  deps: StreamDeps,
+  opts: { pageSize: number; reportType: ReportType },
+  window: DateWindow,
+  counter: RequestCounter,
+) {
+  return (after: bigint | undefined) => {
     const request = deps.client.resultsPage(
       {
         endpoint: id.endpoint,
@@ -136,131 +201,74 @@ export async function walkStream(
         limit: opts.pageSize,
         reportType: id.endpoint === 'role' ? opts.reportType : undefined,
         startingAfter: after,
-        startDate: walk.window.since,
-        endDate: walk.window.until,
+        startDate: window.since,
+        endDate: window.until,
       },
       counter,
     );
-    // Awaited later (or dropped if the stream stops first): never an unhandled rejection.
+    // Never an unhandled rejection, awaited or not.
     request.catch(() => {});
     return request;
   };
+}
 
-  // The pages whose commits are under way: a store over the network (PostgreSQL) writes page N while
-  // page N+1 is read and checked. Pages are handed to the sink in order, and page N+1 only once page
-  // N's commit has succeeded, so a failed page stops the stream before the next one is written and
-  // each checkpoint move starts where the last committed one ended; unless the sink says the two may
-  // overlap (`Sink.overlaps`: it then commits page N+1 only if page N committed), when at most two are
-  // under way. `committing` settles once every page handed in has committed and been counted, in page
-  // order; `older`, once every page before the last one has.
-  let committing: Promise<void> | undefined;
-  let older: Promise<void> | undefined;
-  let previousPlan: unknown;
-  // Where the checkpoint stands once every page handed in has committed.
-  let expected = committed;
-  const settle = async () => {
-    const inFlight = committing;
-    committing = undefined;
-    older = undefined;
-    if (inFlight) await inFlight;
-  };
-  try {
-    if (deps.signal?.aborted) throw new AbortedError();
-    let pending = fetchPage(cursor);
-    for (;;) {
-      // A commit that fails while the next page is on its way stops the stream now, not after the
-      // request (which may be waiting out retries).
-      const { page, body, requestId } = await (committing === undefined
-        ? pending
-        : Promise.race([pending, committing.then(() => pending)]));
-      counts.pages++;
-      const where = `${describeRequest({ method: 'GET', path, campaignId: id.campaignId })}, page ${counts.pages}`;
-      const redact = deps.client.redact;
-      // A record that fails the rules is quarantined and the page goes on; a page unsound as a whole throws.
-      const sorted = sortPage(page.data, { where, campaignId: id.campaignId, after: cursor, redact });
-      // Results older than the retention are not stored (the checkpoint still moves past them).
-      const served = sorted.records;
-      const cut = opts.retainAfter;
-      const checked = cut === undefined ? served : served.filter((r) => !olderThan(r.record, cut));
-      const step = nextStep(page, {
-        where,
-        sent: cursor,
-        records: page.data.length,
-        last: sorted.last,
-        limit: opts.pageSize,
-        redact,
-      });
-      // The checkpoint moves no further than the page proves: its last usable order_index, or, when
-      // records after that one have none, the envelope's cursor.
-      const proven = sorted.tailUnknown ? maxOf(envelopeCursor(page, where, redact), sorted.last) : sorted.last;
-      const quarantine =
-        sorted.faults.length === 0
-          ? undefined
-          : {
-              add: quarantined(sorted.faults, page.data, body, {
-                after: cursor,
-                since: walk.window.since,
-                until: walk.window.until,
-                requestId,
-                redact,
-              }),
-            };
-      if (quarantine !== undefined) deps.events?.warning?.(quarantineWarning(id, counts.pages, quarantine.add));
-      // The next page is on its way while this one is stored: the network overlaps the disk.
-      if (!step.done && !deps.signal?.aborted) {
-        pending = fetchPage(step.next);
-        await letRequestOut();
-      }
-      // After the next request left: the walk is off the network's path. Under --contract strict a
-      // page bringing something new throws here, before anything of it is written.
-      const drift = walk.drift?.page(checked);
-      // The page's rows are made while the previous page commits (a sink over the network).
-      // A page with quarantined records is written alone, in a transaction of its own: it is not prepared.
-      const prepared = quarantine === undefined ? deps.sink.prepare?.(id, checked, drift) : undefined;
-      // An empty last page leaves the checkpoint where it was.
-      const checkpoint = !walk.checkpoint || proven === undefined ? undefined : proven;
-      const overlap = committing !== undefined && checkpoint !== undefined && deps.sink.overlaps?.(previousPlan, prepared) === true;
-      if (!overlap) await settle();
-      else if (older !== undefined) await older;
-      const move = checkpoint === undefined ? undefined : { from: expected, to: checkpoint };
-      if (checkpoint !== undefined) expected = checkpoint;
-      const commit = deps.sink.commitPage(id, checked, move, prepared, { quarantine, drift });
-      // Always awaited through `committing`, maybe only after the next page arrives: meanwhile a
-      // failure must not count as an unhandled rejection.
-      commit.catch(() => {});
-      const before = committing;
-      older = before;
-      previousPlan = prepared;
-      // After the pages before it, and settled whatever they did: a stream that stops on page N's
-      // failure still waits for page N+1's commit to end (and reports page N's failure).
-      const inOrder = before === undefined ? commit : Promise.allSettled([before, commit]).then(() => before.then(() => commit));
-      committing = inOrder.then((done) => {
-        if (checkpoint !== undefined) committed = checkpoint;
-        walk.onPage?.(checked, heldIds(sorted.faults));
-        counts.records += served.length;
-        counts.inserted += done.inserted;
-        counts.updated += done.updated;
-        if (done.conflicts !== undefined) for (const line of conflictWarnings(id, done.conflicts)) deps.events?.warning?.(line);
-        totals.records += served.length;
-        totals.requests = deps.client.requests;
-        deps.events?.page?.({ stream: id, records: served.length, progress: { ...totals } });
-      });
-      committing.catch(() => {});
-      if (step.done) break;
-      if (deps.signal?.aborted) throw new AbortedError();
-      cursor = step.next;
-    }
-  } finally {
-    // The last pages' commits, and those of a stream that stops (an abort, a bad page): waited for, so
-    // what the stream reports is what the destination holds; a commit's own failure is the one thrown.
-    try {
-      await settle();
-    } finally {
-      counts.requests += counter.requests;
-      counts.bytes += counter.bytes;
-    }
+/**
+ * Page number `n`: its records sorted (a record that fails the rules is quarantined and the page goes
+ * on; a page unsound as a whole throws), those older than the retention left out, where paging goes
+ * from it, and how far it proves the checkpoint may move.
+ */
+function sortedPage(
+  id: StreamId,
+  deps: StreamDeps,
+  opts: { pageSize: number; retainAfter?: number | undefined },
+  walk: Walk,
+  { page, body, requestId }: PageAnswer,
+  sent: bigint | undefined,
+  n: number,
+) {
+  const where = `${describeRequest({ method: 'GET', path: resultsPath(id.endpoint), campaignId: id.campaignId })}, page ${n}`;
+  const redact = deps.client.redact;
+  const sorted = sortPage(page.data, { where, campaignId: id.campaignId, after: sent, redact });
+  // Results older than the retention are not stored (the checkpoint still moves past them).
+  const served = sorted.records.length;
+  const cut = opts.retainAfter;
+  const checked = cut === undefined ? sorted.records : sorted.records.filter((r) => !olderThan(r.record, cut));
+  const step = nextStep(page, { where, sent, records: page.data.length, last: sorted.last, limit: opts.pageSize, redact });
+  // The checkpoint moves no further than the page proves: its last usable order_index, or, when
+  // records after that one have none, the envelope's cursor.
+  const proven = sorted.tailUnknown ? maxOf(envelopeCursor(page, where, redact), sorted.last) : sorted.last;
+  let quarantine: PageQuarantine | undefined;
+  if (sorted.faults.length > 0) {
+    const { since, until } = walk.window;
+    quarantine = { add: quarantined(sorted.faults, page.data, body, { after: sent, since, until, requestId, redact }) };
+    deps.events?.warning?.(quarantineWarning(id, n, quarantine.add));
   }
-  return committed;
+  return { checked, served, held: heldIds(sorted.faults), step, proven, quarantine };
+}
+
+type Tally = ReturnType<typeof tallier>;
+
+/**
+ * A walk's counts and progress: a page's records once it is handed to the sink (a walk that returns
+ * has them all committed; one whose commit failed throws a storage failure, fatal for the pass), and
+ * the new and changed records as the sink reports its commits.
+ */
+function tallier(id: StreamId, deps: StreamDeps, walk: Walk, counts: WalkCounts, totals: Progress) {
+  return {
+    /** `served`: the page's records that passed the rules, those left out by the retention included. */
+    handed(records: CheckedRecord[], served: number, held: Array<string | undefined>): void {
+      walk.onPage?.(records, held);
+      counts.records += served;
+      totals.records += served;
+      totals.requests = deps.client.requests;
+      deps.events?.page?.({ stream: id, records: served, progress: { ...totals } });
+    },
+    committed(done: UpsertCounts): void {
+      counts.inserted += done.inserted;
+      counts.updated += done.updated;
+      if (done.conflicts !== undefined) for (const line of conflictWarnings(id, done.conflicts)) deps.events?.warning?.(line);
+    },
+  };
 }
 
 /** The ids of a page's quarantined records (undefined for one without a usable id). */

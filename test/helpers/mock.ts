@@ -108,6 +108,7 @@ export function sessionRecord(orderIndex: number | string | bigint, id = `rec-${
 export function withCommitPage(sink: Sink, commitPage: Sink['commitPage']): Sink {
   return {
     commitPage,
+    settle: (id) => sink.settle(id),
     campaigns: (list) => sink.campaigns(list),
     storedIds: (id) => sink.storedIds(id),
     prune: (id, ids, at) => sink.prune(id, ids, at),

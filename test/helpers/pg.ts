@@ -5,6 +5,8 @@
  */
 import pg from 'pg';
 import { describe, it } from 'vitest';
+import type { UpsertCounts } from '../../src/store/mirror.js';
+import type { Sink } from '../../src/store/sinks/sink.js';
 import { atFileEnd } from './file-end.js';
 
 export const PG_URL = process.env.CAMPAIGN_SYNC_TEST_PG_URL ?? '';
@@ -65,3 +67,18 @@ atFileEnd(async () => {
     await c.end();
   }
 });
+
+/**
+ * Hands a page to `sink` and waits until it committed (commitPage may resolve while the page is still
+ * queued, store/pg/page-queue.ts); resolves with the counts of the stream's pages committed meanwhile.
+ */
+export async function commitNow(sink: Sink, ...[id, records, move]: Parameters<Sink['commitPage']>): Promise<UpsertCounts> {
+  const handed = await sink.commitPage(id, records, move);
+  const rest = await sink.settle(id);
+  const conflicts = [...(handed.conflicts ?? []), ...(rest.conflicts ?? [])];
+  return {
+    inserted: handed.inserted + rest.inserted,
+    updated: handed.updated + rest.updated,
+    ...(conflicts.length > 0 ? { conflicts } : {}),
+  };
+}

@@ -3,7 +3,7 @@
  * again replaces the stored one and its child rows only when its content changed; a DETAILED record's
  * score details replace the ones stored. Each call runs on the caller's connection, inside its
  * transaction (sink.ts), in a handful of statements per page; the first also moves the checkpoint, so
- * a page of one statement (OVERALL) needs no transaction around it.
+ * a page of one statement (OVERALL) writes nothing after its checkpoint's compare-and-set.
  */
 import type pg from 'pg';
 import type { CheckedRecord, CheckpointMove, Endpoint, StreamId } from '../../core/types.js';
@@ -75,8 +75,6 @@ function lastOfEach(records: CheckedRecord[]): CheckedRecord[] {
  * records alone (no connection, nothing read), so the sink can build page N+1 while page N commits.
  */
 export interface PagePlan {
-  /** The records it was made from (the sink checks it is handed the same page). */
-  page: CheckedRecord[];
   endpoint: Endpoint;
   campaignId: string;
   /** The page's records, the last of each id. */
@@ -87,7 +85,10 @@ export interface PagePlan {
   evals?: Map<string, Values[]>;
   /** DETAILED role results: each record's split (compact.ts). */
   splits?: Map<string, PgSplit>;
-  /** Role results without score details (OVERALL): one statement with the checkpoint, atomic without a transaction. */
+  /**
+   * Role results without score details (OVERALL), and nothing else in the page's transaction: one
+   * statement with the checkpoint (withTicket), which may be written while the stream's page before commits.
+   */
   single: boolean;
 }
 
@@ -100,7 +101,7 @@ export function planPage(endpoint: Endpoint, page: CheckedRecord[], campaignId: 
       'session_results',
       records.map((r) => sessionRow(r, campaignId)),
     );
-    return { page, endpoint, campaignId, records, rows, evals, single: false };
+    return { endpoint, campaignId, records, rows, evals, single: false };
   }
   const taken = new Set<string>();
   // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
@@ -110,10 +111,10 @@ export function planPage(endpoint: Endpoint, page: CheckedRecord[], campaignId: 
     'role_results',
     records.map((r) => roleRow(r, campaignId, reportType, splits.get(r.id)?.raw)),
   );
-  return { page, endpoint, campaignId, records, rows, splits, single: splits.size === 0 };
+  return { endpoint, campaignId, records, rows, splits, single: splits.size === 0 };
 }
 
-/** Writes a planned page and moves the checkpoint, on the caller's connection (in its transaction unless `plan.single`). */
+/** Writes a planned page and moves the checkpoint, on the caller's connection, in its transaction (sink.ts commitOnce). */
 export function writePage(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpoint): Promise<UpsertCounts> {
   return plan.endpoint === 'session' ? writeSessions(client, plan, cp) : writeRoles(client, plan, cp);
 }

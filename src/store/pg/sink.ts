@@ -1,19 +1,19 @@
 /**
  * Records into the PostgreSQL mirror through the Sink port (store/sinks/sink.ts). Each page is one
- * transaction: its rows (bulk statements, mirror.ts) and its checkpoint's compare-and-set commit
- * together, so a kill -9 at any instant loses and duplicates nothing. Each page's transaction first
- * checks that the stream's lease is still this worker's (leases.ts `fence`): a worker that lost it
- * writes nothing more of the stream. Pages of concurrent streams run on connections of their own.
- * A stream is opened under its lease.
+ * transaction (commitOnce): its rows (bulk statements, mirror.ts), its checkpoint's compare-and-set,
+ * its quarantined records and its drift commit together, so a kill -9 at any instant loses and
+ * duplicates nothing. Each page's transaction first checks that the stream's lease is still this
+ * worker's (leases.ts `fence`): a worker that lost it writes nothing more of the stream. Pages of
+ * concurrent streams run on connections of their own. A stream is opened under its lease.
  *
- * Two one-statement pages of a stream may be written at once, on two connections (`overlaps`): the
- * server writes page N+1's rows while page N commits, and page N+1's checkpoint waits for page N's
- * transaction to end (statements.ts withTicket), so page N+1 commits only if page N did. Each
- * commitPage still settles in page order.
+ * A stream's pages go through a queue of its own (page-queue.ts): commitPage resolves once the page is
+ * under way and the page before it has committed, so the server writes page N+1 while page N commits;
+ * a page commits only if the pages before it did, and a failure surfaces at the stream's next
+ * commitPage, settle, endStream or the sink's flush.
  *
  * As with SQLite, the first storage failure is final for the process: every later write throws it.
  */
-import type { DriftPage, KnownDrift } from '../../core/drift.js';
+import type { KnownDrift } from '../../core/drift.js';
 import type { Redacted } from '../../core/redact.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { LockedError, StorageError } from '../../errors.js';
@@ -24,19 +24,14 @@ import type { PgDatabase } from './database.js';
 import { driftGone, recordDrift } from './drift.js';
 import type { PgLeases } from './leases.js';
 import { type PagePlan, planPage, removeResults, storedIds, writePage } from './mirror.js';
+import { PageQueue } from './page-queue.js';
 import { applyQuarantine, touchesQuarantine } from './quarantine.js';
 import type { PgState } from './state.js';
-import { CHECKPOINT_CONFLICT, holdsUnstorable, TICKET_LIMIT } from './statements.js';
-
-/** The last one-statement page of a stream: its ticket, and its commit while under way. */
-interface Chain {
-  ticket: number;
-  pending: Promise<unknown> | undefined;
-}
+import { CHECKPOINT_CONFLICT, holdsUnstorable } from './statements.js';
 
 export class PgSink implements Sink {
   private broken: StorageError | undefined;
-  private readonly chains = new Map<string, Chain>();
+  private readonly queues = new Map<string, PageQueue>();
 
   constructor(
     private readonly db: PgDatabase,
@@ -62,71 +57,124 @@ export class PgSink implements Sink {
     }
   }
 
-  /** Builds a page's rows and parameters (mirror.ts planPage) while the previous page commits. */
-  prepare(id: StreamId, records: CheckedRecord[], drift?: DriftPage): PagePlan | undefined {
-    if (records.length === 0) return undefined;
-    const plan = planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
-    // New drift is written in the page's transaction: such a page is not one statement.
-    return drift === undefined ? plan : { ...plan, single: false };
+  /** The pages of a stream under way (page-queue.ts). */
+  private queue(id: StreamId): PageQueue {
+    let queue = this.queues.get(id.key);
+    if (queue === undefined) this.queues.set(id.key, (queue = new PageQueue()));
+    return queue;
   }
 
   /**
-   * True when the page planned as `next` may be handed to commitPage while the one planned as
-   * `previous` is still committing: both are one statement (withTicket), and no record is in both
-   * (page N+1 would wait for page N's uncommitted row while holding what page N waits for).
+   * Hands the stream's next page to its queue: it is planned now (while the page before may still be
+   * committing) and written once the queue lets it. Resolves with the counts of the page before it
+   * (page-queue.ts); this page's come with the next call or with settle.
    */
-  overlaps(previous: unknown, next: unknown): boolean {
-    const a = previous as PagePlan | undefined;
-    const b = next as PagePlan | undefined;
-    if (a?.single !== true || b?.single !== true) return false;
-    const ids = new Set(a.records.map((r) => r.id));
-    return !b.records.some((r) => ids.has(r.id));
-  }
-
   async commitPage(
     id: StreamId,
     records: CheckedRecord[],
     move: CheckpointMove | undefined,
-    prepared?: unknown,
-    { quarantine, drift }: PageExtras = {},
+    extras: PageExtras = {},
   ): Promise<UpsertCounts> {
-    if (records.length === 0) {
-      return this.guard(async () => {
-        let moved = () => {};
-        await this.db.transaction(async (client) => {
-          await this.leases.fence(client, id.key);
-          moved = await this.state.advance(client, id, move, 0);
-          if (touchesQuarantine(quarantine)) await applyQuarantine(client, id, quarantine);
-        });
-        moved();
-        return { inserted: 0, updated: 0 };
-      });
+    if (this.broken) throw this.broken;
+    const plan = this.plan(id, records, extras);
+    return this.queue(id).push(plan, move, (ticket, before) =>
+      this.guard(() => this.commit(id, records, plan, move, extras, ticket, before)),
+    );
+  }
+
+  /**
+   * A page's rows and parameters (mirror.ts planPage). A page with quarantined records or new drift
+   * is not one statement: they are written in its transaction.
+   */
+  private plan(id: StreamId, records: CheckedRecord[], { quarantine, drift }: PageExtras): PagePlan | undefined {
+    if (records.length === 0) return undefined;
+    const plan = planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
+    return plan.single && (drift !== undefined || touchesQuarantine(quarantine)) ? { ...plan, single: false } : plan;
+  }
+
+  /**
+   * Waits for the stream's pages. A failure, thrown here, has reached the stream: its queue goes, so
+   * that a later walk of the stream (a lease taken again, after a LeaseLostError) starts a fresh one.
+   */
+  async settle(id: StreamId): Promise<UpsertCounts> {
+    const queue = this.queue(id);
+    try {
+      return await queue.settle();
+    } catch (err) {
+      if (this.queues.get(id.key) === queue) this.queues.delete(id.key);
+      throw err;
     }
-    // A plan made for this very page by prepare(), else one made now.
-    const made =
-      (prepared as PagePlan | undefined)?.page === records ? (prepared as PagePlan) : (this.prepare(id, records, drift) as PagePlan);
-    // A page with quarantined records or drift is a transaction: they commit with its rows.
-    const plan = (drift !== undefined || touchesQuarantine(quarantine)) && made.single ? { ...made, single: false } : made;
-    if (plan.single) return this.commitSingle(id, records, move, plan);
-    return this.guard(async () => {
-      const cp = { stream: id.key, move };
-      let counts: UpsertCounts;
+  }
+
+  /**
+   * One page: written (commitOnce), written again when that is safe and may succeed, then, in page
+   * order, its checkpoint in memory and what is reported of it.
+   */
+  private async commit(
+    id: StreamId,
+    records: CheckedRecord[],
+    plan: PagePlan | undefined,
+    move: CheckpointMove | undefined,
+    extras: PageExtras,
+    ticket: number | undefined,
+    before: Promise<unknown> | undefined,
+  ): Promise<UpsertCounts> {
+    let counts: UpsertCounts;
+    try {
+      counts = await this.commitOnce(id, plan, move, extras, ticket);
+    } catch (err) {
+      // Written again, once the page before is in (a failure of that page is thrown instead): a
+      // one-statement page chosen as a deadlock's victim, which rolled back whole; or, while the page
+      // before was under way, one that ran ahead of it (took its ticket first) or whose wait for it
+      // was cut short.
+      const again =
+        plan?.single === true &&
+        (isDeadlock(err) || (move !== undefined && before !== undefined && (isConflict(err) || isLockTimeout(err))));
+      if (!again) throw await this.conflictOr(err, id, move);
+      if (before !== undefined) await before;
       try {
-        counts = await this.db.transaction(async (client) => {
-          await this.leases.fence(client, id.key);
-          const written = await writePage(client, plan, cp);
-          if (touchesQuarantine(quarantine)) await applyQuarantine(client, id, quarantine);
-          if (drift !== undefined) await recordDrift(client, id.key, drift, new Date().toISOString());
-          return written;
-        });
-      } catch (err) {
-        if (move !== undefined && isConflict(err)) throw await this.state.conflict(id, move);
-        throw err;
+        counts = await this.commitOnce(id, plan, move, extras, ticket);
+      } catch (second) {
+        throw await this.conflictOr(second, id, move);
       }
-      this.state.moved(id, move);
-      this.warnNul(id, records);
-      return this.recordConflicts(id, counts);
+    }
+    // This page's compare-and-set found the page before committed, whatever its answer said.
+    if (before !== undefined) await before.catch(() => {});
+    this.state.moved(id, move);
+    // A one-statement page wrote each record's JSON text: made already, it says which records to walk.
+    if (plan !== undefined) this.warnNul(id, records, plan.single);
+    return this.recordConflicts(id, counts);
+  }
+
+  /**
+   * Runs a page as one transaction, the one place a page commits: the lease's fence first (a worker
+   * that lost the stream writes nothing of it), then the page's statements and its checkpoint's
+   * compare-and-set (or, a page of no records, the checkpoint alone), its quarantined records and its
+   * new drift. A one-statement page (role results without score details: the checkpoint is a CTE of
+   * it, withTicket) holds its ticket locks until this transaction ends.
+   */
+  private async commitOnce(
+    id: StreamId,
+    plan: PagePlan | undefined,
+    move: CheckpointMove | undefined,
+    { quarantine, drift }: PageExtras,
+    ticket: number | undefined,
+  ): Promise<UpsertCounts> {
+    const cp = { stream: id.key, move, ticket };
+    return this.db.transaction(async (client) => {
+      await this.leases.fence(client, id.key);
+      let written: UpsertCounts = { inserted: 0, updated: 0 };
+      if (plan === undefined) await this.state.advance(client, id, move, 0);
+      else written = await writePage(client, plan, cp);
+      if (touchesQuarantine(quarantine)) await applyQuarantine(client, id, quarantine);
+      if (drift !== undefined) await recordDrift(client, id.key, drift, new Date().toISOString());
+      return written;
     });
+  }
+
+  /** A compare-and-set refused: the checkpoint another process moved, said as such; else `err`. */
+  private async conflictOr(err: unknown, id: StreamId, move: CheckpointMove | undefined): Promise<unknown> {
+    return move !== undefined && isConflict(err) ? this.state.conflict(id, move) : err;
   }
 
   /**
@@ -149,71 +197,6 @@ export class PgSink implements Sink {
     return { ...counts, conflicts: reported.length === 0 ? undefined : reported };
   }
 
-  /**
-   * A one-statement page, atomic without BEGIN/COMMIT, perhaps written while the stream's previous
-   * one commits (`overlaps`). If that one fails, this one fails with its error and writes nothing. If
-   * this statement ran ahead of it (took the previous ticket before that page did), its
-   * compare-and-set finds the cursor not yet moved: it is written again once the previous page is in.
-   */
-  private commitSingle(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, plan: PagePlan): Promise<UpsertCounts> {
-    const chain = this.chains.get(id.key) ?? { ticket: 0, pending: undefined };
-    this.chains.set(id.key, chain);
-    chain.ticket = chain.ticket >= TICKET_LIMIT ? 1 : chain.ticket + 1;
-    const before = chain.pending;
-    const cp = { stream: id.key, move, ticket: chain.ticket };
-    // In a transaction of its own after all, for the lease's fence; the page's ticket locks end with it.
-    const write = () =>
-      this.db.transaction(async (client) => {
-        await this.leases.fence(client, id.key);
-        return writePage(client, plan, cp);
-      });
-    const run = this.guard(async () => {
-      let counts: UpsertCounts;
-      try {
-        counts = await write();
-      } catch (err) {
-        // Written again, once the page before is in (a failure of that page is thrown instead): a
-        // deadlock's victim, which rolled back whole; or, while the page before was under way, a page
-        // that ran ahead of it (took its ticket first) or whose wait for it was cut short.
-        const again = isDeadlock(err) || (move !== undefined && before !== undefined && (isConflict(err) || isLockTimeout(err)));
-        if (!again) {
-          if (move !== undefined && isConflict(err)) throw await this.state.conflict(id, move);
-          throw err;
-        }
-        if (before !== undefined) await before;
-        try {
-          return await this.settled(id, move, records, await write(), before);
-        } catch (second) {
-          if (move !== undefined && isConflict(second)) throw await this.state.conflict(id, move);
-          throw second;
-        }
-      }
-      return this.settled(id, move, records, counts, before);
-    });
-    const pending = run.finally(() => {
-      if (chain.pending === pending) chain.pending = undefined;
-    });
-    pending.catch(() => {});
-    chain.pending = pending;
-    return run;
-  }
-
-  /** After a page committed: once the page before it has settled (page order), its checkpoint in memory. */
-  private async settled(
-    id: StreamId,
-    move: CheckpointMove | undefined,
-    records: CheckedRecord[],
-    counts: UpsertCounts,
-    before: Promise<unknown> | undefined,
-  ): Promise<UpsertCounts> {
-    // This page's compare-and-set found the previous page committed, whatever its answer said.
-    if (before !== undefined) await before.catch(() => {});
-    this.state.moved(id, move);
-    // A one-statement page wrote each record's JSON text: made already, it says which records to walk.
-    this.warnNul(id, records, true);
-    return this.recordConflicts(id, counts);
-  }
-
   /** Not silent: the records of the page whose U+0000 or lone surrogates became U+FFFD (statements.ts). */
   private warnNul(id: StreamId, records: CheckedRecord[], textMade = false): void {
     // JSON text (JSON.stringify) writes U+0000 and a lone surrogate as `\u` escapes: a record whose
@@ -227,6 +210,7 @@ export class PgSink implements Sink {
   }
 
   async storedIds(id: StreamId): Promise<string[]> {
+    await this.queue(id).idle();
     return this.guard(async () => {
       try {
         return await storedIds(this.db.pool, id);
@@ -237,6 +221,7 @@ export class PgSink implements Sink {
   }
 
   async prune(id: StreamId, recordIds: string[], at: string): Promise<number> {
+    await this.queue(id).idle();
     return this.guard(() =>
       this.db.transaction(async (client) => {
         await this.leases.fence(client, id.key);
@@ -262,6 +247,8 @@ export class PgSink implements Sink {
   }
 
   async endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void> {
+    // The stream's pages first: a failure among them is the one thrown, and the end is recorded after them.
+    await this.queue(id).idle();
     await this.guard(() =>
       this.db.transaction(async (client) => {
         await this.leases.fence(client, id.key);
@@ -274,12 +261,16 @@ export class PgSink implements Sink {
     await this.guard(() => driftGone(this.db, id.key, items, at));
   }
 
-  /** Every page committed on its own: nothing is held back. */
+  /** Every page committed on its own: only the pages under way are waited for. */
   async flush(): Promise<void> {
+    for (const queue of this.queues.values()) await queue.idle();
     if (this.broken) throw this.broken;
   }
 
-  async close(): Promise<void> {}
+  /** The pages under way are waited for; their failure was (or will be) reported by the stream. */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.queues.values()].map((queue) => queue.idle()));
+  }
 }
 
 const isConflict = (err: unknown): boolean => err instanceof Error && err.message.includes(CHECKPOINT_CONFLICT);

@@ -245,7 +245,7 @@ const moved = `CASE WHEN (SELECT count(*) FROM c) = 1 THEN true ELSE ('${CHECKPO
 
 /**
  * A page that is one statement (role results without score details), written while the stream's
- * previous page may still be committing on another connection (sink.ts): its rows are written at
+ * previous page may still be committing on another connection (page-queue.ts): its rows are written at
  * once, and its checkpoint's compare-and-set waits for the previous page's transaction to end.
  *
  * Each such page holds a transaction-level advisory lock, its ticket: `(hashtext(schema, stream) <<

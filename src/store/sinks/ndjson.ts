@@ -198,7 +198,6 @@ export class NdjsonSink extends GroupedSink {
     id: StreamId,
     records: CheckedRecord[],
     move: CheckpointMove | undefined,
-    _prepared?: unknown,
     { quarantine, drift }: PageExtras = {},
   ): Promise<UpsertCounts> {
     const path = (this.files.get(id.endpoint) as NdjsonFile).path;

@@ -36,32 +36,22 @@ export interface PageExtras {
 
 export interface Sink {
   /**
-   * Optional: the part of writing a page that needs nothing written before it (its rows and
-   * parameters), done while the stream's previous page commits; what it returns is handed to
-   * commitPage with the same records. A store over the network (PostgreSQL) takes it off the path
-   * between two commits.
-   */
-  prepare?(id: StreamId, records: CheckedRecord[], drift?: DriftPage): unknown;
-  /**
-   * Optional: true when the page prepared as `next` may be handed to commitPage while the one
-   * prepared as `previous` is still committing. The sink then commits `next` only if `previous`
-   * committed, and settles the two in page order. Both pages move the checkpoint.
-   */
-  overlaps?(previous: unknown, next: unknown): boolean;
-  /**
    * Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined),
-   * atomically. A stream hands its pages in order, each once the previous one's commit succeeded
-   * (or, where `overlaps` allows, while it is under way). `extras` are written in the same transaction:
-   * the page's records that failed the record rules and quarantined ones a retry stored
+   * atomically. A stream hands its pages in order, each once the call for the page before resolved.
+   * The sink commits them in that order, each only if the pages before it committed. It may resolve
+   * while the page is still under way (PostgreSQL writes it while the page before commits): a
+   * failure then surfaces at the stream's next commitPage or settle (or at endStream, flush).
+   * Resolves with the counts of the stream's pages whose commit ended since its last commitPage or
+   * settle (this page's, when it is written before this resolves). `extras` are written in the same
+   * transaction: the page's records that failed the record rules and quarantined ones a retry stored
    * (store/quarantine.ts), and the field paths and values new to the stream (sync/drift.ts).
    */
-  commitPage(
-    id: StreamId,
-    records: CheckedRecord[],
-    move: CheckpointMove | undefined,
-    prepared?: unknown,
-    extras?: PageExtras,
-  ): Promise<UpsertCounts>;
+  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, extras?: PageExtras): Promise<UpsertCounts>;
+  /**
+   * Waits until every page of the stream handed to commitPage has committed. Resolves with the counts
+   * not yet returned; throws the failure of a page that did not commit.
+   */
+  settle(id: StreamId): Promise<UpsertCounts>;
   /** Marks the paths and values a full read of the stream no longer carried (sync/drift.ts). */
   driftGone?(id: StreamId, items: KnownDrift[], at: string): Promise<void>;
   /** The ids of the records this destination holds for a stream (reconcile). */
@@ -110,19 +100,19 @@ export abstract class GroupedSink implements Sink {
     this.drift = new DriftLedger(db);
   }
 
-  abstract commitPage(
-    id: StreamId,
-    records: CheckedRecord[],
-    move: CheckpointMove | undefined,
-    prepared?: unknown,
-    extras?: PageExtras,
-  ): Promise<UpsertCounts>;
+  abstract commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, extras?: PageExtras): Promise<UpsertCounts>;
   abstract campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void>;
   abstract storedIds(id: StreamId): Promise<string[]>;
   abstract prune(id: StreamId, recordIds: string[], at: string): Promise<number>;
 
   get failure(): StorageError | undefined {
     return this.group.failure;
+  }
+
+  /** Each page is written into the group inside commitPage: none is left under way. */
+  async settle(_id: StreamId): Promise<UpsertCounts> {
+    if (this.failure) throw this.failure;
+    return { inserted: 0, updated: 0 };
   }
 
   async openStream(id: StreamId): Promise<void> {

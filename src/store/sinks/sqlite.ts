@@ -23,7 +23,6 @@ export class SqliteSink extends GroupedSink {
     id: StreamId,
     records: CheckedRecord[],
     move: CheckpointMove | undefined,
-    _prepared?: unknown,
     { quarantine, drift }: PageExtras = {},
   ): Promise<UpsertCounts> {
     return this.group.write(
