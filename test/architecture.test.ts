@@ -217,3 +217,17 @@ describe('the backends are peers', () => {
     expect(found).toEqual([]);
   });
 });
+
+describe('one SQLite driver per Node', () => {
+  it('no test or bench loads the better-sqlite3 package itself: store/sqlite.ts picks 12 or 13 by Node', () => {
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const files = (dir: string): string[] =>
+      readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? files(join(dir, e.name)) : /\.(ts|js|mjs)$/.test(e.name) ? [join(dir, e.name)] : [],
+      );
+    const loading = [...files('test'), ...files('bench')].filter((f) =>
+      /^import (?!type )[^;]*from 'better-sqlite3(-v13)?';/m.test(readFileSync(join(root, f), 'utf8')),
+    );
+    expect(loading).toEqual([]);
+  });
+});

@@ -5,10 +5,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { streamId } from '../src/core/types.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
+import { Database } from '../src/store/sqlite.js';
 import { StreamDrift } from '../src/sync/drift.js';
 import { sim, tempDir } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgRows } from './helpers/pg.js';

@@ -5,9 +5,10 @@
  * person's versions, an unchanged re-read adds nothing, and `forget` erases the person's versions.
  * The simulator's control routes re-score and delete one record, as a user rehearsing would.
  */
-import Database from 'better-sqlite3';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
+import { Database } from '../src/store/sqlite.js';
 import { sim, tempDir } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgRows } from './helpers/pg.js';
 import { runCli } from './helpers/run-cli.js';

@@ -6,8 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { Database } from '../src/store/sqlite.js';
 import { cli, sim, startCli, tempDir } from './helpers/index.js';
 import { freshSchema, PG_URL, pgRows } from './helpers/pg.js';
 
