@@ -67,6 +67,22 @@ const ids = async (m: PgMirror) => (await m.db.query('SELECT id FROM role_result
 const waiting = async (m: PgMirror, locktype = 'advisory') =>
   Number((await m.db.query('SELECT count(*) AS n FROM pg_locks WHERE locktype = $1 AND NOT granted', [locktype])).rows[0]?.n);
 
+/**
+ * Pages of `stream` in this mirror's schema waiting for a page ticket (store/pg/statements.ts
+ * withTicket): the ticket's high 32 bits are the lock's classid. Other tests' tickets on the same
+ * server are not counted.
+ */
+const waitingTickets = async (m: PgMirror, stream: string) =>
+  Number(
+    (
+      await m.db.query(
+        `SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
+           AND classid = (hashtext('campaign-sync page ' || current_schema() || ' ' || $1::text)::bigint & 4294967295)::text::oid`,
+        [stream],
+      )
+    ).rows[0]?.n,
+  );
+
 describePg('PostgreSQL: two pages of a stream written at once', () => {
   const id = streamId('c1', 'role', 'OVERALL');
 
@@ -81,7 +97,7 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
       // Page 2 has written its rows and waits for page 1's ticket while page 1 is still writing.
       let seen = 0;
       for (let i = 0; i < 150 && seen === 0; i++) {
-        seen = await waiting(m);
+        seen = await waitingTickets(m, id.key);
         if (seen === 0) await new Promise((r) => setTimeout(r, 10));
       }
       expect(seen).toBe(1);
