@@ -60,6 +60,43 @@ const QUARANTINE_RECORDS = 250;
 /** Every 50th record malformed, no id then a score that is a word, in turn: 49, 99, 149, 199, 249. */
 const MALFORMED = { every: 50, kinds: ['id', 'score'] as const };
 
+const RETENTION_RECORDS = 20;
+
+/** Every result the simulator serves: its id, date and score details' ids. */
+function dated(s: RunningSimulator): Array<{ id: string; created: number; details: string[] }> {
+  const out: Array<{ id: string; created: number; details: string[] }> = [];
+  for (const c of s.data.campaigns) {
+    for (let i = 0; i < RETENTION_RECORDS; i++) {
+      const r = (c.type === 'SESSION_COMPLETION' ? s.data.sessionResult(c, i) : s.data.roleResult(c, i, 'DETAILED')) as {
+        id: string;
+        created_at: string;
+        score_details?: Array<{ id: string }>;
+      };
+      out.push({ id: r.id, created: Date.parse(r.created_at), details: (r.score_details ?? []).map((d) => d.id) });
+    }
+  }
+  return out;
+}
+
+/**
+ * A cut in the middle of the history, in the widest gap there (far from any record: the test's clock
+ * moves between computing it and the command's reading of it), as an --older-than duration.
+ */
+function cutOf(records: ReturnType<typeof dated>) {
+  const times = [...new Set(records.map((r) => r.created))].sort((a, b) => a - b);
+  let best = { gap: 0, at: 0 };
+  for (let k = Math.floor(times.length / 3); k < Math.floor((2 * times.length) / 3); k++) {
+    const gap = (times[k + 1] as number) - (times[k] as number);
+    if (gap > best.gap) best = { gap, at: ((times[k] as number) + (times[k + 1] as number)) / 2 };
+  }
+  expect(best.gap).toBeGreaterThan(3_600_000);
+  return {
+    old: records.filter((r) => r.created < best.at),
+    young: records.filter((r) => r.created >= best.at).map((r) => r.id),
+    duration: () => `${Math.round((Date.now() - best.at) / 1000)}s`,
+  };
+}
+
 interface Change {
   stream: string;
   change: string;
@@ -322,5 +359,44 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
     expect(after.length).toBe(stored.length);
     expect(after.filter((r) => r.record_id === firstRole)).toEqual([]);
     expect(after.filter((r) => r.value === 'ON_HOLD').map((r) => r.record_id)).toEqual(['(erased)']);
+  });
+
+  it('retention: forget --older-than removes the older results and their child rows; the younger stay; pulls bring none back', async (ctx) => {
+    if (unsupported(kind, undefined, ctx)) return;
+    const s = await sim({ campaigns: 2, records: RETENTION_RECORDS });
+    const m = open(kind);
+    await ok(m, s, 'pull');
+    const cut = cutOf(dated(s));
+    expect(cut.old.length).toBeGreaterThan(3);
+    const oldDetails = cut.old.flatMap((r) => r.details);
+    expect(oldDetails.length).toBeGreaterThan(0);
+    const before = await m.records();
+
+    const r = await ok(m, s, 'forget', '--older-than', cut.duration(), '--json');
+    const doc = JSON.parse(r.stdout) as {
+      removed: { session_results: number; role_results: number; score_details: number };
+      files?: Array<{ lines: number }>;
+    };
+    // An NDJSON mirror counts the lines it took out of its files (a record's details are in its line).
+    if (kind === 'ndjson') expect(doc.files?.reduce((n, f) => n + f.lines, 0)).toBe(cut.old.length);
+    else {
+      expect(doc.removed.session_results + doc.removed.role_results).toBe(cut.old.length);
+      expect(doc.removed.score_details).toBe(oldDetails.length);
+    }
+
+    const oldIds = new Set(cut.old.map((o) => o.id));
+    const expected = new Map([...before].filter(([id]) => !oldIds.has(id)));
+    expect(await m.records()).toEqual(expected);
+    for (const id of cut.young) expect((await m.records()).has(id), id).toBe(true);
+    // Nothing left that names an old result (a dangling child row, a stray text).
+    expect(await m.strays()).toBe(0);
+    const everything = JSON.stringify(await m.rows());
+    for (const id of [...oldIds, ...oldDetails]) expect(everything.includes(id), id).toBe(false);
+
+    // The checkpoints stay past them; a --full with the retention stores none of them either.
+    const next = await ok(m, s, 'pull', '--json');
+    expect(JSON.parse(next.stdout).records).toBe(0);
+    await ok(m, s, 'pull', '--full', '--retention', cut.duration());
+    expect(await m.records()).toEqual(expected);
   });
 });
