@@ -371,6 +371,17 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
     const oldDetails = cut.old.flatMap((r) => r.details);
     expect(oldDetails.length).toBeGreaterThan(0);
     const before = await m.records();
+    // The child rows of the kinds with tables (an NDJSON line holds its record's whole).
+    const children = async () =>
+      kind === 'ndjson'
+        ? []
+        : [
+            ...(await m.sql('SELECT id, role_result_id FROM score_details ORDER BY id')),
+            ...(await m.sql('SELECT parent_type, parent_id, evaluation_id, skill_key, score_text, campaign_id FROM eval_results')),
+          ]
+            .map((c) => JSON.stringify(c))
+            .sort();
+    const childrenBefore = await children();
 
     const r = await ok(m, s, 'forget', '--older-than', cut.duration(), '--json');
     const doc = JSON.parse(r.stdout) as {
@@ -387,16 +398,19 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
     const oldIds = new Set(cut.old.map((o) => o.id));
     const expected = new Map([...before].filter(([id]) => !oldIds.has(id)));
     expect(await m.records()).toEqual(expected);
+    const gone = [...oldIds, ...oldDetails];
+    expect(await children()).toEqual(childrenBefore.filter((c) => !gone.some((id) => c.includes(`"${id}"`))));
     for (const id of cut.young) expect((await m.records()).has(id), id).toBe(true);
     // Nothing left that names an old result (a dangling child row, a stray text).
     expect(await m.strays()).toBe(0);
     const everything = JSON.stringify(await m.rows());
-    for (const id of [...oldIds, ...oldDetails]) expect(everything.includes(id), id).toBe(false);
+    for (const id of gone) expect(everything.includes(id), id).toBe(false);
 
     // The checkpoints stay past them; a --full with the retention stores none of them either.
     const next = await ok(m, s, 'pull', '--json');
     expect(JSON.parse(next.stdout).records).toBe(0);
     await ok(m, s, 'pull', '--full', '--retention', cut.duration());
     expect(await m.records()).toEqual(expected);
+    expect(await children()).toEqual(childrenBefore.filter((c) => !gone.some((id) => c.includes(`"${id}"`))));
   });
 });
