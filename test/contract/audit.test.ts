@@ -371,13 +371,13 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
     const oldDetails = cut.old.flatMap((r) => r.details);
     expect(oldDetails.length).toBeGreaterThan(0);
     const before = await m.records();
-    // The child rows of the kinds with tables (an NDJSON line holds its record's whole).
+    // The child rows, whole, of the kinds with tables (an NDJSON line holds its record's whole).
     const children = async () =>
       kind === 'ndjson'
         ? []
         : [
-            ...(await m.sql('SELECT id, role_result_id FROM score_details ORDER BY id')),
-            ...(await m.sql('SELECT parent_type, parent_id, evaluation_id, skill_key, score_text, campaign_id FROM eval_results')),
+            ...(await m.sql('SELECT * FROM score_details')),
+            ...(await m.sql('SELECT * FROM eval_results')),
           ]
             .map((c) => JSON.stringify(c))
             .sort();
