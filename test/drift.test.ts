@@ -1,9 +1,9 @@
 /**
  * Drift: the field paths and enumeration values a stream's records carry, compared pass to pass.
- * `status` reports what appeared or disappeared once; `--contract strict` fails a stream on a page
- * bringing something new and stores nothing of it. SQLite, NDJSON and PostgreSQL alike.
+ * test/contract/audit.test.ts keeps what appears (refused by `--contract strict`, then reported once
+ * by `status`); here, what disappears, the flag's values and the walker. SQLite, NDJSON and
+ * PostgreSQL alike.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { streamId } from '../src/core/types.js';
@@ -22,8 +22,6 @@ interface Mirror {
   env: Record<string, string>;
   /** Rows of a query on the database (the checkpoints' for NDJSON). */
   rows(sql: string): Promise<Array<Record<string, unknown>>>;
-  /** Records stored for the role campaign. */
-  roleRecords(): Promise<number>;
 }
 
 function mirror(kind: Kind): Mirror {
@@ -33,7 +31,6 @@ function mirror(kind: Kind): Mirror {
       args: ['--pg-schema', schema],
       env: { CAMPAIGN_SYNC_DB: PG_URL },
       rows: (sql) => pgRows(schema, sql),
-      roleRecords: async () => Number((await pgRows(schema, 'SELECT count(*) AS n FROM role_results'))[0]?.n),
     };
   }
   const dir = tempDir();
@@ -51,14 +48,6 @@ function mirror(kind: Kind): Mirror {
     args: kind === 'ndjson' ? ['--db', db, '--out', out] : ['--db', db],
     env: {},
     rows,
-    roleRecords: async () => {
-      if (kind === 'sqlite') return Number((await rows('SELECT count(*) AS n FROM role_results'))[0]?.n);
-      try {
-        return readFileSync(join(out, 'role_results.ndjson'), 'utf8').split('\n').filter(Boolean).length;
-      } catch {
-        return 0;
-      }
-    },
   };
 }
 
@@ -82,78 +71,10 @@ function cases(kind: Kind) {
     expect(r.code).toBe(0);
     return (JSON.parse(r.stdout) as { drift: Change[] }).drift;
   };
-  const cursors = async () => (await m.rows('SELECT stream, cursor FROM sync_state ORDER BY stream')).map((r) => String(r.cursor));
   const start = async () => {
     s = await sim({ campaigns: 2, records: 30, growth: { count: 5, windowMs: 60_000 }, now: () => now });
     m = mirror(kind);
   };
-  const role = () => s.data.campaigns.find((c) => c.type === 'ROLE_SUBMISSION') as NonNullable<RunningSimulator['data']['campaigns'][0]>;
-  const session = () =>
-    s.data.campaigns.find((c) => c.type === 'SESSION_COMPLETION') as NonNullable<RunningSimulator['data']['campaigns'][0]>;
-
-  it('a new field and a new recommendation_status: --contract strict stores nothing (exit 4); then reported once by status', async () => {
-    await start();
-    expect((await pull()).code).toBe(0);
-    // The first pass is the baseline: it records everything and reports nothing.
-    expect(await statusDoc()).toEqual([]);
-    now += 60_000;
-    expect((await pull()).code).toBe(0);
-    expect(await statusDoc()).toEqual([]);
-
-    s.quirks.drift = true;
-    now += 60_000;
-    const before = { cursors: await cursors(), roles: await m.roleRecords() };
-    const strict = await pull('--contract', 'strict');
-    expect(strict.code).toBe(4);
-    const doc = JSON.parse(strict.stdout) as { streams: Array<{ campaign_id: string; status: string; error: string }> };
-    const failed = new Map(doc.streams.map((x) => [x.campaign_id, x]));
-    const firstRole = s.data.roleResult(role(), 35, 'DETAILED').id as string;
-    const firstSession = s.data.sessionResult(session(), 35).id as string;
-    expect(failed.get(role().id)?.status).toBe('failed');
-    expect(failed.get(role().id)?.error).toContain(`record "${firstRole}" brings a new recommendation_status value ON_HOLD`);
-    expect(failed.get(role().id)?.error).toContain('--contract strict: nothing of this page was stored');
-    expect(failed.get(session().id)?.error).toContain(`record "${firstSession}" brings a new field assessment_version`);
-    expect(await cursors()).toEqual(before.cursors);
-    expect(await m.roleRecords()).toBe(before.roles);
-    // The refused page recorded nothing either: the next status has nothing to say.
-    expect(await statusDoc()).toEqual([]);
-
-    // By default (warn) the pass stores it, and status reports it once.
-    const again = await pull();
-    expect(again.code).toBe(0);
-    expect(await m.roleRecords()).toBe(before.roles + 5);
-    const changes = await statusDoc();
-    const shown = changes.map((c) => [c.stream.includes('/role/') ? 'role' : 'session', c.change, c.kind, c.value, c.record_id]);
-    expect(shown.sort()).toEqual(
-      [
-        ['role', 'appeared', 'field', 'assessment_version', firstRole],
-        ['role', 'appeared', 'recommendation_status', 'ON_HOLD', firstRole],
-        ['session', 'appeared', 'field', 'assessment_version', firstSession],
-      ].sort(),
-    );
-    expect(await statusDoc()).toEqual([]);
-    // The same in people's words, once.
-    now += 60_000;
-    expect((await pull()).code).toBe(0);
-    const plain = await runCli(['status', ...(kind === 'ndjson' ? m.args.slice(0, 2) : m.args)], { env: m.env });
-    expect(plain.stdout).not.toContain('drift:');
-
-    // Nothing personal is ever an enumeration value or a path: the ids are record ids.
-    const stored = await m.rows('SELECT kind, value, record_id FROM drift_seen');
-    expect(stored.length).toBeGreaterThan(20);
-    expect(stored.filter((r) => `${r.value}${r.record_id}`.includes('@'))).toEqual([]);
-    expect(stored.map((r) => r.value)).toContain('score_details[].eval_results[].skill.key');
-    expect(stored.filter((r) => r.kind === 'skill').length).toBeGreaterThan(3);
-
-    // forget is unaffected: the person and their record go, the drift stays (its example erased).
-    const email = (s.data.roleResult(role(), 35, 'DETAILED').user as { email: string }).email;
-    const forget = await runCli(['forget', ...m.args.slice(0, kind === 'ndjson' ? 2 : m.args.length), '--user', email], { env: m.env });
-    expect(forget.code).toBe(0);
-    const after = await m.rows('SELECT kind, value, record_id FROM drift_seen');
-    expect(after.length).toBe(stored.length);
-    expect(after.filter((r) => r.record_id === firstRole)).toEqual([]);
-    expect(after.filter((r) => r.value === 'ON_HOLD').map((r) => r.record_id)).toEqual(['(erased)']);
-  });
 
   it('a disappeared field is reported after a full read only, once', async () => {
     await start();

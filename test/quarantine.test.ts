@@ -1,8 +1,8 @@
 /**
- * The quarantine, on SQLite, NDJSON (its checkpoints and quarantine in SQLite) and PostgreSQL: a
- * record failing the record rules is kept apart byte-exact while its stream goes on; retry stores it
- * once the service serves it whole; status counts it and --check warns; a page unsound as a whole
- * still fails its stream; forget erases the quarantined copies naming the person.
+ * The quarantine beyond its contract cases (test/contract/audit.test.ts: kept apart byte-exact while
+ * the stream goes on, counted by status, stored by retry), on SQLite, NDJSON (its checkpoints and
+ * quarantine in SQLite) and PostgreSQL: drop, forget erases the quarantined copies naming the
+ * person, prune never takes one for gone, list escapes, and a page unsound as a whole still fails.
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { Database } from '../src/store/sqlite.js';
-import { get, sim, tempDir } from './helpers/index.js';
+import { sim, tempDir } from './helpers/index.js';
 import { freshSchema, PG_URL, pgRows } from './helpers/pg.js';
 import { runCli } from './helpers/run-cli.js';
 
@@ -120,78 +120,6 @@ function keyEnv(s: RunningSimulator, m: Mirror) {
 }
 
 describe.each(BACKENDS)('quarantine: $name', (backend) => {
-  it('keeps 2 bad records of a page of 100 apart byte-exact, stores the 98 others, and the stream goes on to its end', async () => {
-    const s = await malformedSim();
-    const m = backend.make();
-    const c = sessionCampaign(s);
-    const pull = await runCli(['pull', ...api(s), ...m.args, ...m.dest, '--campaign', c.id, '--page-size', '100', '--json'], keyEnv(s, m));
-    expect(pull.code, pull.stderr).toBe(0);
-    expect(pull.stderr).toMatch(/page 1: 2 records failed the record rules and went to the quarantine/);
-    const doc = JSON.parse(pull.stdout) as { streams: Array<{ status: string; cursor: string; records: number }> };
-    expect(doc.streams[0]?.status).toBe('ok');
-    // The checkpoint is the stream's end: the last record is malformed (no id) but its page's envelope names it.
-    expect(doc.streams[0]?.cursor).toBe(String(s.data.orderIndex(c, RECORDS - 1)));
-    expect(await m.sessions()).toBe(RECORDS - 5);
-    const held = await m.rows('SELECT stream, record_id, raw, reason, request_id, page_position FROM quarantine ORDER BY id');
-    expect(held.length).toBe(5);
-    // Page 1, exactly as served: the bytes of the body the simulator answers with.
-    const page1 = await get(s, `/v1/campaigns/session/results?campaign_id=${c.id}&sort=asc&limit=100`);
-    const [first, second] = held;
-    expect(page1.text.includes(first?.raw as string)).toBe(true);
-    expect(page1.text.includes(second?.raw as string)).toBe(true);
-    expect(first?.raw).toMatch(/^\{.*\}$/s);
-    const noId = JSON.parse(first?.raw as string) as Record<string, unknown>;
-    expect(noId.id).toBeUndefined();
-    expect(noId.order_index).toBe(Number(s.data.orderIndex(c, 49)));
-    expect(first?.reason).toMatch(/page 1: record 50 of 100: id: missing is not a usable id/);
-    expect(first?.page_position).toBe(50);
-    expect(typeof first?.request_id).toBe('string');
-    expect((JSON.parse(second?.raw as string) as { score: unknown }).score).toBe('high');
-    expect(second?.record_id).toBe(s.data.sessionResult(c, 99).id);
-    expect(second?.reason).toMatch(/record 100 of 100 \(id [^)]+\): score: "high" is not a number/);
-    // A second pull adds nothing, to the mirror or to the quarantine.
-    const again = await runCli(['pull', ...api(s), ...m.args, ...m.dest, '--campaign', c.id, '--full', '--json'], keyEnv(s, m));
-    expect(again.code, again.stderr).toBe(0);
-    expect(Number((await m.rows('SELECT count(*) AS n FROM quarantine'))[0]?.n)).toBe(5);
-  });
-
-  it('status counts them per stream, --check warns; retry stores them once the service serves them whole', async () => {
-    const s = await malformedSim();
-    const m = backend.make();
-    const c = sessionCampaign(s);
-    const env = keyEnv(s, m);
-    expect((await runCli(['pull', ...api(s), ...m.args, ...m.dest, '--campaign', c.id], env)).code).toBe(0);
-    const status = await runCli(['status', ...m.args, '--json'], env);
-    expect(status.code, status.stderr).toBe(0);
-    const streams = (JSON.parse(status.stdout) as { streams: Array<{ campaign_id: string; quarantined: number }> }).streams;
-    expect(streams.find((x) => x.campaign_id === c.id)?.quarantined).toBe(5);
-    const check = await runCli(['status', ...m.args, '--check'], env);
-    expect(check.code).toBe(0);
-    expect(check.stdout).toMatch(/warning: .*5 records in the quarantine/);
-    const list = await runCli(['quarantine', 'list', ...m.args, '--json'], env);
-    expect(list.code, list.stderr).toBe(0);
-    expect((JSON.parse(list.stdout) as { quarantined: unknown[] }).quarantined.length).toBe(5);
-
-    // Still malformed: nothing stored, nothing released.
-    const early = await runCli(['quarantine', 'retry', ...api(s), ...m.args, '--json'], env);
-    expect(early.code, early.stderr).toBe(0);
-    expect((JSON.parse(early.stdout) as { stored: number[] }).stored).toEqual([]);
-    expect(early.stderr).toMatch(/still fails/);
-
-    s.malformed.fix();
-    const retry = await runCli(['quarantine', 'retry', ...api(s), ...m.args, '--json'], env);
-    expect(retry.code, retry.stderr).toBe(0);
-    const done = JSON.parse(retry.stdout) as { stored: number[]; kept: unknown[]; requests: number };
-    expect(done.stored.length).toBe(5);
-    expect(done.kept).toEqual([]);
-    // One request per page that held them (pages of 100: 3).
-    expect(done.requests).toBe(3);
-    expect(await m.sessions()).toBe(RECORDS);
-    expect(Number((await m.rows('SELECT count(*) AS n FROM quarantine'))[0]?.n)).toBe(0);
-    const after = await runCli(['status', ...m.args, '--check'], env);
-    expect(after.stdout).not.toMatch(/quarantine/);
-  });
-
   it('drop deletes the ids given, or --all, and says what it dropped', async () => {
     const s = await malformedSim();
     const m = backend.make();

@@ -7,7 +7,8 @@
  * to read back what the mirror holds as plain records (`records()`), every stored copy (`rows()`: an
  * NDJSON file keeps a line per change, a table a row per id), its campaigns, child rows astray
  * (`strays()`), whether any stored value holds a text (`holds()`, for erasure), and, for the two
- * kinds with tables, any query (`sql()`: the same SQL on SQLite and PostgreSQL for plain SELECTs).
+ * kinds with tables, any query (`sql()`: the same SQL on SQLite and PostgreSQL for plain SELECTs),
+ * and any query of the tables keeping the sync's state, which NDJSON keeps in SQLite too (`state()`).
  *
  * Adding a case (one place for every kind):
  *
@@ -50,6 +51,7 @@ const LACKS: Partial<Record<MirrorKind, Record<string, string>>> = {
     // export reads the database's tables; an NDJSON pull keeps only its state there.
     export: 'the records live in the NDJSON files, which are the export',
     sql: 'its records are lines of files, not rows of tables',
+    versions: 'it has no result_versions table: its files, a line per change, are the history',
   },
 };
 
@@ -97,6 +99,8 @@ export interface Mirror {
   holds(text: string): Promise<boolean>;
   /** The rows of a query of the mirror's tables (a kind that lacks 'sql' throws: see `unsupported`). */
   sql(text: string): Promise<Array<Record<string, unknown>>>;
+  /** The rows of a query of the tables that keep the sync's state (checkpoints, quarantine, drift): NDJSON's in its SQLite file. */
+  state(text: string): Promise<Array<Record<string, unknown>>>;
 }
 
 const RESULTS_SQL = 'SELECT id, campaign_id, raw FROM session_results UNION ALL SELECT id, campaign_id, raw FROM role_results_full';
@@ -169,6 +173,7 @@ function sqliteMirror(): Mirror {
     campaigns: async () => sqliteRows(path, CAMPAIGNS_SQL),
     strays: async () => Number(sqliteAll(path, STRAYS_SQL)[0]?.n),
     sql: async (text) => sqliteAll(path, text),
+    state: async (text) => sqliteAll(path, text),
     holds: async (text) => sqliteText(path).includes(text.toLowerCase()),
   };
 }
@@ -219,6 +224,7 @@ function ndjsonMirror(): Mirror {
     sql: async () => {
       throw new Error(`an NDJSON mirror has no tables: ${LACKS.ndjson?.sql}`);
     },
+    state: async (text) => sqliteAll(path, text),
     holds: async (text) => {
       const needle = text.toLowerCase();
       let files: string[] = [];
@@ -256,6 +262,7 @@ function postgresMirror(): Mirror {
     campaigns: async () => rows(CAMPAIGNS_SQL),
     strays: async () => Number((await pgQuery(schema, STRAYS_SQL))[0]?.n),
     sql: (text) => pgQuery(schema, text),
+    state: (text) => pgQuery(schema, text),
     holds: async (text) => {
       const tables = await pgQuery(schema, `SELECT table_name FROM information_schema.tables WHERE table_schema = '${schema}'`);
       for (const { table_name } of tables) {
