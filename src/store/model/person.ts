@@ -11,7 +11,6 @@
  * Ids are compared as text (a number as its decimal text, as the tables' columns hold it), e-mails
  * by emailKey (core/email.ts).
  */
-import { createHmac } from 'node:crypto';
 import { ERASED, emailKey } from '../../core/email.js';
 
 type Obj = Record<string, unknown>;
@@ -222,7 +221,7 @@ export function personOfDigests(digests: readonly string[], key: Buffer): Person
 }
 
 function digest(key: Buffer, text: string): string {
-  return createHmac('sha256', key).update(text).digest('base64url');
+  return process.getBuiltinModule('node:crypto').createHmac('sha256', key).update(text).digest('base64url');
 }
 
 /**

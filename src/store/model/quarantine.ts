@@ -2,7 +2,6 @@
  * What a quarantined record is, for both backends: its row as read back, the columns a record fills,
  * and the SQL text SQLite and PostgreSQL share (store/quarantine.ts, store/pg/quarantine.ts).
  */
-import { createHash } from 'node:crypto';
 import type { QuarantinedRecord, StreamId } from '../../core/types.js';
 
 /** One quarantined record as stored. */
@@ -39,7 +38,7 @@ export function quarantineValues(id: StreamId, q: QuarantinedRecord): unknown[] 
     q.recordId ?? null,
     q.orderIndex?.toString() ?? null,
     q.raw,
-    createHash('sha256').update(q.raw).digest('hex'),
+    process.getBuiltinModule('node:crypto').createHash('sha256').update(q.raw).digest('hex'),
     q.reason,
     q.requestId ?? null,
     q.after?.toString() ?? null,
