@@ -82,6 +82,8 @@ export interface SimulatorStats {
   streamOverlaps: number;
   /** The streams of those requests (bounded to 100). */
   overlappedStreams: string[];
+  /** The latest answers (bounded to 1,000, oldest first): each one's `x-request-id`, status and request path with its query. */
+  recentAnswers: Array<{ requestId: string; status: number; path: string }>;
 }
 
 export interface RunningSimulator {
@@ -149,6 +151,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     userAgents: {},
     streamOverlaps: 0,
     overlappedStreams: [],
+    recentAnswers: [],
   };
   // Results requests being answered, by stream.
   const inFlight = new Map<string, number>();
@@ -185,7 +188,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     if (stats.userAgents[agent] === undefined && Object.keys(stats.userAgents).length >= 100) agent = '(other)';
     stats.userAgents[agent] = (stats.userAgents[agent] ?? 0) + 1;
     // Every answer names itself, as the error body's request_id does (§7); a quarantined record keeps it.
-    const type = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': randomUUID() };
+    const requestId = randomUUID();
+    if (stats.recentAnswers.length >= 1000) stats.recentAnswers.shift();
+    stats.recentAnswers.push({ requestId, status, path: res.req?.url ?? '' });
+    const type = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId };
     if (!acceptsGzip(res.req?.headers['accept-encoding'])) {
       stats.bodyBytes += Buffer.byteLength(body);
       res.writeHead(status, { ...type, 'content-length': Buffer.byteLength(body), ...headers });

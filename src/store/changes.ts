@@ -17,10 +17,11 @@ export const CURRENT_SEQ = '(SELECT seq FROM change_counter)';
 /**
  * When the write's change number was taken, recorded once the write stamped a row with it (schema 9:
  * the valid_from of the versions it brought, store/versions.ts). Triggers record it for changed and
- * pruned rows; a write that inserted rows records it with this.
+ * pruned rows; a write that inserted or changed rows records it with this, with the request id of
+ * its page (bound: NULL when the answer carried none), which the versions it brought keep.
  */
 export const SEEN_SQL =
-  "INSERT OR IGNORE INTO change_times (seq, at) SELECT seq, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM change_counter";
+  "INSERT INTO change_times (seq, at, request_id) SELECT seq, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ? FROM change_counter WHERE true ON CONFLICT (seq) DO UPDATE SET request_id = excluded.request_id";
 /** Taken by each page's write, in its transaction. */
 export const NEXT_SEQ_SQL = 'UPDATE change_counter SET seq = seq + 1';
 /** A tombstone of a pruned result, numbered with its write: bound (table, campaign_id, deleted_at, id). */

@@ -80,9 +80,9 @@ export class Mirror {
   /**
    * Upserts session results and their eval results. A stored record of another campaign is left as
    * it is and named in `conflicts` (the campaign that stored an id first keeps it: it never flips).
-   * Call inside a transaction.
+   * `requestId` is the page's: the versions it brings keep it. Call inside a transaction.
    */
-  upsertSessionResults(records: CheckedRecord[], campaignId: string): UpsertCounts {
+  upsertSessionResults(records: CheckedRecord[], campaignId: string, requestId?: string): UpsertCounts {
     const counts: UpsertCounts = { inserted: 0, updated: 0 };
     this.nextChange();
     for (const r of records) {
@@ -96,7 +96,7 @@ export class Mirror {
       } else continue;
       this.insertEvals(evalRows('session_result', r.id, r.record.eval_results, campaignId));
     }
-    if (counts.inserted > 0) this.s.seen.run();
+    if (counts.inserted + counts.updated > 0) this.s.seen.run(requestId ?? null);
     return counts;
   }
 
@@ -104,7 +104,7 @@ export class Mirror {
    * Upserts role results, and for DETAILED records their score details and eval results, stored once
    * (store/model/compact.ts). Call inside a transaction.
    */
-  upsertRoleResults(records: CheckedRecord[], campaignId: string, reportType: string): UpsertCounts {
+  upsertRoleResults(records: CheckedRecord[], campaignId: string, reportType: string, requestId?: string): UpsertCounts {
     const counts: UpsertCounts = { inserted: 0, updated: 0 };
     this.nextChange();
     for (const r of records) {
@@ -125,7 +125,7 @@ export class Mirror {
       }
       this.insertDetails(r, split);
     }
-    if (counts.inserted > 0) this.s.seen.run();
+    if (counts.inserted + counts.updated > 0) this.s.seen.run(requestId ?? null);
     return counts;
   }
 

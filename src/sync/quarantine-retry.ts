@@ -53,9 +53,10 @@ export async function retryQuarantined(rows: readonly QuarantineRow[], deps: Ret
     const counter = { requests: 0, bytes: 0 };
     let data: unknown[];
     let records: CheckedRecord[];
+    let requestId: string | undefined;
     const reasons = new Map<number, string>();
     try {
-      const { page } = await deps.client.resultsPage(
+      const answer = await deps.client.resultsPage(
         {
           endpoint: id.endpoint,
           campaignId: id.campaignId,
@@ -67,7 +68,8 @@ export async function retryQuarantined(rows: readonly QuarantineRow[], deps: Ret
         },
         counter,
       );
-      data = page.data;
+      data = answer.page.data;
+      requestId = answer.requestId;
       const where = `${describeRequest({ method: 'GET', path: resultsPath(id.endpoint), campaignId: id.campaignId })} (quarantine retry)`;
       const sorted = sortPage(data, { where, campaignId: id.campaignId, after, redact: deps.client.redact });
       records = sorted.records;
@@ -100,7 +102,7 @@ export async function retryQuarantined(rows: readonly QuarantineRow[], deps: Ret
       released.push(row);
     }
     if (released.length === 0) continue;
-    await deps.sink.commitPage(id, good, undefined, { quarantine: { add: [], release: released.map((r) => r.id) } });
+    await deps.sink.commitPage(id, good, undefined, { quarantine: { add: [], release: released.map((r) => r.id) }, requestId });
     // Reported as stored once committed: a sink may resolve commitPage while the page is under way.
     await deps.sink.settle(id);
     out.stored.push(...released);

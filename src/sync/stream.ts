@@ -156,7 +156,7 @@ export async function walkStream(
       if (commit !== undefined) tally.committed(await commit);
       // An empty last page leaves the checkpoint where it was.
       const move = walk.checkpoint && proven !== undefined ? { from: expected, to: proven } : undefined;
-      commit = deps.sink.commitPage(id, checked, move, { quarantine, drift });
+      commit = deps.sink.commitPage(id, checked, move, { quarantine, drift, requestId: fetched.requestId });
       commit.catch(() => {});
       tally.handed(checked, served, held);
       if (move !== undefined) expected = move.to;

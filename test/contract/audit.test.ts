@@ -123,20 +123,31 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
       return at;
     };
     const versionsOf = (id: string) =>
-      m.sql(`SELECT version, deleted, valid_from, valid_to FROM result_versions WHERE id = '${id}' ORDER BY version`);
+      m.sql(`SELECT version, deleted, valid_from, valid_to, request_id FROM result_versions WHERE id = '${id}' ORDER BY version`);
     const rescored = s.data.roleResult(campaignOf(s, 'ROLE_SUBMISSION'), 3, 'DETAILED');
     const deleted = s.data.sessionResult(campaignOf(s, 'SESSION_COMPLETION'), 5);
     const user = rescored.user as { email: string; id: string };
 
-    await ok(m, s, 'pull');
+    // The request ids of the results pages the simulator served during each command.
+    const pagesOf = async (command: string, ...args: string[]) => {
+      const from = s.stats.recentAnswers.length;
+      await ok(m, s, command, ...args);
+      return new Set(
+        s.stats.recentAnswers
+          .slice(from)
+          .filter((a) => a.status === 200 && a.path.includes('/results?'))
+          .map((a) => a.requestId),
+      );
+    };
+    const pages0 = await pagesOf('pull');
     const t0 = await moment();
     const at0 = await snapshot();
     await change(s, rescored.id as string, 'rescore');
-    await ok(m, s, 'pull', '--full');
+    const pages1 = await pagesOf('pull', '--full');
     const t1 = await moment();
     const at1 = await snapshot();
     await change(s, rescored.id as string, 'rescore');
-    await ok(m, s, 'reconcile');
+    const pages2 = await pagesOf('reconcile');
     const t2 = await moment();
     const at2 = await snapshot();
     await change(s, deleted.id as string, 'delete');
@@ -158,6 +169,12 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
       [1, false],
       [2, true],
     ]);
+    // Each version keeps the request id of the page that brought it; a deletion was brought by no page.
+    expect(pages0.has(String(a[0]?.request_id)), 'version 1').toBe(true);
+    expect(pages1.has(String(a[1]?.request_id)), 'version 2').toBe(true);
+    expect(pages2.has(String(a[2]?.request_id)), 'version 3').toBe(true);
+    expect(pages0.has(String(d[0]?.request_id)), 'the deleted record').toBe(true);
+    expect(d[1]?.request_id).toBeNull();
     // Each version ends where the next begins.
     for (const vs of [a, d]) for (let i = 1; i < vs.length; i++) expect(String(vs[i - 1]?.valid_to)).toBe(String(vs[i]?.valid_from));
 

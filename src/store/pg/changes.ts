@@ -39,12 +39,18 @@ const CHANGE_LOCK = "(hashtext('campaign-sync changes ' || current_schema())::bi
 export const CHANGE_CTES = `change_lock AS (SELECT pg_advisory_xact_lock_shared(${CHANGE_LOCK})), change AS (SELECT nextval('change_counter') AS seq FROM change_lock)`;
 
 /**
- * A CTE after `w` (the page's upsert, with CHANGE_CTES): when the page's number was taken, recorded
- * when the page inserted a row (schema 7: the valid_from of what it brought; triggers record it for
- * changed and pruned rows). A page that changes nothing records nothing.
+ * A CTE after `w` (the page's upsert, with CHANGE_CTES): when the page's number was taken and the
+ * page's request id (parameter `$request`), recorded when the page wrote a row (schema 7: the
+ * valid_from and request_id of the versions it brought; the triggers, which fire after the
+ * statement, find it there). A page that changes nothing records nothing.
  */
-export const SEEN_CTE =
-  "seen AS (INSERT INTO change_times (seq, at) SELECT seq, date_trunc('milliseconds', now()) FROM change WHERE EXISTS (SELECT 1 FROM w WHERE inserted) ON CONFLICT (seq) DO NOTHING)";
+export function seenCte(request: number): string {
+  return `seen AS (INSERT INTO change_times (seq, at, request_id) SELECT seq, date_trunc('milliseconds', now()), $${request}::text FROM change WHERE EXISTS (SELECT 1 FROM w) ON CONFLICT (seq) DO NOTHING)`;
+}
+
+/** Records the request id `$1` of the page whose number this transaction took, for rows a later statement of the page changed. */
+export const SEEN_LATER = `INSERT INTO change_times (seq, at, request_id) VALUES (currval('change_counter'), date_trunc('milliseconds', now()), $1::text)
+ON CONFLICT (seq) DO UPDATE SET request_id = excluded.request_id`;
 
 /** The page's number in a statement with CHANGE_CTES. */
 export const CHANGE_SEQ = '(SELECT seq FROM change)';

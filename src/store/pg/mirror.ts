@@ -9,7 +9,7 @@ import type pg from 'pg';
 import type { CheckedRecord, CheckpointMove, Endpoint, StreamId } from '../../core/types.js';
 import type { UpsertCounts } from '../model/page.js';
 import { evalRows, roleRow, sessionRow, type Values } from '../model/rows.js';
-import { CURRENT_CHANGE, tombstoneSql } from './changes.js';
+import { CURRENT_CHANGE, SEEN_LATER, tombstoneSql } from './changes.js';
 import { type PgSplit, roleRawPg, splitPg } from './compact.js';
 import {
   checkpointParams,
@@ -30,6 +30,8 @@ export interface PageCheckpoint {
   move: CheckpointMove | undefined;
   /** A one-statement page's number in its stream (statements.ts withTicket); 1 when none is given. */
   ticket?: number;
+  /** The page's request id, kept with the versions it brings. */
+  requestId?: string | undefined;
 }
 
 const SQL = {
@@ -126,7 +128,7 @@ function pageParams(plan: PagePlan, cp: PageCheckpoint): unknown[] {
 
 /** Runs the page's first statement (its upsert, with the checkpoint move); returns the rows written (new or changed). */
 async function upsert(client: pg.ClientBase, sql: string, plan: PagePlan, cp: PageCheckpoint) {
-  const written = await prepared<{ id: string | null; inserted: boolean }>(client, sql, pageParams(plan, cp));
+  const written = await prepared<{ id: string | null; inserted: boolean }>(client, sql, [...pageParams(plan, cp), cp.requestId ?? null]);
   // The last row (id NULL) says the checkpoint moved.
   return written.rows.filter((w): w is { id: string; inserted: boolean } => w.id !== null);
 }
@@ -160,7 +162,7 @@ export function upsertRoles(client: pg.ClientBase, page: CheckedRecord[], campai
 async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpoint): Promise<UpsertCounts> {
   if (plan.single) {
     // No score details: nothing else to write, so only the counts come back.
-    const params = [...pageParams(plan, cp), cp.ticket ?? 1, plan.records.map((r) => r.id), plan.campaignId];
+    const params = [...pageParams(plan, cp), cp.ticket ?? 1, plan.records.map((r) => r.id), plan.campaignId, cp.requestId ?? null];
     const row = (await prepared<{ inserted: number; written: number; conflicts: Array<[string, string]> }>(client, SQL.roleCounts, params))
       .rows[0];
     const counts: UpsertCounts = { inserted: row?.inserted ?? 0, updated: (row?.written ?? 0) - (row?.inserted ?? 0) };
@@ -179,6 +181,8 @@ async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpo
     const changed = await client.query<{ id: string }>(SQL.changedFull, [again.map((r) => r.id), again.map((r) => jsonText(r.raw))]);
     for (const { id } of changed.rows) inserted.set(id, false);
     counts.updated += changed.rows.length;
+    // The page's first statement recorded its request id only if it wrote a row itself.
+    if (changed.rows.length > 0 && written.length === 0) await client.query(SEEN_LATER, [cp.requestId ?? null]);
   }
   const detailed = records.filter((r) => inserted.has(r.id) && splits.has(r.id));
   if (detailed.length === 0) return counts;

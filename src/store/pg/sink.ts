@@ -157,10 +157,10 @@ export class PgSink implements Sink {
     id: StreamId,
     plan: PagePlan | undefined,
     move: CheckpointMove | undefined,
-    { quarantine, drift }: PageExtras,
+    { quarantine, drift, requestId }: PageExtras,
     ticket: number | undefined,
   ): Promise<UpsertCounts> {
-    const cp = { stream: id.key, move, ticket };
+    const cp = { stream: id.key, move, ticket, requestId };
     return this.db.transaction(async (client) => {
       await this.leases.fence(client, id.key);
       let written: UpsertCounts = { inserted: 0, updated: 0 };

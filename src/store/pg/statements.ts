@@ -10,7 +10,7 @@
  * (schema.ts), and times that are not date-times with a zone become NULL (raw keeps them).
  */
 import { COLUMNS, type Table, type Values } from '../model/rows.js';
-import { CHANGE_CTES, CHANGE_SEQ, SEEN_CTE } from './changes.js';
+import { CHANGE_CTES, CHANGE_SEQ, seenCte } from './changes.js';
 
 type PgType = 'text' | 'float8' | 'int4' | 'int8' | 'jsonb' | 'timestamptz';
 
@@ -221,10 +221,10 @@ export function insertAll(table: 'eval_results'): string {
  * count of new rows added) as a data-modifying CTE. When it did not move (another process moved the
  * checkpoint), the statement fails with `CHECKPOINT_CONFLICT` in its message, so nothing of the page
  * is written even outside a transaction. It returns the rows written (`id`, `inserted`) and a last row
- * with a NULL id.
+ * with a NULL id. `$n+5` is the page's request id (changes.ts seenCte).
  */
 export function withCheckpoint(upsert: string, params: number): string {
-  return `WITH ${CHANGE_CTES}, w AS (${upsert}), ${SEEN_CTE}, ${moveCheckpoint(params, (cursor) => cursor)}
+  return `WITH ${CHANGE_CTES}, w AS (${upsert}), ${seenCte(params + 5)}, ${moveCheckpoint(params, (cursor) => cursor)}
 SELECT id, inserted FROM w UNION ALL SELECT NULL, ${moved}`;
 }
 
@@ -258,6 +258,7 @@ const moved = `CASE WHEN (SELECT count(*) FROM c) = 1 THEN true ELSE ('${CHECKPO
  * cursor cannot be checked in the UPDATE itself: its WHERE sees the row as it was when the statement
  * began. Returns one row of counts (`inserted`, `written`), and the page's records another campaign
  * holds (`conflicts`, heldElsewhere: ids `$n+6`, campaign `$n+7`): nothing else is written for such a page.
+ * `$n+8` is the page's request id (changes.ts seenCte).
  */
 export function withTicket(table: 'role_results', params: number): string {
   const [stream, seq] = [params + 2, params + 5];
@@ -265,7 +266,7 @@ export function withTicket(table: 'role_results', params: number): string {
     `((hashtext('campaign-sync page ' || current_schema() || ' ' || $${stream}::text)::bigint << 32) + $${seq}::bigint - ${back})`;
   const upsert = upsertChanged(table, true, '(SELECT count(*) FROM own) = 1');
   // The ticket after the change number (`FROM change`): a page waiting behind an export holds no ticket.
-  return `WITH ${CHANGE_CTES}, own AS (SELECT pg_advisory_xact_lock(${ticket(0)}) FROM change), w AS (${upsert}), ${SEEN_CTE},
+  return `WITH ${CHANGE_CTES}, own AS (SELECT pg_advisory_xact_lock(${ticket(0)}) FROM change), w AS (${upsert}), ${seenCte(params + 8)},
 previous AS (SELECT pg_advisory_xact_lock_shared(${ticket(1)}) FROM (SELECT count(*) FROM w) AS written),
 latest AS (SELECT cursor FROM sync_state WHERE stream = $${stream}::text AND (SELECT count(*) FROM previous) = 1 FOR UPDATE),
 ${moveCheckpoint(params, (cursor) => `(SELECT ${cursor} FROM latest)`)}

@@ -32,6 +32,8 @@ export interface PageExtras {
   quarantine?: PageQuarantine | undefined;
   /** The field paths and enumeration values new to the stream (sync/drift.ts). */
   drift?: DriftPage | undefined;
+  /** The page's request id (its answer's `x-request-id` header), kept with the versions the page brings. */
+  requestId?: string | undefined;
 }
 
 export interface Sink {

@@ -23,15 +23,15 @@ export class SqliteSink extends GroupedSink {
     id: StreamId,
     records: CheckedRecord[],
     move: CheckpointMove | undefined,
-    { quarantine, drift }: PageExtras = {},
+    { quarantine, drift, requestId }: PageExtras = {},
   ): Promise<UpsertCounts> {
     return this.group.write(
       () => {
         if (drift !== undefined) this.drift.record(id.key, drift, new Date().toISOString());
         const counts =
           id.endpoint === 'session'
-            ? this.mirror.upsertSessionResults(records, id.campaignId)
-            : this.mirror.upsertRoleResults(records, id.campaignId, id.reportType ?? 'DETAILED');
+            ? this.mirror.upsertSessionResults(records, id.campaignId, requestId)
+            : this.mirror.upsertRoleResults(records, id.campaignId, id.reportType ?? 'DETAILED', requestId);
         this.state.advance(id, move, counts.inserted);
         counts.conflicts = this.conflicts.record(id, counts.conflicts, new Date().toISOString());
         if (quarantine !== undefined) this.quarantine.apply(id, quarantine.add, quarantine.release);
