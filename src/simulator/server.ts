@@ -82,8 +82,8 @@ export interface SimulatorStats {
   streamOverlaps: number;
   /** The streams of those requests (bounded to 100). */
   overlappedStreams: string[];
-  /** The latest answers (bounded to 1,000, oldest first): each one's `x-request-id`, status and request path with its query. */
-  recentAnswers: Array<{ requestId: string; status: number; path: string }>;
+  /** The latest answers (bounded to 1,000, oldest first): each one's `x-request-id`, status, request path with its query, and when its request arrived (ms since the epoch). */
+  recentAnswers: Array<{ requestId: string; status: number; path: string; at: number }>;
 }
 
 export interface RunningSimulator {
@@ -153,6 +153,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     overlappedStreams: [],
     recentAnswers: [],
   };
+  // When each request being answered arrived (recentAnswers).
+  const arrivals = new WeakMap<ServerResponse, number>();
   // Results requests being answered, by stream.
   const inFlight = new Map<string, number>();
   const track = (url: URL, res: ServerResponse) => {
@@ -190,7 +192,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     // Every answer names itself, as the error body's request_id does (§7); a quarantined record keeps it.
     const requestId = randomUUID();
     if (stats.recentAnswers.length >= 1000) stats.recentAnswers.shift();
-    stats.recentAnswers.push({ requestId, status, path: res.req?.url ?? '' });
+    stats.recentAnswers.push({
+      requestId,
+      status,
+      path: res.req?.url ?? '',
+      at: arrivals.get(res) ?? performance.now() + performance.timeOrigin,
+    });
     const type = { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId };
     if (!acceptsGzip(res.req?.headers['accept-encoding'])) {
       stats.bodyBytes += Buffer.byteLength(body);
@@ -295,6 +302,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     stats.requests++;
     stats.lastRequestAt = performance.now() + performance.timeOrigin;
     if (stats.requests === 1) stats.firstRequestAt = stats.lastRequestAt;
+    arrivals.set(res, stats.lastRequestAt);
     const url = new URL(req.url ?? '/', 'http://simulator');
     track(url, res);
     if (isControl(url.pathname)) {
