@@ -15,7 +15,8 @@ import { resolveApiConfig } from '../src/config/config.js';
 import { parseDuration } from '../src/config/duration.js';
 import { formatDuration } from '../src/core/rate.js';
 import { ApiError, NetworkError, UsageError } from '../src/errors.js';
-import { sim, tempDir } from './helpers/index.js';
+import { fakeClock } from './helpers/clock.js';
+import { servedRecords, sim, tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
 import { selfSigned as makeCertificate } from './helpers/tls.js';
 import { describeWith, needs } from './helpers/tools.js';
@@ -302,6 +303,21 @@ describe('cli: a long Retry-After does not hold the lock', () => {
         /^error: .+ \((session|role DETAILED)\): GET \/v1\/campaigns\/(session|role)\/results \(campaign [0-9a-f-]+\): 429 Too many requests .*; Retry-After 3000 s is longer than --max-retry-wait 2m: gave up$/,
       );
     }
+  });
+
+  it("the backoff waits on the run's clock: a pull through 503s with Retry-After 45 s ends at once on a fake clock, having waited each 45 s", async () => {
+    const s = await sim({ campaigns: 2, records: 30, faults: { 503: 0.3 }, faultRetryAfterS: 45 });
+    const clock = fakeClock(Date.now());
+    const db = join(tempDir(), 'm.db');
+    const r = await runCli(['pull', '--db', db, '--base-url', s.url, '--page-size', '5', '--max-retries', '20', '--json'], {
+      env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
+      clock,
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(s.stats.byStatus[503]).toBeGreaterThan(2);
+    // One wait of the Retry-After for each 503 (the budget's own waits, if any, are shorter).
+    expect(clock.sleeps.filter((ms) => ms === 45_000).length).toBe(s.stats.byStatus[503]);
+    expect(JSON.parse(r.stdout).records).toBe(servedRecords(s, 30).size);
   });
 
   it('--max-retry-wait is a checked flag (exit 2 naming it)', async () => {
