@@ -33,15 +33,14 @@ export interface SlotsOptions {
 }
 
 /** A lock held this long (ms) is another program's (an sqlite3 shell left in a transaction): said once. A take looks again 25 ms on. */
-const LOCKED_SAY_MS = 10_000;
-const LOCKED_RETRY_MS = 25;
+const [LOCKED_SAY_MS, LOCKED_RETRY_MS] = [10_000, 25];
 
+// A key's rows are made as needed, numbered 0..n-1; `+slot` finds a free one by the index of busy times, not by sorting them all.
 const SQL = {
   clamp: 'UPDATE slots SET busy_until = @now + @hold WHERE key = @key AND owner = 0 AND busy_until > @now + @hold',
-  first: 'SELECT slot, busy_until, owner FROM slots WHERE key = @key AND slot < @count ORDER BY busy_until LIMIT 1',
-  rows: 'SELECT count(*) AS n FROM slots WHERE key = @key AND slot < @count',
-  take: `INSERT INTO slots VALUES (@key, @slot, @now + @hold, @owner)
-    ON CONFLICT (key, slot) DO UPDATE SET busy_until = excluded.busy_until, owner = excluded.owner`,
+  first: 'SELECT slot, busy_until, owner FROM slots WHERE key = @key AND +slot < @count ORDER BY busy_until LIMIT 1',
+  rows: 'SELECT coalesce(max(slot) + 1, 0) AS n FROM slots WHERE key = @key AND slot < @count',
+  take: 'INSERT INTO slots VALUES (@key, @slot, @now + @hold, @owner) ON CONFLICT (key, slot) DO UPDATE SET busy_until = @now + @hold, owner = @owner',
   end: 'UPDATE slots SET owner = 0, busy_until = min(busy_until, @until) WHERE key = @key AND slot = @slot AND owner = @owner',
 };
 
@@ -131,7 +130,6 @@ export class SqliteBudgetSlots implements BudgetStore {
       const p = { key: this.key, now, count, hold: holdMs(this.options.timeoutMs, windowMs) };
       this.s.clamp.run(p);
       const first = this.s.first.get(p) as { slot: number; busy_until: number; owner: number } | undefined;
-      // Rows are made as needed, numbered on: the key's rows are 0..n-1.
       const slot = first !== undefined && first.busy_until <= now ? first.slot : (this.s.rows.get(p) as { n: number }).n;
       const owner = randomInt(1, 2 ** 47);
       if (slot < count) this.s.take.run({ ...p, slot, owner });
