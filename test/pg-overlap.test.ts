@@ -150,11 +150,12 @@ describePg('PostgreSQL: two pages of a stream written at once', () => {
       await m.sink.openStream(id);
       // Page 1 waits 300 ms for its connection: page 2 takes page 1's ticket before page 1 does,
       // finds the checkpoint not yet moved, and is refused; the sink writes it again after page 1.
-      const transaction = m.db.transaction.bind(m.db);
+      // A one-statement page is its own transaction, on a connection of the session's.
+      const session = m.db.session.bind(m.db);
       let calls = 0;
-      m.db.transaction = async (fn, what) => {
+      m.db.session = async (fn, what) => {
         if (++calls === 1) await new Promise((r) => setTimeout(r, 300));
-        return transaction(fn, what);
+        return session(fn, what);
       };
       expect(await m.sink.commitPage(id, page(1), { from: undefined, to: 2n })).toEqual(NONE);
       expect(await m.sink.commitPage(id, page(3), { from: 2n, to: 4n })).toEqual(NONE);

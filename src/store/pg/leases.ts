@@ -136,9 +136,24 @@ export class PgLeases implements StreamLeases {
   async fence(client: pg.ClientBase, stream: string): Promise<void> {
     const token = this.tokens.get(stream);
     const r = token === undefined ? undefined : await client.query(SQL.fence, [stream, this.id, token]);
-    if (r?.rowCount === 1) return;
+    if (r?.rowCount !== 1) throw this.lost(stream);
+  }
+
+  /**
+   * The parameters (stream, worker, token) of the fence a one-statement page checks in its own
+   * statement (statements.ts withTicket), FOR SHARE as `fence` does; throws LeaseLostError when this
+   * worker holds no lease of the stream.
+   */
+  fenceParams(stream: string): [string, string, string] {
+    const token = this.tokens.get(stream);
+    if (token === undefined) throw this.lost(stream);
+    return [stream, this.id, token];
+  }
+
+  /** The error of a page whose stream's lease this worker lost (it forgets the lease). */
+  lost(stream: string): LeaseLostError {
     this.tokens.delete(stream);
-    throw new LeaseLostError(
+    return new LeaseLostError(
       `stream ${stream}: this worker lost its lease (it went longer than --lease ${this.leaseMs / 1000}s without renewing it) and another worker took the stream; this page was not written`,
     );
   }

@@ -32,6 +32,8 @@ export interface PageCheckpoint {
   ticket?: number;
   /** The page's request id, kept with the versions it brings. */
   requestId?: string | undefined;
+  /** A one-statement page's lease (stream, worker, token), checked in its statement (leases.ts fenceParams). */
+  fence?: [string, string, string];
 }
 
 const SQL = {
@@ -162,7 +164,15 @@ export function upsertRoles(client: pg.ClientBase, page: CheckedRecord[], campai
 async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpoint): Promise<UpsertCounts> {
   if (plan.single) {
     // No score details: nothing else to write, so only the counts come back.
-    const params = [...pageParams(plan, cp), cp.ticket ?? 1, plan.records.map((r) => r.id), plan.campaignId, cp.requestId ?? null];
+    const fence = cp.fence ?? [null, null, null];
+    const params = [
+      ...pageParams(plan, cp),
+      cp.ticket ?? 1,
+      plan.records.map((r) => r.id),
+      plan.campaignId,
+      cp.requestId ?? null,
+      ...fence,
+    ];
     const row = (await prepared<{ inserted: number; written: number; conflicts: Array<[string, string]> }>(client, SQL.roleCounts, params))
       .rows[0];
     const counts: UpsertCounts = { inserted: row?.inserted ?? 0, updated: (row?.written ?? 0) - (row?.inserted ?? 0) };

@@ -27,7 +27,7 @@ import { type PagePlan, planPage, removeResults, storedIds, writePage } from './
 import { PageQueue } from './page-queue.js';
 import { applyQuarantine, touchesQuarantine } from './quarantine.js';
 import type { PgState } from './state.js';
-import { CHECKPOINT_CONFLICT, holdsUnstorable } from './statements.js';
+import { CHECKPOINT_CONFLICT, holdsUnstorable, LEASE_LOST } from './statements.js';
 
 export class PgSink implements Sink {
   private broken: StorageError | undefined;
@@ -150,8 +150,8 @@ export class PgSink implements Sink {
    * Runs a page as one transaction, the one place a page commits: the lease's fence first (a worker
    * that lost the stream writes nothing of it), then the page's statements and its checkpoint's
    * compare-and-set (or, a page of no records, the checkpoint alone), its quarantined records and its
-   * new drift. A one-statement page (role results without score details: the checkpoint is a CTE of
-   * it, withTicket) holds its ticket locks until this transaction ends.
+   * new drift. A one-statement page (role results without score details, nothing else to write: the
+   * checkpoint and the fence are CTEs of it, withTicket) is its own transaction, one round trip.
    */
   private async commitOnce(
     id: StreamId,
@@ -161,6 +161,16 @@ export class PgSink implements Sink {
     ticket: number | undefined,
   ): Promise<UpsertCounts> {
     const cp = { stream: id.key, move, ticket, requestId };
+    if (plan?.single === true) {
+      const fenced = { ...cp, fence: this.leases.fenceParams(id.key) };
+      return this.db.session(async (client) => {
+        try {
+          return await writePage(client, plan, fenced);
+        } catch (err) {
+          throw err instanceof Error && err.message.includes(LEASE_LOST) ? this.leases.lost(id.key) : err;
+        }
+      });
+    }
     return this.db.transaction(async (client) => {
       await this.leases.fence(client, id.key);
       let written: UpsertCounts = { inserted: 0, updated: 0 };

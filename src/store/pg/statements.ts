@@ -237,6 +237,9 @@ function moveCheckpoint(params: number, cursorOf: (column: string) => string): s
   return `c AS (UPDATE sync_state SET cursor = CASE WHEN $${move}::boolean THEN $${to}::bigint ELSE cursor END, records = records + (SELECT count(*) FROM w WHERE inserted) WHERE stream = $${stream}::text AND (NOT $${move}::boolean OR ${cursorOf('cursor')} IS NOT DISTINCT FROM $${from}::bigint) RETURNING 1)`;
 }
 
+/** In the message of the error a withTicket statement fails with when the stream's lease is no longer the worker's. */
+export const LEASE_LOST = 'campaign-sync lease lost';
+
 /** In the message of the error a withCheckpoint statement fails with when the checkpoint moved. */
 export const CHECKPOINT_CONFLICT = 'campaign-sync checkpoint conflict';
 
@@ -258,19 +261,26 @@ const moved = `CASE WHEN (SELECT count(*) FROM c) = 1 THEN true ELSE ('${CHECKPO
  * cursor cannot be checked in the UPDATE itself: its WHERE sees the row as it was when the statement
  * began. Returns one row of counts (`inserted`, `written`), and the page's records another campaign
  * holds (`conflicts`, heldElsewhere: ids `$n+6`, campaign `$n+7`): nothing else is written for such a page.
- * `$n+8` is the page's request id (changes.ts seenCte).
+ * `$n+8` is the page's request id (changes.ts seenCte). The stream's lease (`$n+9`, worker `$n+10`,
+ * token `$n+11`) is checked FOR SHARE in the statement (leases.ts fence): when it is no longer the
+ * worker's, nothing is written and the statement fails with LEASE_LOST in its message.
  */
 export function withTicket(table: 'role_results', params: number): string {
   const [stream, seq] = [params + 2, params + 5];
   const ticket = (back: number) =>
     `((hashtext('campaign-sync page ' || current_schema() || ' ' || $${stream}::text)::bigint << 32) + $${seq}::bigint - ${back})`;
-  const upsert = upsertChanged(table, true, '(SELECT count(*) FROM own) = 1');
+  const [leaseStream, worker, token] = [params + 9, params + 10, params + 11];
+  const fenced = '(SELECT count(*) FROM fence) = 1';
+  const upsert = upsertChanged(table, true, `(SELECT count(*) FROM own) = 1 AND ${fenced}`);
   // The ticket after the change number (`FROM change`): a page waiting behind an export holds no ticket.
-  return `WITH ${CHANGE_CTES}, own AS (SELECT pg_advisory_xact_lock(${ticket(0)}) FROM change), w AS (${upsert}), ${seenCte(params + 8)},
+  return `WITH ${CHANGE_CTES}, own AS (SELECT pg_advisory_xact_lock(${ticket(0)}) FROM change),
+fence AS MATERIALIZED (SELECT 1 FROM leases WHERE stream = $${leaseStream}::text AND worker = $${worker}::text AND token = $${token}::bigint FOR SHARE),
+w AS (${upsert}), ${seenCte(params + 8)},
 previous AS (SELECT pg_advisory_xact_lock_shared(${ticket(1)}) FROM (SELECT count(*) FROM w) AS written),
-latest AS (SELECT cursor FROM sync_state WHERE stream = $${stream}::text AND (SELECT count(*) FROM previous) = 1 FOR UPDATE),
+latest AS (SELECT cursor FROM sync_state WHERE stream = $${stream}::text AND (SELECT count(*) FROM previous) = 1 AND ${fenced} FOR UPDATE),
 ${moveCheckpoint(params, (cursor) => `(SELECT ${cursor} FROM latest)`)}
-SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written, ${moved} AS moved,
+SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written,
+CASE WHEN ${fenced} THEN ${moved} ELSE ('${LEASE_LOST} ' || (SELECT count(*) FROM fence))::int > 0 END AS moved,
 (${heldElsewhere(table, `$${params + 6}`, `$${params + 7}`)}) AS conflicts FROM w`;
 }
 
