@@ -41,7 +41,7 @@ describe("a no-op pull's start", () => {
     expect(loaded).not.toContain('builtin internal/deps/cjs-module-lexer/lexer');
   });
 
-  it('status loads neither undici nor node:v8 nor node:crypto: it sends no request and digests nothing', async () => {
+  it('status loads neither undici nor node:v8, node:crypto or node:child_process: it sends no request, digests nothing and starts no process', async () => {
     const s = await sim({ campaigns: 2, records: 20 });
     const dir = tempDir();
     const db = join(dir, 'm.db');
@@ -55,5 +55,7 @@ describe("a no-op pull's start", () => {
     // V8's flags are set where undici loads (api/engine.ts); the hashes and digests take crypto when they run.
     expect(loaded).not.toContain('builtin v8');
     expect(loaded).not.toContain('builtin crypto');
+    // commander's executable subcommands, which the CLI has none of, are the only use of child_process on its path.
+    expect(loaded).not.toContain('builtin child_process');
   });
 });
