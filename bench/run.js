@@ -4,7 +4,7 @@
 //   node bench/run.js [--records N] [--memory-records N] [--skip-memory] [--skip-budget]
 //                     [--skip-schedule] [--schedule-scale 10] [--schedule-hours 2]
 //                     [--process-rounds 21] [--pull-rounds 9] [--scaling [10000,100000,500000]]
-//                     [--skip-pg] [--pg-records N]
+//                     [--skip-pg] [--pg-records N] [--only session,overall,detailed,process,memory]
 //
 // 1. Pull vs floor, per record kind (session ≤ 1.3×, role OVERALL ≤ 1.5×, role DETAILED ≤ 1.3×): a
 //    pull into a fresh database against pre-rendered pages, versus the floor measured in the same
@@ -24,6 +24,9 @@
 //    CAMPAIGN_SYNC_TEST_PG_URL, or a throwaway initdb); "skipped: no server" otherwise.
 //    --skip-pg leaves it out; --pg-records N (default 10,000 per kind).
 // 8. With --scaling: a role OVERALL pull's cost per record at 10k/100k/500k records.
+//
+// --only runs just the parts named (pull kinds `session`, `overall`, `detailed`; `process` for the
+// whole processes; `memory` for the million-record pull), to measure one of them again without the others.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -54,6 +57,10 @@ const MEMORY_RECORDS = flag('--memory-records', 1_000_000);
 // Measured rounds of each pull kind, after one warm-up. Nine, not five: a round's ratio moves by up to
 // ±0.3× on this VM, and the median of nine moves about three quarters as much as the median of five.
 const PULL_ROUNDS = flag('--pull-rounds', 9);
+const onlyAt = args.indexOf('--only');
+const ONLY = onlyAt >= 0 ? new Set(String(args[onlyAt + 1] ?? '').split(',')) : undefined;
+/** Whether a part runs: every part, unless --only names some. */
+const runs = (part) => ONLY === undefined || ONLY.has(part);
 const BIN = fileURLToPath(new URL('../bin/campaign-sync.js', import.meta.url));
 const SERVER = fileURLToPath(new URL('./server.js', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'campaign-sync-bench-'));
@@ -238,7 +245,7 @@ async function pullVsFloor() {
       },
     ];
     const rows = [];
-    for (const k of kinds) {
+    for (const k of kinds.filter((kind) => runs(kind.kind))) {
       const bodies = await fetchBodies(server, k.path, k.campaign.id, k.type === 'role' ? k.reportType : undefined);
       const bytes = bodies.reduce((n, b) => n + Buffer.byteLength(b), 0);
       const pulls = [];
@@ -383,17 +390,19 @@ try {
     target(`pull/floor, ${r.kind}`, `${r.ratio.toFixed(2)}×`, `≤ ${r.target}×`, ok);
   }
 
-  const p = await wholeProcess({ rounds: numberFlag('--process-rounds', 21) });
+  const p = runs('process') ? await wholeProcess({ rounds: numberFlag('--process-rounds', 21) }) : undefined;
   results.process = p;
-  console.log(`\nwhole processes vs \`node -e 0\` (${f0(p.nodeMs)} ms), median of ${p.rounds} interleaved rounds:`);
-  console.log(`  no-op pull (6 campaigns, --quiet): ${f0(p.pullMs)} ms = ${p.pull.toFixed(2)}× ${mark(p.pull <= 4)} (target ≤ 4×)`);
-  console.log(`  status: ${f0(p.statusMs)} ms = ${p.status.toFixed(2)}× ${mark(p.status <= 2)} (target ≤ 2×)`);
-  console.log(`  --help: ${f0(p.helpMs)} ms = ${p.help.toFixed(2)}× ${mark(p.help < 3)} (target < 3×)`);
-  target('no-op pull vs node -e 0', `${p.pull.toFixed(2)}×`, '≤ 4×', p.pull <= 4);
-  target('status vs node -e 0', `${p.status.toFixed(2)}×`, '≤ 2×', p.status <= 2);
-  target('--help vs node -e 0', `${p.help.toFixed(2)}×`, '< 3×', p.help < 3);
+  if (p !== undefined) {
+    console.log(`\nwhole processes vs \`node -e 0\` (${f0(p.nodeMs)} ms), median of ${p.rounds} interleaved rounds:`);
+    console.log(`  no-op pull (6 campaigns, --quiet): ${f0(p.pullMs)} ms = ${p.pull.toFixed(2)}× ${mark(p.pull <= 4)} (target ≤ 4×)`);
+    console.log(`  status: ${f0(p.statusMs)} ms = ${p.status.toFixed(2)}× ${mark(p.status <= 2)} (target ≤ 2×)`);
+    console.log(`  --help: ${f0(p.helpMs)} ms = ${p.help.toFixed(2)}× ${mark(p.help < 3)} (target < 3×)`);
+    target('no-op pull vs node -e 0', `${p.pull.toFixed(2)}×`, '≤ 4×', p.pull <= 4);
+    target('status vs node -e 0', `${p.status.toFixed(2)}×`, '≤ 2×', p.status <= 2);
+    target('--help vs node -e 0', `${p.help.toFixed(2)}×`, '< 3×', p.help < 3);
+  }
 
-  if (!args.includes('--skip-budget')) {
+  if (ONLY === undefined && !args.includes('--skip-budget')) {
     results.budget = await budget();
     const b = results.budget;
     console.log(
@@ -402,7 +411,7 @@ try {
     target('budget drain, share of the limit', `${(b.share * 100).toFixed(1)}%`, '≥ 95%', b.share >= 0.95);
     target('budget drain, 429 responses', String(b.throttled), '0', b.throttled === 0);
   }
-  if (!args.includes('--skip-memory')) {
+  if (ONLY === undefined ? !args.includes('--skip-memory') : ONLY.has('memory')) {
     results.memory = await memory(MEMORY_RECORDS);
     const m = results.memory;
     console.log(
@@ -410,7 +419,7 @@ try {
     );
     target(`peak RSS, ${f0(m.records)}-record pull`, `${f1(m.peakMb)} MB`, '< 200 MB', m.peakMb < 200);
   }
-  if (!args.includes('--skip-schedule')) {
+  if (ONLY === undefined && !args.includes('--skip-schedule')) {
     console.log('');
     const r = await scheduleBench({ scale: numberFlag('--schedule-scale', 10), hours: numberFlag('--schedule-hours', 2) });
     results.schedule = r;
@@ -424,7 +433,7 @@ try {
   }
   // Another helper owns bench/export.js; when it is there, its figure joins the table.
   const exportBench = fileURLToPath(new URL('./export.js', import.meta.url));
-  if (existsSync(exportBench)) {
+  if (ONLY === undefined && existsSync(exportBench)) {
     const mod = await import(exportBench);
     if (typeof mod.exportVsSqlite === 'function') {
       const e = await mod.exportVsSqlite();
@@ -434,7 +443,7 @@ try {
       target('export CSV vs sqlite3 -csv', `${ratio.toFixed(2)}×`, '≤ 2×', ratio <= 2);
     }
   }
-  if (!args.includes('--skip-pg')) {
+  if (ONLY === undefined && !args.includes('--skip-pg')) {
     const { pgThroughput } = await import('./pg.js');
     const pgRun = await pgThroughput({ records: numberFlag('--pg-records', 10_000) });
     results.pg = pgRun;

@@ -21,6 +21,24 @@ const INLINE = new Set(['commander']);
 const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8'));
 const external = Object.keys(pkg.dependencies).filter((d) => !INLINE.has(d));
 
+/**
+ * commander requires node:child_process when it loads, for the executable subcommands we do not use:
+ * loading it (with dgram and the child process internals) cost every start about 8 ms of CPU. Its one
+ * use, `childProcess.spawn`, gets a stand-in that requires the module when called.
+ */
+const lazyChildProcess = {
+  name: 'lazy-child-process',
+  setup(b) {
+    b.onResolve({ filter: /^node:child_process$/ }, (args) =>
+      /[\\/]commander[\\/]/.test(args.importer) ? { path: 'child_process', namespace: 'lazy-child-process' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'lazy-child-process' }, () => ({
+      contents: "module.exports = { spawn: (...args) => require('node:child_process').spawn(...args) };",
+      loader: 'js',
+    }));
+  },
+};
+
 /** Builds dist/bundle/ (emptied first: chunk names change with their content). */
 export async function bundle() {
   const outdir = `${root}dist/bundle`;
@@ -42,6 +60,7 @@ export async function bundle() {
     sourcesContent: false,
     // commander is CommonJS: its require() of node: modules needs a real require in an ES module.
     banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
+    plugins: [lazyChildProcess],
     logLevel: 'warning',
   });
 }

@@ -3,7 +3,6 @@
  * The first SIGINT/SIGTERM/SIGHUP aborts the shared signal (work in flight commits or rolls back, then
  * the command returns); a second one exits at once.
  */
-import { setFlagsFromString } from 'node:v8';
 import { CommanderError } from 'commander';
 import { buildProgram, commanderMessage, type RunResult } from './cli.js';
 import { extraCaCertsProblem } from './config/extra-ca.js';
@@ -147,17 +146,6 @@ export function signalHandler(
   };
 }
 
-/**
- * V8 settings for the CLI's process, applied before anything is compiled. undici parses
- * HTTP with llhttp in WebAssembly; by default V8 recompiles its hot functions with TurboFan on a
- * background thread, and a process may not exit before that job ends: 60-100 ms after a no-op pull's
- * last byte was written. Liftoff's baseline code alone keeps the same CPU for a 20,000-record pull.
- * Node 20 and 22 take the flag at run time; Node 24's V8 freezes its flags once started (no effect).
- */
-export function tuneEngine(): void {
-  setFlagsFromString('--liftoff-only');
-}
-
 /** What bin/campaign-sync.js kept of the signals that arrived while the CLI loaded. */
 interface EarlySignals {
   signals: NodeJS.Signals[];
@@ -212,7 +200,6 @@ export function watchStdout(
 }
 
 export async function main(argv: string[]): Promise<void> {
-  tuneEngine();
   const quiet = wants(argv, '--quiet');
   const warn = takeOverWarnings({ quiet, debug: Boolean(process.env.CAMPAIGN_SYNC_DEBUG) });
   const badCa = quiet ? undefined : extraCaCertsProblem();

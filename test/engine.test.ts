@@ -1,5 +1,5 @@
 /**
- * The CLI's V8 settings (src/main.ts tuneEngine): WebAssembly (undici's HTTP parser) stays
+ * The CLI's V8 settings (src/api/engine.ts tuneEngine, applied where undici is loaded): WebAssembly (undici's HTTP parser) stays
  * on Liftoff, so no background TurboFan job holds the process open at exit. Checked in a child
  * process with V8's own test hook, against a control run without the setting on the same Node.
  */
@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const ENGINE = fileURLToPath(new URL('../dist/api/engine.js', import.meta.url));
 
 // (module (func (export "add") (param i32 i32) (result i32) local.get 0 local.get 1 i32.add))
 const WASM = [
@@ -18,7 +18,7 @@ const WASM = [
 /** Whether a hot WebAssembly function is still Liftoff code, with or without tuneEngine() first. */
 function staysOnLiftoff(tuned: boolean): boolean {
   const script = `
-    const { tuneEngine } = await import(${JSON.stringify(MAIN)});
+    const { tuneEngine } = await import(${JSON.stringify(ENGINE)});
     if (${tuned}) tuneEngine();
     const module = new WebAssembly.Module(new Uint8Array(${JSON.stringify(WASM)}));
     const { add } = new WebAssembly.Instance(module).exports;

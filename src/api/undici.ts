@@ -6,8 +6,12 @@
  */
 import { createRequire } from 'node:module';
 import type { EnvHttpProxyAgent as EnvHttpProxyAgentType, Pool as PoolType } from 'undici';
+import { tuneEngine } from './engine.js';
 
 const require = createRequire(import.meta.url);
+
+// Before undici's parser (WebAssembly) is compiled, at its first connection.
+tuneEngine();
 
 export const Pool = require('undici/lib/dispatcher/pool.js') as typeof PoolType;
 

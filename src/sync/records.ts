@@ -110,21 +110,19 @@ export function sortPage(data: unknown[], ctx: PageContext): SortedPage {
   const ids = new Set<string>();
   for (let i = 0; i < data.length; i++) {
     const record = data[i] as Record<string, unknown>;
-    const at = `${ctx.where}: record ${i + 1} of ${data.length}`;
     if (record === null || typeof record !== 'object' || Array.isArray(record)) {
-      faults.push({ index: i, reason: `${at}: not an object`, id: undefined, orderIndex: undefined });
+      faults.push({ index: i, reason: `${recordAt(ctx, i, data.length, undefined)}: not an object`, id: undefined, orderIndex: undefined });
       tailUnknown = true;
       continue;
     }
     const rawId = record.id;
     const id = typeof rawId === 'string' && rawId.length > 0 && rawId.length <= MAX_ID_LENGTH ? rawId : undefined;
-    const named = id === undefined ? at : `${at} (id ${id})`;
     const orderIndex = toInt64(record.order_index);
     if (orderIndex === undefined) tailUnknown = true;
     else {
       if (previous !== undefined && orderIndex <= previous) {
         throw new DataError(
-          `${named}: order_index: ${orderIndex} does not come after ${previous} (records must arrive in ascending order_index past the cursor)`,
+          `${recordAt(ctx, i, data.length, id)}: order_index: ${orderIndex} does not come after ${previous} (records must arrive in ascending order_index past the cursor)`,
         );
       }
       previous = orderIndex;
@@ -132,26 +130,34 @@ export function sortPage(data: unknown[], ctx: PageContext): SortedPage {
       tailUnknown = false;
     }
     if (id !== undefined) {
-      if (ids.has(id)) throw new DataError(`${named}: id ${id} is served twice in one page`);
+      if (ids.has(id)) throw new DataError(`${recordAt(ctx, i, data.length, id)}: id ${id} is served twice in one page`);
       ids.add(id);
     }
-    const reason = recordFault(record, id, orderIndex, named, ctx);
-    if (reason !== undefined) faults.push({ index: i, reason, id, orderIndex });
+    const reason = recordFault(record, id, orderIndex, ctx);
+    if (reason !== undefined) faults.push({ index: i, reason: `${recordAt(ctx, i, data.length, id)}: ${reason}`, id, orderIndex });
     else records.push(new Checked(record, id as string, orderIndex as bigint));
   }
   return { records, faults, last, tailUnknown };
 }
 
-/** Why one record fails the rules, or undefined when it passes. */
+/**
+ * Where a record sits, for a message about it: the request, its place in the page and its id. Made
+ * only for a record at fault: a page of good records builds no message.
+ */
+function recordAt(ctx: PageContext, i: number, of: number, id: string | undefined): string {
+  const at = `${ctx.where}: record ${i + 1} of ${of}`;
+  return id === undefined ? at : `${at} (id ${id})`;
+}
+
+/** Why one record fails the rules (the field at fault, and why), or undefined when it passes. */
 function recordFault(
   record: Record<string, unknown>,
   id: string | undefined,
   orderIndex: bigint | undefined,
-  at: string,
   ctx: PageContext,
 ): string | undefined {
-  if (id === undefined) return `${at}: id: ${show(record.id, ctx.redact)} is not a usable id`;
-  if (orderIndex === undefined) return `${at}: order_index: ${show(record.order_index, ctx.redact)} is not a non-negative int64`;
+  if (id === undefined) return `id: ${show(record.id, ctx.redact)} is not a usable id`;
+  if (orderIndex === undefined) return `order_index: ${show(record.order_index, ctx.redact)} is not a non-negative int64`;
   // Nested `campaign.id` (the interface), else flat `campaign_id` (the session reference's sample).
   const campaign = record.campaign as { id?: unknown } | null | undefined;
   const nested = campaign !== null && typeof campaign === 'object';
@@ -159,12 +165,12 @@ function recordFault(
   if (campaignId !== ctx.campaignId) {
     const field = nested || record.campaign_id === undefined ? 'campaign.id' : 'campaign_id';
     if (typeof campaignId !== 'string' || campaignId.length === 0) {
-      return `${at}: ${field}: ${show(campaignId, ctx.redact)} is not a usable campaign id`;
+      return `${field}: ${show(campaignId, ctx.redact)} is not a usable campaign id`;
     }
-    return `${at}: ${field}: ${shorten(ctx.redact(campaignId), 80)} is not the campaign asked for`;
+    return `${field}: ${shorten(ctx.redact(campaignId), 80)} is not the campaign asked for`;
   }
   const score = scoreFault(record);
-  if (score !== undefined) return `${at}: ${score}: ${show(record[score], ctx.redact)} is not a number`;
+  if (score !== undefined) return `${score}: ${show(record[score], ctx.redact)} is not a number`;
   return undefined;
 }
 

@@ -40,4 +40,22 @@ describe("a no-op pull's start", () => {
     expect(loaded.filter((m) => m.startsWith('builtin ')).length).toBeGreaterThan(20);
     expect(loaded).not.toContain('builtin internal/deps/cjs-module-lexer/lexer');
   });
+
+  it('status loads neither undici nor node:v8, node:crypto or node:child_process: it sends no request, digests nothing and starts no process', async () => {
+    const s = await sim({ campaigns: 2, records: 20 });
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+    expect((await cli(['pull', '--db', db, '--quiet'], { env })).code).toBe(0);
+    const log = join(dir, 'loaded.txt');
+    const r = await cli(['status', '--db', db], { env: { NODE_OPTIONS: `--import ${HOOK}`, LOADED_MODULES_FILE: log } });
+    expect(r.code, r.stderr).toBe(0);
+    const loaded = readFileSync(log, 'utf8').trim().split('\n');
+    expect(loaded.filter((m) => m.includes('node_modules/undici/'))).toEqual([]);
+    // V8's flags are set where undici loads (api/engine.ts); the hashes and digests take crypto when they run.
+    expect(loaded).not.toContain('builtin v8');
+    expect(loaded).not.toContain('builtin crypto');
+    // commander's executable subcommands, which the CLI has none of, are the only use of child_process on its path.
+    expect(loaded).not.toContain('builtin child_process');
+  });
 });
