@@ -23,7 +23,7 @@ const external = Object.keys(pkg.dependencies).filter((d) => !INLINE.has(d));
 
 /**
  * commander requires node:child_process when it loads, for the executable subcommands we do not use:
- * loading it (with dgram and the child process internals) cost every start about 8 ms of CPU. Its one
+ * loading it (with dgram and the child process internals) would cost every start. Its one
  * use, `childProcess.spawn`, gets a stand-in that requires the module when called.
  */
 const lazyChildProcess = {

@@ -1,12 +1,12 @@
 /**
  * V8 settings for a process that talks HTTP, applied before undici's parser is compiled. undici
  * parses HTTP with llhttp in WebAssembly; by default V8 recompiles its hot functions with TurboFan on a
- * background thread, and a process may not exit before that job ends: 60-100 ms after a no-op pull's
- * last byte was written. Liftoff's baseline code alone keeps the same CPU for a 20,000-record pull.
+ * background thread, and a process may not exit before that job ends, well after its last byte was
+ * written. Liftoff's baseline code alone costs a long pull no more CPU.
  * Node 20 and 22 take the flag at run time; Node 24's V8 freezes its flags once started (no effect).
  *
- * Set where undici is loaded (api/undici.ts), not at every start: node:v8 costs a command that sends
- * no request (`status`, `export`, `--help`) about 8 ms of CPU to load.
+ * Set where undici is loaded (api/undici.ts), not at every start: a command that sends no request
+ * (`status`, `export`, `--help`) does not load node:v8.
  */
 import { setFlagsFromString } from 'node:v8';
 

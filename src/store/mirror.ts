@@ -17,8 +17,7 @@ export type { IdConflict, UpsertCounts };
 
 /**
  * An insert that stamps the row with the write's change number (store/changes.ts), bound after the
- * row's values: the number nextChange took, rather than a subquery of the counter on every row (6% of
- * an insert's time).
+ * row's values: the number nextChange took, not a subquery of the counter run for every row.
  */
 function insertStamped(table: 'session_results' | 'role_results'): string {
   return insertIgnore(table).replace(/, id\) VALUES \((.*)\) ON CONFLICT/, ', id, change_seq) VALUES ($1, ?) ON CONFLICT');
