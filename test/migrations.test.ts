@@ -16,6 +16,7 @@ import { PG_MIGRATIONS } from '../src/store/pg/migrations/index.js';
 import { detailRawSql, roleRawSql } from '../src/store/reassemble.js';
 import { columnNames, migrate, SCHEMA_VERSION } from '../src/store/schema.js';
 import { Database } from '../src/store/sqlite.js';
+import { FIRST_V9 } from './helpers/first-versions.js';
 import { cli, servedRecords, sim, tempDir } from './helpers/index.js';
 import { checked, evalOf } from './helpers/records.js';
 
@@ -221,5 +222,25 @@ describe('an old SQLite mirror migrates to what a pull of today writes', () => {
       expect(upgraded.pragma('integrity_check', { simple: true })).toBe('ok');
       upgraded.close();
     }
+  });
+});
+
+describe('a SQLite mirror upgraded by the first version 9 (its versions kept no request id)', () => {
+  it('comes up with the schema of a mirror made today: change_times.request_id, the triggers and the view that read it', () => {
+    const schemaOf = (db: BetterSqlite3.Database) =>
+      db.prepare("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").all();
+    const dir = tempDir();
+    const today = new Database(join(dir, 'today.db'));
+    migrate(today, 'today.db');
+    const first = new Database(join(dir, 'first.db'));
+    migrate(first, 'first.db', 8);
+    first.exec(FIRST_V9);
+    first.pragma('user_version = 9');
+    expect(schemaOf(first)).not.toEqual(schemaOf(today));
+    migrate(first, 'first.db');
+    expect(first.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    expect(schemaOf(first)).toEqual(schemaOf(today));
+    today.close();
+    first.close();
   });
 });

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { Database } from '../src/store/sqlite.js';
+import { FIRST_V9, PG_FIRST_TRAIL, SQLITE_FIRST_TRAIL } from './helpers/first-versions.js';
 import { sim, tempDir } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgRows } from './helpers/pg.js';
 import { runCli } from './helpers/run-cli.js';
@@ -22,6 +23,8 @@ interface Backend {
   rows(sql: string): Promise<Rows>;
   /** Turns the mirror back into one the release before versions wrote. */
   downgrade(): Promise<void>;
+  /** Turns the mirror into one upgraded (to 11) by a build whose versions kept no request id. */
+  firstTrail(): Promise<void>;
 }
 
 const DROP_TRAIL = {
@@ -59,6 +62,14 @@ function sqliteBackend(): Backend {
         db.close();
       }
     },
+    async firstTrail() {
+      const db = new Database(path);
+      try {
+        db.exec(SQLITE_FIRST_TRAIL);
+      } finally {
+        db.close();
+      }
+    },
   };
 }
 
@@ -74,6 +85,9 @@ function pgBackend(): Backend {
     rows: (sql) => pgRows(schema, sql),
     async downgrade() {
       await pgRows(schema, `${DROP_TRAIL.pg} UPDATE meta SET value = '6' WHERE key = 'schema_version'`);
+    },
+    async firstTrail() {
+      await pgRows(schema, PG_FIRST_TRAIL);
     },
   };
 }
@@ -129,6 +143,27 @@ for (const make of [sqliteBackend, pgBackend]) {
       await change(s, id, 'rescore');
       await ok(['reconcile']);
       expect((await versionsOf(id)).map((v) => Number(v.version))).toEqual([1, 2]);
+    });
+
+    it("a mirror whose versions kept no request id takes pulls again once upgraded: versions from then on keep their page's, older ones NULL", async () => {
+      expect(FIRST_V9).not.toContain('request_id FROM');
+      expect(PG_FIRST_TRAIL).not.toContain('request_id FROM');
+      const c = s.data.campaigns.find((x) => x.type === 'SESSION_COMPLETION');
+      if (!c) throw new Error('no session campaign');
+      const id = s.data.sessionResult(c, 2).id as string;
+      await ok(['pull']);
+      await b.firstTrail();
+      await change(s, id, 'rescore');
+      const from = s.stats.recentAnswers.length;
+      await ok(['reconcile']);
+      // The pages of this record's stream the simulator answered during the reconcile: one, with 12 records.
+      const pages = s.stats.recentAnswers.slice(from).filter((a) => a.status === 200 && a.path.includes(`campaign_id=${c.id}&`));
+      expect(pages).toHaveLength(1);
+      const versions = await b.rows(`SELECT version, request_id FROM result_versions WHERE id = '${id}' ORDER BY version`);
+      expect(versions.map((v) => [Number(v.version), v.request_id])).toEqual([
+        [1, null],
+        [2, pages[0]?.requestId],
+      ]);
     });
 
     it('refuses an --as-of that is not a timestamp in one line, exit 2', async () => {

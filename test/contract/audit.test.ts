@@ -128,22 +128,28 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
     const deleted = s.data.sessionResult(campaignOf(s, 'SESSION_COMPLETION'), 5);
     const user = rescored.user as { email: string; id: string };
 
-    // The request ids of the results pages the simulator served during each command.
+    // The results pages the simulator answered during each command, each with its x-request-id.
     const pagesOf = async (command: string, ...args: string[]) => {
       const from = s.stats.recentAnswers.length;
       await ok(m, s, command, ...args);
-      return new Set(
-        s.stats.recentAnswers
-          .slice(from)
-          .filter((a) => a.status === 200 && a.path.includes('/results?'))
-          .map((a) => a.requestId),
-      );
+      return s.stats.recentAnswers.slice(from).filter((a) => a.status === 200 && a.path.includes('/results?'));
+    };
+    /** The request id of the one page of campaign `c` among `pages` that `pick` keeps. */
+    const pageOf = (pages: Awaited<ReturnType<typeof pagesOf>>, c: Campaign, pick = (_path: string) => true) => {
+      const mine = pages.filter((a) => a.path.includes(`campaign_id=${c.id}&`) && pick(a.path));
+      expect(
+        mine.map((a) => a.path),
+        c.id,
+      ).toHaveLength(1);
+      return mine[0]?.requestId;
     };
     const pages0 = await pagesOf('pull');
     const t0 = await moment();
     const at0 = await snapshot();
     await change(s, rescored.id as string, 'rescore');
-    const pages1 = await pagesOf('pull', '--full');
+    // A lookback that reaches the rescored record (the service's times are the simulator's).
+    const days = Math.ceil((Date.now() - Date.parse(String(rescored.created_at))) / 86_400_000) + 1;
+    const pages1 = await pagesOf('pull', '--lookback', `${days}d`);
     const t1 = await moment();
     const at1 = await snapshot();
     await change(s, rescored.id as string, 'rescore');
@@ -169,12 +175,16 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
       [1, false],
       [2, true],
     ]);
-    // Each version keeps the request id of the page that brought it; a deletion was brought by no page.
-    expect(pages0.has(String(a[0]?.request_id)), 'version 1').toBe(true);
-    expect(pages1.has(String(a[1]?.request_id)), 'version 2').toBe(true);
-    expect(pages2.has(String(a[2]?.request_id)), 'version 3').toBe(true);
-    expect(pages0.has(String(d[0]?.request_id)), 'the deleted record').toBe(true);
-    expect(d[1]?.request_id).toBeNull();
+    // Each version keeps the x-request-id of the page that brought it (--lookback's re-read, not its
+    // incremental read, brought version 2); a deletion was brought by no page.
+    const roles = campaignOf(s, 'ROLE_SUBMISSION');
+    const sessions = campaignOf(s, 'SESSION_COMPLETION');
+    expect(a.map((v) => v.request_id)).toEqual([
+      pageOf(pages0, roles),
+      pageOf(pages1, roles, (path) => path.includes('start_date=')),
+      pageOf(pages2, roles),
+    ]);
+    expect(d.map((v) => v.request_id)).toEqual([pageOf(pages0, sessions), null]);
     // Each version ends where the next begins.
     for (const vs of [a, d]) for (let i = 1; i < vs.length; i++) expect(String(vs[i - 1]?.valid_to)).toBe(String(vs[i]?.valid_from));
 
@@ -201,17 +211,26 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
     expect(await m.sql('SELECT count(*) AS n FROM past_versions')).toEqual(past);
 
     const h = JSON.parse((await ok(m, s, 'history', '--user', user.email.toUpperCase(), '--json')).stdout) as {
-      versions: Array<{ record_id: string; version: number; score: number; valid_from: string; deleted: boolean }>;
+      versions: Array<{
+        record_id: string;
+        version: number;
+        score: number;
+        valid_from: string;
+        deleted: boolean;
+        request_id: string | null;
+      }>;
     };
     const mine = h.versions.filter((v) => v.record_id === rescored.id);
     expect(mine.map((v) => v.version)).toEqual([1, 2, 3]);
+    expect(mine.map((v) => v.request_id)).toEqual(a.map((v) => v.request_id));
     expect(mine.map((v) => v.score)).toEqual([score(at0), score(at1), score(at2)]);
     expect(h.versions.every((v) => v.valid_from <= t3)).toBe(true);
     const text = await ok(m, s, 'history', '--user', user.id);
     expect(text.stdout).toContain(String(score(at1)));
     const gone = JSON.parse((await ok(m, s, 'history', '--record', deleted.id as string, '--json')).stdout) as {
-      versions: Array<{ version: number; deleted: boolean }>;
+      versions: Array<{ version: number; deleted: boolean; request_id: string | null }>;
     };
+    expect(gone.versions.map((v) => v.request_id)).toEqual(d.map((v) => v.request_id));
     expect(gone.versions.map((v) => [v.version, v.deleted])).toEqual([
       [1, false],
       [2, true],

@@ -20,6 +20,7 @@ import { V8 } from './v8.js';
 import { V9 } from './v9.js';
 import { V10 } from './v10.js';
 import { V11 } from './v11.js';
+import { requestIdsV12, V12 } from './v12.js';
 
 /** One step: SQL, then code where data moves (it returns how many rows it rewrote). */
 export interface Migration {
@@ -39,4 +40,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { sql: V9 },
   { sql: V10 },
   { sql: V11 },
+  { sql: V12, run: requestIdsV12 },
 ];

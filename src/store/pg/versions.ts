@@ -10,21 +10,12 @@ const COLUMNS =
 const PEOPLE = `SELECT * FROM (SELECT 'session' AS kind, id, user_id, user_email FROM session_results
   UNION SELECT 'role', id, user_id, user_email FROM role_results UNION SELECT kind, id, user_id, user_email FROM past_versions) AS p`;
 
-interface Row {
-  kind: 'session' | 'role';
-  id: string;
-  version: number;
-  campaign_id: string | null;
-  report_type: string | null;
-  user_id: string | null;
-  user_email: string | null;
+/** A row as pg returns it: int8 as text (exact), timestamptz as Date. */
+type Row = Omit<ResultVersion, 'order_index' | 'valid_from' | 'valid_to'> & {
   order_index: string | null;
-  deleted: boolean;
   valid_from: Date;
   valid_to: Date | null;
-  request_id: string | null;
-  raw: string | null;
-}
+};
 
 function version(r: Row): ResultVersion {
   return {

@@ -18,5 +18,6 @@ import { V8 } from './v8.js';
 import { V9 } from './v9.js';
 import { V10 } from './v10.js';
 import { V11 } from './v11.js';
+import { V12 } from './v12.js';
 
-export const PG_MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
+export const PG_MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
