@@ -18,6 +18,7 @@ import type { Sink } from '../src/store/sinks/sink.js';
 import { SqliteSink } from '../src/store/sinks/sqlite.js';
 import { type PassOptions, runPass } from '../src/sync/pass.js';
 import type { DateWindow } from '../src/sync/stream.js';
+import { fakeClock } from './helpers/clock.js';
 import { clientConfig, sim, tempDir } from './helpers/index.js';
 import { passDefaults } from './helpers/mock.js';
 import { runCli } from './helpers/run-cli.js';
@@ -178,18 +179,18 @@ describe('--lookback from the command line', () => {
     expect(doc.lookback.requests).toBeGreaterThan(0);
     expect(doc.streams[0].lookback).toMatchObject({ updated: 0 });
 
+    // Passes an hour apart on the run's clock, which waits for nothing: the lookback at the first,
+    // not at the second (an hour is within --lookback-every), again at the third (two hours are not).
     const watched = await runCli(
-      ['watch', ...base, '--lookback', '1d', '--lookback-every', '1h', '--interval', '100ms', '--max-cycles', '2'],
-      {
-        env,
-      },
+      ['watch', ...base, '--lookback', '1d', '--lookback-every', '90m', '--interval', '1h', '--max-cycles', '3'],
+      { env, clock: fakeClock(Date.now()) },
     );
     expect(watched.code).toBe(0);
     const passes = watched.stdout
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
-    expect(passes.map((p) => p.lookback !== null)).toEqual([true, false]);
+    expect(passes.map((p) => p.lookback !== null)).toEqual([true, false, true]);
 
     for (const [args, message] of [
       [['pull', '--lookback', '1d', '--full'], /--lookback .* does not go with --full/],

@@ -13,6 +13,7 @@ import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { StreamRow } from '../src/store/checkpoints.js';
 import { requestIdOf, stateChanges } from '../src/sync/alerts.js';
+import { fakeClock } from './helpers/clock.js';
 import { sim, tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
 
@@ -128,16 +129,23 @@ describe('--notify', () => {
     const f = await front(s.url);
     const hook = await webhook();
     const dir = tempDir();
-    const pull = () =>
-      runCli(['pull', '--db', join(dir, 'm.db'), '--notify', hook.url, '--quiet'], {
+    // Each run on a fake clock: the backoff's waits are recorded, not waited out.
+    let clock = fakeClock(Date.now());
+    const pull = () => {
+      clock = fakeClock(Date.now());
+      return runCli(['pull', '--db', join(dir, 'm.db'), '--notify', hook.url, '--quiet'], {
         env: { CAMPAIGN_SYNC_BASE_URL: f.url, CAMPAIGN_SYNC_API_KEY: s.apiKey },
+        clock,
       });
+    };
     expect((await pull()).code).toBe(0);
+    expect(clock.sleeps).toEqual([]);
     f.state.fail = s.data.campaigns[1]?.id as string;
-    // Two 503s, then 200: delivered in this pass, after two retries.
+    // Two 503s, then 200: delivered in this pass, after two retries, 0.5 s then 1 s later.
     hook.answers = [503, 503];
     expect((await pull()).code).toBe(4);
     expect(hook.posts.map((p) => p.body.state)).toEqual(['failing', 'failing', 'failing']);
+    expect(clock.sleeps).toEqual([500, 1000]);
 
     f.state.fail = undefined;
     hook.posts.length = 0;
@@ -145,6 +153,8 @@ describe('--notify', () => {
     const down = await pull();
     expect(down.code, down.stderr).toBe(0);
     expect(hook.posts).toHaveLength(4);
+    // Three retries, the backoff doubled at each: 3.5 s of the run's clock, none of the test's.
+    expect(clock.sleeps).toEqual([500, 1000, 2000]);
     expect(down.stderr).toMatch(
       /--notify: could not tell http:\/\/127\.0\.0\.1:\d+ that stream .* is recovered \(HTTP 500\); it is sent again at the next pass/,
     );
@@ -172,10 +182,9 @@ describe('--notify', () => {
     const hook = await webhook();
     const dir = tempDir();
     const r = await runCli(
-      ['watch', '--db', join(dir, 'm.db'), '--notify', hook.url, '--interval', '100ms', '--max-cycles', '3', '--quiet'],
-      {
-        env: { CAMPAIGN_SYNC_BASE_URL: f.url, CAMPAIGN_SYNC_API_KEY: s.apiKey },
-      },
+      ['watch', '--db', join(dir, 'm.db'), '--notify', hook.url, '--interval', '1h', '--max-cycles', '3', '--quiet'],
+      // The hours between the passes are the run's clock's, which waits for nothing.
+      { env: { CAMPAIGN_SYNC_BASE_URL: f.url, CAMPAIGN_SYNC_API_KEY: s.apiKey }, clock: fakeClock(Date.now()) },
     );
     expect(r.code, r.stderr).toBe(4);
     expect(hook.posts.map((p) => [p.body.campaign_id, p.body.state])).toEqual([[f.state.fail, 'failing']]);

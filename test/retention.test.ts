@@ -8,18 +8,20 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { Clock } from '../src/core/clock.js';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { openDatabase } from '../src/store/db.js';
 import { eraseFromMirror } from '../src/store/erase.js';
 import { beginErasure } from '../src/store/erase-pending.js';
 import { eraseOlderThan } from '../src/store/erasure.js';
+import { fakeClock } from './helpers/clock.js';
 import { sim, tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
 
 const RECORDS = 30;
 
-async function run(s: RunningSimulator, args: string[]) {
-  return runCli(args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url } });
+async function run(s: RunningSimulator, args: string[], clock?: Clock) {
+  return runCli(args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url }, clock });
 }
 
 interface Served {
@@ -319,12 +321,18 @@ describe('watch --retention', () => {
 
   it('between passes, once the day has passed since it last ran', async () => {
     const { s, dir, db, cut } = await mirror('sqlite');
-    // Due a moment after the watch starts: the first pass runs without it, a later one after it.
-    setRanAt(db, Date.now() - 86_400_000 + 1500);
-    const r = await run(s, ['watch', '--db', db, '--retention', cut.duration(), '--max-cycles', '3', '--interval', '1s', '--json']);
+    // Due 5 minutes after the watch starts: the first pass runs without it, the second (10 minutes
+    // later on the run's clock, which waits for nothing) after it, and the third not again.
+    const start = Date.now();
+    const clock = fakeClock(start);
+    setRanAt(db, start - 86_400_000 + 300_000);
+    const r = await run(s, ['watch', '--db', db, '--retention', cut.duration(), '--max-cycles', '3', '--interval', '10m', '--json'], clock);
     expect(r.code, r.stderr).toBe(0);
     expect(retentionLines(r.stdout)).toHaveLength(1);
     expectGone(dir, cut);
+    // Run at the second pass, by the run's clock: not by the real one.
+    expect(Date.parse(ranAt(db) as string)).toBeGreaterThanOrEqual(start + 600_000);
+    expect(Date.parse(ranAt(db) as string)).toBeLessThan(start + 1_200_000);
   });
 });
 

@@ -320,6 +320,25 @@ describe('cli: a long Retry-After does not hold the lock', () => {
     expect(JSON.parse(r.stdout).records).toBe(servedRecords(s, 30).size);
   });
 
+  it("a 429 with Retry-After 60 s waits 60 s of the run's clock, and holds every stream back as long: a pull ends at once on a fake clock", async () => {
+    const s = await sim({ campaigns: 3, records: 20, faults: { 429: 0.3 }, faultRetryAfterS: 60 });
+    const start = Date.now();
+    const clock = fakeClock(start);
+    const db = join(tempDir(), 'm.db');
+    const r = await runCli(['pull', '--db', db, '--base-url', s.url, '--page-size', '5', '--max-retries', '20', '--json'], {
+      env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
+      clock,
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const limited = s.stats.byStatus[429] ?? 0;
+    expect(limited).toBeGreaterThan(2);
+    // Each 429's retry waits its 60 s; the budget's pause holds the other streams back no longer.
+    expect(clock.sleeps.filter((ms) => ms === 60_000).length).toBeGreaterThanOrEqual(limited);
+    expect(Math.max(...clock.sleeps)).toBe(60_000);
+    expect(clock.now() - start).toBeGreaterThanOrEqual(60_000);
+    expect(JSON.parse(r.stdout).records).toBe(servedRecords(s, 20).size);
+  });
+
   it('--max-retry-wait is a checked flag (exit 2 naming it)', async () => {
     const r = await runCli(['pull', '--db', join(tempDir(), 'm.db'), '--max-retry-wait', 'forever'], {
       env: { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' },

@@ -14,7 +14,7 @@ import { stateDir } from '../config/env.js';
 import type { Clock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
 import { keyFingerprint } from '../core/fingerprint.js';
-import { currentIo } from '../core/io.js';
+import { currentClock } from '../core/io.js';
 import type { BudgetStore } from '../core/rate.js';
 import { userAgent } from '../core/version.js';
 import { errorCode, UsageError } from '../errors.js';
@@ -54,7 +54,7 @@ function slotsProblem(err: unknown, dir: string): string {
  * busy slots cannot be known).
  */
 export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiClient {
-  const clock = hooks.clock ?? currentIo().clock;
+  const clock = hooks.clock ?? currentClock();
   const key = budgetKey(config.baseUrl.href, config.apiKey);
   let store: BudgetStore | undefined = hooks.budgetSlots?.(key, config.timeoutMs);
   if (store === undefined) {

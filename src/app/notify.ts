@@ -9,8 +9,7 @@
  */
 
 import { createRoute } from '../api/dispatcher.js';
-import { sleep as realSleep } from '../core/clock.js';
-import { currentIo } from '../core/io.js';
+import { currentClock, currentIo } from '../core/io.js';
 import { userAgent } from '../core/version.js';
 import type { JobStore, StreamRow } from '../store/mirror-port.js';
 import { requestIdOf, type StateChange, stateChanges } from '../sync/alerts.js';
@@ -26,6 +25,7 @@ export interface NotifyOptions {
   /** Strings that must never leave in a document (the API key, the database password). */
   secrets?: readonly string[];
   warn?: (text: string) => void;
+  /** The backoff's wait. Default: the run's clock's (core/io.ts currentClock). */
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
 }
@@ -70,11 +70,13 @@ export class Notifier {
     private readonly url: URL,
     opts: NotifyOptions = {},
   ) {
+    // The run's, taken here: a delivery's backoff waits on the clock a test gave the run.
+    const clock = currentClock();
     this.o = {
       timeoutMs: opts.timeoutMs ?? DEFAULTS.timeoutMs,
       retries: opts.retries ?? DEFAULTS.retries,
       backoffMs: opts.backoffMs ?? DEFAULTS.backoffMs,
-      sleep: opts.sleep ?? ((ms) => realSleep(ms)),
+      sleep: opts.sleep ?? ((ms) => clock.sleep(ms)),
       now: opts.now ?? Date.now,
       warn: opts.warn,
     };

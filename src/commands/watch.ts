@@ -2,8 +2,8 @@ import { SyncMetrics } from '../app/metrics.js';
 import { startMetricsServer } from '../app/metrics-server.js';
 import { SyncJob } from '../app/sync-job.js';
 import type { WatchSettings } from '../config/settings.js';
-import { sleep } from '../core/clock.js';
 import { mergeEvents } from '../core/events.js';
+import { currentClock } from '../core/io.js';
 import { formatDuration, formatRate } from '../core/rate.js';
 import { redactJson } from '../core/redact.js';
 import { AuthError, CampaignSyncError, ExitCode, exitCodeFor, exitCodeForPass, isAbort, StorageError, UsageError } from '../errors.js';
@@ -75,6 +75,9 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
     );
   };
   const stamp = () => new Date().toISOString();
+  // The run's clock (core/io.ts) times the passes, the pause between them and when the retention and
+  // the lookback are due: a test's fake clock does not wait them out.
+  const clock = currentClock();
   let lastCode: number = ExitCode.ok;
   // The lookback window is re-read on the first pass, then at most every --lookback-every.
   let lastLookback = Number.NEGATIVE_INFINITY;
@@ -101,7 +104,7 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
       out.notice(`metrics on ${server.url}/metrics, health on ${server.url}/healthz`);
     }
     for (let cycle = 1; ; cycle++) {
-      const startedAt = Date.now();
+      const startedAt = clock.now();
       let result: PassResult | undefined;
       try {
         // A day since the retention last ran: the mirror is opened again, which applies it under the
@@ -198,7 +201,7 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
         if (!(err instanceof CampaignSyncError)) throw err;
         // The service is down or failing, or the database was locked: log it and try again at the next interval.
         lastCode = exitCodeFor(err);
-        metrics?.failedPass(Date.now() - startedAt, lastCode);
+        metrics?.failedPass(clock.now() - startedAt, lastCode);
         if (out.json) out.jsonLine({ at: stamp(), pass: cycle, error: err.message, exit_code: exitCodeFor(err) });
         else out.error(`${stamp()} pass ${cycle} failed: ${err.message}`);
       }
@@ -208,7 +211,7 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
         // Timers run on the monotonic clock and may end a millisecond before the wall clock reaches
         // the target: wait until it has, so passes are never closer than --interval start to start.
         const target = nextStart(startedAt, intervalMs);
-        while (Date.now() < target) await sleep(target - Date.now(), signal);
+        while (clock.now() < target) await clock.sleep(target - clock.now(), signal);
       } catch (err) {
         if (isAbort(err)) return ExitCode.ok;
         throw err;

@@ -6,7 +6,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Readable, Writable } from 'node:stream';
-import type { Clock } from './clock.js';
+import { type Clock, realClock } from './clock.js';
 import { DEFAULT_WAITS, type Waits } from './waits.js';
 
 export interface Io {
@@ -18,7 +18,12 @@ export interface Io {
   launcher: string;
   /** Waits of this run shorter than the defaults (core/waits.ts): tests only. */
   waits?: Partial<Waits>;
-  /** The clock of this run's request budget (app/client.ts), e.g. one set minutes off: tests only. */
+  /**
+   * The clock of this run's waits and of the ages it judges (currentClock()): the request budget's
+   * windows, the client's retry backoff and Retry-After, --notify's backoff, the pause between watch
+   * passes, the age of an export's stale partial file. A fake one (one set minutes off, or one
+   * whose sleeps return at once) is for tests only.
+   */
   clock?: Clock;
 }
 
@@ -43,6 +48,11 @@ export function currentIo(): Io {
 /** The waits of the run this code is part of: its Io's, the default for each one it leaves out. */
 export function currentWaits(): Waits {
   return { ...DEFAULT_WAITS, ...currentIo().waits };
+}
+
+/** The clock of the run this code is part of: its Io's, the real one when it has none. */
+export function currentClock(): Clock {
+  return currentIo().clock ?? realClock;
 }
 
 /** Runs `fn` with `io` as the current Io of everything it starts, awaited or not. */

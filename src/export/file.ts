@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, createWriteStream, fsyncSync, lstatSync, readdirSync, renameSync, rmSync, unlinkSync, type WriteStream } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { currentClock } from '../core/io.js';
 import { openPrivateFile } from '../store/private-file.js';
 
 const TAG = '.campaign-sync-';
@@ -33,9 +34,10 @@ function alive(pid: number): boolean {
 /**
  * Removes the stale partials of exports to `target`: regular files this user owns, named by
  * partialPath for this very target, whose process is gone or which nobody touched for an hour (a pid
- * can be reused). Links and other people's files are left alone. Returns the paths removed.
+ * can be reused), by the run's clock (core/io.ts). Links and other people's files are left alone.
+ * Returns the paths removed.
  */
-export function cleanStalePartials(target: string, now = Date.now()): string[] {
+export function cleanStalePartials(target: string, now = currentClock().now()): string[] {
   const dir = dirname(target);
   const prefix = `.${basename(target)}${TAG}`;
   let names: string[];

@@ -1,4 +1,5 @@
 /** A pull's or watch's PostgreSQL team mirror: stream leases in the server, the budget's slots shared by every host. */
+import { currentClock } from '../../core/io.js';
 import { UsageError } from '../../errors.js';
 import type { JobStore, StoreChoice } from '../mirror-port.js';
 import { retentionDue } from '../model/retention.js';
@@ -26,7 +27,7 @@ export async function openPgJobStore(c: StoreChoice): Promise<JobStore> {
   const m = await openPgMirror(path, pgSchema, c.concurrency, c.warning, where, c.leaseMs);
   let retention: Awaited<ReturnType<typeof applyPgRetention>> = { ranAt: undefined };
   try {
-    if (c.retention !== undefined) retention = await applyPgRetention(m.db, c.retention, Date.now(), c.warning, c.leaseMs);
+    if (c.retention !== undefined) retention = await applyPgRetention(m.db, c.retention, currentClock().now(), c.warning, c.leaseMs);
   } catch (err) {
     await m.release();
     throw err;

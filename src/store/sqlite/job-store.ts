@@ -1,5 +1,6 @@
 /** A pull's or watch's SQLite mirror: the run lock, the database, and the SQLite or the NDJSON sink. */
 import { resolve } from 'node:path';
+import { currentClock } from '../../core/io.js';
 import type { Destination } from '../../core/types.js';
 import { Campaigns } from '../campaigns.js';
 import { Checkpoints } from '../checkpoints.js';
@@ -32,7 +33,7 @@ export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
     let ranAt: string | undefined;
     if (c.retention !== undefined) {
       const { applyRetention, retentionRanAt } = await import('../retention.js');
-      const r = applyRetention(db, c.retention, Date.now());
+      const r = applyRetention(db, c.retention, currentClock().now());
       if (r !== undefined) {
         const { rows, copies, files, earlier, found, done, before } = r;
         retained = { before: new Date(before).toISOString(), done: { rows, copies, files, earlier, found } };
