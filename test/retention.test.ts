@@ -242,6 +242,18 @@ describe("a retention's cut is the run's clock's", () => {
     expect(bytes.includes(first.id)).toBe(false);
     expect(bytes.includes(last.id)).toBe(true);
   });
+
+  it("forget --older-than cuts at the run clock's now less the duration", async () => {
+    const { s, db, cut } = await mirror('sqlite');
+    // A clock a day past the newest result: a day's cut leaves nothing younger, and says where it cut.
+    const newest = Math.max(...served(s).map((r) => r.created));
+    const at = newest + 86_400_000 + 1000;
+    const r = await run(s, ['forget', '--db', db, '--older-than', '1d', '--json'], fakeClock(at));
+    expect(r.code, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout) as { before: string; removed: { session_results: number; role_results: number } };
+    expect(doc.before).toBe(new Date(at - 86_400_000).toISOString());
+    expect(doc.removed.session_results + doc.removed.role_results).toBe(cut.old.length + cut.young.length);
+  });
 });
 
 describe('forget --older-than and the copies (versions, quarantine)', () => {
