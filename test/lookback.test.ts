@@ -163,10 +163,12 @@ describe('--lookback', () => {
 
 describe('--lookback from the command line', () => {
   it('pull reports the lookback in --json; watch runs it at most every --lookback-every; bad combinations are refused', async () => {
-    // Growth records are created now: inside a 1-day window.
-    const s = await sim({ campaigns: 2, records: 10, growth: { count: 600, windowMs: 60_000 } });
-    // At least 300 ms of growth (10 a second) before the pull: results created today, however fast the pull starts.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Growth records are created now: inside a 1-day window. The service's clock is one of the
+    // test's own: 300 ms of growth (10 a second, 3 results created today) before the pull, set
+    // forward instead of waited for.
+    const service = fakeClock(Date.now());
+    const s = await sim({ campaigns: 2, records: 10, growth: { count: 600, windowMs: 60_000 }, now: () => service.now() });
+    service.t += 300;
     const dir = tempDir();
     const env = { CAMPAIGN_SYNC_API_KEY: s.apiKey };
     const base = ['--base-url', s.url, '--db', join(dir, 'm.db'), '--json'];

@@ -79,7 +79,8 @@ describePg('the request budget in PostgreSQL', () => {
     expect(a.tryAcquire(), 'a server answers with a promise').toBeUndefined();
     await a.acquire();
     void b.acquire().catch(() => {});
-    await new Promise((r) => setTimeout(r, 200));
+    // Until b's take has been answered and b sleeps, however long the server takes to answer.
+    while (clock.sleeps.length === 0) await new Promise((r) => setTimeout(r, 10));
     expect(clock.sleeps[0]).toBe(50);
     await db.close();
     await expect(new RequestBudget(one, clock, new PgBudgetSlots(db, 'x', 0)).acquire()).rejects.toThrow(

@@ -5,6 +5,7 @@
  */
 import { createServer } from 'node:net';
 import { expect, it } from 'vitest';
+import { fakeClock } from './helpers/clock.js';
 import { sim } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgClient, pgRows } from './helpers/pg.js';
 import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
@@ -109,13 +110,13 @@ describePg('pull into PostgreSQL', () => {
   });
 
   it('watch passes into PostgreSQL, picking up growth between passes', async () => {
-    const s = await sim({ campaigns: 2, records: 40, growth: { count: 5, windowMs: 500 } });
+    // The service grows on the run's clock, which jumps the hour between the passes at once.
+    const clock = fakeClock(Date.now());
+    const s = await sim({ campaigns: 2, records: 40, growth: { count: 5, windowMs: 3_600_000 }, now: () => clock.now() });
     const schema = freshSchema();
     const r = await runCli(
-      ['watch', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url, '--max-cycles', '2', '--interval', '1s', '--json'],
-      {
-        env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
-      },
+      ['watch', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url, '--max-cycles', '2', '--interval', '1h', '--json'],
+      { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey }, clock },
     );
     expect(r.code).toBe(0);
     const passes = r.stdout
@@ -126,6 +127,8 @@ describePg('pull into PostgreSQL', () => {
     const fresh = passes.map((p) => p.streams.reduce((n, x) => n + x.new, 0));
     expect(fresh[0]).toBeGreaterThanOrEqual(80);
     expect(fresh[1]).toBeGreaterThan(0);
+    // An hour of growth at 5 an hour on each of the two campaigns, at least.
+    expect(fresh[1]).toBeGreaterThanOrEqual(10);
     const total = Number(await scalar(schema, 'SELECT (SELECT count(*) FROM session_results) + (SELECT count(*) FROM role_results)'));
     expect(total).toBe((fresh[0] as number) + (fresh[1] as number));
   });

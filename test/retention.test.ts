@@ -221,6 +221,41 @@ describe.each(['sqlite', 'ndjson'] as const)('forget --older-than (%s)', (kind) 
   });
 });
 
+describe("a retention's cut is the run's clock's", () => {
+  it('pull --full --retention on a clock set past the first younger result stores none before the cut it makes', async () => {
+    const { s, cut } = await mirror('sqlite');
+    const young = [...cut.young].sort((a, b) => a.created - b.created);
+    const first = young[0] as Served;
+    const last = young.at(-1) as Served;
+    expect(last.created - first.created).toBeGreaterThan(600_000);
+    const retention = cut.duration();
+    const pullInto = async (clock?: Clock) => {
+      const dir = tempDir();
+      const r = await run(s, ['pull', '--db', join(dir, 'm.db'), '--full', '--retention', retention], clock);
+      expect(r.code, r.stderr).toBe(0);
+      return everyByte(dir);
+    };
+    // The real clock: the cut falls in the gap, the first younger result is stored.
+    expect((await pullInto()).includes(first.id)).toBe(true);
+    // A clock a minute past it: the same retention cuts it too; the last is still stored.
+    const bytes = await pullInto(fakeClock(Date.now() + (first.created - cut.at) + 60_000));
+    expect(bytes.includes(first.id)).toBe(false);
+    expect(bytes.includes(last.id)).toBe(true);
+  });
+
+  it("forget --older-than cuts at the run clock's now less the duration", async () => {
+    const { s, db, cut } = await mirror('sqlite');
+    // A clock a day past the newest result: a day's cut leaves nothing younger, and says where it cut.
+    const newest = Math.max(...served(s).map((r) => r.created));
+    const at = newest + 86_400_000 + 1000;
+    const r = await run(s, ['forget', '--db', db, '--older-than', '1d', '--json'], fakeClock(at));
+    expect(r.code, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout) as { before: string; removed: { session_results: number; role_results: number } };
+    expect(doc.before).toBe(new Date(at - 86_400_000).toISOString());
+    expect(doc.removed.session_results + doc.removed.role_results).toBe(cut.old.length + cut.young.length);
+  });
+});
+
 describe('forget --older-than and the copies (versions, quarantine)', () => {
   it('erases the past versions and quarantined copies dated before the cut, and keeps the younger ones', async () => {
     const { s, db, cut } = await mirror('sqlite');

@@ -339,6 +339,27 @@ describe('cli: a long Retry-After does not hold the lock', () => {
     expect(JSON.parse(r.stdout).records).toBe(servedRecords(s, 20).size);
   });
 
+  it("without a Retry-After, the exponential backoff waits on the run's clock: one wait a 500, 0.25-0.5 s at a first retry, never over the 30 s cap", async () => {
+    const s = await sim({ campaigns: 2, records: 30, faults: { 500: 0.3 } });
+    const clock = fakeClock(Date.now());
+    const db = join(tempDir(), 'm.db');
+    const r = await runCli(['pull', '--db', db, '--base-url', s.url, '--page-size', '5', '--max-retries', '20', '--json'], {
+      env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
+      clock,
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const failed = s.stats.byStatus[500] ?? 0;
+    expect(failed).toBeGreaterThan(2);
+    // Far fewer requests than the budget allows: every wait is a retry's.
+    expect(clock.sleeps).toHaveLength(failed);
+    for (const ms of clock.sleeps) {
+      expect(ms).toBeGreaterThanOrEqual(250);
+      expect(ms).toBeLessThanOrEqual(30_000);
+    }
+    expect(clock.sleeps.some((ms) => ms <= 500)).toBe(true);
+    expect(JSON.parse(r.stdout).records).toBe(servedRecords(s, 30).size);
+  });
+
   it('--max-retry-wait is a checked flag (exit 2 naming it)', async () => {
     const r = await runCli(['pull', '--db', join(tempDir(), 'm.db'), '--max-retry-wait', 'forever'], {
       env: { CAMPAIGN_SYNC_BASE_URL: 'http://127.0.0.1:9', CAMPAIGN_SYNC_API_KEY: 'k' },

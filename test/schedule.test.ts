@@ -129,10 +129,14 @@ describe('longestWait', () => {
 
 describe('watch within the budget', () => {
   it('checks what the interval can afford, reports the rest, and checks those first on the next pass', async () => {
-    const { cli, sim, tempDir } = await import('./helpers/index.js');
+    const { sim, tempDir } = await import('./helpers/index.js');
+    const { runCli } = await import('./helpers/run-cli.js');
+    const { fakeClock } = await import('./helpers/clock.js');
     const s = await sim({ campaigns: 6, records: 5 });
-    // 5 requests a second, a pass every second: 4 streams after the campaign list.
-    const r = await cli(
+    // 5 requests a second, a pass every second: 4 streams after the campaign list. The budget's
+    // windows and the pause between passes are the run's fake clock's: nothing waits in real time.
+    const clock = fakeClock(Date.now());
+    const r = await runCli(
       [
         'watch',
         '--json',
@@ -147,9 +151,11 @@ describe('watch within the budget', () => {
         '--db',
         `${tempDir()}/m.db`,
       ],
-      { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } },
+      { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey }, clock },
     );
     expect(r.code, r.stderr).toBe(0);
+    // One pause between the two passes, slept on that clock: the interval and its jitter.
+    expect(clock.sleeps.filter((ms) => ms >= 1000)).toHaveLength(1);
     const passes = r.stdout
       .trim()
       .split('\n')

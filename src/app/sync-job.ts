@@ -8,6 +8,7 @@ import type { ApiConfig } from '../config/config.js';
 import { type JobSettings, type PassSettings, rememberDestination, resolvePass } from '../config/settings.js';
 import { said } from '../config/sources.js';
 import type { RunEvents } from '../core/events.js';
+import { currentClock } from '../core/io.js';
 import type { JobStore } from '../store/mirror-port.js';
 import { DriftTracker } from '../sync/drift.js';
 import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
@@ -146,8 +147,9 @@ export class SyncJob {
     const window = lookback && this.lookbackMs !== undefined ? lookbackWindow(this.lookbackMs, Date.now()) : undefined;
     let result: PassResult;
     try {
-      // Results older than the retention are not stored, so a --full or a lookback does not bring back what it erased.
-      const retainAfter = this.settings.retention === undefined ? undefined : Date.now() - this.settings.retention;
+      // Results older than the retention are not stored, so a --full or a lookback does not bring back
+      // what it erased: cut by the run's clock, as the retention itself is (store/*/job-store.ts).
+      const retainAfter = this.settings.retention === undefined ? undefined : currentClock().now() - this.settings.retention;
       result = await runPass(this.deps(), { ...this.options, lookback: window, select, retainAfter, ...fleet });
     } catch (err) {
       await this.notify(undefined);

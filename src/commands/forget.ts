@@ -1,5 +1,6 @@
 import { mirrorOf } from '../app/factory.js';
 import type { ForgetSettings } from '../config/settings.js';
+import { currentClock } from '../core/io.js';
 import { formatDuration } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 import { showText } from '../ui/escape.js';
@@ -50,7 +51,8 @@ export async function forget(settings: ForgetSettings): Promise<number> {
 async function forgetOlder(settings: ForgetSettings, olderThan: number, out: Output): Promise<number> {
   const mirror = await mirrorOf(settings, (text) => out.warn(text)).eraser();
   try {
-    const before = Date.now() - olderThan;
+    // The run's clock (core/io.ts), as the retention's: one set off in a test cuts where it says.
+    const before = currentClock().now() - olderThan;
     const cut = new Date(before).toISOString();
     const { rows, files, copies, earlier } = await mirror.eraseOlderThan(before);
     const finished = earlier === undefined ? {} : { finished_earlier: earlier };

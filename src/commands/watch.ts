@@ -130,7 +130,8 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
           if (fleet !== undefined) {
             // Every stream, most behind first by what any worker did; this worker syncs its share of
             // the budget (and of the streams), leaving a stream another worker holds to it.
-            const offset = fleet.now - Date.now();
+            // This worker's times are its run clock's (startedAt): moved onto the database's.
+            const offset = fleet.now - clock.now();
             const shared = (k: string): StreamTimes => {
               const own = times.get(k) ?? {};
               const mine = own.checkedAt === undefined ? undefined : own.checkedAt + offset;

@@ -21,8 +21,9 @@ export interface Io {
   /**
    * The clock of this run's waits and of the ages it judges (currentClock()): the request budget's
    * windows, the client's retry backoff and Retry-After, --notify's backoff, the pause between watch
-   * passes, the age of an export's stale partial file. A fake one (one set minutes off, or one
-   * whose sleeps return at once) is for tests only.
+   * passes and when its lookback and retention are due, the retention's and `forget --older-than`'s
+   * cut, the age at which an export's partial file is stale. A fake one (set minutes off, or whose
+   * sleeps return at once) is for tests only.
    */
   clock?: Clock;
 }

@@ -34,7 +34,9 @@ let inFolder = false;
 /**
  * Runs the CLI in-process to its end; `env` and `cwd` as `cli()` takes them. `waits` shortens the
  * run's waits (core/waits.ts), so that a test of what happens when one runs out does not wait it out;
- * `clock` is the run's request budget's (one set off, say).
+ * `clock` is the run's (core/io.ts `Io.clock`): its backoffs, budget windows and pauses between watch
+ * passes sleep on it, and the ages it judges are its (a fakeClock of ./clock.ts records the sleeps
+ * and returns at once; one set forward makes a file or a retention due without waiting).
  */
 export async function runCli(
   args: string[],
