@@ -307,12 +307,7 @@ describe('cli: a long Retry-After does not hold the lock', () => {
 
   it("the backoff waits on the run's clock: a pull through 503s with Retry-After 45 s ends at once on a fake clock, having waited each 45 s", async () => {
     const s = await sim({ campaigns: 2, records: 30, faults: { 503: 0.3 }, faultRetryAfterS: 45 });
-    const clock = fakeClock(Date.now());
-    const db = join(tempDir(), 'm.db');
-    const r = await runCli(['pull', '--db', db, '--base-url', s.url, '--page-size', '5', '--max-retries', '20', '--json'], {
-      env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
-      clock,
-    });
+    const { r, clock } = await pullOnFakeClock(s, Date.now());
     expect(r.code, r.stderr).toBe(0);
     expect(s.stats.byStatus[503]).toBeGreaterThan(2);
     // One wait of the Retry-After for each 503 (the budget's own waits, if any, are shorter).
@@ -323,12 +318,7 @@ describe('cli: a long Retry-After does not hold the lock', () => {
   it("a 429 with Retry-After 60 s waits 60 s of the run's clock, and holds every stream back as long: a pull ends at once on a fake clock", async () => {
     const s = await sim({ campaigns: 3, records: 20, faults: { 429: 0.3 }, faultRetryAfterS: 60 });
     const start = Date.now();
-    const clock = fakeClock(start);
-    const db = join(tempDir(), 'm.db');
-    const r = await runCli(['pull', '--db', db, '--base-url', s.url, '--page-size', '5', '--max-retries', '20', '--json'], {
-      env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
-      clock,
-    });
+    const { r, clock } = await pullOnFakeClock(s, start);
     expect(r.code, r.stderr).toBe(0);
     const limited = s.stats.byStatus[429] ?? 0;
     expect(limited).toBeGreaterThan(2);
@@ -341,12 +331,7 @@ describe('cli: a long Retry-After does not hold the lock', () => {
 
   it("without a Retry-After, the exponential backoff waits on the run's clock: one wait a 500, 0.25-0.5 s at a first retry, never over the 30 s cap", async () => {
     const s = await sim({ campaigns: 2, records: 30, faults: { 500: 0.3 } });
-    const clock = fakeClock(Date.now());
-    const db = join(tempDir(), 'm.db');
-    const r = await runCli(['pull', '--db', db, '--base-url', s.url, '--page-size', '5', '--max-retries', '20', '--json'], {
-      env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
-      clock,
-    });
+    const { r, clock } = await pullOnFakeClock(s, Date.now());
     expect(r.code, r.stderr).toBe(0);
     const failed = s.stats.byStatus[500] ?? 0;
     expect(failed).toBeGreaterThan(2);
@@ -385,3 +370,14 @@ describe('Retry-After as RFC 9110 defines it', () => {
     expect(parseRetryAfter('Sun Nov  2 10:00:30 2026', now)).toBe(0);
   });
 });
+
+/** A pull of every stream of `s` on a fake clock starting at `start` (retries allowed generously). */
+async function pullOnFakeClock(s: Awaited<ReturnType<typeof sim>>, start: number) {
+  const clock = fakeClock(start);
+  const db = join(tempDir(), 'm.db');
+  const r = await runCli(['pull', '--db', db, '--base-url', s.url, '--page-size', '5', '--max-retries', '20', '--json'], {
+    env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
+    clock,
+  });
+  return { r, clock };
+}
