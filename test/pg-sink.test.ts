@@ -158,17 +158,31 @@ describePg('PostgreSQL sink round trips', () => {
     }
   });
 
-  it("a DETAILED page's transaction has no fence query of its own: BEGIN, its statements, COMMIT", async () => {
+  it("a DETAILED page of new results is BEGIN, its results (with the lease's fence), its score details with their eval results, COMMIT", async () => {
     const m = await openPgMirror(PG_URL, freshSchema(), 1);
     try {
       const id = streamId('c1', 'role', 'DETAILED');
       await m.sink.openStream(id);
       const sent = sentBy(m);
-      expect(await commitNow(m.sink, id, [role('r1', 1n, true)], { from: undefined, to: 1n })).toEqual({ inserted: 1, updated: 0 });
-      expect(sent[0]).toBe('BEGIN');
-      expect(sent[1]).toMatch(/^WITH change_lock/);
-      expect(sent.at(-1)).toBe('COMMIT');
-      expect(sent.filter((q) => /FROM leases/.test(q))).toEqual([]);
+      const detailed = (rid: string, n: bigint) => {
+        const record = {
+          id: rid,
+          order_index: Number(n),
+          score_details: [{ id: `${rid}-d`, score: 1, eval_results: [evalOf(1), evalOf(2)] }],
+        };
+        return { record, id: rid, orderIndex: n, raw: toJson(record) };
+      };
+      expect(await commitNow(m.sink, id, [detailed('r1', 1n), detailed('r2', 2n)], { from: undefined, to: 2n })).toEqual({
+        inserted: 2,
+        updated: 0,
+      });
+      expect(sent).toEqual([
+        'BEGIN',
+        expect.stringMatching(/^WITH change_lock/),
+        expect.stringMatching(/^WITH d AS \(INSERT INTO score_d/),
+        'COMMIT',
+      ]);
+      expect(await count(m, "SELECT count(*) AS n FROM eval_results WHERE parent_type = 'score_detail'")).toBe(4);
     } finally {
       await m.release();
     }

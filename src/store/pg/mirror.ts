@@ -13,9 +13,8 @@ import { CURRENT_CHANGE, SEEN_LATER, tombstoneSql } from './changes.js';
 import { type PgSplit, roleRawPg, splitPg } from './compact.js';
 import {
   checkpointParams,
+  detailsWithEvals,
   heldElsewhere,
-  insertAll,
-  insertNew,
   jsonText,
   rowParamCount,
   rowParams,
@@ -43,9 +42,8 @@ const SQL = {
   session: sessionPage(rowParamCount('session_results')),
   role: withCheckpoint('role_results', rowParamCount('role_results')),
   roleCounts: withTicket('role_results', rowParamCount('role_results')),
-  // A detail id another result holds stays with it (the SQLite mirror's rule); not returned.
-  detail: insertNew('score_details'),
-  evals: insertAll('eval_results'),
+  // A detail id another result holds stays with it (the SQLite mirror's rule), with its eval results.
+  details: detailsWithEvals(),
   deleteEvals: "DELETE FROM eval_results WHERE parent_type = 'session_result' AND parent_id = ANY($1::text[])",
   deleteDetailEvals:
     "DELETE FROM eval_results WHERE parent_type = 'score_detail' AND parent_id IN (SELECT id FROM score_details WHERE role_result_id = ANY($1::text[]))",
@@ -213,18 +211,15 @@ async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpo
   }
   const details = detailed.flatMap((r) => (splits.get(r.id) as PgSplit).details);
   if (details.length === 0) return counts;
-  const stored = await prepared<{ id: string }>(
-    client,
-    SQL.detail,
-    rowParams(
+  const evals = details.flatMap((d) => d.evals);
+  const stored = await prepared<{ id: string }>(client, SQL.details, [
+    ...rowParams(
       'score_details',
       details.map((d) => d.values),
     ),
-  );
+    ...rowParams('eval_results', evals),
+  ]);
   const kept = new Set(stored.rows.map((row) => row.id));
-  const evals: Values[] = [];
-  for (const d of details) if (kept.has(d.id)) evals.push(...d.evals);
-  if (evals.length > 0) await prepared(client, SQL.evals, rowParams('eval_results', evals));
   // A detail id held by another result cannot be rebuilt from this one's rows: keep its whole text.
   if (kept.size < details.length) {
     const lost = detailed.filter((r) => {

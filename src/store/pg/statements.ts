@@ -208,12 +208,23 @@ export function upsertChanged(
 }
 
 /** Inserts the rows whose key is new; returns their ids. */
-export function insertNew(table: 'score_details'): string {
+function insertNew(table: 'score_details'): string {
   return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${fromRows(table)} ON CONFLICT (id) DO NOTHING RETURNING id`;
 }
 
-export function insertAll(table: 'eval_results'): string {
-  return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${fromRows(table)}`;
+/** A CTE `name` inserting the eval results of rowParams (from `$first`) whose parent is among `parents` (a query of ids). */
+function evalsOf(name: string, first: number, parents: string): string {
+  const cols = columnsOf('eval_results').join(', ');
+  return `${name} AS (INSERT INTO eval_results (${cols}) SELECT * FROM (${unnest('eval_results', first)}) AS e (${cols}) WHERE e.parent_id IN (${parents}))`;
+}
+
+/**
+ * insertNew of score details (`$1`) with, in the same statement, the eval results (rowParams of
+ * eval_results, from `$2`) of those it inserted: a detail id another result holds keeps its own.
+ * Returns the ids of the details inserted.
+ */
+export function detailsWithEvals(): string {
+  return `WITH d AS (${insertNew('score_details')}), ${evalsOf('evals', 2, 'SELECT id FROM d')} SELECT id FROM d`;
 }
 
 /**
@@ -244,10 +255,9 @@ SELECT id, inserted FROM w UNION ALL SELECT NULL, ${fencedOr(fenced, moved)}`;
  * CTEs see the table as it was when the statement began: the delete takes none of the rows inserted.
  */
 export function sessionPage(params: number): string {
-  const cols = columnsOf('eval_results').join(', ');
   return withCheckpoint('session_results', params, [
     "evals_gone AS (DELETE FROM eval_results WHERE parent_type = 'session_result' AND parent_id IN (SELECT id FROM w WHERE NOT inserted))",
-    `evals_new AS (INSERT INTO eval_results (${cols}) SELECT * FROM (${unnest('eval_results', params + 9)}) AS e (${cols}) WHERE e.parent_id IN (SELECT id FROM w))`,
+    evalsOf('evals_new', params + 9, 'SELECT id FROM w'),
   ]);
 }
 
