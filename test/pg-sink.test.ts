@@ -204,4 +204,33 @@ describePg('PostgreSQL sink round trips', () => {
       await m.release();
     }
   });
+
+  it("a page's quarantined records are one statement, whatever their number; the same text twice is kept once", async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    try {
+      const id = streamId('c1', 'role', 'OVERALL');
+      await m.sink.openStream(id);
+      const sent = sentBy(m);
+      const bad = (n: number, raw = `{"id":"bad${n}"}`) => ({
+        raw,
+        reason: `record ${n} has no order_index`,
+        recordId: `bad${n}`,
+        orderIndex: undefined,
+        after: undefined,
+        since: undefined,
+        until: undefined,
+        position: n,
+        requestId: 'req-1',
+        at: '2026-01-02T00:00:00.000Z',
+      });
+      const add = [bad(1), bad(2), bad(3), bad(4, '{"id":"bad1"}')];
+      await m.sink.commitPage(id, [role('r1', 1n, false)], { from: undefined, to: 1n }, { quarantine: { add } });
+      await m.sink.settle(id);
+      expect(sent.filter((q) => q.startsWith('INSERT INTO quarantine'))).toHaveLength(1);
+      const rows = await m.db.query('SELECT record_id, request_id FROM quarantine ORDER BY record_id');
+      expect(rows.rows).toEqual(['bad1', 'bad2', 'bad3'].map((record_id) => ({ record_id, request_id: 'req-1' })));
+    } finally {
+      await m.release();
+    }
+  });
 });
