@@ -6,9 +6,10 @@
 import { expect, it } from 'vitest';
 import { toJson } from '../src/core/json.js';
 import { type CheckedRecord, streamId } from '../src/core/types.js';
-import { StorageError } from '../src/errors.js';
-import { openPgMirror } from '../src/store/pg/open.js';
+import { LeaseLostError, StorageError } from '../src/errors.js';
+import { openPgMirror, type PgMirror } from '../src/store/pg/open.js';
 import { commitNow, describePg, freshSchema, PG_URL } from './helpers/pg.js';
+import { evalOf } from './helpers/records.js';
 
 function role(id: string, orderIndex: bigint, detailed: boolean): CheckedRecord {
   const record: Record<string, unknown> = { id, order_index: Number(orderIndex), overall_score: 3 };
@@ -107,6 +108,129 @@ describePg('PostgreSQL storage of records', () => {
       expect(await tableOptions(again, schema)).toEqual(TARGET);
     } finally {
       await again.release();
+    }
+  });
+});
+
+function session(id: string, orderIndex: bigint, scores: number[]): CheckedRecord {
+  const record = { id, order_index: Number(orderIndex), score: 1, eval_results: scores.map((n) => evalOf(n)) };
+  return { record, id, orderIndex, raw: toJson(record) };
+}
+
+/** The statements the mirror's connections are sent from now on (each one round trip), by their first words. */
+function sentBy(m: PgMirror): string[] {
+  const sent: string[] = [];
+  const seen = new WeakSet<object>();
+  m.db.pool.on('acquire', (client) => {
+    if (seen.has(client)) return;
+    seen.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: unknown }).query = (...args: unknown[]) => {
+      const q = args[0] as string | { text: string };
+      sent.push((typeof q === 'string' ? q : q.text).replace(/\s+/g, ' ').slice(0, 30));
+      return query(...args);
+    };
+  });
+  return sent;
+}
+
+describePg('PostgreSQL sink round trips', () => {
+  it("a page of session results is one statement with its eval results and the lease's fence: new and changed results get theirs, an unchanged one keeps its own", async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    try {
+      const id = streamId('c1', 'session', null);
+      await m.sink.openStream(id);
+      const sent = sentBy(m);
+      expect(await commitNow(m.sink, id, [session('s1', 1n, [1, 2]), session('s2', 2n, [3])], { from: undefined, to: 2n })).toEqual({
+        inserted: 2,
+        updated: 0,
+      });
+      expect(sent).toEqual([expect.stringMatching(/^WITH change_lock/)]);
+      const page = [session('s1', 1n, [4]), session('s2', 2n, [3]), session('s3', 3n, [5, 6])];
+      expect(await commitNow(m.sink, id, page, { from: 2n, to: 3n })).toEqual({ inserted: 1, updated: 1 });
+      const evals = await m.db.query(
+        "SELECT parent_id, evaluation_id FROM eval_results WHERE parent_type = 'session_result' ORDER BY 1, 2",
+      );
+      expect(evals.rows.map((r) => `${r.parent_id}:${r.evaluation_id}`)).toEqual(['s1:e4', 's2:e3', 's3:e5', 's3:e6']);
+      expect(await count(m, 'SELECT records AS n FROM sync_state')).toBe(3);
+    } finally {
+      await m.release();
+    }
+  });
+
+  it("a DETAILED page of new results is BEGIN, its results (with the lease's fence), its score details with their eval results, COMMIT", async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    try {
+      const id = streamId('c1', 'role', 'DETAILED');
+      await m.sink.openStream(id);
+      const sent = sentBy(m);
+      const detailed = (rid: string, n: bigint) => {
+        const record = {
+          id: rid,
+          order_index: Number(n),
+          score_details: [{ id: `${rid}-d`, score: 1, eval_results: [evalOf(1), evalOf(2)] }],
+        };
+        return { record, id: rid, orderIndex: n, raw: toJson(record) };
+      };
+      expect(await commitNow(m.sink, id, [detailed('r1', 1n), detailed('r2', 2n)], { from: undefined, to: 2n })).toEqual({
+        inserted: 2,
+        updated: 0,
+      });
+      expect(sent).toEqual([
+        'BEGIN',
+        expect.stringMatching(/^WITH change_lock/),
+        expect.stringMatching(/^WITH d AS \(INSERT INTO score_d/),
+        'COMMIT',
+      ]);
+      expect(await count(m, "SELECT count(*) AS n FROM eval_results WHERE parent_type = 'score_detail'")).toBe(4);
+    } finally {
+      await m.release();
+    }
+  });
+
+  it("a stream's lease taken by another worker: a page of session results writes nothing, eval results included", async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    try {
+      const id = streamId('c1', 'session', null);
+      await m.sink.openStream(id);
+      await m.db.query("UPDATE leases SET worker = 'other', token = nextval('lease_tokens') WHERE stream = $1", [id.key]);
+      const err = await commitNow(m.sink, id, [session('s1', 1n, [1])], { from: undefined, to: 1n }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(LeaseLostError);
+      expect(await count(m, 'SELECT count(*) AS n FROM session_results')).toBe(0);
+      expect(await count(m, 'SELECT count(*) AS n FROM eval_results')).toBe(0);
+      expect(await count(m, 'SELECT count(*) AS n FROM change_times WHERE request_id IS NOT NULL OR seq > 1')).toBe(0);
+      expect(m.state.cursor(id)).toBeUndefined();
+    } finally {
+      await m.release();
+    }
+  });
+
+  it("a page's quarantined records are one statement, whatever their number; the same text twice is kept once", async () => {
+    const m = await openPgMirror(PG_URL, freshSchema(), 1);
+    try {
+      const id = streamId('c1', 'role', 'OVERALL');
+      await m.sink.openStream(id);
+      const sent = sentBy(m);
+      const bad = (n: number, raw = `{"id":"bad${n}"}`) => ({
+        raw,
+        reason: `record ${n} has no order_index`,
+        recordId: `bad${n}`,
+        orderIndex: undefined,
+        after: undefined,
+        since: undefined,
+        until: undefined,
+        position: n,
+        requestId: 'req-1',
+        at: '2026-01-02T00:00:00.000Z',
+      });
+      const add = [bad(1), bad(2), bad(3), bad(4, '{"id":"bad1"}')];
+      await m.sink.commitPage(id, [role('r1', 1n, false)], { from: undefined, to: 1n }, { quarantine: { add } });
+      await m.sink.settle(id);
+      expect(sent.filter((q) => q.startsWith('INSERT INTO quarantine'))).toHaveLength(1);
+      const rows = await m.db.query('SELECT record_id, request_id FROM quarantine ORDER BY record_id');
+      expect(rows.rows).toEqual(['bad1', 'bad2', 'bad3'].map((record_id) => ({ record_id, request_id: 'req-1' })));
+    } finally {
+      await m.release();
     }
   });
 });

@@ -13,13 +13,12 @@ import { CURRENT_CHANGE, SEEN_LATER, tombstoneSql } from './changes.js';
 import { type PgSplit, roleRawPg, splitPg } from './compact.js';
 import {
   checkpointParams,
+  detailsWithEvals,
   heldElsewhere,
-  insertAll,
-  insertNew,
   jsonText,
   rowParamCount,
   rowParams,
-  upsertChanged,
+  sessionPage,
   withCheckpoint,
   withTicket,
 } from './statements.js';
@@ -32,17 +31,19 @@ export interface PageCheckpoint {
   ticket?: number;
   /** The page's request id, kept with the versions it brings. */
   requestId?: string | undefined;
-  /** A one-statement page's lease (stream, worker, token), checked in its statement (leases.ts fenceParams). */
+  /**
+   * The stream's lease (stream, worker, token: leases.ts fenceParams), checked in the page's first
+   * statement. A one-statement page without one is refused; any other page is then not fenced (tests).
+   */
   fence?: [string, string, string];
 }
 
 const SQL = {
-  session: withCheckpoint(upsertChanged('session_results'), rowParamCount('session_results')),
-  role: withCheckpoint(upsertChanged('role_results'), rowParamCount('role_results')),
+  session: sessionPage(rowParamCount('session_results')),
+  role: withCheckpoint('role_results', rowParamCount('role_results')),
   roleCounts: withTicket('role_results', rowParamCount('role_results')),
-  // A detail id another result holds stays with it (the SQLite mirror's rule); not returned.
-  detail: insertNew('score_details'),
-  evals: insertAll('eval_results'),
+  // A detail id another result holds stays with it (the SQLite mirror's rule), with its eval results.
+  details: detailsWithEvals(),
   deleteEvals: "DELETE FROM eval_results WHERE parent_type = 'session_result' AND parent_id = ANY($1::text[])",
   deleteDetailEvals:
     "DELETE FROM eval_results WHERE parent_type = 'score_detail' AND parent_id IN (SELECT id FROM score_details WHERE role_result_id = ANY($1::text[]))",
@@ -94,6 +95,11 @@ export interface PagePlan {
    * statement with the checkpoint (withTicket), which may be written while the stream's page before commits.
    */
   single: boolean;
+  /**
+   * The page is one statement (session results; `single` role results), and nothing else is in its
+   * transaction: it needs no BEGIN and COMMIT around it.
+   */
+  alone: boolean;
 }
 
 /** Plans a page (of at least one record) of a stream of `endpoint`. */
@@ -105,7 +111,7 @@ export function planPage(endpoint: Endpoint, page: CheckedRecord[], campaignId: 
       'session_results',
       records.map((r) => sessionRow(r, campaignId)),
     );
-    return { endpoint, campaignId, records, rows, evals, single: false };
+    return { endpoint, campaignId, records, rows, evals, single: false, alone: true };
   }
   const taken = new Set<string>();
   // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
@@ -115,7 +121,7 @@ export function planPage(endpoint: Endpoint, page: CheckedRecord[], campaignId: 
     'role_results',
     records.map((r) => roleRow(r, campaignId, reportType, splits.get(r.id)?.raw)),
   );
-  return { endpoint, campaignId, records, rows, splits, single: splits.size === 0 };
+  return { endpoint, campaignId, records, rows, splits, single: splits.size === 0, alone: splits.size === 0 };
 }
 
 /** Writes a planned page and moves the checkpoint, on the caller's connection, in its transaction (sink.ts commitOnce). */
@@ -128,25 +134,27 @@ function pageParams(plan: PagePlan, cp: PageCheckpoint): unknown[] {
   return [...plan.rows, ...checkpointParams(cp.stream, cp.move)];
 }
 
-/** Runs the page's first statement (its upsert, with the checkpoint move); returns the rows written (new or changed). */
-async function upsert(client: pg.ClientBase, sql: string, plan: PagePlan, cp: PageCheckpoint) {
-  const written = await prepared<{ id: string | null; inserted: boolean }>(client, sql, [...pageParams(plan, cp), cp.requestId ?? null]);
+/**
+ * Runs the page's first statement (its upsert, with the checkpoint move and the lease's fence, and
+ * `more` parameters after theirs); returns the rows written (new or changed).
+ */
+async function upsert(client: pg.ClientBase, sql: string, plan: PagePlan, cp: PageCheckpoint, more: unknown[] = []) {
+  const params = [...pageParams(plan, cp), cp.requestId ?? null, ...(cp.fence ?? [null, null, null]), ...more];
+  const written = await prepared<{ id: string | null; inserted: boolean }>(client, sql, params);
   // The last row (id NULL) says the checkpoint moved.
   return written.rows.filter((w): w is { id: string; inserted: boolean } => w.id !== null);
 }
 
-/** Upserts session results and their eval results, and moves the checkpoint. */
+/**
+ * Upserts session results and their eval results, and moves the checkpoint: one statement
+ * (statements.ts sessionPage), given every record's eval results, which keeps those of the results it wrote.
+ */
 async function writeSessions(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpoint): Promise<UpsertCounts> {
-  const written = await upsert(client, SQL.session, plan, cp);
+  const evals: Values[] = [];
+  for (const r of plan.records) evals.push(...(plan.evals?.get(r.id) ?? []));
+  const written = await upsert(client, SQL.session, plan, cp, rowParams('eval_results', evals));
   const counts = count(written);
   await conflicts(client, 'session_results', plan, new Set(written.map((w) => w.id)), counts);
-  if (written.length === 0) return counts;
-  const updated = written.filter((w) => !w.inserted).map((w) => w.id);
-  if (updated.length > 0) await client.query(SQL.deleteEvals, [updated]);
-  const changed = new Set(written.map((w) => w.id));
-  const evals: Values[] = [];
-  for (const r of plan.records) if (changed.has(r.id)) evals.push(...(plan.evals?.get(r.id) ?? []));
-  if (evals.length > 0) await prepared(client, SQL.evals, rowParams('eval_results', evals));
   return counts;
 }
 
@@ -203,18 +211,15 @@ async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpo
   }
   const details = detailed.flatMap((r) => (splits.get(r.id) as PgSplit).details);
   if (details.length === 0) return counts;
-  const stored = await prepared<{ id: string }>(
-    client,
-    SQL.detail,
-    rowParams(
+  const evals = details.flatMap((d) => d.evals);
+  const stored = await prepared<{ id: string }>(client, SQL.details, [
+    ...rowParams(
       'score_details',
       details.map((d) => d.values),
     ),
-  );
+    ...rowParams('eval_results', evals),
+  ]);
   const kept = new Set(stored.rows.map((row) => row.id));
-  const evals: Values[] = [];
-  for (const d of details) if (kept.has(d.id)) evals.push(...d.evals);
-  if (evals.length > 0) await prepared(client, SQL.evals, rowParams('eval_results', evals));
   // A detail id held by another result cannot be rebuilt from this one's rows: keep its whole text.
   if (kept.size < details.length) {
     const lost = detailed.filter((r) => {

@@ -16,12 +16,18 @@ export function touchesQuarantine(q: PageQuarantine | undefined): q is PageQuara
   return q !== undefined && (q.add.length > 0 || (q.release?.length ?? 0) > 0);
 }
 
-/** Adds a page's quarantined records and releases those a retry stored, on the page's transaction. */
+/**
+ * Adds a page's quarantined records (one statement, whatever their number) and releases those a retry
+ * stored, on the page's transaction.
+ */
 export async function applyQuarantine(client: pg.PoolClient, id: StreamId, q: PageQuarantine): Promise<void> {
-  const marks = Array.from({ length: 15 }, (_, i) => `$${i + 1}`).join(', ');
-  for (const record of q.add) {
-    const values = quarantineValues(id, record);
-    await client.query(`INSERT INTO quarantine (${QUARANTINE_COLUMNS}) VALUES (${marks}) ON CONFLICT (stream, digest) DO NOTHING`, values);
+  if (q.add.length > 0) {
+    const values = q.add.map((record) => quarantineValues(id, record));
+    const rows = values.map((row, i) => `(${row.map((_, j) => `$${i * row.length + j + 1}`).join(', ')})`).join(', ');
+    await client.query(
+      `INSERT INTO quarantine (${QUARANTINE_COLUMNS}) VALUES ${rows} ON CONFLICT (stream, digest) DO NOTHING`,
+      values.flat(),
+    );
   }
   if ((q.release?.length ?? 0) > 0) await client.query('DELETE FROM quarantine WHERE id = ANY($1::bigint[])', [q.release]);
 }

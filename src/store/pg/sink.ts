@@ -89,7 +89,7 @@ export class PgSink implements Sink {
   private plan(id: StreamId, records: CheckedRecord[], { quarantine, drift }: PageExtras): PagePlan | undefined {
     if (records.length === 0) return undefined;
     const plan = planPage(id.endpoint, records, id.campaignId, id.reportType ?? 'DETAILED');
-    return plan.single && (drift !== undefined || touchesQuarantine(quarantine)) ? { ...plan, single: false } : plan;
+    return plan.alone && (drift !== undefined || touchesQuarantine(quarantine)) ? { ...plan, single: false, alone: false } : plan;
   }
 
   /**
@@ -150,8 +150,11 @@ export class PgSink implements Sink {
    * Runs a page as one transaction, the one place a page commits: the lease's fence first (a worker
    * that lost the stream writes nothing of it), then the page's statements and its checkpoint's
    * compare-and-set (or, a page of no records, the checkpoint alone), its quarantined records and its
-   * new drift. A one-statement page (role results without score details, nothing else to write: the
-   * checkpoint and the fence are CTEs of it, withTicket) is its own transaction, one round trip.
+   * new drift. The fence is a CTE of the page's first statement (statements.ts withCheckpoint,
+   * withTicket), which holds the lease row FOR SHARE until the transaction ends: no round trip of its
+   * own. A one-statement page (session results with their eval results, or role results without
+   * score details, and nothing else to write: the checkpoint is a CTE of it too) is its own
+   * transaction, one round trip.
    */
   private async commitOnce(
     id: StreamId,
@@ -160,22 +163,22 @@ export class PgSink implements Sink {
     { quarantine, drift, requestId }: PageExtras,
     ticket: number | undefined,
   ): Promise<UpsertCounts> {
-    const cp = { stream: id.key, move, ticket, requestId };
-    if (plan?.single === true) {
-      const fenced = { ...cp, fence: this.leases.fenceParams(id.key) };
-      return this.db.session(async (client) => {
-        try {
-          return await writePage(client, plan, fenced);
-        } catch (err) {
-          throw err instanceof Error && err.message.includes(LEASE_LOST) ? this.leases.lost(id.key) : err;
-        }
-      });
-    }
+    const cp = { stream: id.key, move, ticket, requestId, fence: this.leases.fenceParams(id.key) };
+    // The first statement failed on the fence: the lease went, nothing of the page was written.
+    const fenced = async (write: () => Promise<UpsertCounts>) => {
+      try {
+        return await write();
+      } catch (err) {
+        throw err instanceof Error && err.message.includes(LEASE_LOST) ? this.leases.lost(id.key) : err;
+      }
+    };
+    if (plan?.alone === true) return this.db.session((client) => fenced(() => writePage(client, plan, cp)));
     return this.db.transaction(async (client) => {
-      await this.leases.fence(client, id.key);
       let written: UpsertCounts = { inserted: 0, updated: 0 };
-      if (plan === undefined) await this.state.advance(client, id, move, 0);
-      else written = await writePage(client, plan, cp);
+      if (plan === undefined) {
+        await this.leases.fence(client, id.key);
+        await this.state.advance(client, id, move, 0);
+      } else written = await fenced(() => writePage(client, plan, cp));
       if (touchesQuarantine(quarantine)) await applyQuarantine(client, id, quarantine);
       if (drift !== undefined) await recordDrift(client, id.key, drift, new Date().toISOString());
       return written;

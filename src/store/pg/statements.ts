@@ -170,9 +170,10 @@ export function rowParamCount(table: Table): number {
   return byPage(table) ? 1 : columnsOf(table).length;
 }
 
-function unnest(table: Table): string {
+/** The rows of `table`'s column arrays, the first at parameter `$first`. */
+function unnest(table: Table, first = 1): string {
   return `SELECT * FROM unnest(${columnsOf(table)
-    .map((c, i) => `$${i + 1}::${typeOf(table, c)}[]`)
+    .map((c, i) => `$${i + first}::${typeOf(table, c)}[]`)
     .join(', ')})`;
 }
 
@@ -207,26 +208,74 @@ export function upsertChanged(
 }
 
 /** Inserts the rows whose key is new; returns their ids. */
-export function insertNew(table: 'score_details'): string {
+function insertNew(table: 'score_details'): string {
   return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${fromRows(table)} ON CONFLICT (id) DO NOTHING RETURNING id`;
 }
 
-export function insertAll(table: 'eval_results'): string {
-  return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${fromRows(table)}`;
+/** A CTE `name` inserting the eval results of rowParams (from `$first`) whose parent is among `parents` (a query of ids). */
+function evalsOf(name: string, first: number, parents: string): string {
+  const cols = columnsOf('eval_results').join(', ');
+  return `${name} AS (INSERT INTO eval_results (${cols}) SELECT * FROM (${unnest('eval_results', first)}) AS e (${cols}) WHERE e.parent_id IN (${parents}))`;
 }
 
 /**
- * `upsert` (an upsertChanged statement) with the page's checkpoint in the same statement: the
- * compare-and-set of sync_state (cursor from `$n+3` to `$n+1`, or kept when `$n+4` is false, and the
- * count of new rows added) as a data-modifying CTE. When it did not move (another process moved the
- * checkpoint), the statement fails with `CHECKPOINT_CONFLICT` in its message, so nothing of the page
- * is written even outside a transaction. It returns the rows written (`id`, `inserted`) and a last row
- * with a NULL id. `$n+5` is the page's request id (changes.ts seenCte).
+ * insertNew of score details (`$1`) with, in the same statement, the eval results (rowParams of
+ * eval_results, from `$2`) of those it inserted: a detail id another result holds keeps its own.
+ * Returns the ids of the details inserted.
  */
-export function withCheckpoint(upsert: string, params: number): string {
-  return `WITH ${CHANGE_CTES}, w AS (${upsert}), ${seenCte(params + 5)}, ${moveCheckpoint(params, (cursor) => cursor)}
-SELECT id, inserted FROM w UNION ALL SELECT NULL, ${moved}`;
+export function detailsWithEvals(): string {
+  return `WITH d AS (${insertNew('score_details')}), ${evalsOf('evals', 2, 'SELECT id FROM d')} SELECT id FROM d`;
 }
+
+/**
+ * A page's upsert of `table` (upsertChanged) with the page's checkpoint and the stream's lease in the
+ * same statement: the compare-and-set of sync_state (cursor from `$n+3` to `$n+1`, or kept when `$n+4`
+ * is false, and the count of new rows added) as a data-modifying CTE. When it did not move (another
+ * process moved the checkpoint), the statement fails with `CHECKPOINT_CONFLICT` in its message, so
+ * nothing of the page is written even outside a transaction. It returns the rows written (`id`,
+ * `inserted`) and a last row with a NULL id. `$n+5` is the page's request id (changes.ts seenCte).
+ * The lease (`$n+6`, worker `$n+7`, token `$n+8`) is read FOR SHARE first (fenceCte): when it is no
+ * longer the worker's, no row is written and the statement fails with LEASE_LOST in its message; the
+ * row lock holds until the page's transaction ends, so the page's later statements are fenced too. A
+ * NULL lease is no fence (a write outside any lease: tests of the statements). `more`: further CTEs,
+ * after `w` and `c`.
+ */
+export function withCheckpoint(table: 'session_results' | 'role_results', params: number, more: string[] = []): string {
+  const lease = params + 6;
+  const fenced = `($${lease}::text IS NULL OR ${FENCED})`;
+  const upsert = upsertChanged(table, true, fenced);
+  return `WITH ${CHANGE_CTES}, ${fenceCte(lease)}, w AS (${upsert}), ${seenCte(params + 5)}, ${moveCheckpoint(params, (cursor) => cursor)}${more.map((cte) => `,\n${cte}`).join('')}
+SELECT id, inserted FROM w UNION ALL SELECT NULL, ${fencedOr(fenced, moved)}`;
+}
+
+/**
+ * withCheckpoint of session results with their eval results, so that a page of session results is one
+ * statement: the eval results (rowParams of eval_results, from `$n+9`) of the results `w` wrote (new
+ * or changed) are inserted, and those stored before of the results it rewrote are deleted. The two
+ * CTEs see the table as it was when the statement began: the delete takes none of the rows inserted.
+ */
+export function sessionPage(params: number): string {
+  return withCheckpoint('session_results', params, [
+    "evals_gone AS (DELETE FROM eval_results WHERE parent_type = 'session_result' AND parent_id IN (SELECT id FROM w WHERE NOT inserted))",
+    evalsOf('evals_new', params + 9, 'SELECT id FROM w'),
+  ]);
+}
+
+/**
+ * The CTE `fence`: the stream's lease row (stream `$lease`, worker `$lease+1`, token `$lease+2`) if it
+ * is still the worker's, locked FOR SHARE (leases.ts fence: a taker's update waits for the page's
+ * transaction to end). Materialised: read once, before the page's rows are written.
+ */
+function fenceCte(lease: number): string {
+  return `fence AS MATERIALIZED (SELECT 1 FROM leases WHERE stream = $${lease}::text AND worker = $${lease + 1}::text AND token = $${lease + 2}::bigint FOR SHARE)`;
+}
+
+/** True when fenceCte found the lease still the worker's. */
+const FENCED = '(SELECT count(*) FROM fence) = 1';
+
+/** `then` when `fenced`, else an error whose message holds LEASE_LOST. */
+const fencedOr = (fenced: string, then: string) =>
+  `CASE WHEN ${fenced} THEN ${then} ELSE ('${LEASE_LOST} ' || (SELECT count(*) FROM fence))::int > 0 END`;
 
 /**
  * The CTE `c`: sync_state's row of stream `$n+2` moves its cursor to `$n+1` (when `$n+4`) and counts
@@ -269,18 +318,16 @@ export function withTicket(table: 'role_results', params: number): string {
   const [stream, seq] = [params + 2, params + 5];
   const ticket = (back: number) =>
     `((hashtext('campaign-sync page ' || current_schema() || ' ' || $${stream}::text)::bigint << 32) + $${seq}::bigint - ${back})`;
-  const [leaseStream, worker, token] = [params + 9, params + 10, params + 11];
-  const fenced = '(SELECT count(*) FROM fence) = 1';
-  const upsert = upsertChanged(table, true, `(SELECT count(*) FROM own) = 1 AND ${fenced}`);
+  const upsert = upsertChanged(table, true, `(SELECT count(*) FROM own) = 1 AND ${FENCED}`);
   // The ticket after the change number (`FROM change`): a page waiting behind an export holds no ticket.
   return `WITH ${CHANGE_CTES}, own AS (SELECT pg_advisory_xact_lock(${ticket(0)}) FROM change),
-fence AS MATERIALIZED (SELECT 1 FROM leases WHERE stream = $${leaseStream}::text AND worker = $${worker}::text AND token = $${token}::bigint FOR SHARE),
+${fenceCte(params + 9)},
 w AS (${upsert}), ${seenCte(params + 8)},
 previous AS (SELECT pg_advisory_xact_lock_shared(${ticket(1)}) FROM (SELECT count(*) FROM w) AS written),
-latest AS (SELECT cursor FROM sync_state WHERE stream = $${stream}::text AND (SELECT count(*) FROM previous) = 1 AND ${fenced} FOR UPDATE),
+latest AS (SELECT cursor FROM sync_state WHERE stream = $${stream}::text AND (SELECT count(*) FROM previous) = 1 AND ${FENCED} FOR UPDATE),
 ${moveCheckpoint(params, (cursor) => `(SELECT ${cursor} FROM latest)`)}
 SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written,
-CASE WHEN ${fenced} THEN ${moved} ELSE ('${LEASE_LOST} ' || (SELECT count(*) FROM fence))::int > 0 END AS moved,
+${fencedOr(FENCED, moved)} AS moved,
 (${heldElsewhere(table, `$${params + 6}`, `$${params + 7}`)}) AS conflicts FROM w`;
 }
 
