@@ -15,6 +15,7 @@ import { eraseFromMirror } from '../src/store/erase.js';
 import { beginErasure } from '../src/store/erase-pending.js';
 import { eraseOlderThan } from '../src/store/erasure.js';
 import { fakeClock } from './helpers/clock.js';
+import { cutOf, type ServedResult, servedResults } from './helpers/history.js';
 import { sim, tempDir } from './helpers/index.js';
 import { runCli } from './helpers/run-cli.js';
 
@@ -24,62 +25,17 @@ async function run(s: RunningSimulator, args: string[], clock?: Clock) {
   return runCli(args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url }, clock });
 }
 
-interface Served {
-  id: string;
-  created: number;
-  email: string;
-  userId: string;
-  /** Its score details' ids (a DETAILED role result's). */
-  details: string[];
-}
-
-/** Every result the simulator serves, with its date. */
-function served(s: RunningSimulator): Served[] {
-  const out: Served[] = [];
-  for (const c of s.data.campaigns) {
-    for (let i = 0; i < RECORDS; i++) {
-      const r = (c.type === 'SESSION_COMPLETION' ? s.data.sessionResult(c, i) : s.data.roleResult(c, i, 'DETAILED')) as {
-        id: string;
-        created_at: string;
-        user: { id: string; email: string };
-        score_details?: Array<{ id: string }>;
-      };
-      out.push({
-        id: r.id,
-        created: Date.parse(r.created_at),
-        email: r.user.email,
-        userId: r.user.id,
-        details: (r.score_details ?? []).map((d) => d.id),
-      });
-    }
-  }
-  return out;
-}
+type Served = ServedResult;
 
 /**
- * A cut in the middle of the history, in the widest gap there (far from any record: the test's clock
- * moves between computing it and the command's reading of it), as an --older-than duration.
+ * cutOf the served history, with the candidates who have no young result: nothing of theirs may be
+ * left once the old results go.
  */
-function cutOf(records: Served[]) {
-  const times = [...new Set(records.map((r) => r.created))].sort((a, b) => a - b);
-  let best = { gap: 0, at: 0 };
-  for (let k = Math.floor(times.length / 3); k < Math.floor((2 * times.length) / 3); k++) {
-    const gap = (times[k + 1] as number) - (times[k] as number);
-    if (gap > best.gap) best = { gap, at: ((times[k] as number) + (times[k + 1] as number)) / 2 };
-  }
-  expect(best.gap).toBeGreaterThan(3_600_000);
-  const old = records.filter((r) => r.created < best.at);
-  const young = records.filter((r) => r.created >= best.at);
-  const youngEmails = new Set(young.map((r) => r.email.toLowerCase()));
-  const youngUsers = new Set(young.map((r) => r.userId));
-  return {
-    old,
-    young,
-    /** Candidates with no young result: nothing of theirs may be left. */
-    onlyOld: old.filter((r) => !youngEmails.has(r.email.toLowerCase()) && !youngUsers.has(r.userId)),
-    duration: () => `${Math.round((Date.now() - best.at) / 1000)}s`,
-    at: best.at,
-  };
+function cutWithCandidates(records: Served[]) {
+  const cut = cutOf(records);
+  const youngEmails = new Set(cut.young.map((r) => r.email.toLowerCase()));
+  const youngUsers = new Set(cut.young.map((r) => r.userId));
+  return { ...cut, onlyOld: cut.old.filter((r) => !youngEmails.has(r.email.toLowerCase()) && !youngUsers.has(r.userId)) };
 }
 
 /** Every byte of every file under `dir` (the database, its -wal and -shm, the NDJSON files, any temporary file). */
@@ -90,7 +46,7 @@ function everyByte(dir: string): string {
     .join('\n');
 }
 
-function expectGone(dir: string, cut: ReturnType<typeof cutOf>) {
+function expectGone(dir: string, cut: ReturnType<typeof cutWithCandidates>) {
   const bytes = everyByte(dir);
   for (const r of cut.old) {
     expect(bytes.includes(r.id), r.id).toBe(false);
@@ -141,7 +97,7 @@ async function mirror(kind: 'sqlite' | 'ndjson') {
   const out = join(dir, 'out');
   const pulled = await run(s, ['pull', '--db', db, ...(kind === 'ndjson' ? ['--format', 'ndjson', '--out', out] : [])]);
   expect(pulled.code, pulled.stderr).toBe(0);
-  return { s, dir, db, out, cut: cutOf(served(s)) };
+  return { s, dir, db, out, cut: cutWithCandidates(servedResults(s, RECORDS)) };
 }
 
 describe.each(['sqlite', 'ndjson'] as const)('forget --older-than (%s)', (kind) => {
@@ -246,7 +202,7 @@ describe("a retention's cut is the run's clock's", () => {
   it("forget --older-than cuts at the run clock's now less the duration", async () => {
     const { s, db, cut } = await mirror('sqlite');
     // A clock a day past the newest result: a day's cut leaves nothing younger, and says where it cut.
-    const newest = Math.max(...served(s).map((r) => r.created));
+    const newest = Math.max(...servedResults(s, RECORDS).map((r) => r.created));
     const at = newest + 86_400_000 + 1000;
     const r = await run(s, ['forget', '--db', db, '--older-than', '1d', '--json'], fakeClock(at));
     expect(r.code, r.stderr).toBe(0);

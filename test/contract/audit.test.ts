@@ -6,6 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/simulator/server.js';
+import { driftOf } from '../helpers/drift.js';
+import { cutOf, servedResults } from '../helpers/history.js';
 import { get, sim } from '../helpers/index.js';
 import { MIRRORS, type Mirror, open, unsupported } from './mirrors.js';
 
@@ -61,49 +63,6 @@ const QUARANTINE_RECORDS = 250;
 const MALFORMED = { every: 50, kinds: ['id', 'score'] as const };
 
 const RETENTION_RECORDS = 20;
-
-/** Every result the simulator serves: its id, date and score details' ids. */
-function dated(s: RunningSimulator): Array<{ id: string; created: number; details: string[] }> {
-  const out: Array<{ id: string; created: number; details: string[] }> = [];
-  for (const c of s.data.campaigns) {
-    for (let i = 0; i < RETENTION_RECORDS; i++) {
-      const r = (c.type === 'SESSION_COMPLETION' ? s.data.sessionResult(c, i) : s.data.roleResult(c, i, 'DETAILED')) as {
-        id: string;
-        created_at: string;
-        score_details?: Array<{ id: string }>;
-      };
-      out.push({ id: r.id, created: Date.parse(r.created_at), details: (r.score_details ?? []).map((d) => d.id) });
-    }
-  }
-  return out;
-}
-
-/**
- * A cut in the middle of the history, in the widest gap there (far from any record: the test's clock
- * moves between computing it and the command's reading of it), as an --older-than duration.
- */
-function cutOf(records: ReturnType<typeof dated>) {
-  const times = [...new Set(records.map((r) => r.created))].sort((a, b) => a - b);
-  let best = { gap: 0, at: 0 };
-  for (let k = Math.floor(times.length / 3); k < Math.floor((2 * times.length) / 3); k++) {
-    const gap = (times[k + 1] as number) - (times[k] as number);
-    if (gap > best.gap) best = { gap, at: ((times[k] as number) + (times[k + 1] as number)) / 2 };
-  }
-  expect(best.gap).toBeGreaterThan(3_600_000);
-  return {
-    old: records.filter((r) => r.created < best.at),
-    young: records.filter((r) => r.created >= best.at).map((r) => r.id),
-    duration: () => `${Math.round((Date.now() - best.at) / 1000)}s`,
-  };
-}
-
-interface Change {
-  stream: string;
-  change: string;
-  kind: string;
-  value: string;
-  record_id: string;
-}
 
 describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
   it('versions: two re-scores and a delete keep 3 and 2 versions, and export --as-of gives the mirror at each moment', async (ctx) => {
@@ -327,12 +286,7 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
     const role = campaignOf(s, 'ROLE_SUBMISSION');
     const session = campaignOf(s, 'SESSION_COMPLETION');
     const pull = (...extra: string[]) => m.run(s, 'pull', '--json', ...extra);
-    const statusDoc = async (): Promise<Change[]> => {
-      const r = await m.run(s, 'status', '--json');
-      expect(r.stderr).toBe('');
-      expect(r.code).toBe(0);
-      return (JSON.parse(r.stdout) as { drift: Change[] }).drift;
-    };
+    const statusDoc = async () => driftOf(await m.run(s, 'status', '--json'));
     const cursors = async () => (await m.state('SELECT stream, cursor FROM sync_state ORDER BY stream')).map((r) => String(r.cursor));
 
     expect((await pull()).code).toBe(0);
@@ -402,7 +356,7 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
     const s = await sim({ campaigns: 2, records: RETENTION_RECORDS });
     const m = open(kind);
     await ok(m, s, 'pull');
-    const cut = cutOf(dated(s));
+    const cut = cutOf(servedResults(s, RETENTION_RECORDS));
     expect(cut.old.length).toBeGreaterThan(3);
     const oldDetails = cut.old.flatMap((r) => r.details);
     expect(oldDetails.length).toBeGreaterThan(0);
@@ -433,7 +387,7 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
     expect(await m.records()).toEqual(expected);
     const gone = [...oldIds, ...oldDetails];
     expect(await children()).toEqual(childrenBefore.filter((c) => !gone.some((id) => c.includes(`"${id}"`))));
-    for (const id of cut.young) expect((await m.records()).has(id), id).toBe(true);
+    for (const { id } of cut.young) expect((await m.records()).has(id), id).toBe(true);
     // Nothing left that names an old result (a dangling child row, a stray text).
     expect(await m.strays()).toBe(0);
     const everything = JSON.stringify(await m.rows());
