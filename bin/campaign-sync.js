@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Tiny launcher: everything lives in dist/bundle/ (built by `npm install` through the prepare script;
 // scripts/bundle.js). With CAMPAIGN_SYNC_DEBUG set, stack traces name src/ files (source maps; they
-// cost start time, so only then). On Node 22+, V8's compiled code is cached between runs.
+// cost start time, so only then).
 import module from 'node:module';
 
 // Node's printer of process warnings (a library's emitWarning, a deprecation) writes several lines
@@ -34,7 +34,12 @@ early.stop = () => process.off('SIGINT', onEarly).off('SIGTERM', onEarly).off('S
 globalThis[Symbol.for('campaign-sync.early-signals')] = early;
 
 if (process.env.CAMPAIGN_SYNC_DEBUG) process.setSourceMapsEnabled(true);
-module.enableCompileCache?.();
+// Where Node has it (22.1+), compiled code is cached in a folder of the user's alone, or not at all
+// (src/core/compile-cache.ts); Node 20 loads nothing for it.
+if (module.enableCompileCache) {
+  const { enableCompileCache } = await import('../dist/bundle/compile-cache.js');
+  enableCompileCache((dir) => module.enableCompileCache(dir));
+}
 const { main } = await import('../dist/bundle/main.js');
 
 main(process.argv);

@@ -45,7 +45,8 @@ export async function bundle() {
   rmSync(outdir, { recursive: true, force: true });
   await build({
     absWorkingDir: root,
-    entryPoints: { main: 'src/main.ts' },
+    // The compile cache's folder (src/core/compile-cache.ts) is chosen before the rest is compiled: an entry of its own.
+    entryPoints: { main: 'src/main.ts', 'compile-cache': 'src/core/compile-cache.ts' },
     outdir,
     bundle: true,
     splitting: true,

@@ -220,7 +220,10 @@ export async function main(argv: string[]): Promise<void> {
   const stdout = watchStdout(process.stdout, controller, () => hungUp);
   // Lines on stderr that nobody reads any more (`2>&1 | head`) are no crash either.
   process.stderr.on('error', () => {});
-  const code = stdout.code(await run(argv, { signal: controller.signal }));
+  // The real process's run needs no async context: outside any run, currentIo() is the process's
+  // already. Entering one (AsyncLocalStorage.run) turns on Node's promise hooks (Node 20 and 22) for the rest of the
+  // process, which tax every promise after it, the module loader's included.
+  const code = stdout.code(await runIn(argv, { ...processIo(), launcher: argv[1] ?? 'campaign-sync' }, controller.signal));
   process.exitCode = code;
   // An interrupted export's stdout is cut short anyway, and its reader may not be reading (`export |
   // less`): waiting for stdout to drain would hang until a second signal.

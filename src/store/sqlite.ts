@@ -10,10 +10,38 @@
  * needs Node 22 and crashes on 20. Both are installed by `npm install`, so no Node version needs a
  * step by hand. The types are 12's, which 13 keeps.
  */
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 
 /** The package name of the better-sqlite3 release this Node runs. */
 export const SQLITE_DRIVER = Number(process.versions.node.split('.')[0]) >= 22 ? 'better-sqlite3-v13' : 'better-sqlite3';
 
-export const Database = createRequire(import.meta.url)(SQLITE_DRIVER) as typeof BetterSqlite3;
+const load = createRequire(import.meta.url);
+const Driver = load(SQLITE_DRIVER) as typeof BetterSqlite3;
+
+/**
+ * The driver's compiled addon, when it is where the package's build puts it (build/Release) and
+ * no build the `bindings` package would prefer sits before it (build/, then build/Debug). Without
+ * a `nativeBinding`, the driver asks `bindings` for it, which walks a stack trace to find the
+ * package and tries to require each of a dozen places in turn: a visible part of the start of
+ * every command that opens a database. Elsewhere, `bindings` still looks.
+ */
+function builtAddon(): string | undefined {
+  const root = dirname(dirname(load.resolve(SQLITE_DRIVER)));
+  const [first, debug, release] = ['build', 'build/Debug', 'build/Release'].map((dir) => join(root, dir, 'better_sqlite3.node'));
+  if (existsSync(first as string) || existsSync(debug as string)) return undefined;
+  return existsSync(release as string) ? release : undefined;
+}
+
+const addon = builtAddon();
+
+/** better-sqlite3's Database, handed its addon's path when builtAddon found it. */
+export const Database: typeof BetterSqlite3 =
+  addon === undefined
+    ? Driver
+    : new Proxy(Driver, {
+        construct: (target, [file, options]: [unknown, BetterSqlite3.Options | undefined]) =>
+          Reflect.construct(target, [file, { nativeBinding: addon, ...options }]),
+      });

@@ -3,7 +3,8 @@
  * our code comes from about 40 files of dist/bundle/ rather than 66 of tsc's, and neither zod nor anything
  * else a well-formed no-op pull does not use is loaded.
  */
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -57,5 +58,47 @@ describe("a no-op pull's start", () => {
     expect(loaded).not.toContain('builtin crypto');
     // commander's executable subcommands, which the CLI has none of, are the only use of child_process on its path.
     expect(loaded).not.toContain('builtin child_process');
+    // The driver is handed its addon's path (store/sqlite.ts): the `bindings` package's search never runs.
+    const packages = new Set(loaded.flatMap((m) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(m)?.[1] ?? []));
+    expect(packages).toContain(SQLITE_DRIVER);
+    expect(packages).not.toContain('bindings');
+  });
+
+  it('runs a command in no async context: no AsyncLocalStorage is entered, so Node never turns its promise hooks on', async () => {
+    const s = await sim({ campaigns: 2, records: 20 });
+    const dir = tempDir();
+    const db = join(dir, 'm.db');
+    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+    // Preloaded: records each entry into an async context (AsyncLocalStorage's run and enterWith).
+    const hook = join(dir, 'async-context.mjs');
+    writeFileSync(
+      hook,
+      [
+        "import { AsyncLocalStorage } from 'node:async_hooks';",
+        "import { appendFileSync } from 'node:fs';",
+        "for (const name of ['run', 'enterWith']) {",
+        '  const original = AsyncLocalStorage.prototype[name];',
+        '  AsyncLocalStorage.prototype[name] = function (...args) {',
+        "    appendFileSync(process.env.ASYNC_CONTEXT_FILE, name + '\\n');",
+        '    return original.apply(this, args);',
+        '  };',
+        '}',
+      ].join('\n'),
+    );
+    const log = join(dir, 'entered.txt');
+    const traced = { NODE_OPTIONS: `--import ${hook}`, ASYNC_CONTEXT_FILE: log };
+    for (const args of [
+      ['pull', '--db', db, '--quiet'],
+      ['status', '--db', db],
+    ]) {
+      const r = await cli(args, { env: { ...env, ...traced } });
+      expect(r.code, r.stderr).toBe(0);
+    }
+    expect(existsSync(log) ? readFileSync(log, 'utf8') : '').toBe('');
+    // The hook does see an entry where there is one.
+    execFileSync(process.execPath, ['-e', "new (require('node:async_hooks').AsyncLocalStorage)().run(1, () => {})"], {
+      env: { ...process.env, ...traced },
+    });
+    expect(readFileSync(log, 'utf8')).toBe('run\n');
   });
 });
