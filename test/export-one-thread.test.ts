@@ -37,9 +37,9 @@ describe('export on one thread', () => {
     }
   });
 
-  it('the bundle has one entry point, the CLI: no worker module beside it', () => {
+  it("the bundle's entry points are the CLI and the launcher's compile-cache check: no worker module beside them", () => {
     const bundle = readFileSync(join(ROOT, 'scripts/bundle.js'), 'utf8');
-    expect(bundle).toMatch(/entryPoints: \{ main: 'src\/main\.ts' \}/);
+    expect(bundle).toMatch(/entryPoints: \{ main: 'src\/main\.ts', 'compile-cache': 'src\/core\/compile-cache\.ts' \}/);
     expect(readdirSync(join(ROOT, 'dist/bundle')).filter((f) => /worker/.test(f))).toEqual([]);
   });
 });
