@@ -328,6 +328,47 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
       await admin.end();
     }
   });
+
+  it('a pooled connection the server ended while idle, handed out before its end was read: the transaction or session runs again on a new one', async () => {
+    const admin = await connect(PG_URL);
+    const role = `stale_${process.pid}_${Date.now().toString(36)}`;
+    const url = new URL(PG_URL);
+    try {
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${TEST_PG_PASSWORD}'`);
+      await admin.query(`GRANT CREATE ON DATABASE postgres TO ${role}`);
+      await admin.query(`ALTER ROLE ${role} SET idle_session_timeout = '100ms'`);
+      url.username = role;
+      const db = await PgDatabase.open(url.toString(), freshSchema(), { connections: 1 });
+      try {
+        /** This process busy past the server's timeout: the pool's idle connection is ended, and that is not read yet. */
+        const busy = () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 600);
+        await db.query('SELECT 1');
+        busy();
+        const inTransaction = await db.transaction(async (c) => (await c.query('SELECT 1 AS n')).rows[0]);
+        expect(inTransaction).toEqual({ n: 1 });
+        busy();
+        const alone = await db.session(async (c) => (await c.query('SELECT 2 AS n')).rows[0]);
+        expect(alone).toEqual({ n: 2 });
+        // A session that did something before the server ended it is not run again: its first statement committed.
+        let runs = 0;
+        const twice = db.session(async (c) => {
+          runs++;
+          await c.query('SELECT 3');
+          busy();
+          await c.query('SELECT 4');
+        });
+        await expect(twice).rejects.toThrow(/idle-session timeout \(57P05\); nothing committed was lost: run again/);
+        expect(runs).toBe(1);
+      } finally {
+        await db.close();
+      }
+    } finally {
+      await admin.query(`DROP OWNED BY ${role} CASCADE`).catch(() => {});
+      await admin.query(`REVOKE CREATE ON DATABASE postgres FROM ${role}`).catch(() => {});
+      await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
+      await admin.end();
+    }
+  });
 });
 
 describePg('the PostgreSQL server restarted mid-pass (a server of this file’s own)', () => {

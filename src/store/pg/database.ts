@@ -111,44 +111,57 @@ export class PgDatabase {
 
   /** Runs `fn` on one connection, outside a transaction (each statement commits on its own). */
   async session<T>(fn: (client: pg.PoolClient) => Promise<T>, what = 'cannot write to'): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      throw this.failure(err, what);
-    }
-    try {
-      return await fn(client);
-    } catch (err) {
-      throw this.failure(err, what);
-    } finally {
-      client.release();
+    for (let attempt = 0; ; attempt++) {
+      const client = await this.checkout(what);
+      const counted = counting(client);
+      let dead = false;
+      try {
+        return await fn(counted.client);
+      } catch (err) {
+        dead = isDisconnect(errorCode(err), (err as Error)?.message);
+        if (attempt === 0 && counted.ran() === 0 && endedWhileIdle(err)) continue;
+        throw this.failure(err, what);
+      } finally {
+        client.release(dead);
+      }
     }
   }
 
   /** Runs `fn` in one transaction on one connection: all of it commits, or none. */
   async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, what = 'cannot write to'): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      throw this.failure(err, what);
-    }
-    let broken = false;
-    try {
-      await client.query('BEGIN');
-      const out = await fn(client);
-      await client.query('COMMIT');
-      return out;
-    } catch (err) {
+    for (let attempt = 0; ; attempt++) {
+      const client = await this.checkout(what);
       try {
-        await client.query('ROLLBACK');
-      } catch {
-        broken = true;
+        await client.query('BEGIN');
+      } catch (err) {
+        client.release(true);
+        // Ended while it waited in the pool (idle_session_timeout): BEGIN never ran; a new connection.
+        if (attempt === 0 && endedWhileIdle(err)) continue;
+        throw this.failure(err, what);
       }
+      let broken = false;
+      try {
+        const out = await fn(client);
+        await client.query('COMMIT');
+        return out;
+      } catch (err) {
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          broken = true;
+        }
+        throw this.failure(err, what);
+      } finally {
+        client.release(broken);
+      }
+    }
+  }
+
+  private async checkout(what: string): Promise<pg.PoolClient> {
+    try {
+      return await this.pool.connect();
+    } catch (err) {
       throw this.failure(err, what);
-    } finally {
-      client.release(broken);
     }
   }
 
@@ -168,6 +181,46 @@ export class PgDatabase {
   async close(): Promise<void> {
     await this.pool.end().catch(() => {});
   }
+}
+
+function errorCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * The server had ended the connection for sitting idle outside a transaction (57P05,
+ * idle_session_timeout) before the statement reached it: a connection the pool handed out before
+ * its end was read (a busy process). That statement never ran, so the work can start again on a new
+ * connection when it was the first of its checkout.
+ */
+function endedWhileIdle(err: unknown): boolean {
+  return errorCode(err) === '57P05';
+}
+
+/**
+ * `client` as a `session` function sees it, counting its statements that ran to their end: whether
+ * a failure came before anything was done on this checkout.
+ */
+function counting(client: pg.PoolClient): { client: pg.PoolClient; ran: () => number } {
+  let ran = 0;
+  const query = (...args: unknown[]) => {
+    const out = (client.query as (...a: unknown[]) => unknown)(...args);
+    if (out instanceof Promise)
+      out.then(
+        () => ran++,
+        () => {},
+      );
+    return out;
+  };
+  const proxy = new Proxy(client, {
+    get: (target, key) => {
+      if (key === 'query') return query;
+      const value = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { client: proxy, ran: () => ran };
 }
 
 /** Errno codes of a connection that failed or broke at the network: the server may be back soon. */
