@@ -329,7 +329,7 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
     }
   });
 
-  it('a pooled connection the server ended while idle, handed out before its end was read: the transaction or session runs again on a new one', async () => {
+  it('a pooled connection the server ended while idle, handed out before its end was read: the transaction, session or query runs again on a new one', async () => {
     const admin = await connect(PG_URL);
     const role = `stale_${process.pid}_${Date.now().toString(36)}`;
     const url = new URL(PG_URL);
@@ -349,6 +349,8 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
         busy();
         const alone = await db.session(async (c) => (await c.query('SELECT 2 AS n')).rows[0]);
         expect(alone).toEqual({ n: 2 });
+        busy();
+        expect((await db.query('SELECT 5 AS n')).rows[0]).toEqual({ n: 5 });
         // A session that did something before the server ended it is not run again: its first statement committed.
         let runs = 0;
         const twice = db.session(async (c) => {

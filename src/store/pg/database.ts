@@ -105,6 +105,12 @@ export class PgDatabase {
     try {
       return await this.pool.query<R>(text, values);
     } catch (err) {
+      // Ended while it waited in the pool: the statement never ran; once more on a new connection.
+      if (!endedWhileIdle(err)) throw this.failure(err, what);
+    }
+    try {
+      return await this.pool.query<R>(text, values);
+    } catch (err) {
       throw this.failure(err, what);
     }
   }
