@@ -15,6 +15,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RunningSimulator } from '../src/simulator/server.js';
 import { PgDatabase } from '../src/store/pg/database.js';
+import { readOnlyRows } from '../src/store/pg/export.js';
 import { afterWatchStart, type RunningCli, servedRecords, sim, startCli } from './helpers/index.js';
 import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
 import { startPgServer, TEST_PG_PASSWORD, type TestPgServer } from './helpers/pg-server.js';
@@ -329,7 +330,7 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
     }
   });
 
-  it('a pooled connection the server ended while idle, handed out before its end was read: the transaction, session or query runs again on a new one', async () => {
+  it("a pooled connection the server ended while idle, handed out before its end was read: a query, a transaction, a session or an export's read runs again on a new one", async () => {
     const admin = await connect(PG_URL);
     const role = `stale_${process.pid}_${Date.now().toString(36)}`;
     const url = new URL(PG_URL);
@@ -351,6 +352,10 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
         expect(alone).toEqual({ n: 2 });
         busy();
         expect((await db.query('SELECT 5 AS n')).rows[0]).toEqual({ n: 5 });
+        busy();
+        const exported: unknown[] = [];
+        for await (const row of readOnlyRows(db, 'idle_export', 'SELECT 6 AS n', [])) exported.push(row);
+        expect(exported).toEqual([{ n: 6 }]);
         // A session that did something before the server ended it is not run again: its first statement committed.
         let runs = 0;
         const twice = db.session(async (c) => {

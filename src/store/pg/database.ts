@@ -135,30 +135,37 @@ export class PgDatabase {
 
   /** Runs `fn` in one transaction on one connection: all of it commits, or none. */
   async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, what = 'cannot write to'): Promise<T> {
+    const { client } = await this.opened('BEGIN', what);
+    let broken = false;
+    try {
+      const out = await fn(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch {
+        broken = true;
+      }
+      throw this.failure(err, what);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /**
+   * A connection of the pool on which `first` (a BEGIN) ran, and its result; the caller releases it.
+   * One the server ended while it waited in the pool (57P05: `first` never ran) is replaced once.
+   */
+  async opened(first: string, what: string): Promise<{ client: pg.PoolClient; result: pg.QueryResult }> {
     for (let attempt = 0; ; attempt++) {
       const client = await this.checkout(what);
       try {
-        await client.query('BEGIN');
+        return { client, result: await client.query(first) };
       } catch (err) {
         client.release(true);
-        // Ended while it waited in the pool (idle_session_timeout): BEGIN never ran; a new connection.
         if (attempt === 0 && endedWhileIdle(err)) continue;
         throw this.failure(err, what);
-      }
-      let broken = false;
-      try {
-        const out = await fn(client);
-        await client.query('COMMIT');
-        return out;
-      } catch (err) {
-        try {
-          await client.query('ROLLBACK');
-        } catch {
-          broken = true;
-        }
-        throw this.failure(err, what);
-      } finally {
-        client.release(broken);
       }
     }
   }

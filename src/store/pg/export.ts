@@ -95,15 +95,9 @@ export async function* readOnlyRows<R extends pg.QueryResultRow>(
   sql: string,
   params: unknown[],
 ): AsyncGenerator<R> {
-  let client: pg.PoolClient;
-  try {
-    client = await db.pool.connect();
-  } catch (err) {
-    throw db.failure(err, 'cannot read');
-  }
+  const { client } = await db.opened('BEGIN READ ONLY', 'cannot read');
   let clean = false;
   try {
-    await client.query('BEGIN READ ONLY');
     yield* cursorRows<R>(client, name, sql, params);
     await client.query('COMMIT');
     clean = true;
