@@ -6,7 +6,7 @@
  */
 import { hostname } from 'node:os';
 import pg from 'pg';
-import { CampaignSyncError, StorageError, UsageError } from '../../errors.js';
+import { CampaignSyncError, errorCode, StorageError, UsageError } from '../../errors.js';
 import { ident, migratePg } from './schema.js';
 import { checkPgUrl, redactUrl, scrub } from './url.js';
 
@@ -182,7 +182,7 @@ export class PgDatabase {
   failure(err: unknown, what: string): unknown {
     if (err instanceof CampaignSyncError) return err;
     const e = err as { message?: string; code?: string };
-    const code = typeof e?.code === 'string' ? e.code : undefined;
+    const code = errorCode(err);
     const message = scrub(e?.message ?? String(err), this.url);
     const disconnected = isDisconnect(code, e?.message);
     return new StorageError(
@@ -194,11 +194,6 @@ export class PgDatabase {
   async close(): Promise<void> {
     await this.pool.end().catch(() => {});
   }
-}
-
-function errorCode(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' ? code : undefined;
 }
 
 /**
