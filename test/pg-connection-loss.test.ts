@@ -38,6 +38,28 @@ async function connect(url: string): Promise<pg.Client> {
 }
 
 /**
+ * Runs `fn` with the URL of a role of its own whose sessions the server ends after `timeout` idle
+ * (idle_session_timeout, PostgreSQL 14 and later); the role and what it owns are dropped after.
+ */
+async function withIdleTimeoutRole(timeout: string, fn: (url: string) => Promise<void>): Promise<void> {
+  const admin = await connect(PG_URL);
+  const role = `idle_${process.pid}_${Date.now().toString(36)}`;
+  const url = new URL(PG_URL);
+  try {
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${TEST_PG_PASSWORD}'`);
+    await admin.query(`GRANT CREATE ON DATABASE postgres TO ${role}`);
+    await admin.query(`ALTER ROLE ${role} SET idle_session_timeout = '${timeout}'`);
+    url.username = role;
+    await fn(url.toString());
+  } finally {
+    await admin.query(`DROP OWNED BY ${role} CASCADE`).catch(() => {});
+    await admin.query(`REVOKE CREATE ON DATABASE postgres FROM ${role}`).catch(() => {});
+    await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
+    await admin.end();
+  }
+}
+
+/**
  * Creates the mirror in `schema` (migrated, as a pull would) with the gate's trigger on role results:
  * the role campaign's stream is held there while the session campaign's completes, whose connection
  * then waits idle in the pool.
@@ -298,16 +320,8 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
   });
 
   it('idle_session_timeout shorter than the pass: the pool opens other connections, the stream leases stay, the pass completes', async () => {
-    // A role of its own whose sessions end after 300 ms idle (PostgreSQL 14 and later).
-    const admin = await connect(PG_URL);
-    const role = `idle_${process.pid}_${Date.now().toString(36)}`;
-    const url = new URL(PG_URL);
-    try {
-      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${TEST_PG_PASSWORD}'`);
-      await admin.query(`GRANT CREATE ON DATABASE postgres TO ${role}`);
-      await admin.query(`ALTER ROLE ${role} SET idle_session_timeout = '300ms'`);
-      url.username = role;
-      const { s, schema, run, admin: watcher, gate } = await heldAtGate(url.toString(), ['pull'], 'DETAILED', PG_URL);
+    await withIdleTimeoutRole('300ms', async (url) => {
+      const { s, schema, run, admin: watcher, gate } = await heldAtGate(url, ['pull'], 'DETAILED', PG_URL);
       try {
         // Held past the timeout: the pool's idle connections are ended; the leases live in rows, not sessions.
         await new Promise((r) => setTimeout(r, 1000));
@@ -322,24 +336,12 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
         await watcher.end();
       }
       await expectExact(PG_URL, s, schema, 'DETAILED');
-    } finally {
-      await admin.query(`DROP OWNED BY ${role} CASCADE`).catch(() => {});
-      await admin.query(`REVOKE CREATE ON DATABASE postgres FROM ${role}`).catch(() => {});
-      await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
-      await admin.end();
-    }
+    });
   });
 
   it("a pooled connection the server ended while idle, handed out before its end was read: a query, a transaction, a session or an export's read runs again on a new one", async () => {
-    const admin = await connect(PG_URL);
-    const role = `stale_${process.pid}_${Date.now().toString(36)}`;
-    const url = new URL(PG_URL);
-    try {
-      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${TEST_PG_PASSWORD}'`);
-      await admin.query(`GRANT CREATE ON DATABASE postgres TO ${role}`);
-      await admin.query(`ALTER ROLE ${role} SET idle_session_timeout = '100ms'`);
-      url.username = role;
-      const db = await PgDatabase.open(url.toString(), freshSchema(), { connections: 1 });
+    await withIdleTimeoutRole('100ms', async (url) => {
+      const db = await PgDatabase.open(url, freshSchema(), { connections: 1 });
       try {
         /** This process busy past the server's timeout: the pool's idle connection is ended, and that is not read yet. */
         const busy = () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 600);
@@ -369,12 +371,7 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
       } finally {
         await db.close();
       }
-    } finally {
-      await admin.query(`DROP OWNED BY ${role} CASCADE`).catch(() => {});
-      await admin.query(`REVOKE CREATE ON DATABASE postgres FROM ${role}`).catch(() => {});
-      await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
-      await admin.end();
-    }
+    });
   });
 });
 

@@ -14,12 +14,22 @@ import { cli, sim, tempDir } from '../helpers/index.js';
 const HOOK = fileURLToPath(new URL('../helpers/loaded-modules.mjs', import.meta.url));
 const DIST = fileURLToPath(new URL('../../dist/', import.meta.url));
 
+/** A simulator, a folder, the mirror's path in it and the environment that reaches the simulator. */
+async function setUp(campaigns: number) {
+  const s = await sim({ campaigns, records: 20 });
+  const dir = tempDir();
+  return { dir, db: join(dir, 'm.db'), env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey } };
+}
+
+/** The packages of node_modules that a list of loaded modules (../helpers/loaded-modules.mjs) holds. */
+function packagesOf(loaded: string[]): Set<string> {
+  return new Set(loaded.flatMap((m) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(m)?.[1] ?? []));
+}
+
 describe("a no-op pull's start", () => {
   it('loads our code from the bundle, under 45 files, no zod, pg, ora or prom-client, and no CommonJS as an ES module', async () => {
-    const s = await sim({ campaigns: 4, records: 20 });
-    const dir = tempDir();
-    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
-    const args = ['pull', '--db', join(dir, 'm.db'), '--quiet'];
+    const { dir, db, env } = await setUp(4);
+    const args = ['pull', '--db', db, '--quiet'];
     expect((await cli(args, { env })).code).toBe(0);
     const log = join(dir, 'loaded.txt');
     const r = await cli(args, { env: { ...env, NODE_OPTIONS: `--import ${HOOK}`, LOADED_MODULES_FILE: log } });
@@ -32,7 +42,7 @@ describe("a no-op pull's start", () => {
     // the count grows with the features on a pull's path (quarantine, drift); the start's cost itself
     // is held by `npm run bench` (a no-op pull ≤ 4× `node -e 0`).
     expect(new Set(ours).size).toBeLessThanOrEqual(45);
-    const packages = new Set(loaded.flatMap((m) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(m)?.[1] ?? []));
+    const packages = packagesOf(loaded);
     for (const unused of ['zod', 'pg', 'ora', 'prom-client', 'hyparquet-writer', 'smol-toml', 'cli-table3', 'lossless-json']) {
       expect(packages, unused).not.toContain(unused);
     }
@@ -43,10 +53,7 @@ describe("a no-op pull's start", () => {
   });
 
   it('status loads neither undici nor node:v8, node:crypto or node:child_process: it sends no request, digests nothing and starts no process', async () => {
-    const s = await sim({ campaigns: 2, records: 20 });
-    const dir = tempDir();
-    const db = join(dir, 'm.db');
-    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+    const { dir, db, env } = await setUp(2);
     expect((await cli(['pull', '--db', db, '--quiet'], { env })).code).toBe(0);
     const log = join(dir, 'loaded.txt');
     const r = await cli(['status', '--db', db], { env: { NODE_OPTIONS: `--import ${HOOK}`, LOADED_MODULES_FILE: log } });
@@ -59,16 +66,13 @@ describe("a no-op pull's start", () => {
     // commander's executable subcommands, which the CLI has none of, are the only use of child_process on its path.
     expect(loaded).not.toContain('builtin child_process');
     // The driver is handed its addon's path (store/sqlite.ts): the `bindings` package's search never runs.
-    const packages = new Set(loaded.flatMap((m) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(m)?.[1] ?? []));
+    const packages = packagesOf(loaded);
     expect(packages).toContain(SQLITE_DRIVER);
     expect(packages).not.toContain('bindings');
   });
 
   it('runs a command in no async context: no AsyncLocalStorage is entered, so Node never turns its promise hooks on', async () => {
-    const s = await sim({ campaigns: 2, records: 20 });
-    const dir = tempDir();
-    const db = join(dir, 'm.db');
-    const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
+    const { dir, db, env } = await setUp(2);
     // Preloaded: records each entry into an async context (AsyncLocalStorage's run and enterWith).
     const hook = join(dir, 'async-context.mjs');
     writeFileSync(
