@@ -1,52 +1,12 @@
 import { defineConfig } from 'vitest/config';
 import LongestFirst from './test/helpers/longest-first.js';
 
-/** In-process tests with mocks: no simulator, no files, no spawned CLI (`npm run test:unit`; test/unit/ too). */
-const UNIT = [
-  'src/**/*.test.ts',
-  'test/architecture.test.ts',
-  'test/campaign-list.test.ts',
-  'test/client.test.ts',
-  'test/csv-bytes.test.ts',
-  'test/compression.test.ts',
-  'test/docs.test.ts',
-  'test/group.test.ts',
-  'test/hostile.test.ts',
-  'test/json-bytes.test.ts',
-  'test/output.test.ts',
-  'test/redact.test.ts',
-  'test/units.test.ts',
-];
 /**
- * The spawned CLI, for what needs a process of its own: signals, kill -9 (one round per sink: the
- * project sets CRASH_KILLS=1), a lock held by another process, the launcher, the installed package
- * (`npm run test:e2e`). Everything under test/e2e/ is e2e too.
+ * The tiers are folders (CONTRIBUTING.md, Tests): test/unit/ (pure functions, fake clocks), test/component/
+ * (commands in-process against the simulator, real files and databases), test/contract/ (one set of cases
+ * on every backend), test/e2e/ (the spawned CLI), test/soak/ (big, slow, random). Inside each, files
+ * mirror src/. The crash rounds run once per sink in e2e (CRASH_KILLS=1) and twenty times in soak.
  */
-const E2E = [
-  'test/e2e/**/*.test.ts',
-  'test/export.test.ts',
-  'test/export-signal.test.ts',
-  'test/forget-crash.test.ts',
-  'test/if-idle.test.ts',
-  'test/pg-fleet.test.ts',
-  'test/pg-lock.test.ts',
-  'test/pg-reliability.test.ts',
-  'test/posix-locks.test.ts',
-  'test/quarantine-crash.test.ts',
-  'test/reliability.test.ts',
-];
-/** Big, slow and random (`npm run test:soak`): 20 kill -9 rounds per sink, million-row exports, memory ceilings, the gzip bomb. */
-const SOAK = [
-  'test/soak/**/*.test.ts',
-  'test/export-memory.test.ts',
-  // Its kill -9 rounds need a commit to land before a kill: on a busy machine none may.
-  'test/manifest.test.ts',
-  // Six million pairs of names in each of eight locales; test/order-sample.test.ts in `npm test`.
-  'test/order.test.ts',
-  'test/pg-reliability.test.ts',
-  'test/reliability.test.ts',
-];
-
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -72,15 +32,12 @@ export default defineConfig({
     // Any connection off loopback is a bug in a test: the helpers only ever use 127.0.0.1.
     env: { CAMPAIGN_SYNC_BASE_URL: '', CAMPAIGN_SYNC_API_KEY: '' },
     projects: [
-      // `npm test` runs unit and component; CI runs every project (.ci/run).
-      { extends: true, test: { name: 'unit', include: [...UNIT, 'test/unit/**/*.test.ts'] } },
-      // Commands against the simulator on loopback, real files and SQLite.
-      {
-        extends: true,
-        test: { name: 'component', include: ['test/**/*.test.ts'], exclude: [...UNIT, 'test/unit/**', ...E2E, ...SOAK] },
-      },
-      { extends: true, test: { name: 'e2e', include: E2E, env: { CRASH_KILLS: '1' } } },
-      { extends: true, test: { name: 'soak', include: SOAK } },
+      // `npm test` runs unit, component and contract; CI runs every project (.ci/run).
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts', 'src/**/*.test.ts'] } },
+      { extends: true, test: { name: 'component', include: ['test/component/**/*.test.ts'] } },
+      { extends: true, test: { name: 'contract', include: ['test/contract/**/*.test.ts'] } },
+      { extends: true, test: { name: 'e2e', include: ['test/e2e/**/*.test.ts'], env: { CRASH_KILLS: '1' } } },
+      { extends: true, test: { name: 'soak', include: ['test/soak/**/*.test.ts'] } },
     ],
   },
 });

@@ -15,9 +15,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RequestBudget } from '../dist/api/budget.js';
 import { ApiClient } from '../dist/api/client.js';
-import { Checkpoints } from '../dist/store/checkpoints.js';
-import { openDatabase } from '../dist/store/db.js';
-import { SqliteSink } from '../dist/store/sinks/sqlite.js';
+import { Checkpoints } from '../dist/store/sqlite/checkpoints.js';
+import { openDatabase } from '../dist/store/sqlite/db.js';
+import { SqliteSink } from '../dist/store/sqlite/sink.js';
 import { runPass } from '../dist/sync/pass.js';
 
 const args = process.argv.slice(2);

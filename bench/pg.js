@@ -19,10 +19,10 @@ import pg from 'pg';
 import { RequestBudget } from '../dist/api/budget.js';
 import { ApiClient } from '../dist/api/client.js';
 import { startSimulator } from '../dist/simulator/server.js';
-import { Checkpoints } from '../dist/store/checkpoints.js';
-import { openDatabase } from '../dist/store/db.js';
 import { openPgMirror } from '../dist/store/pg/open.js';
-import { SqliteSink } from '../dist/store/sinks/sqlite.js';
+import { Checkpoints } from '../dist/store/sqlite/checkpoints.js';
+import { openDatabase } from '../dist/store/sqlite/db.js';
+import { SqliteSink } from '../dist/store/sqlite/sink.js';
 import { runPass } from '../dist/sync/pass.js';
 
 const KINDS = [

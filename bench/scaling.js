@@ -4,7 +4,7 @@
 // process's CPU (user + system) per record is the figure: the wall time also waits for the server,
 // which renders each page on the same two cores. Each size also runs variants of the
 // database's pragmas, paired with the default in alternating order, to see whether one flattens
-// the curve (a variant is only worth adopting in src/store/db.ts if it wins at every size).
+// the curve (a variant is only worth adopting in src/store/sqlite/db.ts if it wins at every size).
 //
 //   node bench/scaling.js [10000,100000,500000]
 import { spawn } from 'node:child_process';
@@ -14,9 +14,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RequestBudget } from '../dist/api/budget.js';
 import { ApiClient } from '../dist/api/client.js';
-import { Checkpoints } from '../dist/store/checkpoints.js';
-import { openDatabase } from '../dist/store/db.js';
-import { SqliteSink } from '../dist/store/sinks/sqlite.js';
+import { Checkpoints } from '../dist/store/sqlite/checkpoints.js';
+import { openDatabase } from '../dist/store/sqlite/db.js';
+import { SqliteSink } from '../dist/store/sqlite/sink.js';
 import { runPass } from '../dist/sync/pass.js';
 
 const SERVER = fileURLToPath(new URL('./server.js', import.meta.url));

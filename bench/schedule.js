@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startSimulator } from '../dist/simulator/server.js';
-import { Database } from '../dist/store/sqlite.js';
+import { Database } from '../dist/store/sqlite/driver.js';
 
 const BIN = fileURLToPath(new URL('../bin/campaign-sync.js', import.meta.url));
 const MINUTE = 60_000;

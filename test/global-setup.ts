@@ -128,7 +128,7 @@ async function withBuildLock(fn: () => void): Promise<void> {
 export default async function setup(): Promise<(() => void) | undefined> {
   // Each project may inherit this setup; one build per vitest process is enough.
   if (process.env.CAMPAIGN_SYNC_TEST_BUILT === '1') return undefined;
-  // The request budget's slots (store/budget-slots.ts) live in the user's state folder: the
+  // The request budget's slots (store/sqlite/budget-slots.ts) live in the user's state folder: the
   // tests (and the CLIs they spawn) get a folder of their own, never the tester's, removed when the
   // run ends (it was left behind, one folder per run, in the system's temporary folder).
   const state = mkdtempSync(join(tmpdir(), 'campaign-sync-state-'));

@@ -169,7 +169,7 @@ export class ApiClient {
 
   /**
    * Who lists campaigns through this client: the service and key, as a fingerprint (the key cannot
-   * be recovered from it). A mirror keeps each one's newest list (store/checkpoints.ts, listings).
+   * be recovered from it). A mirror keeps each one's newest list (store/sqlite/checkpoints.ts, listings).
    */
   get lister(): string {
     return keyFingerprint('campaign-list', this.config.baseUrl.href, this.config.apiKey);

@@ -6,7 +6,7 @@
  * A well-formed answer is accepted by plain checks; only one that fails them is read again by the zod
  * schemas below, built on first use, for the message (`data.0.id: Invalid input: …`): a pull whose
  * answers are fine never loads zod. The checks accept exactly what the schemas accept
- * (test/envelopes.test.ts holds them to it).
+ * (test/unit/api/envelopes.test.ts holds them to it).
  */
 import { createRequire } from 'node:module';
 import type { z as Z } from 'zod';

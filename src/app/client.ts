@@ -18,7 +18,7 @@ import { currentClock } from '../core/io.js';
 import type { BudgetStore } from '../core/rate.js';
 import { userAgent } from '../core/version.js';
 import { errorCode, UsageError } from '../errors.js';
-import { BudgetDamaged, BudgetUnusable, SLOTS_FILE, SqliteBudgetSlots } from '../store/budget-slots.js';
+import { BudgetDamaged, BudgetUnusable, SLOTS_FILE, SqliteBudgetSlots } from '../store/sqlite/budget-slots.js';
 
 export interface ClientHooks {
   signal?: AbortSignal | undefined;

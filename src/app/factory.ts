@@ -1,11 +1,12 @@
 /**
  * The factory of a command's mirror: --db is read here and only here, and names one backend
- * (store/sqlite/ or store/pg/, each implementing store/mirror-port.ts); commands get every part of a
+ * (store/sqlite/ or store/pg/, each implementing store/port.ts); commands get every part of a
  * mirror from it. The PostgreSQL backend (and `pg` with it) is loaded only for a postgres:// --db,
  * so a SQLite command's start stays light.
  */
 import { dbChoice } from '../config/config.js';
 import type { MirrorSettings } from '../config/settings.js';
+import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import type {
   CheckpointAdmin,
   EraseMirror,
@@ -17,8 +18,7 @@ import type {
   QuarantineAdmin,
   StoreChoice,
   VersionReader,
-} from '../store/mirror-port.js';
-import { dbWarnings, isPgUrl } from '../store/pg/url.js';
+} from '../store/port.js';
 
 /** The mirror a command's settings name, and what it can open of it. */
 export interface Mirror {

@@ -8,7 +8,7 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { RunEvents } from '../core/events.js';
 import { exitCodeForPass } from '../errors.js';
-import type { StreamRow } from '../store/mirror-port.js';
+import type { StreamRow } from '../store/port.js';
 import type { PassResult } from '../sync/pass.js';
 
 const STREAM_LABELS = ['stream', 'campaign_id', 'endpoint', 'report_type'] as const;

@@ -11,7 +11,7 @@
 import { createRoute } from '../api/dispatcher.js';
 import { currentClock, currentIo } from '../core/io.js';
 import { userAgent } from '../core/version.js';
-import type { JobStore, StreamRow } from '../store/mirror-port.js';
+import type { JobStore, StreamRow } from '../store/port.js';
 import { requestIdOf, type StateChange, stateChanges } from '../sync/alerts.js';
 import type { PassResult } from '../sync/pass.js';
 

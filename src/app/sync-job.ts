@@ -9,7 +9,7 @@ import { type JobSettings, type PassSettings, rememberDestination, resolvePass }
 import { said } from '../config/sources.js';
 import type { RunEvents } from '../core/events.js';
 import { currentClock } from '../core/io.js';
-import type { JobStore } from '../store/mirror-port.js';
+import type { JobStore } from '../store/port.js';
 import { DriftTracker } from '../sync/drift.js';
 import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { type ReconcileResult, reconcile } from '../sync/reconcile.js';
@@ -67,7 +67,7 @@ export class SyncJob {
     /** The job's settings, with the destination the database remembered when nothing else chose one. */
     readonly settings: JobSettings,
     readonly dbPath: string,
-    /** The mirror and its checkpoints, whichever database holds them (store/mirror-port.ts). */
+    /** The mirror and its checkpoints, whichever database holds them (store/port.ts). */
     readonly store: JobStore,
     readonly client: ApiClient,
     readonly options: PassOptions,

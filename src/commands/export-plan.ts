@@ -5,11 +5,11 @@
  */
 import type { ExportSettings } from '../config/settings.js';
 import { CampaignSyncError, storageError, UsageError } from '../errors.js';
-import type { Sink } from '../export/sink.js';
+import type { ByteSink } from '../export/sink.js';
 import { chosenColumns, EXPORT_TABLES, type ExportTable } from '../export/tables.js';
 import { outputFile } from '../export/target.js';
 import { asOfTime } from '../export/timestamp.js';
-import type { ExportSource, Rows } from '../store/mirror-port.js';
+import type { ExportSource, Rows } from '../store/port.js';
 import type { Output } from '../ui/output.js';
 
 /** What one export does, from its settings: checked before anything is opened. */
@@ -76,7 +76,7 @@ export async function writeParquetRows(
   names: readonly string[],
   types: ReadonlyArray<string | null>,
   rows: Rows,
-  sink: Sink,
+  sink: ByteSink,
   out: Output,
   signal?: AbortSignal,
 ): Promise<number> {

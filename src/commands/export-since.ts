@@ -1,6 +1,6 @@
 /**
  * `export --since-last <consumer>`: what changed in a results table since that consumer's previous
- * export, whichever mirror holds it (store/changes.ts, store/pg/changes.ts): the rows inserted or
+ * export, whichever mirror holds it (store/sqlite/changes.ts, store/pg/changes.ts): the rows inserted or
  * changed, then one row per result deleted since (reconcile --prune), every row with a `_deleted_at`
  * column, null but on those tombstones. Read in one snapshot; the consumer's place is remembered only
  * once the file is in place under -o, so an export that fails or is interrupted is given again whole
@@ -11,9 +11,9 @@ import { ExportInterrupted, isAbort, UsageError } from '../errors.js';
 import { changeRows } from '../export/changes.js';
 import { writeCsv } from '../export/csv.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
-import { FileSink } from '../export/sink.js';
+import { type ByteSink, FileSink } from '../export/sink.js';
 import { CHANGE_TABLES, type ChangeTableName } from '../export/tables.js';
-import type { ChangeRows, ExportSource } from '../store/mirror-port.js';
+import type { ChangeRows, ExportSource } from '../store/port.js';
 import type { Output } from '../ui/output.js';
 import { columnChooser, type ExportPlan, exportFailure, writeParquetRows } from './export-plan.js';
 

@@ -8,8 +8,8 @@ import { writeCsv } from '../export/csv.js';
 import { writeCsvTable } from '../export/csv-table.js';
 import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { untilAborted } from '../export/interrupt.js';
-import { FileSink, type Sink, StreamSink } from '../export/sink.js';
-import type { ExportRows, Rows } from '../store/mirror-port.js';
+import { type ByteSink, FileSink, StreamSink } from '../export/sink.js';
+import type { ExportRows, Rows } from '../store/port.js';
 import type { Output } from '../ui/output.js';
 import { type ExportPlan, writeParquetRows } from './export-plan.js';
 
@@ -41,7 +41,7 @@ export async function writeExport(
     }
     try {
       fileSink = partial !== undefined ? new FileSink(partial.fd) : undefined;
-      const sink: Sink = fileSink ?? new StreamSink(stdout, false, signal);
+      const sink: ByteSink = fileSink ?? new StreamSink(stdout, false, signal);
       if (plan.format === 'csv') {
         // A table with a row id in SQLite: batches of rows joined into bytes (export/csv-table.ts); else row by row.
         const ranges = found.ranges?.();

@@ -1,6 +1,6 @@
 /**
  * `campaign-sync export`: streams one table of the mirror, whichever database holds it (the
- * ExportSource of store/mirror-port.ts, from app/factory.ts), to a file (0600) or stdout.
+ * ExportSource of store/port.ts, from app/factory.ts), to a file (0600) or stdout.
  * SIGINT/SIGTERM (`signal`) stop it between two chunks: exit 130, and no file at -o.
  */
 import type { Writable } from 'node:stream';
@@ -10,7 +10,7 @@ import { currentIo } from '../core/io.js';
 import { ExportInterrupted, isAbort, UsageError } from '../errors.js';
 import { noRowsWarning, selectedCampaign } from '../export/campaign.js';
 import { checkOutput } from '../export/target.js';
-import type { ExportSource } from '../store/mirror-port.js';
+import type { ExportSource } from '../store/port.js';
 import { Output } from '../ui/output.js';
 import { columnChooser, type ExportPlan, exportFailure, planOf } from './export-plan.js';
 import { writeExport } from './export-write.js';

@@ -9,9 +9,9 @@ import { Output } from '../ui/output.js';
 
 /**
  * `campaign-sync forget --user <email or id>`: erases one candidate from the database and from the
- * NDJSON files it wrote (store/erase.ts). A user found nowhere is a usage error (exit 2): a typo
+ * NDJSON files it wrote (store/sqlite/erase-rows.ts). A user found nowhere is a usage error (exit 2): a typo
  * must not read as "erased". An erasure an earlier forget left unfinished (killed, or stopped by a
- * full disk) is finished first, whoever is named (store/erasure.ts).
+ * full disk) is finished first, whoever is named (store/sqlite/erasure.ts).
  * `forget --older-than <duration>`: erases every result dated before now minus the duration
  * (store/model/erase-rule.ts), the same way; none there is no error.
  */

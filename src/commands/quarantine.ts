@@ -2,7 +2,7 @@ import { mirrorOf } from '../app/factory.js';
 import { SyncJob } from '../app/sync-job.js';
 import type { MirrorSettings, ReconcileSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
-import type { QuarantineSelection } from '../store/mirror-port.js';
+import type { QuarantineSelection } from '../store/port.js';
 import { retryQuarantined } from '../sync/quarantine-retry.js';
 import { commandEvents } from '../ui/events.js';
 import { Output, type OutputFlags } from '../ui/output.js';
@@ -30,7 +30,7 @@ function selection(action: string, ids: readonly string[], all: boolean): Quaran
 
 /**
  * `campaign-sync quarantine list|retry|drop`: the records that failed the record rules and were kept
- * apart while their streams went on (store/quarantine.ts). `list` shows them; `retry [ids]` reads
+ * apart while their streams went on (store/sqlite/quarantine.ts). `list` shows them; `retry [ids]` reads
  * their pages again and stores those that now pass; `drop <ids>|--all` deletes them, asking nothing.
  * `settings`: the mirror's for list and drop, a job's (the API too) for retry.
  */

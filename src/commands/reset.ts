@@ -1,7 +1,7 @@
 import { mirrorOf } from '../app/factory.js';
 import type { ResetSettings } from '../config/settings.js';
 import { UsageError } from '../errors.js';
-import type { CheckpointAdmin } from '../store/mirror-port.js';
+import type { CheckpointAdmin } from '../store/port.js';
 import { canAsk, confirm } from '../ui/confirm.js';
 import { showText } from '../ui/escape.js';
 import { Output } from '../ui/output.js';

@@ -1,7 +1,7 @@
 import { mirrorOf } from '../app/factory.js';
 import type { StatusSettings } from '../config/settings.js';
 import { ExitCode, exitCodeForHealth, UsageError } from '../errors.js';
-import type { FleetStatus } from '../store/mirror-port.js';
+import type { FleetStatus } from '../store/port.js';
 import { assessHealth } from '../sync/health.js';
 import { driftDocument, driftLines } from '../ui/drift.js';
 import { showText } from '../ui/escape.js';

@@ -74,7 +74,7 @@ export interface ErasedCounts {
   result_versions: number;
   /** Streams' last errors that named the candidate, scrubbed. */
   error_texts: number;
-  /** Quarantined records that named the candidate, deleted (store/quarantine.ts). */
+  /** Quarantined records that named the candidate, deleted (store/sqlite/quarantine.ts). */
   quarantined?: number | undefined;
 }
 

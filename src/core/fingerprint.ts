@@ -1,7 +1,7 @@
 /**
  * Fingerprints of a service and an API key (a hash: the key cannot be recovered from it), each for one
- * purpose so that one never equals another: the request budget's slots (store/budget-slots.ts), and
- * which key listed which campaigns (store/checkpoints.ts, listings).
+ * purpose so that one never equals another: the request budget's slots (store/sqlite/budget-slots.ts), and
+ * which key listed which campaigns (store/sqlite/checkpoints.ts, listings).
  */
 import { createHash } from 'node:crypto';
 

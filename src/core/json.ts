@@ -83,7 +83,7 @@ function mayHaveRounded(value: unknown): boolean {
 /**
  * Whether `text` holds `"order_index"`, `"last_record_index"` or `"last_record_id"` followed by a
  * number written with a fraction or an exponent: the same matches as
- * /"(?:order_index|last_record_index|last_record_id)"\s*:\s*-?\d*[.eE]/ (test/json.test.ts
+ * /"(?:order_index|last_record_index|last_record_id)"\s*:\s*-?\d*[.eE]/ (test/unit/core/json.test.ts
  * compares them). A match of the key without its opening quote (`"xorder_index"`) is skipped; no
  * match can start inside another, so the search goes on from its end.
  */

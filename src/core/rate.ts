@@ -33,7 +33,7 @@ export const holdMs = (timeoutMs: number, windowMs: number): number => Math.max(
 
 /**
  * The slots every process with one key shares: N rows `(key, slot, busy_until, owner)` a key, in a file of
- * the user's (store/budget-slots.ts) or a PostgreSQL mirror (store/pg/budget-slots.ts). A take sets a free
+ * the user's (store/sqlite/budget-slots.ts) or a PostgreSQL mirror (store/pg/budget-slots.ts). A take sets a free
  * row of the first `count` (made as needed) busy for a hold; an answer, until a window after it. So no
  * window of the server holds more than N of the key's requests. It tells a budget waits, never times.
  */

@@ -6,9 +6,9 @@
 import { BUSY_WAIT_S } from '../errors.js';
 
 export interface Waits {
-  /** How long a SQLite statement waits for another connection's lock before SQLITE_BUSY (store/db.ts). */
+  /** How long a SQLite statement waits for another connection's lock before SQLITE_BUSY (store/sqlite/db.ts). */
   sqliteBusyMs: number;
-  /** How long a take of the request budget's file waits for another process's lock before looking again later (store/budget-slots.ts). */
+  /** How long a take of the request budget's file waits for another process's lock before looking again later (store/sqlite/budget-slots.ts). */
   budgetBusyMs: number;
 }
 

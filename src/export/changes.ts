@@ -3,7 +3,7 @@
  * its campaign id and `_deleted_at`, every other cell null), then the rows inserted or changed, each
  * with a null `_deleted_at`. Whichever mirror gives them: synchronously (SQLite) or not (PostgreSQL).
  */
-import type { ChangeRows, Rows, Tombstone } from '../store/mirror-port.js';
+import type { ChangeRows, Rows, Tombstone } from '../store/port.js';
 import { untilAborted } from './interrupt.js';
 
 /** What the file's rows were: counted as they are written. */

@@ -12,7 +12,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { errorCode } from '../errors.js';
-import type { RowRanges } from '../store/mirror-port.js';
+import type { RowRanges } from '../store/port.js';
 import { csvLine, type Encoded, type Encoder, encodeRows } from './csv.js';
 
 /** U+001F (unit separator) between a row's cells, U+001E (record separator) between rows. */

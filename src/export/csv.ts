@@ -5,8 +5,9 @@
  * csv-stringify's per-cell machinery (an object per row, casts, option checks, a stream step per
  * record) cost 3-4x the query itself.
  */
+
 import { between } from './interrupt.js';
-import { CHUNK, type Sink } from './sink.js';
+import { type ByteSink, CHUNK } from './sink.js';
 
 const NEEDS_QUOTES = /[",\r\n]/;
 const QUOTE = /"/g;
@@ -50,7 +51,7 @@ export class Encoder {
   /** Bytes handed to the sink so far. */
   written = 0;
 
-  constructor(private readonly sink: Sink) {
+  constructor(private readonly sink: ByteSink) {
     this.buf = newBuffer();
   }
 
@@ -167,7 +168,7 @@ export function encodeRows(rows: Iterator<unknown[]>, enc: Encoder, raw: boolean
 export async function writeCsv(
   columns: readonly string[],
   rows: Iterable<unknown[]> | AsyncIterable<unknown[]>,
-  sink: Sink,
+  sink: ByteSink,
   opts: { raw: boolean; signal?: AbortSignal | undefined },
 ): Promise<number> {
   const enc = new Encoder(sink);

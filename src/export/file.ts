@@ -8,8 +8,8 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, createWriteStream, fsyncSync, lstatSync, readdirSync, renameSync, rmSync, unlinkSync, type WriteStream } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { openPrivateFile } from '../core/fs/private-file.js';
 import { currentClock } from '../core/io.js';
-import { openPrivateFile } from '../store/private-file.js';
 
 const TAG = '.campaign-sync-';
 const SUFFIX = '.partial';

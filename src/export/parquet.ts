@@ -8,7 +8,7 @@
 import type { SchemaElement } from 'hyparquet';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import { between } from './interrupt.js';
-import { CHUNK, type Sink } from './sink.js';
+import { type ByteSink, CHUNK } from './sink.js';
 import { timestampMicros } from './timestamp.js';
 
 const CREATED_BY = 'campaign-sync';
@@ -56,7 +56,7 @@ function element(column: ParquetColumn): SchemaElement {
 
 /** A ByteWriter that hands each ~1 MB it has filled to the sink instead of growing. */
 class SinkWriter extends ByteWriter {
-  constructor(private readonly sink: Sink) {
+  constructor(private readonly sink: ByteSink) {
     super(CHUNK * 2);
   }
 
@@ -124,7 +124,7 @@ export interface ParquetResult {
 export async function writeParquet(
   columns: ParquetColumn[],
   rows: Iterable<unknown[]> | AsyncIterable<unknown[]>,
-  sink: Sink,
+  sink: ByteSink,
   signal?: AbortSignal,
 ): Promise<ParquetResult> {
   const writer = new SinkWriter(sink);

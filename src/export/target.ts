@@ -3,9 +3,9 @@
  * device, never one of the mirror's own files, never a symbolic link.
  */
 import { type Stats, statSync } from 'node:fs';
+import { canonicalPath } from '../core/fs/canonical-path.js';
+import { refuseLinks } from '../core/fs/private-file.js';
 import { UsageError } from '../errors.js';
-import { canonicalPath } from '../store/lock.js';
-import { refuseLinks } from '../store/private-file.js';
 
 /**
  * The file -o names, or undefined for stdout: no -o, or `-o -` as most tools take it (a file named

@@ -8,7 +8,7 @@
 import { parseJson, toJson } from '../core/json.js';
 import { Encoder, isFormula } from './csv.js';
 import { between } from './interrupt.js';
-import type { Sink } from './sink.js';
+import type { ByteSink } from './sink.js';
 import { JSON_COLUMNS } from './tables.js';
 
 /** Prefixes a text cell that a spreadsheet would run as a formula with `'`. Numbers are left alone. */
@@ -47,7 +47,7 @@ export function ndjsonLine(columns: readonly string[], row: readonly unknown[]):
 export async function writeNdjson(
   columns: readonly string[],
   rows: Iterable<unknown[]> | AsyncIterable<unknown[]>,
-  sink: Sink,
+  sink: ByteSink,
   signal?: AbortSignal,
 ): Promise<number> {
   const enc = new Encoder(sink);

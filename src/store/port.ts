@@ -3,19 +3,96 @@
  * store/pg/ each implement MirrorBackend; app/factory.ts picks one from --db, once, and commands see
  * only these types.
  */
-import type { DriftChange, KnownDrift } from '../core/drift.js';
+import type { DriftChange, DriftPage, KnownDrift } from '../core/drift.js';
 import type { ErasedCounts } from '../core/email.js';
 import type { BudgetStore } from '../core/rate.js';
-import type { Destination } from '../core/types.js';
-import type { FileErased } from './erase-ndjson.js';
-import type { Holder } from './lock.js';
+import type { Redacted } from '../core/redact.js';
+import type { CheckedRecord, CheckpointMove, Destination, PageQuarantine, StreamId } from '../core/types.js';
+import type { StorageError } from '../errors.js';
 import type { ChangeTableName, ExportTable } from './model/export-tables.js';
+import type { IdConflict, UpsertCounts } from './model/page.js';
 import type { QuarantineRow, QuarantineSelection } from './model/quarantine.js';
-import type { FleetStatus, FleetTimes } from './model/stream-leases.js';
+import type { FleetStatus, FleetTimes, StreamLeases } from './model/stream-leases.js';
 import type { SkippedCampaign, StreamRow } from './model/streams.js';
-import type { Cursors, Sink } from './sinks/sink.js';
 
-export type { FleetStatus, Holder, QuarantineRow, QuarantineSelection, SkippedCampaign, StreamRow };
+export type { FleetStatus, IdConflict, QuarantineRow, QuarantineSelection, SkippedCampaign, StreamRow, UpsertCounts };
+
+/** Who holds a mirror's run lock: the process syncing it. */
+export interface Holder {
+  pid: number;
+  host: string;
+  since: string;
+}
+
+/** What a file's rewrite did: lines removed (theirs, and tombstones of their records), lines rewritten without them. */
+export interface FileErased {
+  path: string;
+  lines: number;
+  changed: number;
+}
+
+/** Where the sync engine reads a stream's committed checkpoint (SQLite: Checkpoints; PostgreSQL: pg/state.ts). */
+export interface Cursors {
+  cursor(id: StreamId): bigint | undefined;
+}
+
+/** What a page's commit writes besides its records, in the same transaction. */
+export interface PageExtras {
+  /** Records that failed the record rules, and quarantined ones a retry stored (store/sqlite/quarantine.ts). */
+  quarantine?: PageQuarantine | undefined;
+  /** The field paths and enumeration values new to the stream (sync/drift.ts). */
+  drift?: DriftPage | undefined;
+  /** The page's request id (its answer's `x-request-id` header), kept with the versions the page brings. */
+  requestId?: string | undefined;
+}
+
+export interface Sink {
+  /**
+   * Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined),
+   * atomically. A stream hands its pages in order, each once the call for the page before resolved.
+   * The sink commits them in that order, each only if the pages before it committed. It may resolve
+   * while the page is still under way (PostgreSQL writes it while the page before commits): a
+   * failure then surfaces at the stream's next commitPage or settle (or at endStream, flush).
+   * Resolves with the counts of the stream's pages whose commit ended since its last commitPage or
+   * settle (this page's, when it is written before this resolves). `extras` are written in the same
+   * transaction: the page's records that failed the record rules and quarantined ones a retry stored
+   * (store/sqlite/quarantine.ts), and the field paths and values new to the stream (sync/drift.ts).
+   */
+  commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, extras?: PageExtras): Promise<UpsertCounts>;
+  /**
+   * Waits until every page of the stream handed to commitPage has committed. Resolves with the counts
+   * not yet returned; throws the failure of a page that did not commit.
+   */
+  settle(id: StreamId): Promise<UpsertCounts>;
+  /** Marks the paths and values a full read of the stream no longer carried (sync/drift.ts). */
+  driftGone?(id: StreamId, items: KnownDrift[], at: string): Promise<void>;
+  /** The ids of the records this destination holds for a stream (reconcile). */
+  storedIds(id: StreamId): Promise<string[]>;
+  /**
+   * Removes records the service no longer serves (reconcile --prune): deleted from the mirror with
+   * their child rows, or one tombstone line each in NDJSON. Returns how many were removed.
+   */
+  prune(id: StreamId, recordIds: string[], at: string): Promise<number>;
+  /** Stores the campaign list (and, for NDJSON, appends the campaigns new or changed for this folder). */
+  campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void>;
+  /** Makes sure the stream has its row in `sync_state`. */
+  openStream(id: StreamId): Promise<void>;
+  /** Records how the stream's pass ended: a success time, or the error (without the key: it is stored and shown). */
+  endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void>;
+  /** Commits what the current group holds (see store/sqlite/group-commit.ts). */
+  flush(): Promise<void>;
+  /** Flushes and releases files; the database stays open. After a storage failure, only releases. */
+  close(): Promise<void>;
+  /**
+   * Optional: a line saying which of the sink's own files or folders is no longer where it was
+   * opened (moved or removed while the process ran), or undefined while all are in place.
+   */
+  moved?(): string | undefined;
+  /** The storage failure that stopped this sink's writes, if one did. */
+  readonly failure: StorageError | undefined;
+  /** Optional: the stream leases of a mirror several workers sync (PostgreSQL); the pass takes each stream by one. */
+  readonly leases?: StreamLeases | undefined;
+}
 
 /** The database a command was given: --db's value and where it came from (--db, CAMPAIGN_SYNC_DB, a profile's key). */
 export interface MirrorTarget {
@@ -171,7 +248,7 @@ export interface ExportQuery {
 }
 
 /**
- * A table's rows in one snapshot of a SQLite mirror, by row-id range (store/snapshot.ts RangeReader):
+ * A table's rows in one snapshot of a SQLite mirror, by row-id range (store/sqlite/snapshot.ts RangeReader):
  * CSV export reads a table with a row id through them, a batch of rows joined into bytes at a time
  * (export/csv-table.ts, export/csv-bytes.ts).
  */
@@ -241,7 +318,7 @@ export interface ExportSource {
   close(): Promise<void>;
 }
 
-/** What `quarantine list|drop|retry` needs of a mirror: its quarantined records (store/quarantine.ts). */
+/** What `quarantine list|drop|retry` needs of a mirror: its quarantined records (store/sqlite/quarantine.ts). */
 export interface QuarantineAdmin {
   /** The database as messages name it (a PostgreSQL URL without its password). */
   readonly name: string;

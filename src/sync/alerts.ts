@@ -5,7 +5,7 @@
  * `ok`. A change to a bad state is told with that state; a change back to `ok` is told as `recovered`.
  * A stream with no state delivered yet counts as `ok`: a healthy mirror sends nothing, ever.
  */
-import type { StreamRow } from '../store/mirror-port.js';
+import type { StreamRow } from '../store/port.js';
 
 export type StreamAlertState = 'ok' | 'failing' | 'stale' | 'unlisted';
 export type AlertState = Exclude<StreamAlertState, 'ok'> | 'recovered';

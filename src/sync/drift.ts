@@ -227,7 +227,7 @@ export class StreamDrift {
   }
 }
 
-/** Where the tracker reads what a stream's store knows (store/mirror-port.ts JobStore.driftKnown). */
+/** Where the tracker reads what a stream's store knows (store/port.ts JobStore.driftKnown). */
 export type KnownOf = (stream: string) => Promise<KnownDrift[]>;
 
 /** Opens each stream's drift for a pass, from what its store knows. */

@@ -6,7 +6,7 @@
  * that never synced is not fresh). errors.ts's exitCodeForHealth turns it into 0, 4 or 5.
  */
 
-/** What the rule needs of a stream (store/checkpoints.ts's StreamRow has it). */
+/** What the rule needs of a stream (store/sqlite/checkpoints.ts's StreamRow has it). */
 export interface StreamState {
   stream: string;
   last_success_at: string | null;

@@ -10,8 +10,8 @@ import type { ApiClient } from '../api/client.js';
 import { type CheckedRecord, streamId } from '../core/types.js';
 import { ApiError, AuthError, DataError, describeRequest } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
-import type { QuarantineRow } from '../store/quarantine.js';
-import type { Sink } from '../store/sinks/sink.js';
+import type { Sink } from '../store/port.js';
+import type { QuarantineRow } from '../store/sqlite/quarantine.js';
 import { sortPage } from './records.js';
 
 /** What became of each record retried. */

@@ -1,6 +1,6 @@
 /**
  * A page's records that failed the record rules (sync/records.ts), made ready for the quarantine
- * (store/quarantine.ts): each with its text exactly as the service sent it, cut from the body's
+ * (store/sqlite/quarantine.ts): each with its text exactly as the service sent it, cut from the body's
  * bytes (core/json-bytes.ts findRecordCuts), and the page that held it, so that it can be read again.
  */
 

@@ -2,7 +2,7 @@
  * The rules of a record, checked on every record of a page before anything of the page is written:
  * a usable `id`, an int64 `order_index` past the cursor and rising, the stream's campaign id
  * (`campaign.id`, or a flat record's `campaign_id`), and scores that are numbers. A record that fails
- * them is quarantined (store/quarantine.ts) and the page goes on; a page that fails as a whole
+ * them is quarantined (store/sqlite/quarantine.ts) and the page goes on; a page that fails as a whole
  * (records going backwards, an id twice) stops its stream. Everything else is lenient and kept as sent.
  *
  * Hand-written rather than zod: this runs on every record and must not walk or copy large objects.

@@ -11,7 +11,7 @@ import { AbortedError, ApiError, AuthError, DataError, describeRequest, type Err
 import { resultsPath } from '../spec/paths.js';
 import { olderThan } from '../store/model/erase-rule.js';
 import type { UpsertCounts } from '../store/model/page.js';
-import type { Cursors, Sink } from '../store/sinks/sink.js';
+import type { Cursors, Sink } from '../store/port.js';
 import type { DriftTracker, StreamDrift } from './drift.js';
 import { envelopeCursor, nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
@@ -291,7 +291,7 @@ function quarantineWarning(id: StreamId, page: number, records: readonly Quarant
 }
 
 /**
- * The warning for records a stream was served whose ids another campaign holds (store/conflicts.ts),
+ * The warning for records a stream was served whose ids another campaign holds (store/sqlite/conflicts.ts),
  * one line per campaign that holds them; given the first time the copy is seen, never again.
  */
 export function conflictWarnings(id: StreamId, conflicts: ReadonlyArray<{ id: string; kept: string }>): string[] {

@@ -1,6 +1,6 @@
 /** `forget`'s closing line, one for the SQLite and the PostgreSQL mirror. */
 import { ERASED, type ErasedCounts } from '../core/email.js';
-import type { MirrorPlace, Retained } from '../store/mirror-port.js';
+import type { MirrorPlace, Retained } from '../store/port.js';
 import { showText } from './escape.js';
 import { placeText } from './summary.js';
 import { formatCount } from './table.js';

@@ -1,5 +1,5 @@
 /** How `history` shows a person's or a record's results over time: one row per version. */
-import type { HistoryVersion } from '../store/mirror-port.js';
+import type { HistoryVersion } from '../store/port.js';
 import { type Column, renderTable, type TableStyle } from './table.js';
 
 const HISTORY_COLUMNS: Column[] = [

@@ -7,7 +7,7 @@
  * order), strings of lower-case ASCII letters, digits, spaces, `-` and `/` collate as their code
  * points: space, then `-`, then `/`, then digits, then letters. Campaign names, UUIDs and stream ids
  * are such strings. Anything else, or any other locale (Danish puts `aa` after `z`, Estonian `z`
- * after `s`), goes to localeCompare. test/order.test.ts holds the two to the same order.
+ * after `s`), goes to localeCompare. test/soak/ui/order.test.ts holds the two to the same order.
  */
 const PLAIN = /^[a-z0-9 /-]*$/;
 

@@ -1,5 +1,5 @@
 /** How `quarantine` shows its records: a table (escaped by renderTable), and its --json document. */
-import type { QuarantineRow } from '../store/quarantine.js';
+import type { QuarantineRow } from '../store/sqlite/quarantine.js';
 import { showText } from './escape.js';
 import { relativeTime } from './health.js';
 import { type Column, renderTable, type TableStyle } from './table.js';

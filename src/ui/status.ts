@@ -1,5 +1,5 @@
 /** How `status` shows the mirror's streams: one row each, fitted to the terminal. */
-import type { StreamRow } from '../store/mirror-port.js';
+import type { StreamRow } from '../store/port.js';
 import { showText } from './escape.js';
 import { relativeTime, retiredAs, unlistedSince } from './health.js';
 import { type Column, formatCount, renderTable, type TableStyle } from './table.js';

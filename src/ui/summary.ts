@@ -3,7 +3,7 @@
 import { formatDuration, formatRate, type Rate } from '../core/rate.js';
 import type { StreamId } from '../core/types.js';
 import { exitCodeForPass } from '../errors.js';
-import type { MirrorPlace } from '../store/mirror-port.js';
+import type { MirrorPlace } from '../store/port.js';
 import type { PassResult } from '../sync/pass.js';
 import type { WalkCounts } from '../sync/stream.js';
 import { showText } from './escape.js';

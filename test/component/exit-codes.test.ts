@@ -17,9 +17,9 @@ import {
   NetworkError,
   StorageError,
   UsageError,
-} from '../src/errors.js';
-import { tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+} from '../../src/errors.js';
+import { tempDir } from '../helpers/index.js';
+import { runCli } from '../helpers/run-cli.js';
 
 const req = { method: 'GET', path: '/v1/campaigns' };
 

@@ -6,9 +6,9 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { fakeClock } from './helpers/clock.js';
-import { sim, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import { fakeClock } from '../helpers/clock.js';
+import { sim, tempDir } from '../helpers/index.js';
+import { runCli } from '../helpers/run-cli.js';
 
 describe('--json on fatal errors', () => {
   it('401: one JSON document with the error and exit code 3, and never the key', async () => {

@@ -1,7 +1,7 @@
 /** After SIGHUP the terminal is gone: stdout's EIO then is the hangup, not a failed disk (exit 74). */
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { watchStdout } from '../src/main.js';
+import { watchStdout } from '../../src/main.js';
 
 function eio(): NodeJS.ErrnoException {
   return Object.assign(new Error('write EIO'), { code: 'EIO' });

@@ -35,7 +35,7 @@ import { join } from 'node:path';
 import { expect, type TestContext } from 'vitest';
 import { parseJson } from '../../src/core/json.js';
 import type { RunningSimulator } from '../../src/simulator/server.js';
-import { Database } from '../../src/store/sqlite.js';
+import { Database } from '../../src/store/sqlite/driver.js';
 import { type CliResult, get, tempDir } from '../helpers/index.js';
 import { freshSchema, PG_URL, pgClient } from '../helpers/pg.js';
 import { runCli } from '../helpers/run-cli.js';

@@ -1,7 +1,7 @@
 /** `campaign-sync simulate --quirks …` as a user runs it: the documented shapes, then `pull` against them. */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Database } from '../../src/store/sqlite.js';
+import { Database } from '../../src/store/sqlite/driver.js';
 import { cli, startCli, tempDir } from '../helpers/index.js';
 
 describe('simulate --quirks', () => {

@@ -8,7 +8,7 @@ import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/store/db.js';
+import { openDatabase } from '../../src/store/sqlite/db.js';
 import { afterWatchStart, type RunningCli, sim, startCli, tempDir } from '../helpers/index.js';
 
 const HOLD = fileURLToPath(new URL('../helpers/hold-main.mjs', import.meta.url));

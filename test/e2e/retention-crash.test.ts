@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/store/db.js';
+import { openDatabase } from '../../src/store/sqlite/db.js';
 import { cli, sim, tempDir } from '../helpers/index.js';
 
 const RECORDS = 30;
@@ -42,8 +42,8 @@ describe('a retention killed between its files', () => {
     const young = records.filter((r) => Date.parse(r.created_at) >= cut).map((r) => r.id);
     expect(old.length).toBeGreaterThan(0);
     const script = `
-      const { openDatabase } = await import(${dist('db.js')});
-      const { eraseOlderThan } = await import(${dist('erasure.js')});
+      const { openDatabase } = await import(${dist('sqlite/db.js')});
+      const { eraseOlderThan } = await import(${dist('sqlite/erasure.js')});
       eraseOlderThan(openDatabase(process.argv[1]), Number(process.argv[2]), {
         afterRename: () => process.kill(process.pid, 'SIGKILL'),
       });`;

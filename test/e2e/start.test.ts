@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { SQLITE_DRIVER } from '../../src/store/sqlite.js';
+import { SQLITE_DRIVER } from '../../src/store/sqlite/driver.js';
 import { cli, sim, tempDir } from '../helpers/index.js';
 
 const HOOK = fileURLToPath(new URL('../helpers/loaded-modules.mjs', import.meta.url));
@@ -47,7 +47,7 @@ describe("a no-op pull's start", () => {
       expect(packages, unused).not.toContain(unused);
     }
     expect(packages).toContain(SQLITE_DRIVER);
-    // better-sqlite3 is required, not imported (store/sqlite.ts): Node's CommonJS export lexer never starts.
+    // better-sqlite3 is required, not imported (store/sqlite/driver.ts): Node's CommonJS export lexer never starts.
     expect(loaded.filter((m) => m.startsWith('builtin ')).length).toBeGreaterThan(20);
     expect(loaded).not.toContain('builtin internal/deps/cjs-module-lexer/lexer');
   });
@@ -65,7 +65,7 @@ describe("a no-op pull's start", () => {
     expect(loaded).not.toContain('builtin crypto');
     // commander's executable subcommands, which the CLI has none of, are the only use of child_process on its path.
     expect(loaded).not.toContain('builtin child_process');
-    // The driver is handed its addon's path (store/sqlite.ts): the `bindings` package's search never runs.
+    // The driver is handed its addon's path (store/sqlite/driver.ts): the `bindings` package's search never runs.
     const packages = packagesOf(loaded);
     expect(packages).toContain(SQLITE_DRIVER);
     expect(packages).not.toContain('bindings');

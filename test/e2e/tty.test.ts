@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Database } from '../../src/store/sqlite.js';
+import { Database } from '../../src/store/sqlite/driver.js';
 import { sim, tempDir } from '../helpers/index.js';
 import { ptyCli } from '../helpers/pty.js';
 

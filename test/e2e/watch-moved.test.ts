@@ -6,7 +6,7 @@ import { copyFileSync, existsSync, readFileSync, renameSync, rmSync, statSync } 
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/server.js';
-import { Database } from '../../src/store/sqlite.js';
+import { Database } from '../../src/store/sqlite/driver.js';
 import { afterWatchStart, cli, type RunningCli, sim, startCli, tempDir } from '../helpers/index.js';
 
 function envFor(url: string, key: string) {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { signalHandler } from '../../src/main.js';
 import { startSimulator } from '../../src/simulator/server.js';
-import { Database } from '../../src/store/sqlite.js';
+import { Database } from '../../src/store/sqlite/driver.js';
 import { cli, sim, startCli, tempDir } from '../helpers/index.js';
 
 function envFor(url: string, key = 'demo-key') {
@@ -60,7 +60,7 @@ describe('run lock', () => {
     const db = join(dir, 'real', 'm.db');
     mkdirSync(join(dir, 'real'));
     mkdirSync(join(dir, 'links'));
-    // A link at the database's own name is refused (test/symlinks.test.ts); a folder on the way may be one.
+    // A link at the database's own name is refused (test/component/core/fs/symlinks.test.ts); a folder on the way may be one.
     symlinkSync(join(dir, 'real'), join(dir, 'links', 'to-real'));
     const link = join(dir, 'links', 'to-real', 'm.db');
     // The lock sits beside the real file, not `<the name given>.lock`: else a watch through the linked folder and a pull on the file would run at once.

@@ -3,8 +3,9 @@
  * the request id of their page: `change_times` without `request_id`, triggers that copy none and a
  * `result_versions` that gives NULL. Rebuilt from today's steps, the request id's reads made NULL.
  */
-import { V9 } from '../../src/store/migrations/v9.js';
+
 import { V7 } from '../../src/store/pg/migrations/v7.js';
+import { V9 } from '../../src/store/sqlite/migrations/v9.js';
 
 const REQUEST_OF = /\(SELECT t\.request_id FROM change_times t WHERE t\.seq = [\w.]+\)/g;
 const withoutRequestIds = (sql: string) => sql.replace(REQUEST_OF, 'NULL');

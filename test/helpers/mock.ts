@@ -4,11 +4,11 @@ import { RequestBudget } from '../../src/api/budget.js';
 import { ApiClient, type ClientOptions } from '../../src/api/client.js';
 import type { ApiConfig } from '../../src/config/config.js';
 import type { Clock } from '../../src/core/clock.js';
-import { Checkpoints } from '../../src/store/checkpoints.js';
-import { openDatabase } from '../../src/store/db.js';
-import { NdjsonSink } from '../../src/store/sinks/ndjson.js';
-import type { Sink } from '../../src/store/sinks/sink.js';
-import { SqliteSink } from '../../src/store/sinks/sqlite.js';
+import type { Sink } from '../../src/store/port.js';
+import { Checkpoints } from '../../src/store/sqlite/checkpoints.js';
+import { openDatabase } from '../../src/store/sqlite/db.js';
+import { NdjsonSink } from '../../src/store/sqlite/ndjson/sink.js';
+import { SqliteSink } from '../../src/store/sqlite/sink.js';
 import { type PassOptions, runPass } from '../../src/sync/pass.js';
 import { tempDir } from './index.js';
 

@@ -5,8 +5,8 @@
  */
 import pg from 'pg';
 import { describe, it } from 'vitest';
-import type { UpsertCounts } from '../../src/store/mirror.js';
-import type { Sink } from '../../src/store/sinks/sink.js';
+import type { Sink } from '../../src/store/port.js';
+import type { UpsertCounts } from '../../src/store/sqlite/upserts.js';
 import { atFileEnd } from './file-end.js';
 
 export const PG_URL = process.env.CAMPAIGN_SYNC_TEST_PG_URL ?? '';

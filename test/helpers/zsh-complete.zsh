@@ -1,7 +1,7 @@
 # Types each line given into a fresh interactive zsh, followed by TAB, and appends the line as
 # completion left it to OUT (one line each). $fpath is DIR, then zsh's own completion folders, and
 # compinit runs as in a user's .zshrc: a completion saved in DIR is autoloaded the README's way.
-# usage: zsh -f zsh-complete.zsh DIR CWD OUT LINE...  (test/completion.test.ts)
+# usage: zsh -f zsh-complete.zsh DIR CWD OUT LINE...  (test/component/commands/completion.test.ts)
 zmodload zsh/zpty || exit 3
 dir=$1 cwd=$2 out=$3; shift 3
 zpty -b z zsh -f -i

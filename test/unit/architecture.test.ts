@@ -19,7 +19,7 @@ import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-const SRC = fileURLToPath(new URL('../src/', import.meta.url));
+const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
 const RANK: Record<string, number> = {
   'errors.ts': 0,
@@ -49,7 +49,7 @@ function files(dir: string): string[] {
   });
 }
 
-/** `store/sinks/sqlite.ts` -> `store`; `cli.ts` -> `cli.ts`. */
+/** `store/sqlite/sink.ts` -> `store`; `cli.ts` -> `cli.ts`. */
 function layerOf(path: string): string {
   return relative(SRC, path).split('/')[0] as string;
 }
@@ -83,7 +83,7 @@ function violations(): string[] {
   return out;
 }
 
-/** Whether every import of `spec` (its last path part, e.g. `mirror-port.js`) in `path` is `import type`. */
+/** Whether every import of `spec` (its last path part, e.g. `port.js`) in `path` is `import type`. */
 function typeOnly(path: string, spec: string): boolean {
   const text = readFileSync(path.startsWith('/') ? path : join(SRC, path), 'utf8');
   const statements = [...text.matchAll(/(?:^|\n)\s*((?:import|export)\s[^;]*?\sfrom\s+'([^']+)')/g)].filter((m) =>
@@ -148,13 +148,13 @@ describe('no import circles', () => {
 
   it('the check finds a circle, type-only imports included', () => {
     const g = new Map([
-      ['store/db.ts', ['store/schema.ts']],
-      ['store/schema.ts', ['store/mirror.ts']],
-      ['store/mirror.ts', ['store/db.ts', 'core/json.ts']],
+      ['store/sqlite/db.ts', ['store/sqlite/schema.ts']],
+      ['store/sqlite/schema.ts', ['store/sqlite/upserts.ts']],
+      ['store/sqlite/upserts.ts', ['store/sqlite/db.ts', 'core/json.ts']],
       ['core/json.ts', []],
     ]);
-    expect(circles(g)).toEqual(['store/db.ts <-> store/mirror.ts <-> store/schema.ts']);
-    expect(imports(join(SRC, 'store', 'mirror.ts')).some((s) => s === './db.js')).toBe(true); // `import type { Db }`
+    expect(circles(g)).toEqual(['store/sqlite/db.ts <-> store/sqlite/schema.ts <-> store/sqlite/upserts.ts']);
+    expect(imports(join(SRC, 'store', 'sqlite', 'upserts.ts')).some((s) => s === './db.js')).toBe(true); // `import type { Db }`
   });
 });
 
@@ -170,7 +170,7 @@ describe('the direction rule (STYLE.md)', () => {
   });
 });
 
-/** Commands reach a mirror only through app/factory.ts and the port (store/mirror-port.ts), and see only its types. */
+/** Commands reach a mirror only through app/factory.ts and the port (store/port.ts), and see only its types. */
 describe('one mirror, chosen once', () => {
   it("no command imports from store/ but the port, and no file of app/ or commands/ is one backend's", () => {
     const found: string[] = [];
@@ -179,9 +179,9 @@ describe('one mirror, chosen once', () => {
       if (layer !== 'app' && layer !== 'commands') continue;
       if (/-(pg|sqlite)\.ts$/.test(file)) found.push(`${file}: a backend's file`);
       if (layer !== 'commands') continue;
-      for (const t of targets) if (t.startsWith('store/') && t !== 'store/mirror-port.ts') found.push(`${file} imports ${t}`);
+      for (const t of targets) if (t.startsWith('store/') && t !== 'store/port.ts') found.push(`${file} imports ${t}`);
       // The port's types only: its values would be a backend's code reached without the factory.
-      if (targets.includes('store/mirror-port.ts') && !typeOnly(file, 'mirror-port.js')) found.push(`${file} imports values of the port`);
+      if (targets.includes('store/port.ts') && !typeOnly(file, 'port.js')) found.push(`${file} imports values of the port`);
     }
     expect(found).toEqual([]);
   });
@@ -196,31 +196,59 @@ describe('one mirror, chosen once', () => {
 });
 
 /**
- * store/sqlite/ and store/pg/ are peers: what both use is in store/model/ (or the port, or the
- * sinks' interface), never borrowed from the other. The SQLite side is store/sqlite/, store/sinks/sqlite.ts
- * and the files directly in store/ (its SQL, schema and migrations); pg/ may use, of store/, only
- * model/, the port and sinks/sink.ts.
+ * The floors of store/ (STYLE.md): model/ (what every backend shares) -> port.ts (the interfaces and
+ * each backend's capabilities, importing model/ only) -> sqlite/ | pg/ (peers implementing the port,
+ * each importing only the port, model/ and what lies below store/). The root of store/ holds the
+ * port alone.
  */
-const SHARED_BY_BACKENDS = new Set(['store/mirror-port.ts', 'store/sinks/sink.ts']);
+function storeFloor(file: string): 'model' | 'port' | 'sqlite' | 'pg' | undefined {
+  if (file.startsWith('store/model/')) return 'model';
+  if (file === 'store/port.ts') return 'port';
+  if (file.startsWith('store/sqlite/')) return 'sqlite';
+  if (file.startsWith('store/pg/')) return 'pg';
+  return undefined;
+}
 
-describe('the backends are peers', () => {
-  it('store/pg/ imports nothing of the SQLite side, and store/sqlite/ nothing of store/pg/', () => {
+const STORE_MAY_USE: Record<string, string[]> = {
+  model: ['model'],
+  port: ['model'],
+  sqlite: ['sqlite', 'port', 'model'],
+  pg: ['pg', 'port', 'model'],
+};
+
+describe('the floors of store/', () => {
+  it('model/ -> port.ts -> sqlite/ | pg/: no file imports a floor above it or its peer', () => {
     const found: string[] = [];
     for (const [file, targets] of graph()) {
+      const from = storeFloor(file);
+      if (from === undefined) continue;
       for (const t of targets) {
         if (!t.startsWith('store/')) continue;
-        if (file.startsWith('store/pg/') && !t.startsWith('store/pg/') && !t.startsWith('store/model/') && !SHARED_BY_BACKENDS.has(t))
-          found.push(`${file} imports ${t}`);
-        if (file.startsWith('store/sqlite/') && t.startsWith('store/pg/')) found.push(`${file} imports ${t}`);
+        const to = storeFloor(t);
+        if (to === undefined || !(STORE_MAY_USE[from] as string[]).includes(to)) found.push(`${file} imports ${t}`);
       }
     }
     expect(found).toEqual([]);
   });
+
+  it('the root of store/ holds the port alone, and every file of store/ is on a floor', () => {
+    const stray = files(join(SRC, 'store'))
+      .map((f) => relative(SRC, f))
+      .filter((f) => storeFloor(f) === undefined);
+    expect(stray).toEqual([]);
+    expect(readdirSync(join(SRC, 'store')).sort()).toEqual(['model', 'pg', 'port.ts', 'sqlite']);
+  });
+
+  it('the check sees a backend borrowing from its peer', () => {
+    expect(storeFloor('store/pg/sink.ts')).toBe('pg');
+    expect((STORE_MAY_USE.pg as string[]).includes(storeFloor('store/sqlite/db.ts') as string)).toBe(false);
+    expect((STORE_MAY_USE.port as string[]).includes('sqlite')).toBe(false);
+  });
 });
 
 describe('one SQLite driver per Node', () => {
-  it('no test or bench loads the better-sqlite3 package itself: store/sqlite.ts picks 12 or 13 by Node', () => {
-    const root = fileURLToPath(new URL('..', import.meta.url));
+  it('no test or bench loads the better-sqlite3 package itself: store/sqlite/driver.ts picks 12 or 13 by Node', () => {
+    const root = fileURLToPath(new URL('../..', import.meta.url));
     const files = (dir: string): string[] =>
       readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) =>
         e.isDirectory() ? files(join(dir, e.name)) : /\.(ts|js|mjs)$/.test(e.name) ? [join(dir, e.name)] : [],

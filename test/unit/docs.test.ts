@@ -5,11 +5,11 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { buildProgram } from '../src/cli.js';
-import { ENV } from '../src/config/env.js';
-import { ExitCode } from '../src/errors.js';
+import { buildProgram } from '../../src/cli.js';
+import { ENV } from '../../src/config/env.js';
+import { ExitCode } from '../../src/errors.js';
 
-const root = new URL('../', import.meta.url);
+const root = new URL('../../', import.meta.url);
 const readmeName = 'README.md';
 const pageNames = readdirSync(new URL('docs/', root))
   .filter((f) => f.endsWith('.md'))

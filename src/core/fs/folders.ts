@@ -6,7 +6,7 @@
  */
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { errorCode } from '../errors.js';
+import { errorCode } from '../../errors.js';
 
 /** Creates `path` and its missing parents (new ones with `mode`); ENOTDIR when `path` is there and not a folder. */
 export function makeFolders(path: string, mode: number): void {

@@ -6,7 +6,6 @@
  * identity (device, inode) is kept; a path that no longer leads to it is found with one stat per pass.
  */
 import { readdirSync, readlinkSync, statSync } from 'node:fs';
-import type { Db } from './db.js';
 
 /** The file a path led to when it was opened. */
 export interface FileIdentity {
@@ -61,19 +60,4 @@ export function whereNow(id: FileIdentity): string | 'removed' | undefined {
     }
   }
   return undefined;
-}
-
-/**
- * Copies the whole WAL into the database file through the open connection and empties the WAL: the
- * moved file then holds every commit on its own (SQLite would not do it on close, and the WAL keeps
- * the old name). True when every frame was copied; false when a reader of the old name held some
- * back, or the checkpoint failed (a full disk): the caller says the commits may not all be there.
- */
-export function checkpointAll(db: Db): boolean {
-  try {
-    const [r] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number; checkpointed: number }>;
-    return r !== undefined && r.busy === 0 && r.log === r.checkpointed;
-  } catch {
-    return false;
-  }
 }

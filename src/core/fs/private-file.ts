@@ -7,11 +7,7 @@
  * through a descriptor, never by a path that a link put there meanwhile would redirect, and an open
  * never blocks on a named pipe put where a file belongs.
  *
- * An SQLite file is opened by better-sqlite3, which follows a link at the name it is given (SQLite
- * itself opens its -journal, -wal and -shm with O_NOFOLLOW, and then says only SQLITE_CANTOPEN): the
- * name and those beside it are checked first, and the connection is checked to have opened the file
- * at that very name. No descriptor of an existing SQLite file is opened and closed here: any close of
- * a file drops every POSIX lock this process holds on it, a connection's included.
+ * The SQLite files of a mirror are opened through store/sqlite/private-db.ts, on top of these.
  */
 import {
   accessSync,
@@ -29,9 +25,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import type BetterSqlite3 from 'better-sqlite3';
-import { CampaignSyncError, errorCode, StorageError, storageError, UsageError } from '../errors.js';
-import { Database } from './sqlite.js';
+import { CampaignSyncError, errorCode, StorageError, storageError, UsageError } from '../../errors.js';
 
 const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const NONBLOCK = constants.O_NONBLOCK ?? 0;
@@ -41,15 +35,12 @@ const NONBLOCK = constants.O_NONBLOCK ?? 0;
  */
 const O_PATH = process.platform === 'linux' ? 0o10000000 : 0;
 
-/** The files SQLite opens beside a database file. */
-export const SQLITE_SIDES = ['-journal', '-wal', '-shm'] as const;
-
 /** A symbolic link where a file of ours belongs (exit 2). `fix` says what to do instead. */
 export function linkRefused(path: string, fix = 'remove the link and run again'): UsageError {
   return new UsageError(`${path} is a symbolic link; campaign-sync does not follow links to its own files (${fix})`);
 }
 
-function isLink(path: string): boolean {
+export function isLink(path: string): boolean {
   try {
     return lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() === true;
   } catch {
@@ -73,7 +64,7 @@ export function special(stats: Stats): string {
   return 'not a regular file';
 }
 
-function notAFile(path: string, stats: Stats): StorageError {
+export function notAFile(path: string, stats: Stats): StorageError {
   return new StorageError(`${path} is ${special(stats)}, not a file: remove it and run again`, { code: 'ENOTREG' });
 }
 
@@ -201,65 +192,4 @@ export function makePrivate(path: string, what = path): void {
   } catch (err) {
     throw failed(err);
   }
-}
-
-/**
- * Gets an SQLite file of ours (a mirror, a run lock) ready for openSqlite: a link at its name or at
- * the -journal, -wal or -shm beside it is refused; an absent file is created 0600 (a new file: no
- * lock of this process on it to drop); an existing one must be a writable regular file, and is made
- * 0600 by makePrivate. `what` names it in errors.
- */
-export function prepareSqliteFile(path: string, what = path, fix?: string): void {
-  refuseLinks([path, ...SQLITE_SIDES.map((side) => path + side)], fix);
-  try {
-    closeSync(openPrivateFile(path, { exclusive: true }));
-    return;
-  } catch (err) {
-    if (err instanceof CampaignSyncError) throw err;
-    if (errorCode(err) !== 'EEXIST') throw storageError(err, `cannot create ${what}`);
-  }
-  try {
-    const stats = lstatSync(path);
-    if (stats.isSymbolicLink()) throw linkRefused(path, fix);
-    if (stats.isDirectory()) {
-      throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${path}'`), { code: 'EISDIR' });
-    }
-    if (!stats.isFile()) throw notAFile(what, stats);
-    accessSync(path, constants.W_OK);
-  } catch (err) {
-    throw storageError(err, `cannot open ${what} for writing`);
-  }
-  makePrivate(path, what);
-}
-
-/** Where SQLite puts a file it opens by `path` that is no link: its folder's real path, then its name. */
-function realName(path: string): string | undefined {
-  try {
-    return join(realpathSync(dirname(resolve(path))), basename(path));
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * A connection to the file at `path` itself: SQLite follows a link at the name it is given, so one
- * put there after the checks would lead it elsewhere. The name SQLite resolved is compared to the
- * path's before any statement reads or writes a page; a link found then is refused (linkRefused).
- */
-export function openSqlite(path: string, options?: BetterSqlite3.Options, fix?: string): BetterSqlite3.Database {
-  const db = new Database(path, options);
-  let opened: string | undefined;
-  try {
-    opened = (db.pragma('database_list') as Array<{ name: string; file: string }>).find((d) => d.name === 'main')?.file;
-  } catch (err) {
-    db.close();
-    throw err;
-  }
-  if (opened !== realName(path)) {
-    db.close();
-    throw isLink(path)
-      ? linkRefused(path, fix)
-      : new StorageError(`${path} changed while it was being opened; nothing was written: run again`);
-  }
-  return db;
 }

@@ -2,7 +2,7 @@
  * A DETAILED role record stored once: its `raw` keeps every field but `score_details`, whose
  * entries live in score_details (each `raw` without its `eval_results`, whose entries live in
  * eval_results), so a DETAILED mirror no longer holds each score detail and each eval result twice.
- * store/reassemble.ts rebuilds the exact text the mirror used to keep.
+ * store/sqlite/reassemble.ts rebuilds the exact text the mirror used to keep.
  *
  * Only what can be rebuilt exactly is taken out, so `raw` stays lossless whatever the service sends:
  * - a record's `score_details` only when every entry is an object with an id not seen before in it;
@@ -54,7 +54,7 @@ function sameKeys(o: Obj, keys: readonly string[]): boolean {
   return true;
 }
 
-/** True when store/reassemble.ts rebuilds this eval result exactly from its eval_results row. */
+/** True when store/sqlite/reassemble.ts rebuilds this eval result exactly from its eval_results row. */
 export function rebuildableEval(e: unknown): boolean {
   if (!isObject(e) || !sameKeys(e, EVAL_KEYS)) return false;
   const skill = e.skill;

@@ -11,7 +11,7 @@ export const EXPORT_TABLES = {
   'score-details': { table: 'score_details', campaignColumn: 'campaign_id', dateColumn: 'created_at' },
   // Eval results have no created_at: their day is the day they were evaluated.
   'eval-results': { table: 'eval_results', campaignColumn: 'campaign_id', dateColumn: 'evaluated_at' },
-  // The analysts' views (store/migrations/v5.ts), by their SQL names: no row id, so read row by row in the view's order.
+  // The analysts' views (store/sqlite/migrations/v5.ts), by their SQL names: no row id, so read row by row in the view's order.
   results: { table: 'results', campaignColumn: 'campaign_id', dateColumn: 'created_at', view: true },
   latest_results: { table: 'latest_results', campaignColumn: 'campaign_id', dateColumn: 'created_at', view: true },
   skill_scores: { table: 'skill_scores', campaignColumn: 'campaign_id', dateColumn: 'evaluated_at', view: true },

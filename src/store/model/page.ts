@@ -3,7 +3,7 @@
 /**
  * What a page did to the mirror: records new to it, and records whose content changed (a record read
  * again unchanged is neither). A record whose id another campaign's stream stored first is neither
- * too: it is left to that campaign (store/conflicts.ts), and named in `conflicts` when this is the
+ * too: it is left to that campaign (store/sqlite/conflicts.ts), and named in `conflicts` when this is the
  * first time its stream was served it.
  */
 export interface UpsertCounts {

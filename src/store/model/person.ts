@@ -207,7 +207,7 @@ export class PersonGraph {
 }
 
 /**
- * A person as an unfinished erasure keeps them (store/erase-pending.ts): keyed digests of their ids
+ * A person as an unfinished erasure keeps them (store/sqlite/erasure-mark.ts): keyed digests of their ids
  * and e-mails, so the mark holds no e-mail or id in clear, yet lets the erasure be finished.
  */
 export function personDigests(p: KnownPerson, key: Buffer): string[] {

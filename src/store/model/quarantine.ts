@@ -1,6 +1,6 @@
 /**
  * What a quarantined record is, for both backends: its row as read back, the columns a record fills,
- * and the SQL text SQLite and PostgreSQL share (store/quarantine.ts, store/pg/quarantine.ts).
+ * and the SQL text SQLite and PostgreSQL share (store/sqlite/quarantine.ts, store/pg/quarantine.ts).
  */
 import type { QuarantinedRecord, StreamId } from '../../core/types.js';
 

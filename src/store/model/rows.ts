@@ -76,7 +76,7 @@ export const COLUMNS = {
 export type Table = keyof typeof COLUMNS;
 /**
  * A row's values in the order of its table's COLUMNS, then its key (`id`) for the keyed tables: the
- * order the statements of store/sql.ts bind, built in one array literal (no push, no copy per row).
+ * order the statements of store/sqlite/sql.ts bind, built in one array literal (no push, no copy per row).
  */
 export type Values = unknown[];
 

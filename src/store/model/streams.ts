@@ -27,9 +27,9 @@ export interface StreamRow {
    * campaign's is. Null while the type routes here, and while the campaign is unlisted.
    */
   type_changed_to: string | null;
-  /** Records served through this stream whose id another campaign holds: skipped (store/conflicts.ts, store/pg/sink.ts). */
+  /** Records served through this stream whose id another campaign holds: skipped (store/sqlite/conflicts.ts, store/pg/sink.ts). */
   id_conflicts: number;
-  /** Records of this stream that failed the record rules, held in the quarantine (store/quarantine.ts). */
+  /** Records of this stream that failed the record rules, held in the quarantine (store/sqlite/quarantine.ts). */
   quarantined?: number | undefined;
 }
 

@@ -12,7 +12,7 @@ export function namesUser(user: string, id: string | null, email: string | null)
   return id === user || (email !== null && user.includes('@') && emailKey(email) === emailKey(user));
 }
 
-/** The fields of a version a table row is made from (store/mirror-port.ts ResultVersion). */
+/** The fields of a version a table row is made from (store/port.ts ResultVersion). */
 export interface VersionFields {
   kind: 'session' | 'role';
   id: string;

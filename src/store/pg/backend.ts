@@ -1,5 +1,5 @@
-/** The Mirror port (store/mirror-port.ts) over a PostgreSQL team mirror; loaded only for a postgres:// --db. */
-import type { MirrorBackend } from '../mirror-port.js';
+/** The Mirror port (store/port.ts) over a PostgreSQL team mirror; loaded only for a postgres:// --db. */
+import type { MirrorBackend } from '../port.js';
 import { upsertCampaigns } from './campaigns.js';
 import { openPgCheckpointAdmin } from './checkpoint-admin.js';
 import { PgDatabase } from './database.js';

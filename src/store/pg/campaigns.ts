@@ -1,4 +1,4 @@
-/** The campaign list in the PostgreSQL mirror: its upsert, names for people and lookups by selector (as store/campaigns.ts). */
+/** The campaign list in the PostgreSQL mirror: its upsert, names for people and lookups by selector (as store/sqlite/campaigns.ts). */
 import { ROUTES } from '../../spec/paths.js';
 import { campaignRow } from '../model/rows.js';
 import { listingKey, listingValue, type SkippedCampaign } from '../model/streams.js';

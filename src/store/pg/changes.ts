@@ -1,6 +1,6 @@
 /**
  * Change numbers of the PostgreSQL mirror (schema 6, made by store/pg/migrations/v6.ts) for
- * `export --since-last <consumer>`, with the SQLite mirror's semantics (store/changes.ts): every page
+ * `export --since-last <consumer>`, with the SQLite mirror's semantics (store/sqlite/changes.ts): every page
  * takes a number and stamps the results it inserts or changes with it (`change_seq`; a record read
  * again unchanged keeps its number); a result reconcile --prune deletes leaves a tombstone with the
  * number of its write; an export gives what is numbered above the consumer's last number, up to the

@@ -1,5 +1,5 @@
 /** `reset` on a PostgreSQL mirror, holding the leases of the streams it changes. */
-import type { CheckpointAdmin, MirrorTarget } from '../mirror-port.js';
+import type { CheckpointAdmin, MirrorTarget } from '../port.js';
 import { campaignIdsNamed } from './campaigns.js';
 import { PgDatabase } from './database.js';
 import { holdAll } from './lease-hold.js';

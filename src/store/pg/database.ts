@@ -54,7 +54,7 @@ export class PgDatabase {
       // synchronous_commit off: a commit does not wait for its WAL flush. A crash of the server (not
       // of campaign-sync: a kill -9 of ours loses nothing committed) may drop the last fraction of a
       // second of pages, records and checkpoints together, so they are read again, never duplicated:
-      // the trade SQLite's synchronous=NORMAL makes (store/db.ts). Per-page commits cost 3-5x less.
+      // the trade SQLite's synchronous=NORMAL makes (store/sqlite/db.ts). Per-page commits cost 3-5x less.
       // Read committed whatever the role's or database's default: a page's compare-and-set reads the
       // checkpoint row as the page before it committed it (statements.ts withTicket), which repeatable
       // read refuses (40001).

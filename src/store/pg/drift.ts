@@ -1,4 +1,4 @@
-/** Drift in the PostgreSQL mirror (schema 9, `drift_seen`), as store/drift.ts keeps it in SQLite. */
+/** Drift in the PostgreSQL mirror (schema 9, `drift_seen`), as store/sqlite/drift-ledger.ts keeps it in SQLite. */
 import type pg from 'pg';
 import type { DriftChange, DriftKind, DriftPage, KnownDrift } from '../../core/drift.js';
 import { driftChanges } from '../model/drift.js';

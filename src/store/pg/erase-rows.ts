@@ -4,7 +4,7 @@
  * results and copies (store/model/erase-tables.ts); `forget --user`: one candidate's results, score
  * details and eval results deleted, their score details inside other candidates' records taken out, their e-mail and ids
  * scrubbed from the streams' errors, in one transaction, with the rule every store shares
- * (store/model/person.ts) and their streams' counts lowered, as store/erase.ts does in SQLite. PostgreSQL
+ * (store/model/person.ts) and their streams' counts lowered, as store/sqlite/erase-rows.ts does in SQLite. PostgreSQL
  * keeps dead row versions until VACUUM: the changed tables are vacuumed after the commit (a plain
  * VACUUM, which makes the space reusable; the server's WAL and backups are the operator's to age out).
  */
@@ -220,7 +220,7 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
         ])
       ).rowCount ?? 0;
     await c.query('DELETE FROM role_results WHERE id = ANY($1::text[])', [roleIds]);
-    // The drift examples among them: the path or value stays, the record's id goes (store/drift.ts).
+    // The drift examples among them: the path or value stays, the record's id goes (store/sqlite/drift-ledger.ts).
     if ((await c.query("SELECT to_regclass('drift_seen') IS NOT NULL AS t")).rows[0]?.t === true)
       await c.query('UPDATE drift_seen SET record_id = $1 WHERE record_id = ANY($2::text[])', [ERASED, [...sessionIds, ...roleIds]]);
     const streams = [...whole.session_results, ...whole.role_results].map((r) => r.stream as string);

@@ -1,7 +1,7 @@
-/** `forget` on a PostgreSQL team mirror: the rows of store/pg/erase.ts, holding every stream's lease. */
-import type { EraseMirror, ErasureDone, MirrorTarget } from '../mirror-port.js';
+/** `forget` on a PostgreSQL team mirror: the rows of store/pg/erase-rows.ts, holding every stream's lease. */
+import type { EraseMirror, ErasureDone, MirrorTarget } from '../port.js';
 import { PgDatabase } from './database.js';
-import { allStreams, eraseFromPg, type PgErased } from './erase.js';
+import { allStreams, eraseFromPg, type PgErased } from './erase-rows.js';
 import { holdAll } from './lease-hold.js';
 import { PgLeases } from './leases.js';
 import { DEFAULT_LEASE_MS } from './open.js';

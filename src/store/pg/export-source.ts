@@ -1,11 +1,11 @@
 /**
- * `export` from a PostgreSQL team mirror (the ExportSource of store/mirror-port.ts): a table's rows
+ * `export` from a PostgreSQL team mirror (the ExportSource of store/port.ts): a table's rows
  * streamed from a server-side cursor (export.ts), a consumer's changes in one snapshot that never
  * misses a change another worker had under way (changes.ts).
  */
 import { UsageError } from '../../errors.js';
-import type { ExportSource, MirrorTarget } from '../mirror-port.js';
 import { CHANGE_TABLES, EXPORT_TABLES } from '../model/export-tables.js';
+import type { ExportSource, MirrorTarget } from '../port.js';
 import { campaignIdsFor, campaignType } from './campaigns.js';
 import { readPgChanges, rememberPgConsumer } from './changes.js';
 import { PgDatabase } from './database.js';

@@ -1,8 +1,8 @@
 /** A pull's or watch's PostgreSQL team mirror: stream leases in the server, the budget's slots shared by every host. */
 import { currentClock } from '../../core/io.js';
 import { UsageError } from '../../errors.js';
-import type { JobStore, StoreChoice } from '../mirror-port.js';
 import { retentionDue } from '../model/retention.js';
+import type { JobStore, StoreChoice } from '../port.js';
 import { PgBudgetSlots } from './budget-slots.js';
 import { campaignNames } from './campaigns.js';
 import { knownDrift } from './drift.js';

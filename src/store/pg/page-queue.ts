@@ -14,8 +14,8 @@
  */
 import type { CheckpointMove } from '../../core/types.js';
 import type { UpsertCounts } from '../model/page.js';
-import type { PagePlan } from './mirror.js';
 import { TICKET_LIMIT } from './statements.js';
+import type { PagePlan } from './upserts.js';
 
 /**
  * Writes one page: `ticket` is its number in the stream when it is one statement (withTicket), and

@@ -1,4 +1,4 @@
-/** The quarantine of a PostgreSQL mirror: store/quarantine.ts says what it holds and why. */
+/** The quarantine of a PostgreSQL mirror: store/sqlite/quarantine.ts says what it holds and why. */
 import type pg from 'pg';
 import type { PageQuarantine, StreamId } from '../../core/types.js';
 import {

@@ -1,5 +1,5 @@
 /** `status`'s reader of a PostgreSQL mirror. */
-import type { MirrorReader, MirrorTarget } from '../mirror-port.js';
+import type { MirrorReader, MirrorTarget } from '../port.js';
 import { campaignNames, skippedCampaigns } from './campaigns.js';
 import { PgDatabase } from './database.js';
 import { takeDriftChanges } from './drift.js';

@@ -1,15 +1,15 @@
 /**
  * A retention setting applied to the PostgreSQL mirror (store/model/retention.ts says when): the
  * results dated before now minus the retention erased as `forget --older-than` erases them
- * (store/pg/erase.ts), holding every stream's lease (as forget does), taken and given back before the
+ * (store/pg/erase-rows.ts), holding every stream's lease (as forget does), taken and given back before the
  * sink claims its own. A stream another worker holds puts it off: the next open tries again, a watch
  * within the hour.
  */
 import { LockedError } from '../../errors.js';
-import type { Retained } from '../mirror-port.js';
 import { RETENTION_EVERY_MS, RETENTION_RAN_KEY, retentionDue } from '../model/retention.js';
+import type { Retained } from '../port.js';
 import type { PgDatabase } from './database.js';
-import { allStreams, eraseFromPg } from './erase.js';
+import { allStreams, eraseFromPg } from './erase-rows.js';
 import { holdAll } from './lease-hold.js';
 import { PgLeases } from './leases.js';
 import { DEFAULT_LEASE_MS } from './open.js';

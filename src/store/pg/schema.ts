@@ -1,6 +1,6 @@
 /**
  * The team mirror's schema in PostgreSQL: the tables, columns, indexes and views of the SQLite
- * mirror (store/schema.ts, store/migrations/) with PostgreSQL types: bigint order_index and
+ * mirror (store/sqlite/schema.ts, store/sqlite/migrations/) with PostgreSQL types: bigint order_index and
  * cursors, jsonb for raw, feedback and additional_scores, timestamptz for the service's date-times
  * (which carry a zone), text for score details' times (which may not). `meta.schema_version` holds
  * the version; PG_MIGRATIONS[i] (store/pg/migrations/) moves it from i to i + 1, in one transaction under an advisory lock so

@@ -1,5 +1,5 @@
 /**
- * Records into the PostgreSQL mirror through the Sink port (store/sinks/sink.ts). Each page is one
+ * Records into the PostgreSQL mirror through the Sink port (store/sqlite/grouped-sink.ts). Each page is one
  * transaction (commitOnce): its rows (bulk statements, mirror.ts), its checkpoint's compare-and-set,
  * its quarantined records and its drift commit together, so a kill -9 at any instant loses and
  * duplicates nothing. Each page's transaction first checks that the stream's lease is still this
@@ -18,16 +18,16 @@ import type { Redacted } from '../../core/redact.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { LockedError, StorageError } from '../../errors.js';
 import type { UpsertCounts } from '../model/page.js';
-import type { PageExtras, Sink } from '../sinks/sink.js';
+import type { PageExtras, Sink } from '../port.js';
 import { upsertCampaigns } from './campaigns.js';
 import type { PgDatabase } from './database.js';
 import { driftGone, recordDrift } from './drift.js';
 import type { PgLeases } from './leases.js';
-import { type PagePlan, planPage, removeResults, storedIds, writePage } from './mirror.js';
 import { PageQueue } from './page-queue.js';
 import { applyQuarantine, touchesQuarantine } from './quarantine.js';
 import type { PgState } from './state.js';
 import { CHECKPOINT_CONFLICT, holdsUnstorable, LEASE_LOST } from './statements.js';
+import { type PagePlan, planPage, removeResults, storedIds, writePage } from './upserts.js';
 
 export class PgSink implements Sink {
   private broken: StorageError | undefined;
@@ -192,7 +192,7 @@ export class PgSink implements Sink {
 
   /**
    * After a page committed: its records another campaign holds are recorded once
-   * (store/conflicts.ts); `counts.conflicts` keeps those seen for the first time. Not in the page's
+   * (store/sqlite/conflicts.ts); `counts.conflicts` keeps those seen for the first time. Not in the page's
    * transaction: a crash between the two only reports them again.
    */
   private async recordConflicts(id: StreamId, counts: UpsertCounts): Promise<UpsertCounts> {

@@ -1,6 +1,6 @@
 /**
  * Checkpoints and stream health of the PostgreSQL mirror (`sync_state`), with the semantics of
- * store/checkpoints.ts. Cursors are bigint and travel as text, never through a JS number. The sync
+ * store/sqlite/checkpoints.ts. Cursors are bigint and travel as text, never through a JS number. The sync
  * engine reads a stream's cursor synchronously: the cursors are kept in memory, read when a stream is
  * opened (after its lease is taken, so no other worker moves it) and set when a page commits.
  */
@@ -9,8 +9,8 @@ import type { CheckpointMove, StreamId } from '../../core/types.js';
 import { StorageError } from '../../errors.js';
 import { listedIds, NOTIFIED_PREFIX, retiredStreams, type StreamRow, streamRow } from '../model/streams.js';
 import type { PgDatabase } from './database.js';
-import { prepared } from './mirror.js';
 import { quarantineCounts } from './quarantine.js';
+import { prepared } from './upserts.js';
 
 /** Every stream, with when its campaign was last listed and its type (store/model/streams.ts streamRow). */
 const STREAMS_SQL =
@@ -100,7 +100,7 @@ export class PgState {
     else await q('UPDATE sync_state SET last_error = $1, last_error_at = $2 WHERE stream = $3', [error, at, id.key]);
   }
 
-  /** Every stream's row, as store/checkpoints.ts returns them (bigint cursors, ISO times). */
+  /** Every stream's row, as store/sqlite/checkpoints.ts returns them (bigint cursors, ISO times). */
   async all(): Promise<StreamRow[]> {
     const listings = await this.db.query<{ value: string }>(LISTINGS_SQL);
     const listed = listedIds(listings.rows.map((r) => r.value));
@@ -124,7 +124,7 @@ export class PgState {
     }));
   }
 
-  /** Each stream's count of records skipped for an id another campaign holds (store/conflicts.ts). */
+  /** Each stream's count of records skipped for an id another campaign holds (store/sqlite/conflicts.ts). */
   private async conflictCounts(): Promise<Map<string, number>> {
     // A mirror read without migrating it (status) may be of a schema before the table.
     const exists = await this.db.query<{ t: string | null }>("SELECT to_regclass('id_conflicts')::text AS t");
@@ -133,7 +133,7 @@ export class PgState {
     return new Map(r.rows.map((row) => [row.stream, Number(row.n)]));
   }
 
-  /** The state `--notify` last delivered, by stream (store/checkpoints.ts). */
+  /** The state `--notify` last delivered, by stream (store/sqlite/checkpoints.ts). */
   async notified(): Promise<Map<string, string>> {
     const r = await this.db.query<{ key: string; value: string }>(NOTIFIED_SQL);
     return new Map(r.rows.map((row) => [row.key.slice(NOTIFIED_PREFIX.length), row.value]));
@@ -155,7 +155,7 @@ export class PgState {
 
   /**
    * Forgets checkpoints (not data, not counts) of every stream or of the given campaigns, and removes
-   * their retired streams (store/checkpoints.ts reset); `rows` are every stream's, read under the locks.
+   * their retired streams (store/sqlite/checkpoints.ts reset); `rows` are every stream's, read under the locks.
    */
   async reset(campaignIds: string[], rows: readonly StreamRow[]): Promise<{ forgotten: number; removed: string[] }> {
     const removed = retiredStreams(rows, campaignIds);

@@ -185,7 +185,7 @@ function fromRows(table: Table): string {
 /**
  * Inserts new rows and rewrites rows whose raw changed; returns the rows it wrote with `inserted`
  * (xmax = 0: a fresh row). A row read again unchanged is left alone and not returned, and so is a
- * result another campaign holds (store/conflicts.ts: the campaign that stored an id first keeps it).
+ * result another campaign holds (store/sqlite/conflicts.ts: the campaign that stored an id first keeps it).
  * Results (session and role) it writes are stamped with the page's change number: the statement
  * must define CHANGE_CTES (changes.ts), as withCheckpoint and withTicket do.
  */

@@ -1,5 +1,5 @@
 /**
- * Upserts into the PostgreSQL mirror, with the semantics of store/mirror.ts (SQLite): a record read
+ * Upserts into the PostgreSQL mirror, with the semantics of store/sqlite/upserts.ts (SQLite): a record read
  * again replaces the stored one and its child rows only when its content changed; a DETAILED record's
  * score details replace the ones stored. Each call runs on the caller's connection, inside its
  * transaction (sink.ts), in a handful of statements per page; the first also moves the checkpoint, so
@@ -261,7 +261,7 @@ export async function storedIds(client: pg.ClientBase | pg.Pool, id: StreamId): 
 }
 
 /**
- * The page's records the upsert did not write that another campaign holds (store/conflicts.ts), put
+ * The page's records the upsert did not write that another campaign holds (store/sqlite/conflicts.ts), put
  * in `counts.conflicts`; returns their ids. Asked only when some record was not written.
  */
 async function conflicts(

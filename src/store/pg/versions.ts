@@ -1,5 +1,5 @@
-import type { HistoryQuery, HistoryVersion, MirrorTarget, ResultVersion, VersionReader } from '../mirror-port.js';
 import { namesUser, versionColumns, versionRows, withSummary } from '../model/versions.js';
+import type { HistoryQuery, HistoryVersion, MirrorTarget, ResultVersion, VersionReader } from '../port.js';
 import { PgDatabase } from './database.js';
 import { readOnlyRows } from './export.js';
 

@@ -1,11 +1,12 @@
-/** The Mirror port (store/mirror-port.ts) over a SQLite file; erasure's code is loaded only for `forget`, export's only for `export`. */
-import { Campaigns } from '../campaigns.js';
-import { openDatabase } from '../db.js';
-import type { MirrorBackend } from '../mirror-port.js';
-import { SqliteQuarantine } from '../quarantine.js';
+/** The Mirror port (store/port.ts) over a SQLite file; erasure's code is loaded only for `forget`, export's only for `export`. */
+
+import type { MirrorBackend } from '../port.js';
+import { Campaigns } from './campaigns.js';
 import { openSqliteCheckpointAdmin } from './checkpoint-admin.js';
+import { openDatabase } from './db.js';
 import { openSqliteJobStore } from './job-store.js';
 import { sqliteOwnFiles } from './own-files.js';
+import { SqliteQuarantine } from './quarantine.js';
 import { openSqliteReader } from './reader.js';
 
 export const sqliteBackend: MirrorBackend = {

@@ -7,13 +7,14 @@ import { randomInt } from 'node:crypto';
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { type Clock, realClock } from '../core/clock.js';
-import { currentWaits } from '../core/io.js';
-import { type BudgetStore, holdMs, type SlotLoan, type SlotTake } from '../core/rate.js';
-import { errorCode, StorageError } from '../errors.js';
-import { makeFolders } from './folders.js';
-import { openSqlite, prepareSqliteFile, refuseLinks, SQLITE_SIDES } from './private-file.js';
-import { Database } from './sqlite.js';
+import { type Clock, realClock } from '../../core/clock.js';
+import { makeFolders } from '../../core/fs/folders.js';
+import { refuseLinks } from '../../core/fs/private-file.js';
+import { currentWaits } from '../../core/io.js';
+import { type BudgetStore, holdMs, type SlotLoan, type SlotTake } from '../../core/rate.js';
+import { errorCode, StorageError } from '../../errors.js';
+import { Database } from './driver.js';
+import { openSqlite, prepareSqliteFile, SQLITE_SIDES } from './private-db.js';
 
 export const SLOTS_FILE = 'budget-slots.db';
 

@@ -2,10 +2,10 @@
  * The campaign list as the service last sent it (`campaigns`): upserts, names for people, lookups by
  * name, and the campaigns a pull skips because spec/paths.ts routes no endpoint for their type.
  */
-import { ROUTES } from '../spec/paths.js';
+import { ROUTES } from '../../spec/paths.js';
+import { campaignRow } from '../model/rows.js';
+import { listingKey, listingValue, type SkippedCampaign } from '../model/streams.js';
 import type { Db } from './db.js';
-import { campaignRow } from './model/rows.js';
-import { listingKey, listingValue, type SkippedCampaign } from './model/streams.js';
 import { upsert } from './sql.js';
 
 export type { SkippedCampaign };
@@ -32,7 +32,7 @@ export class Campaigns {
 
   /**
    * Upserts campaigns (in the caller's transaction if there is one); with `lister`, the list is that
-   * lister's newest (store/checkpoints.ts, listings).
+   * lister's newest (store/sqlite/checkpoints.ts, listings).
    */
   upsert(campaigns: Array<Record<string, unknown>>, seenAt: string, lister?: string): void {
     this.db.transaction(() => {

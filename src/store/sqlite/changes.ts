@@ -1,5 +1,5 @@
 /**
- * Change numbers (schema 8, made by store/migrations/v8.ts): what changed, in order, for
+ * Change numbers (schema 8, made by store/sqlite/migrations/v8.ts): what changed, in order, for
  * `export --since-last <consumer>`. Every write of a page takes the next number of `change_counter` and stamps the results it inserts or changes with
  * it (`change_seq`; a record read again unchanged keeps its number); a result reconcile --prune
  * deletes leaves a tombstone with the number of its write. Numbers are taken inside the writing transaction: a transaction that

@@ -1,9 +1,10 @@
 /** `reset` on a SQLite mirror, under the run lock. */
-import { Campaigns } from '../campaigns.js';
-import { Checkpoints } from '../checkpoints.js';
-import { openDatabase } from '../db.js';
-import { RunLock } from '../lock.js';
-import type { CheckpointAdmin, MirrorTarget } from '../mirror-port.js';
+
+import type { CheckpointAdmin, MirrorTarget } from '../port.js';
+import { Campaigns } from './campaigns.js';
+import { Checkpoints } from './checkpoints.js';
+import { openDatabase } from './db.js';
+import { RunLock } from './run-lock.js';
 
 export async function openSqliteCheckpointAdmin(t: MirrorTarget): Promise<CheckpointAdmin> {
   const dbPath = t.path;

@@ -2,18 +2,18 @@
  * Checkpoints and stream health (`sync_state`). Cursors are int64: read with safe integers on so
  * values past 2^53 come back exact.
  */
-import type { CheckpointMove, Destination, StreamId } from '../core/types.js';
-import { StorageError, UsageError } from '../errors.js';
+import type { CheckpointMove, Destination, StreamId } from '../../core/types.js';
+import { StorageError, UsageError } from '../../errors.js';
+import { listedIds, NOTIFIED_PREFIX, retiredStreams, type StreamRow, type StreamSqlRow, streamRow } from '../model/streams.js';
 import { IdConflicts } from './conflicts.js';
 import type { Db } from './db.js';
 import { decodeDestination, describeDestination, encodeDestination } from './destination.js';
-import { listedIds, NOTIFIED_PREFIX, retiredStreams, type StreamRow, type StreamSqlRow, streamRow } from './model/streams.js';
 import { SqliteQuarantine } from './quarantine.js';
 
 export type { StreamRow };
 
 /**
- * The `meta` row of an erasure not finished (store/erase-pending.ts): set with the deletion, cleared
+ * The `meta` row of an erasure not finished (store/sqlite/erasure-mark.ts): set with the deletion, cleared
  * once every file is rewritten and VACUUM and the WAL's truncation are done. It names whom it erases
  * by keyed digests only.
  */
@@ -145,7 +145,7 @@ export class Checkpoints {
     this.s.setDestination.run(wanted);
   }
 
-  /** Whether a forget was killed or stopped before its erasure finished (store/erase-pending.ts). */
+  /** Whether a forget was killed or stopped before its erasure finished (store/sqlite/erasure-mark.ts). */
   erasurePending(): boolean {
     return this.s.erasePending.get() !== undefined;
   }

@@ -7,12 +7,12 @@
  * `status` counts them per stream. PostgreSQL keeps them by the same rule (pg/sink.ts).
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { StreamId } from '../core/types.js';
+import type { StreamId } from '../../core/types.js';
 import type { Db } from './db.js';
 
 type Statement = BetterSqlite3.Statement<unknown[]>;
 
-import type { IdConflict } from './model/page.js';
+import type { IdConflict } from '../model/page.js';
 
 /** Each stream's count of skipped copies. */
 export const CONFLICT_COUNTS_SQL = 'SELECT stream, count(*) AS n FROM id_conflicts GROUP BY stream';

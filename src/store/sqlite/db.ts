@@ -7,19 +7,11 @@
 import { accessSync, closeSync, constants, existsSync, lstatSync, readSync, type Stats, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { currentWaits } from '../core/io.js';
-import { DEFAULT_WAITS } from '../core/waits.js';
-import { CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../errors.js';
-import {
-  makePrivate,
-  openOwnFile,
-  openPrivateFile,
-  openSqlite,
-  prepareSqliteFile,
-  refuseLinks,
-  SQLITE_SIDES,
-  special,
-} from './private-file.js';
+import { makePrivate, openOwnFile, openPrivateFile, refuseLinks, special } from '../../core/fs/private-file.js';
+import { currentWaits } from '../../core/io.js';
+import { DEFAULT_WAITS } from '../../core/waits.js';
+import { CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../../errors.js';
+import { openSqlite, prepareSqliteFile, SQLITE_SIDES } from './private-db.js';
 import { checkOurs, migrate } from './schema.js';
 
 export type Db = BetterSqlite3.Database;

@@ -3,8 +3,8 @@
  * is the one every release wrote ('sqlite' or 'ndjson:<absolute folder>'), so older databases read
  * the same.
  */
-import type { Destination } from '../core/types.js';
-import { UsageError } from '../errors.js';
+import type { Destination } from '../../core/types.js';
+import { UsageError } from '../../errors.js';
 
 const NDJSON_PREFIX = 'ndjson:';
 

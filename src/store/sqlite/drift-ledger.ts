@@ -4,9 +4,9 @@
  * what `status` has yet to report once. Holds record ids as examples, never a record's values.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { DriftChange, DriftKind, DriftPage, KnownDrift } from '../core/drift.js';
+import type { DriftChange, DriftKind, DriftPage, KnownDrift } from '../../core/drift.js';
+import { driftChanges, ERASED, type PendingRow } from '../model/drift.js';
 import type { Db } from './db.js';
-import { driftChanges, ERASED, type PendingRow } from './model/drift.js';
 
 export { driftChanges, ERASED };
 

@@ -12,16 +12,16 @@
  * files are erase-ndjson.ts's; the order of the whole erasure and its finishing after a crash,
  * erasure.ts's.
  */
-import { type ErasedCounts, errorsWithout, type StoredError } from '../core/email.js';
-import { parseJson, toJson } from '../core/json.js';
-import { errorCode } from '../errors.js';
+import { type ErasedCounts, errorsWithout, type StoredError } from '../../core/email.js';
+import { parseJson, toJson } from '../../core/json.js';
+import { errorCode } from '../../errors.js';
+import { type EraseRule, innerRule, instant, judge, recordTime } from '../model/erase-rule.js';
+import { COPY_TABLES, type CopyTable } from '../model/erase-tables.js';
+import type { Person, PersonGraph } from '../model/person.js';
+import { detailValues, roleRow, sessionRow } from '../model/rows.js';
 import type { Db } from './db.js';
-import { forgetDriftExamples } from './drift.js';
-import { endErasure } from './erase-pending.js';
-import { type EraseRule, innerRule, instant, judge, recordTime } from './model/erase-rule.js';
-import { COPY_TABLES, type CopyTable } from './model/erase-tables.js';
-import type { Person, PersonGraph } from './model/person.js';
-import { detailValues, roleRow, sessionRow } from './model/rows.js';
+import { forgetDriftExamples } from './drift-ledger.js';
+import { endErasure } from './erasure-mark.js';
 import { update } from './sql.js';
 
 type Obj = Record<string, unknown>;
@@ -60,7 +60,7 @@ interface Row {
   raw: string;
 }
 
-/** A past version (store/migrations/v9.ts): a deletion has no raw. */
+/** A past version (store/sqlite/migrations/v9.ts): a deletion has no raw. */
 interface VersionRow extends Omit<Row, 'raw'> {
   rid: bigint;
   kind: string;

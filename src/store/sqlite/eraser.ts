@@ -1,15 +1,15 @@
 /**
  * `forget` on a SQLite mirror: the person (or the results older than a cut) erased from the database
- * and from the NDJSON files it wrote (store/erasure.ts), under the run lock; an erasure an earlier forget left unfinished (killed,
+ * and from the NDJSON files it wrote (store/sqlite/erasure.ts), under the run lock; an erasure an earlier forget left unfinished (killed,
  * or stopped by a full disk) is finished first, whoever is named.
  */
 import { currentWaits } from '../../core/io.js';
 import { waitWords } from '../../core/waits.js';
 import { StorageError, storageError } from '../../errors.js';
-import { openDatabase } from '../db.js';
-import { type Erasure, eraseCandidate, eraseOlderThan } from '../erasure.js';
-import { RunLock } from '../lock.js';
-import type { EraseMirror, ErasureDone, MirrorTarget } from '../mirror-port.js';
+import type { EraseMirror, ErasureDone, MirrorTarget } from '../port.js';
+import { openDatabase } from './db.js';
+import { type Erasure, eraseCandidate, eraseOlderThan } from './erasure.js';
+import { RunLock } from './run-lock.js';
 
 export async function openSqliteEraser(t: MirrorTarget): Promise<EraseMirror> {
   const dbPath = t.path;

@@ -12,10 +12,10 @@
  * A mark written before this shape (a bare time) names nobody: finishing it is the rebuild alone.
  */
 import { randomBytes } from 'node:crypto';
+import type { EraseRule } from '../model/erase-rule.js';
+import { type KnownPerson, personDigests, personOfDigests } from '../model/person.js';
 import { ERASE_PENDING_KEY } from './checkpoints.js';
 import type { Db } from './db.js';
-import type { EraseRule } from './model/erase-rule.js';
-import { type KnownPerson, personDigests, personOfDigests } from './model/person.js';
 
 interface Stored {
   at: string;

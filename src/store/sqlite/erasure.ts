@@ -14,18 +14,17 @@
  * A forget or a pull that finds the mark does 4 and 5 for the files not done, with the rule the
  * mark holds, before anything else.
  */
-import type { ErasedCounts } from '../core/email.js';
+import type { ErasedCounts } from '../../core/email.js';
+import { refuseLinks } from '../../core/fs/private-file.js';
+import type { EraseRule } from '../model/erase-rule.js';
+import { type KnownPerson, PersonGraph } from '../model/person.js';
+import type { FileErased } from '../port.js';
 import type { Db } from './db.js';
-import { eraseFromMirror, gatherFromMirror, scrub, scrubErrors } from './erase.js';
-import { type AfterRename, eraseFromFile, type FileErased, finishRewrites, gatherFromFile } from './erase-ndjson.js';
-import { beginErasure, endErasure, pendingErasure } from './erase-pending.js';
-import type { EraseRule } from './model/erase-rule.js';
-import { type KnownPerson, PersonGraph } from './model/person.js';
-import { NdjsonOffsets } from './offsets.js';
-import { refuseLinks } from './private-file.js';
+import { eraseFromMirror, gatherFromMirror, scrub, scrubErrors } from './erase-rows.js';
+import { beginErasure, endErasure, pendingErasure } from './erasure-mark.js';
+import { type AfterRename, eraseFromFile, finishRewrites, gatherFromFile } from './ndjson/erase-lines.js';
+import { NdjsonOffsets } from './ndjson/offsets.js';
 import { SqliteQuarantine } from './quarantine.js';
-
-export type { FileErased } from './erase-ndjson.js';
 
 /** Test seams: a crash after a rename. */
 export interface ErasureHooks {

@@ -1,17 +1,17 @@
 /**
- * `export` from a SQLite mirror (the ExportSource of store/mirror-port.ts): a table's rows as arrays,
+ * `export` from a SQLite mirror (the ExportSource of store/port.ts): a table's rows as arrays,
  * int64 exact, in row-id order, and by row-id range for CSV's byte path; a consumer's changes in one
- * read transaction (store/changes.ts).
+ * read transaction (store/sqlite/changes.ts).
  */
 import { errorCode, storageError, UsageError } from '../../errors.js';
-import { Campaigns } from '../campaigns.js';
-import { CHANGED_ROWS, describeSelect, readChanges, rememberConsumer } from '../changes.js';
-import { openDatabase } from '../db.js';
-import type { ChangeRows, ExportQuery, ExportRows, ExportSource, MirrorTarget } from '../mirror-port.js';
 import { CHANGE_TABLES, EXPORT_TABLES, isView } from '../model/export-tables.js';
-import { columnNames, schemaVersion } from '../schema.js';
-import { RangeReader } from '../snapshot.js';
+import type { ChangeRows, ExportQuery, ExportRows, ExportSource, MirrorTarget } from '../port.js';
+import { Campaigns } from './campaigns.js';
+import { CHANGED_ROWS, describeSelect, readChanges, rememberConsumer } from './changes.js';
+import { openDatabase } from './db.js';
 import { exportQuery, exportRangeQuery, rowIdName } from './export-sql.js';
+import { columnNames, schemaVersion } from './schema.js';
+import { RangeReader } from './snapshot.js';
 
 export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: boolean }): Promise<ExportSource> {
   const dbPath = t.path;

@@ -6,7 +6,7 @@
 
 import { EXPORT_TABLES, type ExportTable, INTERNAL_COLUMNS } from '../model/export-tables.js';
 import { COLUMNS } from '../model/rows.js';
-import { detailRawSql, roleRawSql } from '../reassemble.js';
+import { detailRawSql, roleRawSql } from './reassemble.js';
 
 /** The schema version from which DETAILED records are stored once and `raw` is rebuilt (store/model/compact.ts). */
 export const COMPACT_SINCE = 6;
@@ -200,7 +200,7 @@ function batchQuery(
   // is never flattened into an aggregate: it runs as a co-routine whose rows group_concat() takes in
   // the order it yields them, the rowid order of the table's B-tree. group_concat(... ORDER BY id)
   // would say so in SQL, but sorts every batch again in a temp B-tree: +50% of the query's CPU on the
-  // bench's table. The plan is pinned by test/export-ranges.test.ts, the bytes by every export test.
+  // bench's table. The plan is pinned by test/component/export/ranges.test.ts, the bytes by every export test.
   const rows = `SELECT ${row} AS r, t.${rowid} AS id FROM ${spec.table} t WHERE ${conditions} ORDER BY t.${rowid} LIMIT ?`;
   return {
     sql: `SELECT CAST(group_concat(r, char(30)) AS BLOB), count(*), max(id) FROM (${rows})`,

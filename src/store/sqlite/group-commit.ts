@@ -22,7 +22,7 @@
  * stream whose pages were rolled back with the group could go on from its in-memory cursor and
  * commit a checkpoint past pages that were never stored (a full disk lost records for good).
  */
-import { StorageError, storageError } from '../errors.js';
+import { StorageError, storageError } from '../../errors.js';
 import type { Db } from './db.js';
 
 export interface GroupLimits {
@@ -60,7 +60,7 @@ export class GroupCommit {
     private readonly limits: GroupLimits = DEFAULT_GROUP,
   ) {}
 
-  /** Sets what runs around each commit (the NDJSON manifest: store/ndjson-manifest.ts). */
+  /** Sets what runs around each commit (the NDJSON manifest: store/sqlite/ndjson/manifest.ts). */
   setHooks(hooks: CommitHooks): void {
     this.hooks = hooks;
   }

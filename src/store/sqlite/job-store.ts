@@ -2,15 +2,15 @@
 import { resolve } from 'node:path';
 import { currentClock } from '../../core/io.js';
 import type { Destination } from '../../core/types.js';
-import { Campaigns } from '../campaigns.js';
-import { Checkpoints } from '../checkpoints.js';
-import { type Db, openDatabase } from '../db.js';
-import { DriftLedger } from '../drift.js';
-import { RunLock } from '../lock.js';
-import type { JobStore, Retained, StoreChoice } from '../mirror-port.js';
 import { retentionDue } from '../model/retention.js';
-import { SqliteSink } from '../sinks/sqlite.js';
+import type { JobStore, Retained, StoreChoice } from '../port.js';
+import { Campaigns } from './campaigns.js';
+import { Checkpoints } from './checkpoints.js';
+import { type Db, openDatabase } from './db.js';
+import { DriftLedger } from './drift-ledger.js';
 import { MirrorGuard } from './mirror-guard.js';
+import { RunLock } from './run-lock.js';
+import { SqliteSink } from './sink.js';
 
 export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
   const path = c.target.path;
@@ -22,8 +22,8 @@ export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
     // A forget killed or stopped by a full disk left its erasure unfinished (files not rewritten, the
     // erased rows' bytes in free pages): a pull (cron's command) finishes it before it syncs anything,
     // rather than wait for someone to run forget again (README "campaign-sync forget"); a failure
-    // stops the pull. store/erasure.ts is loaded only then: a pull's start stays light.
-    if (state.erasurePending() && !(await import('../erasure.js')).finishErasure(db).done) {
+    // stops the pull. store/sqlite/erasure.ts is loaded only then: a pull's start stays light.
+    if (state.erasurePending() && !(await import('./erasure.js')).finishErasure(db).done) {
       c.warning?.(
         `an erasure an earlier forget left unfinished in ${path} could not be finished: another process has it open; the next pull or forget finishes it`,
       );
@@ -32,7 +32,7 @@ export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
     let retained: Retained | undefined;
     let ranAt: string | undefined;
     if (c.retention !== undefined) {
-      const { applyRetention, retentionRanAt } = await import('../retention.js');
+      const { applyRetention, retentionRanAt } = await import('./retention.js');
       const r = applyRetention(db, c.retention, currentClock().now());
       if (r !== undefined) {
         const { rows, copies, files, earlier, found, done, before } = r;
@@ -51,7 +51,7 @@ export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
     // The NDJSON sink (its files, index, erasure rewrites) is loaded only for an NDJSON pull.
     const sink =
       destination.kind === 'ndjson'
-        ? new (await import('../sinks/ndjson.js')).NdjsonSink(db, state, destination.out)
+        ? new (await import('./ndjson/sink.js')).NdjsonSink(db, state, destination.out)
         : new SqliteSink(db, state);
     const opened = db;
     const guard = new MirrorGuard(db, path, sink);

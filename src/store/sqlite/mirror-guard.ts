@@ -1,15 +1,15 @@
 /**
  * Stops a sync whose SQLite database was moved or removed while it ran: checked
  * before each watch pass and before the final close, one stat each. A moved database first gets its
- * WAL copied in (store/moved.ts), so the file at its new name holds every commit; then the run stops
+ * WAL copied in (core/fs/moved.ts), so the file at its new name holds every commit; then the run stops
  * with exit 74 and one line saying where the data is. The NDJSON sink checks its own folder and files.
  */
 import { closeSync, existsSync, fsyncSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
+import { type FileIdentity, identify, stillAt, whereNow } from '../../core/fs/moved.js';
+import { openOwnFile, openPrivateFile } from '../../core/fs/private-file.js';
 import { StorageError } from '../../errors.js';
-import type { Db } from '../db.js';
-import { checkpointAll, type FileIdentity, identify, stillAt, whereNow } from '../moved.js';
-import { openOwnFile, openPrivateFile } from '../private-file.js';
-import type { Sink } from '../sinks/sink.js';
+import type { Sink } from '../port.js';
+import type { Db } from './db.js';
 
 /**
  * A copy of `<path>-wal` beside it (0600), when it holds commits: `{ kept }` names it; `{}` when there
@@ -136,7 +136,7 @@ export class MirrorGuard {
 
   /**
    * After the database closed: SQLite leaves an emptied WAL and its index under the old name of a
-   * moved database, and the close puts them back (store/db.ts): they belong to no database; removed
+   * moved database, and the close puts them back (store/sqlite/db.ts): they belong to no database; removed
    * when empty and nothing else took the name. A WAL that still holds commits is left for the user.
    */
   tidy(): void {
@@ -148,5 +148,20 @@ export class MirrorGuard {
     } catch {
       // Nothing there, or not ours to remove: clutter at worst.
     }
+  }
+}
+
+/**
+ * Copies the whole WAL into the database file through the open connection and empties the WAL: the
+ * moved file then holds every commit on its own (SQLite would not do it on close, and the WAL keeps
+ * the old name). True when every frame was copied; false when a reader of the old name held some
+ * back, or the checkpoint failed (a full disk): the caller says the commits may not all be there.
+ */
+export function checkpointAll(db: Db): boolean {
+  try {
+    const [r] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number; checkpointed: number }>;
+    return r !== undefined && r.busy === 0 && r.log === r.checkpointed;
+  } catch {
+    return false;
   }
 }

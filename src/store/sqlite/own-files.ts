@@ -1,6 +1,7 @@
 /** The files that hold a SQLite mirror. */
-import { canonicalPath } from '../lock.js';
-import type { MirrorTarget } from '../mirror-port.js';
+
+import { canonicalPath } from '../../core/fs/canonical-path.js';
+import type { MirrorTarget } from '../port.js';
 
 /** The database and the files beside it: overwriting any of them loses the mirror's data or its lock. */
 const DB_FILES = ['', '-wal', '-shm', '-journal', '.lock', '.lock.info'];

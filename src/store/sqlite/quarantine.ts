@@ -10,9 +10,8 @@
  * shares the column names and QuarantineRow.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { QuarantinedRecord, StreamId } from '../core/types.js';
-import type { Db } from './db.js';
-import { type Person, quarantinedNames } from './model/person.js';
+import type { QuarantinedRecord, StreamId } from '../../core/types.js';
+import { type Person, quarantinedNames } from '../model/person.js';
 import {
   QUARANTINE_COLUMNS,
   QUARANTINE_COUNTS_SQL,
@@ -20,7 +19,8 @@ import {
   type QuarantineRow,
   type QuarantineSelection,
   quarantineValues,
-} from './model/quarantine.js';
+} from '../model/quarantine.js';
+import type { Db } from './db.js';
 
 export type { QuarantineRow, QuarantineSelection };
 

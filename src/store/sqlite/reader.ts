@@ -1,10 +1,11 @@
 /** `status`'s reader of a SQLite mirror, opened read-only. */
-import { Campaigns } from '../campaigns.js';
-import { Checkpoints } from '../checkpoints.js';
-import { isEmptyDatabase, openDatabase } from '../db.js';
-import { DriftLedger } from '../drift.js';
-import { lockHolder } from '../lock.js';
-import type { MirrorReader, MirrorTarget } from '../mirror-port.js';
+
+import type { MirrorReader, MirrorTarget } from '../port.js';
+import { Campaigns } from './campaigns.js';
+import { Checkpoints } from './checkpoints.js';
+import { isEmptyDatabase, openDatabase } from './db.js';
+import { DriftLedger } from './drift-ledger.js';
+import { lockHolder } from './run-lock.js';
 
 export async function openSqliteReader(t: MirrorTarget, opts: { emptyHasNoStreams?: boolean | undefined }): Promise<MirrorReader> {
   const dbPath = t.path;

@@ -1,14 +1,14 @@
 /**
  * The exact `raw` of a DETAILED role record and of its score details, rebuilt in SQL from the rows
  * store/model/compact.ts split them into (schema 6). Used by export and by the mirror's change check. The
- * `role_results_full` and `score_details_full` views analysts read hold the copy store/migrations/v6.ts
+ * `role_results_full` and `score_details_full` views analysts read hold the copy store/sqlite/migrations/v6.ts
  * froze: a change here that they must follow takes a new migration replacing them
- * (test/migrations.test.ts fails until they agree).
+ * (test/component/store/migrations.test.ts fails until they agree).
  *
  * An empty `score_details` (or `eval_results`) array in a stored `raw` is refilled from the rows, in
  * `position` order; any other value is kept as stored. SQLite's JSON functions copy numbers and
  * strings as written, and json_object quotes exactly as JSON.stringify does for well-formed strings
- * (test/compact.test.ts checks every code point), so the text comes back byte for byte.
+ * (test/component/store/sqlite/compact.test.ts checks every code point), so the text comes back byte for byte.
  *
  * The arrays are aggregated over an ordered subquery rather than with `json_group_array(... ORDER BY)`,
  * which only SQLite 3.44 and later parse: these views must open in an analyst's older sqlite3 too.

@@ -1,11 +1,12 @@
 /**
  * A retention setting applied to a SQLite mirror and its NDJSON files (store/model/retention.ts says
  * when): the results dated before now minus the retention erased as `forget --older-than` erases them
- * (store/erasure.ts), under the run lock the caller holds, before any NDJSON file is opened.
+ * (store/sqlite/erasure.ts), under the run lock the caller holds, before any NDJSON file is opened.
  */
+
+import { RETENTION_RAN_KEY, retentionDue } from '../model/retention.js';
 import type { Db } from './db.js';
 import { type Erasure, eraseOlderThan } from './erasure.js';
-import { RETENTION_RAN_KEY, retentionDue } from './model/retention.js';
 
 /** When the retention last ran (ISO 8601), if ever. */
 export function retentionRanAt(db: Db): string | undefined {

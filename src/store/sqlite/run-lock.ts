@@ -10,49 +10,18 @@ import { readlinkSync, realpathSync, rmSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { errorCode, LockedError, StorageError, storageError } from '../errors.js';
+import { canonicalPath } from '../../core/fs/canonical-path.js';
+import { readOwnFile, refuseLinks, writePrivateFile } from '../../core/fs/private-file.js';
+import { errorCode, LockedError, StorageError, storageError } from '../../errors.js';
+import type { Holder } from '../port.js';
 import { checkDbPath } from './db.js';
-import { openSqlite, prepareSqliteFile, readOwnFile, refuseLinks, writePrivateFile } from './private-file.js';
+import { openSqlite, prepareSqliteFile } from './private-db.js';
 
 /** The lock file of an NDJSON folder, inside it (a dot file: `*.ndjson` globs pass it by). */
 export const FOLDER_LOCK = '.campaign-sync.lock';
 
 /** An info file is one line of JSON: anything longer is not ours. */
 const INFO_MAX_BYTES = 4096;
-
-export interface Holder {
-  pid: number;
-  host: string;
-  since: string;
-}
-
-/**
- * The file a path names, whatever spelling or links lead there: the path resolved through its links
- * (its folder's, when it does not exist yet). Two processes given `m.db` through a linked folder, or
- * `./m.db` and its absolute path, lock the same `<db>.lock`: the lock sits beside the file SQLite
- * opens. (A link at a database's own name is refused before: checkDbPath.)
- */
-export function canonicalPath(path: string): string {
-  let at = resolve(path);
-  // A link to a database not created yet is followed too: SQLite creates the file at its end.
-  for (let hops = 0; hops < 40; hops++) {
-    try {
-      return realpathSync(at);
-    } catch {}
-    let target: string;
-    try {
-      target = readlinkSync(at);
-    } catch {
-      break;
-    }
-    at = resolve(dirname(at), target);
-  }
-  try {
-    return join(realpathSync(dirname(at)), basename(at));
-  } catch {
-    return at;
-  }
-}
 
 export class RunLock {
   private constructor(

@@ -1,10 +1,10 @@
 /**
  * The mirror's schema. `PRAGMA user_version` holds the schema version; each entry
- * of MIGRATIONS (store/migrations/) moves one version up, so a database written by an older release
+ * of MIGRATIONS (store/sqlite/migrations/) moves one version up, so a database written by an older release
  * is upgraded in place.
  */
 import type Database from 'better-sqlite3';
-import { errorCode, UsageError } from '../errors.js';
+import { errorCode, UsageError } from '../../errors.js';
 import { MIGRATIONS, type Migration } from './migrations/index.js';
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,11 +1,12 @@
 /** Records into the SQLite mirror, through the group commit of the Sink port (sinks/sink.ts). */
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
-import type { Checkpoints } from '../checkpoints.js';
-import { IdConflicts } from '../conflicts.js';
-import type { Db } from '../db.js';
-import type { GroupLimits } from '../group.js';
-import { Mirror, type UpsertCounts } from '../mirror.js';
-import { GroupedSink, type PageExtras } from './sink.js';
+import type { PageExtras } from '../port.js';
+import type { Checkpoints } from './checkpoints.js';
+import { IdConflicts } from './conflicts.js';
+import type { Db } from './db.js';
+import type { GroupLimits } from './group-commit.js';
+import { GroupedSink } from './grouped-sink.js';
+import { Mirror, type UpsertCounts } from './upserts.js';
 
 /** Records into the SQLite mirror. */
 export class SqliteSink extends GroupedSink {

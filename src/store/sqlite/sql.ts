@@ -1,7 +1,7 @@
 /**
  * Statements built from the column lists of store/model/rows.ts, so no column list is written twice.
  */
-import { COLUMNS, type Table } from './model/rows.js';
+import { COLUMNS, type Table } from '../model/rows.js';
 
 /*
  * The key goes last in every statement below, so one row of store/model/rows.ts (its values, then its key)

@@ -2,21 +2,21 @@
  * Upserts into the SQLite mirror: records by id, a record read again replaces the
  * stored one and its child rows (score details, eval results). The values come from store/model/rows.ts;
  * the statements are built from its column lists and prepared once. Callers wrap a page in one
- * transaction (store/group.ts). Campaigns are in store/campaigns.ts.
+ * transaction (store/sqlite/group-commit.ts). Campaigns are in store/sqlite/campaigns.ts.
  */
-import type { CheckedRecord, Endpoint, StreamId } from '../core/types.js';
+import type { CheckedRecord, Endpoint, StreamId } from '../../core/types.js';
+import { type SplitRecord, splitDetailed } from '../model/compact.js';
+import type { IdConflict, UpsertCounts } from '../model/page.js';
+import { COLUMNS, evalRows, roleRow, sessionRow, type Values } from '../model/rows.js';
 import { CURRENT_SEQ, NEXT_SEQ_SQL, SEEN_SQL, TOMBSTONE_SQL } from './changes.js';
 import type { Db } from './db.js';
-import { type SplitRecord, splitDetailed } from './model/compact.js';
-import type { IdConflict, UpsertCounts } from './model/page.js';
-import { COLUMNS, evalRows, roleRow, sessionRow, type Values } from './model/rows.js';
 import { roleRawSql } from './reassemble.js';
 import { insertIgnore, placeholders, update, upsert } from './sql.js';
 
 export type { IdConflict, UpsertCounts };
 
 /**
- * An insert that stamps the row with the write's change number (store/changes.ts), bound after the
+ * An insert that stamps the row with the write's change number (store/sqlite/changes.ts), bound after the
  * row's values: the number nextChange took, not a subquery of the counter run for every row.
  */
 function insertStamped(table: 'session_results' | 'role_results'): string {
@@ -75,7 +75,7 @@ export class Mirror {
     this.s = prepareStatements(db);
   }
 
-  /** Takes the next change number for what the page writes (store/changes.ts). Call inside the page's transaction. */
+  /** Takes the next change number for what the page writes (store/sqlite/changes.ts). Call inside the page's transaction. */
   private nextChange(): number | bigint | null {
     return (this.s.nextSeq.get() as number | bigint | undefined) ?? null;
   }
@@ -178,7 +178,7 @@ export class Mirror {
 
   /**
    * Deletes results with their score details and eval results, leaving a tombstone of each for
-   * `export --since-last` (store/changes.ts). Call inside a transaction.
+   * `export --since-last` (store/sqlite/changes.ts). Call inside a transaction.
    */
   remove(endpoint: Endpoint, ids: string[], at = new Date().toISOString()): number {
     let n = 0;

@@ -1,13 +1,13 @@
 /**
- * The versions of results in a SQLite mirror (schema 9, store/migrations/v9.ts), read-only: a
+ * The versions of results in a SQLite mirror (schema 9, store/sqlite/migrations/v9.ts), read-only: a
  * person's or a record's history, and the results as the mirror held them at a time (`export
  * --as-of`). Times are ISO 8601 text in UTC with milliseconds, so they compare as text.
  */
 import { UsageError } from '../../errors.js';
-import { openDatabase } from '../db.js';
-import type { HistoryQuery, HistoryVersion, MirrorTarget, ResultVersion, VersionReader } from '../mirror-port.js';
 import { namesUser, versionColumns, versionRows, withSummary } from '../model/versions.js';
-import { schemaVersion } from '../schema.js';
+import type { HistoryQuery, HistoryVersion, MirrorTarget, ResultVersion, VersionReader } from '../port.js';
+import { openDatabase } from './db.js';
+import { schemaVersion } from './schema.js';
 
 /** The schema that brought result_versions. */
 const VERSIONS_SINCE = 9;

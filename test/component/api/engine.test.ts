@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-const ENGINE = fileURLToPath(new URL('../dist/api/engine.js', import.meta.url));
+const ENGINE = fileURLToPath(new URL('../../../dist/api/engine.js', import.meta.url));
 
 // (module (func (export "add") (param i32 i32) (result i32) local.get 0 local.get 1 i32.add))
 const WASM = [

@@ -7,17 +7,17 @@ import { readFileSync } from 'node:fs';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { ApiClient } from '../src/api/client.js';
-import { proxyFor } from '../src/api/dispatcher.js';
-import { Pool } from '../src/api/undici.js';
-import { AbortedError, ExitCode, NetworkError } from '../src/errors.js';
-import { atFileEnd } from './helpers/file-end.js';
-import { cli, clientConfig, sim, startCli, tempDir } from './helpers/index.js';
-import { PROXIED_HOST, startProxy, viaProxyName } from './helpers/proxy.js';
-import { runCli } from './helpers/run-cli.js';
-import { selfSigned } from './helpers/tls.js';
-import { describeWith } from './helpers/tools.js';
+import { RequestBudget } from '../../../src/api/budget.js';
+import { ApiClient } from '../../../src/api/client.js';
+import { proxyFor } from '../../../src/api/dispatcher.js';
+import { Pool } from '../../../src/api/undici.js';
+import { AbortedError, ExitCode, NetworkError } from '../../../src/errors.js';
+import { atFileEnd } from '../../helpers/file-end.js';
+import { cli, clientConfig, sim, startCli, tempDir } from '../../helpers/index.js';
+import { PROXIED_HOST, startProxy, viaProxyName } from '../../helpers/proxy.js';
+import { runCli } from '../../helpers/run-cli.js';
+import { selfSigned } from '../../helpers/tls.js';
+import { describeWith } from '../../helpers/tools.js';
 
 const KEY = 'net-secret-key-123';
 /** No proxy setting of the tester's shell leaks in; each test sets its own. */
@@ -353,7 +353,7 @@ describe('compression and User-Agent over real HTTP', () => {
   it('every request carries User-Agent campaign-sync/<version> (node <version>)', async () => {
     const s = await sim({ apiKey: KEY, campaigns: 2, records: 10 });
     expect((await pull(s.url)).code).toBe(0);
-    const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    const version = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
     expect(s.stats.userAgents).toEqual({ [`campaign-sync/${version} (node ${process.versions.node})`]: s.stats.requests });
   });
 });

@@ -6,10 +6,10 @@
 import { lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SyncMetrics } from '../src/app/metrics.js';
-import { tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
-import { sharedSim } from './helpers/shared-sim.js';
+import { SyncMetrics } from '../../../src/app/metrics.js';
+import { tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
+import { sharedSim } from '../../helpers/shared-sim.js';
 
 const SAMPLE = /^[a-z_:][a-z0-9_:]*(\{[a-z_]+="[^"\n]*"(,[a-z_]+="[^"\n]*")*\})? -?[0-9.e+-]+$/;
 

@@ -6,7 +6,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { METRICS_LIMITS, type RunningMetricsServer, startMetricsServer } from '../src/app/metrics-server.js';
+import { METRICS_LIMITS, type RunningMetricsServer, startMetricsServer } from '../../../src/app/metrics-server.js';
 
 const endpoints = {
   metrics: async () => ({ body: 'campaign_sync_up 1\n', contentType: 'text/plain' }),

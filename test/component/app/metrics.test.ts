@@ -3,9 +3,9 @@
  * port 0 works and the bound address is logged; a non-loopback host needs --metrics-allow-remote.
  */
 import { describe, expect, it } from 'vitest';
-import { parseListen } from '../src/config/listen.js';
-import { sim, startCli, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import { parseListen } from '../../../src/config/listen.js';
+import { sim, startCli, tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 describe('--metrics-listen', () => {
   it('takes host:port, a bare port on loopback, and refuses another host without --metrics-allow-remote', () => {

@@ -11,11 +11,11 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { StreamRow } from '../src/store/checkpoints.js';
-import { requestIdOf, stateChanges } from '../src/sync/alerts.js';
-import { fakeClock } from './helpers/clock.js';
-import { sim, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import type { StreamRow } from '../../../src/store/sqlite/checkpoints.js';
+import { requestIdOf, stateChanges } from '../../../src/sync/alerts.js';
+import { fakeClock } from '../../helpers/clock.js';
+import { sim, tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 const servers: Server[] = [];
 afterAll(async () => {

@@ -8,10 +8,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildProgram } from '../src/cli.js';
-import { tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
-import { canUse, needs } from './helpers/tools.js';
+import { buildProgram } from '../../../src/cli.js';
+import { tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
+import { canUse, needs } from '../../helpers/tools.js';
 
 const program = buildProgram(new AbortController().signal, { exitCode: 0 });
 const sh = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;

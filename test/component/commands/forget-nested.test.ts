@@ -6,12 +6,12 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { openDatabase } from '../src/store/db.js';
-import { lineDigest } from '../src/store/ndjson-index.js';
-import { tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
-import { sharedSim } from './helpers/shared-sim.js';
+import type { RunningSimulator } from '../../../src/simulator/server.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { lineDigest } from '../../../src/store/sqlite/ndjson/digest-index.js';
+import { tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
+import { sharedSim } from '../../helpers/shared-sim.js';
 
 async function run(s: RunningSimulator, args: string[]) {
   return runCli(args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url } });

@@ -7,12 +7,12 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import type { Waits } from '../src/core/waits.js';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { openDatabase } from '../src/store/db.js';
-import { tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
-import { sharedSim } from './helpers/shared-sim.js';
+import type { Waits } from '../../../src/core/waits.js';
+import type { RunningSimulator } from '../../../src/simulator/server.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
+import { sharedSim } from '../../helpers/shared-sim.js';
 
 /** The SQLite busy timeout (core/waits.ts) of a forget that waits for a reader to let go. */
 const BUSY_MS = 300;
@@ -81,11 +81,11 @@ function killedAfterDelete(db: string, user: string): void {
   m.prepare("INSERT INTO campaigns (id, raw) VALUES ('test-stale-copy', ?)").run(user);
   m.prepare("DELETE FROM campaigns WHERE id = 'test-stale-copy'").run();
   m.close();
-  const dist = (path: string) => JSON.stringify(fileURLToPath(new URL(`../dist/store/${path}`, import.meta.url)));
+  const dist = (path: string) => JSON.stringify(fileURLToPath(new URL(`../../../dist/store/${path}`, import.meta.url)));
   const script = `
-    const { openDatabase } = await import(${dist('db.js')});
-    const { eraseFromMirror } = await import(${dist('erase.js')});
-    const { beginErasure } = await import(${dist('erase-pending.js')});
+    const { openDatabase } = await import(${dist('sqlite/db.js')});
+    const { eraseFromMirror } = await import(${dist('sqlite/erase-rows.js')});
+    const { beginErasure } = await import(${dist('sqlite/erasure-mark.js')});
     const { knownPerson } = await import(${dist('model/person.js')});
     const db = openDatabase(process.argv[1]);
     const person = knownPerson([process.argv[2]], [process.argv[2]]);

@@ -5,16 +5,16 @@
  */
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { status } from '../src/commands/status.js';
-import { resolveSettings } from '../src/config/settings.js';
-import { streamId } from '../src/core/types.js';
-import { Checkpoints } from '../src/store/checkpoints.js';
-import { openDatabase } from '../src/store/db.js';
-import { RunLock } from '../src/store/lock.js';
-import { assessHealth } from '../src/sync/health.js';
-import { relativeTime } from '../src/ui/health.js';
-import { sim, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import { status } from '../../../src/commands/status.js';
+import { resolveSettings } from '../../../src/config/settings.js';
+import { streamId } from '../../../src/core/types.js';
+import { Checkpoints } from '../../../src/store/sqlite/checkpoints.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { RunLock } from '../../../src/store/sqlite/run-lock.js';
+import { assessHealth } from '../../../src/sync/health.js';
+import { relativeTime } from '../../../src/ui/health.js';
+import { sim, tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 const MIN = 60_000;
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();

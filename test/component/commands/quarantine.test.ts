@@ -9,11 +9,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { Database } from '../src/store/sqlite.js';
-import { sim, tempDir } from './helpers/index.js';
-import { freshSchema, PG_URL, pgRows } from './helpers/pg.js';
-import { runCli } from './helpers/run-cli.js';
+import type { RunningSimulator } from '../../../src/simulator/server.js';
+import { Database } from '../../../src/store/sqlite/driver.js';
+import { sim, tempDir } from '../../helpers/index.js';
+import { freshSchema, PG_URL, pgRows } from '../../helpers/pg.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 interface Backend {
   name: string;

@@ -8,16 +8,16 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Clock } from '../src/core/clock.js';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { openDatabase } from '../src/store/db.js';
-import { eraseFromMirror } from '../src/store/erase.js';
-import { beginErasure } from '../src/store/erase-pending.js';
-import { eraseOlderThan } from '../src/store/erasure.js';
-import { fakeClock } from './helpers/clock.js';
-import { cutOf, type ServedResult, servedResults } from './helpers/history.js';
-import { sim, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import type { Clock } from '../../../src/core/clock.js';
+import type { RunningSimulator } from '../../../src/simulator/server.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { eraseFromMirror } from '../../../src/store/sqlite/erase-rows.js';
+import { eraseOlderThan } from '../../../src/store/sqlite/erasure.js';
+import { beginErasure } from '../../../src/store/sqlite/erasure-mark.js';
+import { fakeClock } from '../../helpers/clock.js';
+import { cutOf, type ServedResult, servedResults } from '../../helpers/history.js';
+import { sim, tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 const RECORDS = 30;
 

@@ -7,9 +7,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
-import { sharedSim } from './helpers/shared-sim.js';
+import { tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
+import { sharedSim } from '../../helpers/shared-sim.js';
 
 /** A loopback port nothing listens on (taken, then released). */
 async function closedPort(): Promise<number> {

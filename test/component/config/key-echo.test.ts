@@ -9,9 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resolveBaseUrl } from '../src/config/config.js';
-import { sim, startCli, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import { resolveBaseUrl } from '../../../src/config/config.js';
+import { sim, startCli, tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 const KEY = 'sk_live_Echo3dBack+Key/0123456789=';
 const servers: Server[] = [];
@@ -243,7 +243,7 @@ describe('a key echoed back in every place the service can put it', () => {
       // The record whose order_index is the key is quarantined (its stream goes on), not a stream's error.
       expect(errors.filter((e) => e?.includes('[the API key]'))).toHaveLength(4);
 
-      const { Database } = await import('../src/store/sqlite.js');
+      const { Database } = await import('../../../src/store/sqlite/driver.js');
       const mirror = new Database(db);
       const stored = mirror.prepare('SELECT stream, last_error FROM sync_state').all() as Array<{
         stream: string;

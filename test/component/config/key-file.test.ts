@@ -2,9 +2,9 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resolveApiConfig } from '../src/config/config.js';
-import { sim, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import { resolveApiConfig } from '../../../src/config/config.js';
+import { sim, tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 const SECRET = 'sk-key-file-secret-0123456789';
 

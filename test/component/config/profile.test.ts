@@ -6,9 +6,9 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readProfile } from '../src/config/profile.js';
-import { type CommandName, loadSettings } from '../src/config/settings.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { readProfile } from '../../../src/config/profile.js';
+import { type CommandName, loadSettings } from '../../../src/config/settings.js';
+import { cli, sim, tempDir } from '../../helpers/index.js';
 
 /** The API from the environment, so that a pull's settings resolve without a profile's. */
 const API_ENV = { CAMPAIGN_SYNC_BASE_URL: 'https://env.example.com', CAMPAIGN_SYNC_API_KEY: 'k3y-for-tests' };

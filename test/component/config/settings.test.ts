@@ -6,10 +6,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readProfile } from '../src/config/profile.js';
-import { loadSettings, rememberDestination, resolveSettings } from '../src/config/settings.js';
-import type { Profile } from '../src/config/sources.js';
-import { tempDir } from './helpers/index.js';
+import { readProfile } from '../../../src/config/profile.js';
+import { loadSettings, rememberDestination, resolveSettings } from '../../../src/config/settings.js';
+import type { Profile } from '../../../src/config/sources.js';
+import { tempDir } from '../../helpers/index.js';
 
 const KEY = { CAMPAIGN_SYNC_API_KEY: 'k3y-for-tests' };
 const BASE = { baseUrl: 'https://flag.example.com' };

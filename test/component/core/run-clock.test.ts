@@ -6,11 +6,11 @@
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { realClock } from '../src/core/clock.js';
-import { STALE_AFTER_MS } from '../src/export/file.js';
-import { fakeClock } from './helpers/clock.js';
-import { sim, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import { realClock } from '../../../src/core/clock.js';
+import { STALE_AFTER_MS } from '../../../src/export/file.js';
+import { fakeClock } from '../../helpers/clock.js';
+import { sim, tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 describe("the run's clock", () => {
   it('watch waits --interval (and its jitter) between passes on it: three passes an hour apart end at once', async () => {

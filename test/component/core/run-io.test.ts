@@ -4,8 +4,8 @@
  */
 import { PassThrough } from 'node:stream';
 import { expect, it, vi } from 'vitest';
-import { run } from '../src/main.js';
-import { tempDir } from './helpers/index.js';
+import { run } from '../../../src/main.js';
+import { tempDir } from '../../helpers/index.js';
 
 function capture() {
   const stream = new PassThrough();

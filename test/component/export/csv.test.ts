@@ -2,11 +2,11 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { csvLine } from '../src/export/csv.js';
-import { openDatabase } from '../src/store/db.js';
-import { parseStrictCsv } from './helpers/csv.js';
-import { BIN, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import { csvLine } from '../../../src/export/csv.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { parseStrictCsv } from '../../helpers/csv.js';
+import { BIN, tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 let dbPath: string;
 // Bigger than the encoder's 2 MB buffer even as UTF-16, full of quotes, commas, line breaks and non-ASCII.

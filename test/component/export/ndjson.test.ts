@@ -4,12 +4,12 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseJson, toJson } from '../src/core/json.js';
-import type { Sink } from '../src/export/sink.js';
-import { ndjsonLine, writeNdjson } from '../src/export/writers.js';
-import { openDatabase } from '../src/store/db.js';
-import { tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import { parseJson, toJson } from '../../../src/core/json.js';
+import type { ByteSink } from '../../../src/export/sink.js';
+import { ndjsonLine, writeNdjson } from '../../../src/export/writers.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 /** The reference line, made the plain way: the row as an object, JSON columns parsed, then toJson. */
 function wholeRow(columns: string[], row: unknown[]): string {
@@ -46,7 +46,7 @@ describe('NDJSON lines', () => {
 
   it('go to the sink in order, one per row', async () => {
     const chunks: Buffer[] = [];
-    const sink: Sink = {
+    const sink: ByteSink = {
       write(chunk, written) {
         chunks.push(Buffer.from(chunk));
         written?.();

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 /** The launcher, the bundler's script, and every source file an export runs. */
 function exportFiles(): string[] {
@@ -20,7 +20,7 @@ function exportFiles(): string[] {
     'src/commands/export.ts',
     'src/commands/export-plan.ts',
     'src/commands/export-since.ts',
-    'src/store/snapshot.ts',
+    'src/store/sqlite/snapshot.ts',
     'src/store/sqlite/export-source.ts',
     'src/store/sqlite/export-sql.ts',
     'src/store/pg/export-source.ts',

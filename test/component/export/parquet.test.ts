@@ -6,11 +6,11 @@ import { tableFromIPC } from 'apache-arrow';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { readParquet } from 'parquet-wasm/node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { exportTable } from '../src/commands/export.js';
-import { resolveSettings } from '../src/config/settings.js';
-import { openDatabase } from '../src/store/db.js';
-import { BIN, sim, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import { exportTable } from '../../../src/commands/export.js';
+import { resolveSettings } from '../../../src/config/settings.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { BIN, sim, tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 let dbPath: string;
 let dir: string;
@@ -78,7 +78,7 @@ function expectedRows(table: string): Record<string, unknown>[] {
     ? `SELECT f.* FROM ${table} t JOIN ${table}_full f ON f.id = t.id ORDER BY t.rowid`
     : `SELECT * FROM ${table} ORDER BY rowid`;
   const stmt = db.prepare(sql).safeIntegers(true);
-  // Exports leave out the mirror's change numbers (store/changes.ts).
+  // Exports leave out the mirror's change numbers (store/sqlite/changes.ts).
   const names = stmt
     .columns()
     .map((c) => c.name)

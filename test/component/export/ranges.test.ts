@@ -10,17 +10,17 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { csvLine, writeCsv } from '../src/export/csv.js';
-import { encodeBatch, maxLines } from '../src/export/csv-bytes.js';
-import { writeCsvTable } from '../src/export/csv-table.js';
-import { FileSink, type Sink } from '../src/export/sink.js';
-import type { ExportTable } from '../src/export/tables.js';
-import { openDatabase } from '../src/store/db.js';
-import { RangeReader, READ_CACHE_KIB } from '../src/store/snapshot.js';
-import { exportQuery, exportRangeQuery, rowIdName } from '../src/store/sqlite/export-sql.js';
-import { Database } from '../src/store/sqlite.js';
-import { BIN, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import { csvLine, writeCsv } from '../../../src/export/csv.js';
+import { encodeBatch, maxLines } from '../../../src/export/csv-bytes.js';
+import { writeCsvTable } from '../../../src/export/csv-table.js';
+import { type ByteSink, FileSink } from '../../../src/export/sink.js';
+import type { ExportTable } from '../../../src/export/tables.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { Database } from '../../../src/store/sqlite/driver.js';
+import { exportQuery, exportRangeQuery, rowIdName } from '../../../src/store/sqlite/export-sql.js';
+import { RangeReader, READ_CACHE_KIB } from '../../../src/store/sqlite/snapshot.js';
+import { BIN, tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 const COLUMNS_OF = (dbPath: string, table: ExportTable) => {
   const db = openDatabase(dbPath, { readonly: true });
@@ -33,7 +33,7 @@ const COLUMNS_OF = (dbPath: string, table: ExportTable) => {
 };
 
 /** Collects what an export writes; `onWrite` runs after each chunk (between two batches' reads). */
-class Memory implements Sink {
+class Memory implements ByteSink {
   readonly chunks: Buffer[] = [];
   constructor(private readonly onWrite?: (index: number) => void) {}
   write(chunk: string | Uint8Array, written?: () => void): boolean {

@@ -10,11 +10,11 @@ import { existsSync, linkSync, lstatSync, readdirSync, readFileSync, symlinkSync
 import { join, relative } from 'node:path';
 import { Writable } from 'node:stream';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { exportTable } from '../src/commands/export.js';
-import { resolveSettings } from '../src/config/settings.js';
-import { openDatabase } from '../src/store/db.js';
-import { tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import { exportTable } from '../../../src/commands/export.js';
+import { resolveSettings } from '../../../src/config/settings.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 let dir: string;
 let db: string;

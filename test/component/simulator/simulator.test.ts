@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseDate } from '../src/config/duration.js';
-import { parseFaults } from '../src/simulator/faults.js';
+import { parseDate } from '../../../src/config/duration.js';
+import { parseFaults } from '../../../src/simulator/faults.js';
 import {
   CEFR_LEVELS,
   SCENARIO_TYPE_KEYS,
@@ -11,8 +11,8 @@ import {
   specRoleDetailed,
   specRoleOverall,
   specSessionResult,
-} from '../src/spec/schemas.js';
-import { get, sim } from './helpers/index.js';
+} from '../../../src/spec/schemas.js';
+import { get, sim } from '../../helpers/index.js';
 
 async function campaignsOf(s: Awaited<ReturnType<typeof sim>>) {
   const { json } = await get(s, '/v1/campaigns');

@@ -6,12 +6,12 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { listenFailure, type SimulateOptions, simulate } from '../src/commands/simulate.js';
-import { exitCodeFor, UsageError } from '../src/errors.js';
-import { parseFaults } from '../src/simulator/faults.js';
-import { checkRateLimit, MAX_WINDOW_COUNT, SlidingWindow } from '../src/simulator/window.js';
-import { selfSigned } from './helpers/tls.js';
-import { describeWith } from './helpers/tools.js';
+import { listenFailure, type SimulateOptions, simulate } from '../../../src/commands/simulate.js';
+import { exitCodeFor, UsageError } from '../../../src/errors.js';
+import { parseFaults } from '../../../src/simulator/faults.js';
+import { checkRateLimit, MAX_WINDOW_COUNT, SlidingWindow } from '../../../src/simulator/window.js';
+import { selfSigned } from '../../helpers/tls.js';
+import { describeWith } from '../../helpers/tools.js';
 
 /** Runs simulate with an already-aborted signal: it stops at once if it started, or throws at start-up. */
 async function startUp(opts: SimulateOptions): Promise<unknown> {

@@ -1,5 +1,5 @@
 /**
- * Migrations are frozen (store/migrations/, store/pg/migrations/): they import nothing the write path
+ * Migrations are frozen (store/sqlite/migrations/, store/pg/migrations/): they import nothing the write path
  * uses, an old database comes up equal to one a pull of today writes, and the views they made are
  * still what today's code rebuilds (a change there needs a new migration).
  */
@@ -8,20 +8,20 @@ import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../src/store/db.js';
-import { Mirror } from '../src/store/mirror.js';
-import { COLUMNS } from '../src/store/model/rows.js';
-import { detailRawPg, roleRawPg } from '../src/store/pg/compact.js';
-import { PG_MIGRATIONS } from '../src/store/pg/migrations/index.js';
-import { detailRawSql, roleRawSql } from '../src/store/reassemble.js';
-import { columnNames, migrate, SCHEMA_VERSION } from '../src/store/schema.js';
-import { Database } from '../src/store/sqlite.js';
-import { FIRST_V9 } from './helpers/first-versions.js';
-import { cli, servedRecords, sim, tempDir } from './helpers/index.js';
-import { checked, evalOf } from './helpers/records.js';
+import { COLUMNS } from '../../../src/store/model/rows.js';
+import { detailRawPg, roleRawPg } from '../../../src/store/pg/compact.js';
+import { PG_MIGRATIONS } from '../../../src/store/pg/migrations/index.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { Database } from '../../../src/store/sqlite/driver.js';
+import { detailRawSql, roleRawSql } from '../../../src/store/sqlite/reassemble.js';
+import { columnNames, migrate, SCHEMA_VERSION } from '../../../src/store/sqlite/schema.js';
+import { Mirror } from '../../../src/store/sqlite/upserts.js';
+import { FIRST_V9 } from '../../helpers/first-versions.js';
+import { cli, servedRecords, sim, tempDir } from '../../helpers/index.js';
+import { checked, evalOf } from '../../helpers/records.js';
 
-const SRC = fileURLToPath(new URL('../src/', import.meta.url));
-const FOLDERS = ['store/migrations', 'store/pg/migrations'];
+const SRC = fileURLToPath(new URL('../../../src/', import.meta.url));
+const FOLDERS = ['store/sqlite/migrations', 'store/pg/migrations'];
 
 /** The import specifiers of a file: static, type-only, re-exports and dynamic. */
 function importsOf(path: string): string[] {
@@ -71,12 +71,12 @@ describe('migration files are frozen code', () => {
     expect(bad).toEqual([]);
   });
 
-  it('reach neither store/mirror.ts, store/model/rows.ts, store/model/compact.ts nor store/sinks/, even through other files', () => {
+  it('reach neither store/sqlite/upserts.ts, store/model/rows.ts, store/model/compact.ts nor store/sqlite/, even through other files', () => {
     const reached = new Set(migrationFiles().flatMap((f) => [...reach(f)]));
     const writePath = [...reached].filter((f) => f.startsWith('store/') && !FOLDERS.some((folder) => f.startsWith(`${folder}/`)));
     expect(writePath).toEqual([]);
     // The check follows imports: a file of the write path reaches rows.ts.
-    expect(reach(join(SRC, 'store/mirror.ts')).has('store/model/rows.ts')).toBe(true);
+    expect(reach(join(SRC, 'store/sqlite/upserts.ts')).has('store/model/rows.ts')).toBe(true);
   });
 
   it("the SQLite views a fresh mirror holds are what today's reassembly rebuilds (else: a new migration)", () => {

@@ -6,14 +6,14 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { streamId } from '../src/core/types.js';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { Database } from '../src/store/sqlite.js';
-import { StreamDrift } from '../src/sync/drift.js';
-import { driftOf } from './helpers/drift.js';
-import { sim, tempDir } from './helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgRows } from './helpers/pg.js';
-import { runCli } from './helpers/run-cli.js';
+import { streamId } from '../../../src/core/types.js';
+import type { RunningSimulator } from '../../../src/simulator/server.js';
+import { Database } from '../../../src/store/sqlite/driver.js';
+import { StreamDrift } from '../../../src/sync/drift.js';
+import { driftOf } from '../../helpers/drift.js';
+import { sim, tempDir } from '../../helpers/index.js';
+import { describePg, freshSchema, PG_URL, pgRows } from '../../helpers/pg.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 type Kind = 'sqlite' | 'ndjson' | 'pg';
 

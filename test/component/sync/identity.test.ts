@@ -10,19 +10,19 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { ApiClient } from '../src/api/client.js';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { Checkpoints } from '../src/store/checkpoints.js';
-import { type Db, openDatabase } from '../src/store/db.js';
-import { NdjsonSink } from '../src/store/sinks/ndjson.js';
-import type { Sink } from '../src/store/sinks/sink.js';
-import { SqliteSink } from '../src/store/sinks/sqlite.js';
-import { type PassOptions, runPass } from '../src/sync/pass.js';
-import { reconcile } from '../src/sync/reconcile.js';
-import { clientConfig, sim, tempDir } from './helpers/index.js';
-import { passDefaults } from './helpers/mock.js';
-import { runCli } from './helpers/run-cli.js';
+import { RequestBudget } from '../../../src/api/budget.js';
+import { ApiClient } from '../../../src/api/client.js';
+import type { RunningSimulator } from '../../../src/simulator/server.js';
+import type { Sink } from '../../../src/store/port.js';
+import { Checkpoints } from '../../../src/store/sqlite/checkpoints.js';
+import { type Db, openDatabase } from '../../../src/store/sqlite/db.js';
+import { NdjsonSink } from '../../../src/store/sqlite/ndjson/sink.js';
+import { SqliteSink } from '../../../src/store/sqlite/sink.js';
+import { type PassOptions, runPass } from '../../../src/sync/pass.js';
+import { reconcile } from '../../../src/sync/reconcile.js';
+import { clientConfig, sim, tempDir } from '../../helpers/index.js';
+import { passDefaults } from '../../helpers/mock.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 type Kind = 'sqlite' | 'ndjson';
 

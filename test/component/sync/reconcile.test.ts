@@ -6,16 +6,16 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { ApiClient } from '../src/api/client.js';
-import { ApiError, exitCodeForPass } from '../src/errors.js';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { Checkpoints } from '../src/store/checkpoints.js';
-import { openDatabase } from '../src/store/db.js';
-import { SqliteSink } from '../src/store/sinks/sqlite.js';
-import { reconcile } from '../src/sync/reconcile.js';
-import { clientConfig, sim, startCli, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import { RequestBudget } from '../../../src/api/budget.js';
+import { ApiClient } from '../../../src/api/client.js';
+import { ApiError, exitCodeForPass } from '../../../src/errors.js';
+import type { RunningSimulator } from '../../../src/simulator/server.js';
+import { Checkpoints } from '../../../src/store/sqlite/checkpoints.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { SqliteSink } from '../../../src/store/sqlite/sink.js';
+import { reconcile } from '../../../src/sync/reconcile.js';
+import { clientConfig, sim, startCli, tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 const count = (db: ReturnType<typeof openDatabase>, sql: string, ...args: unknown[]) =>
   db

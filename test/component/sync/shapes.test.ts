@@ -5,20 +5,20 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { ApiClient } from '../src/api/client.js';
-import { lookbackWindow } from '../src/app/sync-job.js';
-import { toJson } from '../src/core/json.js';
-import { exitCodeForPass, UsageError } from '../src/errors.js';
-import { DOCS_QUIRKS, parseQuirks } from '../src/simulator/quirks.js';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { Checkpoints } from '../src/store/checkpoints.js';
-import { openDatabase } from '../src/store/db.js';
-import { SqliteSink } from '../src/store/sinks/sqlite.js';
-import { type PassOptions, runPass } from '../src/sync/pass.js';
-import { reconcile } from '../src/sync/reconcile.js';
-import { clientConfig, get, servedObjects, sim, tempDir } from './helpers/index.js';
-import { passDefaults } from './helpers/mock.js';
+import { RequestBudget } from '../../../src/api/budget.js';
+import { ApiClient } from '../../../src/api/client.js';
+import { lookbackWindow } from '../../../src/app/sync-job.js';
+import { toJson } from '../../../src/core/json.js';
+import { exitCodeForPass, UsageError } from '../../../src/errors.js';
+import { DOCS_QUIRKS, parseQuirks } from '../../../src/simulator/quirks.js';
+import type { RunningSimulator } from '../../../src/simulator/server.js';
+import { Checkpoints } from '../../../src/store/sqlite/checkpoints.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { SqliteSink } from '../../../src/store/sqlite/sink.js';
+import { type PassOptions, runPass } from '../../../src/sync/pass.js';
+import { reconcile } from '../../../src/sync/reconcile.js';
+import { clientConfig, get, servedObjects, sim, tempDir } from '../../helpers/index.js';
+import { passDefaults } from '../../helpers/mock.js';
 
 type Row = Record<string, unknown>;
 

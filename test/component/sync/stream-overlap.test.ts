@@ -9,11 +9,11 @@
  */
 import { MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { type CheckpointMove, streamId } from '../src/core/types.js';
-import { StorageError } from '../src/errors.js';
-import type { Sink } from '../src/store/sinks/sink.js';
-import { runPass } from '../src/sync/pass.js';
-import { walkStream } from '../src/sync/stream.js';
+import { type CheckpointMove, streamId } from '../../../src/core/types.js';
+import { StorageError } from '../../../src/errors.js';
+import type { Sink } from '../../../src/store/port.js';
+import { runPass } from '../../../src/sync/pass.js';
+import { walkStream } from '../../../src/sync/stream.js';
 import {
   CAMPAIGN,
   campaignList,
@@ -24,7 +24,7 @@ import {
   sessionRecord,
   testStore,
   withCommitPage,
-} from './helpers/mock.js';
+} from '../../helpers/mock.js';
 
 const PAGES = 5;
 const PAGE = 2;

@@ -1,19 +1,19 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { ApiClient } from '../src/api/client.js';
-import { resolvePassOptions } from '../src/app/sync-job.js';
-import { exitCodeForPass } from '../src/errors.js';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { Checkpoints } from '../src/store/checkpoints.js';
-import { openDatabase } from '../src/store/db.js';
-import { RunLock } from '../src/store/lock.js';
-import { SCHEMA_VERSION } from '../src/store/schema.js';
-import { SqliteSink } from '../src/store/sinks/sqlite.js';
-import { type PassOptions, runPass } from '../src/sync/pass.js';
-import { clientConfig, sim, tempDir } from './helpers/index.js';
-import { passDefaults } from './helpers/mock.js';
+import { RequestBudget } from '../../../src/api/budget.js';
+import { ApiClient } from '../../../src/api/client.js';
+import { resolvePassOptions } from '../../../src/app/sync-job.js';
+import { exitCodeForPass } from '../../../src/errors.js';
+import type { RunningSimulator } from '../../../src/simulator/server.js';
+import { Checkpoints } from '../../../src/store/sqlite/checkpoints.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { RunLock } from '../../../src/store/sqlite/run-lock.js';
+import { SCHEMA_VERSION } from '../../../src/store/sqlite/schema.js';
+import { SqliteSink } from '../../../src/store/sqlite/sink.js';
+import { type PassOptions, runPass } from '../../../src/sync/pass.js';
+import { clientConfig, sim, tempDir } from '../../helpers/index.js';
+import { passDefaults } from '../../helpers/mock.js';
 
 function clientFor(s: RunningSimulator) {
   return new ApiClient(clientConfig(s), { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) });
@@ -280,7 +280,7 @@ describe('files', () => {
 
   it('refuses a database that belongs to someone else', async () => {
     const dir = tempDir();
-    const { Database } = await import('../src/store/sqlite.js');
+    const { Database } = await import('../../../src/store/sqlite/driver.js');
     const other = new Database(join(dir, 'other.db'));
     other.exec('CREATE TABLE invoices (id INTEGER)');
     other.close();
@@ -304,12 +304,12 @@ function dropV5(db: ReturnType<typeof openDatabase>) {
   db.exec('DROP TABLE id_conflicts');
 }
 
-/** Undo the drift step (store/drift.ts). */
+/** Undo the drift step (store/sqlite/drift-ledger.ts). */
 function dropDrift(db: ReturnType<typeof openDatabase>) {
   db.exec('DROP TABLE drift_seen');
 }
 
-/** Undo version 9 (versions of results) and the quarantine, then version 8 (store/changes.ts). */
+/** Undo version 9 (versions of results) and the quarantine, then version 8 (store/sqlite/changes.ts). */
 function dropV8(db: ReturnType<typeof openDatabase>) {
   db.exec('DROP TABLE quarantine');
   db.exec(`DROP VIEW result_versions; DROP TRIGGER session_results_version; DROP TRIGGER session_results_pruned;

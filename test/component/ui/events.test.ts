@@ -4,13 +4,13 @@
  * spinner is shown.
  */
 import { describe, expect, it } from 'vitest';
-import { createClient } from '../src/app/client.js';
-import type { PageEvent, RequestEvent, RetryEvent, StreamDoneEvent } from '../src/core/events.js';
-import { runPass } from '../src/sync/pass.js';
-import { commandEvents } from '../src/ui/events.js';
-import { Output } from '../src/ui/output.js';
-import { clientConfig, sim } from './helpers/index.js';
-import { campaignList, mockClient, mockService, passDefaults, testStore } from './helpers/mock.js';
+import { createClient } from '../../../src/app/client.js';
+import type { PageEvent, RequestEvent, RetryEvent, StreamDoneEvent } from '../../../src/core/events.js';
+import { runPass } from '../../../src/sync/pass.js';
+import { commandEvents } from '../../../src/ui/events.js';
+import { Output } from '../../../src/ui/output.js';
+import { clientConfig, sim } from '../../helpers/index.js';
+import { campaignList, mockClient, mockService, passDefaults, testStore } from '../../helpers/mock.js';
 
 describe('the client reports', () => {
   it('every attempt with its status, time and bytes, and each retry', async () => {

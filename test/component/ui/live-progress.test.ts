@@ -3,9 +3,9 @@
  * and what the run waits for with the seconds left, moving while no page arrives.
  */
 import { describe, expect, it } from 'vitest';
-import { createClient } from '../src/app/client.js';
-import { LiveProgress, liveProgress } from '../src/ui/live-progress.js';
-import { clientConfig, sim } from './helpers/index.js';
+import { createClient } from '../../../src/app/client.js';
+import { LiveProgress, liveProgress } from '../../../src/ui/live-progress.js';
+import { clientConfig, sim } from '../../helpers/index.js';
 
 const stream = { key: 'k', campaignId: 'c', endpoint: 'session' as const, reportType: null };
 

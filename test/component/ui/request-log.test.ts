@@ -4,11 +4,11 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { commandEvents } from '../src/ui/events.js';
-import { Output } from '../src/ui/output.js';
-import { sim, tempDir } from './helpers/index.js';
-import { CAMPAIGN, campaignList, mockClient, mockService } from './helpers/mock.js';
-import { runCli } from './helpers/run-cli.js';
+import { commandEvents } from '../../../src/ui/events.js';
+import { Output } from '../../../src/ui/output.js';
+import { sim, tempDir } from '../../helpers/index.js';
+import { CAMPAIGN, campaignList, mockClient, mockService } from '../../helpers/mock.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 const KEY = 'secret-test-key';
 

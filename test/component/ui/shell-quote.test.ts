@@ -2,9 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { commandName, shellWord } from '../src/ui/shell.js';
-import { tempDir } from './helpers/index.js';
-import { needs } from './helpers/tools.js';
+import { commandName, shellWord } from '../../../src/ui/shell.js';
+import { tempDir } from '../../helpers/index.js';
+import { needs } from '../../helpers/tools.js';
 
 /** What `shell` makes of `word` as one argument: printf's %s between markers. */
 function parsed(shell: string, word: string): string {

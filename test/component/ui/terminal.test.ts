@@ -7,12 +7,12 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../src/store/db.js';
-import { cell, safeJson, showLines, showText } from '../src/ui/escape.js';
-import { Output } from '../src/ui/output.js';
-import { renderTable } from '../src/ui/table.js';
-import { type CliResult, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { cell, safeJson, showLines, showText } from '../../../src/ui/escape.js';
+import { Output } from '../../../src/ui/output.js';
+import { renderTable } from '../../../src/ui/table.js';
+import { type CliResult, tempDir } from '../../helpers/index.js';
+import { runCli } from '../../helpers/run-cli.js';
 
 const ESC = '\x1b';
 const BEL = '\x07';

@@ -5,8 +5,8 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RunLock } from '../src/store/lock.js';
-import { cli, sim, tempDir } from './helpers/index.js';
+import { RunLock } from '../../../src/store/sqlite/run-lock.js';
+import { cli, sim, tempDir } from '../../helpers/index.js';
 
 describe('pull --if-idle', () => {
   it('with the lock held by another process: exit 0, nothing on stdout or stderr, nothing done', async () => {

@@ -15,15 +15,15 @@ import {
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { exportTable } from '../src/commands/export.js';
-import { resolveSettings } from '../src/config/settings.js';
-import { cleanStalePartials, partialPath } from '../src/export/file.js';
-import { neutralise } from '../src/export/writers.js';
-import { openDatabase } from '../src/store/db.js';
-import { openPrivateFile } from '../src/store/private-file.js';
-import { parseStrictCsv, parseWithPython } from './helpers/csv.js';
-import { BIN, cli, sim, tempDir } from './helpers/index.js';
-import { needs } from './helpers/tools.js';
+import { exportTable } from '../../../src/commands/export.js';
+import { resolveSettings } from '../../../src/config/settings.js';
+import { openPrivateFile } from '../../../src/core/fs/private-file.js';
+import { cleanStalePartials, partialPath } from '../../../src/export/file.js';
+import { neutralise } from '../../../src/export/writers.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { parseStrictCsv, parseWithPython } from '../../helpers/csv.js';
+import { BIN, cli, sim, tempDir } from '../../helpers/index.js';
+import { needs } from '../../helpers/tools.js';
 
 let dbPath: string;
 let dir: string;
@@ -63,7 +63,7 @@ beforeAll(async () => {
   db.close();
 });
 
-/** A table's columns but the mirror's change numbers (store/changes.ts), which exports leave out. */
+/** A table's columns but the mirror's change numbers (store/sqlite/changes.ts), which exports leave out. */
 function ownColumns(db: ReturnType<typeof openDatabase>, table: string): string {
   return (db.pragma(`table_info(${table})`) as Array<{ name: string }>)
     .map((c) => c.name)

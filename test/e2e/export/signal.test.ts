@@ -8,9 +8,9 @@ import { once } from 'node:events';
 import { copyFileSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { between, untilAborted } from '../src/export/interrupt.js';
-import { openDatabase } from '../src/store/db.js';
-import { BIN, tempDir } from './helpers/index.js';
+import { between, untilAborted } from '../../../src/export/interrupt.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { BIN, tempDir } from '../../helpers/index.js';
 
 let dir: string;
 let dbPath: string;

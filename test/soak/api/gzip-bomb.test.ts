@@ -2,8 +2,8 @@
 import { gzipSync } from 'node:zlib';
 import { MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../src/errors.js';
-import { CAMPAIGN, mockClient, ORIGIN } from '../helpers/mock.js';
+import { ApiError } from '../../../src/errors.js';
+import { CAMPAIGN, mockClient, ORIGIN } from '../../helpers/mock.js';
 
 describe('a gzip bomb', () => {
   it('100 MiB of zeros is an invalid-body error at the cap, not an out-of-memory', async () => {

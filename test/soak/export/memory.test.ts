@@ -8,9 +8,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetMetadata } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
-import { peakRssMb } from '../bench/peak-rss.js';
-import { openDatabase } from '../src/store/db.js';
-import { BIN, tempDir } from './helpers/index.js';
+import { peakRssMb } from '../../../bench/peak-rss.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { BIN, tempDir } from '../../helpers/index.js';
 
 /** A database of `rows` eval results; written without a journal or fsync: a fixture, not a mirror under test. */
 function bigDatabase(path: string, rows: number): void {

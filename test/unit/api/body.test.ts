@@ -1,14 +1,14 @@
 /**
  * api/body.ts: one exchange through a dispatcher's low-level `dispatch`, driven here by a fake
  * dispatcher that calls the handler in the order a test needs (undici's Pool and MockAgent call it
- * the same way; test/client.test.ts and test/hostile.test.ts run the client through them).
+ * the same way; test/unit/api/client.test.ts and test/unit/api/hostile.test.ts run the client through them).
  */
 import { gzipSync } from 'node:zlib';
 import type { Dispatcher } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { exchange } from '../src/api/body.js';
-import { redactor } from '../src/core/redact.js';
-import { ApiError } from '../src/errors.js';
+import { exchange } from '../../../src/api/body.js';
+import { redactor } from '../../../src/core/redact.js';
+import { ApiError } from '../../../src/errors.js';
 
 interface Handler {
   onConnect(abort: (err: Error) => void): void;

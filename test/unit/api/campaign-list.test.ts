@@ -4,9 +4,9 @@
  * (or an endless list) stops with an error instead of looping.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_CAMPAIGN_PAGES } from '../src/api/campaign-list.js';
-import { ApiError, exitCodeForPass } from '../src/errors.js';
-import { campaignList, mockClient, mockService, pass, testStore } from './helpers/mock.js';
+import { MAX_CAMPAIGN_PAGES } from '../../../src/api/campaign-list.js';
+import { ApiError, exitCodeForPass } from '../../../src/errors.js';
+import { campaignList, mockClient, mockService, pass, testStore } from '../../helpers/mock.js';
 
 const ids = Array.from({ length: 7 }, (_, i) => `${i}0000000-0000-4000-8000-000000000000`);
 const campaigns = (...n: number[]) => campaignList(...n.map((i) => ({ id: ids[i] as string, type: 'SESSION_COMPLETION' }))).data;

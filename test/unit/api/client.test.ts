@@ -1,9 +1,9 @@
 import { type Dispatcher, MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { ApiError, AuthError, exitCodeForPass, NetworkError } from '../src/errors.js';
-import { runPass } from '../src/sync/pass.js';
-import { fakeClock } from './helpers/clock.js';
+import { RequestBudget } from '../../../src/api/budget.js';
+import { ApiError, AuthError, exitCodeForPass, NetworkError } from '../../../src/errors.js';
+import { runPass } from '../../../src/sync/pass.js';
+import { fakeClock } from '../../helpers/clock.js';
 import {
   CAMPAIGN,
   campaignList,
@@ -14,7 +14,7 @@ import {
   ROLE_CAMPAIGN,
   sessionRecord,
   testStore,
-} from './helpers/mock.js';
+} from '../../helpers/mock.js';
 
 const sessionCampaign = () => campaignList({ id: CAMPAIGN, type: 'SESSION_COMPLETION' });
 

@@ -6,10 +6,10 @@
 import { gzipSync } from 'node:zlib';
 import { MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
-import { createRoute, noProxyMatches, proxyFor } from '../src/api/dispatcher.js';
-import { resolveApiConfig } from '../src/config/config.js';
-import { ApiError } from '../src/errors.js';
-import { CAMPAIGN, mockClient, ORIGIN } from './helpers/mock.js';
+import { createRoute, noProxyMatches, proxyFor } from '../../../src/api/dispatcher.js';
+import { resolveApiConfig } from '../../../src/config/config.js';
+import { ApiError } from '../../../src/errors.js';
+import { CAMPAIGN, mockClient, ORIGIN } from '../../helpers/mock.js';
 
 const page = { data: [{ order_index: 1, id: 'r1', session_id: 's1', created_at: '2026-01-01T00:00:00Z' }], has_more: false };
 
@@ -47,7 +47,7 @@ describe('gzip bodies', () => {
     expect(seen[0]?.['accept-encoding']).toBeUndefined();
   });
 
-  // The 100 MiB bomb is in the soak tier (test/soak/gzip-bomb.test.ts): 8 MiB is over the cap too.
+  // The 100 MiB bomb is in the soak tier (test/soak/api/gzip-bomb.test.ts): 8 MiB is over the cap too.
   it('a gzip bomb (8 MiB of zeros) is an invalid-body error at the cap, not an out-of-memory', async () => {
     const bomb = gzipSync(Buffer.alloc(8 * 1024 * 1024), { level: 9 });
     expect(bomb.length).toBeLessThan(64 * 1024);

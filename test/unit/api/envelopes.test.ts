@@ -9,10 +9,10 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { parseCampaignPage } from '../src/api/campaign-list.js';
-import { formatIssues, identitySchemas, isCampaign, toPage } from '../src/api/envelopes.js';
-import { parseSettings, syncSchema } from '../src/config/schema.js';
-import type { RequestInfo } from '../src/errors.js';
+import { parseCampaignPage } from '../../../src/api/campaign-list.js';
+import { formatIssues, identitySchemas, isCampaign, toPage } from '../../../src/api/envelopes.js';
+import { parseSettings, syncSchema } from '../../../src/config/schema.js';
+import type { RequestInfo } from '../../../src/errors.js';
 
 /** Every combination of the given values per key (a missing key where the value is `undefined`). */
 function combinations(fields: Record<string, unknown[]>): Record<string, unknown>[] {
@@ -116,7 +116,7 @@ describe("a pull's start", () => {
   }
 
   it('imports no zod: the answers and settings of a no-op pull are checked without it', () => {
-    const src = fileURLToPath(new URL('../src/', import.meta.url));
+    const src = fileURLToPath(new URL('../../../src/', import.meta.url));
     const loaded = [...staticGraph(join(src, 'main.ts')), ...staticGraph(join(src, 'commands/pull.ts'))];
     const zodUsers = loaded.filter(([, specs]) => specs.some((s) => s === 'zod' || s.startsWith('zod/'))).map(([f]) => f);
     expect(loaded.length).toBeGreaterThan(30);

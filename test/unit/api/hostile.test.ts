@@ -2,12 +2,12 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { ApiClient } from '../src/api/client.js';
-import { exitCodeForPass } from '../src/errors.js';
-import { fakeClock } from './helpers/clock.js';
-import { clientConfig } from './helpers/index.js';
-import { CAMPAIGN, campaignList, mockClient, mockService, pass, sessionRecord, testStore } from './helpers/mock.js';
+import { RequestBudget } from '../../../src/api/budget.js';
+import { ApiClient } from '../../../src/api/client.js';
+import { exitCodeForPass } from '../../../src/errors.js';
+import { fakeClock } from '../../helpers/clock.js';
+import { clientConfig } from '../../helpers/index.js';
+import { CAMPAIGN, campaignList, mockClient, mockService, pass, sessionRecord, testStore } from '../../helpers/mock.js';
 
 const INT64_MAX = '9223372036854775807';
 

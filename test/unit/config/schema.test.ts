@@ -3,10 +3,10 @@
  * none, so what the user typed can be told from a default, and --help still shows every one.
  */
 import { describe, expect, it } from 'vitest';
-import { buildProgram } from '../src/cli.js';
-import { DEFAULTS } from '../src/config/defaults.js';
-import { apiSchema, demoSchema, exportSchema, parseSettings, simulateSchema, syncSchema, watchSchema } from '../src/config/schema.js';
-import { UsageError } from '../src/errors.js';
+import { buildProgram } from '../../../src/cli.js';
+import { DEFAULTS } from '../../../src/config/defaults.js';
+import { apiSchema, demoSchema, exportSchema, parseSettings, simulateSchema, syncSchema, watchSchema } from '../../../src/config/schema.js';
+import { UsageError } from '../../../src/errors.js';
 
 const program = buildProgram(new AbortController().signal, { exitCode: 0 });
 

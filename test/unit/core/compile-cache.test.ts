@@ -6,7 +6,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { compileCacheDir, enableCompileCache } from '../../src/core/compile-cache.js';
+import { compileCacheDir, enableCompileCache } from '../../../src/core/compile-cache.js';
 
 const made: string[] = [];
 function home(): string {

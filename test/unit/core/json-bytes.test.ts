@@ -5,8 +5,8 @@
  * nesting, whitespace, invalid UTF-8, `data` keys in odd places) and their one-byte mutations.
  */
 import { describe, expect, it } from 'vitest';
-import { NumberText, parseJson } from '../src/core/json.js';
-import { findRecordCuts, largeText, parseCut, parseJsonBytes } from '../src/core/json-bytes.js';
+import { NumberText, parseJson } from '../../../src/core/json.js';
+import { findRecordCuts, largeText, parseCut, parseJsonBytes } from '../../../src/core/json-bytes.js';
 
 /** The reference way: decode the whole body, then parse it. */
 function whole(body: Buffer): { value: unknown } | { error: string } {

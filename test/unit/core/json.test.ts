@@ -4,7 +4,7 @@
  * that matter (quotes, the three keys and their parts, colons, spaces, digits, signs, `.`, `e`).
  */
 import { describe, expect, it } from 'vitest';
-import { cursorNotPlain, parseJson } from '../src/core/json.js';
+import { cursorNotPlain, parseJson } from '../../../src/core/json.js';
 
 const REFERENCE = /"(?:order_index|last_record_index|last_record_id)"\s*:\s*-?\d*[.eE]/;
 

@@ -4,7 +4,7 @@
  * is taken out whole; `shorten` only takes redacted text.
  */
 import { describe, expect, it } from 'vitest';
-import { KEY_MARK, redactJson, redactor, shorten } from '../src/core/redact.js';
+import { KEY_MARK, redactJson, redactor, shorten } from '../../../src/core/redact.js';
 
 const KEY40 = 'sk_live_Q7vR+xW2/mPz9KeT=bN4hLcY8dJf3Gs1';
 const KEY64 = 'pk+9fT2c/Vw8qLr5Zx1Hn6Yb3Mk7Jd4Ps0Ge/Ua2Ri9Wo5Ct8Xv1Qe3Nm6Lz4K==';

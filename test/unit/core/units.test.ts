@@ -1,19 +1,19 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { parseRetryAfter, retryDelay } from '../src/api/retry.js';
-import { resolveApiConfig, resolveDb } from '../src/config/config.js';
-import { parseDate, parseDuration, parseRate } from '../src/config/duration.js';
-import { withoutCandidate } from '../src/core/email.js';
-import { NumberText, parseJson, toJson } from '../src/core/json.js';
-import { isLoopbackHost } from '../src/core/loopback.js';
-import { ApiError, AuthError, NetworkError, UsageError } from '../src/errors.js';
-import { SlidingWindow } from '../src/simulator/window.js';
-import { COLUMNS } from '../src/store/model/rows.js';
-import { holdsUnstorable, rowParams, UNSTORABLE } from '../src/store/pg/statements.js';
-import { formatCount } from '../src/ui/table.js';
-import { tempDir } from './helpers/index.js';
+import { RequestBudget } from '../../../src/api/budget.js';
+import { parseRetryAfter, retryDelay } from '../../../src/api/retry.js';
+import { resolveApiConfig, resolveDb } from '../../../src/config/config.js';
+import { parseDate, parseDuration, parseRate } from '../../../src/config/duration.js';
+import { withoutCandidate } from '../../../src/core/email.js';
+import { NumberText, parseJson, toJson } from '../../../src/core/json.js';
+import { isLoopbackHost } from '../../../src/core/loopback.js';
+import { ApiError, AuthError, NetworkError, UsageError } from '../../../src/errors.js';
+import { SlidingWindow } from '../../../src/simulator/window.js';
+import { COLUMNS } from '../../../src/store/model/rows.js';
+import { holdsUnstorable, rowParams, UNSTORABLE } from '../../../src/store/pg/statements.js';
+import { formatCount } from '../../../src/ui/table.js';
+import { tempDir } from '../../helpers/index.js';
 
 const req = { method: 'GET', path: '/v1/campaigns' };
 
@@ -160,8 +160,8 @@ describe('retry policy', () => {
   });
 });
 
-import { prng } from '../src/simulator/random.js';
-import { fakeClock } from './helpers/clock.js';
+import { prng } from '../../../src/simulator/random.js';
+import { fakeClock } from '../../helpers/clock.js';
 
 describe('request budget', () => {
   it('the server never counts more than N in any window, whatever the latency jitter, and the budget is used fully', async () => {

@@ -5,9 +5,10 @@
  * a lone row from its cells. The bytes are csvLine's for every row, whatever the batches were.
  */
 import { describe, expect, it } from 'vitest';
-import { csvLine, Encoder } from '../src/export/csv.js';
-import { CELL, ROW, rangeEncoder } from '../src/export/csv-bytes.js';
-import type { RangeReader } from '../src/store/snapshot.js';
+import { csvLine, Encoder } from '../../../src/export/csv.js';
+import { CELL, ROW, rangeEncoder } from '../../../src/export/csv-bytes.js';
+import type { ByteSink } from '../../../src/export/sink.js';
+import type { RangeReader } from '../../../src/store/sqlite/snapshot.js';
 
 const TOO_BIG = 1_000_000;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { timestampMicros } from '../src/export/timestamp.js';
+import { timestampMicros } from '../../../src/export/timestamp.js';
 
 const utc = (...parts: [number, number, number, number?, number?, number?, number?]) => BigInt(Date.UTC(...parts)) * 1000n;
 

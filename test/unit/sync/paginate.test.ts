@@ -3,9 +3,9 @@
  * next cursor or the end, or the error that stops an endless loop.
  */
 import { describe, expect, it } from 'vitest';
-import { redactor } from '../src/core/redact.js';
-import { DataError } from '../src/errors.js';
-import { nextStep, type PageEnvelope, type PageFacts } from '../src/sync/paginate.js';
+import { redactor } from '../../../src/core/redact.js';
+import { DataError } from '../../../src/errors.js';
+import { nextStep, type PageEnvelope, type PageFacts } from '../../../src/sync/paginate.js';
 
 const where = 'GET /v1/campaigns/session/results (campaign c), page 2';
 const facts = (over: Partial<PageFacts>): PageFacts => ({

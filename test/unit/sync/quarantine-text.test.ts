@@ -1,7 +1,7 @@
 /** A quarantined record's text: cut from the body's bytes as received, the API key never in it. */
 import { describe, expect, it } from 'vitest';
-import { redactor } from '../../src/core/redact.js';
-import { quarantined, recordTexts } from '../../src/sync/quarantine.js';
+import { redactor } from '../../../src/core/redact.js';
+import { quarantined, recordTexts } from '../../../src/sync/quarantine.js';
 
 const KEY = 'sk_live_abcdefgh12345678';
 const origin = { after: 7n, since: undefined, until: undefined, requestId: 'req-1', redact: redactor(KEY) };
@@ -39,7 +39,7 @@ describe('quarantined record text', () => {
 
 describe('simulate --malformed', () => {
   it('takes N or N:kinds, and names what is wrong', async () => {
-    const { malformedKind, parseMalformed } = await import('../../src/simulator/malformed.js');
+    const { malformedKind, parseMalformed } = await import('../../../src/simulator/malformed.js');
     const plan = parseMalformed('50:id,score');
     expect([49, 99, 149, 0, 50].map((i) => malformedKind(plan, i))).toEqual(['id', 'score', 'id', undefined, undefined]);
     expect(parseMalformed('3').kinds).toEqual(['id', 'score', 'campaign', 'order-index']);

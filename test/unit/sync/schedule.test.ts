@@ -3,7 +3,7 @@
  * least every --max-staleness, active ones far more often, and no pass checks more than its budget.
  */
 import { describe, expect, it } from 'vitest';
-import { fleetShare, longestWait, passBudget, rankStreams, type StreamTimes, scheduleStreams } from '../src/sync/schedule.js';
+import { fleetShare, longestWait, passBudget, rankStreams, type StreamTimes, scheduleStreams } from '../../../src/sync/schedule.js';
 
 const MIN = 60_000;
 
@@ -129,9 +129,9 @@ describe('longestWait', () => {
 
 describe('watch within the budget', () => {
   it('checks what the interval can afford, reports the rest, and checks those first on the next pass', async () => {
-    const { sim, tempDir } = await import('./helpers/index.js');
-    const { runCli } = await import('./helpers/run-cli.js');
-    const { fakeClock } = await import('./helpers/clock.js');
+    const { sim, tempDir } = await import('../../helpers/index.js');
+    const { runCli } = await import('../../helpers/run-cli.js');
+    const { fakeClock } = await import('../../helpers/clock.js');
     const s = await sim({ campaigns: 6, records: 5 });
     // 5 requests a second, a pass every second: 4 streams after the campaign list. The budget's
     // windows and the pause between passes are the run's fake clock's: nothing waits in real time.

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { Output } from '../src/ui/output.js';
-import { passLine } from '../src/ui/summary.js';
+import { Output } from '../../../src/ui/output.js';
+import { passLine } from '../../../src/ui/summary.js';
 
 function sink(tty: boolean) {
   let text = '';

@@ -4,11 +4,11 @@
  * STACK_BELOW (60) columns is a table one block a row. A pipe's TSV keeps every column.
  */
 import { describe, expect, it } from 'vitest';
-import type { StreamRow } from '../src/store/checkpoints.js';
-import type { PassResult } from '../src/sync/pass.js';
-import { statusTable } from '../src/ui/status.js';
-import { passTable } from '../src/ui/summary.js';
-import { renderTable, STACK_BELOW } from '../src/ui/table.js';
+import type { StreamRow } from '../../../src/store/sqlite/checkpoints.js';
+import type { PassResult } from '../../../src/sync/pass.js';
+import { statusTable } from '../../../src/ui/status.js';
+import { passTable } from '../../../src/ui/summary.js';
+import { renderTable, STACK_BELOW } from '../../../src/ui/table.js';
 
 const NOW = Date.parse('2026-11-25T08:00:00Z');
 const NAMES = [

@@ -1,5 +1,5 @@
 /**
- * Version 5: the request budget's slots (store/pg/budget-slots.ts), by the rules of store/budget-slots.ts, on
+ * Version 5: the request budget's slots (store/pg/budget-slots.ts), by the rules of store/sqlite/budget-slots.ts, on
  * the server's clock alone, so that workers on hosts whose clocks disagree share one budget per key.
  * `budget_take` is a take in one statement: the key's takes are serialized by an advisory lock held
  * to the end of that statement's transaction (microseconds), so no two take one slot and the rows

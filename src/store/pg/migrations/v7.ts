@@ -1,5 +1,5 @@
 /**
- * Version 7: the audit trail of results, as SQLite's schema 9 (store/migrations/v9.ts says what each
+ * Version 7: the audit trail of results, as SQLite's schema 9 (store/sqlite/migrations/v9.ts says what each
  * part holds): `change_times`, `past_versions`, the view `result_versions` (past versions and the
  * current rows, read from the current tables, never copied) and `results_as_of(timestamptz)`, the
  * results as the mirror held them at that time. Triggers keep it in the transaction of the write:

@@ -1,12 +1,12 @@
 /**
  * The SQLite mirror's migrations: MIGRATIONS[i] takes a database from schema version i to i + 1
- * (store/schema.ts runs them, each in one transaction).
+ * (store/sqlite/schema.ts runs them, each in one transaction).
  *
  * A migration file, once released, never changes: a database a release upgraded must equal one this
  * release upgrades from the same version. So each step is frozen SQL, and where data moves, a small
- * function in its own file. A migration imports nothing from the write path (store/mirror.ts,
- * store/model/rows.ts, store/model/compact.ts, store/sinks/) nor any other store/ file, only pure, stable helpers
- * of core/ (test/migrations.test.ts checks it). To change the schema, add a file and an entry here.
+ * function in its own file. A migration imports nothing from the write path (store/sqlite/upserts.ts,
+ * store/model/rows.ts, store/model/compact.ts, store/sqlite/) nor any other store/ file, only pure, stable helpers
+ * of core/ (test/component/store/migrations.test.ts checks it). To change the schema, add a file and an entry here.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { V1 } from './v1.js';

@@ -1,5 +1,5 @@
 /**
- * Version 10: the quarantine (store/quarantine.ts): records that failed the record rules, each kept
+ * Version 10: the quarantine (store/sqlite/quarantine.ts): records that failed the record rules, each kept
  * once per stream (by the digest of its text) with the page that held it, so that `quarantine retry`
  * can read that page again.
  */

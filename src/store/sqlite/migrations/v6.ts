@@ -15,12 +15,12 @@
  *   come back); otherwise the entry keeps its `eval_results` in its `raw`.
  * An emptied array marks what was taken out: the views refill an empty array from the rows.
  *
- * Everything this step needs is written out here, not borrowed from the write path (store/mirror.ts,
+ * Everything this step needs is written out here, not borrowed from the write path (store/sqlite/upserts.ts,
  * store/model/rows.ts, store/model/compact.ts), which keeps changing while this step must not: the views' SQL,
  * the score_details and eval_results columns as version 6 has them, and the split of a record.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import { parseJson, toJson } from '../../core/json.js';
+import { parseJson, toJson } from '../../../core/json.js';
 
 type Obj = Record<string, unknown>;
 

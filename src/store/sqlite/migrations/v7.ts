@@ -1,5 +1,5 @@
 /**
- * Version 7: record ids served by two campaigns (store/conflicts.ts): each copy skipped, once, so its
+ * Version 7: record ids served by two campaigns (store/sqlite/conflicts.ts): each copy skipped, once, so its
  * warning is given once and `status` counts them per stream.
  */
 export const V7 = `

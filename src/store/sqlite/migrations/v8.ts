@@ -1,5 +1,5 @@
 /**
- * Version 8: change numbers for `export --since-last` (store/changes.ts says how they are taken and
+ * Version 8: change numbers for `export --since-last` (store/sqlite/changes.ts says how they are taken and
  * read). Results gain `change_seq`; `change_counter` holds the last number taken; `tombstones` the
  * results reconcile --prune deleted; `export_consumers` what each consumer has. Rows stored before
  * have no number.

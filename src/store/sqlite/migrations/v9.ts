@@ -1,7 +1,7 @@
 /**
  * Version 9: the audit trail of results (store/versions.ts reads it). Every version of a result the
  * mirror held, with when it held it:
- * - `change_times`: when each change number (store/changes.ts) that stamped a row was taken, i.e. when
+ * - `change_times`: when each change number (store/sqlite/changes.ts) that stamped a row was taken, i.e. when
  *   the mirror first saw what that write brought, and the request id of the page that brought it. Seeded with the counter as it stands, at the time of
  *   this upgrade: rows stored before it have no time of their own and count from the upgrade on.
  * - `past_versions`: the versions that are no longer current, each with its full `raw` as served (a
@@ -11,7 +11,7 @@
  *   of its record (valid_to NULL). The current version is read from the current tables, never copied.
  *
  * Triggers keep it, inside the transaction of the write that changes a result: a write that stamps a
- * result with a new change number (an insert or a changed content; store/mirror.ts) closes its
+ * result with a new change number (an insert or a changed content; store/sqlite/upserts.ts) closes its
  * previous version, and a tombstone (prune) closes the current one and opens a deletion. `forget`
  * stamps nothing and writes no tombstone: it leaves no version behind (and erases the person's).
  *

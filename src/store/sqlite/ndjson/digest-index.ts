@@ -7,9 +7,9 @@
  */
 import { createHash } from 'node:crypto';
 import { closeSync, readSync } from 'node:fs';
-import { storageError } from '../errors.js';
-import type { Db } from './db.js';
-import { openOwnFile } from './private-file.js';
+import { openOwnFile } from '../../../core/fs/private-file.js';
+import { storageError } from '../../../errors.js';
+import type { Db } from '../db.js';
 
 /** The digest of a line (without its newline): enough to tell a changed record from an unchanged one. */
 export function lineDigest(line: string): string {

@@ -11,23 +11,17 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { parseJson, toJson } from '../core/json.js';
-import { storageError } from '../errors.js';
-import type { Db } from './db.js';
-import { forgetDriftExamples } from './drift.js';
-import { fileDone } from './erase-pending.js';
-import { type EraseRule, judge } from './model/erase-rule.js';
-import type { PersonGraph } from './model/person.js';
-import { NdjsonStateError } from './ndjson-file.js';
-import { forEachLine, isTombstone, lineDigest, RECORD_STREAM } from './ndjson-index.js';
-import { openPrivateFile, refuseLinks } from './private-file.js';
-
-/** What a file's rewrite did: lines removed (theirs, and tombstones of their records), lines rewritten without them. */
-export interface FileErased {
-  path: string;
-  lines: number;
-  changed: number;
-}
+import { openPrivateFile, refuseLinks } from '../../../core/fs/private-file.js';
+import { parseJson, toJson } from '../../../core/json.js';
+import { storageError } from '../../../errors.js';
+import { type EraseRule, judge } from '../../model/erase-rule.js';
+import type { PersonGraph } from '../../model/person.js';
+import type { FileErased } from '../../port.js';
+import type { Db } from '../db.js';
+import { forgetDriftExamples } from '../drift-ledger.js';
+import { fileDone } from '../erasure-mark.js';
+import { forEachLine, isTombstone, lineDigest, RECORD_STREAM } from './digest-index.js';
+import { NdjsonStateError } from './file.js';
 
 const REWRITE_KEY = 'ndjson_rewrite:';
 

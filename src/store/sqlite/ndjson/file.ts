@@ -7,10 +7,10 @@
  */
 import { closeSync, fchmodSync, fstatSync, fsyncSync, ftruncateSync, readSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CampaignSyncError, ExitCode, errorCode, StorageError, storageError } from '../errors.js';
-import { makeFolders } from './folders.js';
-import type { FileIdentity } from './moved.js';
-import { openPrivateFile, refuseLinks } from './private-file.js';
+import { makeFolders } from '../../../core/fs/folders.js';
+import type { FileIdentity } from '../../../core/fs/moved.js';
+import { openPrivateFile, refuseLinks } from '../../../core/fs/private-file.js';
+import { CampaignSyncError, ExitCode, errorCode, StorageError, storageError } from '../../../errors.js';
 
 export const NDJSON_FILES = { campaigns: 'campaigns.ndjson', session: 'session_results.ndjson', role: 'role_results.ndjson' } as const;
 
@@ -131,7 +131,7 @@ export class NdjsonFile {
     }
   }
 
-  /** The identity of the open file (store/moved.ts), whatever its name is now. */
+  /** The identity of the open file (core/fs/moved.ts), whatever its name is now. */
   identity(): FileIdentity | undefined {
     if (this.fd === undefined) return undefined;
     const s = fstatSync(this.fd, { bigint: true });

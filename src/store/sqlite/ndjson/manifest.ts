@@ -1,7 +1,7 @@
 /**
  * `<out>/_manifest.ndjson`: what each commit of a sync appended to the NDJSON files, for warehouses
  * that load by byte range. One line per commit that appended (a short pass commits once; a long one
- * every few thousand records or second: store/group.ts), all of a pass with the same run id:
+ * every few thousand records or second: store/sqlite/group-commit.ts), all of a pass with the same run id:
  *
  *   {"run_id":"…","part":1,"at":"…","files":[{"file":"session_results.ndjson","start":0,"end":5120,"lines":3,"sha256":"…"}]}
  *
@@ -14,7 +14,7 @@
  */
 import { createHash, type Hash, randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
-import type { NdjsonFile } from './ndjson-file.js';
+import type { NdjsonFile } from './file.js';
 
 export const MANIFEST_FILE = '_manifest.ndjson';
 

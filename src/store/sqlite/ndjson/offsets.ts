@@ -3,7 +3,7 @@
  * and for the campaigns file the last line sent per campaign (`ndjson_campaigns`). Both are written
  * in the same transaction as the checkpoints, so they stay in step with the files.
  */
-import type { Db } from './db.js';
+import type { Db } from '../db.js';
 
 export class NdjsonOffsets {
   private readonly s;

@@ -4,22 +4,23 @@
  */
 import { lstatSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { toJson } from '../../core/json.js';
-import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
-import { storageError } from '../../errors.js';
+import { type FileIdentity, identify, stillAt, whereNow } from '../../../core/fs/moved.js';
+import { toJson } from '../../../core/json.js';
+import type { CheckedRecord, CheckpointMove, StreamId } from '../../../core/types.js';
+import { storageError } from '../../../errors.js';
+import type { PageExtras } from '../../port.js';
 import type { Checkpoints } from '../checkpoints.js';
 import { IdConflicts } from '../conflicts.js';
 import type { Db } from '../db.js';
-import { finishRewrites } from '../erase-ndjson.js';
-import type { GroupLimits } from '../group.js';
-import { RunLock } from '../lock.js';
-import type { UpsertCounts } from '../mirror.js';
-import { type FileIdentity, identify, stillAt, whereNow } from '../moved.js';
-import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from '../ndjson-file.js';
-import { isTombstone, lineDigest, NdjsonIndex, RECORD_STREAM } from '../ndjson-index.js';
-import { isManifestLine, MANIFEST_FILE, ManifestLines } from '../ndjson-manifest.js';
-import { NdjsonOffsets } from '../offsets.js';
-import { GroupedSink, type PageExtras } from './sink.js';
+import type { GroupLimits } from '../group-commit.js';
+import { GroupedSink } from '../grouped-sink.js';
+import { RunLock } from '../run-lock.js';
+import type { UpsertCounts } from '../upserts.js';
+import { isTombstone, lineDigest, NdjsonIndex, RECORD_STREAM } from './digest-index.js';
+import { finishRewrites } from './erase-lines.js';
+import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from './file.js';
+import { isManifestLine, MANIFEST_FILE, ManifestLines } from './manifest.js';
+import { NdjsonOffsets } from './offsets.js';
 
 /** Test seam: replaces the write of an append (to inject a full disk). */
 export interface NdjsonSinkOptions {
@@ -192,7 +193,7 @@ export class NdjsonSink extends GroupedSink {
   /**
    * Appends the page's records that are new to this file or changed since their last line (a record
    * read again unchanged adds nothing), and moves the checkpoint with the file's new length. A record
-   * whose id the file holds for another campaign is that campaign's (store/conflicts.ts): no line.
+   * whose id the file holds for another campaign is that campaign's (store/sqlite/conflicts.ts): no line.
    */
   async commitPage(
     id: StreamId,

@@ -1,5 +1,5 @@
 /**
- * Folders are made one at a time (store/folders.ts): Node's recursive mkdirSync loops for ever, at
+ * Folders are made one at a time (core/fs/folders.ts): Node's recursive mkdirSync loops for ever, at
  * full CPU and deaf to SIGTERM, where a parent cannot be created (under /proc), as with
  * `--out /proc/nonexist/out` or `XDG_STATE_HOME=/proc`. A relative XDG_STATE_HOME or
  * XDG_CONFIG_HOME is ignored, as the XDG spec says.
@@ -7,11 +7,11 @@
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { stateDir, xdgHome } from '../src/config/env.js';
-import { makeFolders } from '../src/store/folders.js';
-import { tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
-import { sharedSim } from './helpers/shared-sim.js';
+import { stateDir, xdgHome } from '../../../../src/config/env.js';
+import { makeFolders } from '../../../../src/core/fs/folders.js';
+import { tempDir } from '../../../helpers/index.js';
+import { runCli } from '../../../helpers/run-cli.js';
+import { sharedSim } from '../../../helpers/shared-sim.js';
 
 describe('makeFolders', () => {
   it('makes the missing folders with the mode, accepts existing ones, and names a file in the way', () => {

@@ -20,12 +20,13 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { openDatabase } from '../src/store/db.js';
-import { makePrivate, openPrivateFile, openSqlite, prepareSqliteFile, writePrivateFile } from '../src/store/private-file.js';
-import { type CliResult, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
-import { sharedSim } from './helpers/shared-sim.js';
+import { makePrivate, openPrivateFile, writePrivateFile } from '../../../../src/core/fs/private-file.js';
+import type { RunningSimulator } from '../../../../src/simulator/server.js';
+import { openDatabase } from '../../../../src/store/sqlite/db.js';
+import { openSqlite, prepareSqliteFile } from '../../../../src/store/sqlite/private-db.js';
+import { type CliResult, tempDir } from '../../../helpers/index.js';
+import { runCli } from '../../../helpers/run-cli.js';
+import { sharedSim } from '../../../helpers/shared-sim.js';
 
 const BYTES = 'precious: not campaign-sync data\n';
 

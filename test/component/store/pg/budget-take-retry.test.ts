@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { StorageError } from '../src/errors.js';
-import { PgBudgetSlots } from '../src/store/pg/budget-slots.js';
-import type { PgDatabase } from '../src/store/pg/database.js';
+import { StorageError } from '../../../../src/errors.js';
+import { PgBudgetSlots } from '../../../../src/store/pg/budget-slots.js';
+import type { PgDatabase } from '../../../../src/store/pg/database.js';
 
 /** A database whose first queries fail as `failures` says, then answer with a slot. */
 function fakeDb(failures: StorageError[]): { db: PgDatabase; calls: () => number } {

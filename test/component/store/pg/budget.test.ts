@@ -7,14 +7,14 @@ import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
 import { expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { type Clock, realClock } from '../src/core/clock.js';
-import { PgBudgetSlots } from '../src/store/pg/budget-slots.js';
-import { PgDatabase } from '../src/store/pg/database.js';
-import { fakeClock } from './helpers/clock.js';
-import { sim, tempDir } from './helpers/index.js';
-import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
-import { runCli } from './helpers/run-cli.js';
+import { RequestBudget } from '../../../../src/api/budget.js';
+import { type Clock, realClock } from '../../../../src/core/clock.js';
+import { PgBudgetSlots } from '../../../../src/store/pg/budget-slots.js';
+import { PgDatabase } from '../../../../src/store/pg/database.js';
+import { fakeClock } from '../../../helpers/clock.js';
+import { sim, tempDir } from '../../../helpers/index.js';
+import { describePg, freshSchema, PG_URL } from '../../../helpers/pg.js';
+import { runCli } from '../../../helpers/run-cli.js';
 
 describePg('the request budget in PostgreSQL', () => {
   it('a take lends a slot, or says how long until one is free, by the server clock; an end frees it a window after the answer', async () => {

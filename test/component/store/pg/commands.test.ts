@@ -3,11 +3,11 @@
  * differ from the cases every mirror shares (test/contract/: reset, reconcile --prune, forget).
  */
 import { expect, it } from 'vitest';
-import { sim } from './helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgClient } from './helpers/pg.js';
-import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
-import { runCli } from './helpers/run-cli.js';
-import { sharedSim } from './helpers/shared-sim.js';
+import { sim } from '../../../helpers/index.js';
+import { describePg, freshSchema, PG_URL, pgClient } from '../../../helpers/pg.js';
+import { TEST_PG_PASSWORD } from '../../../helpers/pg-server.js';
+import { runCli } from '../../../helpers/run-cli.js';
+import { sharedSim } from '../../../helpers/shared-sim.js';
 
 async function query(schema: string, sql: string, values: unknown[] = []): Promise<Array<Record<string, unknown>>> {
   const c = await pgClient();

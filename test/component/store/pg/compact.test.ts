@@ -4,18 +4,18 @@
  * out, and a record read again is rewritten only when its content changed, details included.
  */
 import { expect, it } from 'vitest';
-import { toJson } from '../src/core/json.js';
-import type { CheckedRecord } from '../src/core/types.js';
-import type { UpsertCounts } from '../src/store/mirror.js';
-import { PgDatabase } from '../src/store/pg/database.js';
-import { pgExportRows } from '../src/store/pg/export.js';
-import { upsertRoles } from '../src/store/pg/mirror.js';
-import { PG_SCHEMA_VERSION } from '../src/store/pg/schema.js';
-import { servedRecords } from './helpers/index.js';
-import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
-import { checked, evalOf as specEval } from './helpers/records.js';
-import { runCli } from './helpers/run-cli.js';
-import { sharedSim } from './helpers/shared-sim.js';
+import { toJson } from '../../../../src/core/json.js';
+import type { CheckedRecord } from '../../../../src/core/types.js';
+import { PgDatabase } from '../../../../src/store/pg/database.js';
+import { pgExportRows } from '../../../../src/store/pg/export.js';
+import { PG_SCHEMA_VERSION } from '../../../../src/store/pg/schema.js';
+import { upsertRoles } from '../../../../src/store/pg/upserts.js';
+import type { UpsertCounts } from '../../../../src/store/sqlite/upserts.js';
+import { servedRecords } from '../../../helpers/index.js';
+import { describePg, freshSchema, PG_URL } from '../../../helpers/pg.js';
+import { checked, evalOf as specEval } from '../../../helpers/records.js';
+import { runCli } from '../../../helpers/run-cli.js';
+import { sharedSim } from '../../../helpers/shared-sim.js';
 
 // A time with milliseconds: an eval result is split out only when its `evaluated_at` reads back from
 // timestamptz as written.

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { describePg, pgClient } from './helpers/pg.js';
+import { describePg, pgClient } from '../../../helpers/pg.js';
 
 describePg('the test PostgreSQL server', () => {
   it('answers over TCP with the password in the URL', async () => {

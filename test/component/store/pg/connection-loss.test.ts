@@ -13,13 +13,13 @@
 import { hostname } from 'node:os';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { PgDatabase } from '../src/store/pg/database.js';
-import { readOnlyRows } from '../src/store/pg/export.js';
-import { afterWatchStart, type RunningCli, servedRecords, sim, startCli } from './helpers/index.js';
-import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
-import { startPgServer, TEST_PG_PASSWORD, type TestPgServer } from './helpers/pg-server.js';
-import { runCli } from './helpers/run-cli.js';
+import type { RunningSimulator } from '../../../../src/simulator/server.js';
+import { PgDatabase } from '../../../../src/store/pg/database.js';
+import { readOnlyRows } from '../../../../src/store/pg/export.js';
+import { afterWatchStart, type RunningCli, servedRecords, sim, startCli } from '../../../helpers/index.js';
+import { describePg, freshSchema, PG_URL } from '../../../helpers/pg.js';
+import { startPgServer, TEST_PG_PASSWORD, type TestPgServer } from '../../../helpers/pg-server.js';
+import { runCli } from '../../../helpers/run-cli.js';
 
 const CAMPAIGNS = 2;
 const RECORDS = 200;

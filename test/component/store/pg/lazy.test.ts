@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-const SRC = fileURLToPath(new URL('../src/', import.meta.url));
+const SRC = fileURLToPath(new URL('../../../../src/', import.meta.url));
 const STATIC = /^(?:import|export)\s[^;]*?\sfrom\s+'([^']+)'/gm;
 
 /** The specifiers a file imports statically (type-only imports are erased and skipped). */

@@ -1,7 +1,7 @@
 /** `--notify` with a PostgreSQL team mirror: the state last delivered per stream is kept in its meta table. */
 import { expect, it } from 'vitest';
-import { openPgMirror } from '../src/store/pg/open.js';
-import { describePg, freshSchema, PG_URL } from './helpers/pg.js';
+import { openPgMirror } from '../../../../src/store/pg/open.js';
+import { describePg, freshSchema, PG_URL } from '../../../helpers/pg.js';
 
 describePg('--notify state in PostgreSQL', () => {
   it('records and reads back the state delivered per stream, replacing the previous one', async () => {

@@ -5,12 +5,12 @@
  * and the pull warns naming it.
  */
 import { expect, it } from 'vitest';
-import { toJson } from '../src/core/json.js';
-import { type CheckedRecord, streamId } from '../src/core/types.js';
-import { openPgMirror } from '../src/store/pg/open.js';
-import { runPass } from '../src/sync/pass.js';
-import { CAMPAIGN, campaignList, mockClient, mockService, passDefaults } from './helpers/mock.js';
-import { commitNow, describePg, freshSchema, PG_URL } from './helpers/pg.js';
+import { toJson } from '../../../../src/core/json.js';
+import { type CheckedRecord, streamId } from '../../../../src/core/types.js';
+import { openPgMirror } from '../../../../src/store/pg/open.js';
+import { runPass } from '../../../../src/sync/pass.js';
+import { CAMPAIGN, campaignList, mockClient, mockService, passDefaults } from '../../../helpers/mock.js';
+import { commitNow, describePg, freshSchema, PG_URL } from '../../../helpers/pg.js';
 
 // A NUL in a text column (scenario name), in a jsonb-only field, in a key, in an eval's rationale; a
 // backslash before "u0000" as text (no NUL: it stays as it is); lone surrogates (jsonb rejects them)

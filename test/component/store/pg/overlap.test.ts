@@ -7,13 +7,13 @@
  * (the ticket, the latest version of the checkpoint row), not a model of it.
  */
 import { expect, it } from 'vitest';
-import { toJson } from '../src/core/json.js';
-import { type CheckedRecord, type QuarantinedRecord, streamId } from '../src/core/types.js';
-import { LeaseLostError, StorageError } from '../src/errors.js';
-import { planPage } from '../src/store/pg/mirror.js';
-import { openPgMirror, type PgMirror } from '../src/store/pg/open.js';
-import { overlaps } from '../src/store/pg/page-queue.js';
-import { describePg, freshSchema, PG_URL, pgClient } from './helpers/pg.js';
+import { toJson } from '../../../../src/core/json.js';
+import { type CheckedRecord, type QuarantinedRecord, streamId } from '../../../../src/core/types.js';
+import { LeaseLostError, StorageError } from '../../../../src/errors.js';
+import { openPgMirror, type PgMirror } from '../../../../src/store/pg/open.js';
+import { overlaps } from '../../../../src/store/pg/page-queue.js';
+import { planPage } from '../../../../src/store/pg/upserts.js';
+import { describePg, freshSchema, PG_URL, pgClient } from '../../../helpers/pg.js';
 
 /** Runs `fn` with the URL of a role of its own whose defaults are `settings` (ALTER ROLE … SET), then drops it. */
 async function withRole(settings: Record<string, string>, fn: (url: string) => Promise<void>): Promise<void> {

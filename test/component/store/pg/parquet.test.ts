@@ -7,11 +7,11 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { expect, it } from 'vitest';
-import { sim, tempDir } from './helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgRows } from './helpers/pg.js';
-import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
-import { runCli } from './helpers/run-cli.js';
-import { sharedSim } from './helpers/shared-sim.js';
+import { sim, tempDir } from '../../../helpers/index.js';
+import { describePg, freshSchema, PG_URL, pgRows } from '../../../helpers/pg.js';
+import { TEST_PG_PASSWORD } from '../../../helpers/pg-server.js';
+import { runCli } from '../../../helpers/run-cli.js';
+import { sharedSim } from '../../../helpers/shared-sim.js';
 
 async function readParquet(path: string) {
   const bytes = readFileSync(path);

@@ -5,11 +5,11 @@
  */
 import { createServer } from 'node:net';
 import { expect, it } from 'vitest';
-import { fakeClock } from './helpers/clock.js';
-import { sim } from './helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgClient, pgRows } from './helpers/pg.js';
-import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
-import { runCli } from './helpers/run-cli.js';
+import { fakeClock } from '../../../helpers/clock.js';
+import { sim } from '../../../helpers/index.js';
+import { describePg, freshSchema, PG_URL, pgClient, pgRows } from '../../../helpers/pg.js';
+import { TEST_PG_PASSWORD } from '../../../helpers/pg-server.js';
+import { runCli } from '../../../helpers/run-cli.js';
 
 async function scalar(schema: string, sql: string): Promise<string> {
   const c = await pgClient();

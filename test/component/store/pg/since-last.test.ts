@@ -1,5 +1,5 @@
 /**
- * `export --since-last <consumer>` from a PostgreSQL team mirror, as from SQLite (test/since-last.test.ts):
+ * `export --since-last <consumer>` from a PostgreSQL team mirror, as from SQLite (test/component/export/since-last.test.ts):
  * each consumer gets the new, the changed and the pruned results since its previous export, in CSV,
  * NDJSON or Parquet; its place moves only once its file is in place. And what only a server with
  * several writers shows: a page that took a lower change number and commits after a higher one is
@@ -10,18 +10,18 @@ import { join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import type pg from 'pg';
 import { expect, it } from 'vitest';
-import { exportTable } from '../src/commands/export.js';
-import { resolveSettings } from '../src/config/settings.js';
-import { toJson } from '../src/core/json.js';
-import { type CheckedRecord, streamId } from '../src/core/types.js';
-import { LockedError } from '../src/errors.js';
-import { readPgChanges } from '../src/store/pg/changes.js';
-import { planPage, writePage } from '../src/store/pg/mirror.js';
-import { openPgMirror } from '../src/store/pg/open.js';
-import { parseStrictCsv } from './helpers/csv.js';
-import { cli, sim, tempDir } from './helpers/index.js';
-import { commitNow, describePg, freshSchema, PG_URL, pgClient, pgRows } from './helpers/pg.js';
-import { TEST_PG_PASSWORD } from './helpers/pg-server.js';
+import { exportTable } from '../../../../src/commands/export.js';
+import { resolveSettings } from '../../../../src/config/settings.js';
+import { toJson } from '../../../../src/core/json.js';
+import { type CheckedRecord, streamId } from '../../../../src/core/types.js';
+import { LockedError } from '../../../../src/errors.js';
+import { readPgChanges } from '../../../../src/store/pg/changes.js';
+import { openPgMirror } from '../../../../src/store/pg/open.js';
+import { planPage, writePage } from '../../../../src/store/pg/upserts.js';
+import { parseStrictCsv } from '../../../helpers/csv.js';
+import { cli, sim, tempDir } from '../../../helpers/index.js';
+import { commitNow, describePg, freshSchema, PG_URL, pgClient, pgRows } from '../../../helpers/pg.js';
+import { TEST_PG_PASSWORD } from '../../../helpers/pg-server.js';
 
 type Row = Record<string, unknown>;
 

@@ -4,12 +4,12 @@
  * checkpoint is a CTE of the upsert, no BEGIN/COMMIT) and for a page in a transaction (DETAILED).
  */
 import { expect, it } from 'vitest';
-import { toJson } from '../src/core/json.js';
-import { type CheckedRecord, streamId } from '../src/core/types.js';
-import { LeaseLostError, StorageError } from '../src/errors.js';
-import { openPgMirror, type PgMirror } from '../src/store/pg/open.js';
-import { commitNow, describePg, freshSchema, PG_URL } from './helpers/pg.js';
-import { evalOf } from './helpers/records.js';
+import { toJson } from '../../../../src/core/json.js';
+import { type CheckedRecord, streamId } from '../../../../src/core/types.js';
+import { LeaseLostError, StorageError } from '../../../../src/errors.js';
+import { openPgMirror, type PgMirror } from '../../../../src/store/pg/open.js';
+import { commitNow, describePg, freshSchema, PG_URL } from '../../../helpers/pg.js';
+import { evalOf } from '../../../helpers/records.js';
 
 function role(id: string, orderIndex: bigint, detailed: boolean): CheckedRecord {
   const record: Record<string, unknown> = { id, order_index: Number(orderIndex), overall_score: 3 };

@@ -9,12 +9,12 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { exitCodeFor, UsageError } from '../src/errors.js';
-import { PgDatabase } from '../src/store/pg/database.js';
-import { checkPgUrl, redactUrl, scrub } from '../src/store/pg/url.js';
-import { tempDir } from './helpers/index.js';
-import { runCli as cli } from './helpers/run-cli.js';
-import { sharedSim } from './helpers/shared-sim.js';
+import { exitCodeFor, UsageError } from '../../../../src/errors.js';
+import { PgDatabase } from '../../../../src/store/pg/database.js';
+import { checkPgUrl, redactUrl, scrub } from '../../../../src/store/pg/url.js';
+import { tempDir } from '../../../helpers/index.js';
+import { runCli as cli } from '../../../helpers/run-cli.js';
+import { sharedSim } from '../../../helpers/shared-sim.js';
 
 /** What a password in --db (visible in `ps`) is warned with, before anything else is said. */
 const ARGV_WARNING =

@@ -21,16 +21,16 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { budgetKey } from '../src/app/client.js';
-import { resolveBaseUrl } from '../src/config/config.js';
-import type { Clock } from '../src/core/clock.js';
-import { BudgetDamaged, type SlotsOptions, SqliteBudgetSlots } from '../src/store/budget-slots.js';
-import { Database } from '../src/store/sqlite.js';
-import { fakeClock } from './helpers/clock.js';
-import { sim, tempDir } from './helpers/index.js';
-import { mountReadOnly, mountTmpfs } from './helpers/mounts.js';
-import { runCli } from './helpers/run-cli.js';
+import { RequestBudget } from '../../../../src/api/budget.js';
+import { budgetKey } from '../../../../src/app/client.js';
+import { resolveBaseUrl } from '../../../../src/config/config.js';
+import type { Clock } from '../../../../src/core/clock.js';
+import { BudgetDamaged, type SlotsOptions, SqliteBudgetSlots } from '../../../../src/store/sqlite/budget-slots.js';
+import { Database } from '../../../../src/store/sqlite/driver.js';
+import { fakeClock } from '../../../helpers/clock.js';
+import { sim, tempDir } from '../../../helpers/index.js';
+import { mountReadOnly, mountTmpfs } from '../../../helpers/mounts.js';
+import { runCli } from '../../../helpers/run-cli.js';
 
 const rate = { count: 3, windowMs: 1000 };
 const one = { count: 1, windowMs: 1000 };

@@ -2,20 +2,20 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { ApiClient } from '../src/api/client.js';
-import { parseJson, toJson } from '../src/core/json.js';
-import { Checkpoints } from '../src/store/checkpoints.js';
-import { openDatabase } from '../src/store/db.js';
-import { Mirror } from '../src/store/mirror.js';
-import { SCHEMA_VERSION } from '../src/store/schema.js';
-import { SqliteSink } from '../src/store/sinks/sqlite.js';
-import { Database } from '../src/store/sqlite.js';
-import { runPass } from '../src/sync/pass.js';
-import { clientConfig, servedObjects, sim, tempDir } from './helpers/index.js';
-import { passDefaults } from './helpers/mock.js';
-import { checked, evalOf } from './helpers/records.js';
-import { runCli } from './helpers/run-cli.js';
+import { RequestBudget } from '../../../../src/api/budget.js';
+import { ApiClient } from '../../../../src/api/client.js';
+import { parseJson, toJson } from '../../../../src/core/json.js';
+import { Checkpoints } from '../../../../src/store/sqlite/checkpoints.js';
+import { openDatabase } from '../../../../src/store/sqlite/db.js';
+import { Database } from '../../../../src/store/sqlite/driver.js';
+import { SCHEMA_VERSION } from '../../../../src/store/sqlite/schema.js';
+import { SqliteSink } from '../../../../src/store/sqlite/sink.js';
+import { Mirror } from '../../../../src/store/sqlite/upserts.js';
+import { runPass } from '../../../../src/sync/pass.js';
+import { clientConfig, servedObjects, sim, tempDir } from '../../../helpers/index.js';
+import { passDefaults } from '../../../helpers/mock.js';
+import { checked, evalOf } from '../../../helpers/records.js';
+import { runCli } from '../../../helpers/run-cli.js';
 
 const detailOf = (id: string, evals: unknown[] | null, over: Record<string, unknown> = {}) => ({
   id,

@@ -7,11 +7,11 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../src/store/db.js';
-import { SCHEMA_VERSION } from '../src/store/schema.js';
-import { tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
-import { sharedSim } from './helpers/shared-sim.js';
+import { openDatabase } from '../../../../src/store/sqlite/db.js';
+import { SCHEMA_VERSION } from '../../../../src/store/sqlite/schema.js';
+import { tempDir } from '../../../helpers/index.js';
+import { runCli } from '../../../helpers/run-cli.js';
+import { sharedSim } from '../../../helpers/shared-sim.js';
 
 describe('a --db that is someone else’s file', () => {
   it.each([['\n'], ['x'], ['notes: call back'], ['SQLite format'], ['SQLite format 2\0 and more'], ['a'.repeat(4096)]])(

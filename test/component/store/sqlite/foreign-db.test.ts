@@ -7,10 +7,10 @@ import { createHash } from 'node:crypto';
 import { chmodSync, linkSync, readFileSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Database } from '../src/store/sqlite.js';
-import { type CliResult, tempDir } from './helpers/index.js';
-import { runCli } from './helpers/run-cli.js';
-import { sharedSim } from './helpers/shared-sim.js';
+import { Database } from '../../../../src/store/sqlite/driver.js';
+import { type CliResult, tempDir } from '../../../helpers/index.js';
+import { runCli } from '../../../helpers/run-cli.js';
+import { sharedSim } from '../../../helpers/shared-sim.js';
 
 const md5 = (path: string) => createHash('md5').update(readFileSync(path)).digest('hex');
 

@@ -6,16 +6,16 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { streamId } from '../src/core/types.js';
-import { CAMPAIGN_TYPES } from '../src/spec/paths.js';
-import { Campaigns } from '../src/store/campaigns.js';
-import { Checkpoints } from '../src/store/checkpoints.js';
-import { BUSY_TIMEOUT_MS, openDatabase } from '../src/store/db.js';
-import { decodeDestination, describeDestination, encodeDestination } from '../src/store/destination.js';
-import { tempDir } from './helpers/index.js';
+import { RequestBudget } from '../../../../src/api/budget.js';
+import { streamId } from '../../../../src/core/types.js';
+import { CAMPAIGN_TYPES } from '../../../../src/spec/paths.js';
+import { Campaigns } from '../../../../src/store/sqlite/campaigns.js';
+import { Checkpoints } from '../../../../src/store/sqlite/checkpoints.js';
+import { BUSY_TIMEOUT_MS, openDatabase } from '../../../../src/store/sqlite/db.js';
+import { decodeDestination, describeDestination, encodeDestination } from '../../../../src/store/sqlite/destination.js';
+import { tempDir } from '../../../helpers/index.js';
 
-const SRC = fileURLToPath(new URL('../src/', import.meta.url));
+const SRC = fileURLToPath(new URL('../../../../src/', import.meta.url));
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -48,7 +48,7 @@ describe('SQL lives in store/', () => {
   });
 });
 
-describe('campaigns in the mirror (store/campaigns.ts)', () => {
+describe('campaigns in the mirror (store/sqlite/campaigns.ts)', () => {
   function filled() {
     const db = openDatabase(join(tempDir(), 'mirror.db'));
     const campaigns = new Campaigns(db);

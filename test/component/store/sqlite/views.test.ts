@@ -1,14 +1,14 @@
 /** Issue 16: the analysts' views (results, skill_scores, latest_results) against the base tables. */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { ApiClient } from '../src/api/client.js';
-import { Checkpoints } from '../src/store/checkpoints.js';
-import { openDatabase } from '../src/store/db.js';
-import { SqliteSink } from '../src/store/sinks/sqlite.js';
-import { runPass } from '../src/sync/pass.js';
-import { clientConfig, sim, tempDir } from './helpers/index.js';
-import { passDefaults } from './helpers/mock.js';
+import { RequestBudget } from '../../../../src/api/budget.js';
+import { ApiClient } from '../../../../src/api/client.js';
+import { Checkpoints } from '../../../../src/store/sqlite/checkpoints.js';
+import { openDatabase } from '../../../../src/store/sqlite/db.js';
+import { SqliteSink } from '../../../../src/store/sqlite/sink.js';
+import { runPass } from '../../../../src/sync/pass.js';
+import { clientConfig, sim, tempDir } from '../../../helpers/index.js';
+import { passDefaults } from '../../../helpers/mock.js';
 
 type Row = Record<string, unknown>;
 
@@ -180,8 +180,8 @@ describe('declared links (schema 5)', () => {
   });
 
   it('a version-4 database is rebuilt in place: rows, indexes and raw kept, links and views added', async () => {
-    const { Database } = await import('../src/store/sqlite.js');
-    const { migrate } = await import('../src/store/schema.js');
+    const { Database } = await import('../../../../src/store/sqlite/driver.js');
+    const { migrate } = await import('../../../../src/store/sqlite/schema.js');
     const dbPath = join(tempDir(), 'v4.db');
     const old = new Database(dbPath);
     migrate(old, dbPath, 4);

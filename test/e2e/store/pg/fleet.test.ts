@@ -8,12 +8,12 @@
  */
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { expect, it } from 'vitest';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { cli, type RunningCli, sim, startCli, tempDir } from './helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgRows } from './helpers/pg.js';
+import type { RunningSimulator } from '../../../../src/simulator/server.js';
+import { cli, type RunningCli, sim, startCli, tempDir } from '../../../helpers/index.js';
+import { describePg, freshSchema, PG_URL, pgRows } from '../../../helpers/pg.js';
 
 const RECORDS = 120;
-const CLOCK_OFFSET = pathToFileURL(fileURLToPath(new URL('./helpers/clock-offset.mjs', import.meta.url))).href;
+const CLOCK_OFFSET = pathToFileURL(fileURLToPath(new URL('../../../helpers/clock-offset.mjs', import.meta.url))).href;
 
 /** A worker on a "host" of its own: its own home and state folder, the URL through the environment. */
 function hostEnv(s: RunningSimulator, extra: Record<string, string> = {}) {

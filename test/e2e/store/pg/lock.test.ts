@@ -5,8 +5,8 @@
  * stream whose holder stopped heartbeating, and a worker killed with -9 holds nothing past its lease.
  */
 import { expect, it } from 'vitest';
-import { cli, sim, startCli } from './helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgClient, pgRows } from './helpers/pg.js';
+import { cli, sim, startCli } from '../../../helpers/index.js';
+import { describePg, freshSchema, PG_URL, pgClient, pgRows } from '../../../helpers/pg.js';
 
 /** Waits for `test` to hold (no fixed sleeps: a loaded machine only makes it slower). */
 async function until(test: () => Promise<boolean>, what: string, ms = 60_000): Promise<void> {

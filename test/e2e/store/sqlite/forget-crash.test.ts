@@ -7,13 +7,13 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, wri
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { openDatabase } from '../src/store/db.js';
-import { BIN, cli, sim, tempDir } from './helpers/index.js';
-import { mountTmpfs } from './helpers/mounts.js';
-import { needs } from './helpers/tools.js';
+import type { RunningSimulator } from '../../../../src/simulator/server.js';
+import { openDatabase } from '../../../../src/store/sqlite/db.js';
+import { BIN, cli, sim, tempDir } from '../../../helpers/index.js';
+import { mountTmpfs } from '../../../helpers/mounts.js';
+import { needs } from '../../../helpers/tools.js';
 
-const dist = (path: string) => JSON.stringify(fileURLToPath(new URL(`../dist/store/${path}`, import.meta.url)));
+const dist = (path: string) => JSON.stringify(fileURLToPath(new URL(`../../../../dist/store/${path}`, import.meta.url)));
 
 async function run(s: RunningSimulator, args: string[]) {
   return cli(args, { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url } });
@@ -72,8 +72,8 @@ describe('an erasure stopped between files is finished by the next pull', () => 
       const dir = tempDir();
       const { s, db, x } = await mirror(dir);
       const script = `
-        const { openDatabase } = await import(${dist('db.js')});
-        const { eraseCandidate } = await import(${dist('erasure.js')});
+        const { openDatabase } = await import(${dist('sqlite/db.js')});
+        const { eraseCandidate } = await import(${dist('sqlite/erasure.js')});
         let n = 0;
         eraseCandidate(openDatabase(process.argv[1]), process.argv[2], {
           afterRename: () => { if (++n === Number(process.argv[3])) process.kill(process.pid, 'SIGKILL'); },
@@ -90,8 +90,8 @@ describe('an erasure stopped between files is finished by the next pull', () => 
     const dir = tempDir();
     const { s, db, x } = await mirror(dir);
     const script = `
-      const { openDatabase } = await import(${dist('db.js')});
-      const { eraseCandidate } = await import(${dist('erasure.js')});
+      const { openDatabase } = await import(${dist('sqlite/db.js')});
+      const { eraseCandidate } = await import(${dist('sqlite/erasure.js')});
       try {
         eraseCandidate(openDatabase(process.argv[1]), process.argv[2], {
           afterRename: () => { throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' }); },

@@ -16,12 +16,12 @@ import { chmodSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { LockedError } from '../src/errors.js';
-import { openDatabase } from '../src/store/db.js';
-import { RunLock } from '../src/store/lock.js';
-import { makePrivate } from '../src/store/private-file.js';
-import { SQLITE_DRIVER } from '../src/store/sqlite.js';
-import { tempDir } from './helpers/index.js';
+import { makePrivate } from '../../../../src/core/fs/private-file.js';
+import { LockedError } from '../../../../src/errors.js';
+import { openDatabase } from '../../../../src/store/sqlite/db.js';
+import { SQLITE_DRIVER } from '../../../../src/store/sqlite/driver.js';
+import { RunLock } from '../../../../src/store/sqlite/run-lock.js';
+import { tempDir } from '../../../helpers/index.js';
 
 /** The POSIX locks this process holds on the file at `path` (Linux: /proc/locks, by inode). */
 function locksOn(path: string): number {

@@ -7,9 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Database } from '../src/store/sqlite.js';
-import { cli, sim, startCli, tempDir } from './helpers/index.js';
-import { freshSchema, PG_URL, pgRows } from './helpers/pg.js';
+import { Database } from '../../../../src/store/sqlite/driver.js';
+import { cli, sim, startCli, tempDir } from '../../../helpers/index.js';
+import { freshSchema, PG_URL, pgRows } from '../../../helpers/pg.js';
 
 const RECORDS = 600;
 const EVERY = 10;

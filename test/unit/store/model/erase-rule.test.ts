@@ -4,9 +4,9 @@
  * result is kept; a retention runs again once a day has passed since the time the mirror keeps.
  */
 import { describe, expect, it } from 'vitest';
-import { judge, olderThan, recordTime } from '../../src/store/model/erase-rule.js';
-import { knownPerson } from '../../src/store/model/person.js';
-import { retentionDue } from '../../src/store/model/retention.js';
+import { judge, olderThan, recordTime } from '../../../../src/store/model/erase-rule.js';
+import { knownPerson } from '../../../../src/store/model/person.js';
+import { retentionDue } from '../../../../src/store/model/retention.js';
 
 const CUT = Date.parse('2026-03-01T00:00:00Z');
 

@@ -3,8 +3,8 @@
  * out of it (forget --user).
  */
 import { describe, expect, it } from 'vitest';
-import { parseJson } from '../src/core/json.js';
-import { knownPerson, PersonGraph, personDigests, personOfDigests, scrubPerson } from '../src/store/model/person.js';
+import { parseJson } from '../../../../src/core/json.js';
+import { knownPerson, PersonGraph, personDigests, personOfDigests, scrubPerson } from '../../../../src/store/model/person.js';
 
 const A = { id: 'a-1', email: 'ann@example.com' };
 const B = { id: 'b-2', email: 'Bob@Example.com' };

@@ -1,9 +1,9 @@
 /** Record -> row as pure data (store/model/rows.ts): values line up with their table's columns, no database involved. */
 import { describe, expect, it } from 'vitest';
-import { toJson } from '../src/core/json.js';
-import type { CheckedRecord } from '../src/core/types.js';
-import { splitDetailed } from '../src/store/model/compact.js';
-import { COLUMNS, campaignRow, evalRows, roleRow, sessionRow } from '../src/store/model/rows.js';
+import { toJson } from '../../../../src/core/json.js';
+import type { CheckedRecord } from '../../../../src/core/types.js';
+import { splitDetailed } from '../../../../src/store/model/compact.js';
+import { COLUMNS, campaignRow, evalRows, roleRow, sessionRow } from '../../../../src/store/model/rows.js';
 
 const evalResult = {
   score: '4.5',

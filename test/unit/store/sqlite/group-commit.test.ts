@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { openDatabase } from '../src/store/db.js';
-import { GroupCommit } from '../src/store/group.js';
-import { tempDir } from './helpers/index.js';
+import { openDatabase } from '../../../../src/store/sqlite/db.js';
+import { GroupCommit } from '../../../../src/store/sqlite/group-commit.js';
+import { tempDir } from '../../../helpers/index.js';
 
 function setup() {
   const path = join(tempDir(), 'g.db');

@@ -12,19 +12,19 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RequestBudget } from '../src/api/budget.js';
-import { ApiClient } from '../src/api/client.js';
-import { exitCodeForPass } from '../src/errors.js';
-import type { RunningSimulator } from '../src/simulator/server.js';
-import { Checkpoints } from '../src/store/checkpoints.js';
-import { openDatabase } from '../src/store/db.js';
-import { RunLock } from '../src/store/lock.js';
-import { NdjsonStateError } from '../src/store/ndjson-file.js';
-import { NdjsonSink } from '../src/store/sinks/ndjson.js';
-import { runPass } from '../src/sync/pass.js';
-import { clientConfig, servedRecords, sim, tempDir } from './helpers/index.js';
-import { passDefaults } from './helpers/mock.js';
-import { runCli } from './helpers/run-cli.js';
+import { RequestBudget } from '../../../../../src/api/budget.js';
+import { ApiClient } from '../../../../../src/api/client.js';
+import { exitCodeForPass } from '../../../../../src/errors.js';
+import type { RunningSimulator } from '../../../../../src/simulator/server.js';
+import { Checkpoints } from '../../../../../src/store/sqlite/checkpoints.js';
+import { openDatabase } from '../../../../../src/store/sqlite/db.js';
+import { NdjsonStateError } from '../../../../../src/store/sqlite/ndjson/file.js';
+import { NdjsonSink } from '../../../../../src/store/sqlite/ndjson/sink.js';
+import { RunLock } from '../../../../../src/store/sqlite/run-lock.js';
+import { runPass } from '../../../../../src/sync/pass.js';
+import { clientConfig, servedRecords, sim, tempDir } from '../../../../helpers/index.js';
+import { passDefaults } from '../../../../helpers/mock.js';
+import { runCli } from '../../../../helpers/run-cli.js';
 
 async function pullNdjson(s: RunningSimulator, dbPath: string, out: string, pageSize = 100) {
   const db = openDatabase(dbPath);

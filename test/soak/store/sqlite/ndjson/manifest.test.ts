@@ -8,9 +8,9 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { prng } from '../src/simulator/random.js';
-import { Database } from '../src/store/sqlite.js';
-import { cli, sim, startCli, tempDir } from './helpers/index.js';
+import { prng } from '../../../../../src/simulator/random.js';
+import { Database } from '../../../../../src/store/sqlite/driver.js';
+import { cli, sim, startCli, tempDir } from '../../../../helpers/index.js';
 
 const FILES = ['campaigns.ndjson', 'session_results.ndjson', 'role_results.ndjson'];
 
