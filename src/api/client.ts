@@ -13,7 +13,7 @@ import type { RunEvents } from '../core/events.js';
 import { keyFingerprint } from '../core/fingerprint.js';
 import { parseJsonBytes } from '../core/json-bytes.js';
 import { type Redact, type Redacted, redactor, shorten } from '../core/redact.js';
-import type { ReportType } from '../core/types.js';
+import type { Endpoint, ReportType } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
 import { type Answer, type Exchange, type ExchangeStage, exchange } from './body.js';
 import type { RequestBudget } from './budget.js';
@@ -25,8 +25,6 @@ import { speaksTls } from './tls-probe.js';
 
 /** 64 MiB: a page of 100 DETAILED records is well under 1 MiB; more means something is wrong. */
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;
-
-export type Endpoint = 'session' | 'role';
 
 export interface PageQuery {
   endpoint: Endpoint;

@@ -14,7 +14,7 @@ export function emailKey(email: string): string {
 }
 
 /** What stands in a stored text for an erased candidate's e-mail or id. */
-export const ERASED = '[erased]';
+export const ERASED_IN_TEXT = '[erased]';
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -37,7 +37,7 @@ export function withoutCandidate(text: string, terms: readonly string[]): string
     'giu',
   );
   const composed = text.normalize('NFC');
-  const scrubbed = composed.replace(pattern, ERASED);
+  const scrubbed = composed.replace(pattern, ERASED_IN_TEXT);
   // Unchanged as it was stored (a decomposed text is not rewritten, nor counted as scrubbed).
   return scrubbed === composed ? text : scrubbed;
 }

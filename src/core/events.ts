@@ -6,7 +6,7 @@
 import type { StreamId } from './types.js';
 
 /** Live totals of a pass. */
-export interface Progress {
+export interface PassProgress {
   streamsDone: number;
   streams: number;
   records: number;
@@ -55,13 +55,13 @@ export interface RetryEvent {
 export interface PageEvent {
   stream: StreamId;
   records: number;
-  progress: Progress;
+  progress: PassProgress;
 }
 
 export interface StreamDoneEvent {
   stream: StreamId;
   status: 'ok' | 'failed' | 'interrupted';
-  progress: Progress;
+  progress: PassProgress;
 }
 
 /** Every listener is optional: emitters call what is there. */

@@ -16,7 +16,7 @@
 import type { ReportType } from '../core/types.js';
 import { UsageError } from '../errors.js';
 import { CEFR_LEVELS, RECOMMENDATION_STATUSES, SCENARIO_TYPE_KEYS, SKILL_KEYS } from '../spec/schemas.js';
-import { hash32, pick, prng, uuidFrom } from './random.js';
+import { hash32, pickOne, prng, uuidFrom } from './random.js';
 
 export interface DataOptions {
   seed: number;
@@ -200,7 +200,7 @@ export class SimData {
     const total = opts.campaigns + opts.unknownTypeCampaigns;
     for (let c = 0; c < total; c++) {
       const rand = prng(hash32(opts.seed, 0xca, c));
-      const role = pick(rand, CAMPAIGN_ROLES);
+      const role = pickOne(rand, CAMPAIGN_ROLES);
       const type = c >= opts.campaigns ? 'LIVE_INTERVIEW' : c % 2 === 0 ? 'SESSION_COMPLETION' : 'ROLE_SUBMISSION';
       this.campaigns.push({
         index: c,
@@ -313,8 +313,8 @@ export class SimData {
   /** Candidate `n` of the pool: the same person wherever they appear. */
   private candidate(n: number): { id: string; email: string } {
     const rand = prng(hash32(this.opts.seed, n, 0xca7));
-    const first = pick(rand, FIRST);
-    const last = pick(rand, LAST);
+    const first = pickOne(rand, FIRST);
+    const last = pickOne(rand, LAST);
     // E-mail local parts stay ASCII: accents dropped, names with no Latin letters left out.
     const ascii = (name: string) =>
       name
@@ -323,14 +323,14 @@ export class SimData {
         .toLowerCase();
     const local = [ascii(first), ascii(last)].filter(Boolean).join('.') || 'candidate';
     // The pool index keeps every candidate's e-mail their own.
-    return { id: uuidFrom(rand), email: `${local}${n}@${pick(rand, DOMAINS)}` };
+    return { id: uuidFrom(rand), email: `${local}${n}@${pickOne(rand, DOMAINS)}` };
   }
 
   /** A scenario of the catalogue: each name has one stable id and one type, as on the real service. */
   private scenario(rand: () => number) {
     const n = Math.floor(rand() * SCENARIO_NAMES.length);
     const fixed = prng(hash32(this.opts.seed, n, 0x5c));
-    const key = pick(fixed, SCENARIO_TYPE_KEYS);
+    const key = pickOne(fixed, SCENARIO_TYPE_KEYS);
     return { id: uuidFrom(fixed), name: SCENARIO_NAMES[n] as string, type: { key, label: SCENARIO_LABELS[key] as string } };
   }
 
@@ -338,11 +338,11 @@ export class SimData {
     const n = 2 + Math.floor(rand() * 4);
     const out = [];
     for (let k = 0; k < n; k++) {
-      const key = pick(rand, SKILL_KEYS);
+      const key = pickOne(rand, SKILL_KEYS);
       out.push({
         score: (Math.round(rand() * 50) / 10).toFixed(1),
         skill: { key, label: SKILL_LABELS[key] as string },
-        rationale: pick(rand, RATIONALES),
+        rationale: pickOne(rand, RATIONALES),
         evaluated_at: iso(at + Math.floor(rand() * EVALUATION_SPREAD_MS)),
         evaluation_id: uuidFrom(rand),
       });
@@ -351,11 +351,11 @@ export class SimData {
   }
 
   private feedback(rand: () => number) {
-    const skill = pick(rand, SKILL_KEYS);
+    const skill = pickOne(rand, SKILL_KEYS);
     return {
-      strengths: [{ description: pick(rand, STRENGTHS) }, { description: pick(rand, STRENGTHS) }],
-      growths: [{ description: pick(rand, GROWTHS) }],
-      improvement_criteria: [{ skill, title: `Improve ${SKILL_LABELS[skill]?.toLowerCase()}`, description: pick(rand, GROWTHS) }],
+      strengths: [{ description: pickOne(rand, STRENGTHS) }, { description: pickOne(rand, STRENGTHS) }],
+      growths: [{ description: pickOne(rand, GROWTHS) }],
+      improvement_criteria: [{ skill, title: `Improve ${SKILL_LABELS[skill]?.toLowerCase()}`, description: pickOne(rand, GROWTHS) }],
       cross_attempts_feedback: rand() < 0.5 ? null : { description: 'Better than the previous attempt, "much" calmer.' },
     };
   }
@@ -366,7 +366,7 @@ export class SimData {
     if (r < 0.1) return undefined;
     if (r < 0.2) return null;
     if (r < 0.3) return {};
-    return { cefr: { score: pick(rand, CEFR_LEVELS) } };
+    return { cefr: { score: pickOne(rand, CEFR_LEVELS) } };
   }
 
   private orderIndexValue(c: SimCampaign, i: number): number | bigint {

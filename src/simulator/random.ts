@@ -40,7 +40,7 @@ export function uuidFrom(rand: () => number): string {
   return out;
 }
 
-export function pick<T>(rand: () => number, items: readonly T[]): T {
+export function pickOne<T>(rand: () => number, items: readonly T[]): T {
   return items[Math.floor(rand() * items.length)] as T;
 }
 

@@ -13,9 +13,9 @@ import type { ChangeTableName, ExportTable } from './model/export-tables.js';
 import type { IdConflict, UpsertCounts } from './model/page.js';
 import type { QuarantineRow, QuarantineSelection } from './model/quarantine.js';
 import type { FleetStatus, FleetTimes, StreamLeases } from './model/stream-leases.js';
-import type { SkippedCampaign, StreamRow } from './model/streams.js';
+import type { SkippedRow, StreamRow } from './model/streams.js';
 
-export type { FleetStatus, IdConflict, QuarantineRow, QuarantineSelection, SkippedCampaign, StreamRow, UpsertCounts };
+export type { FleetStatus, IdConflict, QuarantineRow, QuarantineSelection, SkippedRow, StreamRow, UpsertCounts };
 
 /** Who holds a mirror's run lock: the process syncing it. */
 export interface Holder {
@@ -46,7 +46,7 @@ export interface PageExtras {
   requestId?: string | undefined;
 }
 
-export interface Sink {
+export interface PageSink {
   /**
    * Writes a page's records and moves the checkpoint (a compare-and-set, unless `move` is undefined),
    * atomically. A stream hands its pages in order, each once the call for the page before resolved.
@@ -115,7 +115,7 @@ export interface JobStore {
   readonly remembered?: Destination | undefined;
   /** The database's password, which no alert may carry (a postgres:// URL's); none for a file. */
   readonly secret?: string | undefined;
-  readonly sink: Sink;
+  readonly sink: PageSink;
   readonly cursors: Cursors;
   /** Every stream's checkpoint and health. */
   streams(): Promise<StreamRow[]>;
@@ -172,7 +172,7 @@ export interface Retained {
 export interface MirrorReader {
   streams(): Promise<StreamRow[]>;
   campaignNames(): Promise<Map<string, string>>;
-  skipped(): Promise<SkippedCampaign[]>;
+  skipped(): Promise<SkippedRow[]>;
   /** A process syncing the mirror now (SQLite: the lock's holder; PostgreSQL: the first live worker holding stream leases). */
   holder(): Promise<Holder | undefined>;
   /**

@@ -11,7 +11,7 @@
  */
 import type { Campaign } from '../api/envelopes.js';
 import { sleep } from '../core/clock.js';
-import type { Progress } from '../core/events.js';
+import type { PassProgress } from '../core/events.js';
 import type { Endpoint } from '../core/types.js';
 import { ApiError, AuthError, NothingSynced } from '../errors.js';
 import { type PlannedStream, planStreams, type SkippedCampaign, selectCampaigns } from './plan.js';
@@ -25,7 +25,7 @@ import {
   type WalkCounts,
 } from './stream.js';
 
-export type { Progress, SkippedCampaign, StreamResult };
+export type { PassProgress, SkippedCampaign, StreamResult };
 
 export interface PassOptions extends StreamOptions {
   /** Campaign ids or names; empty for all. */
@@ -108,7 +108,7 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   deps.signal?.addEventListener('abort', forward, { once: true });
   const signal = stop.signal;
   const limit = typeof opts.limit === 'function' ? opts.limit(planned.length) : (opts.limit ?? Number.POSITIVE_INFINITY);
-  const totals: Progress = {
+  const totals: PassProgress = {
     streamsDone: 0,
     streams: Math.min(planned.length, limit),
     records: 0,

@@ -6,7 +6,7 @@
  * walk fails is reported and nothing of it is pruned: what was not read cannot be called gone.
  */
 import type { Campaign } from '../api/envelopes.js';
-import type { Progress } from '../core/events.js';
+import type { PassProgress } from '../core/events.js';
 import { type Endpoint, type StreamId, streamId } from '../core/types.js';
 import { UsageError } from '../errors.js';
 import { endpointFor } from '../spec/paths.js';
@@ -102,7 +102,7 @@ export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise
   const { planned, selected } = await listAndPlan(deps, opts);
   checkReportType(planned, opts.held, opts.reportType);
   const retired = retiredStreams(opts.held, selected, opts.type);
-  const totals: Progress = { streamsDone: 0, streams: planned.length + retired.length, records: 0, requests: deps.client.requests };
+  const totals: PassProgress = { streamsDone: 0, streams: planned.length + retired.length, records: 0, requests: deps.client.requests };
   const streams: ReconcileStream[] = [];
   // One stream at a time: the request budget, not the CPU, bounds a full re-read.
   for (const { id, campaignName } of planned) {

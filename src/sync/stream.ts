@@ -5,13 +5,13 @@
  * thrown on: fatal for the whole pass.
  */
 import type { ApiClient, PageAnswer, RequestCounter } from '../api/client.js';
-import type { Progress, RunEvents } from '../core/events.js';
+import type { PassProgress, RunEvents } from '../core/events.js';
 import type { CheckedRecord, PageQuarantine, QuarantinedRecord, ReportType, StreamId } from '../core/types.js';
 import { AbortedError, ApiError, AuthError, DataError, describeRequest, type ErrorKind, isAbort, LeaseLostError } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
 import { olderThan } from '../store/model/erase-rule.js';
 import type { UpsertCounts } from '../store/model/page.js';
-import type { Cursors, Sink } from '../store/port.js';
+import type { Cursors, PageSink } from '../store/port.js';
 import type { DriftTracker, StreamDrift } from './drift.js';
 import { envelopeCursor, nextStep } from './paginate.js';
 import type { PlannedStream } from './plan.js';
@@ -44,7 +44,7 @@ export interface StreamOptions {
 
 export interface StreamDeps {
   client: ApiClient;
-  sink: Sink;
+  sink: PageSink;
   state: Cursors;
   signal?: AbortSignal | undefined;
   /** Pages and warnings are reported here (core/events.ts). */
@@ -126,7 +126,7 @@ export async function walkStream(
   opts: { pageSize: number; reportType: ReportType; retainAfter?: number | undefined },
   walk: Walk,
   counts: WalkCounts,
-  totals: Progress,
+  totals: PassProgress,
   committedAtStart: bigint | undefined,
 ): Promise<bigint | undefined> {
   const counter: RequestCounter = { requests: 0, bytes: 0 };
@@ -253,7 +253,7 @@ type Tally = ReturnType<typeof tallier>;
  * has them all committed; one whose commit failed throws a storage failure, fatal for the pass), and
  * the new and changed records as the sink reports its commits.
  */
-function tallier(id: StreamId, deps: StreamDeps, walk: Walk, counts: WalkCounts, totals: Progress) {
+function tallier(id: StreamId, deps: StreamDeps, walk: Walk, counts: WalkCounts, totals: PassProgress) {
   return {
     /** `served`: the page's records that passed the rules, those left out by the retention included. */
     handed(records: CheckedRecord[], served: number, held: Array<string | undefined>): void {
@@ -327,7 +327,7 @@ export async function streamFailure(
   return { status: 'failed', error: message, errorKind: err.kind };
 }
 
-export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts: StreamOptions, totals: Progress): Promise<StreamResult> {
+export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts: StreamOptions, totals: PassProgress): Promise<StreamResult> {
   const { id } = planned;
   const started = performance.now();
   const backfill = opts.since !== undefined || opts.until !== undefined;

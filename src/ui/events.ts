@@ -6,11 +6,11 @@
 import type { RunEvents } from '../core/events.js';
 import { liveProgress } from './live-progress.js';
 import type { Output } from './output.js';
-import type { Progress } from './progress.js';
+import type { ProgressLine } from './progress.js';
 import { requestLog } from './request-log.js';
 import { formatMs } from './table.js';
 
-export function commandEvents(out: Output, progress?: Progress): RunEvents {
+export function commandEvents(out: Output, progress?: ProgressLine): RunEvents {
   const live = liveProgress(progress);
   const log = requestLog(out);
   return {

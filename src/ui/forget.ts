@@ -1,5 +1,5 @@
 /** `forget`'s closing line, one for the SQLite and the PostgreSQL mirror. */
-import { ERASED, type ErasedCounts } from '../core/email.js';
+import { ERASED_IN_TEXT, type ErasedCounts } from '../core/email.js';
 import type { MirrorPlace, Retained } from '../store/port.js';
 import { showText } from './escape.js';
 import { placeText } from './summary.js';
@@ -25,7 +25,7 @@ export function erasedLine(
   const errors =
     n === 0
       ? ''
-      : `; their e-mail or id replaced by ${ERASED} in ${formatCount(n)} stored error text${n === 1 ? '' : 's'} (a stream's last error)`;
+      : `; their e-mail or id replaced by ${ERASED_IN_TEXT} in ${formatCount(n)} stored error text${n === 1 ? '' : 's'} (a stream's last error)`;
   const q = rows.quarantined ?? 0;
   const quarantined = q === 0 ? '' : `; ${formatCount(q)} quarantined record${q === 1 ? '' : 's'} naming them`;
   return `Erased ${showText(user)}: ${formatCount(rows.session_results)} session results, ${formatCount(rows.role_results)} role results, ${formatCount(rows.score_details)} score details, ${formatCount(rows.eval_results)} eval results from ${where}${files

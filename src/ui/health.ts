@@ -26,13 +26,13 @@ export function unhealthyReason(u: Unhealthy, now: number, maxAgeMs: number): st
 }
 
 /** A stream's campaign gone from the service's list, as `status` shows it in its table. */
-export function unlistedSince(row: StreamState, now: number): string {
+export function unlistedText(row: StreamState, now: number): string {
   return `not listed by the service since ${relativeTime(row.unlisted_since ?? null, now)}`;
 }
 
 /** Why a stream is left out of the health rule, in words, without its name. */
 export function unlistedReason(row: StreamState, now: number): string {
-  return `${unlistedSince(row, now)} (the key lost access, or the campaign was removed); left out of the check, its records kept`;
+  return `${unlistedText(row, now)} (the key lost access, or the campaign was removed); left out of the check, its records kept`;
 }
 
 /** A stream whose campaign changed type, as `status` shows it in its table. */

@@ -4,8 +4,8 @@
  * backoff, what it waits for and the seconds left ("waiting for rate limit: 41 s"). A ticker redraws
  * it every second so the countdown moves while no page arrives. Built only when a spinner is shown.
  */
-import type { Progress as PassProgress, RunEvents } from '../core/events.js';
-import type { Progress } from './progress.js';
+import type { PassProgress as PassProgress, RunEvents } from '../core/events.js';
+import type { ProgressLine } from './progress.js';
 import { formatCount, plural } from './table.js';
 
 type Waiting = { why: string; until: number };
@@ -75,7 +75,7 @@ export class LiveProgress {
 }
 
 /** Listeners that keep `progress` honest, with a 1 s ticker for the countdown; nothing when no spinner is shown. */
-export function liveProgress(progress: Progress | undefined, now: () => number = Date.now, tickMs = 1000): RunEvents {
+export function liveProgress(progress: ProgressLine | undefined, now: () => number = Date.now, tickMs = 1000): RunEvents {
   if (!progress?.active) return {};
   const view = new LiveProgress(now);
   const redraw = () => {

@@ -1,14 +1,14 @@
 /** A spinner with live counts on stderr, only when Output says people are watching a TTY. */
 import type { Output } from './output.js';
 
-export interface Progress {
+export interface ProgressLine {
   /** True while a spinner is shown: callers skip formatting otherwise. */
   readonly active: boolean;
   update(text: string): void;
   stop(): void;
 }
 
-export async function startProgress(out: Output, text: string): Promise<Progress> {
+export async function startProgress(out: Output, text: string): Promise<ProgressLine> {
   if (!out.interactive) return { active: false, update() {}, stop() {} };
   const { default: ora } = await import('ora');
   const spinner = ora({

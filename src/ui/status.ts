@@ -1,7 +1,7 @@
 /** How `status` shows the mirror's streams: one row each, fitted to the terminal. */
 import type { StreamRow } from '../store/port.js';
 import { showText } from './escape.js';
-import { relativeTime, retiredAs, unlistedSince } from './health.js';
+import { relativeTime, retiredAs, unlistedText } from './health.js';
 import { type Column, formatCount, renderTable, type TableStyle } from './table.js';
 
 /**
@@ -37,7 +37,7 @@ export function statusTable(rows: readonly StreamRow[], nameOf: (id: string) => 
       r.last_error
         ? `${relativeTime(r.last_error_at, now)}: ${r.last_error}`
         : r.unlisted_since
-          ? unlistedSince(r, now)
+          ? unlistedText(r, now)
           : r.type_changed_to
             ? retiredAs(r)
             : '',

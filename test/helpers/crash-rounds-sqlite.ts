@@ -13,7 +13,7 @@ import { exitCodeForPass } from '../../src/errors.js';
 import { parseFaults } from '../../src/simulator/faults.js';
 import { prng } from '../../src/simulator/random.js';
 import type { RunningSimulator } from '../../src/simulator/server.js';
-import { Checkpoints } from '../../src/store/sqlite/checkpoints.js';
+import { SqliteCheckpoints } from '../../src/store/sqlite/checkpoints.js';
 import { openDatabase } from '../../src/store/sqlite/db.js';
 import { Database } from '../../src/store/sqlite/driver.js';
 import { SqliteSink } from '../../src/store/sqlite/sink.js';
@@ -157,7 +157,7 @@ export function registerCrashRounds(KILLS: number): void {
         retry: { baseMs: 5, capMs: 50 },
       });
       const db = openDatabase(dbPath);
-      const state = new Checkpoints(db);
+      const state = new SqliteCheckpoints(db);
       let result: Awaited<ReturnType<typeof runPass>>;
       try {
         result = await runPass({ client, sink: new SqliteSink(db, state), state }, { ...passDefaults, pageSize: 10 });

@@ -4,8 +4,8 @@ import { RequestBudget } from '../../src/api/budget.js';
 import { ApiClient, type ClientOptions } from '../../src/api/client.js';
 import type { ApiConfig } from '../../src/config/config.js';
 import type { Clock } from '../../src/core/clock.js';
-import type { Sink } from '../../src/store/port.js';
-import { Checkpoints } from '../../src/store/sqlite/checkpoints.js';
+import type { PageSink } from '../../src/store/port.js';
+import { SqliteCheckpoints } from '../../src/store/sqlite/checkpoints.js';
 import { openDatabase } from '../../src/store/sqlite/db.js';
 import { NdjsonSink } from '../../src/store/sqlite/ndjson/sink.js';
 import { SqliteSink } from '../../src/store/sqlite/sink.js';
@@ -67,9 +67,9 @@ export function testStore(format: 'sqlite' | 'ndjson' = 'sqlite') {
   const dir = tempDir();
   const dbPath = join(dir, 'mirror.db');
   const db = openDatabase(dbPath);
-  const state = new Checkpoints(db);
+  const state = new SqliteCheckpoints(db);
   const outDir = join(dir, 'out');
-  const sink: Sink = format === 'ndjson' ? new NdjsonSink(db, state, outDir) : new SqliteSink(db, state);
+  const sink: PageSink = format === 'ndjson' ? new NdjsonSink(db, state, outDir) : new SqliteSink(db, state);
   return { dir, dbPath, outDir, db, state, sink };
 }
 
@@ -105,7 +105,7 @@ export function sessionRecord(orderIndex: number | string | bigint, id = `rec-${
 }
 
 /** `sink` with its own commitPage: every other call goes to `sink` (tests that slow or fail pages). */
-export function withCommitPage(sink: Sink, commitPage: Sink['commitPage']): Sink {
+export function withCommitPage(sink: PageSink, commitPage: PageSink['commitPage']): PageSink {
   return {
     commitPage,
     settle: (id) => sink.settle(id),

@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import { describe, it } from 'vitest';
-import type { Sink } from '../../src/store/port.js';
+import type { PageSink } from '../../src/store/port.js';
 import type { UpsertCounts } from '../../src/store/sqlite/upserts.js';
 import { atFileEnd } from './file-end.js';
 
@@ -72,7 +72,7 @@ atFileEnd(async () => {
  * Hands a page to `sink` and waits until it committed (commitPage may resolve while the page is still
  * queued, store/pg/page-queue.ts); resolves with the counts of the stream's pages committed meanwhile.
  */
-export async function commitNow(sink: Sink, ...[id, records, move]: Parameters<Sink['commitPage']>): Promise<UpsertCounts> {
+export async function commitNow(sink: PageSink, ...[id, records, move]: Parameters<PageSink['commitPage']>): Promise<UpsertCounts> {
   const handed = await sink.commitPage(id, records, move);
   const rest = await sink.settle(id);
   const conflicts = [...(handed.conflicts ?? []), ...(rest.conflicts ?? [])];

@@ -259,3 +259,20 @@ describe('one SQLite driver per Node', () => {
     expect(loading).toEqual([]);
   });
 });
+
+/** Names are unique where they meet (STYLE.md): two exported types of one name cost every reader a lookup. */
+describe('one name, one thing', () => {
+  it('no exported name is defined twice in src/ (migration versions aside: one per backend)', () => {
+    const where = new Map<string, string[]>();
+    for (const file of files(SRC)) {
+      const text = readFileSync(file, 'utf8');
+      for (const m of text.matchAll(/^export (?:declare )?(?:async )?(?:abstract )?(?:function\*?|const|let|class|interface|type|enum) ([A-Za-z_$][\w$]*)/gm)) {
+        const name = m[1] as string;
+        if (/^V\d+$/.test(name) && file.includes('/migrations/')) continue;
+        where.set(name, [...(where.get(name) ?? []), relative(SRC, file)]);
+      }
+    }
+    const twice = [...where].filter(([, at]) => at.length > 1).map(([name, at]) => `${name}: ${at.join(', ')}`);
+    expect(twice).toEqual([]);
+  });
+});

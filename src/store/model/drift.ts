@@ -2,7 +2,7 @@
 import type { DriftChange, DriftKind } from '../../core/drift.js';
 
 /** The example of a path or value whose record `forget` erased. Shared with PostgreSQL. */
-export const ERASED = '(erased)';
+export const ERASED_EXAMPLE = '(erased)';
 
 export interface PendingRow {
   stream: string;

@@ -11,7 +11,7 @@
  * Ids are compared as text (a number as its decimal text, as the tables' columns hold it), e-mails
  * by emailKey (core/email.ts).
  */
-import { ERASED, emailKey } from '../../core/email.js';
+import { ERASED_IN_TEXT, emailKey } from '../../core/email.js';
 
 type Obj = Record<string, unknown>;
 
@@ -100,7 +100,7 @@ export function scrubPerson(record: unknown, p: Person): Scrubbed {
         }
         if (isTheirEmail(x, p)) {
           parts++;
-          v[kept++] = ERASED;
+          v[kept++] = ERASED_IN_TEXT;
           continue;
         }
         v[kept++] = x;
@@ -115,7 +115,7 @@ export function scrubPerson(record: unknown, p: Person): Scrubbed {
           delete v[k];
         } else if (isTheirEmail(x, p)) {
           parts++;
-          v[k] = ERASED;
+          v[k] = ERASED_IN_TEXT;
         } else if (x !== null && typeof x === 'object') stack.push(x);
       }
     }

@@ -40,7 +40,7 @@ export type StreamSqlRow = Omit<StreamRow, 'unlisted_since' | 'type_changed_to' 
 };
 
 /** A campaign a pull skips, as stored. */
-export interface SkippedCampaign {
+export interface SkippedRow {
   id: string;
   name: string | null;
   type: string | null;

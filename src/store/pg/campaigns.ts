@@ -1,7 +1,7 @@
 /** The campaign list in the PostgreSQL mirror: its upsert, names for people and lookups by selector (as store/sqlite/campaigns.ts). */
 import { ROUTES } from '../../spec/paths.js';
 import { campaignRow } from '../model/rows.js';
-import { listingKey, listingValue, type SkippedCampaign } from '../model/streams.js';
+import { listingKey, listingValue, type SkippedRow } from '../model/streams.js';
 import type { PgDatabase } from './database.js';
 import { rowParams, upsertChanged } from './statements.js';
 
@@ -51,9 +51,9 @@ export async function campaignIdsNamed(db: PgDatabase, name: string): Promise<st
 }
 
 /** Campaigns of a type no endpoint reads (or of no type), by name. */
-export async function skippedCampaigns(db: PgDatabase): Promise<SkippedCampaign[]> {
+export async function skippedCampaigns(db: PgDatabase): Promise<SkippedRow[]> {
   const routed = Object.keys(ROUTES);
-  const r = await db.query<SkippedCampaign>(
+  const r = await db.query<SkippedRow>(
     'SELECT id, name, type FROM campaigns WHERE type IS NULL OR NOT (type = ANY($1::text[])) ORDER BY name NULLS FIRST',
     [routed],
   );

@@ -5,11 +5,11 @@ import { PgDatabase } from './database.js';
 import { holdAll } from './lease-hold.js';
 import { PgLeases } from './leases.js';
 import { DEFAULT_LEASE_MS } from './open.js';
-import { PgState } from './state.js';
+import { PgCheckpoints } from './state.js';
 
 export async function openPgCheckpointAdmin(t: MirrorTarget): Promise<CheckpointAdmin> {
   const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 3, mustExist: true, upgrade: true, where: t.where });
-  const state = new PgState(db);
+  const state = new PgCheckpoints(db);
   const leases = new PgLeases(db, DEFAULT_LEASE_MS);
   return {
     name: db.name,

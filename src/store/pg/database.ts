@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import { CampaignSyncError, errorCode, StorageError, UsageError } from '../../errors.js';
 import { ident, migratePg } from './schema.js';
-import { checkPgUrl, redactUrl, scrub } from './url.js';
+import { checkPgUrl, redactUrl, withoutSecrets } from './url.js';
 
 export interface PgOpenOptions {
   /** Connections in the pool (open.ts: two per concurrent stream, plus two). */
@@ -183,7 +183,7 @@ export class PgDatabase {
     if (err instanceof CampaignSyncError) return err;
     const e = err as { message?: string; code?: string };
     const code = errorCode(err);
-    const message = scrub(e?.message ?? String(err), this.url);
+    const message = withoutSecrets(e?.message ?? String(err), this.url);
     const disconnected = isDisconnect(code, e?.message);
     return new StorageError(
       `${what} ${this.name}: ${message}${code ? ` (${code})` : ''}; nothing committed was lost: ${disconnected ? 'run again' : 'fix the database and run again'}`,

@@ -5,11 +5,11 @@
 import { PgDatabase } from './database.js';
 import { PgLeases } from './leases.js';
 import { PgSink } from './sink.js';
-import { PgState } from './state.js';
+import { PgCheckpoints } from './state.js';
 
 export interface PgMirror {
   db: PgDatabase;
-  state: PgState;
+  state: PgCheckpoints;
   sink: PgSink;
   leases: PgLeases;
   release(): Promise<void>;
@@ -34,7 +34,7 @@ export async function openPgMirror(
   // Two connections per concurrent stream (two of its pages may be written at once: sink.ts), one for
   // the leases' heartbeat, one for the rest.
   const db = await PgDatabase.open(url, schema, { connections: 2 * concurrency + 2, where, idleInTransactionMs: leaseMs });
-  const state = new PgState(db);
+  const state = new PgCheckpoints(db);
   const leases = new PgLeases(db, leaseMs);
   return {
     db,

@@ -5,11 +5,11 @@ import { PgDatabase } from './database.js';
 import { takeDriftChanges } from './drift.js';
 import { fleetStatus } from './fleet-status.js';
 import { lockHolders } from './lock.js';
-import { PgState } from './state.js';
+import { PgCheckpoints } from './state.js';
 
 export async function openPgReader(t: MirrorTarget): Promise<MirrorReader> {
   const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 2, mustExist: true, where: t.where });
-  const state = new PgState(db);
+  const state = new PgCheckpoints(db);
   return {
     streams: () => state.all(),
     campaignNames: () => campaignNames(db),

@@ -18,24 +18,24 @@ import type { Redacted } from '../../core/redact.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import { LockedError, StorageError } from '../../errors.js';
 import type { UpsertCounts } from '../model/page.js';
-import type { PageExtras, Sink } from '../port.js';
+import type { PageExtras, PageSink } from '../port.js';
 import { upsertCampaigns } from './campaigns.js';
 import type { PgDatabase } from './database.js';
 import { driftGone, recordDrift } from './drift.js';
 import type { PgLeases } from './leases.js';
 import { PageQueue } from './page-queue.js';
 import { applyQuarantine, touchesQuarantine } from './quarantine.js';
-import type { PgState } from './state.js';
+import type { PgCheckpoints } from './state.js';
 import { CHECKPOINT_CONFLICT, holdsUnstorable, LEASE_LOST } from './statements.js';
 import { type PagePlan, planPage, removeResults, storedIds, writePage } from './upserts.js';
 
-export class PgSink implements Sink {
+export class PgSink implements PageSink {
   private broken: StorageError | undefined;
   private readonly queues = new Map<string, PageQueue>();
 
   constructor(
     private readonly db: PgDatabase,
-    private readonly state: PgState,
+    private readonly state: PgCheckpoints,
     /** The stream leases; public for the pass (Sink.leases). */
     readonly leases: PgLeases,
     /** Where the sink's warnings go (a record with U+0000 or a lone surrogate); none: dropped. */

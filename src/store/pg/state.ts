@@ -39,7 +39,7 @@ type RawRow = Omit<
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 
-export class PgState {
+export class PgCheckpoints {
   private readonly cursors = new Map<string, bigint | undefined>();
 
   constructor(private readonly db: PgDatabase) {}

@@ -111,7 +111,7 @@ export function dbWarnings(db: DbSource): string[] {
 }
 
 /** `message` with every occurrence of the password removed (a driver may quote its input). */
-export function scrub(message: string, url: string): string {
+export function withoutSecrets(message: string, url: string): string {
   let out = message.split(url).join(redactUrl(url));
   for (const secret of secrets(url)) out = out.split(secret).join('***');
   const env = currentIo().env.PGPASSWORD;

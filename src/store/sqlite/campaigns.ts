@@ -4,11 +4,11 @@
  */
 import { ROUTES } from '../../spec/paths.js';
 import { campaignRow } from '../model/rows.js';
-import { listingKey, listingValue, type SkippedCampaign } from '../model/streams.js';
+import { listingKey, listingValue, type SkippedRow } from '../model/streams.js';
 import type { Db } from './db.js';
 import { upsert } from './sql.js';
 
-export type { SkippedCampaign };
+export type { SkippedRow };
 
 export class Campaigns {
   private readonly s;
@@ -73,7 +73,7 @@ export class Campaigns {
   }
 
   /** Campaigns of a type no endpoint reads (or of no type), by name. */
-  skipped(): SkippedCampaign[] {
-    return this.s.skipped.all(...this.s.routed) as SkippedCampaign[];
+  skipped(): SkippedRow[] {
+    return this.s.skipped.all(...this.s.routed) as SkippedRow[];
   }
 }

@@ -2,7 +2,7 @@
 
 import type { CheckpointAdmin, MirrorTarget } from '../port.js';
 import { Campaigns } from './campaigns.js';
-import { Checkpoints } from './checkpoints.js';
+import { SqliteCheckpoints } from './checkpoints.js';
 import { openDatabase } from './db.js';
 import { RunLock } from './run-lock.js';
 
@@ -17,7 +17,7 @@ export async function openSqliteCheckpointAdmin(t: MirrorTarget): Promise<Checkp
     db.close();
     throw err;
   }
-  const checkpoints = new Checkpoints(db);
+  const checkpoints = new SqliteCheckpoints(db);
   const campaigns = new Campaigns(db);
   const held = lock;
   return {

@@ -65,7 +65,7 @@ function prepare(db: Db) {
 }
 
 /** Checkpoints and stream health of one database. */
-export class Checkpoints {
+export class SqliteCheckpoints {
   private readonly s: ReturnType<typeof prepare>;
 
   constructor(readonly db: Db) {

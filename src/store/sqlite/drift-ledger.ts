@@ -5,10 +5,10 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { DriftChange, DriftKind, DriftPage, KnownDrift } from '../../core/drift.js';
-import { driftChanges, ERASED, type PendingRow } from '../model/drift.js';
+import { driftChanges, ERASED_EXAMPLE, type PendingRow } from '../model/drift.js';
 import type { Db } from './db.js';
 
-export { driftChanges, ERASED };
+export { driftChanges, ERASED_EXAMPLE };
 
 type Statement = BetterSqlite3.Statement<unknown[]>;
 
@@ -72,6 +72,6 @@ export class DriftLedger {
 /** Marks the example of erased records (forget): the path or value stays, the record's id goes. Call inside the erasure's transaction. */
 export function forgetDriftExamples(db: Db, ids: Iterable<string>): void {
   if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'drift_seen'").get() === undefined) return;
-  const update = db.prepare(`UPDATE drift_seen SET record_id = '${ERASED}' WHERE record_id = ?`);
+  const update = db.prepare(`UPDATE drift_seen SET record_id = '${ERASED_EXAMPLE}' WHERE record_id = ?`);
   for (const id of ids) update.run(id);
 }

@@ -289,7 +289,7 @@ export function scrubErrors(db: Db, terms: string[]): number {
  * snapshot pins the old pages (the checkpoint cannot copy the rebuilt ones over them), a writer keeps
  * VACUUM out. The mark then stays, and the next call finishes the work.
  */
-export function scrub(db: Db): boolean {
+export function scrubFreePages(db: Db): boolean {
   db.pragma('secure_delete = ON');
   try {
     db.exec('VACUUM');

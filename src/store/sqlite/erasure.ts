@@ -20,7 +20,7 @@ import type { EraseRule } from '../model/erase-rule.js';
 import { type KnownPerson, PersonGraph } from '../model/person.js';
 import type { FileErased } from '../port.js';
 import type { Db } from './db.js';
-import { eraseFromMirror, gatherFromMirror, scrub, scrubErrors } from './erase-rows.js';
+import { eraseFromMirror, gatherFromMirror, scrubFreePages, scrubErrors } from './erase-rows.js';
 import { beginErasure, endErasure, pendingErasure } from './erasure-mark.js';
 import { type AfterRename, eraseFromFile, finishRewrites, gatherFromFile } from './ndjson/erase-lines.js';
 import { NdjsonOffsets } from './ndjson/offsets.js';
@@ -69,7 +69,7 @@ export function finishErasure(db: Db, hooks: ErasureHooks = {}): Finished {
   const pending = pendingErasure(db);
   if (pending === undefined) return { earlier: false, done: true };
   if (pending.rule !== undefined) eraseFromFiles(db, pending.rule, pending.done, hooks);
-  return { earlier: true, done: scrub(db) };
+  return { earlier: true, done: scrubFreePages(db) };
 }
 
 export interface Erasure {
@@ -150,5 +150,5 @@ function erase(
     if (first.done) endErasure(db);
     return { rows, copies, files, earlier: first.earlier, found, done: first.done };
   }
-  return { rows, copies, files, earlier: first.earlier, found, done: scrub(db) };
+  return { rows, copies, files, earlier: first.earlier, found, done: scrubFreePages(db) };
 }

@@ -12,9 +12,9 @@ import type { KnownDrift } from '../../core/drift.js';
 import type { Redacted } from '../../core/redact.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import type { StorageError } from '../../errors.js';
-import type { PageExtras, Sink } from '../port.js';
+import type { PageExtras, PageSink } from '../port.js';
 import { Campaigns } from './campaigns.js';
-import type { Checkpoints } from './checkpoints.js';
+import type { SqliteCheckpoints } from './checkpoints.js';
 import type { Db } from './db.js';
 import { DriftLedger } from './drift-ledger.js';
 import { GroupCommit, type GroupLimits } from './group-commit.js';
@@ -22,7 +22,7 @@ import { SqliteQuarantine } from './quarantine.js';
 import type { UpsertCounts } from './upserts.js';
 
 /** What both sinks share: the group every write goes through, and the stream rows. */
-export abstract class GroupedSink implements Sink {
+export abstract class GroupedSink implements PageSink {
   protected readonly group: GroupCommit;
   protected readonly campaignRows: Campaigns;
   protected readonly quarantine: SqliteQuarantine;
@@ -30,7 +30,7 @@ export abstract class GroupedSink implements Sink {
 
   constructor(
     db: Db,
-    protected readonly state: Checkpoints,
+    protected readonly state: SqliteCheckpoints,
     limits?: GroupLimits,
   ) {
     this.group = new GroupCommit(db, limits);

@@ -5,7 +5,7 @@ import type { Destination } from '../../core/types.js';
 import { retentionDue } from '../model/retention.js';
 import type { JobStore, Retained, StoreChoice } from '../port.js';
 import { Campaigns } from './campaigns.js';
-import { Checkpoints } from './checkpoints.js';
+import { SqliteCheckpoints } from './checkpoints.js';
 import { type Db, openDatabase } from './db.js';
 import { DriftLedger } from './drift-ledger.js';
 import { MirrorGuard } from './mirror-guard.js';
@@ -18,7 +18,7 @@ export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
   let db: Db | undefined;
   try {
     db = openDatabase(path);
-    const state = new Checkpoints(db);
+    const state = new SqliteCheckpoints(db);
     // A forget killed or stopped by a full disk left its erasure unfinished (files not rewritten, the
     // erased rows' bytes in free pages): a pull (cron's command) finishes it before it syncs anything,
     // rather than wait for someone to run forget again (README "campaign-sync forget"); a failure

@@ -8,7 +8,7 @@ import { closeSync, existsSync, fsyncSync, readSync, rmSync, statSync, writeSync
 import { type FileIdentity, identify, stillAt, whereNow } from '../../core/fs/moved.js';
 import { openOwnFile, openPrivateFile } from '../../core/fs/private-file.js';
 import { StorageError } from '../../errors.js';
-import type { Sink } from '../port.js';
+import type { PageSink } from '../port.js';
 import type { Db } from './db.js';
 
 /**
@@ -59,7 +59,7 @@ export class MirrorGuard {
   constructor(
     private readonly db: Db,
     private readonly path: string,
-    private readonly sink: Sink,
+    private readonly sink: PageSink,
   ) {
     this.id = identify(path);
     this.walId = identify(`${path}-wal`);

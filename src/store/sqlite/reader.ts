@@ -2,7 +2,7 @@
 
 import type { MirrorReader, MirrorTarget } from '../port.js';
 import { Campaigns } from './campaigns.js';
-import { Checkpoints } from './checkpoints.js';
+import { SqliteCheckpoints } from './checkpoints.js';
 import { isEmptyDatabase, openDatabase } from './db.js';
 import { DriftLedger } from './drift-ledger.js';
 import { lockHolder } from './run-lock.js';
@@ -22,7 +22,7 @@ export async function openSqliteReader(t: MirrorTarget, opts: { emptyHasNoStream
   const db = openDatabase(dbPath, { mustExist: true, readonly: true });
   const campaigns = new Campaigns(db);
   return {
-    streams: async () => new Checkpoints(db).all(),
+    streams: async () => new SqliteCheckpoints(db).all(),
     campaignNames: async () => campaigns.names(),
     skipped: async () => campaigns.skipped(),
     holder: async () => lockHolder(dbPath),

@@ -1,22 +1,22 @@
 /** Records into the SQLite mirror, through the group commit of the Sink port (sinks/sink.ts). */
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import type { PageExtras } from '../port.js';
-import type { Checkpoints } from './checkpoints.js';
+import type { SqliteCheckpoints } from './checkpoints.js';
 import { IdConflicts } from './conflicts.js';
 import type { Db } from './db.js';
 import type { GroupLimits } from './group-commit.js';
 import { GroupedSink } from './grouped-sink.js';
-import { Mirror, type UpsertCounts } from './upserts.js';
+import { SqliteUpserts, type UpsertCounts } from './upserts.js';
 
 /** Records into the SQLite mirror. */
 export class SqliteSink extends GroupedSink {
   // Only this sink writes the mirror's tables: the NDJSON sink prepares none of their statements.
-  private readonly mirror: Mirror;
+  private readonly mirror: SqliteUpserts;
   private readonly conflicts: IdConflicts;
 
-  constructor(db: Db, state: Checkpoints, limits?: GroupLimits) {
+  constructor(db: Db, state: SqliteCheckpoints, limits?: GroupLimits) {
     super(db, state, limits);
-    this.mirror = new Mirror(db);
+    this.mirror = new SqliteUpserts(db);
     this.conflicts = new IdConflicts(db);
   }
 

@@ -66,7 +66,7 @@ function prepareStatements(db: Db) {
   };
 }
 
-export class Mirror {
+export class SqliteUpserts {
   private readonly s: ReturnType<typeof prepareStatements>;
   /** Characters of JSON text written since takeBytes() last ran (sizes the group commit). */
   private bytes = 0;

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { status } from '../../../src/commands/status.js';
 import { resolveSettings } from '../../../src/config/settings.js';
 import { streamId } from '../../../src/core/types.js';
-import { Checkpoints } from '../../../src/store/sqlite/checkpoints.js';
+import { SqliteCheckpoints } from '../../../src/store/sqlite/checkpoints.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { RunLock } from '../../../src/store/sqlite/run-lock.js';
 import { assessHealth } from '../../../src/sync/health.js';
@@ -23,7 +23,7 @@ const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
 function mirror(streams: Array<{ success?: number; error?: string }>): string {
   const path = join(tempDir(), 'm.db');
   const db = openDatabase(path);
-  const state = new Checkpoints(db);
+  const state = new SqliteCheckpoints(db);
   streams.forEach((s, i) => {
     const id = streamId(`c${i}`, 'session', null);
     state.ensure(id);

@@ -15,7 +15,7 @@ import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { Database } from '../../../src/store/sqlite/driver.js';
 import { detailRawSql, roleRawSql } from '../../../src/store/sqlite/reassemble.js';
 import { columnNames, migrate, SCHEMA_VERSION } from '../../../src/store/sqlite/schema.js';
-import { Mirror } from '../../../src/store/sqlite/upserts.js';
+import { SqliteUpserts } from '../../../src/store/sqlite/upserts.js';
 import { FIRST_V9 } from '../../helpers/first-versions.js';
 import { cli, servedRecords, sim, tempDir } from '../../helpers/index.js';
 import { checked, evalOf } from '../../helpers/records.js';
@@ -193,7 +193,7 @@ describe('an old SQLite mirror migrates to what a pull of today writes', () => {
     await s.close();
     const db = openDatabase(fresh);
     const hostile = HOSTILE.map(checked);
-    db.transaction(() => new Mirror(db).upsertRoleResults(hostile, 'c-hostile', 'DETAILED'))();
+    db.transaction(() => new SqliteUpserts(db).upsertRoleResults(hostile, 'c-hostile', 'DETAILED'))();
     for (const r of hostile) served.set(r.id, r.raw);
     const count = (table: string, where = '1') => db.prepare(`SELECT count(*) FROM ${table} WHERE ${where}`).pluck().get() as number;
     expect(count('session_results')).toBeGreaterThan(0);

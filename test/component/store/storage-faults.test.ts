@@ -13,8 +13,8 @@ import { ApiClient } from '../../../src/api/client.js';
 import { streamId } from '../../../src/core/types.js';
 import { ExitCode, exitCodeForPass, StorageError } from '../../../src/errors.js';
 import type { RunningSimulator } from '../../../src/simulator/server.js';
-import type { Sink } from '../../../src/store/port.js';
-import { Checkpoints } from '../../../src/store/sqlite/checkpoints.js';
+import type { PageSink } from '../../../src/store/port.js';
+import { SqliteCheckpoints } from '../../../src/store/sqlite/checkpoints.js';
 import { type Db, openDatabase } from '../../../src/store/sqlite/db.js';
 import { Database } from '../../../src/store/sqlite/driver.js';
 import { NdjsonSink } from '../../../src/store/sqlite/ndjson/sink.js';
@@ -34,7 +34,7 @@ function client(s: RunningSimulator): ApiClient {
   return new ApiClient(clientConfig(s, { rate, maxRetries: 0 }), { budget: new RequestBudget(rate) });
 }
 
-async function pass(s: RunningSimulator, sink: Sink, state: Checkpoints) {
+async function pass(s: RunningSimulator, sink: PageSink, state: SqliteCheckpoints) {
   const c = client(s);
   try {
     return await runPass({ client: c, sink, state }, { ...passDefaults, pageSize: PAGE, concurrency: 4 });
@@ -44,7 +44,7 @@ async function pass(s: RunningSimulator, sink: Sink, state: Checkpoints) {
 }
 
 /** Delegates to `sink`; after the `after`-th committed page runs `fault` once; counts pages committed after a failure. */
-function injecting(sink: Sink, after: number, fault: () => void) {
+function injecting(sink: PageSink, after: number, fault: () => void) {
   let pages = 0;
   let failedAt: number | undefined;
   const wrapped = Object.assign(
@@ -69,7 +69,7 @@ function injecting(sink: Sink, after: number, fault: () => void) {
  * served records up to its cursor (a prefix), and `records` agrees.
  */
 function expectPrefixes(s: RunningSimulator, db: Db, stored: (campaignId: string, endpoint: string) => string[]) {
-  const state = new Checkpoints(db);
+  const state = new SqliteCheckpoints(db);
   for (const row of state.all()) {
     const c = s.data.byId.get(row.campaign_id) as NonNullable<ReturnType<typeof s.data.byId.get>>;
     const ids = stored(row.campaign_id, row.endpoint);
@@ -99,7 +99,7 @@ function expectExactSqlite(s: RunningSimulator, db: Db) {
   ];
   expect(rows.length).toBe(CAMPAIGNS * RECORDS);
   for (const r of rows) expect(r.raw).toBe(expected.get(r.id));
-  for (const row of new Checkpoints(db).all()) {
+  for (const row of new SqliteCheckpoints(db).all()) {
     const c = s.data.byId.get(row.campaign_id) as NonNullable<ReturnType<typeof s.data.byId.get>>;
     expect(row.cursor).toBe(s.data.orderIndex(c, RECORDS - 1));
     expect(row.records).toBe(BigInt(RECORDS));
@@ -133,7 +133,7 @@ describe('a failed write or commit stops the process and loses nothing (SQLite)'
     db.exec(
       'CREATE TABLE parent (id INTEGER PRIMARY KEY); CREATE TABLE child (p INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)',
     );
-    const state = new Checkpoints(db);
+    const state = new SqliteCheckpoints(db);
     const sink = injecting(new SqliteSink(db, state, { records: 40, bytes: 1e9, ms: 60_000 }), 9, () =>
       db.exec('INSERT INTO child VALUES (42)'),
     );
@@ -159,7 +159,7 @@ describe('a failed write or commit stops the process and loses nothing (SQLite)'
   it('a database that fills up (SQLITE_FULL) mid-pass: exit 74, then after freeing space the mirror is exact', async () => {
     const s = await sim({ campaigns: CAMPAIGNS, records: RECORDS });
     const db = openDatabase(join(tempDir(), 'm.db'));
-    const state = new Checkpoints(db);
+    const state = new SqliteCheckpoints(db);
     const sink = injecting(new SqliteSink(db, state, { records: 40, bytes: 1e9, ms: 60_000 }), 13, () => {
       db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true })}`);
     });
@@ -179,7 +179,7 @@ describe('a failed write or commit stops the process and loses nothing (SQLite)'
   it('a checkpoint moved by someone else is a fatal conflict, never a silent skip', async () => {
     const s = await sim({ campaigns: CAMPAIGNS, records: RECORDS });
     const db = openDatabase(join(tempDir(), 'm.db'));
-    const state = new Checkpoints(db);
+    const state = new SqliteCheckpoints(db);
     const victim = s.data.campaigns[0] as NonNullable<(typeof s.data.campaigns)[0]>;
     const sink = injecting(new SqliteSink(db, state, { records: 40, bytes: 1e9, ms: 60_000 }), 5, () =>
       db.prepare('UPDATE sync_state SET cursor = cursor + 1000 WHERE campaign_id = ?').run(victim.id),
@@ -193,7 +193,7 @@ describe('a failed write or commit stops the process and loses nothing (SQLite)'
 
   it('the compare-and-set itself: a move from the wrong cursor throws and changes nothing', () => {
     const db = openDatabase(join(tempDir(), 'm.db'));
-    const state = new Checkpoints(db);
+    const state = new SqliteCheckpoints(db);
     const id = streamId('c1', 'session', null);
     state.ensure(id);
     state.advance(id, { from: undefined, to: 10n }, 10);
@@ -213,7 +213,7 @@ describe('a failed append stops the process and loses nothing (NDJSON)', () => {
     const dir = tempDir();
     const out = join(dir, 'out');
     const db = openDatabase(join(dir, 'state.db'));
-    const state = new Checkpoints(db);
+    const state = new SqliteCheckpoints(db);
     let appends = 0;
     let afterFailure = 0;
     const sink = new NdjsonSink(db, state, out, {

@@ -13,8 +13,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { RequestBudget } from '../../../src/api/budget.js';
 import { ApiClient } from '../../../src/api/client.js';
 import type { RunningSimulator } from '../../../src/simulator/server.js';
-import type { Sink } from '../../../src/store/port.js';
-import { Checkpoints } from '../../../src/store/sqlite/checkpoints.js';
+import type { PageSink } from '../../../src/store/port.js';
+import { SqliteCheckpoints } from '../../../src/store/sqlite/checkpoints.js';
 import { type Db, openDatabase } from '../../../src/store/sqlite/db.js';
 import { NdjsonSink } from '../../../src/store/sqlite/ndjson/sink.js';
 import { SqliteSink } from '../../../src/store/sqlite/sink.js';
@@ -26,7 +26,7 @@ import { runCli } from '../../helpers/run-cli.js';
 
 type Kind = 'sqlite' | 'ndjson';
 
-const open: Array<{ sink: Sink; db: Db }> = [];
+const open: Array<{ sink: PageSink; db: Db }> = [];
 afterEach(async () => {
   for (const o of open.splice(0)) {
     await o.sink.close();
@@ -37,7 +37,7 @@ afterEach(async () => {
 function store(kind: Kind) {
   const dir = tempDir();
   const db = openDatabase(join(dir, 'm.db'));
-  const state = new Checkpoints(db);
+  const state = new SqliteCheckpoints(db);
   const out = join(dir, 'out');
   const sink = kind === 'sqlite' ? new SqliteSink(db, state) : new NdjsonSink(db, state, out);
   open.push({ sink, db });

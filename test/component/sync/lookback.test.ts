@@ -11,8 +11,8 @@ import { ApiClient } from '../../../src/api/client.js';
 import { lookbackWindow } from '../../../src/app/sync-job.js';
 import { parseJson } from '../../../src/core/json.js';
 import type { RunningSimulator } from '../../../src/simulator/server.js';
-import type { Sink } from '../../../src/store/port.js';
-import { Checkpoints } from '../../../src/store/sqlite/checkpoints.js';
+import type { PageSink } from '../../../src/store/port.js';
+import { SqliteCheckpoints } from '../../../src/store/sqlite/checkpoints.js';
 import { type Db, openDatabase } from '../../../src/store/sqlite/db.js';
 import { NdjsonSink } from '../../../src/store/sqlite/ndjson/sink.js';
 import { SqliteSink } from '../../../src/store/sqlite/sink.js';
@@ -24,7 +24,7 @@ import { passDefaults } from '../../helpers/mock.js';
 import { runCli } from '../../helpers/run-cli.js';
 
 const DAY = 86_400_000;
-const open: Array<{ sink: Sink; db: Db }> = [];
+const open: Array<{ sink: PageSink; db: Db }> = [];
 afterEach(async () => {
   for (const o of open.splice(0)) {
     await o.sink.close();
@@ -35,7 +35,7 @@ afterEach(async () => {
 function store(kind: 'sqlite' | 'ndjson' = 'sqlite') {
   const dir = tempDir();
   const db = openDatabase(join(dir, 'm.db'));
-  const state = new Checkpoints(db);
+  const state = new SqliteCheckpoints(db);
   const sink = kind === 'sqlite' ? new SqliteSink(db, state) : new NdjsonSink(db, state, join(dir, 'out'));
   open.push({ sink, db });
   return { dir, db, state, sink };

@@ -10,7 +10,7 @@ import { RequestBudget } from '../../../src/api/budget.js';
 import { ApiClient } from '../../../src/api/client.js';
 import { ApiError, exitCodeForPass } from '../../../src/errors.js';
 import type { RunningSimulator } from '../../../src/simulator/server.js';
-import { Checkpoints } from '../../../src/store/sqlite/checkpoints.js';
+import { SqliteCheckpoints } from '../../../src/store/sqlite/checkpoints.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { SqliteSink } from '../../../src/store/sqlite/sink.js';
 import { reconcile } from '../../../src/sync/reconcile.js';
@@ -111,7 +111,7 @@ describe('reconcile into SQLite', () => {
     const s = await sim({ campaigns: 2, records: 30 });
     const dir = tempDir();
     const db = openDatabase(join(dir, 'm.db'));
-    const state = new Checkpoints(db);
+    const state = new SqliteCheckpoints(db);
     const sink = new SqliteSink(db, state);
     const rate = { count: 100_000, windowMs: 1000 };
     const client = new ApiClient(clientConfig(s, { rate }), { budget: new RequestBudget(rate) });

@@ -12,7 +12,7 @@ import { toJson } from '../../../src/core/json.js';
 import { exitCodeForPass, UsageError } from '../../../src/errors.js';
 import { DOCS_QUIRKS, parseQuirks } from '../../../src/simulator/quirks.js';
 import type { RunningSimulator } from '../../../src/simulator/server.js';
-import { Checkpoints } from '../../../src/store/sqlite/checkpoints.js';
+import { SqliteCheckpoints } from '../../../src/store/sqlite/checkpoints.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { SqliteSink } from '../../../src/store/sqlite/sink.js';
 import { type PassOptions, runPass } from '../../../src/sync/pass.js';
@@ -24,7 +24,7 @@ type Row = Record<string, unknown>;
 
 function store() {
   const db = openDatabase(join(tempDir(), 'm.db'));
-  const state = new Checkpoints(db);
+  const state = new SqliteCheckpoints(db);
   return { db, state, sink: new SqliteSink(db, state) };
 }
 type Store = ReturnType<typeof store>;

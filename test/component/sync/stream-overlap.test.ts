@@ -11,7 +11,7 @@ import { MockAgent } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { type CheckpointMove, streamId } from '../../../src/core/types.js';
 import { StorageError } from '../../../src/errors.js';
-import type { Sink } from '../../../src/store/port.js';
+import type { PageSink } from '../../../src/store/port.js';
 import { runPass } from '../../../src/sync/pass.js';
 import { walkStream } from '../../../src/sync/stream.js';
 import {
@@ -52,7 +52,7 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
 }
 
 /** `sink` whose commitPage first runs `before(page number)`, asynchronously, as a networked store would. */
-function slowSink(sink: Sink, before: (page: number) => Promise<void>) {
+function slowSink(sink: PageSink, before: (page: number) => Promise<void>) {
   let page = 0;
   let inFlight = 0;
   const log: string[] = [];
@@ -175,7 +175,7 @@ describe('a stream reads ahead while a page commits', () => {
  * are stored in order, each first running `before(n)`, and none after a failure, which the stream's
  * next call (commitPage or settle) throws.
  */
-function queueingSink(sink: Sink, before: (page: number) => Promise<void>) {
+function queueingSink(sink: PageSink, before: (page: number) => Promise<void>) {
   let page = 0;
   let chain: Promise<void> = Promise.resolve();
   let failure: unknown;

@@ -6,7 +6,7 @@ import { ApiClient } from '../../../src/api/client.js';
 import { resolvePassOptions } from '../../../src/app/sync-job.js';
 import { exitCodeForPass } from '../../../src/errors.js';
 import type { RunningSimulator } from '../../../src/simulator/server.js';
-import { Checkpoints } from '../../../src/store/sqlite/checkpoints.js';
+import { SqliteCheckpoints } from '../../../src/store/sqlite/checkpoints.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { RunLock } from '../../../src/store/sqlite/run-lock.js';
 import { SCHEMA_VERSION } from '../../../src/store/sqlite/schema.js';
@@ -21,7 +21,7 @@ function clientFor(s: RunningSimulator) {
 
 function store(dbPath = join(tempDir(), 'm.db')) {
   const db = openDatabase(dbPath);
-  const state = new Checkpoints(db);
+  const state = new SqliteCheckpoints(db);
   return { dbPath, db, state, sink: new SqliteSink(db, state) };
 }
 

@@ -20,14 +20,14 @@ export function lineDigest(line: string): string {
 export const RECORD_STREAM = "n.campaign_id || CASE n.report_type WHEN 'session' THEN '/session' ELSE '/role/' || n.report_type END";
 
 /** A tombstone line (reconcile --prune): the record was deleted by the service. */
-export interface Tombstone {
+export interface TombstoneLine {
   id: string;
   campaign_id: string;
   _deleted_at: string;
 }
 
-export function isTombstone(value: unknown): value is Tombstone {
-  return value !== null && typeof value === 'object' && typeof (value as Tombstone)._deleted_at === 'string';
+export function isTombstone(value: unknown): value is TombstoneLine {
+  return value !== null && typeof value === 'object' && typeof (value as TombstoneLine)._deleted_at === 'string';
 }
 
 export class NdjsonIndex {

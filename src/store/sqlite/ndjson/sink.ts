@@ -9,7 +9,7 @@ import { toJson } from '../../../core/json.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../../core/types.js';
 import { storageError } from '../../../errors.js';
 import type { PageExtras } from '../../port.js';
-import type { Checkpoints } from '../checkpoints.js';
+import type { SqliteCheckpoints } from '../checkpoints.js';
 import { IdConflicts } from '../conflicts.js';
 import type { Db } from '../db.js';
 import type { GroupLimits } from '../group-commit.js';
@@ -41,7 +41,7 @@ export class NdjsonSink extends GroupedSink {
   private readonly opened: Array<{ path: string; id: FileIdentity; folder: boolean }> = [];
   private movedAtClose: string | undefined;
 
-  constructor(db: Db, state: Checkpoints, dir: string, options: NdjsonSinkOptions = {}) {
+  constructor(db: Db, state: SqliteCheckpoints, dir: string, options: NdjsonSinkOptions = {}) {
     super(db, state, options.limits);
     this.offsets = new NdjsonOffsets(db);
     this.index = new NdjsonIndex(db);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { exitCodeFor, UsageError } from '../../../../src/errors.js';
 import { PgDatabase } from '../../../../src/store/pg/database.js';
-import { checkPgUrl, redactUrl, scrub } from '../../../../src/store/pg/url.js';
+import { checkPgUrl, redactUrl, withoutSecrets } from '../../../../src/store/pg/url.js';
 import { tempDir } from '../../../helpers/index.js';
 import { runCli as cli } from '../../../helpers/run-cli.js';
 import { sharedSim } from '../../../helpers/shared-sim.js';
@@ -43,10 +43,10 @@ describe('redactUrl and scrub', () => {
 
   it('scrub removes a query password, raw and decoded, from a driver message', () => {
     const url = 'postgresql://sync@/analytics?host=/run/pg&password=S3c%2Fret%20PG';
-    const msg = scrub(`password authentication failed (tried "S3c/ret PG"); url ${url}`, url);
+    const msg = withoutSecrets(`password authentication failed (tried "S3c/ret PG"); url ${url}`, url);
     expect(msg).not.toMatch(/S3c/);
     expect(msg).toContain('postgresql://sync@/analytics');
-    expect(scrub(`login S3cretPG refused for ${SOCKET}`, SOCKET)).toBe('login *** refused for postgresql://sync@/analytics');
+    expect(withoutSecrets(`login S3cretPG refused for ${SOCKET}`, SOCKET)).toBe('login *** refused for postgresql://sync@/analytics');
   });
 });
 

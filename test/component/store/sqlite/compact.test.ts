@@ -5,12 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../../../../src/api/budget.js';
 import { ApiClient } from '../../../../src/api/client.js';
 import { parseJson, toJson } from '../../../../src/core/json.js';
-import { Checkpoints } from '../../../../src/store/sqlite/checkpoints.js';
+import { SqliteCheckpoints } from '../../../../src/store/sqlite/checkpoints.js';
 import { openDatabase } from '../../../../src/store/sqlite/db.js';
 import { Database } from '../../../../src/store/sqlite/driver.js';
 import { SCHEMA_VERSION } from '../../../../src/store/sqlite/schema.js';
 import { SqliteSink } from '../../../../src/store/sqlite/sink.js';
-import { Mirror } from '../../../../src/store/sqlite/upserts.js';
+import { SqliteUpserts } from '../../../../src/store/sqlite/upserts.js';
 import { runPass } from '../../../../src/sync/pass.js';
 import { clientConfig, servedObjects, sim, tempDir } from '../../../helpers/index.js';
 import { passDefaults } from '../../../helpers/mock.js';
@@ -82,7 +82,7 @@ describe('DETAILED records stored once (schema 6)', () => {
 
   it('hostile shapes come back byte for byte; only what can be rebuilt is taken out', () => {
     const db = openDatabase(join(tempDir(), 'h.db'));
-    const mirror = new Mirror(db);
+    const mirror = new SqliteUpserts(db);
     const texts: Record<string, string> = {
       plain: roleOf('plain', [detailOf('d1', [evalOf(1), evalOf(2)]), detailOf('d2', [evalOf(3)])]),
       hostile: roleOf('hostile', [
@@ -138,7 +138,7 @@ describe('DETAILED records stored once (schema 6)', () => {
 
   it('a detail id another result holds stays with it, and the newcomer keeps its whole raw', () => {
     const db = openDatabase(join(tempDir(), 'c.db'));
-    const mirror = new Mirror(db);
+    const mirror = new SqliteUpserts(db);
     const first = checked(roleOf('first', [detailOf('shared', [evalOf(1)])]));
     const second = checked(roleOf('second', [detailOf('shared', [evalOf(2)]), detailOf('own', [evalOf(3)])]));
     db.transaction(() => mirror.upsertRoleResults([first, second], 'c1', 'DETAILED'))();
@@ -150,7 +150,7 @@ describe('DETAILED records stored once (schema 6)', () => {
 
   it('a record read again counts as updated only when its full text changed, details and eval results included', () => {
     const db = openDatabase(join(tempDir(), 'u.db'));
-    const mirror = new Mirror(db);
+    const mirror = new SqliteUpserts(db);
     const upsert = (text: string) => db.transaction(() => mirror.upsertRoleResults([checked(text)], 'c1', 'DETAILED'))();
     const base = [detailOf('d1', [evalOf(1), evalOf(2)]), detailOf('d2', [evalOf(3)])];
     expect(upsert(roleOf('r', base))).toEqual({ inserted: 1, updated: 0 });
@@ -173,7 +173,7 @@ describe('DETAILED records stored once (schema 6)', () => {
   it('a pull from the simulator stores each DETAILED record once and rebuilds what it sent, int64 cursors included', async () => {
     const s = await sim({ campaigns: 2, records: 150, orderIndexStart: 9007199254740993n });
     const db = openDatabase(join(tempDir(), 's.db'));
-    const state = new Checkpoints(db);
+    const state = new SqliteCheckpoints(db);
     const client = new ApiClient(clientConfig(s), { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) });
     await runPass({ client, sink: new SqliteSink(db, state), state }, { ...passDefaults, type: 'role' });
     await client.close();
@@ -192,7 +192,7 @@ describe('DETAILED records stored once (schema 6)', () => {
     const s = await sim({ campaigns: 2, records: 400 });
     const path = join(tempDir(), 'v5.db');
     const db = openDatabase(path);
-    const state = new Checkpoints(db);
+    const state = new SqliteCheckpoints(db);
     const client = new ApiClient(clientConfig(s), { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) });
     await runPass({ client, sink: new SqliteSink(db, state), state }, { ...passDefaults, type: 'role' });
     await client.close();

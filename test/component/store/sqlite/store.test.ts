@@ -10,7 +10,7 @@ import { RequestBudget } from '../../../../src/api/budget.js';
 import { streamId } from '../../../../src/core/types.js';
 import { CAMPAIGN_TYPES } from '../../../../src/spec/paths.js';
 import { Campaigns } from '../../../../src/store/sqlite/campaigns.js';
-import { Checkpoints } from '../../../../src/store/sqlite/checkpoints.js';
+import { SqliteCheckpoints } from '../../../../src/store/sqlite/checkpoints.js';
 import { BUSY_TIMEOUT_MS, openDatabase } from '../../../../src/store/sqlite/db.js';
 import { decodeDestination, describeDestination, encodeDestination } from '../../../../src/store/sqlite/destination.js';
 import { tempDir } from '../../../helpers/index.js';
@@ -91,7 +91,7 @@ describe('campaigns in the mirror (store/sqlite/campaigns.ts)', () => {
     expect(campaigns.idsNamed('Twin').sort()).toEqual(['c3', 'c4']);
     expect(campaigns.idsNamed('Sales')).toEqual(['c1']);
     expect(campaigns.idsNamed('nobody')).toEqual([]);
-    const checkpoints = new Checkpoints(db);
+    const checkpoints = new SqliteCheckpoints(db);
     expect(checkpoints.hasStreams('c1')).toBe(false);
     checkpoints.ensure(streamId('c1', 'session', null));
     expect(checkpoints.hasStreams('c1')).toBe(true);
@@ -116,7 +116,7 @@ describe('the destination the checkpoints belong to is a typed union', () => {
   it('a database written before the union (meta holds "ndjson:<path>") keeps its claim', () => {
     const db = openDatabase(join(tempDir(), 'mirror.db'));
     db.prepare("INSERT INTO meta (key, value) VALUES ('destination', 'ndjson:/old/out')").run();
-    const checkpoints = new Checkpoints(db);
+    const checkpoints = new SqliteCheckpoints(db);
     const id = streamId('c1', 'session', null);
     checkpoints.ensure(id);
     checkpoints.advance(id, { from: undefined, to: 5n }, 1);

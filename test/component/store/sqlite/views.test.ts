@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../../../../src/api/budget.js';
 import { ApiClient } from '../../../../src/api/client.js';
-import { Checkpoints } from '../../../../src/store/sqlite/checkpoints.js';
+import { SqliteCheckpoints } from '../../../../src/store/sqlite/checkpoints.js';
 import { openDatabase } from '../../../../src/store/sqlite/db.js';
 import { SqliteSink } from '../../../../src/store/sqlite/sink.js';
 import { runPass } from '../../../../src/sync/pass.js';
@@ -15,7 +15,7 @@ type Row = Record<string, unknown>;
 async function mirror(quirkNames?: string) {
   const s = await sim({ campaigns: 4, records: 60, ...(quirkNames ? { quirkNames } : {}) });
   const db = openDatabase(join(tempDir(), 'views.db'));
-  const state = new Checkpoints(db);
+  const state = new SqliteCheckpoints(db);
   const client = new ApiClient(clientConfig(s), { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) });
   try {
     await runPass({ client, sink: new SqliteSink(db, state), state }, { ...passDefaults, pageSize: 50 });

@@ -16,7 +16,7 @@ import { RequestBudget } from '../../../../../src/api/budget.js';
 import { ApiClient } from '../../../../../src/api/client.js';
 import { exitCodeForPass } from '../../../../../src/errors.js';
 import type { RunningSimulator } from '../../../../../src/simulator/server.js';
-import { Checkpoints } from '../../../../../src/store/sqlite/checkpoints.js';
+import { SqliteCheckpoints } from '../../../../../src/store/sqlite/checkpoints.js';
 import { openDatabase } from '../../../../../src/store/sqlite/db.js';
 import { NdjsonStateError } from '../../../../../src/store/sqlite/ndjson/file.js';
 import { NdjsonSink } from '../../../../../src/store/sqlite/ndjson/sink.js';
@@ -28,7 +28,7 @@ import { runCli } from '../../../../helpers/run-cli.js';
 
 async function pullNdjson(s: RunningSimulator, dbPath: string, out: string, pageSize = 100) {
   const db = openDatabase(dbPath);
-  const state = new Checkpoints(db);
+  const state = new SqliteCheckpoints(db);
   const sink = new NdjsonSink(db, state, out);
   const client = new ApiClient(clientConfig(s), { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) });
   try {
@@ -104,7 +104,7 @@ describe('NDJSON output', () => {
     const file = join(out, 'role_results.ndjson');
     truncateSync(file, 100);
     const db = openDatabase(join(dir, 'state.db'));
-    expect(() => new NdjsonSink(db, new Checkpoints(db), out)).toThrow(NdjsonStateError);
+    expect(() => new NdjsonSink(db, new SqliteCheckpoints(db), out)).toThrow(NdjsonStateError);
     db.close();
     expect(statSync(file).size).toBe(100);
     const run = await runCli(['pull', '--format', 'ndjson', '--out', out, '--db', join(dir, 'state.db')], {
@@ -236,7 +236,7 @@ describe('an NDJSON file is cut back only to what this database committed', () =
     const out = join(dir, 'out');
     const dbPath = join(dir, 'state.db');
     const db = openDatabase(dbPath);
-    await new NdjsonSink(db, new Checkpoints(db), out).close();
+    await new NdjsonSink(db, new SqliteCheckpoints(db), out).close();
     // The three files and the manifest.
     expect(db.prepare('SELECT committed_bytes FROM ndjson_files ORDER BY path').pluck().all()).toEqual([0, 0, 0, 0]);
     db.close();
