@@ -31,7 +31,7 @@ export interface FileErased {
   changed: number;
 }
 
-/** Where the sync engine reads a stream's committed checkpoint (SQLite: Checkpoints; PostgreSQL: pg/state.ts). */
+/** Where the sync engine reads a stream's committed checkpoint (SQLite: SqliteCheckpoints; PostgreSQL: PgCheckpoints). */
 export interface Cursors {
   cursor(id: StreamId): bigint | undefined;
 }

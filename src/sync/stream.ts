@@ -327,7 +327,12 @@ export async function streamFailure(
   return { status: 'failed', error: message, errorKind: err.kind };
 }
 
-export async function syncStream(planned: PlannedStream, deps: StreamDeps, opts: StreamOptions, totals: PassProgress): Promise<StreamResult> {
+export async function syncStream(
+  planned: PlannedStream,
+  deps: StreamDeps,
+  opts: StreamOptions,
+  totals: PassProgress,
+): Promise<StreamResult> {
   const { id } = planned;
   const started = performance.now();
   const backfill = opts.since !== undefined || opts.until !== undefined;

@@ -4,7 +4,7 @@
  * backoff, what it waits for and the seconds left ("waiting for rate limit: 41 s"). A ticker redraws
  * it every second so the countdown moves while no page arrives. Built only when a spinner is shown.
  */
-import type { PassProgress as PassProgress, RunEvents } from '../core/events.js';
+import type { PassProgress, RunEvents } from '../core/events.js';
 import type { ProgressLine } from './progress.js';
 import { formatCount, plural } from './table.js';
 

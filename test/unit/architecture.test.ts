@@ -266,7 +266,9 @@ describe('one name, one thing', () => {
     const where = new Map<string, string[]>();
     for (const file of files(SRC)) {
       const text = readFileSync(file, 'utf8');
-      for (const m of text.matchAll(/^export (?:declare )?(?:async )?(?:abstract )?(?:function\*?|const|let|class|interface|type|enum) ([A-Za-z_$][\w$]*)/gm)) {
+      for (const m of text.matchAll(
+        /^export (?:declare )?(?:async )?(?:abstract )?(?:function\*?|const|let|class|interface|type|enum) ([A-Za-z_$][\w$]*)/gm,
+      )) {
         const name = m[1] as string;
         if (/^V\d+$/.test(name) && file.includes('/migrations/')) continue;
         where.set(name, [...(where.get(name) ?? []), relative(SRC, file)]);

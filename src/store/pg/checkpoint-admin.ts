@@ -1,11 +1,11 @@
 /** `reset` on a PostgreSQL mirror, holding the leases of the streams it changes. */
 import type { CheckpointAdmin, MirrorTarget } from '../port.js';
 import { campaignIdsNamed } from './campaigns.js';
+import { PgCheckpoints } from './checkpoints.js';
 import { PgDatabase } from './database.js';
 import { holdAll } from './lease-hold.js';
 import { PgLeases } from './leases.js';
 import { DEFAULT_LEASE_MS } from './open.js';
-import { PgCheckpoints } from './state.js';
 
 export async function openPgCheckpointAdmin(t: MirrorTarget): Promise<CheckpointAdmin> {
   const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 3, mustExist: true, upgrade: true, where: t.where });

@@ -222,7 +222,10 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
     await c.query('DELETE FROM role_results WHERE id = ANY($1::text[])', [roleIds]);
     // The drift examples among them: the path or value stays, the record's id goes (store/sqlite/drift-ledger.ts).
     if ((await c.query("SELECT to_regclass('drift_seen') IS NOT NULL AS t")).rows[0]?.t === true)
-      await c.query('UPDATE drift_seen SET record_id = $1 WHERE record_id = ANY($2::text[])', [ERASED_EXAMPLE, [...sessionIds, ...roleIds]]);
+      await c.query('UPDATE drift_seen SET record_id = $1 WHERE record_id = ANY($2::text[])', [
+        ERASED_EXAMPLE,
+        [...sessionIds, ...roleIds],
+      ]);
     const streams = [...whole.session_results, ...whole.role_results].map((r) => r.stream as string);
     for (const stream of streams) await c.query('UPDATE sync_state SET records = greatest(0, records - 1) WHERE stream = $1', [stream]);
     let changed = 0;

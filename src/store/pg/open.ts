@@ -2,10 +2,11 @@
  * A PostgreSQL team mirror ready for a sync: the database (migrated), the stream leases, the
  * checkpoints and the sink, released together.
  */
+
+import { PgCheckpoints } from './checkpoints.js';
 import { PgDatabase } from './database.js';
 import { PgLeases } from './leases.js';
 import { PgSink } from './sink.js';
-import { PgCheckpoints } from './state.js';
 
 export interface PgMirror {
   db: PgDatabase;

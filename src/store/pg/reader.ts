@@ -1,11 +1,11 @@
 /** `status`'s reader of a PostgreSQL mirror. */
 import type { MirrorReader, MirrorTarget } from '../port.js';
 import { campaignNames, skippedCampaigns } from './campaigns.js';
+import { PgCheckpoints } from './checkpoints.js';
 import { PgDatabase } from './database.js';
 import { takeDriftChanges } from './drift.js';
 import { fleetStatus } from './fleet-status.js';
 import { lockHolders } from './lock.js';
-import { PgCheckpoints } from './state.js';
 
 export async function openPgReader(t: MirrorTarget): Promise<MirrorReader> {
   const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 2, mustExist: true, where: t.where });

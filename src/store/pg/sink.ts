@@ -20,12 +20,12 @@ import { LockedError, StorageError } from '../../errors.js';
 import type { UpsertCounts } from '../model/page.js';
 import type { PageExtras, PageSink } from '../port.js';
 import { upsertCampaigns } from './campaigns.js';
+import type { PgCheckpoints } from './checkpoints.js';
 import type { PgDatabase } from './database.js';
 import { driftGone, recordDrift } from './drift.js';
 import type { PgLeases } from './leases.js';
 import { PageQueue } from './page-queue.js';
 import { applyQuarantine, touchesQuarantine } from './quarantine.js';
-import type { PgCheckpoints } from './state.js';
 import { CHECKPOINT_CONFLICT, holdsUnstorable, LEASE_LOST } from './statements.js';
 import { type PagePlan, planPage, removeResults, storedIds, writePage } from './upserts.js';
 

@@ -20,7 +20,7 @@ import type { EraseRule } from '../model/erase-rule.js';
 import { type KnownPerson, PersonGraph } from '../model/person.js';
 import type { FileErased } from '../port.js';
 import type { Db } from './db.js';
-import { eraseFromMirror, gatherFromMirror, scrubFreePages, scrubErrors } from './erase-rows.js';
+import { eraseFromMirror, gatherFromMirror, scrubErrors, scrubFreePages } from './erase-rows.js';
 import { beginErasure, endErasure, pendingErasure } from './erasure-mark.js';
 import { type AfterRename, eraseFromFile, finishRewrites, gatherFromFile } from './ndjson/erase-lines.js';
 import { NdjsonOffsets } from './ndjson/offsets.js';
