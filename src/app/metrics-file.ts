@@ -6,8 +6,8 @@
  * with a dot and does not end in `.prom`, so the collector never picks it up.
  */
 import { type Stats, statSync, writeSync } from 'node:fs';
+import { cleanStalePartials, PartialFile } from '../core/fs/partial-file.js';
 import { storageError, UsageError } from '../errors.js';
-import { cleanStalePartials, PartialFile } from '../export/file.js';
 import type { SyncMetrics } from './metrics.js';
 
 /** Checked before the pass: a folder (or a link to one) where the file should go is a bad flag value. */

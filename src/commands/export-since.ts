@@ -7,10 +7,11 @@
  * next time (a crash between the rename and that commit gives it again too: consumers apply the file
  * as an upsert by id).
  */
+
+import { cleanStalePartials, PartialFile } from '../core/fs/partial-file.js';
 import { ExportInterrupted, isAbort, UsageError } from '../errors.js';
 import { changeRows } from '../export/changes.js';
 import { writeCsv } from '../export/csv.js';
-import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { type ByteSink, FileSink } from '../export/sink.js';
 import { CHANGE_TABLES, type ChangeTableName } from '../export/tables.js';
 import type { ChangeRows, ExportSource } from '../store/port.js';

@@ -3,10 +3,10 @@
  * at the end, or onto stdout. The table's export and `--as-of` both write through here.
  */
 import type { Writable } from 'node:stream';
+import { cleanStalePartials, PartialFile } from '../core/fs/partial-file.js';
 import { errorCode } from '../errors.js';
 import { writeCsv } from '../export/csv.js';
 import { writeCsvTable } from '../export/csv-table.js';
-import { cleanStalePartials, PartialFile } from '../export/file.js';
 import { untilAborted } from '../export/interrupt.js';
 import { type ByteSink, FileSink, StreamSink } from '../export/sink.js';
 import type { ExportRows, Rows } from '../store/port.js';

@@ -1,15 +1,15 @@
 /**
- * The file of `export -o`. It is written under a private temporary name beside the target and renamed
- * over it when complete, so nobody reads half an export, and nobody can aim the write elsewhere: the
- * name is unpredictable, created exclusively (an existing file or link there is an error, never
- * followed) and 0600 from the first byte. A partial left by a killed export is removed by the next
- * export to the same file.
+ * A file written whole or not at all (`export -o`, the metrics file). It is written under a private
+ * temporary name beside the target and renamed over it when complete, so nobody reads half of it,
+ * and nobody can aim the write elsewhere: the name is unpredictable, created exclusively (an
+ * existing file or link there is an error, never followed) and 0600 from the first byte. A partial left by a killed writer is removed by the next
+ * write to the same file.
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync, createWriteStream, fsyncSync, lstatSync, readdirSync, renameSync, rmSync, unlinkSync, type WriteStream } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { openPrivateFile } from '../core/fs/private-file.js';
-import { currentClock } from '../core/io.js';
+import { currentClock } from '../io.js';
+import { openPrivateFile } from './private-file.js';
 
 const TAG = '.campaign-sync-';
 const SUFFIX = '.partial';

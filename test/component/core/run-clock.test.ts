@@ -7,7 +7,7 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { realClock } from '../../../src/core/clock.js';
-import { STALE_AFTER_MS } from '../../../src/export/file.js';
+import { STALE_AFTER_MS } from '../../../src/core/fs/partial-file.js';
 import { fakeClock } from '../../helpers/clock.js';
 import { sim, tempDir } from '../../helpers/index.js';
 import { runCli } from '../../helpers/run-cli.js';
