@@ -1,6 +1,6 @@
 /**
  * One PostgreSQL server for the whole run (test/helpers/pg-server.ts), for the PostgreSQL tests
- * (test/pg-*.test.ts, test/contract/). CAMPAIGN_SYNC_TEST_PG_URL, when set, names a server of the developer's own
+ * (test/component/store/pg/, test/contract/). CAMPAIGN_SYNC_TEST_PG_URL, when set, names a server of the developer's own
  * instead. A focused run that selects no PostgreSQL test file starts nothing.
  *
  * When no server can be started, CAMPAIGN_SYNC_TEST_PG_ERROR says why: the PostgreSQL tests then
