@@ -76,7 +76,7 @@ function zshComplete(file: string, lines: string[], cwd: string): string[] {
   writeFileSync(join(dir, '_campaign-sync'), readFileSync(file));
   const out = join(tempDir(), 'buffers.txt');
   writeFileSync(out, '');
-  execFileSync('zsh', ['-f', join(import.meta.dirname, '..', '..', '..', 'helpers', 'zsh-complete.zsh'), dir, cwd, out, ...lines], {
+  execFileSync('zsh', ['-f', join(import.meta.dirname, '..', '..', 'helpers', 'zsh-complete.zsh'), dir, cwd, out, ...lines], {
     encoding: 'utf8',
     timeout: 45_000,
   });
