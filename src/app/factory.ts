@@ -4,8 +4,9 @@
  * mirror from it. The PostgreSQL backend (and `pg` with it) is loaded only for a postgres:// --db,
  * so a SQLite command's start stays light.
  */
+
+import type { MirrorSettings } from '../config/command-settings.js';
 import { dbChoice } from '../config/config.js';
-import type { MirrorSettings } from '../config/settings.js';
 import { dbWarnings, isPgUrl } from '../store/pg/url.js';
 import type {
   CheckpointAdmin,

@@ -4,8 +4,9 @@
  */
 
 import type { ApiClient } from '../api/client.js';
+import type { JobSettings, PassSettings } from '../config/command-settings.js';
 import type { ApiConfig } from '../config/config.js';
-import { type JobSettings, type PassSettings, rememberDestination, resolvePass } from '../config/settings.js';
+import { rememberDestination, resolvePass } from '../config/settings.js';
 import { said } from '../config/sources.js';
 import type { RunEvents } from '../core/events.js';
 import { currentClock } from '../core/io.js';
