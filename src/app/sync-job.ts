@@ -37,7 +37,7 @@ export function passOptions(settings: PassSettings): PassOptions {
     until: settings.until,
     full: settings.full,
     // pull --if-idle: a stream another worker is syncing is left to it.
-    skipBusy: (settings as { ifIdle?: boolean }).ifIdle === true,
+    skipBusy: settings.ifIdle,
   };
 }
 

@@ -52,6 +52,8 @@ export interface PassSettings {
   readonly contract: ContractMode;
   /** --lease in milliseconds: how long a PostgreSQL mirror's stream stays this worker's without a renewal. */
   readonly lease: number;
+  /** pull --if-idle: a stream another worker is syncing is left to it (false for every other command). */
+  readonly ifIdle: boolean;
 }
 
 /** What a sync job needs (app/sync-job.ts): the mirror, the API, the pass, the alerts. */
@@ -66,7 +68,6 @@ export interface JobSettings extends Sourced, DbSettings, PassSettings {
 export interface SyncSettings extends JobSettings, OutputSettings {}
 
 export interface PullSettings extends SyncSettings {
-  readonly ifIdle: boolean;
   readonly metricsFile: string | undefined;
 }
 

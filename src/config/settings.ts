@@ -146,6 +146,9 @@ function pass(c: Collector, command: 'pull' | 'watch' | 'reconcile' | 'demo'): v
   else c.set('retention', undefined, byDefault('retention'));
   if (command === 'pull' || command === 'watch') c.take('contract', syncSchema.contract);
   else c.set('contract', DEFAULTS.contract, byDefault('contract'));
+  // A pull from cron leaves a busy run or stream to its worker; watch refuses --if-idle (watchOnly).
+  if (command === 'pull') c.flag('ifIdle', false);
+  else c.set('ifIdle', false, byDefault('ifIdle'));
   c.flag('campaign', [] as string[]);
   const since = c.flag<string | undefined>('since', undefined);
   const until = c.flag<string | undefined>('until', undefined);
@@ -249,10 +252,7 @@ export function resolveSettings<C extends CommandName>(
       pass(c, command === 'quarantine' ? 'reconcile' : command);
       job(c);
       mirror(c);
-      if (command === 'pull') {
-        c.flag('ifIdle', false);
-        c.flag<string | undefined>('metricsFile', undefined);
-      }
+      if (command === 'pull') c.flag<string | undefined>('metricsFile', undefined);
       if (command === 'reconcile' || command === 'quarantine') c.flag('prune', false);
       break;
     case 'campaigns':
