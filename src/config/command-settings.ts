@@ -5,7 +5,7 @@
 
 import type { ContractMode } from '../core/drift.js';
 import type { Endpoint, ReportType } from '../core/types.js';
-import type { ApiConfig } from './config.js';
+import type { ApiConfig, DbKind } from './config.js';
 import type { ListenAddress } from './listen.js';
 import type { Origin } from './sources.js';
 
@@ -26,6 +26,10 @@ export interface OutputSettings {
 export interface DbSettings {
   readonly db: string;
   readonly pgSchema: string;
+  /** The backend `db` names, decided once as the settings are built (config/config.ts dbKindOf): what app/factory.ts opens. */
+  readonly dbKind: DbKind;
+  /** What to say before the mirror is opened: a PostgreSQL password where other users can read it (never the password). */
+  readonly dbWarnings: readonly string[];
 }
 
 /** What a sync pass reads and how. */

@@ -22,7 +22,7 @@ import type {
   StatusSettings,
   WatchSettings,
 } from './command-settings.js';
-import { resolveApi, resolvePgSchema } from './config.js';
+import { dbChoice, dbKindOf, dbWarnings, resolveApi, resolvePgSchema } from './config.js';
 import { DEFAULTS } from './defaults.js';
 import { parseDate } from './duration.js';
 import { parseListen } from './listen.js';
@@ -100,9 +100,13 @@ function output(c: Collector): void {
   c.flag('verbose', false);
 }
 
+/** --db, the backend it names and what to warn of it (a password in plain sight), and --pg-schema. */
 function mirror(c: Collector, dbFallback: string = DEFAULTS.db, withEnv = true): void {
   const db = pick('db', c.inputs, withEnv);
-  c.set('db', db?.text ?? dbFallback, db?.origin ?? byDefault('db'));
+  const path = c.set('db', db?.text ?? dbFallback, db?.origin ?? byDefault('db'));
+  const origin = c.origins.db as Origin;
+  c.set('dbKind', dbKindOf(path), origin);
+  c.set('dbWarnings', dbWarnings(dbChoice(path, origin)), origin);
   const schema = pick('pgSchema', c.inputs);
   c.set('pgSchema', resolvePgSchema(schema?.text, schema?.origin.name), schema?.origin ?? byDefault('pgSchema'));
 }
