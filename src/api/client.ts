@@ -1,27 +1,28 @@
 /**
  * The service's HTTP client: undici `request` over one keep-alive pool, bearer auth, no redirects,
  * a cap on body size, a timeout over the whole request (headers and body), the shared request
- * budget and the retry policy. Every error names the request, never the key.
+ * budget and the retry policy. Every error names the request, never the key; what a failed
+ * attempt is reported as (a status, a connection refused, TLS spoken where HTTP was expected) is
+ * api/failures.ts's.
  *
  * Over 250 lines on purpose: one request's life reads top to bottom here (budget, attempt, body cap,
- * timeout, status -> error). The error-body helpers at the end are the first to move out when the
- * request log or compression adds to it.
+ * timeout, the answer or its failure, retry).
  */
 import type { Dispatcher } from 'undici';
 import { type Clock, MAX_TIMER_MS, realClock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
 import { keyFingerprint } from '../core/fingerprint.js';
 import { parseJsonBytes } from '../core/json-bytes.js';
-import { type Redact, type Redacted, redactor, shorten } from '../core/redact.js';
+import { type Redact, redactor, shorten } from '../core/redact.js';
 import type { Endpoint, ReportType } from '../core/types.js';
-import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
+import { AbortedError, ApiError, type RequestInfo } from '../errors.js';
 import { type Answer, type Exchange, type ExchangeStage, exchange } from './body.js';
 import type { RequestBudget } from './budget.js';
 import { nextCampaignStep, parseCampaignPage, redactCampaign } from './campaign-list.js';
 import { createRoute } from './dispatcher.js';
 import { type Campaign, formatIssues, type Page, toPage } from './envelopes.js';
-import { NOT_TLS, PROXY_NOT_TLS, parseRetryAfter, retryDecision, TLS_PORT } from './retry.js';
-import { speaksTls } from './tls-probe.js';
+import { closedSilently, FailureExplainer } from './failures.js';
+import { retryDecision } from './retry.js';
 
 /** 64 MiB: a page of 100 DETAILED records is well under 1 MiB; more means something is wrong. */
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -121,8 +122,6 @@ export interface PageAnswer {
 export class ApiClient {
   private readonly dispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
-  /** The proxy requests go through, for error messages (never with its password). */
-  private readonly proxy: string | undefined;
   private readonly headers: Record<string, string>;
   private readonly clock: Clock;
   private readonly basePath: string;
@@ -140,10 +139,10 @@ export class ApiClient {
   /** Set by close(): a request whose slot came after it (a budget on a server answers later) is not sent. */
   private closing = false;
   private readonly events: RunEvents | undefined;
-  /** Whether any request got a 2xx answer: until one has, a 404 says more of the base URL (answerError). */
+  /** Whether any request got a 2xx answer: until one has, a 404 says more of the base URL (api/failures.ts). */
   private answered = false;
-  /** Whether the plain-http base URL's port speaks TLS, once asked (see tlsInstead). */
-  private tlsProbe: Promise<boolean> | undefined;
+  /** What a failed attempt is reported as (api/failures.ts). */
+  private readonly failures: FailureExplainer;
 
   constructor(
     readonly config: ClientConfig,
@@ -156,13 +155,22 @@ export class ApiClient {
       ? { dispatcher: opts.dispatcher, proxy: undefined }
       : createRoute(config.baseUrl, opts.env, config.timeoutMs);
     this.dispatcher = route.dispatcher;
-    this.proxy = route.proxy;
     this.headers = { authorization: `Bearer ${config.apiKey}`, accept: 'application/json' };
     if (config.gzip) this.headers['accept-encoding'] = 'gzip';
     if (config.userAgent) this.headers['user-agent'] = config.userAgent;
     this.basePath = config.baseUrl.pathname.replace(/\/+$/, '');
     this.origin = config.baseUrl.origin;
     this.redact = redactor(config.apiKey);
+    this.failures = new FailureExplainer({
+      baseUrl: config.baseUrl,
+      baseUrlWhere: config.baseUrlWhere,
+      timeoutMs: config.timeoutMs,
+      // For error messages, never with its password.
+      proxy: route.proxy,
+      redact: this.redact,
+      clock: this.clock,
+      signal: opts.signal,
+    });
   }
 
   /**
@@ -331,7 +339,7 @@ export class ApiClient {
     try {
       pending = exchange(this.dispatcher, { origin: this.origin, path, headers: this.headers, maxBytes, redact: this.redact }, info);
     } catch (err) {
-      throw this.failed(err, info, false);
+      throw this.failures.exchangeFailed(err, info, false);
     }
     // One timer per attempt over the whole exchange, and the caller's signal unhooked when it ends:
     // a watch that runs for weeks accumulates nothing. A --timeout past a timer's longest delay
@@ -350,77 +358,24 @@ export class ApiClient {
     try {
       answer = await pending.answer;
     } catch (err) {
-      failure = withReceived(err instanceof ApiError ? err : this.failed(err, info, timedOut), receivedIn(pending));
+      failure = withReceived(err instanceof ApiError ? err : this.failures.exchangeFailed(err, info, timedOut), receivedIn(pending));
     } finally {
       clearTimeout(timer);
       this.opts.signal?.removeEventListener('abort', onAbort);
       this.inFlight.delete(pending.answer);
     }
-    if (failure !== undefined) throw closedSilently(failure) ? await this.tlsInstead(failure, info) : failure;
+    if (failure !== undefined) throw await this.tlsInstead(failure, info);
     return this.response(answer, info, path);
   }
 
   /**
-   * A plain-http request closed before any byte of an answer: when the port completes a TLS handshake
-   * (api/tls-probe.ts, asked once per client), the error says it speaks TLS, and is not retried.
+   * A plain-http request closed before any byte of an answer, to a port that speaks TLS, fails as
+   * that (api/failures.ts asks), with what the attempt had received; any other failure as it is.
    */
   private async tlsInstead(failure: Error, info: RequestInfo): Promise<Error> {
-    if (this.proxy !== undefined || this.config.baseUrl.protocol !== 'http:') return failure;
-    this.tlsProbe ??= speaksTls(this.config.baseUrl, Math.min(this.config.timeoutMs, TLS_PROBE_MS), this.opts.signal);
-    if (!(await this.tlsProbe)) return failure;
-    const where = this.config.baseUrl.host;
-    return withReceived(
-      new NetworkError(info, TLS_PORT, `${where} closed the connection without an HTTP answer, and it speaks TLS there`, failure),
-      receivedBy.get(failure),
-    );
-  }
-
-  /** The error a failed exchange is reported as. */
-  private failed(err: unknown, info: RequestInfo, timedOut: boolean): Error {
-    if (this.opts.signal?.aborted) return new AbortedError();
-    if (timedOut) return new NetworkError(info, 'TIMEOUT', `no complete answer within ${this.config.timeoutMs} ms`, err);
-    const code = (err as { code?: string }).code ?? 'ERROR';
-    const message = opensslReason(String((err as Error).message ?? err));
-    const where = this.config.baseUrl.host;
-    if (NOT_TLS.test(code) && this.proxy?.startsWith('https://')) {
-      return new NetworkError(
-        info,
-        PROXY_NOT_TLS,
-        `${code}: the proxy ${this.proxy} or ${where} behind it answered, but not in TLS (${message})`,
-        err,
-      );
-    }
-    if (NOT_TLS.test(code)) {
-      return new NetworkError(info, code, `${code}: ${where} answered, but not in TLS (${message})${this.via()}`, err);
-    }
-    if (this.proxy === undefined && tlsRecord(err)) {
-      return new NetworkError(info, TLS_PORT, `${where} answered with TLS, not HTTP (${message}): it speaks TLS there`, err);
-    }
-    if (this.proxy === undefined && code === 'ECONNREFUSED') {
-      return new NetworkError(
-        info,
-        code,
-        `${code}: nothing listens at ${this.baseText()} (connection refused): check ${this.baseWhere()}`,
-        err,
-      );
-    }
-    if (this.proxy === undefined) return new NetworkError(info, code, `${code}: ${message}`, err);
-    const refused = /^Proxy response \((\d+)\)/.exec(message);
-    if (refused) return new NetworkError(info, `PROXY_${refused[1]}`, `proxy ${this.proxy} answered ${refused[1]} to CONNECT`, err);
-    return new NetworkError(info, code, `${code}: ${message}${this.via()}`, err);
-  }
-
-  /** The base URL as the user gave it (credentials are refused in it, config.ts). */
-  private baseText(): string {
-    return `${this.origin}${this.basePath}`;
-  }
-
-  private baseWhere(): string {
-    return this.config.baseUrlWhere ?? '--base-url';
-  }
-
-  private via(): string {
-    return this.proxy === undefined ? '' : ` (through proxy ${this.proxy})`;
+    if (!closedSilently(failure)) return failure;
+    const tls = await this.failures.tlsPort(failure, info);
+    return tls === undefined ? failure : withReceived(tls, receivedBy.get(failure));
   }
 
   /** A whole answer: its value, or the error its status means. */
@@ -435,92 +390,13 @@ export class ApiClient {
       } catch {}
     }
     // The body was read whole: the request log gives its size, not 0 B.
-    throw withReceived(this.answerError(answer, info, path), {
+    throw withReceived(this.failures.answerError(answer, info, path, this.answered), {
       bytes: wireBytes,
       skipped: false,
       stage: 'answered',
       status: answer.status,
     });
   }
-
-  /** The error an answer that is not a page of JSON means: not JSON, a redirect, an error status. */
-  private answerError(answer: Answer, info: RequestInfo, path: string): Error {
-    const { status, headers: resHeaders, body } = answer;
-    if (status >= 200 && status < 300) {
-      const text = this.redact(oneLine(body.toString('utf8')));
-      const type = this.redact(String(resHeaders['content-type'] ?? 'no content-type').split(';')[0] ?? '');
-      return new ApiError(info, `${status} but the body is not JSON (${type}): ${preview(text)}`, { invalid: true });
-    }
-    if (status >= 300 && status < 400) {
-      const location = String(resHeaders.location ?? '');
-      let where = 'elsewhere';
-      try {
-        where = new URL(location, `${this.origin}${path}`).host;
-      } catch {}
-      return new ApiError(info, `${status} redirect to ${where} not followed (the key is only sent to the configured base URL)`, {
-        status,
-        invalid: true,
-      });
-    }
-    const { message, requestId } = errorFields(body.toString('utf8'), this.redact);
-    const retryAfterMs = parseRetryAfter(resHeaders['retry-after'], this.clock.now());
-    let detail = `${status} ${message ?? statusText(status)}`;
-    if (status === 400 && this.config.baseUrl.protocol === 'http:' && PLAIN_TO_TLS_PORT.test(body.toString('latin1'))) {
-      detail += '; the port speaks HTTPS: use https:// in --base-url';
-    }
-    // Before any answer was found, a 404 is the service's root missed, not a campaign gone.
-    if (status === 404 && !this.answered) {
-      const hint = this.basePath
-        ? `the path of ${this.baseWhere()} (${this.basePath}) is probably wrong`
-        : `${this.baseWhere()} probably lacks the path the service lives under`;
-      detail += `: nothing at ${this.baseText()}${info.path}; ${hint}: give the URL that /v1 hangs from`;
-    }
-    if (status === 401) {
-      return new AuthError(info, `${detail} (check the API key: --api-key-file or CAMPAIGN_SYNC_API_KEY)`, { status, requestId });
-    }
-    return new ApiError(info, detail, { status, requestId, retryAfterMs });
-  }
-}
-
-/** How long the TLS probe of a plain-http port may take (a loopback handshake takes milliseconds). */
-const TLS_PROBE_MS = 3000;
-
-/**
- * What nginx and Go's net/http answer (400) to plain HTTP sent to their HTTPS port; other servers
- * send a TLS alert (tlsRecord) or close without a byte (closedSilently).
- */
-const PLAIN_TO_TLS_PORT = /plain HTTP request was sent to HTTPS port|HTTP request to an HTTPS server/i;
-
-/**
- * undici's parser error for an answer that starts with a TLS record (0x15 alert or 0x16 handshake,
- * then major version 3): a TLS server refusing plain HTTP.
- */
-function tlsRecord(err: unknown): boolean {
-  const data = (err as { data?: unknown }).data;
-  // undici 7 leaves this error's `code` unset for llhttp's INVALID_CONSTANT: known by its name.
-  if ((err as Error).name !== 'HTTPParserError' || typeof data !== 'string' || data.length < 2) return false;
-  const type = data.charCodeAt(0);
-  return (type === 0x15 || type === 0x16) && data.charCodeAt(1) === 3;
-}
-
-/**
- * undici's "other side closed" on a connection that never received a byte: no keep-alive race (the
- * connection had answered before), but a server that hung up on the request itself.
- */
-function closedSilently(err: Error): boolean {
-  const cause = err.cause as { code?: unknown; socket?: { bytesRead?: unknown } } | undefined;
-  return err instanceof NetworkError && cause?.code === 'UND_ERR_SOCKET' && cause.socket?.bytesRead === 0;
-}
-
-/**
- * OpenSSL's own line (`80AC…:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/…:350:`)
- * reduced to its reason; any other message is left as it is.
- */
-function opensslReason(message: string): string {
-  // Node's connect errors end with the local address, unknown when the socket was never made
-  // (EMFILE, EADDRNOTAVAIL): `connect EMFILE 127.0.0.1:443 - Local (undefined:undefined)`.
-  const plain = message.replace(/ - Local \(undefined:undefined\)$/, '');
-  return /^[0-9A-F]+:error:[0-9A-F]+:[^:]*:[^:]*:([^:]+):/.exec(plain)?.[1] ?? plain;
 }
 
 /**
@@ -546,44 +422,4 @@ function withReceived(err: Error, received: Received | undefined): Error {
 
 function receivedIn(pending: Exchange): Received {
   return { bytes: pending.received(), skipped: pending.skipped(), stage: pending.stage(), status: pending.status };
-}
-
-/**
- * The spec's error body (§7), when the body is one: its fields are redacted once parsed (JSON escapes
- * could hide the key from a redaction of the raw text), and only then cut.
- */
-function errorFields(text: string, redact: Redact): { message?: string; requestId?: string } {
-  const field = (v: unknown) => (typeof v === 'string' ? shorten(redact(oneLine(v)), 200) : undefined);
-  try {
-    const body = JSON.parse(text) as { error?: { message?: unknown; request_id?: unknown } };
-    return { message: field(body?.error?.message), requestId: field(body?.error?.request_id) };
-  } catch {
-    return { message: text.trim() ? `(not JSON: ${preview(redact(oneLine(text)))})` : undefined };
-  }
-}
-
-/** The text on one line: runs of white space as one space. */
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
-}
-
-/** The start of a redacted body, quoted. */
-function preview(text: Redacted): string {
-  return JSON.stringify(shorten(text, 60));
-}
-
-const STATUS_TEXT: Record<number, string> = {
-  400: 'Bad request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not found',
-  429: 'Too many requests',
-  500: 'Internal server error',
-  502: 'Bad gateway',
-  503: 'Service unavailable',
-  504: 'Gateway timeout',
-};
-
-function statusText(status: number): string {
-  return STATUS_TEXT[status] ?? 'error';
 }

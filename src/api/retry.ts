@@ -18,7 +18,7 @@ const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504, 507, 508, 5
 const TLS_FAILURE =
   /^(CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|INVALID_CA$|HOSTNAME_MISMATCH$|ERR_TLS_CERT_|ERR_SSL_)/;
 
-/** A plain-http request to a port that speaks TLS (api/client.ts tells it from the answer, or by a handshake). */
+/** A plain-http request to a port that speaks TLS (api/failures.ts tells it from the answer, or by a handshake). */
 export const TLS_PORT = 'TLS_PORT';
 
 /** OpenSSL found no TLS in the answer to https://: the port speaks something else, plain HTTP most often. */

@@ -1,12 +1,11 @@
 /**
- * The factory of a command's mirror: --db is read here and only here, and names one backend
- * (store/sqlite/ or store/pg/, each implementing store/port.ts); commands get every part of a
- * mirror from it. The PostgreSQL backend (and `pg` with it) is loaded only for a postgres:// --db,
- * so a SQLite command's start stays light.
+ * The factory of a command's mirror: the backend --db names (decided with the settings,
+ * config/config.ts dbKindOf) is opened here and only here (store/sqlite/ or store/pg/, each
+ * implementing store/port.ts); commands get every part of a mirror from it. The PostgreSQL backend
+ * (and `pg` with it) is loaded only for a postgres:// --db, so a SQLite command's start stays light.
  */
-import { dbChoice } from '../config/config.js';
-import type { MirrorSettings } from '../config/settings.js';
-import { dbWarnings, isPgUrl } from '../store/pg/url.js';
+
+import type { MirrorSettings } from '../config/command-settings.js';
 import type {
   CheckpointAdmin,
   EraseMirror,
@@ -46,14 +45,14 @@ export interface Mirror {
 }
 
 /**
- * The mirror of `settings` (--db and --pg-schema, already checked). `warn` gets, before anything is
- * opened, the warnings about where a PostgreSQL password is kept (store/pg/url.ts dbWarnings).
+ * The mirror of `settings` (--db, the backend it names and --pg-schema, resolved and checked with the
+ * settings). `warn` gets the settings' warnings about where a PostgreSQL password is kept before
+ * anything is opened.
  */
 export function mirrorOf(settings: MirrorSettings, warn?: (text: string) => void): Mirror {
-  const chosen = dbChoice(settings.db, settings.sourceOf('db'));
-  for (const w of dbWarnings(chosen)) warn?.(w);
-  const target: MirrorTarget = { path: chosen.path, where: chosen.where, pgSchema: settings.pgSchema };
-  const kind = isPgUrl(target.path) ? 'pg' : 'sqlite';
+  for (const w of settings.dbWarnings) warn?.(w);
+  const target: MirrorTarget = { path: settings.db, where: settings.sourceOf('db').name, pgSchema: settings.pgSchema };
+  const kind = settings.dbKind;
   const backend = async (): Promise<MirrorBackend> =>
     kind === 'pg' ? (await import('../store/pg/backend.js')).pgBackend : (await import('../store/sqlite/backend.js')).sqliteBackend;
   return {

@@ -4,8 +4,9 @@
  */
 
 import type { ApiClient } from '../api/client.js';
+import type { JobSettings, PassSettings } from '../config/command-settings.js';
 import type { ApiConfig } from '../config/config.js';
-import { type JobSettings, type PassSettings, rememberDestination, resolvePass } from '../config/settings.js';
+import { rememberDestination, resolvePass } from '../config/settings.js';
 import { said } from '../config/sources.js';
 import type { RunEvents } from '../core/events.js';
 import { currentClock } from '../core/io.js';
@@ -36,7 +37,7 @@ export function passOptions(settings: PassSettings): PassOptions {
     until: settings.until,
     full: settings.full,
     // pull --if-idle: a stream another worker is syncing is left to it.
-    skipBusy: (settings as { ifIdle?: boolean }).ifIdle === true,
+    skipBusy: settings.ifIdle,
   };
 }
 

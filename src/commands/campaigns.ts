@@ -1,7 +1,7 @@
 import type { ApiClient } from '../api/client.js';
 import { createClient } from '../app/client.js';
 import { mirrorOf } from '../app/factory.js';
-import type { CampaignsSettings } from '../config/settings.js';
+import type { CampaignsSettings } from '../config/command-settings.js';
 import { commandEvents } from '../ui/events.js';
 import { Output } from '../ui/output.js';
 import { type Column, renderTable } from '../ui/table.js';

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Mirror, mirrorOf } from '../app/factory.js';
 import { SyncJob } from '../app/sync-job.js';
-import type { DemoSettings } from '../config/settings.js';
+import type { DemoSettings } from '../config/command-settings.js';
 import { exitCodeForPass, UsageError } from '../errors.js';
 import { startSimulator } from '../simulator/server.js';
 import { showText } from '../ui/escape.js';

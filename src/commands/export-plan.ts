@@ -3,7 +3,7 @@
  * export and a --since-last export (export-since.ts) share: the --columns chooser the port takes,
  * how a failure is worded, Parquet with its warnings.
  */
-import type { ExportSettings } from '../config/settings.js';
+import type { ExportSettings } from '../config/command-settings.js';
 import { CampaignSyncError, storageError, UsageError } from '../errors.js';
 import type { ByteSink } from '../export/sink.js';
 import { chosenColumns, EXPORT_TABLES, type ExportTable } from '../export/tables.js';

@@ -5,7 +5,7 @@
  */
 import type { Writable } from 'node:stream';
 import { mirrorOf } from '../app/factory.js';
-import type { ExportSettings } from '../config/settings.js';
+import type { ExportSettings } from '../config/command-settings.js';
 import { currentIo } from '../core/io.js';
 import { ExportInterrupted, isAbort, UsageError } from '../errors.js';
 import { noRowsWarning, selectedCampaign } from '../export/campaign.js';

@@ -1,5 +1,5 @@
 import { mirrorOf } from '../app/factory.js';
-import type { ForgetSettings } from '../config/settings.js';
+import type { ForgetSettings } from '../config/command-settings.js';
 import { currentClock } from '../core/io.js';
 import { formatDuration } from '../core/rate.js';
 import { UsageError } from '../errors.js';

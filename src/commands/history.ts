@@ -1,5 +1,5 @@
 import { mirrorOf } from '../app/factory.js';
-import type { HistorySettings } from '../config/settings.js';
+import type { HistorySettings } from '../config/command-settings.js';
 import { parseJson } from '../core/json.js';
 import { UsageError } from '../errors.js';
 import { showText } from '../ui/escape.js';

@@ -1,5 +1,5 @@
 import { SyncJob } from '../app/sync-job.js';
-import type { PullSettings } from '../config/settings.js';
+import type { PullSettings } from '../config/command-settings.js';
 import { mergeEvents } from '../core/events.js';
 import { ExitCode, exitCodeFor, exitCodeForPass, LockedError } from '../errors.js';
 import { commandEvents } from '../ui/events.js';

@@ -1,6 +1,6 @@
 import { mirrorOf } from '../app/factory.js';
 import { SyncJob } from '../app/sync-job.js';
-import type { MirrorSettings, ReconcileSettings } from '../config/settings.js';
+import type { MirrorSettings, ReconcileSettings } from '../config/command-settings.js';
 import { UsageError } from '../errors.js';
 import type { QuarantineSelection } from '../store/port.js';
 import { retryQuarantined } from '../sync/quarantine-retry.js';

@@ -1,5 +1,5 @@
 import { SyncJob } from '../app/sync-job.js';
-import type { ReconcileSettings } from '../config/settings.js';
+import type { ReconcileSettings } from '../config/command-settings.js';
 import { exitCodeForReconcile, isAbort } from '../errors.js';
 import type { ReconcileResult } from '../sync/reconcile.js';
 import { commandEvents } from '../ui/events.js';

@@ -1,5 +1,5 @@
 import { mirrorOf } from '../app/factory.js';
-import type { ResetSettings } from '../config/settings.js';
+import type { ResetSettings } from '../config/command-settings.js';
 import { UsageError } from '../errors.js';
 import type { CheckpointAdmin } from '../store/port.js';
 import { canAsk, confirm } from '../ui/confirm.js';

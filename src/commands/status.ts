@@ -1,5 +1,5 @@
 import { mirrorOf } from '../app/factory.js';
-import type { StatusSettings } from '../config/settings.js';
+import type { StatusSettings } from '../config/command-settings.js';
 import { ExitCode, exitCodeForHealth, UsageError } from '../errors.js';
 import type { FleetStatus } from '../store/port.js';
 import { assessHealth } from '../sync/health.js';

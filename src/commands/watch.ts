@@ -1,7 +1,7 @@
 import { SyncMetrics } from '../app/metrics.js';
 import { startMetricsServer } from '../app/metrics-server.js';
 import { SyncJob } from '../app/sync-job.js';
-import type { WatchSettings } from '../config/settings.js';
+import type { WatchSettings } from '../config/command-settings.js';
 import { mergeEvents } from '../core/events.js';
 import { currentClock } from '../core/io.js';
 import { formatDuration, formatRate } from '../core/rate.js';

@@ -1,5 +1,6 @@
 import { currentIo } from '../core/io.js';
 import { isLoopbackHost } from '../core/loopback.js';
+import { hasPassword, isPgUrl } from '../core/pg-url.js';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 import { readRegularFile } from './read-file.js';
@@ -191,11 +192,42 @@ export interface DbChoice {
   origin?: { where: string; mode: number } | undefined;
 }
 
-/** The database as a value and its origin: what messages and the password warnings (store/pg/url.ts) need. */
+/** The database as a value and its origin: what messages and the password warnings (dbWarnings) need. */
 export function dbChoice(path: string, origin: Origin): DbChoice {
   return origin.source === 'profile'
     ? { path, where: origin.name, origin: { where: origin.name, mode: origin.fileMode ?? 0o600 } }
     : { path, where: origin.name };
+}
+
+/** The backend a --db value names: a SQLite file, or a PostgreSQL team mirror (a postgres:// URL). */
+export type DbKind = 'sqlite' | 'pg';
+
+/** Which backend `path` names: decided here once, as the settings are built; app/factory.ts opens it. */
+export function dbKindOf(path: string): DbKind {
+  return isPgUrl(path) ? 'pg' : 'sqlite';
+}
+
+/**
+ * What a command should say, before it opens anything, about a PostgreSQL password in plain sight of
+ * other users of the machine: on the command line (every local user reads it in `ps`), or in a
+ * profile of a config file that group or others can read. The password is still used, as a key file
+ * others can read is (readKeyFile), and the warning never holds it. None for SQLite, a URL without a
+ * password, or CAMPAIGN_SYNC_DB (a process's environment is readable by its user alone).
+ */
+export function dbWarnings(db: DbChoice): string[] {
+  if (dbKindOf(db.path) !== 'pg' || !hasPassword(db.path)) return [];
+  if (db.origin === undefined) {
+    if (db.where !== '--db') return [];
+    return [
+      '--db: the URL holds a password, which every local user can read in the process list (ps); give the password in PGPASSWORD or ~/.pgpass, or the whole URL in CAMPAIGN_SYNC_DB or a 0600 config profile',
+    ];
+  }
+  const { where, mode } = db.origin;
+  if ((mode & 0o044) === 0) return [];
+  const octal = (mode & 0o777).toString(8).padStart(4, '0');
+  return [
+    `${where} holds a password and the file is readable by others (mode ${octal}); chmod 600 it, or give the password in PGPASSWORD or ~/.pgpass`,
+  ];
 }
 
 /**

@@ -5,14 +5,27 @@
  * defaults are the schemas' (config/schema.ts); commander declares none.
  */
 
-import type { ContractMode } from '../core/drift.js';
 import { currentIo } from '../core/io.js';
-import type { Destination, Endpoint, ReportType } from '../core/types.js';
+import type { Destination } from '../core/types.js';
 import { UsageError } from '../errors.js';
-import { type ApiConfig, resolveApi, resolvePgSchema } from './config.js';
+import type {
+  CampaignsSettings,
+  DemoSettings,
+  ExportSettings,
+  ForgetSettings,
+  HistorySettings,
+  PassSettings,
+  PullSettings,
+  ReconcileSettings,
+  ResetSettings,
+  Sourced,
+  StatusSettings,
+  WatchSettings,
+} from './command-settings.js';
+import { dbChoice, dbKindOf, dbWarnings, resolveApi, resolvePgSchema } from './config.js';
 import { DEFAULTS } from './defaults.js';
 import { parseDate } from './duration.js';
-import { type ListenAddress, parseListen } from './listen.js';
+import { parseListen } from './listen.js';
 import { parseNotifyUrl } from './notify.js';
 import { readProfile } from './profile.js';
 import { apiSchema, demoSchema, exportSchema, forgetSchema, parseGiven, type Setting, syncSchema, watchSchema } from './schema.js';
@@ -20,148 +33,7 @@ import { byDefault, type Inputs, type Origin, type Profile, pick, said } from '.
 
 export type { Origin, Source } from './sources.js';
 
-/** Where each value came from. */
-export interface Sourced {
-  /** The origin of an option's value (a default's when the command has no such option). */
-  sourceOf(option: string): Origin;
-}
-
-/** --json, --quiet, --verbose. */
-export interface OutputSettings {
-  readonly json: boolean;
-  readonly quiet: boolean;
-  readonly verbose: boolean;
-}
-
-/** The mirror: --db (a SQLite path or a postgres:// URL) and --pg-schema, checked. */
-export interface DbSettings {
-  readonly db: string;
-  readonly pgSchema: string;
-}
-
-/** What a sync pass reads and how. */
-export interface PassSettings {
-  readonly campaign: readonly string[];
-  readonly type: Endpoint | undefined;
-  readonly reportType: ReportType;
-  /** The destination; when no source gave one, the database's memory decides (store/sqlite/job-store.ts). */
-  readonly format: 'sqlite' | 'ndjson';
-  readonly out: string;
-  readonly pageSize: number;
-  readonly concurrency: number;
-  readonly since: string | undefined;
-  readonly until: string | undefined;
-  readonly full: boolean;
-  /** --lookback in milliseconds. */
-  readonly lookback: number | undefined;
-  /**
-   * --retention (or a profile's `retention`) in milliseconds: results dated before now minus it are
-   * not stored, and those stored are erased at most once a day (pull and watch only).
-   */
-  readonly retention: number | undefined;
-  /** --contract: `strict` fails a stream's pass on a new field path or enumeration value (sync/drift.ts). */
-  readonly contract: ContractMode;
-  /** --lease in milliseconds: how long a PostgreSQL mirror's stream stays this worker's without a renewal. */
-  readonly lease: number;
-}
-
-/** What a sync job needs (app/sync-job.ts): the mirror, the API, the pass, the alerts. */
-export interface JobSettings extends Sourced, DbSettings, PassSettings {
-  readonly api: ApiConfig;
-  /** --notify, checked (its path or query may hold a secret: never printed). */
-  readonly notify: URL | undefined;
-  /** How old a stream's last success may be before --notify calls it stale. */
-  readonly maxAge: number;
-}
-
-export interface SyncSettings extends JobSettings, OutputSettings {}
-
-export interface PullSettings extends SyncSettings {
-  readonly ifIdle: boolean;
-  readonly metricsFile: string | undefined;
-}
-
-export interface WatchSettings extends SyncSettings {
-  readonly interval: number;
-  readonly maxCycles: number | undefined;
-  readonly lookbackEvery: number;
-  readonly maxStaleness: number;
-  readonly metricsListen: ListenAddress | undefined;
-}
-
-export interface ReconcileSettings extends SyncSettings {
-  readonly prune: boolean;
-}
-
-export interface CampaignsSettings extends Sourced, OutputSettings, DbSettings {
-  readonly api: ApiConfig;
-}
-
-/** The demo: its own database and simulator, the pass's defaults, the API client's defaults (its API is the simulator). */
-export interface DemoSettings extends Sourced, OutputSettings, DbSettings, PassSettings {
-  readonly seed: string;
-  readonly campaigns: number;
-  readonly records: number;
-  readonly timeoutMs: number;
-  readonly maxRetries: number;
-  readonly maxRetryWaitMs: number;
-  readonly notify: undefined;
-  readonly maxAge: number;
-}
-
-/** The mirror alone (what app/factory.ts mirrorOf reads). */
-export interface MirrorSettings extends Sourced, DbSettings {}
-
-export interface StatusSettings extends MirrorSettings, OutputSettings {
-  readonly check: boolean;
-  readonly nagios: boolean;
-  /**
-   * --max-age as given: `status --check` parses it, so that with --nagios a bad value is the
-   * plugin's UNKNOWN line (exit 3) as every other problem is, not a usage error.
-   */
-  readonly maxAge: string | undefined;
-}
-
-export interface ResetSettings extends MirrorSettings, OutputSettings {
-  /** --campaign, ids or names (repeatable). */
-  readonly campaign: readonly string[];
-  readonly all: boolean;
-}
-
-export interface ForgetSettings extends MirrorSettings, OutputSettings {
-  /** --user, as given (the command trims it and refuses an empty one). */
-  readonly user: string | undefined;
-  /** --older-than in milliseconds: erase the results dated before now minus it. */
-  readonly olderThan: number | undefined;
-}
-
-export interface HistorySettings extends MirrorSettings, OutputSettings {
-  /** --user and --record, as given (the command trims them and wants one). */
-  readonly user: string | undefined;
-  readonly record: string | undefined;
-}
-
-export interface ExportSettings extends MirrorSettings, OutputSettings {
-  readonly format: 'csv' | 'ndjson' | 'parquet';
-  /** --table, as given (commands/export.ts checks it against the tables the mirror has). */
-  readonly table: string;
-  /** -o, as given: undefined or `-` for stdout. */
-  readonly output: string | undefined;
-  /** --columns a,b,c, as given. */
-  readonly columns: string | undefined;
-  /** --since-last <consumer>. */
-  readonly sinceLast: string | undefined;
-  /** --as-of <timestamp>, as given (commands/export-plan.ts checks it). */
-  readonly asOf: string | undefined;
-  /** --campaign, an id or a name. */
-  readonly campaign: string | undefined;
-  /** --since and --until, checked days (YYYY-MM-DD). */
-  readonly since: string | undefined;
-  readonly until: string | undefined;
-  readonly rawCsv: boolean;
-}
-
-/** Each command's settings. */
+/** Each command's settings (config/command-settings.ts). */
 export interface SettingsOf {
   pull: PullSettings;
   watch: WatchSettings;
@@ -228,9 +100,13 @@ function output(c: Collector): void {
   c.flag('verbose', false);
 }
 
+/** --db, the backend it names and what to warn of it (a password in plain sight), and --pg-schema. */
 function mirror(c: Collector, dbFallback: string = DEFAULTS.db, withEnv = true): void {
   const db = pick('db', c.inputs, withEnv);
-  c.set('db', db?.text ?? dbFallback, db?.origin ?? byDefault('db'));
+  const path = c.set('db', db?.text ?? dbFallback, db?.origin ?? byDefault('db'));
+  const origin = c.origins.db as Origin;
+  c.set('dbKind', dbKindOf(path), origin);
+  c.set('dbWarnings', dbWarnings(dbChoice(path, origin)), origin);
   const schema = pick('pgSchema', c.inputs);
   c.set('pgSchema', resolvePgSchema(schema?.text, schema?.origin.name), schema?.origin ?? byDefault('pgSchema'));
 }
@@ -274,6 +150,9 @@ function pass(c: Collector, command: 'pull' | 'watch' | 'reconcile' | 'demo'): v
   else c.set('retention', undefined, byDefault('retention'));
   if (command === 'pull' || command === 'watch') c.take('contract', syncSchema.contract);
   else c.set('contract', DEFAULTS.contract, byDefault('contract'));
+  // A pull from cron leaves a busy run or stream to its worker; watch refuses --if-idle (watchOnly).
+  if (command === 'pull') c.flag('ifIdle', false);
+  else c.set('ifIdle', false, byDefault('ifIdle'));
   c.flag('campaign', [] as string[]);
   const since = c.flag<string | undefined>('since', undefined);
   const until = c.flag<string | undefined>('until', undefined);
@@ -377,10 +256,7 @@ export function resolveSettings<C extends CommandName>(
       pass(c, command === 'quarantine' ? 'reconcile' : command);
       job(c);
       mirror(c);
-      if (command === 'pull') {
-        c.flag('ifIdle', false);
-        c.flag<string | undefined>('metricsFile', undefined);
-      }
+      if (command === 'pull') c.flag<string | undefined>('metricsFile', undefined);
       if (command === 'reconcile' || command === 'quarantine') c.flag('prune', false);
       break;
     case 'campaigns':

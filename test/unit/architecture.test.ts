@@ -186,12 +186,14 @@ describe('one mirror, chosen once', () => {
     expect(found).toEqual([]);
   });
 
-  it('which backend --db names is decided in app/factory.ts alone', () => {
+  // Decided as the settings are built (config/config.ts dbKindOf), so the password warnings that
+  // go with a PostgreSQL URL are the settings' too; app/factory.ts opens the backend they name.
+  it('which backend --db names is decided in config/config.ts alone', () => {
     const deciders = files(SRC)
       .filter((f) => /isPgUrl\(/.test(readFileSync(f, 'utf8')))
       .map((f) => relative(SRC, f))
       .sort();
-    expect(deciders).toEqual(['app/factory.ts', 'store/pg/url.ts']);
+    expect(deciders).toEqual(['config/config.ts', 'core/pg-url.ts']);
   });
 });
 

@@ -59,7 +59,7 @@ describe('config profiles', () => {
     expect(settings.api.rate).toEqual({ count: 5, windowMs: 1000 });
     expect(settings.sourceOf('rateLimit')).toEqual({ source: 'env', name: 'CAMPAIGN_SYNC_RATE_LIMIT' });
     // Every value the profile gave, by its key: messages name that, not a flag never typed; the
-    // database's also with the file's mode (store/pg/url.ts warns of a password others can read).
+    // database's also with the file's mode (config/config.ts dbWarnings warns of a password others can read).
     expect(settings.sourceOf('baseUrl')).toMatchObject({ source: 'profile', name: `${file}: profiles.a.base_url` });
     expect(settings.sourceOf('apiKeyFile')).toMatchObject({ source: 'profile', name: `${file}: profiles.a.api_key_file` });
     expect(settings.sourceOf('db')).toEqual({ source: 'profile', name: `${file}: profiles.a.db`, fileMode: expect.any(Number) });
