@@ -12,7 +12,7 @@ import { cleanStalePartials, PartialFile } from '../core/fs/partial-file.js';
 import { ExportInterrupted, isAbort, UsageError } from '../errors.js';
 import { changeRows } from '../export/changes.js';
 import { writeCsv } from '../export/csv.js';
-import { type ByteSink, FileSink } from '../export/sink.js';
+import { FileSink } from '../export/sink.js';
 import { CHANGE_TABLES, type ChangeTableName } from '../export/tables.js';
 import type { ChangeRows, ExportSource } from '../store/port.js';
 import type { Output } from '../ui/output.js';

@@ -10,7 +10,6 @@
  * The SQLite files of a mirror are opened through store/sqlite/private-db.ts, on top of these.
  */
 import {
-  accessSync,
   chmodSync,
   closeSync,
   constants,
@@ -20,12 +19,10 @@ import {
   lstatSync,
   openSync,
   readSync,
-  realpathSync,
   type Stats,
   writeSync,
 } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
-import { CampaignSyncError, errorCode, StorageError, storageError, UsageError } from '../../errors.js';
+import { errorCode, StorageError, storageError, UsageError } from '../../errors.js';
 
 const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const NONBLOCK = constants.O_NONBLOCK ?? 0;

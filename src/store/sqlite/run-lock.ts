@@ -6,9 +6,9 @@
  * (pid, host, since) is written to `<lock>.info` for the error message. A link at either name (a
  * shared `--out` folder is a normal place for one to be planted) is refused: ./private-file.ts.
  */
-import { readlinkSync, realpathSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { canonicalPath } from '../../core/fs/canonical-path.js';
 import { readOwnFile, refuseLinks, writePrivateFile } from '../../core/fs/private-file.js';

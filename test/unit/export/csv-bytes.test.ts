@@ -7,7 +7,6 @@
 import { describe, expect, it } from 'vitest';
 import { csvLine, Encoder } from '../../../src/export/csv.js';
 import { CELL, ROW, rangeEncoder } from '../../../src/export/csv-bytes.js';
-import type { ByteSink } from '../../../src/export/sink.js';
 import type { RangeReader } from '../../../src/store/sqlite/snapshot.js';
 
 const TOO_BIG = 1_000_000;
