@@ -1,5 +1,5 @@
 /**
- * Version 9: the audit trail of results (store/versions.ts reads it). Every version of a result the
+ * Version 9: the audit trail of results (store/sqlite/versions.ts reads it). Every version of a result the
  * mirror held, with when it held it:
  * - `change_times`: when each change number (store/sqlite/changes.ts) that stamped a row was taken, i.e. when
  *   the mirror first saw what that write brought, and the request id of the page that brought it. Seeded with the counter as it stands, at the time of
