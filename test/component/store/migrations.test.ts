@@ -1,10 +1,11 @@
 /**
- * Migrations are frozen (store/sqlite/migrations/, store/pg/migrations/): they import nothing the write path
- * uses, an old database comes up equal to one a pull of today writes, and the views they made are
- * still what today's code rebuilds (a change there needs a new migration).
+ * Migrations are frozen (store/sqlite/migrations/, store/pg/migrations/): a step imports only core/,
+ * never the write path nor another step, an old database comes up equal to one a pull of today
+ * writes, and the views they made are still what today's code rebuilds (a change there needs a new
+ * migration).
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { basename, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -50,12 +51,13 @@ function reach(start: string): Set<string> {
 const migrationFiles = () => FOLDERS.flatMap((f) => readdirSync(join(SRC, f)).map((name) => join(SRC, f, name)));
 
 describe('migration files are frozen code', () => {
-  it('import nothing of store/ but their own folder, only core/ (and driver types)', () => {
+  it('import only core/ (and driver types); only index.ts imports the steps of its folder', () => {
     const files = migrationFiles();
     expect(files.length).toBeGreaterThanOrEqual(FOLDERS.length * 2);
     const bad: string[] = [];
     for (const file of files) {
-      const own = relative(SRC, join(file, '..'));
+      // A step that read another step's text would change with it: each step is frozen on its own.
+      const own = basename(file) === 'index.ts' ? relative(SRC, join(file, '..')) : undefined;
       for (const spec of importsOf(file)) {
         if (!spec.startsWith('.')) {
           // A driver's types only: `import type X from 'better-sqlite3'` is erased from the build.
