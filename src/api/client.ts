@@ -104,7 +104,7 @@ interface Response {
   value: unknown;
   bytes: number;
   status: number;
-  /** The body as received (inflated): a quarantined record's text is cut from it (sync/raw-records.ts). */
+  /** The body as received (inflated): a quarantined record's text is cut from it (sync/quarantine.ts recordTexts). */
   body: Buffer;
   /** The answer's `x-request-id` header, when it sent one (without the key, cut to 200 characters). */
   requestId: string | undefined;

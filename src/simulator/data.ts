@@ -10,7 +10,8 @@
  * record in four was updated before it was created; every other value is the same.
  *
  * Over 250 lines because every field of the spec is generated here, each a pure function of
- * (seed, campaign, index); the vocabulary tables are the first to move out (simulator/vocabulary.ts).
+ * (seed, campaign, index); the vocabulary tables (names, labels, rationales) would be the first to
+ * move to a file of their own.
  */
 
 import type { ReportType } from '../core/types.js';

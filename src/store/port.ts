@@ -353,7 +353,7 @@ export interface MirrorBackend {
   ownFiles(t: MirrorTarget): string[];
 }
 
-/** One version of a result, as `result_versions` holds it (store/versions.ts). */
+/** One version of a result, as `result_versions` holds it (read by store/sqlite/versions.ts, store/pg/versions.ts). */
 export interface ResultVersion {
   kind: 'session' | 'role';
   id: string;

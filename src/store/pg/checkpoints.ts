@@ -22,7 +22,7 @@ const NOTIFIED_SQL = "SELECT key, value FROM meta WHERE key LIKE 'notified:%'";
 /** The newest list of every lister. */
 const LISTINGS_SQL = "SELECT value FROM meta WHERE key LIKE 'listed_by:%'";
 
-/** Each stream's count of skipped copies (pg/sink.ts records them). */
+/** Each stream's count of skipped copies (store/pg/sink.ts records them). */
 const CONFLICT_COUNTS_SQL = 'SELECT stream, count(*) AS n FROM id_conflicts GROUP BY stream';
 
 type RawRow = Omit<

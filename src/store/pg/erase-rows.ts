@@ -266,7 +266,7 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
           (await c.query('UPDATE sync_state SET last_error = $1 WHERE stream = $2', [row.last_error, row.stream])).rowCount ?? 0;
       }
     }
-    // Quarantined copies naming them, by the text as received too (model/person.ts quarantinedNames).
+    // Quarantined copies naming them, by the text as received too (store/model/person.ts quarantinedNames).
     if (rule.person !== undefined) {
       const person = rule.person;
       const held = await c.query<{ id: string; raw: string }>('SELECT id, raw FROM quarantine');

@@ -16,7 +16,7 @@ import type { Db } from './db.js';
 export const CURRENT_SEQ = '(SELECT seq FROM change_counter)';
 /**
  * When the write's change number was taken, recorded once the write stamped a row with it (schema 9:
- * the valid_from of the versions it brought, store/versions.ts). Triggers record it for changed and
+ * the valid_from of the versions it brought, store/sqlite/versions.ts). Triggers record it for changed and
  * pruned rows; a write that inserted or changed rows records it with this, with the request id of
  * its page (bound: NULL when the answer carried none), which the versions it brought keep.
  */

@@ -4,7 +4,7 @@
  * keeps it, and another campaign's copy is skipped on every read, so the stored record never flips
  * between them. `id_conflicts` remembers each skipped copy once (the stream it was served through,
  * the id, both campaigns, when it was first seen): its warning is given the first time only, and
- * `status` counts them per stream. PostgreSQL keeps them by the same rule (pg/sink.ts).
+ * `status` counts them per stream. PostgreSQL keeps them by the same rule (store/pg/sink.ts).
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { StreamId } from '../../core/types.js';

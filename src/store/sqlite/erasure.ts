@@ -97,7 +97,7 @@ export function eraseCandidate(db: Db, user: string, hooks: ErasureHooks = {}): 
   const terms = [user, ...person.ids, ...person.emails];
   return erase(db, { person }, first, hooks, () => ({
     error_texts: scrubErrors(db, terms),
-    // By the text as received too: a quarantined record may not parse (model/person.ts quarantinedNames).
+    // By the text as received too: a quarantined record may not parse (store/model/person.ts quarantinedNames).
     quarantined: new SqliteQuarantine(db).erase(person, terms),
   }));
 }

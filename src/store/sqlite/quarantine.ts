@@ -68,7 +68,7 @@ export class SqliteQuarantine {
     })();
   }
 
-  /** Deletes the records naming the person (model/person.ts quarantinedNames); returns how many. Call inside the erasure's transaction. */
+  /** Deletes the records naming the person (store/model/person.ts quarantinedNames); returns how many. Call inside the erasure's transaction. */
   erase(p: Person, terms: readonly string[]): number {
     if (!this.exists) return 0;
     const del = this.db.prepare('DELETE FROM quarantine WHERE id = ?');

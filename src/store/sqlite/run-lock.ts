@@ -4,7 +4,7 @@
  * BEGIN IMMEDIATE and held until the process ends. It is a POSIX advisory lock, so the operating
  * system releases it when its holder dies, kill -9 included: nothing stale to clean up. Who holds it
  * (pid, host, since) is written to `<lock>.info` for the error message. A link at either name (a
- * shared `--out` folder is a normal place for one to be planted) is refused: ./private-file.ts.
+ * shared `--out` folder is a normal place for one to be planted) is refused: core/fs/private-file.ts.
  */
 import { rmSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -44,7 +44,7 @@ export class RunLock {
 
   /**
    * Takes the lock of an NDJSON `--out` folder (it must exist), so that two databases never append
-   * to, claim or cut the same files at once: the ownership checks of ../ndjson-file.ts hold only
+   * to, claim or cut the same files at once: the ownership checks of store/sqlite/ndjson/file.ts hold only
    * while one process at a time reads and writes the folder. LockedError (exit 75) when another
    * campaign-sync holds it, whichever database that one writes from.
    */

@@ -1,4 +1,4 @@
-/** Records into the SQLite mirror, through the group commit of the Sink port (sinks/sink.ts). */
+/** Records into the SQLite mirror, through the group commit of the Sink port (store/sqlite/grouped-sink.ts). */
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import type { PageExtras } from '../port.js';
 import type { SqliteCheckpoints } from './checkpoints.js';

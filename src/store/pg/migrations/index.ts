@@ -4,8 +4,9 @@
  *
  * A migration file, once released, never changes: a mirror a release upgraded must equal one this
  * release upgrades from the same version. So each step is frozen SQL that imports nothing from the
- * write path (store/pg/upserts.ts, store/pg/compact.ts, store/model/rows.ts, store/sqlite/) nor any other
- * store/ file (test/component/store/migrations.test.ts checks it). To change the schema, add a file and an entry here.
+ * write path (store/pg/upserts.ts, store/pg/compact.ts, store/model/rows.ts, store/sqlite/), nor any other
+ * store/ file, nor another step (a step that read another's text would change with it): only core/
+ * (test/component/store/migrations.test.ts checks it). To change the schema, add a file and an entry here.
  */
 import { V1 } from './v1.js';
 import { V2 } from './v2.js';

@@ -1,5 +1,5 @@
 /**
- * Version 9: drift, as SQLite's schema 11 (store/sqlite/drift-ledger.ts): per stream, each field path and
+ * Version 10: drift, as SQLite's schema 11 (store/sqlite/drift-ledger.ts): per stream, each field path and
  * enumeration value its records carried, with the first record that carried it; `pending` is what
  * `status` has yet to report once. May run again on a schema that has it.
  */

@@ -1,5 +1,5 @@
 /**
- * Version 10: the fleet's stream leases (store/pg/leases.ts). `workers` holds each pull or watch
+ * Version 11: the fleet's stream leases (store/pg/leases.ts). `workers` holds each pull or watch
  * process writing the mirror, with the heartbeat it renews; `leases` which worker syncs a stream, until
  * when, under which fencing token (`lease_tokens`: every take gets a new one, so a token names one
  * holding and a worker that lost its lease cannot pass for its successor). `done_since`: when the last

@@ -7,6 +7,8 @@
  * the current one and opens a deletion. Times are the writing transaction's (now(), to the millisecond): one page, one time.
  *
  * The full-raw SQL is version 2's, written out here. Each step may run again on a schema that has it.
+ * Versions keep no request id here (`past_versions.request_id` stays NULL): version 12 adds
+ * `change_times.request_id` and makes the triggers and the view that fill and read it.
  */
 
 /** The writing transaction's time, to the millisecond as SQLite's and `history`'s times are (an --as-of copied from them matches). */
@@ -40,18 +42,14 @@ const KINDS = [
 ] as const;
 type Kind = (typeof KINDS)[number];
 
-/** The request id of the page whose write took change number `seq` (NULL when its answer carried none). */
-const requestOf = (seq: string) => `(SELECT t.request_id FROM change_times t WHERE t.seq = ${seq})`;
-
 const nextVersion = (kind: string, id: string) =>
   `1 + (SELECT count(*) FROM past_versions p WHERE p.kind = '${kind}' AND p.id = ${id})::int`;
 
-const COLS =
-  'kind, id, version, campaign_id, report_type, user_id, user_email, order_index, deleted, raw, valid_from, valid_to, request_id';
+const COLS = 'kind, id, version, campaign_id, report_type, user_id, user_email, order_index, deleted, raw, valid_from, valid_to';
 
 /** The values of a past version of the row `row` (OLD, or an alias), ended at `until`; a deletion when `deleted`. */
 const versionOf = (k: Kind, row: string, deleted: boolean, from: string, until: string) =>
-  `'${k.kind}', ${row}.id, ${nextVersion(k.kind, `${row}.id`)}, ${row}.campaign_id, ${k.role ? `${row}.report_type` : 'NULL'}, ${row}.user_id, ${row}.user_email, ${row}.order_index, ${deleted}, ${deleted ? 'NULL' : k.raw(row)}, ${from}, ${until}, ${deleted ? 'NULL' : requestOf(`${row}.change_seq`)}`;
+  `'${k.kind}', ${row}.id, ${nextVersion(k.kind, `${row}.id`)}, ${row}.campaign_id, ${k.role ? `${row}.report_type` : 'NULL'}, ${row}.user_id, ${row}.user_email, ${row}.order_index, ${deleted}, ${deleted ? 'NULL' : k.raw(row)}, ${from}, ${until}`;
 
 function triggers(k: Kind): string {
   return `
@@ -80,12 +78,12 @@ CREATE TRIGGER ${k.table}_pruned AFTER INSERT ON tombstones FOR EACH ROW
 }
 
 const currentOf = (k: Kind) =>
-  `SELECT '${k.kind}'::text AS kind, r.id, ${nextVersion(k.kind, 'r.id')} AS version, r.campaign_id, ${k.role ? 'r.report_type' : 'NULL::text'} AS report_type, r.user_id, r.user_email, r.order_index, false AS deleted, ${timeOf('r.change_seq')} AS valid_from, NULL::timestamptz AS valid_to, ${requestOf('r.change_seq')} AS request_id, ${k.raw('r')} AS raw FROM ${k.table} r`;
+  `SELECT '${k.kind}'::text AS kind, r.id, ${nextVersion(k.kind, 'r.id')} AS version, r.campaign_id, ${k.role ? 'r.report_type' : 'NULL::text'} AS report_type, r.user_id, r.user_email, r.order_index, false AS deleted, ${timeOf('r.change_seq')} AS valid_from, NULL::timestamptz AS valid_to, NULL::text AS request_id, ${k.raw('r')} AS raw FROM ${k.table} r`;
 
 const reopened = (k: Kind) => `(SELECT ${timeOf('r.change_seq')} FROM ${k.table} r WHERE p.kind = '${k.kind}' AND r.id = p.id)`;
 
 export const V7 = `
-CREATE TABLE IF NOT EXISTS change_times (seq bigint PRIMARY KEY, at timestamptz NOT NULL, request_id text);
+CREATE TABLE IF NOT EXISTS change_times (seq bigint PRIMARY KEY, at timestamptz NOT NULL);
 INSERT INTO change_times (seq, at) SELECT CASE WHEN is_called THEN last_value ELSE 0 END, ${NOW} FROM change_counter ON CONFLICT (seq) DO NOTHING;
 CREATE TABLE IF NOT EXISTS past_versions (
   kind text NOT NULL, id text NOT NULL, version integer NOT NULL, campaign_id text, report_type text, user_id text, user_email text,

@@ -1,5 +1,5 @@
 /**
- * Version 8: the quarantine, as SQLite's schema 10 (store/sqlite/quarantine.ts): records that failed the
+ * Version 9: the quarantine, as SQLite's schema 10 (store/sqlite/quarantine.ts): records that failed the
  * record rules, each kept once per stream (by the digest of its text) with the page that held it.
  * May run again on a schema that has it (as versions 4 to 6).
  */

@@ -5,8 +5,9 @@
  * A migration file, once released, never changes: a database a release upgraded must equal one this
  * release upgrades from the same version. So each step is frozen SQL, and where data moves, a small
  * function in its own file. A migration imports nothing from the write path (store/sqlite/upserts.ts,
- * store/model/rows.ts, store/model/compact.ts, store/sqlite/) nor any other store/ file, only pure, stable helpers
- * of core/ (test/component/store/migrations.test.ts checks it). To change the schema, add a file and an entry here.
+ * store/model/rows.ts, store/model/compact.ts, store/sqlite/) nor any other store/ file nor another step (a step
+ * that read another's text would change with it), only pure, stable helpers of core/
+ * (test/component/store/migrations.test.ts checks it). To change the schema, add a file and an entry here.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { V1 } from './v1.js';

@@ -1,5 +1,5 @@
 /**
- * Drift: per stream, each field path and enumeration value its records carried (sync/drift.ts says
+ * Version 11: drift, per stream: each field path and enumeration value its records carried (sync/drift.ts says
  * which), with the first record that carried it. `baseline` marks what the stream's first pass
  * recorded; `present` is 0 once a full read no longer carried it (`gone_at`); `pending` is what
  * `status` has yet to report once ('appeared', 'disappeared'), NULL when nothing is.

@@ -1,8 +1,8 @@
 /**
- * Version 9: the audit trail of results (store/versions.ts reads it). Every version of a result the
+ * Version 9: the audit trail of results (store/sqlite/versions.ts reads it). Every version of a result the
  * mirror held, with when it held it:
  * - `change_times`: when each change number (store/sqlite/changes.ts) that stamped a row was taken, i.e. when
- *   the mirror first saw what that write brought, and the request id of the page that brought it. Seeded with the counter as it stands, at the time of
+ *   the mirror first saw what that write brought. Seeded with the counter as it stands, at the time of
  *   this upgrade: rows stored before it have no time of their own and count from the upgrade on.
  * - `past_versions`: the versions that are no longer current, each with its full `raw` as served (a
  *   DETAILED record's text rebuilt from its rows) and [valid_from, valid_to); and a row per deletion
@@ -16,7 +16,8 @@
  * stamps nothing and writes no tombstone: it leaves no version behind (and erases the person's).
  *
  * Everything this step needs is written out here (the full-raw SQL is version 6's), not borrowed
- * from the write path.
+ * from the write path. Versions keep no request id here (`past_versions.request_id` stays NULL):
+ * version 12 adds `change_times.request_id` and makes the triggers and the view that fill and read it.
  */
 
 /** What a time is written as: ISO 8601 in UTC with milliseconds, as Date.toISOString writes it. */
@@ -47,15 +48,12 @@ const KINDS = [
   { kind: 'role', table: 'role_results', reportType: 'report_type', raw: (row: string) => roleRaw(`${row}.raw`, `${row}.id`) },
 ] as const;
 
-/** The request id of the page whose write took change number `seq` (NULL when its answer carried none). */
-const requestOf = (seq: string) => `(SELECT t.request_id FROM change_times t WHERE t.seq = ${seq})`;
-
 const nextVersion = (kind: string, id: string) => `1 + (SELECT count(*) FROM past_versions p WHERE p.kind = '${kind}' AND p.id = ${id})`;
 
 /** The row of past_versions for the version `row` holds (alias or old), ended at `until`. */
 const pastOf = (k: (typeof KINDS)[number], row: string, until: string) =>
-  `INSERT INTO past_versions (kind, id, version, campaign_id, report_type, user_id, user_email, order_index, deleted, raw, valid_from, valid_to, request_id)
-  SELECT '${k.kind}', ${row}.id, ${nextVersion(k.kind, `${row}.id`)}, ${row}.campaign_id, ${k.reportType === 'NULL' ? 'NULL' : `${row}.report_type`}, ${row}.user_id, ${row}.user_email, ${row}.order_index, 0, ${k.raw(row)}, ${timeOf(`${row}.change_seq`)}, ${until}, ${requestOf(`${row}.change_seq`)}`;
+  `INSERT INTO past_versions (kind, id, version, campaign_id, report_type, user_id, user_email, order_index, deleted, raw, valid_from, valid_to)
+  SELECT '${k.kind}', ${row}.id, ${nextVersion(k.kind, `${row}.id`)}, ${row}.campaign_id, ${k.reportType === 'NULL' ? 'NULL' : `${row}.report_type`}, ${row}.user_id, ${row}.user_email, ${row}.order_index, 0, ${k.raw(row)}, ${timeOf(`${row}.change_seq`)}, ${until}`;
 
 /** Ends the deletion the record came back from (its first version since is `row`'s). */
 const endDeletion = (k: (typeof KINDS)[number], id: string, at: string) =>
@@ -86,13 +84,13 @@ END;`;
 
 /** A current row as the last version of its record; a deletion it came back from ends where it begins. */
 const currentOf = (k: (typeof KINDS)[number]) =>
-  `SELECT '${k.kind}' AS kind, r.id, ${nextVersion(k.kind, 'r.id')} AS version, r.campaign_id, ${k.reportType === 'NULL' ? 'NULL' : 'r.report_type'} AS report_type, r.user_id, r.user_email, r.order_index, 0 AS deleted, ${timeOf('r.change_seq')} AS valid_from, NULL AS valid_to, ${requestOf('r.change_seq')} AS request_id, ${k.raw('r')} AS raw FROM ${k.table} r`;
+  `SELECT '${k.kind}' AS kind, r.id, ${nextVersion(k.kind, 'r.id')} AS version, r.campaign_id, ${k.reportType === 'NULL' ? 'NULL' : 'r.report_type'} AS report_type, r.user_id, r.user_email, r.order_index, 0 AS deleted, ${timeOf('r.change_seq')} AS valid_from, NULL AS valid_to, NULL AS request_id, ${k.raw('r')} AS raw FROM ${k.table} r`;
 
 const reopened = (k: (typeof KINDS)[number]) =>
   `(SELECT ${timeOf('r.change_seq')} FROM ${k.table} r WHERE p.kind = '${k.kind}' AND r.id = p.id)`;
 
 export const V9 = `
-CREATE TABLE change_times (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, request_id TEXT);
+CREATE TABLE change_times (seq INTEGER PRIMARY KEY, at TEXT NOT NULL);
 INSERT INTO change_times (seq, at) SELECT seq, ${NOW} FROM change_counter;
 CREATE TABLE past_versions (
   kind TEXT NOT NULL,

@@ -1,6 +1,7 @@
 /**
  * Records as NDJSON lines, exactly once: each page is appended and fsynced, then its file's new
- * length commits with the checkpoint in the group (sinks/sink.ts). Who may touch which file: ../ndjson-file.ts.
+ * length commits with the checkpoint in the group (store/sqlite/grouped-sink.ts). Who may touch which file:
+ * store/sqlite/ndjson/file.ts.
  */
 import { lstatSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -31,7 +32,7 @@ export interface NdjsonSinkOptions {
 /** Records as NDJSON lines, exactly once; the state (checkpoints, offsets) lives in the database. */
 export class NdjsonSink extends GroupedSink {
   private readonly files = new Map<keyof typeof NDJSON_FILES, NdjsonFile>();
-  /** `<out>/_manifest.ndjson`: one line per commit that appended (../ndjson-manifest.ts). */
+  /** `<out>/_manifest.ndjson`: one line per commit that appended (store/sqlite/ndjson/manifest.ts). */
   private manifest: ManifestLines | undefined;
   private readonly offsets: NdjsonOffsets;
   private readonly index: NdjsonIndex;
@@ -57,7 +58,7 @@ export class NdjsonSink extends GroupedSink {
       );
     }
     const folder = openOutputFolder(dir);
-    // One process at a time in a folder, whatever database it writes from (../lock.ts).
+    // One process at a time in a folder, whatever database it writes from (store/sqlite/run-lock.ts).
     this.folderLock = RunLock.acquireFolder(folder);
     try {
       for (const path of gone) if (!exists(path)) dropFile(db, path);
