@@ -14,7 +14,7 @@ import type { Output } from '../ui/output.js';
 import { type ExportPlan, writeParquetRows } from './export-plan.js';
 
 /**
- * Rows into a private temporary file renamed at the end (export/file.ts), so a failed export never
+ * Rows into a private temporary file renamed at the end (core/fs/partial-file.ts), so a failed export never
  * leaves half a file where a complete one is expected; or onto stdout. Returns how many rows went
  * out (0 when the reader of stdout closed it early); throws what failed, the file discarded.
  */
