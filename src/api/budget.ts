@@ -9,7 +9,7 @@
  * requests two share a slot, so no window holds more than N. A server-side count at arrival can
  * never be exceeded by latency jitter, which a log of send times alone cannot promise.
  *
- * Cost: each slot idles for one response time per window, e.g. 10 ms per second (1%) at 20/1s.
+ * Cost: each slot idles for one response time per window (docs/performance.md).
  * A 429's Retry-After pauses everyone.
  *
  * Across processes: with a BudgetStore (core/rate.ts), a request also takes one of the key's slots

@@ -5,8 +5,8 @@
  * certificate in it). Either way the private CA is not trusted and the pull fails later with a
  * certificate error, far from the cause; this names the cause first. Only read when the variable is
  * set, and kept cheap: it runs at every start, and the variable often names the system's whole bundle
- * (/etc/ssl/certs/ca-certificates.crt, 140 certificates). Parsing each certificate again cost 50 ms a
- * start; a certificate that does not parse is the one case Node reports itself.
+ * (/etc/ssl/certs/ca-certificates.crt), and parsing each certificate again is a cost at every start
+ * (docs/performance.md); a certificate that does not parse is the one case Node reports itself.
  */
 
 import { readFileSync } from 'node:fs';

@@ -4,12 +4,10 @@
  *
  * Why: V8 puts a string of more than ~128 KB (64K characters once one of them is not Latin-1, as an
  * accented name makes it) in its large-object space, which maps fresh memory for every such string
- * and unmaps it after: on the project's VM, decoding a 182 kB session page into one string took
- * 1.6 ms against 0.24 ms for the same bytes in small strings, more than JSON.parse of it (0.6 ms).
- * A 20,000-record pull reads 200 such pages (400 kB for DETAILED). So a large body whose top level
+ * and unmaps it after: decoding a large page into one string costs more than JSON.parse of it
+ * (docs/performance.md), and a pull reads hundreds of such pages. So a large body whose top level
  * is an array, or an object with one `data` array (every page shape of the service), is cut at its
  * records: each record's bytes are decoded and parsed alone, and the envelope around them apart.
- * Paired, same process: 2.8 → 1.5 ms a session page, 6.0 → 3.2 ms a DETAILED page.
  *
  * The cut is exact, not a guess: a scan of the bytes tracks strings (with their escapes) and depth,
  * and cuts only at the array's own commas, outside any string. Every part is then parsed by
@@ -28,27 +26,27 @@ import { parseJson, parsePlain } from './json.js';
 /**
  * From these sizes a body's text would be a large object: past 131,056 one-byte characters, or
  * 65,528 two-byte ones (V8's 128 KB regular-object limit, less a string's header). Below them one
- * string is faster than a hundred (1.2-1.5× faster on a 36-127 kB page, measured).
+ * string is faster than a hundred.
  */
 const ASCII_FROM = 131_000;
 const TWO_BYTE_FROM = 65_000;
 
 /**
  * Records smaller than this on average are parsed whole: each part costs a decode and a JSON.parse
- * call of its own, so a hostile page of 5 MB of `"",` took 8.6× its whole parse cut up (a review's
- * figures), while the service's smallest records (role OVERALL) are ~440 bytes.
+ * call of its own, so a hostile page of tiny records would cost several times its whole parse cut
+ * up, while the service's smallest records (role OVERALL) are ~440 bytes.
  */
 const MIN_BYTES_PER_RECORD = 256;
 // Tried and dropped: runs of records up to 64 kB parsed as one array each (a few JSON.parse calls a
-// page instead of a hundred) measured no faster, 1.19-1.44 against 1.16-1.53 ms a session page: the
-// cost over JSON.parse of a given string is the scan, the decoding and the cursor check, not the calls.
+// page instead of a hundred) were no faster: the cost over JSON.parse of a given string is the scan,
+// the decoding and the cursor check, not the calls.
 
 /**
  * Whether a body's text would be two-byte: it holds a character past U+00FF (lead byte C4 and up),
  * or bytes F5-FF, which decode to U+FFFD. Other invalid bytes (C0, C1, a lone continuation byte) are
  * missed: such a body is parsed whole, as before, only slower than it could be. A 65-131 kB body whose
  * accents are all Latin-1 (é, ü) stays a one-byte string under the large-object limit, where one
- * string is faster (1.18 against 1.73 ms for 110 kB, measured).
+ * string is faster.
  */
 function twoByte(body: Buffer): boolean {
   for (let i = 0; i < body.length; i++) if ((body[i] as number) >= 0xc4) return true;

@@ -4,7 +4,7 @@
  * cell of a column without TEXT affinity), which is encoded byte by byte straight into the encoder's
  * buffer. No JavaScript value is made per row or per cell: better-sqlite3 makes one Buffer per batch,
  * where a row's cells (or even its one text) cost a V8 object each and a UTF-8 decode and encode
- * (measured on the bench's table: the export read as cells took 1.4x the CPU, 2.7x sqlite3 -csv's).
+ * (docs/performance.md).
  *
  * The bytes are csvLine's for the same rows, byte for byte. A batch is read again as cells, and written
  * by csvLine, when its bytes are not exactly its rows: a cell holding a separator, a blob or an

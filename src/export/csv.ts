@@ -56,8 +56,8 @@ export class Encoder {
   }
 
   /**
-   * Appends one line: built as a string and encoded with one call per row (a native call per cell
-   * cost 12% more CPU); a line bigger than the buffer goes out on its own.
+   * Appends one line: built as a string and encoded with one call per row (cheaper than a native
+   * call per cell: docs/performance.md); a line bigger than the buffer goes out on its own.
    */
   line(s: string): void {
     // UTF-8 takes at most 3 bytes per UTF-16 code unit.

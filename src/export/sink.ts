@@ -30,7 +30,7 @@ const SYNC_EVERY = 8 * CHUNK;
 /**
  * An open file descriptor, written synchronously; errors (ENOSPC, EIO) are thrown by write(). Every
  * 8 MB an fdatasync runs in the background (libuv's pool), so that the fsync before the rename
- * (core/fs/partial-file.ts) finds little left to write: measured 60 ms -> 12 ms for 48 MB. Its error, if any, is
+ * (core/fs/partial-file.ts) finds little left to write (docs/performance.md). Its error, if any, is
  * thrown by end(): the kernel reports a writeback error once per descriptor, so it must not be lost.
  */
 export class FileSink implements ByteSink {

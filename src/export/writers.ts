@@ -2,8 +2,8 @@
  * NDJSON export: one object per row, written a line at a time into the CSV encoder's 1 MB buffers
  * (csv.ts), so memory stays flat whatever the table's size; and the formula rule CSV export applies
  * to text cells. A line is built cell by cell: `JSON.stringify` of a whole row throws on its first
- * int64 (a bigint), and the catch-and-redo cost 30 µs a row (NDJSON export of 175,184 eval results
- * took 15x sqlite3 -csv's time).
+ * int64 (a bigint), and a catch-and-redo per row made NDJSON export many times slower than
+ * sqlite3 -csv (docs/performance.md).
  */
 import { parseJson, toJson } from '../core/json.js';
 import { Encoder, isFormula } from './csv.js';

@@ -1,7 +1,7 @@
 /**
  * People's order for names (status lists streams by campaign name), as `a.localeCompare(b)` gives it,
  * without paying for the locale's collation where it cannot matter: its first use loads ICU's
- * collation data, 8-15 ms of a `status` that takes ~160.
+ * collation data, a measurable share of `status` (docs/performance.md).
  *
  * Where the locale is English, C or POSIX (what ICU takes from LC_ALL, LC_MESSAGES or LANG, in that
  * order), strings of lower-case ASCII letters, digits, spaces, `-` and `/` collate as their code

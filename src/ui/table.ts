@@ -145,7 +145,7 @@ function stacked(head: string[], cells: string[][], width: number): string {
 
 /**
  * `12,345`: en-US digit grouping. Integers are grouped by hand: the first `toLocaleString` of a
- * process loads ICU's number formatting, 15-90 ms, more than all of `status`.
+ * process loads ICU's number formatting, which costs more than the rest of `status` (docs/performance.md).
  */
 export function formatCount(n: number | bigint): string {
   if (typeof n === 'number' && !(Number.isInteger(n) && Math.abs(n) < 1e21)) return n.toLocaleString('en-US');

@@ -4,8 +4,7 @@
  * with a jsonb column (a record's `raw`) takes its rows as one jsonb parameter, an array of rows each
  * an array of cells, read back with `jsonb_array_elements`: a record's JSON text is written into it as
  * it is, `[text]`, where one array literal per column cost the driver an escaping pass over every
- * `raw` and the server an unescaping one (for OVERALL pages, 35% of the sink's own CPU and 10% of the
- * server's). eval_results, short text cells only, keeps one array per column through `unnest`, which
+ * `raw` and the server an unescaping one (docs/performance.md). eval_results, short text cells only, keeps one array per column through `unnest`, which
  * costs both sides less there. Values keep the SQLite mapping; only the column types differ
  * (schema.ts), and times that are not date-times with a zone become NULL (raw keeps them).
  */

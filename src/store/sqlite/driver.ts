@@ -1,7 +1,7 @@
 /**
  * better-sqlite3's class, loaded with require: the package is CommonJS, and importing it from an ES
- * module makes Node start its CommonJS export lexer (WebAssembly) to find named exports, about 10 ms
- * of the start of every command that opens a database, for a package whose one export is the class.
+ * module makes Node start its CommonJS export lexer (WebAssembly) to find named exports, a cost at
+ * the start of every command that opens a database (docs/performance.md), for a package whose one export is the class.
  *
  * Which release: 12 on Node 20, 13 (installed as `better-sqlite3-v13`) from Node 22 on. 12 wraps its
  * objects in `node::ObjectWrap`, whose Node 24 destructor aborts the process when a statement is

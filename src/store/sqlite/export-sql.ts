@@ -199,8 +199,7 @@ function batchQuery(
   // (deleted rows, a rowid near 2^63) costs what it holds, not what it spans. A subquery with a LIMIT
   // is never flattened into an aggregate: it runs as a co-routine whose rows group_concat() takes in
   // the order it yields them, the rowid order of the table's B-tree. group_concat(... ORDER BY id)
-  // would say so in SQL, but sorts every batch again in a temp B-tree: +50% of the query's CPU on the
-  // bench's table. The plan is pinned by test/component/export/ranges.test.ts, the bytes by every export test.
+  // would say so in SQL, but sorts every batch again in a temp B-tree (docs/performance.md). The plan is pinned by test/component/export/ranges.test.ts, the bytes by every export test.
   const rows = `SELECT ${row} AS r, t.${rowid} AS id FROM ${spec.table} t WHERE ${conditions} ORDER BY t.${rowid} LIMIT ?`;
   return {
     sql: `SELECT CAST(group_concat(r, char(30)) AS BLOB), count(*), max(id) FROM (${rows})`,

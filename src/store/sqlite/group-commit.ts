@@ -32,7 +32,7 @@ export interface GroupLimits {
 }
 
 // 5,000 records: each commit rewrites the scattered pages of the UUID key and the analysts' indexes
-// (schema 5); fewer, larger commits measured 7-10% less pull CPU than 1,000 (bench, paired ratios).
+// (schema 5); fewer, larger commits cost a pull less CPU (docs/performance.md).
 const DEFAULT_GROUP: GroupLimits = { records: 5000, bytes: 8 * 1024 * 1024, ms: 1000 };
 
 /**

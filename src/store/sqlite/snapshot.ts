@@ -47,8 +47,7 @@ export class RangeReader {
   begin(): void {
     // A range is read once, front to back: pages are not read again, so SQLite's page cache only has
     // to hold a B-tree path. better-sqlite3's default (16 MB) was filled page by page regardless, each
-    // a fresh page of memory: 2 MB made the bench's export 3-14% faster (fewer page faults; two VMs,
-    // paired runs) and its peak RSS 30 MB smaller.
+    // a fresh page of memory: 2 MB makes export faster and smaller (docs/performance.md).
     this.db.pragma(`cache_size = ${READ_CACHE_KIB}`);
     this.db.exec('BEGIN');
     this.open = true;

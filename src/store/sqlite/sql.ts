@@ -5,8 +5,8 @@ import { COLUMNS, type Table } from '../model/rows.js';
 
 /*
  * The key goes last in every statement below, so one row of store/model/rows.ts (its values, then its key)
- * binds the insert and the update alike. Rows are bound as spread arguments: measured faster than
- * binding one array with better-sqlite3 12.
+ * binds the insert and the update alike. Rows are bound as spread arguments, faster than binding
+ * one array with better-sqlite3 12 (docs/performance.md).
  */
 export const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(', ');
 
