@@ -108,8 +108,31 @@ export interface MirrorTarget {
  */
 export type MirrorPlace = { kind: 'sqlite'; db: string } | { kind: 'ndjson'; out: string; db: string } | { kind: 'pg'; name: string };
 
+/**
+ * What a backend can do: each declares one constant (store/sqlite/backend.ts, store/pg/backend.ts), and
+ * the SQLite one per destination, since an NDJSON destination (records in files, their sync state in the
+ * database) lacks what reads records from tables.
+ */
+export interface BackendCapabilities {
+  /**
+   * Several workers may sync the mirror at once: the pass takes each stream by a lease (PageSink.leases)
+   * and watch plans by the times they share (JobStore.fleetTimes).
+   */
+  readonly fleet: boolean;
+  /** The request budget's slots are kept in the mirror's database, shared by every host (JobStore.budgetSlots); else in the user's state folder. */
+  readonly sharedBudget: boolean;
+  /** `export` reads the records from the mirror's tables. */
+  readonly export: boolean;
+  /** The records are rows of tables a SQL query reads. */
+  readonly sql: boolean;
+  /** Each result's versions are kept (result_versions), for `history` and `export --as-of`. */
+  readonly versions: boolean;
+}
+
 /** A mirror opened for a pull or watch: locked, with its sink and checkpoints. */
 export interface JobStore {
+  /** What the destination it opened can do (an NDJSON folder's, or the mirror's tables'). */
+  readonly capabilities: BackendCapabilities;
   readonly place: MirrorPlace;
   /** The destination the database remembered and fed again, when nothing else chose one. */
   readonly remembered?: Destination | undefined;
