@@ -274,6 +274,11 @@ export class PgSink implements PageSink {
     await this.guard(() => driftGone(this.db, id.key, items, at));
   }
 
+  /** Nothing local to move: the server keeps the mirror. */
+  moved(): undefined {
+    return undefined;
+  }
+
   /** Every page committed on its own: only the pages under way are waited for. */
   async flush(): Promise<void> {
     for (const queue of this.queues.values()) await queue.idle();

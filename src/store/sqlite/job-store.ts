@@ -72,6 +72,10 @@ export async function openSqliteJobStore(
       streams: async () => state.all(),
       campaignNames: async () => new Campaigns(opened).names(),
       driftKnown: async (stream) => drift.known(stream),
+      // No fleet: one process syncs the file under its run lock, and shares no times.
+      fleetTimes: async () => ({ now: currentClock().now(), checked: new Map(), workers: 1 }),
+      // The budget's slots are in the user's state folder (app/client.ts), not in the mirror.
+      budgetSlots: () => undefined,
       notified: async () => state.notified(),
       setNotified: async (stream, value) => state.setNotified(stream, value),
       async verify() {
