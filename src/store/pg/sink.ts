@@ -36,7 +36,7 @@ export class PgSink implements PageSink {
   constructor(
     private readonly db: PgDatabase,
     private readonly state: PgCheckpoints,
-    /** The stream leases; public for the pass (Sink.leases). */
+    /** The stream leases; public as PageSink.leases, which the job hands the pass on a fleet's mirror. */
     readonly leases: PgLeases,
     /** Where the sink's warnings go (a record with U+0000 or a lone surrogate); none: dropped. */
     private readonly warn: (text: string) => void = () => {},
