@@ -26,8 +26,8 @@ export interface ClientHooks {
   /** Tests pass a MockAgent. */
   dispatcher?: Dispatcher;
   events?: RunEvents | undefined;
-  /** The slots of a PostgreSQL mirror (store/pg/job-store.ts), for a key's digest: shared by every host. Default: the user's file. */
-  budgetSlots?: ((key: string, timeoutMs: number) => BudgetStore) | undefined;
+  /** The slots of a PostgreSQL mirror (store/pg/job-store.ts), for a key's digest: shared by every host. Default (or none given back): the user's file. */
+  budgetSlots?: ((key: string, timeoutMs: number) => BudgetStore | undefined) | undefined;
 }
 
 /** The budget's key for a service and an API key; the key itself cannot be recovered from it. */

@@ -12,9 +12,9 @@ import type { RunEvents } from '../core/events.js';
 import { currentClock } from '../core/io.js';
 import type { JobStore } from '../store/port.js';
 import { DriftTracker } from '../sync/drift.js';
-import { type PassOptions, type PassResult, runPass } from '../sync/pass.js';
+import { type PassDeps, type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { type ReconcileResult, reconcile } from '../sync/reconcile.js';
-import type { DateWindow, StreamDeps } from '../sync/stream.js';
+import type { DateWindow } from '../sync/stream.js';
 import { createClient } from './client.js';
 import { mirrorOf } from './factory.js';
 import type { Notifier } from './notify.js';
@@ -96,7 +96,9 @@ export class SyncJob {
       retention: settings.retention,
     });
     try {
-      const client = createClient(config, { signal, events: hooks.events, budgetSlots: store.budgetSlots });
+      // Slots in the mirror's database where it keeps them for every host; else the user's file.
+      const budgetSlots = store.capabilities.sharedBudget ? store.budgetSlots : undefined;
+      const client = createClient(config, { signal, events: hooks.events, budgetSlots });
       let alerts: NotifyChoice | undefined;
       if (settings.notify !== undefined) {
         const { Notifier } = await import('./notify.js');
@@ -124,14 +126,16 @@ export class SyncJob {
     return this.settings.api.rate;
   }
 
-  private deps(): StreamDeps {
+  private deps(): PassDeps {
     return {
       client: this.client,
       sink: this.store.sink,
       state: this.store.cursors,
       signal: this.signal,
       events: this.hooks.events,
-      drift: this.store.driftKnown && new DriftTracker(this.store.driftKnown, this.settings.contract),
+      drift: new DriftTracker(this.store.driftKnown, this.settings.contract),
+      // A fleet's mirror: the pass takes each stream by a lease; a lone worker's run lock already holds them all.
+      leases: this.store.capabilities.fleet ? this.store.sink.leases : undefined,
     };
   }
 

@@ -30,7 +30,9 @@ export async function exportAsOf(
     const rows = async function* () {
       for await (const row of found.rows) yield pick.map((i) => row[i]);
     };
-    await writeExport(plan, { columns, types: columns.map((c) => DECLARED[c] ?? null), rows }, out, stdout, signal);
+    // Versions are read row by row: no row-id ranges.
+    const ranges = () => undefined;
+    await writeExport(plan, { columns, types: columns.map((c) => DECLARED[c] ?? null), rows, ranges }, out, stdout, signal);
     return 0;
   } catch (err) {
     if (isAbort(err) && signal?.aborted) throw new ExportInterrupted(plan.target);

@@ -44,7 +44,7 @@ export async function writeExport(
       const sink: ByteSink = fileSink ?? new StreamSink(stdout, false, signal);
       if (plan.format === 'csv') {
         // A table with a row id in SQLite: batches of rows joined into bytes (export/csv-table.ts); else row by row.
-        const ranges = found.ranges?.();
+        const ranges = found.ranges();
         rows =
           ranges === undefined
             ? await writeCsv(found.columns, each(), sink, { raw: plan.rawCsv, signal })

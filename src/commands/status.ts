@@ -58,8 +58,8 @@ async function show(settings: StatusSettings, out: Output): Promise<number> {
     const rows = (await mirror.streams()).sort(
       (a, b) => compareNames(nameOf(a.campaign_id), nameOf(b.campaign_id)) || compareNames(a.stream, b.stream),
     );
-    // A PostgreSQL mirror synced by a fleet: who syncs what, on the database's clock.
-    const fleet = await mirror.fleet?.();
+    // A PostgreSQL mirror synced by a fleet: who syncs what, on the database's clock (none elsewhere).
+    const fleet = await mirror.fleet();
     if (settings.check) {
       const health = assessHealth(rows, now, maxAge);
       const label = (r: (typeof rows)[number]) => `${nameOf(r.campaign_id)} (${r.endpoint}${r.report_type ? ` ${r.report_type}` : ''})`;
@@ -90,7 +90,7 @@ async function show(settings: StatusSettings, out: Output): Promise<number> {
     const skipped = await mirror.skipped();
     const holder = await mirror.holder();
     // Each change is reported once, by the first status that reads it.
-    const drift = (await mirror.takeDrift?.()) ?? { changes: [] };
+    const drift = await mirror.takeDrift();
     if (drift.unmarked !== undefined)
       out.warn(`drift could not be marked reported (${showText(drift.unmarked)}): the next status reports it again`);
     out.document({

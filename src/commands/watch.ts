@@ -122,8 +122,8 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
         // committing more into a file nobody will find; a moved database is made complete first.
         await session.verify();
         const lookback = session.lookbackMs !== undefined && startedAt - lastLookback >= lookbackEvery;
-        // On a PostgreSQL mirror, perhaps one of a fleet: the times every worker shares, on the database's clock.
-        const fleet = await session.store.fleetTimes?.();
+        // On a mirror a fleet may sync (PostgreSQL): the times every worker shares, on the database's clock.
+        const fleet = session.store.capabilities.fleet ? await session.store.fleetTimes() : undefined;
         // More streams than the interval's budget: check the due, then the active, then the oldest.
         const select = (planned: PlannedStream[]) => {
           checkStaleness(planned.length);

@@ -65,7 +65,7 @@ export interface PageSink {
    */
   settle(id: StreamId): Promise<UpsertCounts>;
   /** Marks the paths and values a full read of the stream no longer carried (sync/drift.ts). */
-  driftGone?(id: StreamId, items: KnownDrift[], at: string): Promise<void>;
+  driftGone(id: StreamId, items: KnownDrift[], at: string): Promise<void>;
   /** The ids of the records this destination holds for a stream (reconcile). */
   storedIds(id: StreamId): Promise<string[]>;
   /**
@@ -84,14 +84,17 @@ export interface PageSink {
   /** Flushes and releases files; the database stays open. After a storage failure, only releases. */
   close(): Promise<void>;
   /**
-   * Optional: a line saying which of the sink's own files or folders is no longer where it was
-   * opened (moved or removed while the process ran), or undefined while all are in place.
+   * A line saying which of the sink's own files or folders is no longer where it was opened (moved or
+   * removed while the process ran); undefined while all are in place, or when it keeps none (only NDJSON's does).
    */
-  moved?(): string | undefined;
+  moved(): string | undefined;
   /** The storage failure that stopped this sink's writes, if one did. */
   readonly failure: StorageError | undefined;
-  /** Optional: the stream leases of a mirror several workers sync (PostgreSQL); the pass takes each stream by one. */
-  readonly leases?: StreamLeases | undefined;
+  /**
+   * The stream leases the pass takes each stream by, on a mirror a fleet syncs (capabilities.fleet);
+   * without a fleet, a lone worker's: every stream is its own at once (its run lock keeps others out).
+   */
+  readonly leases: StreamLeases;
 }
 
 /** The database a command was given: --db's value and where it came from (--db, CAMPAIGN_SYNC_DB, a profile's key). */
@@ -108,8 +111,33 @@ export interface MirrorTarget {
  */
 export type MirrorPlace = { kind: 'sqlite'; db: string } | { kind: 'ndjson'; out: string; db: string } | { kind: 'pg'; name: string };
 
+/**
+ * What a backend can do: each declares one constant (store/sqlite/backend.ts, store/pg/backend.ts), and
+ * the SQLite one per destination, since an NDJSON destination (records in files, their sync state in the
+ * database) lacks what reads records from tables. Every member of the port is required: a backend
+ * without a capability answers neutrally (an empty list, `undefined` for none, a lone worker's leases
+ * and times), and code whose path depends on a capability reads it here, never whether a member exists.
+ */
+export interface BackendCapabilities {
+  /**
+   * Several workers may sync the mirror at once: the pass takes each stream by a lease (PageSink.leases)
+   * and watch plans by the times they share (JobStore.fleetTimes).
+   */
+  readonly fleet: boolean;
+  /** The request budget's slots are kept in the mirror's database, shared by every host (JobStore.budgetSlots); else in the user's state folder. */
+  readonly sharedBudget: boolean;
+  /** `export` reads the records from the mirror's tables. */
+  readonly export: boolean;
+  /** The records are rows of tables a SQL query reads. */
+  readonly sql: boolean;
+  /** Each result's versions are kept (result_versions), for `history` and `export --as-of`. */
+  readonly versions: boolean;
+}
+
 /** A mirror opened for a pull or watch: locked, with its sink and checkpoints. */
 export interface JobStore {
+  /** What the destination it opened can do (an NDJSON folder's, or the mirror's tables'). */
+  readonly capabilities: BackendCapabilities;
   readonly place: MirrorPlace;
   /** The destination the database remembered and fed again, when nothing else chose one. */
   readonly remembered?: Destination | undefined;
@@ -131,11 +159,14 @@ export interface JobStore {
    */
   verify(): Promise<void>;
   /** What the stream's earlier passes recorded of its field paths and enumeration values (sync/drift.ts). */
-  driftKnown?: ((stream: string) => Promise<KnownDrift[]>) | undefined;
-  /** Optional: the times a fleet's workers share (PostgreSQL), for watch's scheduler. */
-  fleetTimes?: (() => Promise<FleetTimes>) | undefined;
-  /** The request budget's slots in the mirror's database, shared by every host (PostgreSQL); none: the user's file. */
-  budgetSlots?: ((key: string, timeoutMs: number) => BudgetStore) | undefined;
+  driftKnown: (stream: string) => Promise<KnownDrift[]>;
+  /**
+   * The times a fleet's workers share (capabilities.fleet), for watch's scheduler; without a fleet, a
+   * lone worker's: its own clock, nothing shared.
+   */
+  fleetTimes: () => Promise<FleetTimes>;
+  /** The request budget's slots in the mirror's database, shared by every host (capabilities.sharedBudget); undefined where it keeps none. */
+  budgetSlots: (key: string, timeoutMs: number) => BudgetStore | undefined;
   /** What the retention (StoreChoice.retention) erased as the mirror was opened, when it was due then. */
   readonly retained?: Retained | undefined;
   /** Whether the retention is due again at `now` (store/model/retention.ts): a watch then opens the mirror again, which applies it. */
@@ -179,9 +210,12 @@ export interface MirrorReader {
    * The drift not reported yet, marked reported: each change is taken once. `unmarked` says why they
    * could not be marked (a read-only file), when they will be reported again.
    */
-  takeDrift?(): Promise<{ changes: DriftChange[]; unmarked?: string | undefined }>;
-  /** Optional: the workers syncing the mirror together and their leases (PostgreSQL). */
-  fleet?(): Promise<FleetStatus | undefined>;
+  takeDrift(): Promise<{ changes: DriftChange[]; unmarked?: string | undefined }>;
+  /**
+   * The workers syncing the mirror together and their leases; undefined for none: a backend without a
+   * fleet (capabilities.fleet), or a PostgreSQL mirror of a schema from before the leases.
+   */
+  fleet(): Promise<FleetStatus | undefined>;
   close(): Promise<void>;
 }
 
@@ -271,8 +305,11 @@ export interface ExportRows {
   /** Each column's type as the database declares it (for Parquet's column types: export/parquet.ts parquetKind). */
   types: Array<string | null>;
   rows(): Rows;
-  /** The same rows by row-id range with which cells carry their type, where the backend has them (SQLite, a table with a row id). */
-  ranges?: (() => { reader: RowRanges; batch?: { typed: boolean[] } | undefined }) | undefined;
+  /**
+   * The same rows by row-id range with which cells carry their type, where the backend has them (SQLite,
+   * a table with a row id); undefined for none.
+   */
+  ranges: () => { reader: RowRanges; batch?: { typed: boolean[] } | undefined } | undefined;
 }
 
 /** A result reconcile --prune deleted: a tombstone of --since-last. */

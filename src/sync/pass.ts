@@ -4,7 +4,7 @@
  * error (401, a storage failure, a bug) stops every stream; the pass waits for them all before it
  * returns or throws. It reports outcomes; the exit code is errors.ts's `exitCodeForPass`.
  *
- * On a mirror several workers sync (the sink's `leases`: PostgreSQL), each stream is taken by a lease
+ * On a mirror several workers sync (`deps.leases`: PostgreSQL's), each stream is taken by a lease
  * first and given back when done. A stream another worker holds is not fought over: the pass syncs
  * the free ones, then asks again for the busy ones until it takes each, or finds that a sync of it
  * which began after this pass did has completed (it is then not synced twice).
@@ -14,6 +14,7 @@ import { sleep } from '../core/clock.js';
 import type { PassProgress } from '../core/events.js';
 import type { Endpoint } from '../core/types.js';
 import { ApiError, AuthError, NothingSynced } from '../errors.js';
+import type { StreamLeases } from '../store/model/stream-leases.js';
 import { type PlannedStream, planStreams, type SkippedCampaign, selectCampaigns } from './plan.js';
 import {
   type DateWindow,
@@ -45,7 +46,13 @@ export interface PassOptions extends StreamOptions {
   select?: ((planned: PlannedStream[]) => PlannedStream[]) | undefined;
 }
 
-export type PassDeps = StreamDeps;
+export interface PassDeps extends StreamDeps {
+  /**
+   * The stream leases of a mirror a fleet syncs (given when its capabilities say `fleet`: app/sync-job.ts);
+   * none: this process syncs it alone, under its run lock.
+   */
+  leases?: StreamLeases | undefined;
+}
 
 export interface PassResult {
   streams: StreamResult[];
@@ -117,7 +124,7 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
   const results: StreamResult[] = new Array(planned.length);
   let fatal: unknown;
   let next = 0;
-  const leases = deps.sink.leases;
+  const leases = deps.leases;
   const passStart = leases === undefined || planned.length === 0 ? '' : await leases.begin();
   // Streams another worker held when asked, and how many of them are being asked for again now.
   const busy: number[] = [];

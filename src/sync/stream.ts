@@ -355,7 +355,7 @@ export async function syncStream(
     // Only a read of the whole stream (--full, or after a reset) can say that something disappeared.
     if (drift !== undefined && from === undefined && !backfill && result.records > 0) {
       const gone = drift.gone();
-      if (gone.length > 0) await deps.sink.driftGone?.(id, gone, new Date().toISOString());
+      if (gone.length > 0) await deps.sink.driftGone(id, gone, new Date().toISOString());
     }
     if (opts.lookback && !backfill && !opts.full) {
       result.lookback = emptyCounts();

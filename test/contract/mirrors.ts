@@ -22,9 +22,10 @@
  *     });
  *
  * inside the `describe.each(MIRRORS)` of a file under test/contract/ (a new file for a new feature
- * keeps merges apart). A kind that lacks a feature says so in `LACKS` below, with one line of why
- * ('versions': NDJSON has no result_versions table); `unsupported()` then skips the case there. What
- * every kind reads back differently for a new feature goes in `Mirror` as a new method.
+ * keeps merges apart). A case names the capability it needs (src/store/port.ts BackendCapabilities);
+ * `unsupported()` skips it, saying why, on a kind whose backend declares it lacks that capability
+ * (store/sqlite/backend.ts SQLITE_CAPABILITIES, store/pg/backend.ts PG_CAPABILITIES). What every
+ * kind reads back differently for a new feature goes in `Mirror` as a new method.
  *
  * PostgreSQL: every PostgreSQL mirror is a fresh schema of the run's private server
  * (test/pg-global-setup.ts); without one the kind is skipped with one line, and under CI=true its
@@ -35,6 +36,9 @@ import { join } from 'node:path';
 import { expect, type TestContext } from 'vitest';
 import { parseJson } from '../../src/core/json.js';
 import type { RunningSimulator } from '../../src/simulator/server.js';
+import { PG_CAPABILITIES } from '../../src/store/pg/backend.js';
+import type { BackendCapabilities } from '../../src/store/port.js';
+import { SQLITE_CAPABILITIES } from '../../src/store/sqlite/backend.js';
 import { Database } from '../../src/store/sqlite/driver.js';
 import { type CliResult, get, tempDir } from '../helpers/index.js';
 import { freshSchema, PG_URL, pgClient } from '../helpers/pg.js';
@@ -45,29 +49,37 @@ export type MirrorKind = 'sqlite' | 'ndjson' | 'postgres';
 /** Every kind, in the order cases run: `describe.each(MIRRORS)`. */
 export const MIRRORS: MirrorKind[] = ['sqlite', 'ndjson', 'postgres'];
 
-/** Features some kinds lack, each with the reason (a case names the feature it needs). */
-const LACKS: Partial<Record<MirrorKind, Record<string, string>>> = {
-  ndjson: {
-    // export reads the database's tables; an NDJSON pull keeps only its state there.
-    export: 'the records live in the NDJSON files, which are the export',
-    sql: 'its records are lines of files, not rows of tables',
-    versions: 'it has no result_versions table: its files, a line per change, are the history',
-  },
+/** A capability a case may need: a flag of BackendCapabilities. */
+export type Feature = keyof BackendCapabilities;
+
+/** Each kind's capabilities as its backend declares them (NDJSON: the SQLite backend feeding files). */
+const CAPABILITIES: Record<MirrorKind, BackendCapabilities> = {
+  sqlite: SQLITE_CAPABILITIES.sqlite,
+  ndjson: SQLITE_CAPABILITIES.ndjson,
+  postgres: PG_CAPABILITIES,
+};
+
+/** What each capability is, for the line a skipped case prints ("… declare no <this>"). */
+const MEANS: Record<Feature, string> = {
+  fleet: 'fleet of workers syncing one mirror by stream leases',
+  sharedBudget: "request budget's slots in the mirror's database, shared by every host",
+  export: "export of the records from the mirror's tables",
+  sql: 'tables of records for a SQL query',
+  versions: "result_versions (each result's versions, for history and export --as-of)",
 };
 
 /**
- * True (and the test skipped, saying why) when `kind` lacks `feature`; a case returns at once then.
- * PostgreSQL without a server: skipped elsewhere, failed under CI=true.
+ * True (and the test skipped, saying why) when `kind`'s capabilities lack `feature`; a case returns at
+ * once then. PostgreSQL without a server: skipped elsewhere, failed under CI=true.
  */
-export function unsupported(kind: MirrorKind, feature: string | undefined, ctx: TestContext): boolean {
+export function unsupported(kind: MirrorKind, feature: Feature | undefined, ctx: TestContext): boolean {
   if (kind === 'postgres' && !PG_URL) {
     if (process.env.CI === 'true') throw new Error('no PostgreSQL server for the tests (CAMPAIGN_SYNC_TEST_PG_URL is not set)');
     ctx.skip();
     return true;
   }
-  const why = feature === undefined ? undefined : LACKS[kind]?.[feature];
-  if (why === undefined) return false;
-  ctx.skip(`${kind} has no ${feature}: ${why}`);
+  if (feature === undefined || CAPABILITIES[kind][feature]) return false;
+  ctx.skip(`${kind} has no ${feature}: its backend's capabilities declare no ${MEANS[feature]}`);
   return true;
 }
 
@@ -97,7 +109,7 @@ export interface Mirror {
   strays(): Promise<number>;
   /** Whether any value the mirror stores holds `text` (any case): records, state, errors, files. */
   holds(text: string): Promise<boolean>;
-  /** The rows of a query of the mirror's tables (a kind that lacks 'sql' throws: see `unsupported`). */
+  /** The rows of a query of the mirror's tables (a kind without the 'sql' capability throws: see `unsupported`). */
   sql(text: string): Promise<Array<Record<string, unknown>>>;
   /** The rows of a query of the tables that keep the sync's state (checkpoints, quarantine, drift): NDJSON's in its SQLite file. */
   state(text: string): Promise<Array<Record<string, unknown>>>;
@@ -222,7 +234,7 @@ function ndjsonMirror(): Mirror {
     // A line holds its record whole: nothing can be left without its parent.
     strays: async () => 0,
     sql: async () => {
-      throw new Error(`an NDJSON mirror has no tables: ${LACKS.ndjson?.sql}`);
+      throw new Error('an NDJSON mirror has no tables: its records are lines of files (see `unsupported`)');
     },
     state: async (text) => sqliteAll(path, text),
     holds: async (text) => {

@@ -114,10 +114,13 @@ export function withCommitPage(sink: PageSink, commitPage: PageSink['commitPage'
     prune: (id, ids, at) => sink.prune(id, ids, at),
     openStream: (id) => sink.openStream(id),
     endStream: (id, error, at) => sink.endStream(id, error, at),
+    driftGone: (id, items, at) => sink.driftGone(id, items, at),
     flush: () => sink.flush(),
     close: () => sink.close(),
+    moved: () => sink.moved(),
     get failure() {
       return sink.failure;
     },
+    leases: sink.leases,
   };
 }

@@ -1,5 +1,5 @@
 /** The Mirror port (store/port.ts) over a PostgreSQL team mirror; loaded only for a postgres:// --db. */
-import type { MirrorBackend } from '../port.js';
+import type { BackendCapabilities, MirrorBackend } from '../port.js';
 import { upsertCampaigns } from './campaigns.js';
 import { openPgCheckpointAdmin } from './checkpoint-admin.js';
 import { PgDatabase } from './database.js';
@@ -8,8 +8,14 @@ import { openPgJobStore } from './job-store.js';
 import { dropQuarantine, listQuarantine } from './quarantine.js';
 import { openPgReader } from './reader.js';
 
+/**
+ * What a PostgreSQL team mirror can do: a fleet of workers taking streams by lease, the request
+ * budget's slots in the database for every host, and the tables SQLite has (it has no NDJSON destination).
+ */
+export const PG_CAPABILITIES: BackendCapabilities = { fleet: true, sharedBudget: true, export: true, sql: true, versions: true };
+
 export const pgBackend: MirrorBackend = {
-  openJobStore: openPgJobStore,
+  openJobStore: (c) => openPgJobStore(c, PG_CAPABILITIES),
   openReader: (t) => openPgReader(t),
   openCheckpointAdmin: openPgCheckpointAdmin,
   openEraser: openPgEraser,

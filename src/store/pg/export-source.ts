@@ -35,6 +35,8 @@ export async function openPgExport(t: MirrorTarget, opts: { forChanges: boolean 
         rows: async function* () {
           for await (const row of found.rows) yield Object.values(row);
         },
+        // Streamed from a server-side cursor: no row-id ranges.
+        ranges: () => undefined,
       };
     },
     async changes(consumer, name, choose) {

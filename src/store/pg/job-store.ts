@@ -2,7 +2,7 @@
 import { currentClock } from '../../core/io.js';
 import { UsageError } from '../../errors.js';
 import { retentionDue } from '../model/retention.js';
-import type { JobStore, StoreChoice } from '../port.js';
+import type { BackendCapabilities, JobStore, StoreChoice } from '../port.js';
 import { PgBudgetSlots } from './budget-slots.js';
 import { campaignNames } from './campaigns.js';
 import { knownDrift } from './drift.js';
@@ -18,7 +18,8 @@ function urlPassword(url: string): string | undefined {
   }
 }
 
-export async function openPgJobStore(c: StoreChoice): Promise<JobStore> {
+/** Opens the mirror for a pull or watch; `capabilities` are the backend's (store/pg/backend.ts). */
+export async function openPgJobStore(c: StoreChoice, capabilities: BackendCapabilities): Promise<JobStore> {
   const { path, where, pgSchema } = c.target;
   if (c.format === 'ndjson')
     throw new UsageError(
@@ -34,6 +35,7 @@ export async function openPgJobStore(c: StoreChoice): Promise<JobStore> {
   }
   const { ranAt } = retention;
   return {
+    capabilities,
     retained: retention.retained,
     retentionDue: (now) => c.retention !== undefined && retentionDue(ranAt, now),
     place: { kind: 'pg', name: m.db.name },

@@ -36,7 +36,7 @@ export class PgSink implements PageSink {
   constructor(
     private readonly db: PgDatabase,
     private readonly state: PgCheckpoints,
-    /** The stream leases; public for the pass (Sink.leases). */
+    /** The stream leases; public as PageSink.leases, which the job hands the pass on a fleet's mirror. */
     readonly leases: PgLeases,
     /** Where the sink's warnings go (a record with U+0000 or a lone surrogate); none: dropped. */
     private readonly warn: (text: string) => void = () => {},
@@ -272,6 +272,11 @@ export class PgSink implements PageSink {
 
   async driftGone(id: StreamId, items: KnownDrift[], at: string): Promise<void> {
     await this.guard(() => driftGone(this.db, id.key, items, at));
+  }
+
+  /** Nothing local to move: the server keeps the mirror. */
+  moved(): undefined {
+    return undefined;
   }
 
   /** Every page committed on its own: only the pages under way are waited for. */

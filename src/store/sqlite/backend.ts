@@ -1,6 +1,7 @@
 /** The Mirror port (store/port.ts) over a SQLite file; erasure's code is loaded only for `forget`, export's only for `export`. */
 
-import type { MirrorBackend } from '../port.js';
+import type { Destination } from '../../core/types.js';
+import type { BackendCapabilities, MirrorBackend } from '../port.js';
 import { Campaigns } from './campaigns.js';
 import { openSqliteCheckpointAdmin } from './checkpoint-admin.js';
 import { openDatabase } from './db.js';
@@ -9,8 +10,18 @@ import { sqliteOwnFiles } from './own-files.js';
 import { SqliteQuarantine } from './quarantine.js';
 import { openSqliteReader } from './reader.js';
 
+/**
+ * What a SQLite file can do, by the destination a pull feeds: one host (the run lock), the budget's
+ * slots in the user's state folder; an NDJSON folder's records are lines of its files (the files are
+ * the export and, a line per change, the history), so nothing reads them as tables.
+ */
+export const SQLITE_CAPABILITIES: Readonly<Record<Destination['kind'], BackendCapabilities>> = {
+  sqlite: { fleet: false, sharedBudget: false, export: true, sql: true, versions: true },
+  ndjson: { fleet: false, sharedBudget: false, export: false, sql: false, versions: false },
+};
+
 export const sqliteBackend: MirrorBackend = {
-  openJobStore: openSqliteJobStore,
+  openJobStore: (c) => openSqliteJobStore(c, SQLITE_CAPABILITIES),
   openReader: openSqliteReader,
   openCheckpointAdmin: openSqliteCheckpointAdmin,
   openEraser: async (t) => (await import('./eraser.js')).openSqliteEraser(t),

@@ -58,17 +58,15 @@ export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: bool
       columns: described.map((c) => c.name),
       types: described.map((c) => c.type),
       rows: () => track(stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>),
-      // Columns named rowid, _rowid_ and oid all hide the row id that ranges are read by: none then.
-      ranges:
-        rowid === null
-          ? undefined
-          : () => {
-              // Rows joined into bytes by SQLite a batch at a time where its text is UTF-8: in a UTF-16
-              // database concat() would read a blob's bytes as UTF-16.
-              const bytes = db.pragma('encoding', { simple: true }) === 'UTF-8';
-              const ranged = exportRangeQuery(q.table, filter, bytes ? described : undefined);
-              return { reader: new RangeReader(db, ranged.sql, ranged.params, ranged.batch?.sql), batch: ranged.batch };
-            },
+      ranges: () => {
+        // Columns named rowid, _rowid_ and oid all hide the row id that ranges are read by: none then.
+        if (rowid === null) return undefined;
+        // Rows joined into bytes by SQLite a batch at a time where its text is UTF-8: in a UTF-16
+        // database concat() would read a blob's bytes as UTF-16.
+        const bytes = db.pragma('encoding', { simple: true }) === 'UTF-8';
+        const ranged = exportRangeQuery(q.table, filter, bytes ? described : undefined);
+        return { reader: new RangeReader(db, ranged.sql, ranged.params, ranged.batch?.sql), batch: ranged.batch };
+      },
     };
   }
 

@@ -12,6 +12,7 @@ import type { KnownDrift } from '../../core/drift.js';
 import type { Redacted } from '../../core/redact.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import type { StorageError } from '../../errors.js';
+import type { StreamLeases } from '../model/stream-leases.js';
 import type { PageExtras, PageSink } from '../port.js';
 import { Campaigns } from './campaigns.js';
 import type { SqliteCheckpoints } from './checkpoints.js';
@@ -21,12 +22,24 @@ import { GroupCommit, type GroupLimits } from './group-commit.js';
 import { SqliteQuarantine } from './quarantine.js';
 import type { UpsertCounts } from './upserts.js';
 
+/**
+ * A lone worker's leases (a SQLite mirror has no fleet: capabilities.fleet): its run lock keeps every
+ * other process out, so each stream is its own at once.
+ */
+const LONE_WORKER: StreamLeases = {
+  begin: async () => '',
+  claim: async () => 'taken',
+  release: async () => {},
+  retryMs: 0,
+};
+
 /** What both sinks share: the group every write goes through, and the stream rows. */
 export abstract class GroupedSink implements PageSink {
   protected readonly group: GroupCommit;
   protected readonly campaignRows: Campaigns;
   protected readonly quarantine: SqliteQuarantine;
   protected readonly drift: DriftLedger;
+  readonly leases: StreamLeases = LONE_WORKER;
 
   constructor(
     db: Db,
@@ -64,6 +77,11 @@ export abstract class GroupedSink implements PageSink {
 
   async driftGone(id: StreamId, items: KnownDrift[], at: string): Promise<void> {
     this.group.write(() => this.drift.gone(id.key, items, at), 0, 0);
+  }
+
+  /** The SQLite sink keeps no files of its own (the database is store/sqlite/mirror-guard.ts's). */
+  moved(): string | undefined {
+    return undefined;
   }
 
   async flush(): Promise<void> {

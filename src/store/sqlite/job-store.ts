@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { currentClock } from '../../core/io.js';
 import type { Destination } from '../../core/types.js';
 import { retentionDue } from '../model/retention.js';
-import type { JobStore, Retained, StoreChoice } from '../port.js';
+import type { BackendCapabilities, JobStore, Retained, StoreChoice } from '../port.js';
 import { Campaigns } from './campaigns.js';
 import { SqliteCheckpoints } from './checkpoints.js';
 import { type Db, openDatabase } from './db.js';
@@ -12,7 +12,11 @@ import { MirrorGuard } from './mirror-guard.js';
 import { RunLock } from './run-lock.js';
 import { SqliteSink } from './sink.js';
 
-export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
+/** Opens the mirror for a pull or watch; `capabilities` are the backend's, by destination (store/sqlite/backend.ts). */
+export async function openSqliteJobStore(
+  c: StoreChoice,
+  capabilities: Readonly<Record<Destination['kind'], BackendCapabilities>>,
+): Promise<JobStore> {
   const path = c.target.path;
   const lock = RunLock.acquire(path);
   let db: Db | undefined;
@@ -57,6 +61,7 @@ export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
     const guard = new MirrorGuard(db, path, sink);
     const drift = new DriftLedger(db);
     return {
+      capabilities: capabilities[destination.kind],
       remembered,
       retained,
       retentionDue: (now) => c.retention !== undefined && retentionDue(ranAt, now),
@@ -67,6 +72,10 @@ export async function openSqliteJobStore(c: StoreChoice): Promise<JobStore> {
       streams: async () => state.all(),
       campaignNames: async () => new Campaigns(opened).names(),
       driftKnown: async (stream) => drift.known(stream),
+      // No fleet: one process syncs the file under its run lock, and shares no times.
+      fleetTimes: async () => ({ now: currentClock().now(), checked: new Map(), workers: 1 }),
+      // The budget's slots are in the user's state folder (app/client.ts), not in the mirror.
+      budgetSlots: () => undefined,
       notified: async () => state.notified(),
       setNotified: async (stream, value) => state.setNotified(stream, value),
       async verify() {

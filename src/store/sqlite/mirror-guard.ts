@@ -130,7 +130,7 @@ export class MirrorGuard {
   }
 
   private checkSink(): StorageError | undefined {
-    const problem = this.sink.moved?.();
+    const problem = this.sink.moved();
     return problem === undefined ? undefined : new StorageError(problem);
   }
 

@@ -16,6 +16,8 @@ export async function openSqliteReader(t: MirrorTarget, opts: { emptyHasNoStream
       campaignNames: async () => new Map(),
       skipped: async () => [],
       holder: async () => lockHolder(dbPath),
+      takeDrift: async () => ({ changes: [] }),
+      fleet: async () => undefined,
       close: async () => {},
     };
   }
@@ -42,6 +44,8 @@ export async function openSqliteReader(t: MirrorTarget, opts: { emptyHasNoStream
         return { changes, unmarked: (err as Error).message };
       }
     },
+    // One process syncs a SQLite file, under its run lock: no fleet.
+    fleet: async () => undefined,
     close: async () => {
       db.close();
     },

@@ -277,7 +277,7 @@ export class NdjsonSink extends GroupedSink {
    * The --out folder or one of its files moved or removed while the process ran: lines appended there
    * went into the moved or unlinked file, and the next run would find the file gone.
    */
-  moved(): string | undefined {
+  override moved(): string | undefined {
     // Closed: what was found just before (the files' new names can only be read while they are open).
     if (this.files.size === 0) return this.movedAtClose;
     const stop = 'nothing more was written';

@@ -30,7 +30,8 @@ describePg('U+0000 and lone surrogates into PostgreSQL', () => {
     const warnings: string[] = [];
     const m = await openPgMirror(PG_URL, freshSchema(), 1, (t) => warnings.push(t));
     try {
-      const run = () => runPass({ client: mockClient(agent), sink: m.sink, state: m.state }, { ...passDefaults, full: true });
+      const run = () =>
+        runPass({ client: mockClient(agent), sink: m.sink, state: m.state, leases: m.leases }, { ...passDefaults, full: true });
       const first = await run();
       expect(first.streams[0]?.error).toBeUndefined();
       expect(first.streams[0]?.inserted).toBe(3);
