@@ -77,13 +77,15 @@ interface Expected {
   evals: number;
   /** Others' results that held them (an NDJSON line rewritten; a table's score detail row removed). */
   holding: number;
+  /** Others' results that quote their e-mail as a value (rewritten, in every kind). */
+  mentioned: number;
   /** Past versions removed (tables), or superseded NDJSON lines of the records removed. */
   versions: number;
   quarantined: number;
 }
 
 /** What forgetting `p` takes from `records`: their results whole, their score details out of others' results. */
-function erasureOf(records: Obj[], p: Person, copies: { versions?: number; quarantined?: number } = {}): Expected {
+function erasureOf(records: Obj[], p: Person, copies: { versions?: number; quarantined?: number; mentioned?: number } = {}): Expected {
   const whole = records.filter((r) => isTheirs(r, p));
   const holding = records.filter((r) => !isTheirs(r, p) && detailsOf(r).some((d) => isTheirs(d, p)));
   const nested = holding.flatMap((r) => detailsOf(r).filter((d) => isTheirs(d, p)));
@@ -94,6 +96,7 @@ function erasureOf(records: Obj[], p: Person, copies: { versions?: number; quara
     details: details.length,
     evals: whole.filter((r) => !isRole(r)).reduce((n, r) => n + evalsOf(r), 0) + details.reduce((n, d) => n + evalsOf(d), 0),
     holding: holding.length,
+    mentioned: copies.mentioned ?? 0,
     versions: copies.versions ?? 0,
     quarantined: copies.quarantined ?? 0,
   };
@@ -119,7 +122,7 @@ function expectErased(kind: MirrorKind, doc: ForgetDoc, e: Expected): void {
     });
     expect(doc.copies).toEqual(quarantine);
     expect(doc.files.reduce((n, f) => n + f.lines, 0)).toBe(e.sessions + e.roles + e.versions);
-    expect(doc.files.reduce((n, f) => n + f.changed, 0)).toBe(e.holding);
+    expect(doc.files.reduce((n, f) => n + f.changed, 0)).toBe(e.holding + e.mentioned);
     return;
   }
   expect(doc.removed).toEqual({
@@ -127,7 +130,7 @@ function expectErased(kind: MirrorKind, doc: ForgetDoc, e: Expected): void {
     role_results: e.roles,
     score_details: e.details,
     eval_results: e.evals,
-    records_changed: 0,
+    records_changed: e.mentioned,
     result_versions: e.versions,
     error_texts: 0,
     quarantined: e.quarantined,
@@ -150,16 +153,24 @@ async function quarantinedOf(m: Mirror, p: Person): Promise<number> {
 }
 
 /**
- * Serves role result `index` of campaign `c` (DETAILED) with score details `extra(record)` added
- * after its own, as a service whose result holds another candidate's score detail would. The
- * simulator builds each record when asked: wrapping its data changes every answer from then on.
+ * Serves result `index` of campaign `c` changed by `change`, as a service whose record holds another
+ * candidate would. The simulator builds each record when asked: wrapping its data changes every
+ * answer from then on (DETAILED role results only, for a role campaign).
  */
-function serveAlso(s: RunningSimulator, c: Campaign, index: number, extra: (record: Obj) => Obj[]): void {
-  const roleResult = s.data.roleResult.bind(s.data);
-  s.data.roleResult = (campaign, i, report, created) => {
+function serveChanged(s: RunningSimulator, c: Campaign, index: number, change: (record: Obj) => Obj): void {
+  const data = s.data;
+  if (c.type === 'SESSION_COMPLETION') {
+    const sessionResult = data.sessionResult.bind(data);
+    data.sessionResult = (campaign, i, created) => {
+      const r = sessionResult(campaign, i, created);
+      return campaign.id === c.id && i === index ? change(r) : r;
+    };
+    return;
+  }
+  const roleResult = data.roleResult.bind(data);
+  data.roleResult = (campaign, i, report, created) => {
     const r = roleResult(campaign, i, report, created);
-    if (campaign.id !== c.id || i !== index || report !== 'DETAILED') return r;
-    return { ...r, score_details: [...detailsOf(r), ...extra(r)] };
+    return campaign.id === c.id && i === index && report === 'DETAILED' ? change(r) : r;
   };
 }
 
@@ -214,7 +225,10 @@ describe.each(MIRRORS)('forget (%s)', (kind) => {
     const host = s.data.roleResult(role, 4, 'DETAILED');
     // B: a candidate with results of their own, not the host's.
     const b = (await servedRecords(s)).map(userOf).find((u) => u !== undefined && u.id !== userOf(host)?.id) as Person;
-    serveAlso(s, role, 4, (r) => [detailOf(r, b, 'nested-detail-1'), detailOf(r, NESTED_ONLY, 'nested-detail-2')]);
+    serveChanged(s, role, 4, (r) => ({
+      ...r,
+      score_details: [...detailsOf(r), detailOf(r, b, 'nested-detail-1'), detailOf(r, NESTED_ONLY, 'nested-detail-2')],
+    }));
     const m = open(kind);
     await ok(m, s, 'pull');
     const records = await servedRecords(s);
@@ -242,6 +256,29 @@ describe.each(MIRRORS)('forget (%s)', (kind) => {
     expect(after).toEqual(byId(now.map(hostWithout(NESTED_ONLY))));
     expect(await m.holds(NESTED_ONLY.email)).toBe(false);
     expect(await m.strays()).toBe(0);
+  });
+
+  it("their e-mail as a value in another's result: [erased] there, in its text and in every column read from it", async (ctx) => {
+    if (unsupported(kind, undefined, ctx)) return;
+    const s = await sim({ campaigns: 2, records: RECORDS });
+    const session = campaignOf(s, 'SESSION_COMPLETION');
+    const host = s.data.sessionResult(session, 2);
+    const b = (await servedRecords(s)).map(userOf).find((u) => u !== undefined && u.id !== userOf(host)?.id) as Person;
+    const named = (r: Obj, name: string) => ({ ...r, scenario: { ...(r.scenario as Obj), name } });
+    serveChanged(s, session, 2, (r) => named(r, b.email));
+    const m = open(kind);
+    await ok(m, s, 'pull');
+    const records = await servedRecords(s);
+
+    const doc = await forgetJson(m, s, '--user', b.id);
+    keep('mentioned', kind, doc);
+    expectErased(kind, doc, erasureOf(records, b, { mentioned: 1 }));
+    const hostId = String(host.id);
+    const left = records.filter((r) => !isTheirs(r, b)).map((r) => (r.id === hostId ? named(r, '[erased]') : r));
+    expect(await heldRecords(m)).toEqual(byId(left));
+    if (kind !== 'ndjson')
+      expect(await m.sql(`SELECT scenario_name FROM session_results WHERE id = '${hostId}'`)).toEqual([{ scenario_name: '[erased]' }]);
+    expect(await m.holds(b.email)).toBe(false);
   });
 
   it('their copies go too: every past version of a record of theirs, and the quarantined records naming them', async (ctx) => {
@@ -348,6 +385,7 @@ describe.each(MIRRORS)('forget (%s)', (kind) => {
       details: details.length,
       evals: old.filter((r) => !isRole(r)).reduce((n, r) => n + evalsOf(r), 0) + details.reduce((n, d) => n + evalsOf(d), 0),
       holding: 0,
+      mentioned: 0,
       versions: 1,
       quarantined: oldCopies,
     });
