@@ -13,6 +13,9 @@
  *   come back); otherwise the entry keeps its `eval_results` in its `raw`.
  * An emptied array marks what was taken out: reassembly refills an empty array from the rows, which
  * gives an empty array back when there are none.
+ *
+ * One split for every backend: PostgreSQL (store/pg/compact.ts) narrows which eval results it can
+ * rebuild and passes the ids its page statement already claimed (SplitOptions); the rest is this.
  */
 import { toJson } from '../../core/json.js';
 import type { CheckedRecord } from '../../core/types.js';
@@ -62,8 +65,21 @@ export function rebuildableEval(e: unknown): boolean {
   return plain(e.score) && plain(skill.key) && plain(skill.label) && plain(e.rationale) && plain(e.evaluated_at) && plain(e.evaluation_id);
 }
 
+/** What a backend's storage asks of the split. */
+export interface SplitOptions {
+  /** Whether the backend rebuilds this eval result exactly from its row (default: rebuildableEval). */
+  rebuildable?: (e: unknown) => boolean;
+  /**
+   * The detail ids earlier records of the same write claimed, for a backend that writes a page's
+   * details in one statement (which cannot write one row twice): an entry repeating one stays in
+   * this record's `raw`, as an entry without an id does. This record's ids are added to it.
+   */
+  taken?: Set<string>;
+}
+
 /** The rows of a record whose `score_details` is an array (the caller checks). */
-export function splitDetailed(r: CheckedRecord, campaignId: string): SplitRecord {
+export function splitDetailed(r: CheckedRecord, campaignId: string, options: SplitOptions = {}): SplitRecord {
+  const { rebuildable = rebuildableEval, taken } = options;
   const entries = r.record.score_details as unknown[];
   const seen = new Set<string>();
   const details: DetailRows[] = [];
@@ -71,16 +87,17 @@ export function splitDetailed(r: CheckedRecord, campaignId: string): SplitRecord
   for (let i = 0; i < entries.length; i++) {
     const d = entries[i];
     const id = isObject(d) ? text(d.id) : null;
-    if (!isObject(d) || id === null || seen.has(id)) {
+    if (!isObject(d) || id === null || seen.has(id) || taken?.has(id) === true) {
       whole = false;
       continue;
     }
     seen.add(id);
     const evals = d.eval_results;
-    const apart = Array.isArray(evals) && evals.length > 0 && evals.every(rebuildableEval);
+    const apart = Array.isArray(evals) && evals.length > 0 && evals.every(rebuildable);
     const raw = apart ? toJson({ ...d, eval_results: [] }) : toJson(d);
     details.push({ id, values: detailValues(r.id, campaignId, d, raw, i), evals: evalRows('score_detail', id, evals, campaignId) });
   }
+  if (taken !== undefined) for (const id of seen) taken.add(id);
   const stripped = whole && entries.length > 0;
   return { raw: stripped ? toJson({ ...r.record, score_details: [] }) : r.raw, stripped, details };
 }

@@ -2,7 +2,8 @@
  * What an erasure removes, for every store (SQLite rows, NDJSON lines, PostgreSQL rows): the records
  * that name a person (`forget --user`, store/model/person.ts), or the records dated before a cut
  * (`forget --older-than`, a `retention` setting). One rule, one code path: each store walks its
- * records once and asks `judge` what to do with each.
+ * records once and asks the erasure plan (store/model/erasure-plan.ts), which asks `judge`, what to
+ * do with each.
  *
  * A record's date is the assessment's own, as the service gives it: `created_at`, else `updated_at`
  * (a time without a zone, as score details carry, is UTC). A record with neither is kept: the mirror

@@ -12,28 +12,9 @@
  * back equal is taken out: store/model/compact.ts's rules, and an eval's `evaluated_at` null or an ISO text
  * as `Date.toISOString` writes it (eval_results holds it as timestamptz, and gives it back that way).
  */
-import { toJson } from '../../core/json.js';
-import type { CheckedRecord } from '../../core/types.js';
 import { rebuildableEval } from '../model/compact.js';
-import { detailValues, evalRows, text, type Values } from '../model/rows.js';
-
-/** A score detail's row and its eval results' rows. */
-export interface PgDetail {
-  id: string;
-  values: Values;
-  evals: Values[];
-}
-
-/** What a DETAILED record writes: its role_results `raw` (without its details when `stripped`), and its details. */
-export interface PgSplit {
-  raw: string;
-  stripped: boolean;
-  details: PgDetail[];
-}
 
 type Obj = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** An ISO text timestamptz gives back unchanged (to_char below), or null. */
 function isoOrNull(v: unknown): boolean {
@@ -43,37 +24,9 @@ function isoOrNull(v: unknown): boolean {
   return !Number.isNaN(t) && new Date(t).toISOString() === v;
 }
 
-/** True when `rawSql` rebuilds this eval result exactly from its eval_results row. */
+/** True when detailRawPg rebuilds this eval result exactly from its eval_results row: store/model/compact.ts splitDetailed's `rebuildable` here. */
 export function pgRebuildableEval(e: unknown): boolean {
   return rebuildableEval(e) && isoOrNull((e as Obj).evaluated_at);
-}
-
-/**
- * The rows of a record whose `score_details` is an array (the caller checks). `taken` holds the
- * detail ids earlier records of the page claimed: an entry repeating one stays in this record's
- * `raw` (it is not stored for it), as an entry without an id does.
- */
-export function splitPg(r: CheckedRecord, campaignId: string, taken: Set<string>): PgSplit {
-  const entries = r.record.score_details as unknown[];
-  const seen = new Set<string>();
-  const details: PgDetail[] = [];
-  let whole = true;
-  for (let i = 0; i < entries.length; i++) {
-    const d = entries[i];
-    const id = isObject(d) ? text(d.id) : null;
-    if (!isObject(d) || id === null || seen.has(id) || taken.has(id)) {
-      whole = false;
-      continue;
-    }
-    seen.add(id);
-    const evals = d.eval_results;
-    const apart = Array.isArray(evals) && evals.length > 0 && evals.every(pgRebuildableEval);
-    const raw = apart ? toJson({ ...d, eval_results: [] }) : toJson(d);
-    details.push({ id, values: detailValues(r.id, campaignId, d, raw, i), evals: evalRows('score_detail', id, evals, campaignId) });
-  }
-  for (const id of seen) taken.add(id);
-  const stripped = whole && entries.length > 0;
-  return { raw: stripped ? toJson({ ...r.record, score_details: [] }) : r.raw, stripped, details };
 }
 
 const emptyArray = (raw: string, key: string) =>

@@ -1,4 +1,5 @@
 /** `forget` on a PostgreSQL team mirror: the rows of store/pg/erase-rows.ts, holding every stream's lease. */
+import { foundAny } from '../model/erasure-plan.js';
 import type { EraseMirror, ErasureDone, MirrorTarget } from '../port.js';
 import { PgDatabase } from './database.js';
 import { allStreams, eraseFromPg, type PgErased } from './erase-rows.js';
@@ -7,9 +8,7 @@ import { PgLeases } from './leases.js';
 import { DEFAULT_LEASE_MS } from './open.js';
 
 function done({ rows, copies }: PgErased): ErasureDone {
-  const copied = Object.values(copies).reduce((a, b) => a + b, 0);
-  const found = rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts + copied > 0;
-  return { rows, copies, files: [], found };
+  return { rows, copies, files: [], found: foundAny(rows, copies) };
 }
 
 export async function openPgEraser(t: MirrorTarget): Promise<EraseMirror> {

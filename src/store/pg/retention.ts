@@ -6,6 +6,7 @@
  * within the hour.
  */
 import { LockedError } from '../../errors.js';
+import { foundAny } from '../model/erasure-plan.js';
 import { RETENTION_EVERY_MS, RETENTION_RAN_KEY, retentionDue } from '../model/retention.js';
 import type { Retained } from '../port.js';
 import type { PgDatabase } from './database.js';
@@ -44,9 +45,8 @@ export async function applyPgRetention(
       [RETENTION_RAN_KEY, at],
       'cannot write to',
     );
-    const copied = Object.values(copies).reduce((a, b) => a + b, 0);
-    const found = rows.session_results + rows.role_results + rows.score_details + rows.records_changed + copied > 0;
-    return { retained: { before: new Date(before).toISOString(), done: { rows, copies, files: [], found } }, ranAt: at };
+    const done = { rows, copies, files: [], found: foundAny(rows, copies) };
+    return { retained: { before: new Date(before).toISOString(), done }, ranAt: at };
   } finally {
     await leases.close();
   }

@@ -206,6 +206,20 @@ export function upsertChanged(
   return `INSERT INTO ${table} (${cols.join(', ')}) ${rows}${gate === undefined ? '' : ` WHERE ${gate}`} ON CONFLICT (id) DO UPDATE SET ${set}${where} RETURNING id, (xmax = 0) AS inserted`;
 }
 
+/**
+ * Rewrites stored rows, every column but the key, from rowParams of `table` (`$1`): a record kept
+ * without an erased candidate's part (store/model/erasure-plan.ts). Its change number stays: a rewrite
+ * by an erasure is no new version of the record.
+ */
+export function rewriteRows(table: 'session_results' | 'role_results' | 'score_details'): string {
+  const cols = columnsOf(table);
+  const set = cols
+    .filter((c) => c !== 'id')
+    .map((c) => `${c} = r.${c}`)
+    .join(', ');
+  return `UPDATE ${table} AS t SET ${set} FROM (${fromRows(table)}) AS r (${cols.join(', ')}) WHERE t.id = r.id`;
+}
+
 /** Inserts the rows whose key is new; returns their ids. */
 function insertNew(table: 'score_details'): string {
   return `INSERT INTO ${table} (${columnsOf(table).join(', ')}) ${fromRows(table)} ON CONFLICT (id) DO NOTHING RETURNING id`;

@@ -7,10 +7,11 @@
  */
 import type pg from 'pg';
 import type { CheckedRecord, CheckpointMove, Endpoint, StreamId } from '../../core/types.js';
+import { type SplitRecord, splitDetailed } from '../model/compact.js';
 import type { UpsertCounts } from '../model/page.js';
 import { evalRows, roleRow, sessionRow, type Values } from '../model/rows.js';
 import { CURRENT_CHANGE, SEEN_LATER, tombstoneSql } from './changes.js';
-import { type PgSplit, roleRawPg, splitPg } from './compact.js';
+import { pgRebuildableEval, roleRawPg } from './compact.js';
 import {
   checkpointParams,
   detailsWithEvals,
@@ -88,8 +89,8 @@ export interface PagePlan {
   rows: unknown[];
   /** Session results: each record's eval result rows. */
   evals?: Map<string, Values[]>;
-  /** DETAILED role results: each record's split (compact.ts). */
-  splits?: Map<string, PgSplit>;
+  /** DETAILED role results: each record's split (store/model/compact.ts). */
+  splits?: Map<string, SplitRecord>;
   /**
    * Role results without score details (OVERALL), and nothing else in the page's transaction: one
    * statement with the checkpoint (withTicket), which may be written while the stream's page before commits.
@@ -113,10 +114,11 @@ export function planPage(endpoint: Endpoint, page: CheckedRecord[], campaignId: 
     );
     return { endpoint, campaignId, records, rows, evals, single: false, alone: true };
   }
-  const taken = new Set<string>();
+  // The page's details go in one statement: an id an earlier record of the page claimed stays in raw.
+  const split = { rebuildable: pgRebuildableEval, taken: new Set<string>() };
   // An OVERALL record carries no score details: the ones a DETAILED read stored stay.
-  const splits = new Map<string, PgSplit>();
-  for (const r of records) if (Array.isArray(r.record.score_details)) splits.set(r.id, splitPg(r, campaignId, taken));
+  const splits = new Map<string, SplitRecord>();
+  for (const r of records) if (Array.isArray(r.record.score_details)) splits.set(r.id, splitDetailed(r, campaignId, split));
   const rows = rowParams(
     'role_results',
     records.map((r) => roleRow(r, campaignId, reportType, splits.get(r.id)?.raw)),
@@ -165,9 +167,10 @@ export function upsertRoles(client: pg.ClientBase, page: CheckedRecord[], campai
 
 /**
  * Upserts role results, and for DETAILED records their score details and eval results, stored once
- * (compact.ts), and moves the checkpoint. As in the SQLite mirror: a record read again whose stripped
- * `raw` is the same is compared whole (its `raw` rebuilt) and rewritten only when it differs; a detail
- * id another result already holds stays with it, and this record then keeps its whole `raw`.
+ * (store/model/compact.ts), and moves the checkpoint. As in the SQLite mirror: a record read again
+ * whose stripped `raw` is the same is compared whole (its `raw` rebuilt) and rewritten only when it
+ * differs; a detail id another result already holds stays with it, and this record then keeps its
+ * whole `raw`.
  */
 async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpoint): Promise<UpsertCounts> {
   if (plan.single) {
@@ -188,7 +191,7 @@ async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpo
     return counts;
   }
   const { records } = plan;
-  const splits = plan.splits ?? new Map<string, PgSplit>();
+  const splits = plan.splits ?? new Map<string, SplitRecord>();
   const written = await upsert(client, SQL.role, plan, cp);
   const inserted = new Map(written.map((w) => [w.id, w.inserted]));
   const counts = count(written);
@@ -209,7 +212,7 @@ async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpo
     await client.query(SQL.deleteDetailEvals, [replaced]);
     await client.query(SQL.deleteDetails, [replaced]);
   }
-  const details = detailed.flatMap((r) => (splits.get(r.id) as PgSplit).details);
+  const details = detailed.flatMap((r) => (splits.get(r.id) as SplitRecord).details);
   if (details.length === 0) return counts;
   const evals = details.flatMap((d) => d.evals);
   const stored = await prepared<{ id: string }>(client, SQL.details, [
@@ -223,7 +226,7 @@ async function writeRoles(client: pg.ClientBase, plan: PagePlan, cp: PageCheckpo
   // A detail id held by another result cannot be rebuilt from this one's rows: keep its whole text.
   if (kept.size < details.length) {
     const lost = detailed.filter((r) => {
-      const split = splits.get(r.id) as PgSplit;
+      const split = splits.get(r.id) as SplitRecord;
       return split.stripped && split.details.some((d) => !kept.has(d.id));
     });
     if (lost.length > 0) await client.query(SQL.setRaw, [lost.map((r) => r.id), lost.map((r) => jsonText(r.raw))]);

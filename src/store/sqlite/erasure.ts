@@ -6,9 +6,10 @@
  * 1. an erasure left unfinished is finished first (finishErasure);
  * 2. for a candidate, every record (rows and lines) is read once to learn who the person is: every
  *    id and e-mail linked to what forget was given (store/model/person.ts PersonGraph);
- * 3. one transaction deletes and rewrites the rows, scrubs the error texts and writes the mark of
- *    the erasure (erase-pending.ts: its rule, a person as keyed digests, and no file done);
- * 4. each NDJSON file is rewritten and marked done (erase-ndjson.ts);
+ * 3. one transaction deletes and rewrites the rows as the erasure's plan says (erase-rows.ts,
+ *    store/model/erasure-plan.ts), scrubs the error texts and the quarantine, and writes the mark of
+ *    the erasure (erasure-mark.ts: its rule, a person as keyed digests, and no file done);
+ * 4. each NDJSON file is rewritten and marked done (ndjson/erase-lines.ts);
  * 5. the database is rebuilt (VACUUM) and the mark ends.
  *
  * A forget or a pull that finds the mark does 4 and 5 for the files not done, with the rule the
@@ -16,15 +17,14 @@
  */
 import type { ErasedCounts } from '../../core/email.js';
 import { refuseLinks } from '../../core/fs/private-file.js';
-import type { EraseRule } from '../model/erase-rule.js';
-import { type KnownPerson, PersonGraph } from '../model/person.js';
+import { ErasurePlan, foundAny } from '../model/erasure-plan.js';
+import { PersonGraph } from '../model/person.js';
 import type { FileErased } from '../port.js';
 import type { Db } from './db.js';
-import { eraseFromMirror, gatherFromMirror, scrubErrors, scrubFreePages } from './erase-rows.js';
+import { eraseFromMirror, gatherFromMirror, scrubFreePages } from './erase-rows.js';
 import { beginErasure, endErasure, pendingErasure } from './erasure-mark.js';
 import { type AfterRename, eraseFromFile, finishRewrites, gatherFromFile } from './ndjson/erase-lines.js';
 import { NdjsonOffsets } from './ndjson/offsets.js';
-import { SqliteQuarantine } from './quarantine.js';
 
 /** Test seams: a crash after a rename. */
 export interface ErasureHooks {
@@ -36,12 +36,12 @@ function resultFiles(db: Db): Array<{ path: string; committed: number }> {
   return new NdjsonOffsets(db).files().filter((f) => !f.path.endsWith('/campaigns.ndjson'));
 }
 
-/** Rewrites every file not done yet without what the rule takes. */
-function eraseFromFiles(db: Db, rule: EraseRule, done: ReadonlySet<string>, hooks: ErasureHooks): FileErased[] {
+/** Rewrites every file not done yet without what the plan takes. */
+function eraseFromFiles(db: Db, plan: ErasurePlan, done: ReadonlySet<string>, hooks: ErasureHooks): FileErased[] {
   const out: FileErased[] = [];
   for (const f of resultFiles(db)) {
     if (done.has(f.path)) continue;
-    const r = eraseFromFile(db, f.path, f.committed, rule, hooks.afterRename);
+    const r = eraseFromFile(db, f.path, f.committed, plan, hooks.afterRename);
     if (r.lines + r.changed > 0) out.push(r);
   }
   return out;
@@ -68,7 +68,7 @@ export function finishErasure(db: Db, hooks: ErasureHooks = {}): Finished {
   finishRewrites(db, hooks.afterRename);
   const pending = pendingErasure(db);
   if (pending === undefined) return { earlier: false, done: true };
-  if (pending.rule !== undefined) eraseFromFiles(db, pending.rule, pending.done, hooks);
+  if (pending.rule !== undefined) eraseFromFiles(db, ErasurePlan.ofRule(pending.rule), pending.done, hooks);
   return { earlier: true, done: scrubFreePages(db) };
 }
 
@@ -93,13 +93,7 @@ export function eraseCandidate(db: Db, user: string, hooks: ErasureHooks = {}): 
   const graph = new PersonGraph();
   gatherFromMirror(db, graph);
   for (const f of resultFiles(db)) gatherFromFile(f.path, f.committed, graph);
-  const person = graph.find(user);
-  const terms = [user, ...person.ids, ...person.emails];
-  return erase(db, { person }, first, hooks, () => ({
-    error_texts: scrubErrors(db, terms),
-    // By the text as received too: a quarantined record may not parse (store/model/person.ts quarantinedNames).
-    quarantined: new SqliteQuarantine(db).erase(person, terms),
-  }));
+  return erase(db, ErasurePlan.forPerson(user, graph.find(user)), first, hooks);
 }
 
 /**
@@ -108,42 +102,24 @@ export function eraseCandidate(db: Db, user: string, hooks: ErasureHooks = {}): 
  */
 export function eraseOlderThan(db: Db, before: number, hooks: ErasureHooks = {}): Erasure {
   const first = finishErasure(db, hooks);
-  return erase(db, { before }, first, hooks);
+  return erase(db, ErasurePlan.olderThan(before), first, hooks);
 }
 
 /**
- * The erasure of a rule, once an earlier one is finished (`first`): one transaction deletes and
- * rewrites the rows, scrubs the error texts and the quarantine (`personal`, a person's erasure) and
- * writes the mark; then each file is rewritten, then the database rebuilt.
+ * The erasure of a plan, once an earlier one is finished (`first`): one transaction deletes and
+ * rewrites the rows, the copies, the quarantine and the error texts (erase-rows.ts) and writes the
+ * mark; then each file is rewritten, then the database rebuilt.
  */
-function erase(
-  db: Db,
-  rule: { person?: KnownPerson; before?: number },
-  first: Finished,
-  hooks: ErasureHooks,
-  personal?: () => { error_texts: number; quarantined: number },
-): Erasure {
+function erase(db: Db, plan: ErasurePlan, first: Finished, hooks: ErasureHooks): Erasure {
   // Deleted cells are overwritten with zeros, not left in the pages.
   db.pragma('secure_delete = ON');
   const { rows, copies } = db.transaction(() => {
-    const { copies, ...counts } = eraseFromMirror(db, rule);
-    const own = personal?.();
-    if ((own?.quarantined ?? 0) > 0) copies.quarantine = (copies.quarantine ?? 0) + (own?.quarantined ?? 0);
-    beginErasure(db, rule.person, rule.before);
-    return { rows: { ...counts, error_texts: own?.error_texts ?? 0, quarantined: copies.quarantine ?? 0 }, copies };
+    const { copies, ...rows } = eraseFromMirror(db, plan);
+    beginErasure(db, plan.person, plan.rule.before);
+    return { rows, copies };
   })();
-  const files = eraseFromFiles(db, rule, new Set(), hooks);
-  const copied = Object.values(copies).reduce((a, b) => a + b, 0);
-  const found =
-    rows.session_results +
-      rows.role_results +
-      rows.score_details +
-      rows.records_changed +
-      rows.result_versions +
-      rows.error_texts +
-      copied +
-      files.length >
-    0;
+  const files = eraseFromFiles(db, plan, new Set(), hooks);
+  const found = foundAny(rows, copies, files.length);
   if (!found) {
     // Nothing changed: no rebuild to do, the mark goes (secure_delete is on), unless the earlier
     // erasure's rebuild is still to do.

@@ -11,7 +11,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { QuarantinedRecord, StreamId } from '../../core/types.js';
-import { type Person, quarantinedNames } from '../model/person.js';
+import type { ErasurePlan } from '../model/erasure-plan.js';
 import {
   QUARANTINE_COLUMNS,
   QUARANTINE_COUNTS_SQL,
@@ -68,12 +68,12 @@ export class SqliteQuarantine {
     })();
   }
 
-  /** Deletes the records naming the person (store/model/person.ts quarantinedNames); returns how many. Call inside the erasure's transaction. */
-  erase(p: Person, terms: readonly string[]): number {
+  /** Deletes the records the erasure's plan takes (store/model/erasure-plan.ts quarantined); returns how many. Call inside the erasure's transaction. */
+  erase(plan: ErasurePlan): number {
     if (!this.exists) return 0;
     const del = this.db.prepare('DELETE FROM quarantine WHERE id = ?');
     let n = 0;
-    for (const r of this.list()) if (quarantinedNames(r.raw, p, terms)) n += del.run(r.id).changes;
+    for (const r of this.list()) if (plan.quarantined(r.raw).do === 'delete') n += del.run(r.id).changes;
     return n;
   }
 

@@ -1,5 +1,5 @@
 /**
- * Erasing from the NDJSON files a database wrote what an erasure's rule takes (store/model/erase-rule.ts):
+ * Erasing from the NDJSON files a database wrote what an erasure's plan takes (store/model/erasure-plan.ts):
  * one candidate, or the records dated before a cut. A file is rewritten without those lines, and with
  * other candidates' lines that held the candidate rewritten without them (store/model/person.ts),
  * into a new file that replaces it by rename. The file's new committed length, its index and the
@@ -12,9 +12,9 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { openPrivateFile, refuseLinks } from '../../../core/fs/private-file.js';
-import { parseJson, toJson } from '../../../core/json.js';
+import { parseJson } from '../../../core/json.js';
 import { storageError } from '../../../errors.js';
-import { type EraseRule, judge } from '../../model/erase-rule.js';
+import type { ErasurePlan } from '../../model/erasure-plan.js';
 import type { PersonGraph } from '../../model/person.js';
 import type { FileErased } from '../../port.js';
 import type { Db } from '../db.js';
@@ -47,11 +47,11 @@ export function gatherFromFile(path: string, committed: number, graph: PersonGra
 }
 
 /**
- * Rewrites one file without what the rule takes and commits its new length and index, marked done, with the
+ * Rewrites one file without what the plan takes and commits its new length and index, marked done, with the
  * pending rename; then renames it into place. Returns what changed (nothing: the file is left as it
  * is, and marked done).
  */
-export function eraseFromFile(db: Db, path: string, committed: number, rule: EraseRule, afterRename?: AfterRename): FileErased {
+export function eraseFromFile(db: Db, path: string, committed: number, plan: ErasurePlan, afterRename?: AfterRename): FileErased {
   const none = { path, lines: 0, changed: 0 };
   // Its lines are read and its name replaced: never those of a file a link there leads to.
   refuseLinks([path], 'replace it with the file itself');
@@ -85,15 +85,15 @@ export function eraseFromFile(db: Db, path: string, committed: number, rule: Era
         keep.push(line);
         return;
       }
-      const s = judge(record, rule);
-      if (id !== undefined) lastRemoved.set(id, s.kind === 'whole');
-      if (s.kind === 'whole') {
+      const f = plan.line(record);
+      if (id !== undefined) lastRemoved.set(id, f.do === 'delete');
+      if (f.do === 'delete') {
         lines++;
         if (id !== undefined) removed.push({ id, digest: lineDigest(line) });
         return;
       }
-      if (s.kind === 'part') {
-        const text = toJson(s.value);
+      if (f.do === 'rewrite') {
+        const text = f.text;
         changed++;
         if (id !== undefined) moved.push({ id, from: lineDigest(line), to: lineDigest(text) });
         keep.push(text);
