@@ -3,8 +3,7 @@
  * device, never one of the mirror's own files, never a symbolic link.
  */
 import { type Stats, statSync } from 'node:fs';
-import { canonicalPath } from '../core/fs/canonical-path.js';
-import { refuseLinks } from '../core/fs/private-file.js';
+import { canonicalPath, refuseLinks } from '../core/fs/private-file.js';
 import { UsageError } from '../errors.js';
 
 /**

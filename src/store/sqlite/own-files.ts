@@ -1,6 +1,6 @@
 /** The files that hold a SQLite mirror. */
 
-import { canonicalPath } from '../../core/fs/canonical-path.js';
+import { canonicalPath } from '../../core/fs/private-file.js';
 import type { MirrorTarget } from '../port.js';
 
 /** The database and the files beside it: overwriting any of them loses the mirror's data or its lock. */
