@@ -1,5 +1,6 @@
 /**
- * Programs some tests need that `npm install` cannot bring (zsh, fish, dash, openssl, sqlite3, strace, python3; PostgreSQL has
+ * Programs some tests need that `npm install` cannot bring (zsh, fish, dash, openssl, sqlite3, strace, python3,
+ * faketime, promtool; PostgreSQL has
  * `describePg` in pg.ts, by the same rule). Under CI=true a missing one fails the test that needs it,
  * naming it: .ci/run installs them, and CI must never pass by skipping. Elsewhere the test is
  * skipped and one line per program says what to install.
@@ -16,6 +17,8 @@ const PACKAGES: Record<string, string> = {
   sqlite3: 'sqlite3',
   strace: 'strace',
   python3: 'python3',
+  faketime: 'faketime',
+  promtool: 'prometheus',
 };
 const found = new Map<string, boolean>();
 const said = new Set<string>();
