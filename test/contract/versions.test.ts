@@ -6,12 +6,12 @@
  */
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningSimulator } from '../../../../src/simulator/server.js';
-import { Database } from '../../../../src/store/sqlite/driver.js';
-import { FIRST_V9, PG_FIRST_TRAIL, SQLITE_FIRST_TRAIL } from '../../../helpers/first-versions.js';
-import { sim, tempDir } from '../../../helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgRows } from '../../../helpers/pg.js';
-import { runCli } from '../../../helpers/run-cli.js';
+import type { RunningSimulator } from '../../src/simulator/server.js';
+import { Database } from '../../src/store/sqlite/driver.js';
+import { FIRST_V9, PG_FIRST_TRAIL, SQLITE_FIRST_TRAIL } from '../helpers/first-versions.js';
+import { sim, tempDir } from '../helpers/index.js';
+import { describePg, freshSchema, PG_URL, pgRows } from '../helpers/pg.js';
+import { runCli } from '../helpers/run-cli.js';
 
 type Rows = Array<Record<string, unknown>>;
 
