@@ -343,3 +343,43 @@ export async function expectMirrors(m: Mirror, s: RunningSimulator): Promise<voi
     expect(g.record, id).toEqual(w.record);
   }
 }
+
+/**
+ * Runs statements that change `m`'s tables (to turn it into what an older release left, or to age
+ * a stream): its SQLite file (an NDJSON mirror's state file) or its PostgreSQL schema.
+ */
+export async function alter(m: Mirror, sql: string): Promise<void> {
+  const at = m.args[m.args.length - 1] as string;
+  if (m.kind === 'postgres') {
+    const c = await pgClient();
+    try {
+      await c.query(`SET search_path TO ${at}`);
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+    return;
+  }
+  const db = new Database(at);
+  try {
+    db.exec(sql);
+  } finally {
+    db.close();
+  }
+}
+
+/** The lines of an NDJSON mirror's file `name` (none when it has no such file), parsed losslessly. */
+export function ndjsonLines(m: Mirror, name: string): Array<Record<string, unknown>> {
+  const out = m.pullArgs[m.pullArgs.indexOf('--out') + 1];
+  if (m.kind !== 'ndjson' || out === undefined) throw new Error(`a ${m.kind} mirror has no NDJSON files`);
+  let text = '';
+  try {
+    text = readFileSync(join(out, name), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => parseJson(l) as Record<string, unknown>);
+}
