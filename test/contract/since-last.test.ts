@@ -8,12 +8,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { describe, expect, it } from 'vitest';
-import { exportTable } from '../../../src/commands/export.js';
-import { resolveSettings } from '../../../src/config/settings.js';
-import { openDatabase } from '../../../src/store/sqlite/db.js';
-import { parseStrictCsv } from '../../helpers/csv.js';
-import { sim, tempDir } from '../../helpers/index.js';
-import { runCli } from '../../helpers/run-cli.js';
+import { exportTable } from '../../src/commands/export.js';
+import { resolveSettings } from '../../src/config/settings.js';
+import { openDatabase } from '../../src/store/sqlite/db.js';
+import { parseStrictCsv } from '../helpers/csv.js';
+import { sim, tempDir } from '../helpers/index.js';
+import { runCli } from '../helpers/run-cli.js';
 
 type Row = Record<string, unknown>;
 
