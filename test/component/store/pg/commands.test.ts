@@ -2,8 +2,9 @@
  * status, status --check, reconcile, export and forget against the PostgreSQL mirror, where they
  * differ from the cases every mirror shares (test/contract/: reset, reconcile --prune, forget).
  */
+import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { sim } from '../../../helpers/index.js';
+import { sim, tempDir } from '../../../helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgClient } from '../../../helpers/pg.js';
 import { TEST_PG_PASSWORD } from '../../../helpers/pg-server.js';
 import { runCli } from '../../../helpers/run-cli.js';
@@ -53,6 +54,15 @@ describePg('commands on a PostgreSQL mirror', () => {
     );
     expect((await runCli(['status', ...db, '--check'])).code).toBe(4);
     for (const r of [none, status, table, check]) expect(r.stdout + r.stderr).not.toContain(TEST_PG_PASSWORD);
+  });
+
+  it('export --since-last from a schema with no mirror is a usage error, and nothing is created in it', async () => {
+    const none = freshSchema();
+    const o = ['-o', join(tempDir(), 'x.csv')];
+    const r = await runCli(['export', '--db', PG_URL, '--pg-schema', none, '--table', 'session-results', '--since-last', 'w', ...o]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/no campaign-sync mirror/);
+    expect(await query('public', `SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = '${none}'`)).toEqual([{ n: 0 }]);
   });
 
   it('reconcile --report-type OVERALL on a DETAILED mirror is exit 2: no row rewritten, no stream row added', async () => {
