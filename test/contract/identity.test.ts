@@ -5,9 +5,9 @@
  * type changes retires its old stream.
  */
 import { expect, it } from 'vitest';
-import { sim } from '../../../helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgRows } from '../../../helpers/pg.js';
-import { runCli } from '../../../helpers/run-cli.js';
+import { sim } from '../helpers/index.js';
+import { describePg, freshSchema, PG_URL, pgRows } from '../helpers/pg.js';
+import { runCli } from '../helpers/run-cli.js';
 
 describePg('record identity on a PostgreSQL mirror', () => {
   // DETAILED is the mirror contract's case (test/contract/), for every kind of mirror.
