@@ -2,11 +2,11 @@
 import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { parseStrictCsv } from '../../../helpers/csv.js';
-import { tempDir } from '../../../helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgRows } from '../../../helpers/pg.js';
-import { runCli } from '../../../helpers/run-cli.js';
-import { sharedSim } from '../../../helpers/shared-sim.js';
+import { parseStrictCsv } from '../helpers/csv.js';
+import { tempDir } from '../helpers/index.js';
+import { describePg, freshSchema, PG_URL, pgRows } from '../helpers/pg.js';
+import { runCli } from '../helpers/run-cli.js';
+import { sharedSim } from '../helpers/shared-sim.js';
 
 describePg('export of the views and --columns from PostgreSQL', () => {
   it('every row of each view; only the columns asked for, in their order', async () => {
