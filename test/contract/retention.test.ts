@@ -3,10 +3,10 @@
  * --older-than` on every kind): `pull --retention` erases what is older once a day, and records when.
  */
 import { expect, it } from 'vitest';
-import { cutOf, servedResults } from '../../../helpers/history.js';
-import { sim } from '../../../helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgClient } from '../../../helpers/pg.js';
-import { runCli } from '../../../helpers/run-cli.js';
+import { cutOf, servedResults } from '../helpers/history.js';
+import { sim } from '../helpers/index.js';
+import { describePg, freshSchema, PG_URL, pgClient } from '../helpers/pg.js';
+import { runCli } from '../helpers/run-cli.js';
 
 const RECORDS = 20;
 
