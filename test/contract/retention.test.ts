@@ -1,47 +1,42 @@
 /**
- * Retention on the PostgreSQL mirror beyond its contract case (test/contract/audit.test.ts: `forget
- * --older-than` on every kind): `pull --retention` erases what is older once a day, and records when.
+ * Retention on every kind of mirror beyond `forget --older-than` (./audit.test.ts): `pull --retention`
+ * erases what is older once a day, and records when in the mirror (./mirrors.ts says how to add a
+ * case). The bytes of SQLite's and NDJSON's files, watch and a profile's retention are
+ * test/component/commands/retention.test.ts's.
  */
-import { expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { cutOf, servedResults } from '../helpers/history.js';
 import { sim } from '../helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgClient } from '../helpers/pg.js';
-import { runCli } from '../helpers/run-cli.js';
+import { MIRRORS, open, unsupported } from './mirrors.js';
 
 const RECORDS = 20;
 
-async function query(schema: string, sql: string, values: unknown[] = []): Promise<Array<Record<string, unknown>>> {
-  const c = await pgClient();
-  try {
-    await c.query(`SET search_path TO ${schema}`);
-    return (await c.query(sql, values)).rows;
-  } finally {
-    await c.end();
-  }
+interface PullDoc {
+  retention?: { removed: { session_results: number; role_results: number }; files?: Array<{ lines: number }> };
 }
 
-describePg('retention on a PostgreSQL mirror', () => {
-  it('pull --retention erases what is older once a day, and records when', async () => {
+describe.each(MIRRORS)('retention (%s)', (kind) => {
+  it('pull --retention erases what is older once a day, and records when', async (ctx) => {
+    if (unsupported(kind, undefined, ctx)) return;
     const s = await sim({ campaigns: 2, records: RECORDS });
-    const schema = freshSchema();
-    const db = ['--db', PG_URL, '--pg-schema', schema];
-    const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, CAMPAIGN_SYNC_BASE_URL: s.url } };
-    expect((await runCli(['pull', ...db], env)).code).toBe(0);
+    const m = open(kind);
+    expect((await m.run(s, 'pull')).code).toBe(0);
     const cut = cutOf(servedResults(s, RECORDS));
     const oldIds = new Set(cut.old.map((r) => r.id));
-    const first = await runCli(['pull', ...db, '--retention', cut.duration(), '--json'], env);
+    const first = await m.run(s, 'pull', '--retention', cut.duration(), '--json');
     expect(first.code, first.stderr).toBe(0);
-    const doc = JSON.parse(first.stdout) as { retention?: { removed: { session_results: number; role_results: number } } };
-    expect((doc.retention?.removed.session_results ?? 0) + (doc.retention?.removed.role_results ?? 0)).toBe(cut.old.length);
-    const ids = async () =>
-      (await query(schema, 'SELECT id FROM session_results UNION ALL SELECT id FROM role_results')).map((x) => String(x.id));
+    const doc = JSON.parse(first.stdout) as PullDoc;
+    // An NDJSON mirror counts the lines it took out of its files.
+    if (kind === 'ndjson') expect(doc.retention?.files?.reduce((n, f) => n + f.lines, 0)).toBe(cut.old.length);
+    else expect((doc.retention?.removed.session_results ?? 0) + (doc.retention?.removed.role_results ?? 0)).toBe(cut.old.length);
+    const ids = async () => [...(await m.records()).keys()];
     expect((await ids()).filter((id) => oldIds.has(id))).toEqual([]);
-    expect(await query(schema, "SELECT count(*)::int AS n FROM meta WHERE key = 'retention_ran_at'")).toEqual([{ n: 1 }]);
+    expect(Number((await m.state("SELECT count(*) AS n FROM meta WHERE key = 'retention_ran_at'"))[0]?.n)).toBe(1);
     // Within the day: not again (the old ones a --full without the retention brought back stay).
-    expect((await runCli(['pull', ...db, '--full'], env)).code).toBe(0);
-    const second = await runCli(['pull', ...db, '--retention', cut.duration(), '--json'], env);
+    expect((await m.run(s, 'pull', '--full')).code).toBe(0);
+    const second = await m.run(s, 'pull', '--retention', cut.duration(), '--json');
     expect(second.code, second.stderr).toBe(0);
-    expect((JSON.parse(second.stdout) as { retention?: unknown }).retention).toBeUndefined();
+    expect((JSON.parse(second.stdout) as PullDoc).retention).toBeUndefined();
     expect((await ids()).filter((id) => oldIds.has(id)).length).toBe(cut.old.length);
   });
 });
