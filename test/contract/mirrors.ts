@@ -383,3 +383,18 @@ export function ndjsonLines(m: Mirror, name: string): Array<Record<string, unkno
     .filter(Boolean)
     .map((l) => parseJson(l) as Record<string, unknown>);
 }
+
+/** Runs `command` against `m` as `m.run` does, on the run's clock `clock` (a fakeClock's waits between watch passes take no time). */
+export function runOnClock(
+  m: Mirror,
+  s: RunningSimulator,
+  clock: import('../../src/core/clock.js').Clock,
+  command: string,
+  ...args: string[]
+): Promise<CliResult> {
+  const pulls = command === 'pull' || command === 'watch';
+  return runCli([command, ...m.args, ...(pulls ? m.pullArgs : []), ...args], {
+    env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, ...m.env },
+    clock,
+  });
+}
