@@ -6,10 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseStrictCsv } from '../../helpers/csv.js';
-import { tempDir } from '../../helpers/index.js';
-import { runCli } from '../../helpers/run-cli.js';
-import { sharedSim } from '../../helpers/shared-sim.js';
+import { parseStrictCsv } from '../helpers/csv.js';
+import { tempDir } from '../helpers/index.js';
+import { runCli } from '../helpers/run-cli.js';
+import { sharedSim } from '../helpers/shared-sim.js';
 
 describe('export --campaign that selects no rows', () => {
   it('says which table holds the campaign, or that the dates leave nothing; a campaign with rows says nothing', async () => {
