@@ -1,6 +1,6 @@
 /**
  * status, status --check, reconcile, export and forget against the PostgreSQL mirror, where they
- * differ from the cases every mirror shares (test/contract/: reset, reconcile --prune, forget).
+ * differ from the cases every mirror shares (test/contract/: reset, reconcile --prune, forget, export).
  */
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
@@ -80,73 +80,6 @@ describePg('commands on a PostgreSQL mirror', () => {
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr.trim()).toMatch(/^campaign-sync: --report-type OVERALL: .*DETAILED/m);
     expect(await snapshot()).toEqual(before);
-  });
-
-  it('export streams csv and ndjson from PostgreSQL: every row, int64 exact, JSON columns as JSON, filters by campaign', async () => {
-    const s = await sim({ campaigns: 2, records: 25, orderIndexStart: 9_007_199_254_740_990n });
-    const schema = freshSchema();
-    const db = ['--db', PG_URL, '--pg-schema', schema];
-    expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
-    const session = s.data.campaigns.find((c) => c.type !== 'ROLE_SUBMISSION');
-    const nd = await runCli(['export', ...db, '--table', 'session-results', '--format', 'ndjson']);
-    expect(nd.code, nd.stderr).toBe(0);
-    const lines = nd.stdout.trim().split('\n');
-    expect(lines).toHaveLength(25);
-    const served = new Set(Array.from({ length: 25 }, (_, i) => String(s.data.orderIndex(session as NonNullable<typeof session>, i))));
-    for (const line of lines) {
-      // order_index past 2^53 printed exactly, as a JSON number; raw embedded as an object.
-      const m = /"order_index":(\d+)/.exec(line);
-      expect(served.has(m?.[1] as string)).toBe(true);
-      expect(line).toMatch(/"raw":\{/);
-    }
-    const csv = await runCli(['export', ...db, '--table', 'campaigns', '--campaign', session?.name as string]);
-    expect(csv.code, csv.stderr).toBe(0);
-    expect(csv.stdout.trim().split('\r\n')).toHaveLength(2);
-    expect(csv.stdout.split('\r\n')[0]).toBe('id,name,display_name,type,created_at,raw,seen_at');
-    const none = await runCli(['export', ...db, '--table', 'campaigns', '--campaign', 'no-such-campaign']);
-    expect(none.code).toBe(2);
-  });
-
-  it('export --campaign that selects no rows warns why, in the words of the SQLite export', async () => {
-    const s = await sharedSim({ campaigns: 2, records: 5 });
-    const schema = freshSchema();
-    const env = { env: { CAMPAIGN_SYNC_DB: PG_URL, CAMPAIGN_SYNC_API_KEY: s.apiKey } };
-    expect((await runCli(['pull', '--pg-schema', schema, '--base-url', s.url], env)).code).toBe(0);
-    const role = s.data.campaigns.find((c) => c.type === 'ROLE_SUBMISSION');
-    const session = s.data.campaigns.find((c) => c.type === 'SESSION_COMPLETION');
-    const exp = (table: string, campaign: string, ...more: string[]) =>
-      runCli(['export', '--pg-schema', schema, '--table', table, '--campaign', campaign, ...more], env);
-    const [other, dated, own, quiet] = await Promise.all([
-      exp('session-results', String(role?.name)),
-      exp('session-results', String(session?.name), '--since', '2999-01-01'),
-      exp('session-results', String(session?.name)),
-      exp('role-results', String(session?.name), '--quiet'),
-    ]);
-    expect(other.code, other.stderr).toBe(0);
-    expect(other.stdout.trim().split('\r\n')).toHaveLength(1);
-    expect(other.stderr).toBe(
-      `warning: --campaign "${role?.name}": no rows in --table session-results: it is a role campaign, whose results are in --table role-results\n`,
-    );
-    expect(dated.code, dated.stderr).toBe(0);
-    expect(dated.stderr).toBe(`warning: --campaign "${session?.name}": no rows in --table session-results in the dates given\n`);
-    expect(own.code).toBe(0);
-    expect(own.stderr).toBe('');
-    expect(own.stdout.trim().split('\r\n')).toHaveLength(6);
-    expect(quiet.code).toBe(0);
-    expect(quiet.stderr).toBe('');
-  });
-
-  it('export --format ndjson writes an analyst’s bytea column as base64, as from SQLite', async () => {
-    const s = await sharedSim({ campaigns: 1, records: 1 });
-    const schema = freshSchema();
-    const db = ['--db', PG_URL, '--pg-schema', schema];
-    expect((await runCli(['pull', ...db, '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } })).code).toBe(0);
-    await query(schema, 'ALTER TABLE campaigns ADD COLUMN attachment bytea');
-    await query(schema, "UPDATE campaigns SET attachment = '\\x41424300'::bytea");
-    const nd = await runCli(['export', ...db, '--table', 'campaigns', '--format', 'ndjson']);
-    expect(nd.code, nd.stderr).toBe(0);
-    expect(nd.stdout).not.toContain('Buffer');
-    expect(JSON.parse(nd.stdout)).toMatchObject({ attachment: 'QUJDAA==' });
   });
 
   it('forget erases one candidate from PostgreSQL with their child rows; an unknown one is exit 2', async () => {
