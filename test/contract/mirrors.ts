@@ -368,17 +368,21 @@ export async function alter(m: Mirror, sql: string): Promise<void> {
   }
 }
 
-/** The lines of an NDJSON mirror's file `name` (none when it has no such file), parsed losslessly. */
-export function ndjsonLines(m: Mirror, name: string): Array<Record<string, unknown>> {
+/** The text of an NDJSON mirror's file `name` ('' when it has no such file). */
+export function ndjsonText(m: Mirror, name: string): string {
   const out = m.pullArgs[m.pullArgs.indexOf('--out') + 1];
   if (m.kind !== 'ndjson' || out === undefined) throw new Error(`a ${m.kind} mirror has no NDJSON files`);
-  let text = '';
   try {
-    text = readFileSync(join(out, name), 'utf8');
+    return readFileSync(join(out, name), 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return '';
   }
-  return text
+}
+
+/** The lines of an NDJSON mirror's file `name` (none when it has no such file), parsed losslessly. */
+export function ndjsonLines(m: Mirror, name: string): Array<Record<string, unknown>> {
+  return ndjsonText(m, name)
     .split('\n')
     .filter(Boolean)
     .map((l) => parseJson(l) as Record<string, unknown>);

@@ -65,23 +65,6 @@ describePg('commands on a PostgreSQL mirror', () => {
     expect(await query('public', `SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = '${none}'`)).toEqual([{ n: 0 }]);
   });
 
-  it('reconcile --report-type OVERALL on a DETAILED mirror is exit 2: no row rewritten, no stream row added', async () => {
-    const s = await sharedSim({ campaigns: 2, records: 15 });
-    const schema = freshSchema();
-    const db = ['--db', PG_URL, '--pg-schema', schema];
-    const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
-    expect((await runCli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
-    const snapshot = async () => ({
-      roles: await query(schema, 'SELECT id, report_type, raw::text AS raw FROM role_results ORDER BY id'),
-      streams: await query(schema, 'SELECT stream, cursor::text AS cursor FROM sync_state ORDER BY stream'),
-    });
-    const before = await snapshot();
-    const r = await runCli(['reconcile', ...db, '--base-url', s.url, '--report-type', 'OVERALL', '--json'], env);
-    expect(r.code, r.stderr).toBe(2);
-    expect(r.stderr.trim()).toMatch(/^campaign-sync: --report-type OVERALL: .*DETAILED/m);
-    expect(await snapshot()).toEqual(before);
-  });
-
   it('forget erases one candidate from PostgreSQL with their child rows; an unknown one is exit 2', async () => {
     const s = await sharedSim({ campaigns: 2, records: 15 });
     const schema = freshSchema();
