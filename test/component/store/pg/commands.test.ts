@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { sim, tempDir } from '../../../helpers/index.js';
+import { tempDir } from '../../../helpers/index.js';
 import { describePg, freshSchema, PG_URL, pgClient } from '../../../helpers/pg.js';
 import { TEST_PG_PASSWORD } from '../../../helpers/pg-server.js';
 import { runCli } from '../../../helpers/run-cli.js';
@@ -21,8 +21,8 @@ async function query(schema: string, sql: string, values: unknown[] = []): Promi
 }
 
 describePg('commands on a PostgreSQL mirror', () => {
-  it('status lists the streams with exact cursors; --check is 0 when fresh, 4 with a failing stream', async () => {
-    const s = await sim({ campaigns: 2, records: 30, orderIndexStart: 9_007_199_254_740_990n });
+  it('status names a schema with no mirror and fails; CAMPAIGN_SYNC_DB selects PostgreSQL as --db does; the password is never printed', async () => {
+    const s = await sharedSim({ campaigns: 2, records: 30 });
     const schema = freshSchema();
     const db = ['--db', PG_URL, '--pg-schema', schema];
     const env = { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey } };
@@ -31,15 +31,10 @@ describePg('commands on a PostgreSQL mirror', () => {
     expect(none.code).toBe(2);
     expect(none.stderr).toContain('no campaign-sync mirror');
     expect((await runCli(['pull', ...db, '--base-url', s.url], env)).code).toBe(0);
+    // Its cursors and --check, as every kind's: test/contract/status.test.ts.
     const status = await runCli(['status', ...db, '--json']);
     expect(status.code).toBe(0);
-    const doc = JSON.parse(status.stdout) as { streams: Array<{ campaign_id: string; cursor: string; records: number }> };
-    expect(doc.streams).toHaveLength(2);
-    for (const row of doc.streams) {
-      const c = s.data.byId.get(row.campaign_id);
-      expect(row.cursor).toBe(String(s.data.orderIndex(c as NonNullable<typeof c>, 29)));
-      expect(row.records).toBe(30);
-    }
+    expect(JSON.parse(status.stdout).streams).toHaveLength(2);
     // CAMPAIGN_SYNC_DB selects PostgreSQL as --db does.
     const viaEnv = await runCli(['status', '--pg-schema', schema, '--json'], { env: { CAMPAIGN_SYNC_DB: PG_URL } });
     expect(JSON.parse(viaEnv.stdout).streams).toHaveLength(2);
@@ -47,12 +42,6 @@ describePg('commands on a PostgreSQL mirror', () => {
     expect(table.stdout).toContain(s.data.campaigns[0]?.name as string);
     const check = await runCli(['status', ...db, '--check']);
     expect(check.code).toBe(0);
-    // A failing stream makes --check say so (exit 4 when some are unhealthy).
-    await query(
-      schema,
-      "UPDATE sync_state SET last_error = 'HTTP 500', last_error_at = now() WHERE stream = (SELECT min(stream) FROM sync_state)",
-    );
-    expect((await runCli(['status', ...db, '--check'])).code).toBe(4);
     for (const r of [none, status, table, check]) expect(r.stdout + r.stderr).not.toContain(TEST_PG_PASSWORD);
   });
 
