@@ -25,7 +25,7 @@ describePg("a pull's errors with PostgreSQL", () => {
     wrong.password = 'not-the-password-4d2';
     const down = new URL(PG_URL);
     down.port = String(closed);
-    // Through the environment: on the command line, a URL with a password is warned about first (pg-url.test.ts).
+    // Through the environment: on the command line, a URL with a password is warned about first (url.test.ts).
     for (const url of [down.toString(), wrong.toString()]) {
       const r = await runCli(['pull', '--base-url', s.url], { env: { ...env.env, CAMPAIGN_SYNC_DB: url } });
       expect(r.code).toBe(74);
