@@ -355,3 +355,62 @@ export async function expectMirrors(m: Mirror, s: RunningSimulator): Promise<voi
     expect(g.record, id).toEqual(w.record);
   }
 }
+
+/**
+ * Runs statements that change `m`'s tables (to turn it into what an older release left, or to age
+ * a stream): its SQLite file (an NDJSON mirror's state file) or its PostgreSQL schema.
+ */
+export async function alter(m: Mirror, sql: string): Promise<void> {
+  const at = m.args[m.args.length - 1] as string;
+  if (m.kind === 'postgres') {
+    const c = await pgClient();
+    try {
+      await c.query(`SET search_path TO ${at}`);
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+    return;
+  }
+  const db = new Database(at);
+  try {
+    db.exec(sql);
+  } finally {
+    db.close();
+  }
+}
+
+/** The text of an NDJSON mirror's file `name` ('' when it has no such file). */
+export function ndjsonText(m: Mirror, name: string): string {
+  const out = m.pullArgs[m.pullArgs.indexOf('--out') + 1];
+  if (m.kind !== 'ndjson' || out === undefined) throw new Error(`a ${m.kind} mirror has no NDJSON files`);
+  try {
+    return readFileSync(join(out, name), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return '';
+  }
+}
+
+/** The lines of an NDJSON mirror's file `name` (none when it has no such file), parsed losslessly. */
+export function ndjsonLines(m: Mirror, name: string): Array<Record<string, unknown>> {
+  return ndjsonText(m, name)
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => parseJson(l) as Record<string, unknown>);
+}
+
+/** Runs `command` against `m` as `m.run` does, on the run's clock `clock` (a fakeClock's waits between watch passes take no time). */
+export function runOnClock(
+  m: Mirror,
+  s: RunningSimulator,
+  clock: import('../../src/core/clock.js').Clock,
+  command: string,
+  ...args: string[]
+): Promise<CliResult> {
+  const pulls = command === 'pull' || command === 'watch';
+  return runCli([command, ...m.args, ...(pulls ? m.pullArgs : []), ...args], {
+    env: { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey, ...m.env },
+    clock,
+  });
+}

@@ -1,129 +1,20 @@
 /**
- * `--notify <url>` on pull and watch: one JSON POST per stream state change (failing, stale,
- * recovered, unlisted), none on a pass that changes nothing; deliveries retried within the pass,
- * redirects not followed, and a webhook that is down never fails the sync. The webhook is a real
- * HTTP server on 127.0.0.1:0; a front server between the CLI and the simulator fails one campaign's
- * results (404 with a request_id) or leaves it out of the campaign list on demand.
+ * `--notify <url>` on pull and watch beyond the contract's case (test/contract/notify.test.ts: one
+ * JSON POST per stream state change, none on a pass that changes nothing, the state delivered kept
+ * in each kind of mirror): deliveries retried within the pass, redirects not followed, a webhook
+ * that is down never failing the sync, watch, the URL's checks, and the state changes themselves.
+ * The webhook and the front server before the simulator are test/helpers/webhook.ts's.
  */
-import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { request } from 'undici';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { StreamRow } from '../../../src/store/sqlite/checkpoints.js';
 import { requestIdOf, stateChanges } from '../../../src/sync/alerts.js';
 import { fakeClock } from '../../helpers/clock.js';
 import { sim, tempDir } from '../../helpers/index.js';
 import { runCli } from '../../helpers/run-cli.js';
-
-const servers: Server[] = [];
-afterAll(async () => {
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-});
-
-async function listen(handler: (req: IncomingMessage, body: string, res: ServerResponse) => void | Promise<void>): Promise<string> {
-  const server = createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (d) => (body += d));
-    req.on('end', () => void handler(req, body, res));
-  });
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-interface Hook {
-  url: string;
-  posts: Array<{ path: string; body: Record<string, unknown>; raw: string; type: string | undefined }>;
-  /** Statuses to answer, in order; 200 once used up. */
-  answers: number[];
-}
-
-async function webhook(): Promise<Hook> {
-  const hook: Hook = { url: '', posts: [], answers: [] };
-  hook.url = `${await listen((req, body, res) => {
-    hook.posts.push({ path: req.url ?? '', body: JSON.parse(body), raw: body, type: req.headers['content-type'] });
-    const status = hook.answers.shift() ?? 200;
-    if (status === 302) res.writeHead(302, { location: '/elsewhere' }).end();
-    else res.writeHead(status).end();
-  })}/hook?token=s3cret`;
-  return hook;
-}
-
-/** The simulator behind a front server that can fail one campaign's results or hide it from the list. */
-async function front(target: string) {
-  const state = { fail: undefined as string | undefined, hide: undefined as string | undefined, requestId: randomUUID() };
-  const url = await listen(async (req, _body, res) => {
-    const path = req.url ?? '/';
-    const query = new URL(path, 'http://x').searchParams;
-    if (state.fail !== undefined && path.includes('/results') && query.get('campaign_id') === state.fail) {
-      res.writeHead(404, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: 'Campaign not found', status_code: 404, request_id: state.requestId } }));
-      return;
-    }
-    const upstream = await request(`${target}${path}`, { headers: { authorization: req.headers.authorization ?? '' } });
-    let text = await upstream.body.text();
-    if (state.hide !== undefined && new URL(path, 'http://x').pathname === '/v1/campaigns') {
-      const doc = JSON.parse(text) as { data: Array<{ id: string }> };
-      doc.data = doc.data.filter((c) => c.id !== state.hide);
-      text = JSON.stringify(doc);
-    }
-    res.writeHead(upstream.statusCode, { 'content-type': 'application/json' }).end(text);
-  });
-  return { url, state };
-}
+import { front, webhook } from '../../helpers/webhook.js';
 
 describe('--notify', () => {
-  it('pull: one POST per state change, none when nothing changes; failing carries the error and request_id, recovered follows', async () => {
-    const s = await sim({ campaigns: 2, records: 10 });
-    const f = await front(s.url);
-    const hook = await webhook();
-    const dir = tempDir();
-    const pull = () =>
-      runCli(['pull', '--db', join(dir, 'm.db'), '--notify', hook.url, '--quiet'], {
-        env: { CAMPAIGN_SYNC_BASE_URL: f.url, CAMPAIGN_SYNC_API_KEY: s.apiKey },
-      });
-    expect((await pull()).code).toBe(0);
-    expect(hook.posts).toEqual([]);
-
-    const failing = s.data.campaigns[0]?.id as string;
-    f.state.fail = failing;
-    const r = await pull();
-    expect(r.code, r.stderr).toBe(4);
-    expect(hook.posts).toHaveLength(1);
-    const post = hook.posts[0] as Hook['posts'][number];
-    expect(post.path).toBe('/hook?token=s3cret');
-    expect(post.type).toBe('application/json');
-    expect(post.body).toMatchObject({
-      campaign_id: failing,
-      state: 'failing',
-      previous_state: 'ok',
-      request_id: f.state.requestId,
-      counts: { stored: 10, new: 0 },
-    });
-    expect(post.body.error).toMatch(/404/);
-    expect(post.raw).not.toContain(s.apiKey);
-
-    // Still failing: nothing new.
-    expect((await pull()).code).toBe(4);
-    expect(hook.posts).toHaveLength(1);
-
-    f.state.fail = undefined;
-    expect((await pull()).code).toBe(0);
-    expect(hook.posts).toHaveLength(2);
-    expect(hook.posts[1]?.body).toMatchObject({ campaign_id: failing, state: 'recovered', previous_state: 'failing', error: null });
-    expect((await pull()).code).toBe(0);
-    expect(hook.posts).toHaveLength(2);
-
-    // A campaign the service stops listing.
-    f.state.hide = failing;
-    expect((await pull()).code).toBe(0);
-    expect(hook.posts).toHaveLength(3);
-    expect(hook.posts[2]?.body).toMatchObject({ campaign_id: failing, state: 'unlisted' });
-  });
-
   it('a delivery that fails is retried within the pass; one that keeps failing never fails the sync and is sent again next pass', async () => {
     const s = await sim({ campaigns: 2, records: 5 });
     const f = await front(s.url);

@@ -2,14 +2,10 @@
  * NDJSON export builds each line cell by cell (export/writers.ts): the text must be what
  * `toJson` of the whole row object gave before, JSON columns embedded, int64 exact.
  */
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseJson, toJson } from '../../../src/core/json.js';
 import type { ByteSink } from '../../../src/export/sink.js';
 import { ndjsonLine, writeNdjson } from '../../../src/export/writers.js';
-import { openDatabase } from '../../../src/store/sqlite/db.js';
-import { tempDir } from '../../helpers/index.js';
-import { runCli } from '../../helpers/run-cli.js';
 
 /** The reference line, made the plain way: the row as an object, JSON columns parsed, then toJson. */
 function wholeRow(columns: string[], row: unknown[]): string {
@@ -72,16 +68,5 @@ describe('BLOB cells in NDJSON', () => {
       expect(back.equals(Buffer.from(cell))).toBe(true);
     }
   });
-
-  it('export --format ndjson of a mirror with an analyst’s BLOB column writes base64, never Node’s Buffer form', async () => {
-    const path = join(tempDir(), 'm.db');
-    const db = openDatabase(path);
-    db.exec('ALTER TABLE campaigns ADD COLUMN attachment BLOB');
-    db.prepare("INSERT INTO campaigns (id, name, raw, attachment) VALUES ('c1', 'one', '{}', X'41424300')").run();
-    db.close();
-    const r = await runCli(['export', '--db', path, '--table', 'campaigns', '--format', 'ndjson']);
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).not.toContain('Buffer');
-    expect(JSON.parse(r.stdout)).toMatchObject({ id: 'c1', attachment: 'QUJDAA==' });
-  });
+  // Through export, of an analyst's own column, on every kind: test/contract/export.test.ts.
 });

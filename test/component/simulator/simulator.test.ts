@@ -452,3 +452,20 @@ describe('simulator: time and int64 stay realistic', () => {
     expect(grown.data.orderIndex(g, count)).toBeGreaterThan(max - 10n);
   });
 });
+
+describe('the simulator control routes', () => {
+  it('need the key, know only served records, and take POST', async () => {
+    const s = await sim({ campaigns: 2, records: 3 });
+    const url = `${s.url}/_simulator/results/nope/rescore`;
+    expect((await fetch(url, { method: 'POST' })).status).toBe(401);
+    const auth = { authorization: `Bearer ${s.apiKey}` };
+    expect((await fetch(url, { method: 'POST', headers: auth })).status).toBe(404);
+    const c = s.data.campaigns[0];
+    if (!c) throw new Error('no campaign');
+    const id = (c.type === 'SESSION_COMPLETION' ? s.data.sessionResult(c, 1) : s.data.roleResult(c, 1, 'OVERALL')).id as string;
+    expect((await fetch(`${s.url}/_simulator/results/${id}/delete`, { headers: auth })).status).toBe(405);
+    const r = await fetch(`${s.url}/_simulator/results/${id}/delete`, { method: 'POST', headers: auth });
+    expect(await r.json()).toMatchObject({ id, campaign_id: c.id, index: 1, change: 'delete' });
+    expect(s.changes.any).toBe(true);
+  });
+});

@@ -147,25 +147,7 @@ describePg('DETAILED records stored once in PostgreSQL', () => {
     });
   });
 
-  it('a pull from the simulator stores DETAILED records once and rebuilds every one as served', async () => {
-    const s = await sharedSim({ campaigns: 2, records: 60 });
-    const schema = freshSchema();
-    const r = await runCli(['pull', '--db', PG_URL, '--pg-schema', schema, '--base-url', s.url, '--page-size', '25'], {
-      env: { CAMPAIGN_SYNC_API_KEY: s.apiKey },
-    });
-    expect(r.code, r.stderr).toBe(0);
-    const served = servedRecords(s, 60);
-    await withDb(async (db) => {
-      const roles = await db.query<{ id: string }>('SELECT id FROM role_results');
-      expect(roles.rowCount).toBeGreaterThan(0);
-      const records = roles.rows.map((row) => checked(served.get(row.id) as string));
-      expect(await differing(db, records)).toEqual([]);
-      const stripped = await db.query("SELECT id FROM role_results WHERE raw -> 'score_details' = '[]'::jsonb");
-      expect(stripped.rowCount).toBe(roles.rowCount);
-      const details = await db.query("SELECT id FROM score_details WHERE raw -> 'eval_results' <> '[]'::jsonb");
-      expect(details.rows).toEqual([]);
-    }, schema);
-  });
+  // A pull from the simulator, stored once and rebuilt as served, on every kind: test/contract/compact.test.ts.
 
   it('migrates a schema-1 mirror: stored DETAILED records compacted in place, every raw the same, a re-read changes nothing', async () => {
     const s = await sharedSim({ campaigns: 2, records: 40 });

@@ -12,7 +12,7 @@ import { SCHEMA_VERSION } from '../../../../src/store/sqlite/schema.js';
 import { SqliteSink } from '../../../../src/store/sqlite/sink.js';
 import { SqliteUpserts } from '../../../../src/store/sqlite/upserts.js';
 import { runPass } from '../../../../src/sync/pass.js';
-import { clientConfig, servedObjects, sim, tempDir } from '../../../helpers/index.js';
+import { clientConfig, sim, tempDir } from '../../../helpers/index.js';
 import { passDefaults } from '../../../helpers/mock.js';
 import { checked, evalOf } from '../../../helpers/records.js';
 import { runCli } from '../../../helpers/run-cli.js';
@@ -170,23 +170,7 @@ describe('DETAILED records stored once (schema 6)', () => {
     db.close();
   });
 
-  it('a pull from the simulator stores each DETAILED record once and rebuilds what it sent, int64 cursors included', async () => {
-    const s = await sim({ campaigns: 2, records: 150, orderIndexStart: 9007199254740993n });
-    const db = openDatabase(join(tempDir(), 's.db'));
-    const state = new SqliteCheckpoints(db);
-    const client = new ApiClient(clientConfig(s), { budget: new RequestBudget({ count: 100_000, windowMs: 1000 }) });
-    await runPass({ client, sink: new SqliteSink(db, state), state }, { ...passDefaults, type: 'role' });
-    await client.close();
-    await s.close();
-    const served = servedObjects(s, 150);
-    const rows = db.prepare('SELECT id, raw FROM role_results_full').all() as Array<{ id: string; raw: string }>;
-    expect(rows).toHaveLength(150);
-    for (const row of rows) expect(row.raw).toBe(toJson(served.get(row.id)));
-    expect(rows.some((r) => /"order_index":9007199254741\d{3}/.test(r.raw))).toBe(true);
-    const stripped = db.prepare(`SELECT count(*) FROM role_results WHERE raw LIKE '%"score_details":[]%'`).pluck().get();
-    expect(stripped).toBe(150);
-    db.close();
-  });
+  // A pull from the simulator, stored once and rebuilt as served, on every kind: test/contract/compact.test.ts.
 
   it('migrates a version-5 DETAILED mirror in place: every raw the same, the file at least 30% smaller', async () => {
     const s = await sim({ campaigns: 2, records: 400 });
