@@ -324,6 +324,36 @@ describe.each(MIRRORS)('forget (%s)', (kind) => {
     expect(await heldRecords(m)).toEqual(byId(left.filter((r) => !isTheirs(r, q))));
   });
 
+  it('the quarantine is matched by who a record names, never by text: joann@ and a 7 elsewhere stay when ann@ and user 7 go', async (ctx) => {
+    if (unsupported(kind, undefined, ctx)) return;
+    const s = await sim({ campaigns: 2, records: RECORDS, malformed: { every: 7, kinds: ['score'] } });
+    const session = campaignOf(s, 'SESSION_COMPLETION');
+    const as = (user: Person, note?: string) => (r: Obj) => ({ ...r, user: { ...(r.user as Obj), ...user }, ...(note ? { note } : {}) });
+    serveChanged(s, session, 0, as({ id: 'ann-9c41', email: 'ann@example.com' }));
+    serveChanged(s, session, 1, as({ id: '7', email: 'seven@example.com' }));
+    // Quarantined (malformed): joann's, and one whose text holds 7s that are no id of anybody's.
+    serveChanged(s, session, 6, as({ id: 'jo-0002', email: 'joann@example.com' }));
+    serveChanged(s, session, 13, as({ id: 'other-0017', email: 'other7@example.com' }, 'room 7, floor 17'));
+    const m = open(kind);
+    await ok(m, s, 'pull');
+    const count = async () => Number((await m.state('SELECT count(*) AS n FROM quarantine'))[0]?.n);
+    const held = await count();
+    expect(held).toBeGreaterThanOrEqual(2);
+    expect(await m.holds('joann@example.com')).toBe(true);
+
+    const ofAnn = await forgetJson(m, s, '--user', 'ann@example.com');
+    expect(ofAnn.copies.quarantine ?? 0).toBe(0);
+    expect(await count()).toBe(held);
+    expect(await m.holds('joann@example.com')).toBe(true);
+    expect(await m.holds('ann-9c41')).toBe(false);
+
+    const ofSeven = await forgetJson(m, s, '--user', '7');
+    expect(ofSeven.copies.quarantine ?? 0).toBe(0);
+    expect(await count()).toBe(held);
+    expect(await m.holds('seven@example.com')).toBe(false);
+    expect(await m.holds('other7@example.com')).toBe(true);
+  });
+
   it("drift's examples: a record forget took out is no longer an example; the paths and values stay", async (ctx) => {
     if (unsupported(kind, undefined, ctx)) return;
     let now = Date.UTC(2026, 10, 1);

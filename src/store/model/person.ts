@@ -11,7 +11,7 @@
  * Ids are compared as text (a number as its decimal text, as the tables' columns hold it), e-mails
  * by emailKey (core/email.ts).
  */
-import { ERASED_IN_TEXT, emailKey } from '../../core/email.js';
+import { ERASED_IN_TEXT, emailKey, withoutCandidate } from '../../core/email.js';
 
 type Obj = Record<string, unknown>;
 
@@ -225,17 +225,30 @@ function digest(key: Buffer, text: string): string {
 }
 
 /**
- * Whether a quarantined record's text names the person: parsed, a record theirs or holding them
- * anywhere (the rule above), or, whatever it parses to, a text that holds one of `terms` (what
- * forget was given, and every id and e-mail of theirs), ignoring case. A record failed the rules,
- * so its fields may be anywhere: a match in the text is enough, and the record goes whole.
+ * Whether a quarantined record's text names the person, by the one identity rule, never by a
+ * substring: parsed, a record theirs or holding them anywhere (the rule above). A record whose text
+ * is not JSON is read as far as it goes: one of their e-mails anywhere, as a whole address
+ * (`withoutCandidate`'s boundaries: `ann@example.com` is not inside `joann@example.com`), or one of
+ * their ids as the value of a `user_id` or `user` key, or of the `id` of a `user` object. An id
+ * anywhere else (a score of 7, an order_index of 17) is not theirs.
  */
 export function quarantinedNames(raw: string, p: Person, terms: readonly string[]): boolean {
   let value: unknown;
   try {
     value = JSON.parse(raw);
-  } catch {}
-  if (value !== undefined && scrubPerson(value, p).kind !== 'none') return true;
-  const text = raw.toLowerCase();
-  return terms.some((t) => t.trim() !== '' && text.includes(t.trim().toLowerCase()));
+  } catch {
+    const emails = terms.filter((t) => t.includes('@'));
+    if (emails.length > 0 && withoutCandidate(raw, emails) !== raw) return true;
+    for (const m of [...raw.matchAll(KEYED_ID), ...raw.matchAll(USER_OBJECT_ID)]) {
+      const id = m[1] ?? m[2];
+      if (id !== undefined && (p.hasId(id) || terms.includes(id))) return true;
+    }
+    return false;
+  }
+  return scrubPerson(value, p).kind !== 'none';
 }
+
+/** A `user_id` or `user` key's value in a text that is not JSON: a string's text, or a number. */
+const KEYED_ID = /"(?:user_id|user)"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+))/g;
+/** The `id` of a `user` object, in a text that is not JSON. */
+const USER_OBJECT_ID = /"user"\s*:\s*\{[^{}]*?"id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+))/g;

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseJson } from '../../../../src/core/json.js';
-import { knownPerson, PersonGraph, personDigests, personOfDigests, scrubPerson } from '../../../../src/store/model/person.js';
+import { knownPerson, PersonGraph, personDigests, personOfDigests, quarantinedNames, scrubPerson } from '../../../../src/store/model/person.js';
 
 const A = { id: 'a-1', email: 'ann@example.com' };
 const B = { id: 'b-2', email: 'Bob@Example.com' };
@@ -108,5 +108,29 @@ describe('personDigests', () => {
     expect(back.hasId('b-2') && back.hasEmail('BOB@example.COM')).toBe(true);
     expect(back.hasId('a-1') || back.hasEmail('ann@example.com')).toBe(false);
     expect(personOfDigests(digests, Buffer.alloc(32, 8)).hasId('b-2')).toBe(false);
+  });
+});
+
+describe('quarantinedNames: a quarantined record is theirs by the identity rule, never by a substring', () => {
+  const ann = knownPerson(['7'], ['ann@example.com']);
+  const terms = ['ann@example.com', '7'];
+  const names = (raw: string) => quarantinedNames(raw, ann, terms);
+
+  it('parsed: theirs at the top or inside; another e-mail that ends with theirs, or a 7 that is not an id, is not', () => {
+    expect(names(JSON.stringify({ order_index: 3, user: { id: 7, email: 'x@y.z' } }))).toBe(true);
+    expect(names(JSON.stringify({ user_email: 'ANN@example.com' }))).toBe(true);
+    expect(names(JSON.stringify({ user: { id: 'j-1', email: 'joann@example.com' }, score: 7 }))).toBe(false);
+    expect(names(JSON.stringify({ user_id: '77', order_index: 17, score: 7, id: '7e0c-47' }))).toBe(false);
+    expect(names(JSON.stringify({ id: 'r', score_details: [{ user: { id: '7' } }] }))).toBe(true);
+  });
+
+  it('a text that is not JSON: a whole e-mail of theirs, or an id as a user key, names them; a 7 elsewhere does not', () => {
+    expect(names('{"user": {"id": 12, "email": "ann@example.com"}, "score": ')).toBe(true);
+    expect(names('{"user": {"id": 12, "email": "joann@example.com"}, "score": 7, ')).toBe(false);
+    expect(names('{"user_id": 7, "score": ')).toBe(true);
+    expect(names('{"user_id": "7", "score": ')).toBe(true);
+    expect(names('{"user": {"email": "x@y.z", "id": 7}, ')).toBe(true);
+    expect(names('{"user_id": 77, "score": 7, "order_index": 17, ')).toBe(false);
+    expect(names('{"id": "7", "user_id": 8, ')).toBe(false);
   });
 });
