@@ -9,7 +9,7 @@ import type { RunningSimulator } from '../../src/simulator/server.js';
 import { driftOf } from '../helpers/drift.js';
 import { cutOf, servedResults } from '../helpers/history.js';
 import { get, sim } from '../helpers/index.js';
-import { MIRRORS, type Mirror, open, unsupported } from './mirrors.js';
+import { MIRRORS, type Mirror, ok, open, unsupported } from './mirrors.js';
 
 type Campaign = RunningSimulator['data']['campaigns'][number];
 
@@ -28,18 +28,6 @@ function rawById(stdout: string): Map<string, unknown> {
     out.set(row.id, row.raw);
   }
   return out;
-}
-
-/** A command that succeeds and says no error. */
-async function ok(m: Mirror, s: RunningSimulator, command: string, ...args: string[]) {
-  const r = await m.run(s, command, ...args);
-  const what = [command, ...args].join(' ');
-  expect(
-    r.stderr.split('\n').filter((l) => /error/i.test(l)),
-    what,
-  ).toEqual([]);
-  expect(r.code, `${what}: ${r.stderr}`).toBe(0);
-  return r;
 }
 
 function campaignOf(s: RunningSimulator, type: Campaign['type']): Campaign {

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/simulator/server.js';
 import { cutOf, servedResults } from '../helpers/history.js';
 import { sim } from '../helpers/index.js';
-import { MIRRORS, type Mirror, type MirrorKind, open, served, unsupported } from './mirrors.js';
+import { MIRRORS, type Mirror, type MirrorKind, ok, open, served, unsupported } from './mirrors.js';
 
 type Obj = Record<string, unknown>;
 type Campaign = RunningSimulator['data']['campaigns'][number];
@@ -28,18 +28,6 @@ const RECORDS = 20;
 
 /** A candidate found nowhere but inside another candidate's result. */
 const NESTED_ONLY: Person = { id: 'c0ffee00-0000-4000-8000-00000000000c', email: 'Nested.Only@Example.com' };
-
-/** A command that succeeds and says no error. */
-async function ok(m: Mirror, s: RunningSimulator, command: string, ...args: string[]) {
-  const r = await m.run(s, command, ...args);
-  const what = [command, ...args].join(' ');
-  expect(
-    r.stderr.split('\n').filter((l) => /error/i.test(l)),
-    what,
-  ).toEqual([]);
-  expect(r.code, `${what}: ${r.stderr}`).toBe(0);
-  return r;
-}
 
 async function forgetJson(m: Mirror, s: RunningSimulator, ...args: string[]): Promise<ForgetDoc> {
   return JSON.parse((await ok(m, s, 'forget', ...args, '--json')).stdout) as ForgetDoc;

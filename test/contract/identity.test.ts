@@ -8,16 +8,9 @@
 import { describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/simulator/server.js';
 import { sim } from '../helpers/index.js';
-import { alter, MIRRORS, type Mirror, ndjsonLines, open, unsupported } from './mirrors.js';
+import { alter, MIRRORS, ndjsonLines, ok, open, unsupported } from './mirrors.js';
 
 type Campaign = RunningSimulator['data']['campaigns'][number];
-
-/** A command that exits 0; its stdout parsed when `--json` is among `args`. */
-async function ok(m: Mirror, s: RunningSimulator, command: string, ...args: string[]) {
-  const r = await m.run(s, command, ...args);
-  expect(r.code, `${command} ${args.join(' ')}: ${r.stderr}`).toBe(0);
-  return r;
-}
 
 describe.each(MIRRORS)('record identity (%s)', (kind) => {
   it('one result id served by two campaigns never flips (OVERALL)', async (ctx) => {

@@ -294,6 +294,18 @@ export function open(kind: MirrorKind): Mirror {
   return kind === 'sqlite' ? sqliteMirror() : kind === 'ndjson' ? ndjsonMirror() : postgresMirror();
 }
 
+/** Runs a command on the mirror and expects it to succeed and say no error. */
+export async function ok(m: Mirror, s: RunningSimulator, command: string, ...args: string[]): Promise<CliResult> {
+  const r = await m.run(s, command, ...args);
+  const what = [command, ...args].join(' ');
+  expect(
+    r.stderr.split('\n').filter((l) => /error/i.test(l)),
+    what,
+  ).toEqual([]);
+  expect(r.code, `${what}: ${r.stderr}`).toBe(0);
+  return r;
+}
+
 /**
  * What the simulator serves now (its changes included), read through its API as a client would:
  * every session and DETAILED role result of every campaign, in campaign order, parsed losslessly.

@@ -9,7 +9,7 @@ import type { RunningSimulator } from '../../src/simulator/server.js';
 import { FIRST_V9, PG_FIRST_TRAIL, SQLITE_FIRST_TRAIL } from '../helpers/first-versions.js';
 import { sim } from '../helpers/index.js';
 import { sharedSim } from '../helpers/shared-sim.js';
-import { alter, MIRRORS, type Mirror, type MirrorKind, open, unsupported } from './mirrors.js';
+import { alter, MIRRORS, type Mirror, type MirrorKind, ok, open, unsupported } from './mirrors.js';
 
 /** Turns a mirror back into one the release before versions wrote (the steps after it too: the quarantine, drift, so that the upgrade runs them again). */
 const DOWNGRADE: Record<MirrorKind, string> = {
@@ -29,18 +29,6 @@ const FIRST_TRAIL: Record<MirrorKind, string> = { sqlite: SQLITE_FIRST_TRAIL, nd
 async function change(s: RunningSimulator, id: string, what: 'rescore' | 'delete'): Promise<void> {
   const r = await fetch(`${s.url}/_simulator/results/${id}/${what}`, { method: 'POST', headers: { authorization: `Bearer ${s.apiKey}` } });
   expect(r.status, await r.text()).toBe(200);
-}
-
-/** A command that succeeds and says no error. */
-async function ok(m: Mirror, s: RunningSimulator, command: string, ...args: string[]) {
-  const r = await m.run(s, command, ...args);
-  const what = [command, ...args].join(' ');
-  expect(
-    r.stderr.split('\n').filter((l) => /error/i.test(l)),
-    what,
-  ).toEqual([]);
-  expect(r.code, `${what}: ${r.stderr}`).toBe(0);
-  return r;
 }
 
 const versionsOf = (m: Mirror, id: string) =>

@@ -47,12 +47,12 @@ export async function pgClient(): Promise<pg.Client> {
   return c;
 }
 
-/** The rows of `sql` run in `schema`, on a client of its own. */
-export async function pgRows(schema: string, sql: string): Promise<Array<Record<string, unknown>>> {
+/** The rows of `sql` (with its parameters) run in `schema`, on a client of its own. */
+export async function pgRows(schema: string, sql: string, values: unknown[] = []): Promise<Array<Record<string, unknown>>> {
   const c = await pgClient();
   try {
     await c.query(`SET search_path TO ${schema}`);
-    return (await c.query(sql)).rows;
+    return (await c.query(sql, values)).rows;
   } finally {
     await c.end();
   }

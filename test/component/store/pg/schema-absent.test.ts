@@ -5,20 +5,10 @@
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { tempDir } from '../../../helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgClient } from '../../../helpers/pg.js';
+import { describePg, freshSchema, PG_URL, pgRows } from '../../../helpers/pg.js';
 import { TEST_PG_PASSWORD } from '../../../helpers/pg-server.js';
 import { runCli } from '../../../helpers/run-cli.js';
 import { sharedSim } from '../../../helpers/shared-sim.js';
-
-async function query(schema: string, sql: string, values: unknown[] = []): Promise<Array<Record<string, unknown>>> {
-  const c = await pgClient();
-  try {
-    await c.query(`SET search_path TO ${schema}`);
-    return (await c.query(sql, values)).rows;
-  } finally {
-    await c.end();
-  }
-}
 
 describePg('a PostgreSQL schema with no mirror', () => {
   it('status names a schema with no mirror and fails; CAMPAIGN_SYNC_DB selects PostgreSQL as --db does; the password is never printed', async () => {
@@ -51,6 +41,6 @@ describePg('a PostgreSQL schema with no mirror', () => {
     const r = await runCli(['export', '--db', PG_URL, '--pg-schema', none, '--table', 'session-results', '--since-last', 'w', ...o]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/no campaign-sync mirror/);
-    expect(await query('public', `SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = '${none}'`)).toEqual([{ n: 0 }]);
+    expect(await pgRows('public', `SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = '${none}'`)).toEqual([{ n: 0 }]);
   });
 });
