@@ -3,11 +3,13 @@
  * `--help` shows them (cli.ts). Kept apart from the schemas so that `--help` loads no zod.
  */
 import { CONTRACT_MODES } from '../core/drift.js';
+import { FILE_MODE_CHOICES } from '../core/fs/modes.js';
 import { REPORT_TYPES } from '../core/types.js';
 
 export const DEFAULTS = {
   db: './campaign-sync.db',
   pgSchema: 'campaign_sync',
+  fileMode: 'private',
   rateLimit: '100/1m',
   timeout: '30s',
   maxRetries: '5',
@@ -51,6 +53,7 @@ export const CHOICES = {
   reportType: REPORT_TYPES,
   contract: CONTRACT_MODES,
   format: ['sqlite', 'ndjson'],
+  fileMode: FILE_MODE_CHOICES,
   exportFormat: ['csv', 'ndjson', 'parquet'],
   table: ['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results', 'results', 'latest_results', 'skill_scores'],
 } as const;

@@ -92,6 +92,11 @@ export const apiSchema = {
   compression: oneOf(CHOICES.compression, '--compression', DEFAULTS.compression),
 };
 
+/** Settings of the commands that may create a mirror's files (pull, watch, reconcile, quarantine, campaigns). */
+export const mirrorSchema = {
+  fileMode: oneOf(CHOICES.fileMode, '--file-mode', DEFAULTS.fileMode),
+};
+
 /** Settings of `pull` and `watch` (a pass). */
 export const syncSchema = {
   reportType: oneOf(CHOICES.reportType, '--report-type', DEFAULTS.reportType),

@@ -28,7 +28,17 @@ import { parseDate } from './duration.js';
 import { parseListen } from './listen.js';
 import { parseNotifyUrl } from './notify.js';
 import { readProfile } from './profile.js';
-import { apiSchema, demoSchema, exportSchema, forgetSchema, parseGiven, type Setting, syncSchema, watchSchema } from './schema.js';
+import {
+  apiSchema,
+  demoSchema,
+  exportSchema,
+  forgetSchema,
+  mirrorSchema,
+  parseGiven,
+  type Setting,
+  syncSchema,
+  watchSchema,
+} from './schema.js';
 import { byDefault, type Inputs, type Origin, type Profile, pick, said } from './sources.js';
 
 export type { Origin, Source } from './sources.js';
@@ -100,8 +110,11 @@ function output(c: Collector): void {
   c.flag('verbose', false);
 }
 
-/** --db, the backend it names and what to warn of it (a password in plain sight), and --pg-schema. */
-function mirror(c: Collector, dbFallback: string = DEFAULTS.db, withEnv = true): void {
+/**
+ * --db, the backend it names and what to warn of it (a password in plain sight), --pg-schema, and
+ * --file-mode for a command that may create the mirror's files (`creates`).
+ */
+function mirror(c: Collector, dbFallback: string = DEFAULTS.db, withEnv = true, creates = false): void {
   const db = pick('db', c.inputs, withEnv);
   const path = c.set('db', db?.text ?? dbFallback, db?.origin ?? byDefault('db'));
   const origin = c.origins.db as Origin;
@@ -109,6 +122,8 @@ function mirror(c: Collector, dbFallback: string = DEFAULTS.db, withEnv = true):
   c.set('dbWarnings', dbWarnings(dbChoice(path, origin)), origin);
   const schema = pick('pgSchema', c.inputs);
   c.set('pgSchema', resolvePgSchema(schema?.text, schema?.origin.name), schema?.origin ?? byDefault('pgSchema'));
+  if (creates) c.take('fileMode', mirrorSchema.fileMode);
+  else c.set('fileMode', DEFAULTS.fileMode, byDefault('fileMode'));
 }
 
 /**
@@ -255,13 +270,13 @@ export function resolveSettings<C extends CommandName>(
       if (command === 'watch') watchOnly(c);
       pass(c, command === 'quarantine' ? 'reconcile' : command);
       job(c);
-      mirror(c);
+      mirror(c, DEFAULTS.db, true, true);
       if (command === 'pull') c.flag<string | undefined>('metricsFile', undefined);
       if (command === 'reconcile' || command === 'quarantine') c.flag('prune', false);
       break;
     case 'campaigns':
       output(c);
-      mirror(c);
+      mirror(c, DEFAULTS.db, true, true);
       job(c);
       break;
     case 'demo': {

@@ -5,6 +5,7 @@
  */
 import type { DriftChange, DriftPage, KnownDrift } from '../core/drift.js';
 import type { ErasedCounts } from '../core/email.js';
+import type { NewModes } from '../core/fs/modes.js';
 import type { BudgetStore } from '../core/rate.js';
 import type { Redacted } from '../core/redact.js';
 import type { CheckedRecord, CheckpointMove, Destination, PageQuarantine, StreamId } from '../core/types.js';
@@ -103,6 +104,8 @@ export interface MirrorTarget {
   where: string;
   /** The PostgreSQL schema (--pg-schema, checked); a SQLite file ignores it. */
   pgSchema: string;
+  /** The modes of the files and folders this mirror creates (--file-mode); existing ones keep theirs. PostgreSQL creates none. */
+  modes: NewModes;
 }
 
 /**

@@ -21,7 +21,7 @@ export async function openSqliteJobStore(
   const lock = RunLock.acquire(path);
   let db: Db | undefined;
   try {
-    db = openDatabase(path);
+    db = openDatabase(path, { mode: c.target.modes.file });
     const state = new SqliteCheckpoints(db);
     // A forget killed or stopped by a full disk left its erasure unfinished (files not rewritten, the
     // erased rows' bytes in free pages): a pull (cron's command) finishes it before it syncs anything,
@@ -55,7 +55,7 @@ export async function openSqliteJobStore(
     // The NDJSON sink (its files, index, erasure rewrites) is loaded only for an NDJSON pull.
     const sink =
       destination.kind === 'ndjson'
-        ? new (await import('./ndjson/sink.js')).NdjsonSink(db, state, destination.out)
+        ? new (await import('./ndjson/sink.js')).NdjsonSink(db, state, destination.out, { modes: c.target.modes })
         : new SqliteSink(db, state);
     const opened = db;
     const guard = new MirrorGuard(db, path, sink);
