@@ -191,6 +191,10 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
       .option(
         '--metrics-file <path>',
         "after the pass, write the Prometheus metrics here atomically (node_exporter's textfile collector; name it *.prom)",
+      )
+      .option(
+        '--metrics-file-mode <mode>',
+        "the metrics file's mode, octal (e.g. 0640); without it, 0644 less the umask (it holds no personal data)",
       ),
     'campaign-sync pull --base-url https://api.example.com --api-key-file ~/.campaign-sync-key',
     'campaign-sync pull --quiet --if-idle   # from cron: a tick during a long pull stays silent',

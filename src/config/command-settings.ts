@@ -76,6 +76,8 @@ export interface SyncSettings extends JobSettings, OutputSettings {}
 
 export interface PullSettings extends SyncSettings {
   readonly metricsFile: string | undefined;
+  /** --metrics-file-mode, checked: the file's exact mode; undefined: 0644 less the umask. */
+  readonly metricsFileMode: number | undefined;
 }
 
 export interface WatchSettings extends SyncSettings {

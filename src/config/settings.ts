@@ -35,6 +35,7 @@ import {
   forgetSchema,
   mirrorSchema,
   parseGiven,
+  pullSchema,
   type Setting,
   syncSchema,
   watchSchema,
@@ -234,6 +235,13 @@ function exportOnly(c: Collector): void {
     throw new UsageError(`--since ${c.values.since} is after --until ${c.values.until}`);
 }
 
+/** pull's --metrics-file and its mode. */
+function metricsFile(c: Collector): void {
+  const file = c.flag<string | undefined>('metricsFile', undefined);
+  const mode = c.take('metricsFileMode', pullSchema.metricsFileMode);
+  if (mode !== undefined && file === undefined) throw new UsageError('--metrics-file-mode is the mode of --metrics-file: give both');
+}
+
 /** The API, --notify (held to --allow-insecure-http as the base URL is), and --max-age's default for it. */
 function job(c: Collector): void {
   const { config, origins } = resolveApi(c.inputs);
@@ -271,7 +279,7 @@ export function resolveSettings<C extends CommandName>(
       pass(c, command === 'quarantine' ? 'reconcile' : command);
       job(c);
       mirror(c, DEFAULTS.db, true, true);
-      if (command === 'pull') c.flag<string | undefined>('metricsFile', undefined);
+      if (command === 'pull') metricsFile(c);
       if (command === 'reconcile' || command === 'quarantine') c.flag('prune', false);
       break;
     case 'campaigns':

@@ -6,6 +6,7 @@ import { retentionDue } from '../model/retention.js';
 import type { BackendCapabilities, JobStore, Retained, StoreChoice } from '../port.js';
 import { Campaigns } from './campaigns.js';
 import { SqliteCheckpoints } from './checkpoints.js';
+import { SqliteCounters } from './counters.js';
 import { type Db, openDatabase } from './db.js';
 import { DriftLedger } from './drift-ledger.js';
 import { MirrorGuard } from './mirror-guard.js';
@@ -71,6 +72,7 @@ export async function openSqliteJobStore(
       cursors: state,
       streams: async () => state.all(),
       campaignNames: async () => new Campaigns(opened).names(),
+      counters: new SqliteCounters(db, path, () => sink.flush()),
       driftKnown: async (stream) => drift.known(stream),
       // No fleet: one process syncs the file under its run lock, and shares no times.
       fleetTimes: async () => ({ now: currentClock().now(), checked: new Map(), workers: 1 }),
