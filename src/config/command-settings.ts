@@ -4,7 +4,6 @@
  */
 
 import type { ContractMode } from '../core/drift.js';
-import type { FileModeChoice } from '../core/fs/modes.js';
 import type { Endpoint, ReportType } from '../core/types.js';
 import type { ApiConfig, DbKind } from './config.js';
 import type { ListenAddress } from './listen.js';
@@ -32,7 +31,7 @@ export interface DbSettings {
   /** What to say before the mirror is opened: a PostgreSQL password where other users can read it (never the password). */
   readonly dbWarnings: readonly string[];
   /** --file-mode: how the mirror's new files and folders are made (private, or readable by the group); `private` for commands that create none. */
-  readonly fileMode: FileModeChoice;
+  readonly fileMode: 'private' | 'group';
 }
 
 /** What a sync pass reads and how. */

@@ -3,7 +3,6 @@
  * `--help` shows them (cli.ts). Kept apart from the schemas so that `--help` loads no zod.
  */
 import { CONTRACT_MODES } from '../core/drift.js';
-import { FILE_MODE_CHOICES } from '../core/fs/modes.js';
 import { REPORT_TYPES } from '../core/types.js';
 
 export const DEFAULTS = {
@@ -53,7 +52,7 @@ export const CHOICES = {
   reportType: REPORT_TYPES,
   contract: CONTRACT_MODES,
   format: ['sqlite', 'ndjson'],
-  fileMode: FILE_MODE_CHOICES,
+  fileMode: ['private', 'group'],
   exportFormat: ['csv', 'ndjson', 'parquet'],
   table: ['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results', 'results', 'latest_results', 'skill_scores'],
 } as const;

@@ -4,8 +4,8 @@
  * it: an existing file or folder keeps the mode its owner gave it.
  */
 
-export const FILE_MODE_CHOICES = ['private', 'group'] as const;
-export type FileModeChoice = (typeof FILE_MODE_CHOICES)[number];
+/** `--file-mode`'s values (config/defaults.ts CHOICES.fileMode lists them for the flag). */
+export type FileModeChoice = 'private' | 'group';
 
 /** The modes of a new file and of a new folder. */
 export interface NewModes {

@@ -5,7 +5,7 @@
  */
 import { lstatSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { NEW_MODES, type NewModes } from '../../../core/fs/modes.js';
+import type { NewModes } from '../../../core/fs/modes.js';
 import { type FileIdentity, identify, stillAt, whereNow } from '../../../core/fs/moved.js';
 import { toJson } from '../../../core/json.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../../core/types.js';
@@ -60,8 +60,9 @@ export class NdjsonSink extends GroupedSink {
         `${path}: ${this.offsets.committed(path)} bytes were committed to it but it is gone; nothing was written (restore it, or run \`campaign-sync reset --all\` with this --db and pull again to write it anew from the start)`,
       );
     }
-    const modes = options.modes ?? NEW_MODES.private;
-    const folder = openOutputFolder(dir, modes.folder);
+    // Private (0700, 0600: the defaults of the folder's and the files' opens) unless told otherwise.
+    const modes = options.modes;
+    const folder = openOutputFolder(dir, modes?.folder);
     // One process at a time in a folder, whatever database it writes from (store/sqlite/run-lock.ts).
     this.folderLock = RunLock.acquireFolder(folder);
     try {
@@ -75,7 +76,7 @@ export class NdjsonSink extends GroupedSink {
         if (committed === undefined) unclaimed.push(path);
         this.files.set(
           kind as keyof typeof NDJSON_FILES,
-          new NdjsonFile(path, committed, options.write, this.lineCheck(kind, path), modes.file),
+          new NdjsonFile(path, committed, options.write, this.lineCheck(kind, path), modes?.file),
         );
         if (committed !== undefined && kind !== 'campaigns') this.index.ensureIndexed(path, committed, indexKeyOfLine(kind));
       }
@@ -86,7 +87,7 @@ export class NdjsonSink extends GroupedSink {
         manifestCommitted = undefined;
         unclaimed.push(manifestPath);
       }
-      const manifest = new ManifestLines(new NdjsonFile(manifestPath, manifestCommitted, options.write, isManifestLine, modes.file));
+      const manifest = new ManifestLines(new NdjsonFile(manifestPath, manifestCommitted, options.write, isManifestLine, modes?.file));
       this.manifest = manifest;
       let manifestEnd: number | undefined;
       this.group.setHooks({
