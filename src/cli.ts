@@ -68,6 +68,17 @@ function userConfigFile(): string {
   return base === undefined ? '~/.config/campaign-sync/config.toml' : join(base, 'campaign-sync', 'config.toml');
 }
 
+/** --file-mode, on the commands that may create a mirror's files. */
+function fileModeOption(cmd: Command): Command {
+  return cmd.addOption(
+    enumOption(
+      '--file-mode <mode>',
+      `new database and NDJSON files and folders: private (0600, 0700) or group (0640, 0750: the group reads them); existing ones keep their mode${shownDefault('fileMode')}`,
+      CHOICES.fileMode,
+    ),
+  );
+}
+
 function dbOption(cmd: Command): Command {
   return cmd
     .option('--db <path>', `SQLite database, or postgres://… for a team mirror in PostgreSQL (env CAMPAIGN_SYNC_DB)${shownDefault('db')}`)
@@ -96,7 +107,7 @@ function syncOptions(cmd: Command, watch = false): Command {
     const option = new Option(flags, description);
     return watch ? option.hideHelp() : option;
   };
-  return cmd
+  return fileModeOption(cmd)
     .option('--campaign <id-or-name>', 'only this campaign (repeatable)', collect)
     .addOption(enumOption('--type <type>', 'only this kind of campaign', CHOICES.type))
     .addOption(enumOption('--report-type <type>', `role report to mirror${shownDefault('reportType')}`, CHOICES.reportType))
@@ -163,7 +174,11 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
   };
 
   example(
-    outputOptions(dbOption(apiOptions(program.command('campaigns').description('list the campaigns the key can access and store them')))),
+    outputOptions(
+      fileModeOption(
+        dbOption(apiOptions(program.command('campaigns').description('list the campaigns the key can access and store them'))),
+      ),
+    ),
     'campaign-sync campaigns --base-url https://api.example.com --api-key-file ~/.campaign-sync-key',
     'campaign-sync campaigns --json | jq ".data[].name"',
   ).action(async (opts) => done(await (await import('./commands/campaigns.js')).campaigns(await settings('campaigns', opts), signal)));
@@ -176,6 +191,10 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
       .option(
         '--metrics-file <path>',
         "after the pass, write the Prometheus metrics here atomically (node_exporter's textfile collector; name it *.prom)",
+      )
+      .option(
+        '--metrics-file-mode <mode>',
+        "the metrics file's mode, octal (e.g. 0640); without it, 0644 less the umask (it holds no personal data)",
       ),
     'campaign-sync pull --base-url https://api.example.com --api-key-file ~/.campaign-sync-key',
     'campaign-sync pull --quiet --if-idle   # from cron: a tick during a long pull stays silent',
@@ -269,11 +288,13 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
 
   example(
     outputOptions(
-      dbOption(
-        apiOptions(
-          program
-            .command('reconcile')
-            .description('re-read every stream from the start and report records added, changed and gone (deleted by the service)'),
+      fileModeOption(
+        dbOption(
+          apiOptions(
+            program
+              .command('reconcile')
+              .description('re-read every stream from the start and report records added, changed and gone (deleted by the service)'),
+          ),
         ),
       ),
     )

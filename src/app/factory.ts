@@ -6,6 +6,7 @@
  */
 
 import type { MirrorSettings } from '../config/command-settings.js';
+import { NEW_MODES } from '../core/fs/modes.js';
 import type {
   CheckpointAdmin,
   EraseMirror,
@@ -51,7 +52,12 @@ export interface Mirror {
  */
 export function mirrorOf(settings: MirrorSettings, warn?: (text: string) => void): Mirror {
   for (const w of settings.dbWarnings) warn?.(w);
-  const target: MirrorTarget = { path: settings.db, where: settings.sourceOf('db').name, pgSchema: settings.pgSchema };
+  const target: MirrorTarget = {
+    path: settings.db,
+    where: settings.sourceOf('db').name,
+    pgSchema: settings.pgSchema,
+    modes: NEW_MODES[settings.fileMode],
+  };
   const kind = settings.dbKind;
   const backend = async (): Promise<MirrorBackend> =>
     kind === 'pg' ? (await import('../store/pg/backend.js')).pgBackend : (await import('../store/sqlite/backend.js')).sqliteBackend;

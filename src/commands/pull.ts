@@ -9,12 +9,10 @@ import { startProgress } from '../ui/progress.js';
 import { failureLines, passDocument, passTable, placeDocument, placeLine } from '../ui/summary.js';
 
 /** The metrics of `--metrics-file`, loaded only when asked for (prom-client costs a plain pull its start-up). */
-async function metricsFor(path: string | undefined) {
-  if (path === undefined) return undefined;
-  const [{ SyncMetrics }, file] = await Promise.all([import('../app/metrics.js'), import('../app/metrics-file.js')]);
-  file.checkMetricsFile(path);
-  const metrics = new SyncMetrics();
-  return { events: metrics.events(), metrics, write: () => file.writeMetricsFile(path, metrics) };
+async function metricsFor(settings: PullSettings) {
+  if (settings.metricsFile === undefined) return undefined;
+  const { MetricsFile } = await import('../app/metrics-file.js');
+  return new MetricsFile(settings.metricsFile, settings.metricsFileMode);
 }
 
 /**
@@ -63,14 +61,15 @@ export async function pull(settings: PullSettings, signal: AbortSignal): Promise
 }
 
 async function pullOnce(settings: PullSettings, signal: AbortSignal, out: Output): Promise<number> {
-  const file = await metricsFor(settings.metricsFile);
+  const file = await metricsFor(settings);
   const progress = await startProgress(out, 'listing campaigns');
   let session: SyncJob;
   try {
     session = await SyncJob.open(settings, signal, {
-      events: mergeEvents(commandEvents(out, progress), file?.events),
+      events: mergeEvents(commandEvents(out, progress), file?.metrics.events()),
       alertFailure: (text) => out.error(text),
     });
+    await file?.open(session.store.counters);
   } catch (err) {
     progress.stop();
     throw err;
@@ -87,6 +86,7 @@ async function pullOnce(settings: PullSettings, signal: AbortSignal, out: Output
       if (file !== undefined) {
         file.metrics.failedPass(Date.now() - startedAt, exitCodeFor(err));
         file.metrics.streams(await session.store.streams().catch(() => []));
+        // Counters that cannot be kept then share the pass's cause: its error is the one reported.
         await file.write().catch((e: Error) => out.error(e.message));
       }
       throw err;
@@ -106,8 +106,10 @@ async function pullOnce(settings: PullSettings, signal: AbortSignal, out: Output
     if (!out.quiet) await warnUnlisted(session, out);
     if (file !== undefined) {
       file.metrics.pass(result, await session.store.streams());
-      // After the summary: a metrics file that cannot be written is exit 74 (monitoring would go stale unseen).
-      await file.write();
+      // After the summary: a metrics file that cannot be written, or counters that cannot be kept, is
+      // exit 74 (monitoring would go stale, or count wrong, unseen).
+      const unkept = await file.write();
+      if (unkept !== undefined) throw unkept;
     }
     return exitCodeForPass(result);
   } finally {

@@ -30,6 +30,8 @@ export interface DbSettings {
   readonly dbKind: DbKind;
   /** What to say before the mirror is opened: a PostgreSQL password where other users can read it (never the password). */
   readonly dbWarnings: readonly string[];
+  /** --file-mode: how the mirror's new files and folders are made (private, or readable by the group); `private` for commands that create none. */
+  readonly fileMode: 'private' | 'group';
 }
 
 /** What a sync pass reads and how. */
@@ -73,6 +75,8 @@ export interface SyncSettings extends JobSettings, OutputSettings {}
 
 export interface PullSettings extends SyncSettings {
   readonly metricsFile: string | undefined;
+  /** --metrics-file-mode, checked: the file's exact mode; undefined: 0644 less the umask. */
+  readonly metricsFileMode: number | undefined;
 }
 
 export interface WatchSettings extends SyncSettings {

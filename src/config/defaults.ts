@@ -8,6 +8,7 @@ import { REPORT_TYPES } from '../core/types.js';
 export const DEFAULTS = {
   db: './campaign-sync.db',
   pgSchema: 'campaign_sync',
+  fileMode: 'private',
   rateLimit: '100/1m',
   timeout: '30s',
   maxRetries: '5',
@@ -51,6 +52,7 @@ export const CHOICES = {
   reportType: REPORT_TYPES,
   contract: CONTRACT_MODES,
   format: ['sqlite', 'ndjson'],
+  fileMode: ['private', 'group'],
   exportFormat: ['csv', 'ndjson', 'parquet'],
   table: ['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results', 'results', 'latest_results', 'skill_scores'],
 } as const;

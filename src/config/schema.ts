@@ -92,6 +92,11 @@ export const apiSchema = {
   compression: oneOf(CHOICES.compression, '--compression', DEFAULTS.compression),
 };
 
+/** Settings of the commands that may create a mirror's files (pull, watch, reconcile, quarantine, campaigns). */
+export const mirrorSchema = {
+  fileMode: oneOf(CHOICES.fileMode, '--file-mode', DEFAULTS.fileMode),
+};
+
 /** Settings of `pull` and `watch` (a pass). */
 export const syncSchema = {
   reportType: oneOf(CHOICES.reportType, '--report-type', DEFAULTS.reportType),
@@ -104,6 +109,26 @@ export const syncSchema = {
   retention: optional((t) => parseDuration(t, '--retention')),
   lease: parsed((t) => parseLease(t), DEFAULTS.lease),
 };
+
+/** Settings of `pull` alone. */
+export const pullSchema = {
+  metricsFileMode: optional(parseMetricsFileMode),
+};
+
+/**
+ * --metrics-file-mode: octal (`644`, `0640`). A mode that lets group or others write the file is
+ * refused: node_exporter would serve whatever they put there.
+ */
+function parseMetricsFileMode(text: string): number {
+  if (!/^0?[0-7]{3}$/.test(text.trim()))
+    throw new UsageError(`--metrics-file-mode: "${text}" is not a file mode; give three octal digits, such as 644 or 0640`);
+  const mode = Number.parseInt(text.trim(), 8);
+  if ((mode & 0o022) !== 0)
+    throw new UsageError(
+      `--metrics-file-mode: ${text.trim()} lets other users change the metrics node_exporter serves; give one without group or other write, such as 644 or 0640`,
+    );
+  return mode;
+}
 
 export const forgetSchema = {
   olderThan: optional((t) => parseDuration(t, '--older-than')),

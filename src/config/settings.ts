@@ -28,7 +28,18 @@ import { parseDate } from './duration.js';
 import { parseListen } from './listen.js';
 import { parseNotifyUrl } from './notify.js';
 import { readProfile } from './profile.js';
-import { apiSchema, demoSchema, exportSchema, forgetSchema, parseGiven, type Setting, syncSchema, watchSchema } from './schema.js';
+import {
+  apiSchema,
+  demoSchema,
+  exportSchema,
+  forgetSchema,
+  mirrorSchema,
+  parseGiven,
+  pullSchema,
+  type Setting,
+  syncSchema,
+  watchSchema,
+} from './schema.js';
 import { byDefault, type Inputs, type Origin, type Profile, pick, said } from './sources.js';
 
 export type { Origin, Source } from './sources.js';
@@ -100,8 +111,11 @@ function output(c: Collector): void {
   c.flag('verbose', false);
 }
 
-/** --db, the backend it names and what to warn of it (a password in plain sight), and --pg-schema. */
-function mirror(c: Collector, dbFallback: string = DEFAULTS.db, withEnv = true): void {
+/**
+ * --db, the backend it names and what to warn of it (a password in plain sight), --pg-schema, and
+ * --file-mode for a command that may create the mirror's files (`creates`).
+ */
+function mirror(c: Collector, dbFallback: string = DEFAULTS.db, withEnv = true, creates = false): void {
   const db = pick('db', c.inputs, withEnv);
   const path = c.set('db', db?.text ?? dbFallback, db?.origin ?? byDefault('db'));
   const origin = c.origins.db as Origin;
@@ -109,6 +123,8 @@ function mirror(c: Collector, dbFallback: string = DEFAULTS.db, withEnv = true):
   c.set('dbWarnings', dbWarnings(dbChoice(path, origin)), origin);
   const schema = pick('pgSchema', c.inputs);
   c.set('pgSchema', resolvePgSchema(schema?.text, schema?.origin.name), schema?.origin ?? byDefault('pgSchema'));
+  if (creates) c.take('fileMode', mirrorSchema.fileMode);
+  else c.set('fileMode', DEFAULTS.fileMode, byDefault('fileMode'));
 }
 
 /**
@@ -219,6 +235,13 @@ function exportOnly(c: Collector): void {
     throw new UsageError(`--since ${c.values.since} is after --until ${c.values.until}`);
 }
 
+/** pull's --metrics-file and its mode. */
+function metricsFile(c: Collector): void {
+  const file = c.flag<string | undefined>('metricsFile', undefined);
+  const mode = c.take('metricsFileMode', pullSchema.metricsFileMode);
+  if (mode !== undefined && file === undefined) throw new UsageError('--metrics-file-mode is the mode of --metrics-file: give both');
+}
+
 /** The API, --notify (held to --allow-insecure-http as the base URL is), and --max-age's default for it. */
 function job(c: Collector): void {
   const { config, origins } = resolveApi(c.inputs);
@@ -255,13 +278,13 @@ export function resolveSettings<C extends CommandName>(
       if (command === 'watch') watchOnly(c);
       pass(c, command === 'quarantine' ? 'reconcile' : command);
       job(c);
-      mirror(c);
-      if (command === 'pull') c.flag<string | undefined>('metricsFile', undefined);
+      mirror(c, DEFAULTS.db, true, true);
+      if (command === 'pull') metricsFile(c);
       if (command === 'reconcile' || command === 'quarantine') c.flag('prune', false);
       break;
     case 'campaigns':
       output(c);
-      mirror(c);
+      mirror(c, DEFAULTS.db, true, true);
       job(c);
       break;
     case 'demo': {

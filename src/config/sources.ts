@@ -32,6 +32,7 @@ export const PROFILE_KEYS = {
   api_key_file: 'apiKeyFile',
   db: 'db',
   pg_schema: 'pgSchema',
+  file_mode: 'fileMode',
   rate_limit: 'rateLimit',
   timeout: 'timeout',
   max_retries: 'maxRetries',

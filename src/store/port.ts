@@ -5,17 +5,19 @@
  */
 import type { DriftChange, DriftPage, KnownDrift } from '../core/drift.js';
 import type { ErasedCounts } from '../core/email.js';
+import type { NewModes } from '../core/fs/modes.js';
 import type { BudgetStore } from '../core/rate.js';
 import type { Redacted } from '../core/redact.js';
 import type { CheckedRecord, CheckpointMove, Destination, PageQuarantine, StreamId } from '../core/types.js';
 import type { StorageError } from '../errors.js';
+import type { CounterValue } from './model/counters.js';
 import type { ChangeTableName, ExportTable } from './model/export-tables.js';
 import type { IdConflict, UpsertCounts } from './model/page.js';
 import type { QuarantineRow, QuarantineSelection } from './model/quarantine.js';
 import type { FleetStatus, FleetTimes, StreamLeases } from './model/stream-leases.js';
 import type { SkippedRow, StreamRow } from './model/streams.js';
 
-export type { FleetStatus, IdConflict, QuarantineRow, QuarantineSelection, SkippedRow, StreamRow, UpsertCounts };
+export type { CounterValue, FleetStatus, IdConflict, QuarantineRow, QuarantineSelection, SkippedRow, StreamRow, UpsertCounts };
 
 /** Who holds a mirror's run lock: the process syncing it. */
 export interface Holder {
@@ -103,6 +105,8 @@ export interface MirrorTarget {
   where: string;
   /** The PostgreSQL schema (--pg-schema, checked); a SQLite file ignores it. */
   pgSchema: string;
+  /** The modes of the files and folders this mirror creates (--file-mode); existing ones keep theirs. PostgreSQL creates none. */
+  modes: NewModes;
 }
 
 /**
@@ -134,6 +138,20 @@ export interface BackendCapabilities {
   readonly versions: boolean;
 }
 
+/**
+ * Counters kept across runs (store/model/counters.ts), by scope: what one metrics file counts. Adding
+ * is one transaction, so runs that end together (a fleet's workers) lose no count.
+ */
+export interface CounterStore {
+  /** The scope's totals so far. */
+  totals(scope: string): Promise<CounterValue[]>;
+  /**
+   * Adds `counts` to the scope's totals, after the sink's open group has committed; returns the totals
+   * then. A StorageError when it cannot be written (as after any failed write, nothing more is).
+   */
+  add(scope: string, counts: readonly CounterValue[]): Promise<CounterValue[]>;
+}
+
 /** A mirror opened for a pull or watch: locked, with its sink and checkpoints. */
 export interface JobStore {
   /** What the destination it opened can do (an NDJSON folder's, or the mirror's tables'). */
@@ -149,6 +167,8 @@ export interface JobStore {
   streams(): Promise<StreamRow[]>;
   /** Campaign id -> name, for people. */
   campaignNames(): Promise<Map<string, string>>;
+  /** The counters `pull --metrics-file` keeps between runs. */
+  readonly counters: CounterStore;
   /** The state `--notify` last delivered, by stream (sync/alerts.ts). */
   notified(): Promise<Map<string, string>>;
   /** Records the state `--notify` delivered for a stream. */

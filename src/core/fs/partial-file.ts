@@ -1,15 +1,15 @@
 /**
- * A file written whole or not at all (`export -o`, the metrics file). It is written under a private
- * temporary name beside the target and renamed over it when complete, so nobody reads half of it,
- * and nobody can aim the write elsewhere: the name is unpredictable, created exclusively (an
- * existing file or link there is an error, never followed) and 0600 from the first byte. A partial left by a killed writer is removed by the next
- * write to the same file.
+ * A file written whole or not at all (`export -o`, the metrics file). It is written under a temporary
+ * name beside the target and renamed over it when complete, so nobody reads half of it, and nobody
+ * can aim the write elsewhere: the name is unpredictable, created exclusively (an existing file or
+ * link there is an error, never followed) and with its final mode from the first byte (0600 unless
+ * asked otherwise). A partial left by a killed writer is removed by the next write to the same file.
  */
 import { randomBytes } from 'node:crypto';
 import { closeSync, createWriteStream, fsyncSync, lstatSync, readdirSync, renameSync, rmSync, unlinkSync, type WriteStream } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { currentClock } from '../io.js';
-import { openPrivateFile } from './private-file.js';
+import { openPrivateFile, type PrivateOpen } from './private-file.js';
 
 const TAG = '.campaign-sync-';
 const SUFFIX = '.partial';
@@ -72,10 +72,14 @@ export class PartialFile {
   private writeStream: WriteStream | undefined;
   private open = true;
 
-  constructor(readonly target: string) {
+  /** `mode`: the file's (openPrivateFile's rule): 0600 by default, `'umask'` for one that holds nothing private. */
+  constructor(
+    readonly target: string,
+    mode: PrivateOpen['mode'] = 0o600,
+  ) {
     this.path = partialPath(target);
     // Anything already at the name, a link too (dangling or not), is an error: never followed.
-    this.fd = openPrivateFile(this.path, { exclusive: true });
+    this.fd = openPrivateFile(this.path, { exclusive: true, mode });
   }
 
   /** A stream over the file, made on first use (NDJSON export pipes into it). */

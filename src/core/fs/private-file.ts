@@ -1,16 +1,16 @@
 /**
  * The one way campaign-sync opens a file it writes: the database and its run lock (through SQLite),
- * the lock's info file, the budget ledger, NDJSON files, and the temporary files of exports and
- * erasures. None is reached through a symbolic link at its own name: a link there, dangling or not,
- * is refused (exit 2, naming it), and what it points to keeps its bytes and mode. A folder on the way
- * may be a link (`--out /srv/drop` with /srv a link is the operator's own choice). Files are made 0600
- * through a descriptor, never by a path that a link put there meanwhile would redirect, and an open
- * never blocks on a named pipe put where a file belongs.
+ * the lock's info file, the budget ledger, NDJSON files, the metrics file, and the temporary files of
+ * exports and erasures. None is reached through a symbolic link at its own name: a link there,
+ * dangling or not, is refused (exit 2, naming it), and what it points to keeps its bytes and mode. A
+ * folder on the way may be a link (`--out /srv/drop` with /srv a link is the operator's own choice).
+ * A file is created 0600 (or the mode asked for) through its descriptor, never by a path that a link
+ * put there meanwhile would redirect, and an open never blocks on a named pipe put where a file
+ * belongs. The mode of a file that exists is its owner's: never changed here.
  *
  * The SQLite files of a mirror are opened through store/sqlite/private-db.ts, on top of these.
  */
 import {
-  chmodSync,
   closeSync,
   constants,
   fchmodSync,
@@ -25,15 +25,10 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { errorCode, StorageError, storageError, UsageError } from '../../errors.js';
+import { errorCode, StorageError, UsageError } from '../../errors.js';
 
 const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const NONBLOCK = constants.O_NONBLOCK ?? 0;
-/**
- * Linux's O_PATH (not in Node's constants): a descriptor that names a file without opening it for
- * reading or writing. Closing one drops no POSIX lock, and with O_NOFOLLOW it names a link itself.
- */
-const O_PATH = process.platform === 'linux' ? 0o10000000 : 0;
 
 /** A symbolic link where a file of ours belongs (exit 2). `fix` says what to do instead. */
 export function linkRefused(path: string, fix = 'remove the link and run again'): UsageError {
@@ -73,29 +68,83 @@ export interface PrivateOpen {
   exclusive?: boolean;
   /** For reading too. */
   read?: boolean;
-  /** The mode is left as found: the caller makes the file 0600 (fchmod) once it knows it is its own. */
-  keepMode?: boolean;
+  /**
+   * The mode of a file this open creates, set through its descriptor whatever the umask (default
+   * 0600). `'umask'`: 0644 less the umask, as any program creates a file (for one that holds nothing
+   * private). A file that exists keeps its mode.
+   */
+  mode?: number | 'umask';
+}
+
+/** A mode as people write it: `0640`. */
+export function octalMode(mode: number): string {
+  return (mode & 0o777).toString(8).padStart(4, '0');
 }
 
 /**
- * Opens `path` for writing, creating it 0600 when absent, and returns the descriptor: a link at the
- * name is linkRefused, anything but a regular file a StorageError (ENOTREG); other failures are the
- * system's errors, for the caller to name. Made 0600 through the descriptor, whatever the umask.
+ * An existing file of ours keeps the mode its owner gave it: an operator's `chmod 640` for a group of
+ * readers lasts. Refused with a StorageError (exit 74): one another user owns (unless this process is
+ * root, which may write any file), and one every user may write, whose content anybody could change
+ * under the mirror. `what` names it.
+ */
+export function checkOwnFile(stats: Stats, what: string): void {
+  const me = process.getuid?.();
+  if (me !== undefined && me !== 0 && stats.uid !== me) {
+    throw new StorageError(
+      `${what} belongs to another user (uid ${stats.uid}); campaign-sync writes only files of the user it runs as: run it as that user, or chown the file`,
+      { code: 'EPERM' },
+    );
+  }
+  if ((stats.mode & 0o002) !== 0) {
+    throw new StorageError(
+      `${what} may be written by every user (mode ${octalMode(stats.mode)}); campaign-sync leaves the mode of an existing file as it is, and writes no file anybody may change: chmod o-w it and run again`,
+      { code: 'EPERM' },
+    );
+  }
+}
+
+/**
+ * Opens `path` for writing and returns the descriptor: an absent file is created with `how.mode`
+ * (0600 by default) through the descriptor, whatever the umask; an existing one is used as it is
+ * (checkOwnFile), its mode never changed. A link at the name is linkRefused, anything but a regular
+ * file a StorageError (ENOTREG); other failures are the system's errors, for the caller to name.
  */
 export function openPrivateFile(path: string, how: PrivateOpen = {}): number {
-  const flags = (how.read ? constants.O_RDWR : constants.O_WRONLY) | constants.O_CREAT | (how.exclusive ? constants.O_EXCL : 0);
-  let fd: number;
-  try {
-    fd = openSync(path, flags | NOFOLLOW | NONBLOCK, 0o600);
-  } catch (err) {
-    // ELOOP (EMLINK on FreeBSD) for a link, EEXIST for one under O_EXCL: a link either way.
-    if (isLink(path)) throw linkRefused(path);
-    throw err;
+  const access = how.read ? constants.O_RDWR : constants.O_WRONLY;
+  const open = (flags: number) => {
+    try {
+      return openSync(path, access | flags | NOFOLLOW | NONBLOCK, how.mode === 'umask' ? 0o644 : 0o600);
+    } catch (err) {
+      // ELOOP (EMLINK on FreeBSD) for a link, EEXIST for one under O_EXCL: a link either way.
+      if (isLink(path)) throw linkRefused(path);
+      throw err;
+    }
+  };
+  const create = constants.O_CREAT | constants.O_EXCL;
+  let fd: number | undefined;
+  let created = how.exclusive === true;
+  if (created) fd = open(create);
+  // Created by this open or found: only then is it known whether its mode is ours to set. Another
+  // process creating it between the two opens is found by the next round.
+  for (let round = 0; fd === undefined; round++) {
+    try {
+      fd = open(0);
+      break;
+    } catch (err) {
+      if (errorCode(err) !== 'ENOENT' || round > 2) throw err;
+    }
+    try {
+      fd = open(create);
+      created = true;
+    } catch (err) {
+      if (errorCode(err) !== 'EEXIST') throw err;
+    }
   }
   try {
     const stats = fstatSync(fd);
     if (!stats.isFile()) throw notAFile(path, stats);
-    if (!how.keepMode) fchmodSync(fd, 0o600);
+    if (!created) checkOwnFile(stats, path);
+    else if (how.mode !== 'umask') fchmodSync(fd, how.mode ?? 0o600);
     return fd;
   } catch (err) {
     closeSync(fd);
@@ -145,52 +194,6 @@ export function readOwnFile(path: string, maxBytes: number): string | undefined 
     return undefined;
   } finally {
     closeSync(fd);
-  }
-}
-
-/**
- * Makes the existing file at `path` 0600 without following a link there and without a descriptor
- * whose close would drop this process's POSIX locks on it (a connection of ours may hold them): on
- * Linux through an O_PATH descriptor; elsewhere by its path, once lstat has found a file there.
- */
-export function makePrivate(path: string, what = path): void {
-  const failed = (err: unknown) => storageError(err, `cannot make ${what} private (chmod 600)`);
-  if (O_PATH !== 0) {
-    let fd: number;
-    try {
-      fd = openSync(path, O_PATH | NOFOLLOW);
-    } catch (err) {
-      throw failed(err);
-    }
-    try {
-      const stats = fstatSync(fd);
-      if (stats.isSymbolicLink()) throw linkRefused(path);
-      if (!stats.isFile()) throw notAFile(what, stats);
-      if ((stats.mode & 0o777) === 0o600) return;
-      try {
-        chmodSync(`/proc/self/fd/${fd}`, 0o600);
-        return;
-      } catch (err) {
-        // No /proc mounted: by its path, below.
-        if (errorCode(err) !== 'ENOENT') throw failed(err);
-      }
-    } finally {
-      closeSync(fd);
-    }
-  }
-  let stats: Stats;
-  try {
-    stats = lstatSync(path);
-  } catch (err) {
-    throw failed(err);
-  }
-  if (stats.isSymbolicLink()) throw linkRefused(path);
-  if (!stats.isFile()) throw notAFile(what, stats);
-  if ((stats.mode & 0o777) === 0o600) return;
-  try {
-    chmodSync(path, 0o600);
-  } catch (err) {
-    throw failed(err);
   }
 }
 

@@ -5,6 +5,7 @@ import { retentionDue } from '../model/retention.js';
 import type { BackendCapabilities, JobStore, StoreChoice } from '../port.js';
 import { PgBudgetSlots } from './budget-slots.js';
 import { campaignNames } from './campaigns.js';
+import { PgCounters } from './counters.js';
 import { knownDrift } from './drift.js';
 import { openPgMirror } from './open.js';
 import { applyPgRetention } from './retention.js';
@@ -44,6 +45,7 @@ export async function openPgJobStore(c: StoreChoice, capabilities: BackendCapabi
     cursors: m.state,
     streams: () => m.state.all(),
     campaignNames: () => campaignNames(m.db),
+    counters: new PgCounters(m.db, () => m.sink.flush()),
     budgetSlots: (key, timeoutMs) => new PgBudgetSlots(m.db, key, timeoutMs),
     driftKnown: (stream) => knownDrift(m.db, stream),
     fleetTimes: () => m.leases.times(),

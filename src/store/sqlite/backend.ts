@@ -42,7 +42,7 @@ export const sqliteBackend: MirrorBackend = {
   },
   async storeCampaigns(t, list, at, lister) {
     // The campaigns table is small and written in one transaction: no run lock needed.
-    const db = openDatabase(t.path);
+    const db = openDatabase(t.path, { mode: t.modes.file });
     try {
       new Campaigns(db).upsert(list, at, lister);
     } finally {

@@ -1,17 +1,17 @@
 /**
- * Opening the SQLite mirror: owner-only file modes, WAL, and the schema (versioned, so later
- * releases can migrate). A failure of the storage itself (missing folder, permission denied,
+ * Opening the SQLite mirror: a new file made owner-only (or group-readable when asked), an existing
+ * one's mode left as its owner set it, WAL, and the schema (versioned, so later releases can migrate). A failure of the storage itself (missing folder, permission denied,
  * read-only, disk full, a folder where the file should be) is a StorageError (exit 74) naming the
  * path; a file that is not a campaign-sync database is a UsageError (exit 2): a wrong path.
  */
-import { accessSync, closeSync, constants, existsSync, lstatSync, readSync, type Stats, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, fchownSync, readSync, type Stats, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { makePrivate, openOwnFile, openPrivateFile, refuseLinks, special } from '../../core/fs/private-file.js';
+import { openOwnFile, openPrivateFile, refuseLinks, special } from '../../core/fs/private-file.js';
 import { currentWaits } from '../../core/io.js';
 import { DEFAULT_WAITS } from '../../core/waits.js';
 import { CampaignSyncError, errorCode, isStorageFailure, StorageError, storageError, UsageError } from '../../errors.js';
-import { openSqlite, prepareSqliteFile, SQLITE_SIDES } from './private-db.js';
+import { checkOwnSqliteFile, openSqlite, prepareSqliteFile, SQLITE_SIDES } from './private-db.js';
 import { checkOurs, migrate } from './schema.js';
 
 export type Db = BetterSqlite3.Database;
@@ -47,6 +47,8 @@ export interface OpenOptions {
   readonly?: boolean;
   /** How long a statement waits for another connection's lock; the run's (core/waits.ts) when left out. */
   busyTimeoutMs?: number;
+  /** The mode of a database this open creates (0600 by default; 0640 for a group of readers). */
+  mode?: number;
 }
 
 /** Opens the database at `path`, creating and migrating it as needed. */
@@ -68,12 +70,14 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
   // would drop the locks of another connection of this process to a mirror that is open (export's
   // helper thread opens a second one): a mirror is never that small.
   if (found.kind === 'file' && found.size < SMALLEST_DATABASE) checkHeader(path);
-  // A file that is there already is only made private (0600) and switched to WAL once it is known to
-  // be a mirror (or an empty database): another program's SQLite file is refused as it was found.
+  // A file that is there already is only switched to WAL once it is known to be a mirror (or an empty
+  // database): another program's SQLite file is refused as it was found. Its mode is never changed.
   const existing = opts.readonly !== true && found.kind !== 'absent';
   let checked = false;
   if (existing) {
     checkOneName(path, found.links);
+    // Before the read-only probe, which opens it (SQLite gives an empty -wal or -shm the file's mode).
+    checkOwnSqliteFile(path);
     checked = checkOursFirst(path);
   }
   if (opts.readonly) {
@@ -82,7 +86,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     } catch (err) {
       throw storageError(err, `cannot read ${path}`);
     }
-  } else if (!existing) prepareSqliteFile(path, path, DB_LINK_FIX);
+  } else if (!existing) prepareSqliteFile(path, path, DB_LINK_FIX, opts.mode);
   let db: Db;
   try {
     // The file is there by now (created above when new): a link put at its name meanwhile is never created through.
@@ -111,7 +115,6 @@ export function openDatabase(path: string, opts: OpenOptions = {}): Db {
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     db.pragma('foreign_keys = OFF');
     migrate(db, path);
-    for (const suffix of ['-wal', '-shm']) if (lstatSync(path + suffix, { throwIfNoEntry: false })) makePrivate(path + suffix);
     keepWalFiles(db, path);
     return db;
   } catch (err) {
@@ -284,8 +287,9 @@ function openFailure(err: unknown, path: string, opts: OpenOptions): unknown {
 /**
  * SQLite deletes `-wal` and `-shm` when the last connection closes, and cannot read a WAL database
  * without them where it may not create them (a read-only mount, a snapshot, a folder only readable
- * to us). So a writer puts them back empty, as SQLite itself creates them, once it has closed:
- * the mirror stays readable by `status` and `export` wherever it is copied with them.
+ * to us). So a writer puts them back empty, as SQLite itself creates them (with the database's mode
+ * and, for root, its owner), once it has closed: the mirror stays readable by `status` and `export`
+ * wherever it is copied with them, by the same readers as the database.
  */
 function keepWalFiles(db: Db, path: string): void {
   const close = db.close.bind(db);
@@ -296,7 +300,13 @@ function keepWalFiles(db: Db, path: string): void {
         // Only where it is missing: if another connection has opened the database since (one of this
         // process too, whose locks on the file a close would drop), its files stay as they are.
         if (!existsSync(path + suffix)) {
-          closeSync(openPrivateFile(path + suffix, { exclusive: true }));
+          const owner = statSync(path);
+          const fd = openPrivateFile(path + suffix, { exclusive: true, mode: owner.mode & 0o666 });
+          try {
+            if (process.getuid?.() === 0 && owner.uid !== 0) fchownSync(fd, owner.uid, owner.gid);
+          } finally {
+            closeSync(fd);
+          }
         }
       } catch {
         // Best effort: only reading from read-only storage needs them, and that is reported when it happens.

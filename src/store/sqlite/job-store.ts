@@ -6,6 +6,7 @@ import { retentionDue } from '../model/retention.js';
 import type { BackendCapabilities, JobStore, Retained, StoreChoice } from '../port.js';
 import { Campaigns } from './campaigns.js';
 import { SqliteCheckpoints } from './checkpoints.js';
+import { SqliteCounters } from './counters.js';
 import { type Db, openDatabase } from './db.js';
 import { DriftLedger } from './drift-ledger.js';
 import { MirrorGuard } from './mirror-guard.js';
@@ -21,7 +22,7 @@ export async function openSqliteJobStore(
   const lock = RunLock.acquire(path);
   let db: Db | undefined;
   try {
-    db = openDatabase(path);
+    db = openDatabase(path, { mode: c.target.modes.file });
     const state = new SqliteCheckpoints(db);
     // A forget killed or stopped by a full disk left its erasure unfinished (files not rewritten, the
     // erased rows' bytes in free pages): a pull (cron's command) finishes it before it syncs anything,
@@ -55,7 +56,7 @@ export async function openSqliteJobStore(
     // The NDJSON sink (its files, index, erasure rewrites) is loaded only for an NDJSON pull.
     const sink =
       destination.kind === 'ndjson'
-        ? new (await import('./ndjson/sink.js')).NdjsonSink(db, state, destination.out)
+        ? new (await import('./ndjson/sink.js')).NdjsonSink(db, state, destination.out, { modes: c.target.modes })
         : new SqliteSink(db, state);
     const opened = db;
     const guard = new MirrorGuard(db, path, sink);
@@ -71,6 +72,7 @@ export async function openSqliteJobStore(
       cursors: state,
       streams: async () => state.all(),
       campaignNames: async () => new Campaigns(opened).names(),
+      counters: new SqliteCounters(db, path, () => sink.flush()),
       driftKnown: async (stream) => drift.known(stream),
       // No fleet: one process syncs the file under its run lock, and shares no times.
       fleetTimes: async () => ({ now: currentClock().now(), checked: new Map(), workers: 1 }),

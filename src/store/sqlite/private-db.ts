@@ -6,10 +6,10 @@
  * existing SQLite file is opened and closed here: any close of a file drops every POSIX lock this
  * process holds on it, a connection's included. The rules of every file of ours: core/fs/private-file.ts.
  */
-import { accessSync, closeSync, constants, lstatSync, realpathSync } from 'node:fs';
+import { accessSync, closeSync, constants, lstatSync, realpathSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { isLink, linkRefused, makePrivate, notAFile, openPrivateFile, refuseLinks } from '../../core/fs/private-file.js';
+import { checkOwnFile, isLink, linkRefused, notAFile, openPrivateFile, refuseLinks } from '../../core/fs/private-file.js';
 import { CampaignSyncError, errorCode, StorageError, storageError } from '../../errors.js';
 import { Database } from './driver.js';
 
@@ -18,21 +18,23 @@ export const SQLITE_SIDES = ['-journal', '-wal', '-shm'] as const;
 
 /**
  * Gets an SQLite file of ours (a mirror, a run lock) ready for openSqlite: a link at its name or at
- * the -journal, -wal or -shm beside it is refused; an absent file is created 0600 (a new file: no
- * lock of this process on it to drop); an existing one must be a writable regular file, and is made
- * 0600 by makePrivate. `what` names it in errors.
+ * the -journal, -wal or -shm beside it is refused; an absent file is created with `mode` (0600 by
+ * default; a new file: no lock of this process on it to drop), and SQLite makes its -wal and -shm
+ * with the same mode. An existing one must be a writable regular file, and it and the side files
+ * there are used with the modes they have (checkOwnFile), never changed. `what` names it in errors.
  */
-export function prepareSqliteFile(path: string, what = path, fix?: string): void {
+export function prepareSqliteFile(path: string, what = path, fix?: string, mode = 0o600): void {
   refuseLinks([path, ...SQLITE_SIDES.map((side) => path + side)], fix);
   try {
-    closeSync(openPrivateFile(path, { exclusive: true }));
+    closeSync(openPrivateFile(path, { exclusive: true, mode }));
     return;
   } catch (err) {
     if (err instanceof CampaignSyncError) throw err;
     if (errorCode(err) !== 'EEXIST') throw storageError(err, `cannot create ${what}`);
   }
+  let stats: Stats;
   try {
-    const stats = lstatSync(path);
+    stats = lstatSync(path);
     if (stats.isSymbolicLink()) throw linkRefused(path, fix);
     if (stats.isDirectory()) {
       throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${path}'`), { code: 'EISDIR' });
@@ -42,7 +44,21 @@ export function prepareSqliteFile(path: string, what = path, fix?: string): void
   } catch (err) {
     throw storageError(err, `cannot open ${what} for writing`);
   }
-  makePrivate(path, what);
+  checkOwnSqliteFile(path, what, stats);
+}
+
+/**
+ * Refuses an existing SQLite file of ours, or a -journal, -wal or -shm beside it, that another user
+ * owns or every user may write (checkOwnFile), before any connection opens it: SQLite gives an empty
+ * -wal or -shm the database's mode as it opens them. By path (lstat): a descriptor of the file closed
+ * here would drop this process's locks on it.
+ */
+export function checkOwnSqliteFile(path: string, what = path, stats = lstatSync(path)): void {
+  checkOwnFile(stats, what);
+  for (const side of SQLITE_SIDES) {
+    const found = lstatSync(path + side, { throwIfNoEntry: false });
+    if (found?.isFile()) checkOwnFile(found, path + side);
+  }
 }
 
 /** Where SQLite puts a file it opens by `path` that is no link: its folder's real path, then its name. */

@@ -5,7 +5,7 @@
  */
 import { lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { SyncMetrics } from '../../../src/app/metrics.js';
 import { tempDir } from '../../helpers/index.js';
 import { runCli } from '../../helpers/run-cli.js';
@@ -28,7 +28,14 @@ function samples(text: string): string[] {
 const names = (text: string) => new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]));
 
 describe('pull --metrics-file', () => {
-  it('writes the metrics of --metrics-listen, 0600, with nothing left beside it', async () => {
+  let saved: number | undefined;
+  afterEach(() => {
+    if (saved !== undefined) process.umask(saved);
+    saved = undefined;
+  });
+
+  it('writes the metrics of --metrics-listen, 0644 less the umask, with nothing left beside it', async () => {
+    saved = process.umask(0o027);
     const s = await sharedSim({ campaigns: 2, records: 30 });
     const dir = tempDir();
     const prom = join(dir, 'textfile', 'campaign_sync.prom');
@@ -36,7 +43,7 @@ describe('pull --metrics-file', () => {
     const env = { CAMPAIGN_SYNC_BASE_URL: s.url, CAMPAIGN_SYNC_API_KEY: s.apiKey };
     const r = await runCli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', prom, '--quiet'], { env });
     expect(r.code, r.stderr).toBe(0);
-    expect((statSync(prom).mode & 0o777).toString(8)).toBe('600');
+    expect((statSync(prom).mode & 0o777).toString(8)).toBe('640');
     expect(readdirSync(join(dir, 'textfile'))).toEqual(['campaign_sync.prom']);
     const text = readFileSync(prom, 'utf8');
     // The same metrics the endpoint serves.
@@ -48,10 +55,13 @@ describe('pull --metrics-file', () => {
     expect(lines.some((l) => /^campaign_sync_requests_total\{endpoint="\/v1\/campaigns",status="200"\} [1-9]/.test(l))).toBe(true);
     expect(text).not.toContain(s.apiKey);
 
-    // Run again: replaced whole, counting this run only (a cron pull is one process).
-    const again = await runCli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', prom, '--quiet'], { env });
+    // Run again: replaced whole, counting on from the first run (kept in the mirror), in the mode asked for.
+    const again = await runCli(['pull', '--db', join(dir, 'm.db'), '--metrics-file', prom, '--metrics-file-mode', '0604', '--quiet'], {
+      env,
+    });
     expect(again.code, again.stderr).toBe(0);
-    expect(samples(readFileSync(prom, 'utf8'))).toContain('campaign_sync_passes_total{result="ok"} 1');
+    expect(samples(readFileSync(prom, 'utf8'))).toContain('campaign_sync_passes_total{result="ok"} 2');
+    expect((statSync(prom).mode & 0o777).toString(8)).toBe('604');
     expect(readdirSync(join(dir, 'textfile'))).toEqual(['campaign_sync.prom']);
   });
 

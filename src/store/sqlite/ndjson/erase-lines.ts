@@ -59,7 +59,7 @@ export function eraseFromFile(db: Db, path: string, committed: number, plan: Era
     db.transaction(() => fileDone(db, path))();
     return none;
   }
-  const size = statSync(path).size;
+  const { size, mode } = statSync(path);
   if (size < committed)
     throw new NdjsonStateError(
       `${path} holds ${size} bytes but ${committed} were committed: it was changed outside campaign-sync; nothing was erased from it (restore it, then run \`campaign-sync forget\` again)`,
@@ -113,7 +113,8 @@ export function eraseFromFile(db: Db, path: string, committed: number, plan: Era
   const text = keep.length > 0 ? `${keep.join('\n')}\n` : '';
   const buf = Buffer.from(text, 'utf8');
   try {
-    const fd = openPrivateFile(temp, { exclusive: true });
+    // The rewrite takes the file's place with the file's mode: a group of readers the operator gave it keeps reading.
+    const fd = openPrivateFile(temp, { exclusive: true, mode: mode & 0o777 });
     try {
       let done = 0;
       while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, done);

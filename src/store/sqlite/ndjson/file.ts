@@ -3,9 +3,10 @@
  * the database holds a committed length for it: then, and only then, a tail past that length is a
  * crash's partial write, cut before appending. A non-empty file the database never wrote is somebody
  * else's data (another database's output, a user's file): refused, never truncated. Files are opened
- * without following symbolic links, so nothing outside `--out` is ever written or chmod'ed.
+ * without following symbolic links, so nothing outside `--out` is ever written. A new file or folder
+ * gets the mirror's modes (store/port.ts MirrorTarget); an existing one keeps its own.
  */
-import { closeSync, fchmodSync, fstatSync, fsyncSync, ftruncateSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, readSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { makeFolders } from '../../../core/fs/folders.js';
 import type { FileIdentity } from '../../../core/fs/moved.js';
@@ -23,13 +24,14 @@ export class NdjsonStateError extends CampaignSyncError {
 }
 
 /**
- * Creates `--out` (0700) if needed and returns its absolute path. The folder itself may be a link to
- * a folder (a common way to point at a mounted volume); the files in it may not.
+ * Creates `--out` (`mode`: 0700, or 0750 for a group of readers) if needed and returns its absolute
+ * path. The folder itself may be a link to a folder (a common way to point at a mounted volume); the
+ * files in it may not.
  */
-export function openOutputFolder(dir: string): string {
+export function openOutputFolder(dir: string, mode = 0o700): string {
   const path = resolve(dir);
   try {
-    makeFolders(path, 0o700);
+    makeFolders(path, mode);
     return path;
   } catch (err) {
     if (errorCode(err) === 'EEXIST' || errorCode(err) === 'ENOTDIR') {
@@ -61,12 +63,13 @@ export class NdjsonFile {
     committed: number | undefined,
     private readonly write: WriteFn = writeSync,
     check?: LineCheck,
+    /** The mode of the file when this creates it (0600, or 0640 for a group of readers). */
+    mode = 0o600,
   ) {
     refuseLinks([path], 'replace it with the file itself, or use another --out');
     let fd: number;
     try {
-      // Made 0600 below, once it is known to be this database's.
-      fd = openPrivateFile(path, { read: true, keepMode: true });
+      fd = openPrivateFile(path, { read: true, mode });
     } catch (err) {
       if (err instanceof CampaignSyncError && !(err instanceof StorageError)) throw err;
       if (errorCode(err) === 'EISDIR') throw new NdjsonStateError(`${path} is a folder, not an NDJSON file`);
@@ -94,9 +97,7 @@ export class NdjsonFile {
           `${path}: the line that ends at its committed length (${mine} bytes) is not the one this database wrote there: the file was changed outside campaign-sync; nothing was written (restore it, or start over with a new --out and --db)`,
         );
       }
-      // Ours: owner-only (it holds candidates' e-mails), and a tail past the committed length is a
-      // crash's partial write, cut before appending.
-      fchmodSync(fd, 0o600);
+      // Ours: a tail past the committed length is a crash's partial write, cut before appending.
       if (size > mine) ftruncateSync(fd, mine);
       this.offset = mine;
       this.fd = fd;

@@ -5,6 +5,7 @@
  */
 import { lstatSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import type { NewModes } from '../../../core/fs/modes.js';
 import { type FileIdentity, identify, stillAt, whereNow } from '../../../core/fs/moved.js';
 import { toJson } from '../../../core/json.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../../core/types.js';
@@ -23,10 +24,12 @@ import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from './
 import { isManifestLine, MANIFEST_FILE, ManifestLines } from './manifest.js';
 import { NdjsonOffsets } from './offsets.js';
 
-/** Test seam: replaces the write of an append (to inject a full disk). */
 export interface NdjsonSinkOptions {
   limits?: GroupLimits;
+  /** Test seam: replaces the write of an append (to inject a full disk). */
   write?: (fd: number, buffer: Buffer, offset: number, length: number, position: number) => number;
+  /** The modes of the folder and files this sink creates (private by default); existing ones keep theirs. */
+  modes?: NewModes;
 }
 
 /** Records as NDJSON lines, exactly once; the state (checkpoints, offsets) lives in the database. */
@@ -57,7 +60,9 @@ export class NdjsonSink extends GroupedSink {
         `${path}: ${this.offsets.committed(path)} bytes were committed to it but it is gone; nothing was written (restore it, or run \`campaign-sync reset --all\` with this --db and pull again to write it anew from the start)`,
       );
     }
-    const folder = openOutputFolder(dir);
+    // Private (0700, 0600: the defaults of the folder's and the files' opens) unless told otherwise.
+    const modes = options.modes;
+    const folder = openOutputFolder(dir, modes?.folder);
     // One process at a time in a folder, whatever database it writes from (store/sqlite/run-lock.ts).
     this.folderLock = RunLock.acquireFolder(folder);
     try {
@@ -69,7 +74,10 @@ export class NdjsonSink extends GroupedSink {
         const path = `${folder}/${name}`;
         const committed = this.offsets.committed(path);
         if (committed === undefined) unclaimed.push(path);
-        this.files.set(kind as keyof typeof NDJSON_FILES, new NdjsonFile(path, committed, options.write, this.lineCheck(kind, path)));
+        this.files.set(
+          kind as keyof typeof NDJSON_FILES,
+          new NdjsonFile(path, committed, options.write, this.lineCheck(kind, path), modes?.file),
+        );
         if (committed !== undefined && kind !== 'campaigns') this.index.ensureIndexed(path, committed, indexKeyOfLine(kind));
       }
       // The manifest is an index of the files, not data: removed by its reader, it starts again empty.
@@ -79,7 +87,7 @@ export class NdjsonSink extends GroupedSink {
         manifestCommitted = undefined;
         unclaimed.push(manifestPath);
       }
-      const manifest = new ManifestLines(new NdjsonFile(manifestPath, manifestCommitted, options.write, isManifestLine));
+      const manifest = new ManifestLines(new NdjsonFile(manifestPath, manifestCommitted, options.write, isManifestLine, modes?.file));
       this.manifest = manifest;
       let manifestEnd: number | undefined;
       this.group.setHooks({

@@ -20,7 +20,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { makePrivate, openPrivateFile, writePrivateFile } from '../../../../src/core/fs/private-file.js';
+import { openPrivateFile, writePrivateFile } from '../../../../src/core/fs/private-file.js';
 import type { RunningSimulator } from '../../../../src/simulator/server.js';
 import { openDatabase } from '../../../../src/store/sqlite/db.js';
 import { openSqlite, prepareSqliteFile } from '../../../../src/store/sqlite/private-db.js';
@@ -201,7 +201,7 @@ describe('the one way files are opened for writing refuses a link at the name', 
     'a file created or reused (NDJSON, the ledger)': (p) => openPrivateFile(p, { read: true }),
     'a file written whole (lock info)': (p) => writePrivateFile(p, 'x'),
     'an SQLite file of ours (database, lock)': (p) => prepareSqliteFile(p),
-    "an existing file's mode (-wal, -shm)": (p) => makePrivate(p),
+    'the metrics file (created with the umask)': (p) => openPrivateFile(p, { exclusive: true, mode: 'umask' }),
   };
   it.each(Object.entries(attempts))('%s', (_, attempt) => {
     for (const dangling of [false, true]) {
@@ -236,14 +236,5 @@ describe('the one way files are opened for writing refuses a link at the name', 
     prepareSqliteFile(join(link, 'x.lock'));
     expect(readFileSync(join(real, 'info'), 'utf8')).toBe('ok\n');
     for (const f of ['info', 'x.lock']) expect(statSync(join(real, f)).mode & 0o777).toBe(0o600);
-  });
-
-  it('an existing file of ours not yet 0600 is made so, in place', () => {
-    const path = join(tempDir(), 'm.db-wal');
-    writeFileSync(path, 'wal');
-    chmodSync(path, 0o644);
-    makePrivate(path);
-    expect(statSync(path).mode & 0o777).toBe(0o600);
-    expect(readFileSync(path, 'utf8')).toBe('wal');
   });
 });
