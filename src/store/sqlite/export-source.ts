@@ -10,6 +10,7 @@ import { Campaigns } from './campaigns.js';
 import { CHANGED_ROWS, describeSelect, readChanges, rememberConsumer } from './changes.js';
 import { openDatabase } from './db.js';
 import { exportQuery, exportRangeQuery, rowIdName } from './export-sql.js';
+import { ndjsonFolder } from './ndjson-folder.js';
 import { columnNames, schemaVersion } from './schema.js';
 import { RangeReader } from './snapshot.js';
 
@@ -94,6 +95,7 @@ export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: bool
   return {
     campaignIds: async (selector) => campaigns().idsFor(selector),
     campaignType: async (id) => campaigns().typeOf(id),
+    recordsElsewhere: async (name) => ndjsonFolder(db, EXPORT_TABLES[name].table),
     rows: async (q) => rows(q),
     changes: async (consumer, name, choose) => changes(consumer, name, choose),
     remember: async (consumer, name, to, at) => rememberConsumer(db, consumer, CHANGE_TABLES[name], to, at),
