@@ -13,7 +13,13 @@ import { type ExportPlan, KIND_OF } from './export-plan.js';
 import { writeExport } from './export-write.js';
 
 /** Declared types for Parquet (export/parquet.ts parquetKind): the rest are text, or times by their name. */
-const DECLARED: Record<string, string> = { score: 'REAL', overall_score: 'REAL', order_index: 'INTEGER', version: 'INTEGER' };
+const DECLARED: Record<string, string> = {
+  score: 'REAL',
+  overall_score: 'REAL',
+  order_index: 'INTEGER',
+  version: 'INTEGER',
+  valid_from: 'TIMESTAMP',
+};
 
 export async function exportAsOf(
   mirror: Mirror,

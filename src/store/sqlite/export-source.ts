@@ -4,7 +4,7 @@
  * read transaction (store/sqlite/changes.ts).
  */
 import { errorCode, storageError, UsageError } from '../../errors.js';
-import { CHANGE_TABLES, EXPORT_TABLES, isView } from '../model/export-tables.js';
+import { CHANGE_TABLES, COMPUTED_TYPES, EXPORT_TABLES, isView } from '../model/export-tables.js';
 import type { ChangeRows, ExportQuery, ExportRows, ExportSource, MirrorTarget } from '../port.js';
 import { Campaigns } from './campaigns.js';
 import { CHANGED_ROWS, describeSelect, readChanges, rememberConsumer } from './changes.js';
@@ -57,7 +57,7 @@ export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: bool
     const described = stmt.columns();
     return {
       columns: described.map((c) => c.name),
-      types: described.map((c) => c.type),
+      types: described.map((c) => c.type ?? COMPUTED_TYPES[c.name] ?? null),
       rows: () => track(stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>),
       ranges: () => {
         // Columns named rowid, _rowid_ and oid all hide the row id that ranges are read by: none then.
