@@ -13,13 +13,8 @@ import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { RequestBudget } from '../dist/api/budget.js';
-import { ApiClient } from '../dist/api/client.js';
-import { Checkpoints } from '../dist/store/sqlite/checkpoints.js';
 import { openDatabase } from '../dist/store/sqlite/db.js';
 import { exportQuery } from '../dist/store/sqlite/export-sql.js';
-import { SqliteSink } from '../dist/store/sqlite/sink.js';
-import { runPass } from '../dist/sync/pass.js';
 
 const BIN = fileURLToPath(new URL('../bin/campaign-sync.js', import.meta.url));
 const SERVER = fileURLToPath(new URL('./server.js', import.meta.url));
@@ -35,6 +30,12 @@ function startServer(options) {
 
 /** A mirror of `records` role DETAILED records (one role campaign of the simulator's two). */
 async function buildMirror(dbPath, records) {
+  // Loaded only to build a mirror: an existing --db needs none of them.
+  const { RequestBudget } = await import('../dist/api/budget.js');
+  const { ApiClient } = await import('../dist/api/client.js');
+  const { Checkpoints } = await import('../dist/store/sqlite/checkpoints.js');
+  const { SqliteSink } = await import('../dist/store/sqlite/sink.js');
+  const { runPass } = await import('../dist/sync/pass.js');
   const server = await startServer({ seed: 15, campaigns: 2, records });
   const db = openDatabase(dbPath);
   const state = new Checkpoints(db);

@@ -6,13 +6,20 @@
 import type { Writable } from 'node:stream';
 import type { Mirror } from '../app/factory.js';
 import { ExportInterrupted, errorCode, isAbort, StorageError, storageError, UsageError } from '../errors.js';
+import { recordsElsewhereError, selectedCampaign } from '../export/campaign.js';
 import { chosenColumns } from '../export/tables.js';
 import type { Output } from '../ui/output.js';
 import { type ExportPlan, KIND_OF } from './export-plan.js';
 import { writeExport } from './export-write.js';
 
 /** Declared types for Parquet (export/parquet.ts parquetKind): the rest are text, or times by their name. */
-const DECLARED: Record<string, string> = { score: 'REAL', overall_score: 'REAL', order_index: 'INTEGER', version: 'INTEGER' };
+const DECLARED: Record<string, string> = {
+  score: 'REAL',
+  overall_score: 'REAL',
+  order_index: 'INTEGER',
+  version: 'INTEGER',
+  valid_from: 'TIMESTAMP',
+};
 
 export async function exportAsOf(
   mirror: Mirror,
@@ -24,7 +31,16 @@ export async function exportAsOf(
   const kind = KIND_OF[plan.table] as 'session' | 'role';
   const reader = await mirror.versions();
   try {
-    const found = reader.asOf(kind, plan.asOf, plan.campaign);
+    const elsewhere = await reader.recordsElsewhere(kind);
+    // Only a SQLite file keeps an NDJSON pull's state: its path holds no password.
+    if (elsewhere !== undefined) throw recordsElsewhereError(mirror.target.path, `${plan.table} history`, elsewhere);
+    // An id or a name, as every other --campaign takes it; one that names nothing is exit 2.
+    const campaign = plan.campaign === undefined ? undefined : selectedCampaign(plan.campaign, await reader.campaignIds(plan.campaign));
+    // A time before the first change recorded: nothing was held then, which is not "no results".
+    const start = await reader.start();
+    if (start === null) out.warn(`--as-of ${plan.asOf}: the mirror holds no history yet; history starts at the first pull`);
+    else if (plan.asOf < start) out.warn(`--as-of ${plan.asOf} is before the mirror's history: history starts at ${start}`);
+    const found = reader.asOf(kind, plan.asOf, campaign);
     const columns = plan.columns === undefined ? found.columns : chosenColumns(plan.columns, found.columns, plan.table);
     const pick = columns.map((c) => found.columns.indexOf(c));
     const rows = async function* () {

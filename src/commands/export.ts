@@ -8,7 +8,7 @@ import { mirrorOf } from '../app/factory.js';
 import type { ExportSettings } from '../config/command-settings.js';
 import { currentIo } from '../core/io.js';
 import { ExportInterrupted, isAbort, UsageError } from '../errors.js';
-import { noRowsWarning, selectedCampaign } from '../export/campaign.js';
+import { noRowsWarning, recordsElsewhereError, selectedCampaign } from '../export/campaign.js';
 import { checkOutput } from '../export/target.js';
 import type { ExportSource } from '../store/port.js';
 import { Output } from '../ui/output.js';
@@ -41,15 +41,17 @@ export async function exportTable(settings: ExportSettings, stdout: Writable = c
   }
   const source = await mirror.exportSource({ forChanges: false });
   try {
-    return await exportRows(plan, source, out, stdout, signal);
+    return await exportRows(plan, source, mirror.target.path, out, stdout, signal);
   } finally {
     await source.close();
   }
 }
 
 /** The table's rows, as the mirror's export source gives them, written out (writeExport). */
-async function exportRows(plan: ExportPlan, source: ExportSource, out: Output, stdout: Writable, signal?: AbortSignal) {
+async function exportRows(plan: ExportPlan, source: ExportSource, db: string, out: Output, stdout: Writable, signal?: AbortSignal) {
   try {
+    const elsewhere = await source.recordsElsewhere(plan.table);
+    if (elsewhere !== undefined) throw recordsElsewhereError(db, plan.table, elsewhere);
     const campaign = plan.campaign === undefined ? undefined : selectedCampaign(plan.campaign, await source.campaignIds(plan.campaign));
     const found = await source.rows({ table: plan.table, campaign, since: plan.since, until: plan.until, columns: columnChooser(plan) });
     const rows = await writeExport(plan, found, out, stdout, signal);

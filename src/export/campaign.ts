@@ -31,3 +31,13 @@ export function noRowsWarning(selector: string, table: ExportTable, type: string
         : ' (none stored yet)';
   return `--campaign "${selector}": no rows in --table ${table}${why}`;
 }
+
+/**
+ * Why an export cannot answer from this database: it keeps the state of an NDJSON pull, and its
+ * records are the files in `folder`. Exit 2 rather than an empty file that passes for "no results".
+ */
+export function recordsElsewhereError(db: string, what: string, folder: string): UsageError {
+  return new UsageError(
+    `${db} holds no ${what}: it keeps the state of an NDJSON pull, whose records are the files in ${folder} (read them there, or pull into a database without --format ndjson)`,
+  );
+}

@@ -18,6 +18,11 @@ import { csvLine, type Encoded, type Encoder, encodeRows } from './csv.js';
 /** U+001F (unit separator) between a row's cells, U+001E (record separator) between rows. */
 export const CELL = 0x1f;
 export const ROW = 0x1e;
+/**
+ * U+001D (group separator) alone: an empty text in a TEXT column, `""` in CSV, where NULL is nothing.
+ * No text cell of a batch starts with it otherwise (export-sql.ts batchQuery breaks such a batch).
+ */
+export const EMPTY = 0x1d;
 
 const QUOTE = 0x22;
 const COMMA = 0x2c;
@@ -79,7 +84,15 @@ export function encodeBatch(src: Uint8Array, rows: number, typed: readonly boole
           text = true;
         } else return -1;
       }
-      if (text) {
+      if (text && !typed[i] && src[p] === EMPTY) {
+        out[o++] = QUOTE;
+        out[o++] = QUOTE;
+        p++;
+      } else if (text && typed[i] && (p === end || CLASS[src[p] as number] === 2)) {
+        // A typed cell whose typeof() is text, and the text empty.
+        out[o++] = QUOTE;
+        out[o++] = QUOTE;
+      } else if (text) {
         const start = o;
         let quoted = false;
         if (!raw && p < end && FORMULA[src[p] as number] === 1) out[o++] = 0x27;

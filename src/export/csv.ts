@@ -1,6 +1,7 @@
 /**
  * CSV export (RFC 4180): a header row, CRLF line ends, UTF-8 without a BOM; a cell holding a comma, a
- * quote or any line break (CRLF, bare LF, bare CR) is quoted with its quotes doubled; int64 exact.
+ * quote or any line break (CRLF, bare LF, bare CR) is quoted with its quotes doubled; int64 exact;
+ * NULL is an empty cell and the empty text `""`.
  * Hand-written over raw row arrays, encoded a line at a time into ~1 MB buffers that go to the sink whole:
  * csv-stringify's per-cell machinery (an object per row, casts, option checks, a stream step per
  * record) cost 3-4x the query itself.
@@ -18,8 +19,12 @@ export function isFormula(s: string): boolean {
   return c === 61 || c === 43 || c === 45 || c === 64 || c === 9 || c === 13;
 }
 
-/** A text cell as CSV: neutralised with a leading `'` (unless raw), then quoted if it must be. */
+/**
+ * A text cell as CSV: neutralised with a leading `'` (unless raw), then quoted if it must be. The
+ * empty text is `""`, so that it differs from NULL, which is nothing (as PostgreSQL's COPY … CSV).
+ */
 export function textCell(value: string, raw: boolean): string {
+  if (value === '') return '""';
   const s = !raw && isFormula(value) ? `'${value}` : value;
   return NEEDS_QUOTES.test(s) ? `"${s.replace(QUOTE, '""')}"` : s;
 }

@@ -2,7 +2,7 @@
  * Parquet export (hyparquet-writer): typed columns, written one row group at a time so memory holds
  * one group whatever the table's size. Types follow the mirror's declared column types:
  * INTEGER -> INT64 (read with safeIntegers: order_index past 2^53 stays exact), REAL -> DOUBLE,
- * TEXT named `*_at` -> TIMESTAMP(MICROS, UTC) (timestamp.ts), any other TEXT (the JSON columns raw,
+ * TEXT named `*_at` and any declared TIMESTAMP -> TIMESTAMP(MICROS, UTC) (timestamp.ts), any other TEXT (the JSON columns raw,
  * feedback and additional_scores too) -> UTF-8 string. Every column is optional (nullable).
  */
 import type { SchemaElement } from 'hyparquet';
@@ -30,7 +30,8 @@ export function parquetKind(name: string, declared: string | null): ParquetKind 
   const type = (declared ?? '').toUpperCase();
   if (type.includes('INT')) return 'int64';
   if (type.includes('REAL') || type.includes('FLOA') || type.includes('DOUB')) return 'double';
-  if (name.endsWith('_at')) return 'timestamp';
+  // A declared time (PostgreSQL's timestamptz, --as-of's valid_from), or the mirror's text times, named *_at.
+  if (type.startsWith('TIMESTAMP') || name.endsWith('_at')) return 'timestamp';
   return 'string';
 }
 

@@ -33,6 +33,11 @@ export interface Quirks {
    * Tests may switch it on and off while the server runs.
    */
   drift?: boolean;
+  /**
+   * Values in every form the service's samples show, by record: times with microseconds and a zone
+   * offset, times without a zone, an explicit JSON null `additional_scores`, empty strings.
+   */
+  valueForms?: boolean;
 }
 
 /** Each quirk's name on the command line, and its flag. */
@@ -47,6 +52,7 @@ const NAMES = {
   'campaigns-bare-array': 'campaignsBareArray',
   'unordered-times': 'unorderedTimes',
   drift: 'drift',
+  'value-forms': 'valueForms',
 } as const satisfies Record<string, keyof Quirks>;
 
 /** What the provider's documentation shows beyond the interface text: `--quirks docs`. */

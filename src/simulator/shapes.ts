@@ -53,6 +53,31 @@ function drifted(r: Obj, endpoint: 'session' | 'role', since: number): void {
   if (endpoint === 'role') r.recommendation_status = 'ON_HOLD';
 }
 
+/** An ISO time (`…T09:15:04.120Z`) as the same instant with microseconds at +02:00 (`…T11:15:04.120457+02:00`). */
+function withOffset(iso: string): string {
+  const local = new Date(Date.parse(iso) + 2 * 3_600_000).toISOString();
+  return `${local.slice(0, 23)}457+02:00`;
+}
+
+/**
+ * The `value-forms` quirk: each record in one of four forms, by the last digit of its id. 0: its
+ * times with microseconds and an offset; 1: its times without a zone (UTC); 2: `additional_scores`
+ * an explicit JSON null, an empty scenario name (session) or recommendation (role); 3: as it is.
+ */
+function valueForms(r: Obj, endpoint: 'session' | 'role'): void {
+  const form = Number.parseInt(String(r.id).slice(-1), 16) % 4;
+  for (const key of ['created_at', 'updated_at']) {
+    const t = r[key];
+    if (typeof t !== 'string') continue;
+    if (form === 0) r[key] = withOffset(t);
+    else if (form === 1) r[key] = t.replace(/Z$/, '');
+  }
+  if (form !== 2) return;
+  r.additional_scores = null;
+  if (endpoint === 'role') r.recommendation_status = '';
+  else if (r.scenario !== null && typeof r.scenario === 'object') r.scenario = { ...(r.scenario as Obj), name: '' };
+}
+
 /** A record as the simulator serves it under `quirks` (the record is changed in place, or replaced); `since`: when the server started. */
 export function shapeRecord(r: Obj, endpoint: 'session' | 'role', quirks: Quirks, since = 0): Obj {
   let out = r;
@@ -61,6 +86,7 @@ export function shapeRecord(r: Obj, endpoint: 'session' | 'role', quirks: Quirks
     if (endpoint === 'session') out.feedback = docsFeedback(out.feedback);
     else if (Array.isArray(out.score_details)) for (const d of out.score_details as Obj[]) d.feedback = docsFeedback(d.feedback);
   }
+  if (quirks.valueForms) valueForms(out, endpoint);
   if (quirks.flatSession && endpoint === 'session') out = flatSession(out);
   if (quirks.stringOrderIndex) out.order_index = String(out.order_index);
   return out;

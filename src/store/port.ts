@@ -361,6 +361,11 @@ export interface ExportSource {
   campaignIds(selector: string): Promise<string[]>;
   /** A campaign's type as stored (null when unknown). */
   campaignType(id: string): Promise<string | null | undefined>;
+  /**
+   * The folder of NDJSON files that holds this database's records when it is the state of an NDJSON
+   * pull and `table` (an export's table or view) holds no row; undefined otherwise.
+   */
+  recordsElsewhere(table: ExportTable): Promise<string | undefined>;
   /** A table's rows; a table the mirror does not have yet (an older schema) is a usage error saying to pull once. */
   rows(q: ExportQuery): Promise<ExportRows>;
   /** A consumer's changes of a results table since its last export (a source opened `forChanges` only). */
@@ -455,5 +460,11 @@ export interface VersionReader {
    * one campaign if given: each as the row its table held, then its version and valid_from.
    */
   asOf(kind: 'session' | 'role', at: string, campaign?: string): { columns: string[]; rows: AsyncIterable<unknown[]> };
+  /** Campaign ids for an id or a name, as ExportSource.campaignIds. */
+  campaignIds(selector: string): Promise<string[]>;
+  /** When the history begins: the time of the first change the mirror recorded (ISO 8601, UTC); null with none. */
+  start(): Promise<string | null>;
+  /** As ExportSource.recordsElsewhere, for the results of `kind`. */
+  recordsElsewhere(kind: 'session' | 'role'): Promise<string | undefined>;
   close(): Promise<void>;
 }

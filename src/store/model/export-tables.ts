@@ -35,3 +35,9 @@ export type ChangeTable = (typeof CHANGE_TABLES)[ChangeTableName];
 
 /** Columns of ours that exports leave out (they are the mirror's bookkeeping, not the service's data). */
 export const INTERNAL_COLUMNS = new Set(['change_seq']);
+
+/**
+ * Declared types of the views' computed columns, which SQLite leaves undeclared: what PostgreSQL's
+ * views give them, so that a typed format (Parquet) types them alike on every backend.
+ */
+export const COMPUTED_TYPES: Readonly<Record<string, string>> = { rank_in_campaign: 'INTEGER' };

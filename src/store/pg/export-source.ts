@@ -22,6 +22,8 @@ export async function openPgExport(t: MirrorTarget, opts: { forChanges: boolean 
   return {
     campaignIds: (selector) => campaignIdsFor(db, selector),
     campaignType: (id) => campaignType(db, id),
+    // A team mirror's records are always in its tables (it has no NDJSON destination).
+    recordsElsewhere: async () => undefined,
     async rows(q) {
       const spec = EXPORT_TABLES[q.table];
       const found = await pgExportRows(db, { ...spec, campaign: q.campaign, since: q.since, until: q.until }, (available) => {

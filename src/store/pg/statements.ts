@@ -152,7 +152,8 @@ function toPage(table: Table, rows: Values[]): string {
 function fromPage(table: Table, extra: string[] = []): string {
   const select = columnsOf(table).map((c, i) => {
     const type = typeOf(table, c);
-    return type === 'jsonb' ? `e->${i}->0` : type === 'text' ? `e->>${i}` : `(e->>${i})::${type}`;
+    // A jsonb cell is `[value]`, or JSON null for SQL NULL: `->0` of that null is jsonb null, not NULL.
+    return type === 'jsonb' ? `nullif(e->${i}, 'null'::jsonb)->0` : type === 'text' ? `e->>${i}` : `(e->>${i})::${type}`;
   });
   return `SELECT ${[...select, ...extra].join(', ')} FROM jsonb_array_elements($1::jsonb) AS e`;
 }

@@ -1,5 +1,6 @@
 import { namesUser, versionColumns, versionRows, withSummary } from '../model/versions.js';
 import type { HistoryQuery, HistoryVersion, MirrorTarget, ResultVersion, VersionReader } from '../port.js';
+import { campaignIdsFor } from './campaigns.js';
 import { PgDatabase } from './database.js';
 import { readOnlyRows } from './export.js';
 
@@ -56,6 +57,14 @@ export async function openPgVersions(t: MirrorTarget): Promise<VersionReader> {
       return r.rows.map((row) => withSummary(version(row)));
     },
     asOf: (kind, at, campaign) => ({ columns: versionColumns(kind), rows: versionRows(asOf(kind, at, campaign)) }),
+    campaignIds: (selector) => campaignIdsFor(db, selector),
+    // Every version's valid_from is the time of a recorded change (timeOf in migrations/v7.ts): none is earlier.
+    async start() {
+      const r = await db.query<{ at: Date | null }>('SELECT min(at) AS at FROM change_times');
+      return r.rows[0]?.at?.toISOString() ?? null;
+    },
+    // A team mirror's records are always in its tables (it has no NDJSON destination).
+    recordsElsewhere: async () => undefined,
     close: () => db.close(),
   };
 }

@@ -4,12 +4,13 @@
  * read transaction (store/sqlite/changes.ts).
  */
 import { errorCode, storageError, UsageError } from '../../errors.js';
-import { CHANGE_TABLES, EXPORT_TABLES, isView } from '../model/export-tables.js';
+import { CHANGE_TABLES, COMPUTED_TYPES, EXPORT_TABLES, isView } from '../model/export-tables.js';
 import type { ChangeRows, ExportQuery, ExportRows, ExportSource, MirrorTarget } from '../port.js';
 import { Campaigns } from './campaigns.js';
 import { CHANGED_ROWS, describeSelect, readChanges, rememberConsumer } from './changes.js';
 import { openDatabase } from './db.js';
 import { exportQuery, exportRangeQuery, rowIdName } from './export-sql.js';
+import { ndjsonFolder } from './ndjson-folder.js';
 import { columnNames, schemaVersion } from './schema.js';
 import { RangeReader } from './snapshot.js';
 
@@ -56,7 +57,7 @@ export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: bool
     const described = stmt.columns();
     return {
       columns: described.map((c) => c.name),
-      types: described.map((c) => c.type),
+      types: described.map((c) => c.type ?? COMPUTED_TYPES[c.name] ?? null),
       rows: () => track(stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>),
       ranges: () => {
         // Columns named rowid, _rowid_ and oid all hide the row id that ranges are read by: none then.
@@ -94,6 +95,7 @@ export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: bool
   return {
     campaignIds: async (selector) => campaigns().idsFor(selector),
     campaignType: async (id) => campaigns().typeOf(id),
+    recordsElsewhere: async (name) => ndjsonFolder(db, EXPORT_TABLES[name].table),
     rows: async (q) => rows(q),
     changes: async (consumer, name, choose) => changes(consumer, name, choose),
     remember: async (consumer, name, to, at) => rememberConsumer(db, consumer, CHANGE_TABLES[name], to, at),

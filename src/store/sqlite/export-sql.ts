@@ -187,7 +187,11 @@ function batchQuery(
     } else if (!/^[a-z_]+$/.test(c.column)) {
       return undefined;
     } else if (textAffinity(c.type)) {
-      parts.push(`t.${c.column}`);
+      // The empty text (or blob) is EMPTY, so that it differs from NULL (nothing); a real cell that
+      // starts with EMPTY is made to break the batch's structure, which then reads it as cells.
+      parts.push(
+        `CASE WHEN t.${c.column} IN ('', X'') THEN char(29) WHEN unicode(t.${c.column}) = 29 THEN char(31) ELSE t.${c.column} END`,
+      );
       typed.push(false);
     } else {
       parts.push(`typeof(t.${c.column}), t.${c.column}`);

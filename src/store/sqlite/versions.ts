@@ -6,7 +6,9 @@
 import { UsageError } from '../../errors.js';
 import { namesUser, versionColumns, versionRows, withSummary } from '../model/versions.js';
 import type { HistoryQuery, HistoryVersion, MirrorTarget, ResultVersion, VersionReader } from '../port.js';
+import { Campaigns } from './campaigns.js';
 import { openDatabase } from './db.js';
+import { ndjsonFolder } from './ndjson-folder.js';
 import { schemaVersion } from './schema.js';
 
 /** The schema that brought result_versions. */
@@ -52,6 +54,10 @@ export async function openSqliteVersions(t: MirrorTarget): Promise<VersionReader
       return out;
     },
     asOf: (kind, at, campaign) => ({ columns: versionColumns(kind), rows: versionRows(asOf(kind, at, campaign)) }),
+    campaignIds: async (selector) => new Campaigns(db).idsFor(selector),
+    // Every version's valid_from is the time of a recorded change (timeOf in migrations/v9.ts): none is earlier.
+    start: async () => (db.prepare('SELECT min(at) FROM change_times').pluck().get() as string | null) ?? null,
+    recordsElsewhere: async (kind) => ndjsonFolder(db, kind === 'session' ? 'session_results' : 'role_results'),
     close: async () => {
       db.close();
     },

@@ -28,7 +28,7 @@ beforeAll(() => {
 describe('CSV encoder (export/csv.ts)', () => {
   it('writes a line per row: quotes doubled, any line break or comma quoted, formulas neutralised, numbers as written', () => {
     expect(csvLine(['a', 'b,c', 'say "x"', 'l1\nl2', 'cr\r', '', null, 3.5, 2n ** 63n - 1n, '=1+1', '-2', 7], false)).toBe(
-      `a,"b,c","say ""x""","l1\nl2","cr\r",,,3.5,9223372036854775807,'=1+1,'-2,7\r\n`,
+      `a,"b,c","say ""x""","l1\nl2","cr\r","",,3.5,9223372036854775807,'=1+1,'-2,7\r\n`,
     );
     expect(csvLine(['=1+1', '@x', '\tx', '+1'], true)).toBe('=1+1,@x,\tx,+1\r\n');
     expect(csvLine(['\r=cmd'], false)).toBe(`"'\r=cmd"\r\n`);

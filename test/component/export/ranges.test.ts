@@ -86,6 +86,12 @@ const ODD_ROWS: Array<[string | Buffer | null, unknown, string, unknown, boolean
   ['row\u001eseparator', 3, 'row separator in a key', 12n, true],
   [Buffer.from([0x62, 0xff, 0x2c]), 4, 'not UTF-8 in a key', 13n, true],
   [Buffer.from('blob, key é'), 5, 'UTF-8 blob in a key', 14n, false],
+  // An empty text is "" and NULL nothing: the empty one travels as U+001D alone (csv-bytes.ts EMPTY).
+  ['', '', 'empty key, empty text score', 15n, false],
+  [null, null, 'null key, null score', 16n, false],
+  [Buffer.alloc(0), 6, 'empty blob key', 17n, false],
+  ['\u001dgroup', 7, 'group separator first in a key', 18n, true],
+  ['k\u001d', 8, 'group separator last in a key', 19n, false],
 ];
 
 function fill(dbPath: string, rows: number): void {

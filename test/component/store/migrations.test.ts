@@ -138,6 +138,7 @@ describe('migration files are frozen code', () => {
         'c9c77b251cab8ed7',
         '2b1f10fbea643b29',
         '9a07958053610b71',
+        '9db6b8844dc12858',
       ],
     };
     const digest = (sql: string) => createHash('sha256').update(sql).digest('hex').slice(0, 16);

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { csvLine, Encoder } from '../../../src/export/csv.js';
-import { CELL, ROW, rangeEncoder } from '../../../src/export/csv-bytes.js';
+import { CELL, EMPTY, ROW, rangeEncoder } from '../../../src/export/csv-bytes.js';
 import type { RangeReader } from '../../../src/store/sqlite/snapshot.js';
 
 const TOO_BIG = 1_000_000;
@@ -31,7 +31,9 @@ function fakeReader(rows: unknown[][]) {
       limits.push(limit);
       const picked = within(from, to + 1n).slice(0, limit);
       if (picked.length === 0) return { bytes: null, rows: 0, last: null };
-      const text = picked.map((r) => r.slice(0, -1).join(String.fromCharCode(CELL))).join(String.fromCharCode(ROW));
+      // As batchQuery joins them: an empty text is EMPTY alone.
+      const cells = (r: unknown[]) => r.slice(0, -1).map((c) => (c === '' ? String.fromCharCode(EMPTY) : c));
+      const text = picked.map((r) => cells(r).join(String.fromCharCode(CELL))).join(String.fromCharCode(ROW));
       if (text.length > TOO_BIG) {
         refused.push(limits.length - 1);
         throw Object.assign(new Error('string or blob too big'), { code: 'SQLITE_TOOBIG' });
