@@ -53,6 +53,8 @@ export class RequestBudget {
   private storeNext = 0;
   /** Whether the store's agreed limit was told (once: `onLimit`). */
   private told = false;
+  /** The limit the store last said the key's processes keep to. */
+  private agreed: Rate | undefined;
   /** Those sleeping until a slot comes round: woken when a request ends, since its slot may come round sooner. */
   private readonly dozing = new Set<AbortController>();
   /** Wakes waiters when a slot whose request was in flight becomes free. */
@@ -154,9 +156,12 @@ export class RequestBudget {
    * request counts from its take.
    */
   private settle(held: Held, taken: SlotTake | undefined, asked: number, sent: number): Release | undefined {
-    if (taken?.limit !== undefined && !this.told && !sameRate(taken.limit, this.rate)) {
-      this.told = true;
-      this.onLimit?.(taken.limit);
+    if (taken?.limit !== undefined) {
+      this.agreed = taken.limit;
+      if (!this.told && !sameRate(taken.limit, this.rate)) {
+        this.told = true;
+        this.onLimit?.(taken.limit);
+      }
     }
     if (taken !== undefined && 'waitMs' in taken) {
       this.unreserve(held);
@@ -230,6 +235,14 @@ export class RequestBudget {
     const oldest = this.free[this.head];
     const own = this.unused > 0 || oldest === undefined ? 0 : oldest + this.windowMs - now;
     return Math.max(0, this.pausedUntil - now, own, this.storeNext - now);
+  }
+
+  /**
+   * The limit this budget keeps to: the one the store last said the key's processes agree on (another
+   * process's stricter one), else its own (none said yet, or no store). Watch plans its passes by it.
+   */
+  get keptRate(): Rate {
+    return this.agreed ?? this.rate;
   }
 
   /** Holds every stream back for `ms` (after a 429). */

@@ -120,9 +120,12 @@ export class SyncJob {
     return this.settings.lookback;
   }
 
-  /** The request budget's rate (watch's scheduler plans passes within it). */
+  /**
+   * The request budget's rate (watch's scheduler plans passes within it): the one it keeps to, which is
+   * another process's stricter limit once the shared slots said so (api/budget.ts keptRate).
+   */
   get rate(): ApiConfig['rate'] {
-    return this.settings.api.rate;
+    return this.client.budgetRate;
   }
 
   private deps(): PassDeps {

@@ -73,7 +73,8 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
   let rows = await session.store.streams();
   let names = await session.store.campaignNames();
   for (const r of rows) if (r.last_success_at !== null) times.set(r.stream, { checkedAt: Date.parse(r.last_success_at) - runOffset });
-  const budget = passBudget(session.rate, intervalMs);
+  // Planned by the limit the budget keeps to, which another process's stricter one may lower (api/budget.ts).
+  let budget = passBudget(session.rate, intervalMs);
   // Known once the campaign list gives the number of streams: said once, at the first pass that shows it.
   let warnedStaleness = false;
   const checkStaleness = (streams: number) => {
@@ -130,6 +131,7 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
         // committing more into a file nobody will find; a moved database is made complete first.
         await session.verify();
         const lookback = session.lookbackMs !== undefined && startedAt - lastLookback >= lookbackEvery;
+        budget = passBudget(session.rate, intervalMs);
         // On a mirror a fleet may sync (PostgreSQL): the times every worker shares, on the database's clock.
         const fleet = session.store.capabilities.fleet ? await session.store.fleetTimes() : undefined;
         // More streams than the interval's budget: check the due, then the active, then the oldest.

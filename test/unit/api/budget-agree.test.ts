@@ -56,16 +56,19 @@ describe('a budget sharing a store', () => {
     expect(store.ends.at(-1)).toEqual([{ slot: 1, owner: 2, windowMs: 1002 }, true]);
   });
 
-  it("tells once that the store counts by another process's stricter limit", async () => {
+  it("tells once that the store counts by another process's stricter limit, and keeps to it from then on", async () => {
     const clock = fakeClock(1_000);
     const agreed = { count: 2, windowMs: 5000 };
     let n = 0;
     const store = scriptedStore(async () => ({ slot: n++, owner: n, windowMs: 5010, limit: agreed }));
     const told: Rate[] = [];
     const budget = new RequestBudget({ count: 5, windowMs: 1000 }, clock, store, (limit) => told.push(limit));
+    expect(budget.keptRate, 'its own until the store says').toEqual({ count: 5, windowMs: 1000 });
     for (let i = 0; i < 3; i++) (await budget.acquire())();
     expect(store.asked[0]).toEqual({ count: 5, windowMs: 1000 });
     expect(told).toEqual([agreed]);
+    // What a watch plans its passes by (sync/schedule.ts passBudget).
+    expect(budget.keptRate).toEqual(agreed);
   });
 
   it('says nothing while the store counts by its own limit', async () => {
