@@ -15,11 +15,15 @@
  * Across processes: with a BudgetStore (core/rate.ts), a request also takes one of the key's slots
  * there, which every process with the key shares, by the same rule; so back-to-back cron runs, a
  * restarted watch, two processes at once on different databases and (PostgreSQL) workers on different
- * hosts stay within the rate together. The process's own slots still bound it alone, on the monotonic
- * clock, whatever the store's clock does.
+ * hosts stay within the rate together. The store counts by the stricter of the limits its processes
+ * were given (core/rate.ts stricterRate), so one given a looser --rate-limit keeps to the others' and
+ * says so once (`onLimit`). The process's own slots still bound it alone, on the monotonic clock,
+ * whatever the store's clock does. A slot the store lent is used within SEND_WITHIN_MS of asking for
+ * it, or given back: the store holds an unanswered request's slot from the take for that long plus
+ * its --timeout, and a request sent later would reach the server after its slot stopped counting it.
  */
 import { type Clock, realClock } from '../core/clock.js';
-import type { BudgetStore, Rate, SlotLoan, SlotTake } from '../core/rate.js';
+import { type BudgetStore, paddedWindow, type Rate, SEND_WITHIN_MS, type SlotLoan, type SlotTake, sameRate } from '../core/rate.js';
 import { AbortedError } from '../errors.js';
 
 /**
@@ -47,6 +51,10 @@ export class RequestBudget {
   private pausedUntil = 0;
   /** Until when (monotonic) the store said none of the key's slots is free. */
   private storeNext = 0;
+  /** Whether the store's agreed limit was told (once: `onLimit`). */
+  private told = false;
+  /** The limit the store last said the key's processes keep to. */
+  private agreed: Rate | undefined;
   /** Those sleeping until a slot comes round: woken when a request ends, since its slot may come round sooner. */
   private readonly dozing = new Set<AbortController>();
   /** Wakes waiters when a slot whose request was in flight becomes free. */
@@ -62,11 +70,12 @@ export class RequestBudget {
     readonly rate: Rate,
     private readonly clock: Clock = realClock,
     private readonly store?: BudgetStore,
+    /** Told once when the store counts this key by a limit other than `rate` (another process's stricter one). */
+    private readonly onLimit?: (agreed: Rate) => void,
   ) {
     this.unused = rate.count;
     this.tick = clock.monotonic === undefined ? () => clock.now() : () => (clock.monotonic as () => number)();
-    // A hair of margin for servers that round their clock.
-    this.windowMs = rate.windowMs + Math.min(100, Math.ceil(rate.windowMs * 0.002));
+    this.windowMs = paddedWindow(rate.windowMs);
   }
 
   /**
@@ -79,7 +88,7 @@ export class RequestBudget {
     if (this.pausedUntil > now || (this.store !== undefined && !this.store.immediate)) return undefined;
     const held = this.reserve(now);
     if (held === undefined) return undefined;
-    return this.settle(held, this.store?.take(this.rate.count, this.windowMs) as SlotTake | undefined, now);
+    return this.settle(held, this.store?.take(this.rate) as SlotTake | undefined, now, now);
   }
 
   /** Waits until a request may be sent, then holds a slot for it until `release()`. */
@@ -91,14 +100,17 @@ export class RequestBudget {
       if (held !== undefined) {
         let taken: SlotTake | undefined;
         try {
-          taken = await this.store?.take(this.rate.count, this.windowMs);
+          taken = await this.store?.take(this.rate);
         } catch (err) {
           // A store that cannot be reached: nothing is sent.
           this.unreserve(held);
           throw err;
         }
-        const release = this.settle(held, taken, this.tick());
+        const release = this.settle(held, taken, now, this.tick());
         if (release) return release;
+        if (signal?.aborted) throw new AbortedError();
+        // Given back (asked for too long ago): asked again at once.
+        if (this.storeNext <= this.tick()) continue;
       } else if (this.pausedUntil <= now && this.unused === 0 && this.head === this.free.length) {
         // Every slot is in flight: wait for one to end.
         await new Promise<void>((resolve, reject) => {
@@ -137,14 +149,32 @@ export class RequestBudget {
     else this.release(held.end);
   }
 
-  /** A request sent on `held` (at `sent`, monotonic) if the store lent a slot too (`taken`; no store: none needed). */
-  private settle(held: Held, taken: SlotTake | undefined, sent: number): Release | undefined {
+  /**
+   * A request sent on `held` (at `sent`, monotonic) if the store lent a slot too (`taken`, asked for at
+   * `asked`; no store: none needed). A slot lent longer than SEND_WITHIN_MS after it was asked for (the
+   * process frozen or starved meanwhile) is given back unused: the store's hold of an unanswered
+   * request counts from its take.
+   */
+  private settle(held: Held, taken: SlotTake | undefined, asked: number, sent: number): Release | undefined {
+    if (taken?.limit !== undefined) {
+      this.agreed = taken.limit;
+      if (!this.told && !sameRate(taken.limit, this.rate)) {
+        this.told = true;
+        this.onLimit?.(taken.limit);
+      }
+    }
     if (taken !== undefined && 'waitMs' in taken) {
       this.unreserve(held);
-      this.storeNext = sent + (taken.inFlight ? Math.min(POLL_MS, taken.waitMs) : taken.waitMs);
+      this.storeNext = sent + taken.waitMs;
       return undefined;
     }
     const loan: SlotLoan | undefined = taken;
+    if (loan !== undefined && sent - asked > SEND_WITHIN_MS) {
+      // Never sent: its slot is free a window from now, the earliest an answer could have freed it.
+      this.store?.end(loan, true);
+      this.unreserve(held);
+      return undefined;
+    }
     let released = false;
     return (answered = true) => {
       if (released) return;
@@ -207,14 +237,16 @@ export class RequestBudget {
     return Math.max(0, this.pausedUntil - now, own, this.storeNext - now);
   }
 
+  /**
+   * The limit this budget keeps to: the one the store last said the key's processes agree on (another
+   * process's stricter one), else its own (none said yet, or no store). Watch plans its passes by it.
+   */
+  get keptRate(): Rate {
+    return this.agreed ?? this.rate;
+  }
+
   /** Holds every stream back for `ms` (after a 429). */
   pause(ms: number): void {
     this.pausedUntil = Math.max(this.pausedUntil, this.tick() + ms);
   }
 }
-
-/**
- * How often a budget held back by another request in flight looks again: its end, once answered,
- * may free the slot sooner than the store counted.
- */
-const POLL_MS = 50;

@@ -249,6 +249,11 @@ export class ApiClient {
     return { page: parsed.data, bytes, body, requestId };
   }
 
+  /** The limit the request budget keeps to (api/budget.ts keptRate): the key's processes' stricter one, else --rate-limit. */
+  get budgetRate(): RequestBudget['rate'] {
+    return this.opts.budget.keptRate;
+  }
+
   /** One logical GET: budget, attempt, and retries by the policy. */
   private async get(info: RequestInfo, query: string, counter?: RequestCounter): Promise<Response> {
     for (let attempt = 0; ; attempt++) {

@@ -15,7 +15,7 @@ import type { Clock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
 import { keyFingerprint } from '../core/fingerprint.js';
 import { currentClock } from '../core/io.js';
-import type { BudgetStore } from '../core/rate.js';
+import { type BudgetStore, formatRate, type Rate } from '../core/rate.js';
 import { userAgent } from '../core/version.js';
 import { errorCode, UsageError } from '../errors.js';
 import { BudgetDamaged, BudgetUnusable, SLOTS_FILE, SqliteBudgetSlots } from '../store/sqlite/budget-slots.js';
@@ -48,6 +48,14 @@ function slotsProblem(err: unknown, dir: string): string {
 }
 
 /**
+ * The one warning of a process whose limit is not the one its key's processes keep to: another's is
+ * stricter (or, given with another window, neither is: then a budget that keeps both).
+ */
+export function agreedLimitWarning(own: Rate, agreed: Rate): string {
+  return `the request budget keeps to ${formatRate(agreed)}, not ${formatRate(own)} (--rate-limit): another process with this API key was given a stricter limit, and every process with one key keeps to the stricter of their limits (the smallest count in the longest window) while it runs`;
+}
+
+/**
  * Builds the command's client. Its budget takes a slot of the key's for each request, in the
  * PostgreSQL mirror (`hooks.budgetSlots`) or in the user's state folder; when that file cannot be
  * used, the budget is this process's alone, with one warning; a damaged one stops the command (its
@@ -68,7 +76,8 @@ export function createClient(config: ApiConfig, hooks: ClientHooks = {}): ApiCli
       hooks.events?.warning?.(`the request budget is not shared with other runs: ${slotsProblem(err, dir)}`);
     }
   }
-  const budget = new RequestBudget(config.rate, clock, store);
+  const warn = (agreed: Rate) => hooks.events?.warning?.(agreedLimitWarning(config.rate, agreed));
+  const budget = new RequestBudget(config.rate, clock, store, warn);
   const { budgetSlots: _, ...options } = hooks;
   return new ApiClient({ ...config, userAgent: userAgent() }, { budget, ...options, clock, onClose: () => store?.close() });
 }

@@ -70,7 +70,7 @@ export function mirrorOf(settings: MirrorSettings, warn?: (text: string) => void
     eraser: async () => (await backend()).openEraser(target),
     versions: async () => (await backend()).openVersions(target),
     quarantine: async () => (await backend()).openQuarantine(target),
-    storeCampaigns: async (list, lister) => (await backend()).storeCampaigns(target, list, new Date().toISOString(), lister),
+    storeCampaigns: async (list, lister) => (await backend()).storeCampaigns(target, list, lister),
     exportSource: async (opts) => (await backend()).openExport(target, opts),
     ownFiles: async () => (await backend()).ownFiles(target),
   };

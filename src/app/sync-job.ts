@@ -9,7 +9,6 @@ import type { ApiConfig } from '../config/config.js';
 import { rememberDestination, resolvePass } from '../config/settings.js';
 import { said } from '../config/sources.js';
 import type { RunEvents } from '../core/events.js';
-import { currentClock } from '../core/io.js';
 import type { JobStore } from '../store/port.js';
 import { DriftTracker } from '../sync/drift.js';
 import { type PassDeps, type PassOptions, type PassResult, runPass } from '../sync/pass.js';
@@ -121,9 +120,12 @@ export class SyncJob {
     return this.settings.lookback;
   }
 
-  /** The request budget's rate (watch's scheduler plans passes within it). */
+  /**
+   * The request budget's rate (watch's scheduler plans passes within it): the one it keeps to, which is
+   * another process's stricter limit once the shared slots said so (api/budget.ts keptRate).
+   */
   get rate(): ApiConfig['rate'] {
-    return this.settings.api.rate;
+    return this.client.budgetRate;
   }
 
   private deps(): PassDeps {
@@ -149,12 +151,16 @@ export class SyncJob {
     /** A fleet's watch: its share of the budget, and busy streams left to their holders. */
     fleet?: Pick<PassOptions, 'limit' | 'skipBusy'>,
   ): Promise<PassResult> {
-    const window = lookback && this.lookbackMs !== undefined ? lookbackWindow(this.lookbackMs, Date.now()) : undefined;
     let result: PassResult;
     try {
+      // The mirror's clock (the database server's for a fleet): a worker whose own clock is days off
+      // neither reads past results it should store nor re-reads the wrong days.
+      const now = await this.store.now();
+      const window = lookback && this.lookbackMs !== undefined ? lookbackWindow(this.lookbackMs, now) : undefined;
       // Results older than the retention are not stored, so a --full or a lookback does not bring back
-      // what it erased: cut by the run's clock, as the retention itself is (store/*/job-store.ts).
-      const retainAfter = this.settings.retention === undefined ? undefined : currentClock().now() - this.settings.retention;
+      // what it erased: cut where the retention itself cuts, each result's own date against the
+      // mirror's now (store/*/retention.ts), and nothing else is left out (sync/stream.ts).
+      const retainAfter = this.settings.retention === undefined ? undefined : now - this.settings.retention;
       result = await runPass(this.deps(), { ...this.options, lookback: window, select, retainAfter, ...fleet });
     } catch (err) {
       await this.notify(undefined);

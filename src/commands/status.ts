@@ -51,8 +51,9 @@ async function show(settings: StatusSettings, out: Output): Promise<number> {
   // An empty --db file (touched, or a volume mounted before the first pull) has nothing to check: as
   // a mirror with no streams yet, CRITICAL (5). Plain `status` calls it a usage error, as `export` does.
   const mirror = await mirrorOf(settings, (text) => out.warn(text)).reader({ emptyHasNoStreams: settings.check === true });
-  const now = Date.now();
   try {
+    // Ages on the mirror's clock: the server's for a fleet, whose workers stamped their successes by it.
+    const now = await mirror.now();
     const names = await mirror.campaignNames();
     const nameOf = (id: string) => names.get(id) ?? id;
     const rows = (await mirror.streams()).sort(

@@ -56,13 +56,25 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
   out.notice(watchStartLine(session.client.config.baseUrl, session.store.place, intervalMs, session.rate));
   sayRetained();
   let server: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
-  // Per-stream times for the scheduler, in memory; a restart starts from each stream's last success.
+  // The run's clock (core/io.ts) times the passes, the pause between them and when the lookback is
+  // due: a test's fake clock does not wait them out.
+  const clock = currentClock();
+  const tick = () => (clock.monotonic ?? clock.now)();
+  // The mirror's clock (the database server's for a fleet) as of the last pass, moved on by the run's
+  // monotonic clock: /healthz judges each stream's age by the clock that stamped its success, without
+  // a query per probe and whatever this host's clock says.
+  let mirrorAt = { at: await session.store.now(), tick: tick() };
+  const mirrorNow = () => mirrorAt.at + (tick() - mirrorAt.tick);
+  // Per-stream times for the scheduler, in memory, on the run's clock; a restart starts from each
+  // stream's last success (stamped on the mirror's clock).
   const times = new Map<string, StreamTimes>();
+  const runOffset = mirrorAt.at - clock.now();
   // The streams' rows as of the last pass: /healthz and the metrics read them without a query.
   let rows = await session.store.streams();
   let names = await session.store.campaignNames();
-  for (const r of rows) if (r.last_success_at !== null) times.set(r.stream, { checkedAt: Date.parse(r.last_success_at) });
-  const budget = passBudget(session.rate, intervalMs);
+  for (const r of rows) if (r.last_success_at !== null) times.set(r.stream, { checkedAt: Date.parse(r.last_success_at) - runOffset });
+  // Planned by the limit the budget keeps to, which another process's stricter one may lower (api/budget.ts).
+  let budget = passBudget(session.rate, intervalMs);
   // Known once the campaign list gives the number of streams: said once, at the first pass that shows it.
   let warnedStaleness = false;
   const checkStaleness = (streams: number) => {
@@ -75,9 +87,6 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
     );
   };
   const stamp = () => new Date().toISOString();
-  // The run's clock (core/io.ts) times the passes, the pause between them and when the retention and
-  // the lookback are due: a test's fake clock does not wait them out.
-  const clock = currentClock();
   let lastCode: number = ExitCode.ok;
   // The lookback window is re-read on the first pass, then at most every --lookback-every.
   let lastLookback = Number.NEGATIVE_INFINITY;
@@ -88,7 +97,7 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
         // The rule of `status --check`; 503 only when no stream is healthy (one failing campaign
         // should not get the whole watch restarted by an orchestrator).
         health: () => {
-          const now = Date.now();
+          const now = mirrorNow();
           const h = assessHealth(rows, now, maxAge);
           return {
             // Redacted again as served: a mirror written by an older version may hold the key in a stored error.
@@ -109,7 +118,7 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
       try {
         // A day since the retention last ran: the mirror is opened again, which applies it under the
         // lock before the sink opens its files (an NDJSON file is rewritten by the erasure).
-        if (!closed && session.store.retentionDue(startedAt)) {
+        if (!closed && session.store.retentionDue(await session.store.now())) {
           closed = true;
           await session.close();
         }
@@ -122,6 +131,7 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
         // committing more into a file nobody will find; a moved database is made complete first.
         await session.verify();
         const lookback = session.lookbackMs !== undefined && startedAt - lastLookback >= lookbackEvery;
+        budget = passBudget(session.rate, intervalMs);
         // On a mirror a fleet may sync (PostgreSQL): the times every worker shares, on the database's clock.
         const fleet = session.store.capabilities.fleet ? await session.store.fleetTimes() : undefined;
         // More streams than the interval's budget: check the due, then the active, then the oldest.
@@ -174,6 +184,7 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
         lastCode = exitCodeForPass(result);
         rows = await session.store.streams();
         names = await session.store.campaignNames();
+        mirrorAt = { at: await session.store.now(), tick: tick() };
         metrics?.pass(result, rows);
         if (out.json) out.jsonLine({ at: stamp(), started_at: new Date(startedAt).toISOString(), pass: cycle, ...passDocument(result) });
         else out.print(`${stamp()} pass ${cycle}: ${passLine(result)}`);

@@ -66,21 +66,26 @@ export interface PageSink {
    * not yet returned; throws the failure of a page that did not commit.
    */
   settle(id: StreamId): Promise<UpsertCounts>;
-  /** Marks the paths and values a full read of the stream no longer carried (sync/drift.ts). */
-  driftGone(id: StreamId, items: KnownDrift[], at: string): Promise<void>;
+  /** Marks the paths and values a full read of the stream no longer carried (sync/drift.ts), as of the mirror's clock (JobStore.now). */
+  driftGone(id: StreamId, items: KnownDrift[]): Promise<void>;
   /** The ids of the records this destination holds for a stream (reconcile). */
   storedIds(id: StreamId): Promise<string[]>;
   /**
    * Removes records the service no longer serves (reconcile --prune): deleted from the mirror with
-   * their child rows, or one tombstone line each in NDJSON. Returns how many were removed.
+   * their child rows, or one tombstone line each in NDJSON, dated by the mirror's clock (JobStore.now).
+   * Returns how many were removed.
    */
-  prune(id: StreamId, recordIds: string[], at: string): Promise<number>;
+  prune(id: StreamId, recordIds: string[]): Promise<number>;
   /** Stores the campaign list (and, for NDJSON, appends the campaigns new or changed for this folder). */
   campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void>;
   /** Makes sure the stream has its row in `sync_state`. */
   openStream(id: StreamId): Promise<void>;
-  /** Records how the stream's pass ended: a success time, or the error (without the key: it is stored and shown). */
-  endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void>;
+  /**
+   * Records how the stream's pass ended: a success, or the error (without the key: it is stored and
+   * shown), at the mirror's clock's now (JobStore.now): the server's on a mirror a fleet shares, so
+   * no worker's clock says how fresh a stream is to the others.
+   */
+  endStream(id: StreamId, error: Redacted | undefined): Promise<void>;
   /** Commits what the current group holds (see store/sqlite/group-commit.ts). */
   flush(): Promise<void>;
   /** Flushes and releases files; the database stays open. After a storage failure, only releases. */
@@ -191,6 +196,13 @@ export interface JobStore {
   readonly retained?: Retained | undefined;
   /** Whether the retention is due again at `now` (store/model/retention.ts): a watch then opens the mirror again, which applies it. */
   retentionDue(now: number): boolean;
+  /**
+   * The mirror's clock (ms since the epoch): the database server's on a mirror a fleet shares
+   * (capabilities.fleet), so that what every worker reads is stamped and judged by one clock; the
+   * run's own for a SQLite file, which one host syncs. Retention cuts, freshness and the lookback's
+   * days are reckoned on it.
+   */
+  now(): Promise<number>;
   /** Flushes the sink, then releases the database and the lock; throws as verify() would, once the data is safe. */
   close(): Promise<void>;
 }
@@ -209,7 +221,10 @@ export interface StoreChoice {
   leaseMs?: number | undefined;
   /** The store's warnings (a PostgreSQL mirror's record with U+0000), for the command's output. */
   warning?: ((text: string) => void) | undefined;
-  /** --retention in ms: when due (at most once a day), the results dated before now minus it are erased as the mirror opens. */
+  /**
+   * --retention in ms: when due (at most once a day), the results dated before now minus it are erased
+   * as the mirror opens; now and when it last ran are the mirror's clock's (JobStore.now).
+   */
   retention?: number | undefined;
 }
 
@@ -236,6 +251,8 @@ export interface MirrorReader {
    * fleet (capabilities.fleet), or a PostgreSQL mirror of a schema from before the leases.
    */
   fleet(): Promise<FleetStatus | undefined>;
+  /** The mirror's clock (JobStore.now): what a stream's age is measured against. */
+  now(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -404,8 +421,8 @@ export interface MirrorBackend {
   openVersions(t: MirrorTarget): Promise<VersionReader>;
   /** Opens an existing mirror's quarantine (migrated to have one). */
   openQuarantine(t: MirrorTarget): Promise<QuarantineAdmin>;
-  /** Upserts the campaigns' list, as a pull does (the mirror created or migrated on first use). */
-  storeCampaigns(t: MirrorTarget, list: Array<Record<string, unknown>>, at: string, lister: string): Promise<void>;
+  /** Upserts the campaigns' list, as a pull does (the mirror created or migrated on first use), seen at the mirror's clock's now. */
+  storeCampaigns(t: MirrorTarget, list: Array<Record<string, unknown>>, lister: string): Promise<void>;
   /**
    * Opens an existing mirror to export from: read-only, or (`forChanges`, export --since-last)
    * read-write, to remember a consumer's place (and number an older mirror's changes).

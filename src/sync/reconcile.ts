@@ -148,8 +148,8 @@ export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise
         deps.events?.warning?.(
           `stream ${id.key}: not pruned: ${unknown} quarantined ${unknown === 1 ? 'record has' : 'records have'} no usable id and may be among the ${result.gone.length} not served (retry or drop them, then reconcile again)`,
         );
-      } else if (opts.prune && result.gone.length > 0) result.pruned = await deps.sink.prune(id, result.gone, new Date().toISOString());
-      await deps.sink.endStream(id, undefined, new Date().toISOString());
+      } else if (opts.prune && result.gone.length > 0) result.pruned = await deps.sink.prune(id, result.gone);
+      await deps.sink.endStream(id, undefined);
     } catch (err) {
       Object.assign(result, await streamFailure(err, id, deps));
     }
@@ -209,7 +209,7 @@ async function reconcileRetired(
   const started = performance.now();
   await deps.sink.openStream(r.id);
   const gone = await deps.sink.storedIds(r.id);
-  const pruned = prune && gone.length > 0 ? await deps.sink.prune(r.id, gone, new Date().toISOString()) : 0;
+  const pruned = prune && gone.length > 0 ? await deps.sink.prune(r.id, gone) : 0;
   return {
     id: r.id,
     campaignName: r.campaignName,

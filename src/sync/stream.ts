@@ -38,6 +38,8 @@ export interface StreamOptions {
   /**
    * A retention's cut (ms since the epoch): records dated before it are read past but not stored
    * (store/model/erase-rule.ts says what a record's date is); the checkpoint moves past them all the same.
+   * These are the only records a checkpoint moves past unstored, and the cut is the mirror's clock's
+   * now less the retention (JobStore.now: the server's for a fleet), never a worker's own clock's.
    */
   retainAfter?: number | undefined;
 }
@@ -323,7 +325,7 @@ export async function streamFailure(
   // A record's values quoted by a DataError came from the service too: never the key among them.
   const message = deps.client.redact(err.message);
   // A storage failure here (the sink stopped) is thrown on: fatal for the whole pass.
-  await deps.sink.endStream(id, message, new Date().toISOString());
+  await deps.sink.endStream(id, message);
   return { status: 'failed', error: message, errorKind: err.kind };
 }
 
@@ -355,7 +357,7 @@ export async function syncStream(
     // Only a read of the whole stream (--full, or after a reset) can say that something disappeared.
     if (drift !== undefined && from === undefined && !backfill && result.records > 0) {
       const gone = drift.gone();
-      if (gone.length > 0) await deps.sink.driftGone(id, gone, new Date().toISOString());
+      if (gone.length > 0) await deps.sink.driftGone(id, gone);
     }
     if (opts.lookback && !backfill && !opts.full) {
       result.lookback = emptyCounts();
@@ -370,7 +372,7 @@ export async function syncStream(
         result.cursor,
       );
     }
-    await deps.sink.endStream(id, undefined, new Date().toISOString());
+    await deps.sink.endStream(id, undefined);
   } catch (err) {
     Object.assign(result, await streamFailure(err, id, deps));
   } finally {

@@ -58,6 +58,19 @@ export function needs(ctx: TestContext, ...programs: string[]): void {
   for (const program of programs) if (!canUse(program)) ctx.skip();
 }
 
+let preload: string | undefined;
+
+/**
+ * The environment that puts a spawned process on a clock `offset` off (faketime's syntax: `+400d`,
+ * `-20m`, `+2h`): libfaketime preloaded as the `faketime` program itself preloads it, asked of it once.
+ * The process is spawned directly (not under `faketime`, which forks): signals reach it.
+ */
+export function fakeTimeEnv(offset: string): Record<string, string> {
+  preload ??= spawnSync('faketime', ['-f', '+0', 'sh', '-c', 'printf %s "$LD_PRELOAD"'], { encoding: 'utf8' }).stdout;
+  if (!preload) throw new Error('faketime set no LD_PRELOAD: cannot put a process on another clock');
+  return { LD_PRELOAD: preload, FAKETIME: offset };
+}
+
 /** `describe` for a block whose setup already runs `program` (a certificate made at collection). */
 export function describeWith(program: string, name: string, fn: () => void): void {
   if (hasProgram(program)) {

@@ -7,6 +7,7 @@ import { openPgEraser } from './eraser.js';
 import { openPgJobStore } from './job-store.js';
 import { dropQuarantine, listQuarantine } from './quarantine.js';
 import { openPgReader } from './reader.js';
+import { serverNow } from './server-clock.js';
 
 /**
  * What a PostgreSQL team mirror can do: a fleet of workers taking streams by lease, the request
@@ -33,11 +34,12 @@ export const pgBackend: MirrorBackend = {
       close: () => db.close(),
     };
   },
-  async storeCampaigns(t, list, at, lister) {
+  async storeCampaigns(t, list, lister) {
     // Created and migrated on first use, like a pull.
     const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 1, where: t.where });
     try {
-      await upsertCampaigns(db, list, at, lister);
+      // Seen at the server's clock, as a pull's lists are (store/pg/server-clock.ts).
+      await upsertCampaigns(db, list, new Date(await serverNow(db)).toISOString(), lister);
     } finally {
       await db.close();
     }

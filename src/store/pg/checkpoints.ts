@@ -91,13 +91,18 @@ export class PgCheckpoints {
     );
   }
 
-  /** Records how the stream's pass ended; on `client` (in its transaction) when given. */
-  async end(id: StreamId, error: string | undefined, at: string, client?: pg.ClientBase): Promise<void> {
+  /**
+   * Records how the stream's pass ended, at the server's clock (no worker's: store/pg/server-clock.ts);
+   * on `client` (in its transaction) when given.
+   */
+  async end(id: StreamId, error: string | undefined, client?: pg.ClientBase): Promise<void> {
     const q = (text: string, values: unknown[]) =>
       client === undefined ? this.db.query(text, values, 'cannot write to') : client.query(text, values);
     if (error === undefined)
-      await q('UPDATE sync_state SET last_success_at = $1, last_error = NULL, last_error_at = NULL WHERE stream = $2', [at, id.key]);
-    else await q('UPDATE sync_state SET last_error = $1, last_error_at = $2 WHERE stream = $3', [error, at, id.key]);
+      await q('UPDATE sync_state SET last_success_at = clock_timestamp(), last_error = NULL, last_error_at = NULL WHERE stream = $1', [
+        id.key,
+      ]);
+    else await q('UPDATE sync_state SET last_error = $1, last_error_at = clock_timestamp() WHERE stream = $2', [error, id.key]);
   }
 
   /** Every stream's row, as store/sqlite/checkpoints.ts returns them (bigint cursors, ISO times). */

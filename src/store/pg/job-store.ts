@@ -1,5 +1,4 @@
 /** A pull's or watch's PostgreSQL team mirror: stream leases in the server, the budget's slots shared by every host. */
-import { currentClock } from '../../core/io.js';
 import { UsageError } from '../../errors.js';
 import { retentionDue } from '../model/retention.js';
 import type { BackendCapabilities, JobStore, StoreChoice } from '../port.js';
@@ -9,6 +8,7 @@ import { PgCounters } from './counters.js';
 import { knownDrift } from './drift.js';
 import { openPgMirror } from './open.js';
 import { applyPgRetention } from './retention.js';
+import { serverNow } from './server-clock.js';
 
 /** The password of a postgres:// URL, which an alert must never carry. */
 function urlPassword(url: string): string | undefined {
@@ -29,7 +29,7 @@ export async function openPgJobStore(c: StoreChoice, capabilities: BackendCapabi
   const m = await openPgMirror(path, pgSchema, c.concurrency, c.warning, where, c.leaseMs);
   let retention: Awaited<ReturnType<typeof applyPgRetention>> = { ranAt: undefined };
   try {
-    if (c.retention !== undefined) retention = await applyPgRetention(m.db, c.retention, currentClock().now(), c.warning, c.leaseMs);
+    if (c.retention !== undefined) retention = await applyPgRetention(m.db, c.retention, c.warning, c.leaseMs);
   } catch (err) {
     await m.release();
     throw err;
@@ -53,6 +53,8 @@ export async function openPgJobStore(c: StoreChoice, capabilities: BackendCapabi
     setNotified: (stream, value) => m.state.setNotified(stream, value),
     // Nothing local to move: the server keeps the mirror.
     async verify() {},
+    // The fleet's one clock: every worker stamps and judges by it (store/pg/server-clock.ts).
+    now: () => serverNow(m.db),
     async close() {
       try {
         await m.sink.close();

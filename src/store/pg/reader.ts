@@ -6,6 +6,7 @@ import { PgDatabase } from './database.js';
 import { takeDriftChanges } from './drift.js';
 import { fleetStatus } from './fleet-status.js';
 import { lockHolders } from './lock.js';
+import { serverNow } from './server-clock.js';
 
 export async function openPgReader(t: MirrorTarget): Promise<MirrorReader> {
   const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 2, mustExist: true, where: t.where });
@@ -23,6 +24,8 @@ export async function openPgReader(t: MirrorTarget): Promise<MirrorReader> {
     },
     fleet: () => fleetStatus(db),
     takeDrift: async () => ({ changes: await takeDriftChanges(db) }),
+    // Ages are the server's: what every worker stamped is on its clock (store/pg/server-clock.ts).
+    now: () => serverNow(db),
     close: () => db.close(),
   };
 }

@@ -4,6 +4,10 @@
  * (store/pg/erase-rows.ts), holding every stream's lease (as forget does), taken and given back before the
  * sink claims its own. A stream another worker holds puts it off: the next open tries again, a watch
  * within the hour.
+ *
+ * Now is the server's clock (store/pg/server-clock.ts), and so is when it ran: a worker whose clock is
+ * a year ahead cuts where every other worker would, each result's own date against the server's now,
+ * and records no run in the future that would shift when the others run it.
  */
 import { LockedError } from '../../errors.js';
 import { foundAny } from '../model/erasure-plan.js';
@@ -14,6 +18,7 @@ import { allStreams, eraseFromPg } from './erase-rows.js';
 import { holdAll } from './lease-hold.js';
 import { PgLeases } from './leases.js';
 import { DEFAULT_LEASE_MS } from './open.js';
+import { serverNow } from './server-clock.js';
 
 const RETRY_MS = 3_600_000;
 
@@ -21,12 +26,12 @@ const RETRY_MS = 3_600_000;
 export async function applyPgRetention(
   db: PgDatabase,
   retentionMs: number,
-  now: number,
   warn?: (text: string) => void,
   leaseMs = DEFAULT_LEASE_MS,
 ): Promise<{ retained?: Retained; ranAt: string | undefined }> {
   const stored = await db.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', [RETENTION_RAN_KEY]);
   const ranAt = stored.rows[0]?.value;
+  let now = await serverNow(db);
   if (!retentionDue(ranAt, now)) return { ranAt };
   const leases = new PgLeases(db, leaseMs);
   try {
@@ -37,6 +42,8 @@ export async function applyPgRetention(
       warn?.(`the retention is put off: ${err.message}`);
       return { ranAt: new Date(now - RETENTION_EVERY_MS + RETRY_MS).toISOString() };
     }
+    // The cut as the leases are held (the wait for them may have been long).
+    now = await serverNow(db);
     const before = now - retentionMs;
     const { rows, copies } = await eraseFromPg(db, { before });
     const at = new Date(now).toISOString();

@@ -26,6 +26,7 @@ import { driftGone, recordDrift } from './drift.js';
 import type { PgLeases } from './leases.js';
 import { PageQueue } from './page-queue.js';
 import { applyQuarantine, touchesQuarantine } from './quarantine.js';
+import { serverIso, serverNow } from './server-clock.js';
 import { CHECKPOINT_CONFLICT, holdsUnstorable, LEASE_LOST } from './statements.js';
 import { type PagePlan, planPage, removeResults, storedIds, writePage } from './upserts.js';
 
@@ -180,7 +181,7 @@ export class PgSink implements PageSink {
         await this.state.advance(client, id, move, 0);
       } else written = await fenced(() => writePage(client, plan, cp));
       if (touchesQuarantine(quarantine)) await applyQuarantine(client, id, quarantine);
-      if (drift !== undefined) await recordDrift(client, id.key, drift, new Date().toISOString());
+      if (drift !== undefined) await recordDrift(client, id.key, drift, await serverIso(client));
       return written;
     });
   }
@@ -233,12 +234,12 @@ export class PgSink implements PageSink {
     });
   }
 
-  async prune(id: StreamId, recordIds: string[], at: string): Promise<number> {
+  async prune(id: StreamId, recordIds: string[]): Promise<number> {
     await this.queue(id).idle();
     return this.guard(() =>
       this.db.transaction(async (client) => {
         await this.leases.fence(client, id.key);
-        const removed = await removeResults(client, id.endpoint, recordIds, at);
+        const removed = await removeResults(client, id.endpoint, recordIds, await serverIso(client));
         await this.state.advance(client, id, undefined, -removed);
         return removed;
       }),
@@ -246,7 +247,7 @@ export class PgSink implements PageSink {
   }
 
   async campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void> {
-    await this.guard(() => upsertCampaigns(this.db, list, new Date().toISOString(), lister));
+    await this.guard(async () => upsertCampaigns(this.db, list, new Date(await serverNow(this.db)).toISOString(), lister));
   }
 
   async openStream(id: StreamId): Promise<void> {
@@ -259,19 +260,19 @@ export class PgSink implements PageSink {
     });
   }
 
-  async endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void> {
+  async endStream(id: StreamId, error: Redacted | undefined): Promise<void> {
     // The stream's pages first: a failure among them is the one thrown, and the end is recorded after them.
     await this.queue(id).idle();
     await this.guard(() =>
       this.db.transaction(async (client) => {
         await this.leases.fence(client, id.key);
-        await this.state.end(id, error, at, client);
+        await this.state.end(id, error, client);
       }),
     );
   }
 
-  async driftGone(id: StreamId, items: KnownDrift[], at: string): Promise<void> {
-    await this.guard(() => driftGone(this.db, id.key, items, at));
+  async driftGone(id: StreamId, items: KnownDrift[]): Promise<void> {
+    await this.guard(async () => driftGone(this.db, id.key, items, new Date(await serverNow(this.db)).toISOString()));
   }
 
   /** Nothing local to move: the server keeps the mirror. */

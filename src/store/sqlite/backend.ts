@@ -40,11 +40,11 @@ export const sqliteBackend: MirrorBackend = {
       },
     };
   },
-  async storeCampaigns(t, list, at, lister) {
+  async storeCampaigns(t, list, lister) {
     // The campaigns table is small and written in one transaction: no run lock needed.
     const db = openDatabase(t.path, { mode: t.modes.file });
     try {
-      new Campaigns(db).upsert(list, at, lister);
+      new Campaigns(db).upsert(list, new Date().toISOString(), lister);
     } finally {
       db.close();
     }

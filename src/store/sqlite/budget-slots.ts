@@ -1,7 +1,12 @@
 /**
  * The request budget's slots (core/rate.ts) in a small SQLite file of the user's state folder
  * (`$XDG_STATE_HOME/campaign-sync/budget-slots.db`), shared by every process of the user, on this
- * machine's wall clock. A take is one short write transaction.
+ * machine's wall clock. A take is one short write transaction (they come one after the other), which
+ * also says the process's limit and reads the key's agreed one (the stricter of the live processes').
+ *
+ * Each live limit is a row of the same table under a key of its own, `<key>#limit/<window ms>`, its
+ * count as `slot` and until when it is live as `busy_until`: a file an earlier release shares keeps
+ * working for it (those keys are never its own), and one it made is read as is.
  */
 import { randomInt } from 'node:crypto';
 import { lstatSync } from 'node:fs';
@@ -11,7 +16,16 @@ import { type Clock, realClock } from '../../core/clock.js';
 import { makeFolders } from '../../core/fs/folders.js';
 import { refuseLinks } from '../../core/fs/private-file.js';
 import { currentWaits } from '../../core/io.js';
-import { type BudgetStore, holdMs, type SlotLoan, type SlotTake } from '../../core/rate.js';
+import {
+  type BudgetStore,
+  holdMs,
+  LIMIT_LIFE_MS,
+  paddedWindow,
+  type Rate,
+  type SlotLoan,
+  type SlotTake,
+  stricterRate,
+} from '../../core/rate.js';
 import { errorCode, StorageError } from '../../errors.js';
 import { Database } from './driver.js';
 import { openSqlite, prepareSqliteFile, SQLITE_SIDES } from './private-db.js';
@@ -39,10 +53,15 @@ const [LOCKED_SAY_MS, LOCKED_RETRY_MS] = [10_000, 25];
 // A key's rows are made as needed, numbered 0..n-1; `+slot` finds a free one by the index of busy times, not by sorting them all.
 const SQL = {
   clamp: 'UPDATE slots SET busy_until = @now + @hold WHERE key = @key AND owner = 0 AND busy_until > @now + @hold',
+  // Every busy row of the key, past the agreed count too, and when the soonest can be free (one in flight: a window after an answer now).
+  busy: 'SELECT count(*) AS n, min(CASE WHEN owner <> 0 THEN min(busy_until, @now + @window) ELSE busy_until END) AS soonest FROM slots WHERE key = @key AND busy_until > @now',
   first: 'SELECT slot, busy_until, owner FROM slots WHERE key = @key AND +slot < @count ORDER BY busy_until LIMIT 1',
   rows: 'SELECT coalesce(max(slot) + 1, 0) AS n FROM slots WHERE key = @key AND slot < @count',
   take: 'INSERT INTO slots VALUES (@key, @slot, @now + @hold, @owner) ON CONFLICT (key, slot) DO UPDATE SET busy_until = @now + @hold, owner = @owner',
   end: 'UPDATE slots SET owner = 0, busy_until = min(busy_until, @until) WHERE key = @key AND slot = @slot AND owner = @owner',
+  say: 'INSERT INTO slots VALUES (@limitKey, @count, @until, 0) ON CONFLICT (key, slot) DO UPDATE SET busy_until = max(busy_until, @until)',
+  // The key's limit rows sort between `<key>#limit/` and `<key>#limit0` ('0' follows '/'): the primary key's order.
+  limits: 'SELECT key, slot AS count FROM slots WHERE key > @lo AND key < @hi AND busy_until > @now',
 };
 
 export class SqliteBudgetSlots implements BudgetStore {
@@ -52,6 +71,9 @@ export class SqliteBudgetSlots implements BudgetStore {
   private lockedSince: number | undefined;
   /** A write failed (a full disk): the run goes on by its own budget, as said once. */
   private broken = false;
+  /** This process's limit, once it took a slot: said again every third of its life while the process lives. */
+  private own: Rate | undefined;
+  private renewal: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly db: BetterSqlite3.Database,
@@ -110,8 +132,8 @@ export class SqliteBudgetSlots implements BudgetStore {
     }
   }
 
-  take(count: number, windowMs: number): SlotTake {
-    if (this.broken) return { slot: -1, owner: 0, windowMs };
+  take(rate: Rate): SlotTake {
+    if (this.broken) return { slot: -1, owner: 0, windowMs: paddedWindow(rate.windowMs) };
     const now = this.clock.now();
     try {
       this.db.exec('BEGIN IMMEDIATE');
@@ -124,20 +146,27 @@ export class SqliteBudgetSlots implements BudgetStore {
           `the request budget waits: ${this.path} has been locked by another program for ${LOCKED_SAY_MS / 1000} s (an sqlite3 shell left in a transaction?); nothing is sent until it is released`,
         );
       }
-      return { waitMs: LOCKED_RETRY_MS, inFlight: false };
+      return { waitMs: LOCKED_RETRY_MS };
     }
     this.lockedSince = undefined;
     try {
+      const limit = this.agree(rate, now);
+      const { count } = limit;
+      const windowMs = paddedWindow(limit.windowMs);
       const p = { key: this.key, now, count, hold: holdMs(this.options.timeoutMs, windowMs) };
       this.s.clamp.run(p);
-      const first = this.s.first.get(p) as { slot: number; busy_until: number; owner: number } | undefined;
-      const slot = first !== undefined && first.busy_until <= now ? first.slot : (this.s.rows.get(p) as { n: number }).n;
+      // As many rows busy as the agreed count, whichever (a count that shrank leaves rows past it busy): none is free.
+      const busy = this.s.busy.get({ key: this.key, now, window: windowMs }) as { n: number; soonest: number | null };
+      let slot = count;
+      if (busy.n < count) {
+        const first = this.s.first.get(p) as { slot: number; busy_until: number } | undefined;
+        slot = first !== undefined && first.busy_until <= now ? first.slot : (this.s.rows.get(p) as { n: number }).n;
+      }
       const owner = randomInt(1, 2 ** 47);
       if (slot < count) this.s.take.run({ ...p, slot, owner });
       this.db.exec('COMMIT');
-      return slot < count
-        ? { slot, owner, windowMs }
-        : { waitMs: Math.max(1, (first?.busy_until ?? now) - now), inFlight: first?.owner !== 0 };
+      this.keepSaying(rate);
+      return slot < count ? { slot, owner, windowMs, limit } : { waitMs: Math.max(1, (busy.soonest ?? now) - now), limit };
     } catch (err) {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
       return this.failed(err);
@@ -155,7 +184,47 @@ export class SqliteBudgetSlots implements BudgetStore {
   }
 
   close(): void {
+    if (this.renewal) clearInterval(this.renewal);
+    this.renewal = undefined;
     this.db.close();
+  }
+
+  /**
+   * In a take's transaction: says this process keeps to `rate` (live for LIMIT_LIFE_MS more) and reads
+   * the limit the key's live processes agree on, the smallest count and the longest window.
+   */
+  private agree(rate: Rate, now: number): Rate {
+    this.s.say.run({ limitKey: `${this.key}#limit/${rate.windowMs}`, count: rate.count, until: now + LIMIT_LIFE_MS });
+    const lo = `${this.key}#limit/`;
+    const rows = this.s.limits.all({ lo, hi: `${this.key}#limit0`, now }) as Array<{ key: string; count: number }>;
+    let agreed = rate;
+    for (const r of rows) {
+      const windowMs = Number(r.key.slice(lo.length));
+      if (Number.isFinite(windowMs)) agreed = stricterRate(agreed, { count: r.count, windowMs });
+    }
+    return agreed;
+  }
+
+  /** While the process lives, its limit stays live: a watch idle between passes still binds the others. */
+  private keepSaying(rate: Rate): void {
+    this.own = rate;
+    if (this.renewal !== undefined) return;
+    this.renewal = setInterval(() => {
+      const own = this.own;
+      if (own === undefined || this.broken) return;
+      try {
+        this.db.exec('BEGIN IMMEDIATE');
+        try {
+          this.agree(own, this.clock.now());
+          this.db.exec('COMMIT');
+        } finally {
+          if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        }
+      } catch {
+        // Locked or full: the next take or the next renewal says it again, well within its life.
+      }
+    }, LIMIT_LIFE_MS / 3);
+    this.renewal.unref();
   }
 
   /** A write that failed (a full disk): the others stop seeing this run's requests, as said once. */

@@ -55,7 +55,7 @@ export abstract class GroupedSink implements PageSink {
   abstract commitPage(id: StreamId, records: CheckedRecord[], move: CheckpointMove | undefined, extras?: PageExtras): Promise<UpsertCounts>;
   abstract campaigns(list: Array<Record<string, unknown>>, lister?: string): Promise<void>;
   abstract storedIds(id: StreamId): Promise<string[]>;
-  abstract prune(id: StreamId, recordIds: string[], at: string): Promise<number>;
+  abstract prune(id: StreamId, recordIds: string[]): Promise<number>;
 
   get failure(): StorageError | undefined {
     return this.group.failure;
@@ -71,11 +71,14 @@ export abstract class GroupedSink implements PageSink {
     this.group.write(() => this.state.ensure(id), 0, 0);
   }
 
-  async endStream(id: StreamId, error: Redacted | undefined, at: string): Promise<void> {
+  /** At this host's clock: one host syncs a SQLite mirror (store/port.ts JobStore.now). */
+  async endStream(id: StreamId, error: Redacted | undefined): Promise<void> {
+    const at = new Date().toISOString();
     this.group.write(() => (error === undefined ? this.state.success(id, at) : this.state.failure(id, error, at)), 0, 0);
   }
 
-  async driftGone(id: StreamId, items: KnownDrift[], at: string): Promise<void> {
+  async driftGone(id: StreamId, items: KnownDrift[]): Promise<void> {
+    const at = new Date().toISOString();
     this.group.write(() => this.drift.gone(id.key, items, at), 0, 0);
   }
 

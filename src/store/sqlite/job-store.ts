@@ -76,6 +76,8 @@ export async function openSqliteJobStore(
       driftKnown: async (stream) => drift.known(stream),
       // No fleet: one process syncs the file under its run lock, and shares no times.
       fleetTimes: async () => ({ now: currentClock().now(), checked: new Map(), workers: 1 }),
+      // One host syncs the file: the run's clock stamps it and judges it.
+      now: async () => currentClock().now(),
       // The budget's slots are in the user's state folder (app/client.ts), not in the mirror.
       budgetSlots: () => undefined,
       notified: async () => state.notified(),

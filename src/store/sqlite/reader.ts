@@ -1,5 +1,6 @@
 /** `status`'s reader of a SQLite mirror, opened read-only. */
 
+import { currentClock } from '../../core/io.js';
 import type { MirrorReader, MirrorTarget } from '../port.js';
 import { Campaigns } from './campaigns.js';
 import { SqliteCheckpoints } from './checkpoints.js';
@@ -18,6 +19,7 @@ export async function openSqliteReader(t: MirrorTarget, opts: { emptyHasNoStream
       holder: async () => lockHolder(dbPath),
       takeDrift: async () => ({ changes: [] }),
       fleet: async () => undefined,
+      now: async () => currentClock().now(),
       close: async () => {},
     };
   }
@@ -46,6 +48,8 @@ export async function openSqliteReader(t: MirrorTarget, opts: { emptyHasNoStream
     },
     // One process syncs a SQLite file, under its run lock: no fleet.
     fleet: async () => undefined,
+    // One host stamps and reads a SQLite mirror: the run's clock is its clock.
+    now: async () => currentClock().now(),
     close: async () => {
       db.close();
     },

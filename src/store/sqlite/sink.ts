@@ -47,7 +47,8 @@ export class SqliteSink extends GroupedSink {
     return this.mirror.ids(id);
   }
 
-  async prune(id: StreamId, recordIds: string[], at: string): Promise<number> {
+  async prune(id: StreamId, recordIds: string[]): Promise<number> {
+    const at = new Date().toISOString();
     return this.group.write(
       () => {
         const removed = this.mirror.remove(id.endpoint, recordIds, at);

@@ -139,6 +139,7 @@ describe('migration files are frozen code', () => {
         '2b1f10fbea643b29',
         '9a07958053610b71',
         '9db6b8844dc12858',
+        'ff06cb439c6da4b1',
       ],
     };
     const digest = (sql: string) => createHash('sha256').update(sql).digest('hex').slice(0, 16);

@@ -245,7 +245,8 @@ export class NdjsonSink extends GroupedSink {
    * Appends one tombstone line per record the service no longer serves (reconcile --prune) and
    * forgets them, exactly once: the lines and the index commit with the file's new length.
    */
-  async prune(id: StreamId, recordIds: string[], at: string): Promise<number> {
+  async prune(id: StreamId, recordIds: string[]): Promise<number> {
+    const at = new Date().toISOString();
     const path = (this.files.get(id.endpoint) as NdjsonFile).path;
     const key = indexKey(id);
     const gone = recordIds.filter((r) => this.index.digest(path, key, r) !== undefined);

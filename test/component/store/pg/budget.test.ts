@@ -1,7 +1,7 @@
 /**
  * The request budget's slots in a PostgreSQL mirror: workers with one key share them whatever their
  * hosts (here: separate state folders, so that they share nothing but the mirror), on the server's
- * clock, one round trip a take.
+ * clock, one short transaction a take.
  */
 import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import pg from 'pg';
 import { expect, it } from 'vitest';
 import { RequestBudget } from '../../../../src/api/budget.js';
 import { type Clock, realClock } from '../../../../src/core/clock.js';
+import { holdMs, paddedWindow } from '../../../../src/core/rate.js';
 import { PgBudgetSlots } from '../../../../src/store/pg/budget-slots.js';
 import { PgDatabase } from '../../../../src/store/pg/database.js';
 import { fakeClock } from '../../../helpers/clock.js';
@@ -21,29 +22,34 @@ describePg('the request budget in PostgreSQL', () => {
     const db = await PgDatabase.open(PG_URL, freshSchema());
     // Windows of a minute: the waits asserted hold however slow the machine is, short of a 10 s stall.
     const W = 60_000;
+    const two = { count: 2, windowMs: W };
+    const padded = paddedWindow(W);
     try {
       const a = new PgBudgetSlots(db, 'k', 30_000);
       const b = new PgBudgetSlots(db, 'k', 30_000);
-      const first = await a.take(2, W);
-      const second = await b.take(2, W);
-      expect(first).toMatchObject({ slot: 0 });
+      const first = await a.take(two);
+      const second = await b.take(two);
+      expect(first).toMatchObject({ slot: 0, windowMs: padded, limit: two });
       expect(second).toMatchObject({ slot: 1 });
-      // Both in flight: the wait is their hold (a window after the later of --timeout and a window), and they may end sooner.
-      const full = await b.take(2, W);
-      expect(full).toMatchObject({ inFlight: true });
-      expect((full as { waitMs: number }).waitMs).toBeGreaterThan(2 * W - 10_000);
-      expect((full as { waitMs: number }).waitMs).toBeLessThanOrEqual(2 * W);
+      // Both in flight: the soonest either can be free is a window after an answer now.
+      const full = await b.take(two);
+      expect(full).toMatchObject({ limit: two });
+      expect((full as { waitMs: number }).waitMs).toBeGreaterThan(W - 10_000);
+      expect((full as { waitMs: number }).waitMs).toBeLessThanOrEqual(padded);
       if (!('slot' in first) || !('slot' in second)) throw new Error('no slot');
       a.end(first, true);
       b.end(second, false);
       await Promise.all([a.close(), b.close()]);
-      // Answered: a window after its end; given up on: busy as taken.
-      const later = await a.take(2, W);
-      expect(later).toMatchObject({ inFlight: false });
+      // Answered: a window after its end; given up on: busy as taken (its send, its --timeout and a window after the take).
+      const later = await a.take(two);
       expect((later as { waitMs: number }).waitMs).toBeGreaterThan(W - 10_000);
-      expect((later as { waitMs: number }).waitMs).toBeLessThanOrEqual(W);
+      expect((later as { waitMs: number }).waitMs).toBeLessThanOrEqual(padded);
+      const held = await db.query<{ ms: number }>(
+        "SELECT extract(epoch FROM busy_until - clock_timestamp()) * 1000 AS ms FROM budget_slots WHERE key = 'k' AND slot = 1",
+      );
+      expect(Number(held.rows[0]?.ms)).toBeGreaterThan(holdMs(30_000, padded) - 10_000);
       // Another key is another budget; the rows are two, made as needed.
-      expect(await new PgBudgetSlots(db, 'other', 0).take(2, W)).toMatchObject({ slot: 0 });
+      expect(await new PgBudgetSlots(db, 'other', 0).take(two)).toMatchObject({ slot: 0 });
       const rows = await db.query('SELECT key, count(*)::int AS n FROM budget_slots GROUP BY key ORDER BY key');
       expect(rows.rows).toEqual([
         { key: 'k', n: 2 },
@@ -60,7 +66,7 @@ describePg('the request budget in PostgreSQL', () => {
       const takers = Array.from({ length: 8 }, () => new PgBudgetSlots(db, 'fresh', 30_000));
       // Several rounds: each round's takers race to make the next rows of the key.
       for (let round = 0; round < 4; round++) {
-        const took = await Promise.all(takers.map((t) => t.take(100, 60_000)));
+        const took = await Promise.all(takers.map((t) => t.take({ count: 100, windowMs: 60_000 })));
         expect(took.filter((t) => !('slot' in t))).toEqual([]);
       }
       const slots = await db.query('SELECT count(DISTINCT slot)::int AS n FROM budget_slots WHERE key = $1', ['fresh']);
@@ -79,16 +85,17 @@ describePg('the request budget in PostgreSQL', () => {
     expect(a.tryAcquire(), 'a server answers with a promise').toBeUndefined();
     await a.acquire();
     void b.acquire().catch(() => {});
-    // Until b's take has been answered and b sleeps, however long the server takes to answer.
+    // Until b's take has been answered and b sleeps, however long the server takes to answer: until a
+    // window after an answer to a's request now, the soonest its slot can be free.
     while (clock.sleeps.length === 0) await new Promise((r) => setTimeout(r, 10));
-    expect(clock.sleeps[0]).toBe(50);
+    expect(clock.sleeps[0]).toBe(paddedWindow(1000));
     await db.close();
     await expect(new RequestBudget(one, clock, new PgBudgetSlots(db, 'x', 0)).acquire()).rejects.toThrow(
       /cannot take a slot of the request budget in/,
     );
   });
 
-  it('a take is one statement on the wire, one round trip, whether it lends a slot, makes a row or says to wait', async () => {
+  it('a take is one transaction of four exchanges (the lock, the limit, the slot, the commit), whether it lends a slot, makes a row or says to wait', async () => {
     const db = await PgDatabase.open(PG_URL, freshSchema());
     // Every exchange with the server goes through a pg.Client's query: counted there, below the pool.
     let statements = 0;
@@ -102,14 +109,14 @@ describePg('the request budget in PostgreSQL', () => {
       const outcomes: string[] = [];
       const t0 = performance.now();
       for (let i = 0; i < 40; i++) {
-        const taken = await slots.take(20, 60_000);
+        const taken = await slots.take({ count: 20, windowMs: 60_000 });
         outcomes.push('slot' in taken ? 'slot' : 'wait');
       }
       const ms = (performance.now() - t0) / 40;
-      // 20 rows made as needed, then 20 waits: one statement each.
+      // 20 rows made as needed, then 20 waits: four exchanges each.
       expect(outcomes.filter((o) => o === 'slot')).toHaveLength(20);
-      expect(statements).toBe(40);
-      console.log(`budget take: ${statements / 40} statement a take, ${ms.toFixed(2)} ms a take on loopback`);
+      expect(statements).toBe(4 * 40);
+      console.log(`budget take: ${statements / 40} exchanges a take, ${ms.toFixed(2)} ms a take on loopback`);
     } finally {
       pg.Client.prototype.query = query;
       await db.close();

@@ -25,6 +25,7 @@ import { RequestBudget } from '../../../../src/api/budget.js';
 import { budgetKey } from '../../../../src/app/client.js';
 import { resolveBaseUrl } from '../../../../src/config/config.js';
 import type { Clock } from '../../../../src/core/clock.js';
+import { LIMIT_LIFE_MS, SEND_WITHIN_MS } from '../../../../src/core/rate.js';
 import { BudgetDamaged, type SlotsOptions, SqliteBudgetSlots } from '../../../../src/store/sqlite/budget-slots.js';
 import { Database } from '../../../../src/store/sqlite/driver.js';
 import { fakeClock } from '../../../helpers/clock.js';
@@ -35,6 +36,8 @@ import { runCli } from '../../../helpers/run-cli.js';
 const rate = { count: 3, windowMs: 1000 };
 const one = { count: 1, windowMs: 1000 };
 const DAY = 86_400_000;
+/** A slot lent but unanswered is held this much longer: its request may be sent that long after the take. */
+const S = SEND_WITHIN_MS;
 
 /** The slots in `dir` for a key, on `clock`; requests time out after `timeoutMs` (0: held two windows when left in flight). */
 const open = (dir: string, key: string, clock: Clock, more: Partial<SlotsOptions> = {}) =>
@@ -63,7 +66,7 @@ describe('the budget slots', () => {
     expect(b.tryAcquire()).toBeDefined();
   });
 
-  it('a request left in flight by a killed process holds its slot: two windows without --timeout, --timeout and a window with it', () => {
+  it('a request left in flight by a killed process holds its slot: the grace to send it, then two windows without --timeout, --timeout and a window with it', () => {
     for (const timeoutMs of [0, 30_000]) {
       const dir = tempDir();
       const clock = fakeClock(5_000_000);
@@ -71,14 +74,14 @@ describe('the budget slots', () => {
       clock.t += 1500;
       const next = budget(one, clock, dir);
       expect(next.tryAcquire()).toBeUndefined();
-      clock.t = 5_000_000 + Math.max(timeoutMs, 1002) + 1002 - 1;
+      clock.t = 5_000_000 + S + Math.max(timeoutMs, 1002) + 1002 - 1;
       expect(next.tryAcquire(), `timeout ${timeoutMs}`).toBeUndefined();
       clock.t += 2;
       expect(next.tryAcquire(), `timeout ${timeoutMs}`).toBeDefined();
     }
   });
 
-  it('keys are kept as a digest, in an owner-only file that never grows past N rows a key', () => {
+  it('keys are kept as a digest, in an owner-only file that never grows past N rows a key, and one a limit said', () => {
     const dir = tempDir();
     const key = budgetKey('https://api.example.com/', 'sk_live_secret');
     expect(key).toMatch(/^[0-9a-f]{32}$/);
@@ -93,7 +96,8 @@ describe('the budget slots', () => {
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(readFileSync(path).toString('latin1')).not.toContain('sk_live_secret');
     const db = new Database(path, { readonly: true });
-    expect(db.prepare('SELECT count(*) FROM slots').pluck().get()).toBe(5);
+    expect(db.prepare('SELECT count(*) FROM slots WHERE key = ?').pluck().get(key)).toBe(5);
+    expect(db.prepare('SELECT key FROM slots WHERE key != ?').pluck().all(key)).toEqual([`${key}#limit/1000`]);
     db.close();
     // A rollback journal, kept between takes, owner-only as the file; no -wal or -shm.
     expect(statSync(`${path}-journal`).mode & 0o777).toBe(0o600);
@@ -135,7 +139,7 @@ describe('the budget slots', () => {
 });
 
 describe('windows and clocks', () => {
-  it('a request given up on (a timeout, an abort) holds its slot as one of unknown end: two windows after it was sent, here and in the next process', () => {
+  it('a request given up on (a timeout, an abort) holds its slot as one of unknown end: two windows after it was sent here, and the grace to send it too in the next process', () => {
     const dir = tempDir();
     const clock = fakeClock(60_000_000);
     const first = budget(one, clock, dir);
@@ -149,6 +153,8 @@ describe('windows and clocks', () => {
     const after = budget(one, clock, dir);
     expect(after.tryAcquire(), 'the next process, a window after the give-up').toBeUndefined();
     clock.t = sent + 2100;
+    expect(first.tryAcquire(), 'its own slot is free, the row as taken is not').toBeUndefined();
+    clock.t = sent + S + 2 * 1002 + 1;
     expect(after.tryAcquire()).toBeDefined();
     expect(first.tryAcquire(), 'the first process, while the next one holds the slot').toBeUndefined();
   });
@@ -161,7 +167,7 @@ describe('windows and clocks', () => {
     clock.t += 300;
     release(false);
     const after = budget(one, clock, dir, 'k', { timeoutMs: 30_000 });
-    clock.t = sent + 30_000 + 1002 - 1;
+    clock.t = sent + S + 30_000 + 1002 - 1;
     expect(after.tryAcquire(), 'it may reach the server until its --timeout').toBeUndefined();
     clock.t += 2;
     expect(after.tryAcquire()).toBeDefined();
@@ -177,7 +183,7 @@ describe('windows and clocks', () => {
     expect(b.tryAcquire()).toBeDefined();
   });
 
-  it('a request of unknown end is held two windows after it was sent, for windows over half an hour too', () => {
+  it('a request of unknown end is held the grace to send it and two windows, for windows over half an hour too', () => {
     for (const ago of [50, 90, 110]) {
       const dir = tempDir();
       const clock = fakeClock(80_000_000);
@@ -187,7 +193,7 @@ describe('windows and clocks', () => {
       clock.t = sent + ago * 60_000;
       const next = budget(hour, clock, dir);
       expect(next.tryAcquire(), `${ago} min after`).toBeUndefined();
-      clock.t = sent + 2 * 3_600_100 + 1;
+      clock.t = sent + S + 2 * 3_600_100 + 1;
       expect(next.tryAcquire(), 'two windows after it was sent').toBeDefined();
     }
   });
@@ -217,8 +223,8 @@ describe('windows and clocks', () => {
     const b = budget({ count: 2, windowMs: 10_000 }, clock, dir);
     expect(b.tryAcquire()).toBeUndefined();
     expect(b.waitEstimate()).toBeGreaterThan(10_000);
-    expect(b.waitEstimate()).toBeLessThanOrEqual(2 * 10_020);
-    clock.t += 2 * 10_020;
+    expect(b.waitEstimate()).toBeLessThanOrEqual(S + 2 * 10_020);
+    clock.t += S + 2 * 10_020;
     expect(all(2, b)).toBe(true);
   });
 
@@ -232,7 +238,7 @@ describe('windows and clocks', () => {
     expect(a.tryAcquire()).toBeUndefined();
     wall -= 3_600_000;
     expect(a.tryAcquire()).toBeUndefined();
-    wall += 2004;
+    wall += S + 2004;
     expect(a.tryAcquire()).toBeDefined();
   });
 
@@ -274,7 +280,7 @@ describe('processes running at the same time with one key share the budget', () 
     expect(a.tryAcquire(), 'B took all five').toBeUndefined();
   });
 
-  it("a budget held back by another process's request in flight looks again soon, and sends a window after that request's answer", () => {
+  it("a budget held back by another process's request in flight looks again a window on (the soonest it can be free), and sends a window after that request's answer", () => {
     const dir = tempDir();
     const clock = fakeClock(71_000_000);
     const a = budget(one, clock, dir);
@@ -282,19 +288,20 @@ describe('processes running at the same time with one key share the budget', () 
     const sent = clock.t;
     const release = a.tryAcquire() as () => void;
     expect(b.tryAcquire()).toBeUndefined();
-    expect(b.waitEstimate()).toBeLessThanOrEqual(2 * 1002);
+    expect(b.waitEstimate()).toBeLessThanOrEqual(1002);
     void b.acquire();
-    expect(clock.sleeps).toEqual([50]);
+    expect(clock.sleeps).toEqual([1002]);
     clock.t = sent + 300;
     release();
     clock.t = sent + 300 + 900;
     expect(b.tryAcquire(), 'within a window of the answer').toBeUndefined();
     expect(b.waitEstimate()).toBeGreaterThan(50);
+    expect(b.waitEstimate()).toBeLessThanOrEqual(103);
     clock.t = sent + 300 + 1003;
     expect(b.tryAcquire()).toBeDefined();
   });
 
-  it('a request a killed process left in flight stops being looked at once it has left the window', () => {
+  it('a request a killed process left in flight stops being waited for once its hold is over', () => {
     const dir = tempDir();
     const clock = fakeClock(73_000_000);
     const sent = clock.t;
@@ -303,8 +310,8 @@ describe('processes running at the same time with one key share the budget', () 
     const b = budget(one, clock, dir);
     expect(b.tryAcquire()).toBeUndefined();
     void b.acquire();
-    expect(clock.sleeps, 'its answer may come any moment').toEqual([50]);
-    clock.t = sent + 2 * 1002 + 10;
+    expect(clock.sleeps, 'its answer may come any moment: free a window after it').toEqual([1002]);
+    clock.t = sent + S + 2 * 1002 + 10;
     (b.tryAcquire() as () => void)();
     expect(b.tryAcquire()).toBeUndefined();
     expect(b.waitEstimate()).toBeGreaterThan(1000);
@@ -340,14 +347,51 @@ describe('processes running at the same time with one key share the budget', () 
     expect(a.tryAcquire()).toBeDefined();
   });
 
-  it('with different counts on one key, each takes only its first N slots: together within the largest', () => {
+  it('with different counts on one key, every process keeps to the smaller once its process said it: its busy slots count, whichever', () => {
     const dir = tempDir();
     const clock = fakeClock(99_000_000);
+    const told: Array<{ count: number; windowMs: number }> = [];
+    const full = new RequestBudget({ count: 5, windowMs: 1000 }, clock, open(dir, 'k', clock), (agreed) => told.push(agreed));
     const gentle = budget({ count: 2, windowMs: 1000 }, clock, dir);
-    const full = budget({ count: 5, windowMs: 1000 }, clock, dir);
-    expect(all(5, full)).toBe(true);
-    expect(gentle.tryAcquire(), 'its two slots are among the five taken').toBeUndefined();
+    const five = Array.from({ length: 5 }, () => full.tryAcquire());
+    expect(
+      five.every((r) => r !== undefined),
+      'alone, its own five',
+    ).toBe(true);
+    for (const release of five) release?.();
+    expect(gentle.tryAcquire(), 'five busy: past the two').toBeUndefined();
+    clock.t += 1003;
+    expect(all(2, full), 'two, the stricter count, and no more').toBe(true);
     expect(full.tryAcquire()).toBeUndefined();
+    expect(gentle.tryAcquire()).toBeUndefined();
+    expect(told, 'said once').toEqual([{ count: 2, windowMs: 1000 }]);
+  });
+
+  it('with different windows on one key, every process keeps to the longer: a 1 s budget waits out the 5 s one', () => {
+    const dir = tempDir();
+    const clock = fakeClock(99_500_000);
+    const fast = budget({ count: 2, windowMs: 1000 }, clock, dir);
+    const slow = budget({ count: 2, windowMs: 5000 }, clock, dir);
+    expect(slow.tryAcquire(), 'the slow one says its limit').toBeDefined();
+    const release = fast.tryAcquire() as () => void;
+    release();
+    clock.t += 1003;
+    expect(fast.tryAcquire(), 'a 1 s window after its answer: still within the 5 s one').toBeUndefined();
+    clock.t += 4020;
+    expect(fast.tryAcquire()).toBeDefined();
+  });
+
+  it("a process's limit binds the others while it lives, then lapses: a stricter one gone stops slowing them", () => {
+    const dir = tempDir();
+    const clock = fakeClock(99_800_000);
+    const strict = budget({ count: 1, windowMs: 1000 }, clock, dir);
+    (strict.tryAcquire() as () => void)();
+    const loose = budget({ count: 3, windowMs: 1000 }, clock, dir);
+    clock.t += 1100;
+    expect(all(1, loose)).toBe(true);
+    expect(loose.tryAcquire(), 'the strict one said 1 less than a minute ago').toBeUndefined();
+    clock.t += LIMIT_LIFE_MS;
+    expect(all(2, loose), 'its limit lapsed: three again').toBe(true);
   });
 
   it('a process that opens no slots (its state folder unwritable) is not seen: the budget is its own, as the warning says', () => {
