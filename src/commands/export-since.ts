@@ -1,8 +1,8 @@
 /**
  * `export --since-last <consumer>`: what changed in a results table since that consumer's previous
- * export, whichever mirror holds it (store/sqlite/changes.ts, store/pg/changes.ts): the rows inserted or
- * changed, then one row per result deleted since (reconcile --prune), every row with a `_deleted_at`
- * column, null but on those tombstones. Read in one snapshot; the consumer's place is remembered only
+ * export, whichever mirror holds it (store/sqlite/changes.ts, store/pg/changes.ts): one row per result
+ * deleted since (reconcile --prune, an erasure, a retention), then the rows inserted or changed, every
+ * row ending with `_deleted_at` and `_deleted_reason`, null but on those tombstones. Read in one snapshot; the consumer's place is remembered only
  * once the file is in place under -o, so an export that fails or is interrupted is given again whole
  * next time (a crash between the rename and that commit gives it again too: consumers apply the file
  * as an upsert by id).
@@ -10,7 +10,7 @@
 
 import { cleanStalePartials, PartialFile } from '../core/fs/partial-file.js';
 import { ExportInterrupted, isAbort, UsageError } from '../errors.js';
-import { changeRows } from '../export/changes.js';
+import { changeRows, DELETION_COLUMNS } from '../export/changes.js';
 import { writeCsv } from '../export/csv.js';
 import { FileSink } from '../export/sink.js';
 import { CHANGE_TABLES, type ChangeTableName } from '../export/tables.js';
@@ -79,7 +79,7 @@ export async function exportSinceLast(job: SinceLastJob, source: ExportSource, o
     const changes = await source.changes(job.consumer, job.table, columnChooser(job));
     reading = changes;
     const window = changes.window;
-    const columns = [...changes.columns, '_deleted_at'];
+    const columns = [...changes.columns, ...DELETION_COLUMNS];
     cleanStalePartials(job.target);
     partial = new PartialFile(job.target);
     fileSink = new FileSink(partial.fd);
@@ -88,7 +88,7 @@ export async function exportSinceLast(job: SinceLastJob, source: ExportSource, o
     else if (job.format === 'ndjson') {
       const { writeNdjson } = await import('../export/writers.js');
       await writeNdjson(columns, rows, fileSink, signal);
-    } else await writeParquetRows(columns, [...changes.types, null], rows, fileSink, out, signal);
+    } else await writeParquetRows(columns, [...changes.types, null, null], rows, fileSink, out, signal);
     await fileSink.end();
     await changes.end();
     reading = undefined;

@@ -75,7 +75,7 @@ interface Expected {
   /** Score details removed: those of the results removed, and theirs inside others' results. */
   details: number;
   evals: number;
-  /** Others' results that held them (an NDJSON line rewritten; a table's score detail row removed). */
+  /** Others' results that held them (an NDJSON line rewritten; a table's score detail row removed, the result changed). */
   holding: number;
   /** Others' results that quote their e-mail as a value (rewritten, in every kind). */
   mentioned: number;
@@ -104,8 +104,9 @@ function erasureOf(records: Obj[], p: Person, copies: { versions?: number; quara
 
 /**
  * Asserts the document's counts. A table keeps a score detail as a row of its own: theirs inside
- * another's result is removed as a row, and the result is unchanged. An NDJSON line holds its record
- * whole: theirs are removed as lines (a superseded line too), another's is rewritten without them.
+ * another's result is removed as a row, and the result counts as changed (it is given again to
+ * every --since-last consumer). An NDJSON line holds its record whole: theirs are removed as lines
+ * (a superseded line too), another's is rewritten without them.
  */
 function expectErased(kind: MirrorKind, doc: ForgetDoc, e: Expected): void {
   const quarantine = e.quarantined > 0 ? { quarantine: e.quarantined } : {};
@@ -130,7 +131,7 @@ function expectErased(kind: MirrorKind, doc: ForgetDoc, e: Expected): void {
     role_results: e.roles,
     score_details: e.details,
     eval_results: e.evals,
-    records_changed: e.mentioned,
+    records_changed: e.mentioned + e.holding,
     result_versions: e.versions,
     error_texts: 0,
     quarantined: e.quarantined,

@@ -4,7 +4,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseJson } from '../../../../src/core/json.js';
-import { knownPerson, PersonGraph, personDigests, personOfDigests, quarantinedNames, scrubPerson } from '../../../../src/store/model/person.js';
+import {
+  knownPerson,
+  PersonGraph,
+  personDigests,
+  personOfDigests,
+  quarantinedNames,
+  scrubPerson,
+} from '../../../../src/store/model/person.js';
 
 const A = { id: 'a-1', email: 'ann@example.com' };
 const B = { id: 'b-2', email: 'Bob@Example.com' };
