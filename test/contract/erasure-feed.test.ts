@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/simulator/server.js';
 import { instant } from '../../src/store/model/erase-rule.js';
+import { parseStrictCsv } from '../helpers/csv.js';
 import { cutOf, servedResults } from '../helpers/history.js';
 import { sim, tempDir } from '../helpers/index.js';
 import { MIRRORS, type Mirror, open, unsupported } from './mirrors.js';
@@ -231,5 +232,51 @@ describe.each(MIRRORS)('an erasure reaches every --since-last consumer (%s)', (k
     for (const id of sessionsOfC) expect(await m.holds(id), id).toBe(true);
     expect(await deletedFor('two')).toEqual(sessionsOfC);
     for (const id of ofC) expect(await anywhere(m, id), id).toBe(false);
+  });
+
+  it('a --columns list without the key is refused (exit 2, one line); its CSV is exact values unless --safe-csv', async (ctx) => {
+    if (unsupported(kind, 'export', ctx)) return;
+    const s = await sim({ campaigns: 2, records: 5 });
+    const session = campaignOf(s, 'SESSION_COMPLETION');
+    const formula = '=HYPERLINK("http://example.com")';
+    const sessionResult = s.data.sessionResult.bind(s.data);
+    s.data.sessionResult = (c, i, created) => {
+      const r = sessionResult(c, i, created) as Row;
+      return c.id === session.id && i === 1 ? { ...r, scenario: { ...(r.scenario as Row), name: formula } } : r;
+    };
+    const m = open(kind);
+    await ok(m, s, 'pull');
+    const dir = tempDir();
+    const flags = (consumer: string, ...more: string[]) => [
+      'export',
+      '--table',
+      'session-results',
+      '--format',
+      'csv',
+      '--since-last',
+      consumer,
+      '-o',
+      join(dir, `${consumer}.csv`),
+      '--quiet',
+      ...more,
+    ];
+    const keyless = await m.run(s, ...(flags('bi', '--columns', 'campaign_id,score') as [string, ...string[]]));
+    expect(keyless.code).toBe(2);
+    expect(keyless.stderr.trim().split('\n')).toHaveLength(1);
+    expect(keyless.stderr).toMatch(/--since-last needs the key among --columns \(id\)/);
+    // Refused before anything: the consumer has no place yet.
+    expect(await m.sql('SELECT name FROM export_consumers')).toEqual([]);
+
+    const names = (consumer: string, ...more: string[]) =>
+      m.run(s, ...(flags(consumer, '--columns', 'id,scenario_name', ...more) as [string, ...string[]])).then((r) => {
+        expect(r.code, r.stderr).toBe(0);
+        return parseStrictCsv(readFileSync(join(dir, `${consumer}.csv`), 'utf8'))
+          .slice(1)
+          .map((row) => row[1]);
+      });
+    expect(await names('loader')).toContain(formula);
+    expect(await names('sheet', '--safe-csv')).toContain(`'${formula}`);
+    const both = await m.run(s, ...(flags('x', '--raw-csv', '--safe-csv') as [string, ...string[]]));
+    expect(both.code).toBe(2);
   });
 });
