@@ -44,7 +44,9 @@ export function sinceLastJob(plan: ExportPlan, consumer: string): SinceLastJob {
   if (plan.rawCsv && plan.safeCsv) throw new UsageError('--raw-csv and --safe-csv contradict each other: give one');
   // A deletion row is known by its id alone: a file without it would move the consumer past deletions it cannot apply.
   if (plan.columns !== undefined && !plan.columns.split(',').some((c) => c.trim() === 'id'))
-    throw new UsageError(`--since-last needs the key among --columns (id): ${plan.columns} leaves it out, and a deletion is known by its id alone`);
+    throw new UsageError(
+      `--since-last needs the key among --columns (id): ${plan.columns} leaves it out, and a deletion is known by its id alone`,
+    );
   if (plan.target === undefined)
     throw new UsageError("--since-last needs -o <file>: the consumer's place is remembered once the file is in place");
   return { ...plan, consumer, table: plan.table as ChangeTableName, target: plan.target };

@@ -6,6 +6,7 @@
  * time and why); the record an erasure rewrote is given again whole; and once the only consumer read
  * an erasure, no byte of the erased ids is left in the database.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -109,6 +110,136 @@ function fileHolds(m: Mirror, text: string): boolean {
 async function anywhere(m: Mirror, text: string): Promise<boolean> {
   return (await m.holds(text)) || (m.kind === 'sqlite' && fileHolds(m, text));
 }
+
+/**
+ * A warehouse loaded only by the manifest's ranges (the recipe of docs/syncing.md, as a test's own
+ * loader): per file, the lines loaded replayed as a log (a later line replaces its id, a tombstone
+ * removes it). A range must start where the file's loaded bytes end in its generation and match its
+ * digest; a rewrite line voids what was loaded from its file and loads its generation whole.
+ */
+function manifestLoader(m: Mirror) {
+  const out = m.pullArgs[m.pullArgs.indexOf('--out') + 1] as string;
+  const loaded = new Map<string, { generation: number; end: number; lines: Row[] }>();
+  let from = 0;
+  const slice = (file: string, start: number, end: number, sha256: string): Row[] => {
+    const bytes = readFileSync(join(out, file)).subarray(start, end);
+    expect(bytes.length, `${file} [${start}, ${end})`).toBe(end - start);
+    expect(createHash('sha256').update(bytes).digest('hex'), `${file} [${start}, ${end})`).toBe(sha256);
+    return bytes
+      .toString('utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Row);
+  };
+  return {
+    /** Loads what the manifest added since the last call; returns the rewrite lines it met. */
+    async load(): Promise<Row[]> {
+      const [row] = await m.state("SELECT committed_bytes AS n FROM ndjson_files WHERE path LIKE '%/_manifest.ndjson'");
+      const upto = Number(row?.n ?? 0);
+      const text = readFileSync(join(out, '_manifest.ndjson')).subarray(from, upto).toString('utf8');
+      from = upto;
+      const entries = text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { rewrite?: Row; files?: Row[] });
+      // A file rewritten again later in this batch: only its last generation can still be read.
+      const last = new Map<string, number>();
+      for (const e of entries) if (e.rewrite) last.set(String(e.rewrite.file), Number(e.rewrite.generation));
+      const rewrites: Row[] = [];
+      for (const e of entries) {
+        if (e.rewrite) {
+          const r = e.rewrite as { file: string; generation: number; size: number; sha256: string };
+          rewrites.push(r);
+          if (r.generation !== last.get(r.file)) continue;
+          loaded.set(r.file, { generation: r.generation, end: r.size, lines: slice(r.file, 0, r.size, r.sha256) });
+          continue;
+        }
+        for (const f of (e.files ?? []) as Array<{ file: string; generation: number; start: number; end: number; sha256: string }>) {
+          const g = last.get(f.file);
+          if (g !== undefined && f.generation < g) continue;
+          const have = loaded.get(f.file) ?? { generation: f.generation, end: 0, lines: [] };
+          // The ranges tile each generation: no gap, no overlap.
+          expect({ generation: f.generation, start: f.start }, f.file).toEqual({ generation: have.generation, start: have.end });
+          loaded.set(f.file, { generation: f.generation, end: f.end, lines: [...have.lines, ...slice(f.file, f.start, f.end, f.sha256)] });
+        }
+      }
+      return rewrites;
+    },
+    /** The records loaded (the results' files replayed), by id. */
+    records(): Map<string, Row> {
+      const map = new Map<string, Row>();
+      for (const file of ['session_results.ndjson', 'role_results.ndjson']) {
+        for (const r of loaded.get(file)?.lines ?? []) {
+          if ('_deleted_at' in r) map.delete(String(r.id));
+          else map.set(String(r.id), r);
+        }
+      }
+      return map;
+    },
+  };
+}
+
+describe('the manifest says what happened (ndjson)', () => {
+  it('a warehouse loaded by manifest ranges equals the mirror through re-scores, late arrivals, prune, forget and retention', async (ctx) => {
+    if (unsupported('ndjson', undefined, ctx)) return;
+    const s = await sim({ campaigns: 2, records: RECORDS });
+    const role = campaignOf(s, 'ROLE_SUBMISSION');
+    const session = campaignOf(s, 'SESSION_COMPLETION');
+    const own = s.data.sessionResult(session, 6) as Row;
+    const b = own.user as { id: string; email: string };
+    const roleResult = s.data.roleResult.bind(s.data);
+    s.data.roleResult = (c, i, report, created) => {
+      const r = roleResult(c, i, report, created) as Row;
+      if (c.id !== role.id || i !== 4 || report !== 'DETAILED') return r;
+      const details = r.score_details as Row[];
+      return { ...r, score_details: [...details, { ...(details[0] as Row), id: 'nested-detail-b', user: { ...b } }] };
+    };
+    const m = open('ndjson');
+    const wh = manifestLoader(m);
+    const same = async () => {
+      const held = new Map([...(await m.records())].map(([id, h]) => [id, h.record]));
+      expect(wh.records()).toEqual(held);
+    };
+    await ok(m, s, 'pull');
+    expect(await wh.load()).toEqual([]);
+    await same();
+
+    s.changes.rescore(session, 2, Date.now());
+    s.changes.arriveLate(session, 3, Date.now());
+    await ok(m, s, 'pull', '--full');
+    await wh.load();
+    await same();
+
+    s.changes.remove(session, 7);
+    await ok(m, s, 'reconcile', '--prune');
+    await wh.load();
+    await same();
+
+    await ok(m, s, 'forget', '--user', b.email);
+    const erased = await wh.load();
+    expect(erased.map((r) => [r.file, r.generation, r.reason]).sort()).toEqual([
+      ['role_results.ndjson', 2, 'erased'],
+      ['session_results.ndjson', 2, 'erased'],
+    ]);
+    await same();
+    // The manifest names no erased id or e-mail: it is never rewritten.
+    expect(await m.holds(b.email)).toBe(false);
+    expect(await m.holds(String(own.id))).toBe(false);
+    // New lines after the rewrite are ranges of the new generation, from its end (a --full pull
+    // brings B back: the service still serves them).
+    s.changes.rescore(session, 3, Date.now());
+    await ok(m, s, 'pull', '--full');
+    await wh.load();
+    await same();
+
+    const cut = cutOf(servedResults(s, RECORDS));
+    await ok(m, s, 'forget', '--older-than', cut.duration());
+    const retained = await wh.load();
+    expect(retained.map((r) => r.reason)).toEqual(['retention', 'retention']);
+    await same();
+    expect([...wh.records().values()].every((r) => (instant(r.created_at) ?? 0) >= cut.at)).toBe(true);
+  });
+});
 
 describe.each(MIRRORS)('an erasure reaches every --since-last consumer (%s)', (kind) => {
   it('a warehouse fed by --since-last equals the mirror after every round; deletions name nobody; read erased ids leave the database', async (ctx) => {

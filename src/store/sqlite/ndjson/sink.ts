@@ -20,7 +20,7 @@ import type { UpsertCounts } from '../upserts.js';
 import { isTombstone, lineDigest, NdjsonIndex, RECORD_STREAM } from './digest-index.js';
 import { finishRewrites } from './erase-lines.js';
 import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from './file.js';
-import { isManifestLine, MANIFEST_FILE, ManifestLines } from './manifest.js';
+import { generationOf, isManifestLine, MANIFEST_FILE, ManifestLines } from './manifest.js';
 import { NdjsonOffsets } from './offsets.js';
 
 /** Test seam: replaces the write of an append (to inject a full disk). */
@@ -79,7 +79,9 @@ export class NdjsonSink extends GroupedSink {
         manifestCommitted = undefined;
         unclaimed.push(manifestPath);
       }
-      const manifest = new ManifestLines(new NdjsonFile(manifestPath, manifestCommitted, options.write, isManifestLine));
+      const manifest = new ManifestLines(new NdjsonFile(manifestPath, manifestCommitted, options.write, isManifestLine), (p) =>
+        generationOf(db, p),
+      );
       this.manifest = manifest;
       let manifestEnd: number | undefined;
       this.group.setHooks({
