@@ -261,6 +261,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
         .option('--since <date>', 'only rows created on or after this day (YYYY-MM-DD)')
         .option('--until <date>', 'only rows created on or before this day (YYYY-MM-DD)')
         .option('--raw-csv', 'do not neutralise cells that spreadsheets would run as formulas')
+        .option('--safe-csv', "neutralise formula cells in a --since-last CSV too (a loader's file is exact values by default)")
         .option('--json', 'with -o: print a summary document (table, format, rows, path) on stdout')
         .option('--quiet', 'print only errors'),
     ),

@@ -25,6 +25,8 @@ export interface ExportPlan {
   /** --columns a,b,c, as given. */
   columns: string | undefined;
   rawCsv: boolean;
+  /** --safe-csv, as given. */
+  safeCsv: boolean;
   /** --since-last: the consumer whose changes are exported. */
   sinceLast: string | undefined;
   /** --as-of: the time whose versions are exported (ISO 8601, UTC, checked). */
@@ -50,6 +52,7 @@ export function planOf(settings: ExportSettings): ExportPlan {
     until: settings.until,
     columns: settings.columns,
     rawCsv: settings.rawCsv,
+    safeCsv: settings.safeCsv,
     sinceLast: settings.sinceLast,
     asOf: settings.asOf === undefined ? undefined : checkAsOf({ ...settings, asOf: settings.asOf }),
   };

@@ -1,16 +1,17 @@
 /**
  * `export --since-last <consumer>`: what changed in a results table since that consumer's previous
- * export, whichever mirror holds it (store/sqlite/changes.ts, store/pg/changes.ts): the rows inserted or
- * changed, then one row per result deleted since (reconcile --prune), every row with a `_deleted_at`
- * column, null but on those tombstones. Read in one snapshot; the consumer's place is remembered only
+ * export, whichever mirror holds it (store/sqlite/changes.ts, store/pg/changes.ts): one row per result
+ * deleted since (reconcile --prune, an erasure, a retention), then the rows inserted or changed, every
+ * row ending with `_deleted_at` and `_deleted_reason`, null but on those tombstones. Read in one snapshot; the consumer's place is remembered only
  * once the file is in place under -o, so an export that fails or is interrupted is given again whole
  * next time (a crash between the rename and that commit gives it again too: consumers apply the file
- * as an upsert by id).
+ * as an upsert by id). Its CSV is exact values (no formula prefix) unless --safe-csv: a loader, not a
+ * spreadsheet, reads it, and a prefixed `'=x` would be stored as that text.
  */
 
 import { cleanStalePartials, PartialFile } from '../core/fs/partial-file.js';
 import { ExportInterrupted, isAbort, UsageError } from '../errors.js';
-import { changeRows } from '../export/changes.js';
+import { changeRows, DELETION_COLUMNS } from '../export/changes.js';
 import { writeCsv } from '../export/csv.js';
 import { FileSink } from '../export/sink.js';
 import { CHANGE_TABLES, type ChangeTableName } from '../export/tables.js';
@@ -40,6 +41,12 @@ export function sinceLastJob(plan: ExportPlan, consumer: string): SinceLastJob {
   if (plan.campaign !== undefined || plan.since !== undefined || plan.until !== undefined) {
     throw new UsageError('--since-last exports every change since the last time; it does not go with --campaign, --since or --until');
   }
+  if (plan.rawCsv && plan.safeCsv) throw new UsageError('--raw-csv and --safe-csv contradict each other: give one');
+  // A deletion row is known by its id alone: a file without it would move the consumer past deletions it cannot apply.
+  if (plan.columns !== undefined && !plan.columns.split(',').some((c) => c.trim() === 'id'))
+    throw new UsageError(
+      `--since-last needs the key among --columns (id): ${plan.columns} leaves it out, and a deletion is known by its id alone`,
+    );
   if (plan.target === undefined)
     throw new UsageError("--since-last needs -o <file>: the consumer's place is remembered once the file is in place");
   return { ...plan, consumer, table: plan.table as ChangeTableName, target: plan.target };
@@ -79,16 +86,16 @@ export async function exportSinceLast(job: SinceLastJob, source: ExportSource, o
     const changes = await source.changes(job.consumer, job.table, columnChooser(job));
     reading = changes;
     const window = changes.window;
-    const columns = [...changes.columns, '_deleted_at'];
+    const columns = [...changes.columns, ...DELETION_COLUMNS];
     cleanStalePartials(job.target);
     partial = new PartialFile(job.target);
     fileSink = new FileSink(partial.fd);
     const { rows, counts } = changeRows(columns, changes, signal);
-    if (job.format === 'csv') await writeCsv(columns, rows, fileSink, { raw: job.rawCsv, signal });
+    if (job.format === 'csv') await writeCsv(columns, rows, fileSink, { raw: !job.safeCsv, signal });
     else if (job.format === 'ndjson') {
       const { writeNdjson } = await import('../export/writers.js');
       await writeNdjson(columns, rows, fileSink, signal);
-    } else await writeParquetRows(columns, [...changes.types, null], rows, fileSink, out, signal);
+    } else await writeParquetRows(columns, [...changes.types, null, null], rows, fileSink, out, signal);
     await fileSink.end();
     await changes.end();
     reading = undefined;

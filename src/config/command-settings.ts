@@ -157,4 +157,6 @@ export interface ExportSettings extends MirrorSettings, OutputSettings {
   readonly since: string | undefined;
   readonly until: string | undefined;
   readonly rawCsv: boolean;
+  /** --safe-csv: neutralise formula cells in a --since-last CSV too (it is raw by default). */
+  readonly safeCsv: boolean;
 }

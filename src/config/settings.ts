@@ -227,6 +227,7 @@ function exportOnly(c: Collector): void {
   c.flag<string | undefined>('asOf', undefined);
   c.flag<string | undefined>('campaign', undefined);
   c.flag('rawCsv', false);
+  c.flag('safeCsv', false);
   const since = c.flag<string | undefined>('since', undefined);
   const until = c.flag<string | undefined>('until', undefined);
   if (since !== undefined) c.values.since = parseDate(since, '--since');

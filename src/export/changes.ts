@@ -1,7 +1,9 @@
 /**
  * The rows of an `export --since-last` file: one row per result deleted since (a tombstone: its id,
- * its campaign id and `_deleted_at`, every other cell null), then the rows inserted or changed, each
- * with a null `_deleted_at`. Whichever mirror gives them: synchronously (SQLite) or not (PostgreSQL).
+ * `_deleted_at` and `_deleted_reason`, and for one reconcile --prune deleted its campaign id; every
+ * other cell null: an erased result's row names nobody), then the rows inserted or changed, each with
+ * a null `_deleted_at` and `_deleted_reason`. Whichever mirror gives them: synchronously (SQLite) or
+ * not (PostgreSQL).
  */
 import type { ChangeRows, Rows, Tombstone } from '../store/port.js';
 import { untilAborted } from './interrupt.js';
@@ -12,8 +14,11 @@ export interface ChangeCounts {
   tombstones: number;
 }
 
+/** The columns every --since-last file ends with, in this order. */
+export const DELETION_COLUMNS = ['_deleted_at', '_deleted_reason'] as const;
+
 /**
- * The file's rows for `columns` (the changes' columns, then `_deleted_at`); `counts` fills as they
+ * The file's rows for `columns` (the changes' columns, then DELETION_COLUMNS); `counts` fills as they
  * are read. A signal stops asynchronous rows at the next one (synchronous ones: the writers, between chunks).
  */
 export function changeRows(
@@ -27,14 +32,16 @@ export function changeRows(
   const tombstone = (t: Tombstone): unknown[] => {
     const row: unknown[] = new Array(columns.length).fill(null);
     if (idAt >= 0) row[idAt] = t.id;
+    // An erasure's tombstone holds the id alone (its campaign_id is null).
     if (campaignAt >= 0) row[campaignAt] = t.campaign_id;
-    row[columns.length - 1] = t.deleted_at;
+    row[columns.length - 2] = t.deleted_at;
+    row[columns.length - 1] = t.reason;
     counts.tombstones++;
     return row;
   };
   const changed = (r: unknown[]): unknown[] => {
     counts.rows++;
-    return [...r, null];
+    return [...r, null, null];
   };
   const tombstones = changes.tombstones();
   if (Symbol.asyncIterator in tombstones) {

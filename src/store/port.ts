@@ -11,6 +11,7 @@ import type { Redacted } from '../core/redact.js';
 import type { CheckedRecord, CheckpointMove, Destination, PageQuarantine, StreamId } from '../core/types.js';
 import type { StorageError } from '../errors.js';
 import type { CounterValue } from './model/counters.js';
+import type { DeletionReason } from './model/erasure-plan.js';
 import type { ChangeTableName, ExportTable } from './model/export-tables.js';
 import type { IdConflict, UpsertCounts } from './model/page.js';
 import type { QuarantineRow, QuarantineSelection } from './model/quarantine.js';
@@ -349,11 +350,16 @@ export interface ExportRows {
   ranges: () => { reader: RowRanges; batch?: { typed: boolean[] } | undefined } | undefined;
 }
 
-/** A result reconcile --prune deleted: a tombstone of --since-last. */
+/**
+ * A result that left the mirror: a tombstone of --since-last. An erasure's holds the id alone (its
+ * campaign_id is null); reconcile --prune's its campaign too.
+ */
 export interface Tombstone {
   id: string;
   campaign_id: string | null;
   deleted_at: string;
+  /** Why it went: `pruned` (reconcile --prune), `erased` (forget --user), `retention` (forget --older-than, a retention). */
+  reason: DeletionReason;
 }
 
 /** What a consumer's `export --since-last` reads, in one snapshot. */

@@ -89,7 +89,7 @@ describe.each(MIRRORS)('export --since-last (%s)', (kind) => {
     expect(other.length).toBe(20 + 3 - 1);
     expect(other.some((r) => r.id === removed)).toBe(false);
 
-    // Parquet and CSV carry the same column; --columns picks columns, _deleted_at always last.
+    // Parquet and CSV carry the same column; --columns picks columns, _deleted_at and _deleted_reason always last.
     now += 60_000;
     await pulled(m, s);
     const bytes = readFileSync(await since('warehouse', 'parquet'));
@@ -99,7 +99,7 @@ describe.each(MIRRORS)('export --since-last (%s)', (kind) => {
     expect(rows.length).toBe(3);
     expect(rows.every((r) => '_deleted_at' in r && r._deleted_at === null)).toBe(true);
     const [header, ...csv] = parseStrictCsv(readFileSync(await since('dashboards', 'csv', '--columns', 'id,score'), 'utf8'));
-    expect(header).toEqual(['id', 'score', '_deleted_at']);
+    expect(header).toEqual(['id', 'score', '_deleted_at', '_deleted_reason']);
     expect(csv.length).toBe(3);
     // The mirror's bookkeeping is no column of any export.
     const bad = await m.run(

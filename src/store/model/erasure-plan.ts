@@ -78,8 +78,13 @@ export interface VersionsPlan<R extends StoredVersion> {
   done(): { records: Array<{ kind: string; id: string }>; rewrite: Array<{ row: R; text: string }> };
 }
 
+/** Why a result left the mirror, as a `--since-last` deletion row says it (`pruned`: reconcile --prune). */
+export type DeletionReason = 'erased' | 'retention' | 'pruned';
+
 export class ErasurePlan {
   private readonly removed = { session: new Set<string>(), role: new Set<string>() };
+  /** Results kept without the person's part, their own text or a score detail of theirs: changes every consumer is given again. */
+  private readonly rewritten = { session: new Set<string>(), role: new Set<string>() };
   private readonly streams = new Map<string, number>();
 
   private constructor(
@@ -104,6 +109,11 @@ export class ErasurePlan {
   /** An erasure known by its rule alone (an unfinished one's mark: what forget was given is not kept). */
   static ofRule(rule: EraseRule): ErasurePlan {
     return new ErasurePlan(rule, [], undefined);
+  }
+
+  /** What a deletion row of this erasure says: a person's erasure, or a cut by date (`forget --older-than`, a retention). */
+  get reason(): DeletionReason {
+    return this.rule.person !== undefined ? 'erased' : 'retention';
   }
 
   /** Score details are judged by themselves only for a person (their own date is not the assessment's). */
@@ -138,6 +148,7 @@ export class ErasurePlan {
     if (s.kind === 'whole') return this.remove('session', row.id, streamId(row.campaign_id, 'session', null).key);
     const value = s.value as Obj;
     const raw = toJson(value);
+    this.rewritten.session.add(row.id);
     return {
       do: 'rewrite',
       values: sessionRow({ record: value, id: row.id, orderIndex: BigInt(row.order_index ?? 0), raw }, row.campaign_id),
@@ -152,6 +163,7 @@ export class ErasurePlan {
     const value = s.value as Obj;
     const raw = toJson(value);
     const r = { record: value, id: row.id, orderIndex: BigInt(row.order_index ?? 0), raw };
+    this.rewritten.role.add(row.id);
     return { do: 'rewrite', values: roleRow(r, row.campaign_id, row.report_type ?? '', raw) };
   }
 
@@ -163,6 +175,8 @@ export class ErasurePlan {
     if (!this.readsDetails || this.removed.role.has(row.role_result_id)) return KEEP;
     const s = judge(record, innerRule(this.rule), columnsOf(row));
     if (s.kind === 'none') return KEEP;
+    // Its result is kept without it (or with it rewritten): the result changed.
+    this.rewritten.role.add(row.role_result_id);
     if (s.kind === 'whole') return DELETE;
     const value = s.value as Obj;
     return { do: 'rewrite', values: detailValues(row.role_result_id, row.campaign_id, value, toJson(value), Number(row.position ?? 0)) };
@@ -171,6 +185,20 @@ export class ErasurePlan {
   /** The streams whose results went, each with how many (their record counts drop by as many). */
   removedStreams(): ReadonlyMap<string, number> {
     return this.streams;
+  }
+
+  /** The results that went, by kind: each a deletion row for the consumers of `export --since-last`. */
+  removedResults(): { session: string[]; role: string[] } {
+    return { session: [...this.removed.session], role: [...this.removed.role] };
+  }
+
+  /**
+   * The results kept without the person (their text rewritten, or a score detail of theirs removed
+   * or rewritten), by kind: each takes a new change number, so every consumer is given it again whole
+   * and no copy downstream keeps the person inside another's record. Counted as `records_changed`.
+   */
+  rewrittenResults(): { session: string[]; role: string[] } {
+    return { session: [...this.rewritten.session], role: [...this.rewritten.role] };
   }
 
   /** The records whose drift examples become ERASED_EXAMPLE (store/model/drift.ts): every result that went. */

@@ -22,6 +22,7 @@
  */
 import type pg from 'pg';
 import { LockedError } from '../../errors.js';
+import type { DeletionReason } from '../model/erasure-plan.js';
 import type { ChangeTable } from '../model/export-tables.js';
 import type { PgDatabase } from './database.js';
 import { cursorRows, type PgSelect, pgSelect } from './export.js';
@@ -87,7 +88,7 @@ export interface PgChanges {
   columns: string[];
   types: string[];
   /** The tombstones of the window (none on a consumer's first export), in number order; one whose record came back within it is left out. */
-  tombstones(): AsyncGenerator<{ id: string; campaign_id: string | null; deleted_at: string }>;
+  tombstones(): AsyncGenerator<{ id: string; campaign_id: string | null; deleted_at: string; reason: DeletionReason }>;
   /** The rows changed within the window, by id, as arrays of the chosen columns. */
   rows(): AsyncGenerator<unknown[]>;
   /** Ends the read (after both were read). */
@@ -135,7 +136,7 @@ export async function readPgChanges(
     const changed = 'coalesce(c.change_seq, 0) > $1 AND coalesce(c.change_seq, 0) <= $2';
     const where = table === 'session_results' ? changed.replaceAll('c.', 't.') : `t.id IN (SELECT c.id FROM ${table} c WHERE ${changed})`;
     const rowsSql = `${select.sql} WHERE ${where} ORDER BY t.id`;
-    const tombSql = `SELECT b.id, b.campaign_id, b.deleted_at FROM tombstones b WHERE b.table_name = $1 AND b.seq > $2 AND b.seq <= $3
+    const tombSql = `SELECT b.id, b.campaign_id, b.deleted_at, b.reason FROM tombstones b WHERE b.table_name = $1 AND b.seq > $2 AND b.seq <= $3
       AND NOT EXISTS (SELECT 1 FROM ${table} r WHERE r.id = b.id AND coalesce(r.change_seq, 0) > b.seq AND r.change_seq <= $3) ORDER BY b.seq, b.id`;
     const read = async function* <T>(rows: AsyncGenerator<T>): AsyncGenerator<T> {
       try {
@@ -150,12 +151,14 @@ export async function readPgChanges(
       types: select.types,
       async *tombstones() {
         if (window.from < 0) return;
-        const rows = cursorRows<{ id: string; campaign_id: string | null; deleted_at: Date }>(c, 'since_tombstones', tombSql, [
-          table,
-          window.from,
-          window.to,
-        ]);
-        for await (const t of read(rows)) yield { id: t.id, campaign_id: t.campaign_id, deleted_at: t.deleted_at.toISOString() };
+        const rows = cursorRows<{ id: string; campaign_id: string | null; deleted_at: Date; reason: DeletionReason }>(
+          c,
+          'since_tombstones',
+          tombSql,
+          [table, window.from, window.to],
+        );
+        for await (const t of read(rows))
+          yield { id: t.id, campaign_id: t.campaign_id, deleted_at: t.deleted_at.toISOString(), reason: t.reason };
       },
       async *rows() {
         const rows = cursorRows<Record<string, unknown>>(c, 'since_rows', rowsSql, [window.from, window.to]);
@@ -185,7 +188,12 @@ export async function readPgChanges(
   }
 }
 
-/** Remembers that `consumer` has every change of `table` up to `to` (once its file is in place); never moves it back. */
+/**
+ * Remembers that `consumer` has every change of `table` up to `to` (once its file is in place); never
+ * moves it back. Then the tombstones every consumer of the table has read go (as SQLite's purgeRead):
+ * an erased id is kept only until every recipient was told; the table is vacuumed when one of them
+ * came from an erasure, so its dead row versions are reclaimed as the erasure's own are.
+ */
 export async function rememberPgConsumer(db: PgDatabase, consumer: string, table: ChangeTable, to: number, at: string): Promise<void> {
   await db.query(
     `INSERT INTO export_consumers (name, table_name, last_seq, exported_at) VALUES ($1, $2, $3, $4)
@@ -193,4 +201,45 @@ export async function rememberPgConsumer(db: PgDatabase, consumer: string, table
     [consumer, table, to, at],
     'cannot write to',
   );
+  const gone = await db.query<{ reason: string }>(
+    `DELETE FROM tombstones WHERE table_name = $1
+     AND seq <= coalesce((SELECT min(last_seq) FROM export_consumers WHERE table_name = $1), 9223372036854775807) RETURNING reason`,
+    [table],
+    'cannot write to',
+  );
+  if (gone.rows.some((r) => r.reason !== 'pruned')) await db.query('VACUUM tombstones', [], 'cannot vacuum');
+}
+
+/**
+ * What an erasure changed, handed to the consumers of `export --since-last`, in the erasure's
+ * transaction (as SQLite's, store/sqlite/erase-rows.ts): one change number, taken under the change
+ * lock as a page's is; each result rewritten stamped with it (given again whole); each result removed a
+ * tombstone of its id alone, for the tables some consumer reads, written once the rows are gone.
+ */
+export async function handOnPg(
+  c: pg.PoolClient,
+  reason: DeletionReason,
+  removed: { session: string[]; role: string[] },
+  rewritten: { session: string[]; role: string[] },
+): Promise<void> {
+  if (removed.session.length + removed.role.length + rewritten.session.length + rewritten.role.length === 0) return;
+  const taken = await c.query<{ seq: string }>(`WITH ${CHANGE_CTES} SELECT seq::text AS seq FROM change`);
+  const seq = taken.rows[0]?.seq;
+  await c.query('UPDATE session_results SET change_seq = $1 WHERE id = ANY($2::text[])', [seq, rewritten.session]);
+  await c.query('UPDATE role_results SET change_seq = $1 WHERE id = ANY($2::text[])', [seq, rewritten.role]);
+  const read = new Set((await c.query<{ t: string }>('SELECT DISTINCT table_name AS t FROM export_consumers')).rows.map((r) => r.t));
+  for (const [table, ids] of [
+    ['session_results', removed.session],
+    ['role_results', removed.role],
+  ] as const) {
+    if (ids.length === 0) continue;
+    // An earlier tombstone of the id (a prune, the record back since) says more than the id: this one replaces it.
+    await c.query('DELETE FROM tombstones WHERE table_name = $1 AND id = ANY($2::text[])', [table, ids]);
+    if (!read.has(table)) continue;
+    await c.query(
+      `INSERT INTO tombstones (table_name, id, campaign_id, seq, deleted_at, reason)
+       SELECT $1, x.id, NULL, $2, date_trunc('milliseconds', now()), $3 FROM unnest($4::text[]) AS x(id)`,
+      [table, seq, reason, ids],
+    );
+  }
 }

@@ -24,6 +24,7 @@ import {
 } from '../model/erasure-plan.js';
 import { PersonGraph } from '../model/person.js';
 import type { Values } from '../model/rows.js';
+import { handOnPg } from './changes.js';
 import type { PgDatabase } from './database.js';
 import { jsonText, rewriteRows, rowParams } from './statements.js';
 
@@ -175,8 +176,10 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
       await c.query('UPDATE drift_seen SET record_id = $1 WHERE record_id = ANY($2::text[])', [ERASED_EXAMPLE, plan.examplesErased()]);
     for (const [stream, n] of plan.removedStreams())
       await c.query('UPDATE sync_state SET records = greatest(0, records - $2) WHERE stream = $1', [stream, n]);
-    let changed = 0;
-    for (const t of TABLES) if (kept[t].length > 0) changed += (await c.query(rewriteRows(t), rowParams(t, kept[t]))).rowCount ?? 0;
+    for (const t of TABLES) if (kept[t].length > 0) await c.query(rewriteRows(t), rowParams(t, kept[t]));
+    const rewritten = plan.rewrittenResults();
+    await handOnPg(c, plan.reason, plan.removedResults(), rewritten);
+    let changed = rewritten.session.length + rewritten.role.length;
     const copies: Record<string, number> = {};
     if (plan.readsVersions) {
       const versions = await eraseVersions(c, plan);
@@ -223,7 +226,7 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
   });
   const { rows, copies } = erased;
   if (rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts > 0) {
-    await db.query('VACUUM session_results, role_results, score_details, eval_results, sync_state', [], 'cannot vacuum');
+    await db.query('VACUUM session_results, role_results, score_details, eval_results, sync_state, tombstones', [], 'cannot vacuum');
   }
   // Identifiers from the fixed list of copies, never from input. A version kept without the person
   // was rewritten: it counts among the changed records.

@@ -7,9 +7,17 @@
  * before it. An export reads in one snapshot everything numbered above what the consumer had and up
  * to the counter, then remembers the counter for the consumer (`export_consumers`) once its file is
  * in place. Rows stored before version 8 have no number: a consumer's first export takes them all.
- * Tombstones hold the result's id and campaign id only. `forget` writes none: an erasure leaves no
- * trace of the candidate's results in the database, their ids included.
+ * A tombstone says why its result went (schema 13, `reason`): `pruned` (reconcile --prune: the
+ * result's id and campaign id), `erased` or `retention` (an erasure: the result's id alone, never a
+ * campaign, a user id or an e-mail; store/sqlite/erase-rows.ts). A result an erasure rewrote (another
+ * candidate's part taken out) takes a new number, so every consumer is given it again whole.
+ *
+ * Tombstones are kept only until every consumer registered for their table has read them, and an
+ * erasure writes none for a table no consumer reads: telling the recipients is what keeping an
+ * erased id is for (GDPR art. 17(2) and 19), and once all were told the id goes, with no byte of it
+ * left in the file (`purgeRead`, then the rebuild the erasure uses).
  */
+import type { DeletionReason } from '../model/erasure-plan.js';
 import type { Db } from './db.js';
 
 /** The number a write stamps its rows with: the counter as its transaction left it. */
@@ -35,6 +43,30 @@ export interface ChangeWindow {
   to: number;
 }
 
+/** An erasure's tombstone, numbered with its change, replacing any earlier one of the id: bound (table, deleted_at, id, reason). */
+export const ERASED_TOMBSTONE_SQL = `INSERT INTO tombstones (table_name, campaign_id, deleted_at, id, seq, reason) VALUES (?, NULL, ?, ?, ${CURRENT_SEQ}, ?)`;
+
+/** The tables some consumer of `export --since-last` reads (an erasure writes tombstones for those only). */
+export function consumedTables(db: Db): Set<string> {
+  return new Set(db.prepare('SELECT DISTINCT table_name FROM export_consumers').pluck().all() as string[]);
+}
+
+/**
+ * Deletes the tombstones of `table` every consumer registered for it has read (all of them when none
+ * is: a consumer's first export takes rows, never tombstones). Returns how many of them came from an
+ * erasure: their ids must then leave the file too (a rebuild). Call with secure_delete on.
+ */
+export function purgeRead(db: Db, table: string): number {
+  const gone = db
+    .prepare(
+      `DELETE FROM tombstones WHERE table_name = ?
+       AND seq <= coalesce((SELECT min(last_seq) FROM export_consumers WHERE table_name = ?), 9223372036854775807) RETURNING reason`,
+    )
+    .pluck()
+    .all(table, table) as string[];
+  return gone.filter((r) => r !== 'pruned').length;
+}
+
 /** The consumer's window, read in the caller's snapshot (a read transaction). */
 export function changeWindow(db: Db, consumer: string, table: string): ChangeWindow {
   const to = Number(db.prepare('SELECT seq FROM change_counter').pluck().get() ?? 0);
@@ -53,14 +85,19 @@ export function tombstonesIn(
   db: Db,
   table: string,
   w: ChangeWindow,
-): IterableIterator<{ id: string; campaign_id: string | null; deleted_at: string }> {
+): IterableIterator<{ id: string; campaign_id: string | null; deleted_at: string; reason: DeletionReason }> {
   if (w.from < 0) return [][Symbol.iterator]();
   return db
     .prepare(
-      `SELECT b.id, b.campaign_id, b.deleted_at FROM tombstones b WHERE b.table_name = ? AND b.seq > ? AND b.seq <= ?
+      `SELECT b.id, b.campaign_id, b.deleted_at, b.reason FROM tombstones b WHERE b.table_name = ? AND b.seq > ? AND b.seq <= ?
        AND NOT EXISTS (SELECT 1 FROM ${table} r WHERE r.id = b.id AND coalesce(r.change_seq, 0) > b.seq) ORDER BY b.seq`,
     )
-    .iterate(table, w.from, w.to) as IterableIterator<{ id: string; campaign_id: string | null; deleted_at: string }>;
+    .iterate(table, w.from, w.to) as IterableIterator<{
+    id: string;
+    campaign_id: string | null;
+    deleted_at: string;
+    reason: DeletionReason;
+  }>;
 }
 
 /** Remembers that `consumer` has every change of `table` up to `to` (once its file is in place). */

@@ -27,6 +27,7 @@ import {
 } from '../model/erasure-plan.js';
 import type { PersonGraph } from '../model/person.js';
 import type { Values } from '../model/rows.js';
+import { CURRENT_SEQ, consumedTables, ERASED_TOMBSTONE_SQL, NEXT_SEQ_SQL } from './changes.js';
 import type { Db } from './db.js';
 import { forgetDriftExamples } from './drift-ledger.js';
 import { endErasure } from './erasure-mark.js';
@@ -130,6 +131,8 @@ export function eraseFromMirror(db: Db, planned: ErasurePlan | EraseRule): Mirro
   rewrite('session_results', sessions.kept);
   rewrite('role_results', roles.kept);
   rewrite('score_details', details.kept);
+  const rewritten = plan.rewrittenResults();
+  handOn(db, plan, rewritten);
   const copies: Record<string, number> = {};
   const versions = plan.readsVersions ? eraseVersions(db, plan) : { removed: 0, changed: 0 };
   if (versions.removed > 0) copies.past_versions = versions.removed;
@@ -150,12 +153,46 @@ export function eraseFromMirror(db: Db, planned: ErasurePlan | EraseRule): Mirro
     role_results: roles.gone.length,
     score_details: removedDetails,
     eval_results: evals,
-    records_changed: sessions.kept.length + roles.kept.length + details.kept.length + copiesChanged,
+    records_changed: rewritten.session.length + rewritten.role.length + copiesChanged,
     result_versions: copies.past_versions ?? 0,
     error_texts: plan.readsErrors ? scrubErrors(db, plan) : 0,
     quarantined: copies.quarantine ?? 0,
     copies,
   };
+}
+
+/**
+ * What the erasure changed, handed to the consumers of `export --since-last` (store/sqlite/changes.ts):
+ * one change number for the whole erasure; each result rewritten is stamped with it (given again
+ * whole; its version trigger keeps the version it replaces, already without the person); each result
+ * removed leaves a tombstone of its id alone, for the tables some consumer reads. The tombstones are
+ * written once the rows are gone, so the tombstone trigger finds no row to make a version of.
+ */
+function handOn(db: Db, plan: ErasurePlan, rewritten: { session: string[]; role: string[] }): void {
+  const removed = plan.removedResults();
+  if (removed.session.length + removed.role.length + rewritten.session.length + rewritten.role.length === 0) return;
+  db.prepare(NEXT_SEQ_SQL).run();
+  for (const [table, ids] of [
+    ['session_results', rewritten.session],
+    ['role_results', rewritten.role],
+  ] as const) {
+    const stamp = db.prepare(`UPDATE ${table} SET change_seq = ${CURRENT_SEQ} WHERE id = ?`);
+    for (const id of ids) stamp.run(id);
+  }
+  const read = consumedTables(db);
+  const at = new Date().toISOString();
+  const earlier = db.prepare('DELETE FROM tombstones WHERE table_name = ? AND id = ?');
+  const tombstone = db.prepare(ERASED_TOMBSTONE_SQL);
+  for (const [table, ids] of [
+    ['session_results', removed.session],
+    ['role_results', removed.role],
+  ] as const) {
+    for (const id of ids) {
+      // An earlier tombstone of the id (a prune, the record back since) would say more than the id: this one replaces it.
+      earlier.run(table, id);
+      if (read.has(table)) tombstone.run(table, at, id, plan.reason);
+    }
+  }
 }
 
 /** Whether the database has the table and its columns (a table of copies a later schema adds). */
@@ -232,6 +269,18 @@ function scrubErrors(db: Db, plan: ErasurePlan): number {
  * VACUUM out. The mark then stays, and the next call finishes the work.
  */
 export function scrubFreePages(db: Db): boolean {
+  if (!rebuild(db)) return false;
+  endErasure(db);
+  // Only the meta page is in the log now: a reader arriving meanwhile holds no erased byte.
+  truncateWal(db);
+  return true;
+}
+
+/**
+ * VACUUM with secure_delete on, then the WAL checkpointed and truncated: no deleted byte is left in
+ * free pages, page slack or the log. False when another connection kept it from finishing.
+ */
+export function rebuild(db: Db): boolean {
   db.pragma('secure_delete = ON');
   try {
     db.exec('VACUUM');
@@ -239,11 +288,7 @@ export function scrubFreePages(db: Db): boolean {
     if (isBusy(err)) return false;
     throw err;
   }
-  if (!truncateWal(db)) return false;
-  endErasure(db);
-  // Only the meta page is in the log now: a reader arriving meanwhile holds no erased byte.
-  truncateWal(db);
-  return true;
+  return truncateWal(db);
 }
 
 /**

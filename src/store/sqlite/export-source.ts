@@ -7,12 +7,29 @@ import { errorCode, storageError, UsageError } from '../../errors.js';
 import { CHANGE_TABLES, COMPUTED_TYPES, EXPORT_TABLES, isView } from '../model/export-tables.js';
 import type { ChangeRows, ExportQuery, ExportRows, ExportSource, MirrorTarget } from '../port.js';
 import { Campaigns } from './campaigns.js';
-import { CHANGED_ROWS, describeSelect, readChanges, rememberConsumer } from './changes.js';
-import { openDatabase } from './db.js';
+import { CHANGED_ROWS, describeSelect, purgeRead, readChanges, rememberConsumer } from './changes.js';
+import { type Db, openDatabase } from './db.js';
+import { rebuild } from './erase-rows.js';
+import { beginErasure, pendingErasure } from './erasure-mark.js';
 import { exportQuery, exportRangeQuery, rowIdName } from './export-sql.js';
 import { ndjsonFolder } from './ndjson-folder.js';
 import { columnNames, schemaVersion } from './schema.js';
 import { RangeReader } from './snapshot.js';
+
+/**
+ * Remembers the consumer's place, then deletes the tombstones every consumer of the table has read
+ * (store/sqlite/changes.ts purgeRead): an erased id leaves the file once the last recipient has it,
+ * by the rebuild an erasure ends with. A rebuild another connection keeps out (a pull running) is
+ * left to the next pull or forget, by the mark of an erasure with nothing left but its rebuild.
+ */
+function remember(db: Db, consumer: string, table: string, to: number, at: string): void {
+  db.pragma('secure_delete = ON');
+  const erased = db.transaction(() => {
+    rememberConsumer(db, consumer, table, to, at);
+    return purgeRead(db, table);
+  })();
+  if (erased > 0 && !rebuild(db) && pendingErasure(db) === undefined) db.transaction(() => beginErasure(db, undefined))();
+}
 
 export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: boolean }): Promise<ExportSource> {
   const dbPath = t.path;
@@ -98,7 +115,7 @@ export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: bool
     recordsElsewhere: async (name) => ndjsonFolder(db, EXPORT_TABLES[name].table),
     rows: async (q) => rows(q),
     changes: async (consumer, name, choose) => changes(consumer, name, choose),
-    remember: async (consumer, name, to, at) => rememberConsumer(db, consumer, CHANGE_TABLES[name], to, at),
+    remember: async (consumer, name, to, at) => remember(db, consumer, CHANGE_TABLES[name], to, at),
     failure: (err) =>
       errorCode(err)?.startsWith('SQLITE_')
         ? storageError(err, `${opts.forChanges ? 'cannot read or write' : 'cannot read'} ${dbPath}`)

@@ -21,7 +21,9 @@ import type { Db } from '../db.js';
 import { forgetDriftExamples } from '../drift-ledger.js';
 import { fileDone } from '../erasure-mark.js';
 import { forEachLine, isTombstone, lineDigest, RECORD_STREAM } from './digest-index.js';
-import { NdjsonStateError } from './file.js';
+import { NdjsonFile, NdjsonStateError } from './file.js';
+import { generationOf, isManifestLine, MANIFEST_FILE, rewriteLine, setGeneration } from './manifest.js';
+import { NdjsonOffsets } from './offsets.js';
 
 const REWRITE_KEY = 'ndjson_rewrite:';
 
@@ -133,12 +135,17 @@ export function eraseFromFile(db: Db, path: string, committed: number, plan: Era
       `forget: cannot rewrite ${path} without the erased records (the erasure stays pending: the next pull or forget finishes it)`,
     );
   }
+  const manifest = noteRewrite(db, path, plan.reason, buf, keep.length);
   const stream = db.prepare(`SELECT ${RECORD_STREAM} FROM ndjson_records n WHERE n.path = ? AND n.id = ? AND n.digest = ?`).pluck();
   const uncount = db.prepare('UPDATE sync_state SET records = max(0, records - 1) WHERE stream = ?');
   const forget = db.prepare('DELETE FROM ndjson_records WHERE path = ? AND id = ? AND digest = ?');
   const move = db.prepare('UPDATE ndjson_records SET digest = ? WHERE path = ? AND id = ? AND digest = ?');
   db.transaction(() => {
     db.prepare('UPDATE ndjson_files SET committed_bytes = ? WHERE path = ?').run(buf.length, path);
+    if (manifest !== undefined) {
+      new NdjsonOffsets(db).setCommitted(manifest.path, manifest.end);
+      setGeneration(db, path, manifest.generation);
+    }
     for (const { id, digest } of removed) {
       for (const s of stream.all(path, id, digest) as string[]) uncount.run(s);
       forget.run(path, id, digest);
@@ -156,6 +163,36 @@ export function eraseFromFile(db: Db, path: string, committed: number, plan: Era
   })();
   finishRewrites(db, afterRename);
   return { path, lines, changed };
+}
+
+/**
+ * Appends (and fsyncs) the manifest's line for the rewrite of `path` into `bytes`, when the folder's
+ * manifest is this database's (store/sqlite/ndjson/manifest.ts): the file's next generation, whole.
+ * Returns the manifest's new length, committed by the caller with the file's; a crash before that
+ * commit leaves a tail the next open cuts, and the erasure, still pending, appends it again.
+ */
+function noteRewrite(
+  db: Db,
+  path: string,
+  reason: string,
+  bytes: Buffer,
+  lines: number,
+): { path: string; end: number; generation: number } | undefined {
+  const manifestPath = join(dirname(path), MANIFEST_FILE);
+  const committed = new NdjsonOffsets(db).committed(manifestPath);
+  if (committed === undefined || !existsSync(manifestPath)) return undefined;
+  const generation = generationOf(db, path) + 1;
+  try {
+    const file = new NdjsonFile(manifestPath, committed, undefined, isManifestLine);
+    try {
+      const end = file.append(rewriteLine(path, generation, reason, bytes, lines, new Date()));
+      return { path: manifestPath, end, generation };
+    } finally {
+      file.close();
+    }
+  } catch (err) {
+    throw storageError(err, `forget: cannot append to ${manifestPath} (the erasure stays pending: the next pull or forget finishes it)`);
+  }
 }
 
 /**

@@ -11,15 +11,54 @@
  * A crash before that commit leaves tails past the committed lengths in every file, the manifest's
  * included, which the next run cuts; after it, every committed byte has its line. So the committed
  * lines tile each file from where the manifest began to its committed length, with no gap.
+ *
+ * An erasure (forget, a retention) rewrites a file shorter: its earlier ranges no longer hold. It
+ * appends a line of its own (`rewriteLine`), committed with the file's new length:
+ *
+ *   {"run_id":"…","part":1,"at":"…","rewrite":{"file":"session_results.ndjson","generation":2,"reason":"erased","size":4096,"lines":30,"sha256":"…"}}
+ *
+ * It voids every earlier range of that file: the file is now generation 2, whose bytes [0, size)
+ * have that digest, and a loader replaces what it loaded from the file with those lines. Every range
+ * line names the generation it covers (1 until the first rewrite), so the ranges tile each
+ * generation of each file with no gap or overlap. The line names no deleted id: the manifest is never
+ * rewritten, and an erased id must not stay in it.
  */
 import { createHash, type Hash, randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
+import type { Db } from '../db.js';
 import type { NdjsonFile } from './file.js';
 
 export const MANIFEST_FILE = '_manifest.ndjson';
 
+const GENERATION_KEY = 'ndjson_generation:';
+
+/** The generation of the file at `path`: 1 until an erasure first rewrites it, then one more per rewrite. */
+export function generationOf(db: Db, path: string): number {
+  const stored = db
+    .prepare('SELECT value FROM meta WHERE key = ?')
+    .pluck()
+    .get(GENERATION_KEY + path) as string | undefined;
+  return stored === undefined ? 1 : Number(stored);
+}
+
+/** Records the file's new generation; call in the transaction that commits its rewrite. */
+export function setGeneration(db: Db, path: string, generation: number): void {
+  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(
+    GENERATION_KEY + path,
+    String(generation),
+  );
+}
+
+/** The manifest line of a rewrite: the file's new generation, whole (its bytes `[0, size)`). */
+export function rewriteLine(path: string, generation: number, reason: string, bytes: Buffer, lines: number, at: Date): string {
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  const rewrite = { file: basename(path), generation, reason, size: bytes.length, lines, sha256 };
+  return `${JSON.stringify({ run_id: randomUUID(), part: 1, at: at.toISOString(), rewrite })}\n`;
+}
+
 interface Appended {
   file: string;
+  generation: number;
   start: number;
   end: number;
   lines: number;
@@ -32,13 +71,17 @@ export class ManifestLines {
   private runId = randomUUID();
   private part = 0;
 
-  constructor(readonly file: NdjsonFile) {}
+  constructor(
+    readonly file: NdjsonFile,
+    /** The generation of a data file now (generationOf). */
+    private readonly generation: (path: string) => number = () => 1,
+  ) {}
 
   /** Bytes `[start, start + bytes.length)` were appended to `path` in the open group: hashed once, here. */
   note(path: string, start: number, bytes: Buffer, lines: number): void {
     let entry = this.pending.get(path);
     if (entry === undefined) {
-      entry = { file: basename(path), start, end: start, lines: 0, hash: createHash('sha256') };
+      entry = { file: basename(path), generation: this.generation(path), start, end: start, lines: 0, hash: createHash('sha256') };
       this.pending.set(path, entry);
     }
     entry.hash.update(bytes);
@@ -54,6 +97,7 @@ export class ManifestLines {
     if (this.pending.size === 0) return undefined;
     const files = [...this.pending.values()].map((e) => ({
       file: e.file,
+      generation: e.generation,
       start: e.start,
       end: e.end,
       lines: e.lines,

@@ -21,7 +21,7 @@ import type { UpsertCounts } from '../upserts.js';
 import { isTombstone, lineDigest, NdjsonIndex, RECORD_STREAM } from './digest-index.js';
 import { finishRewrites } from './erase-lines.js';
 import { NDJSON_FILES, NdjsonFile, NdjsonStateError, openOutputFolder } from './file.js';
-import { isManifestLine, MANIFEST_FILE, ManifestLines } from './manifest.js';
+import { generationOf, isManifestLine, MANIFEST_FILE, ManifestLines } from './manifest.js';
 import { NdjsonOffsets } from './offsets.js';
 
 export interface NdjsonSinkOptions {
@@ -87,7 +87,9 @@ export class NdjsonSink extends GroupedSink {
         manifestCommitted = undefined;
         unclaimed.push(manifestPath);
       }
-      const manifest = new ManifestLines(new NdjsonFile(manifestPath, manifestCommitted, options.write, isManifestLine, modes?.file));
+      const manifest = new ManifestLines(new NdjsonFile(manifestPath, manifestCommitted, options.write, isManifestLine, modes?.file), (p) =>
+        generationOf(db, p),
+      );
       this.manifest = manifest;
       let manifestEnd: number | undefined;
       this.group.setHooks({
