@@ -21,7 +21,7 @@
  * HORIZON_WAIT_MS. Rows stored before version 6 have no number: a consumer's first export takes them.
  */
 import type pg from 'pg';
-import { LockedError } from '../../errors.js';
+import { errorCode, LockedError } from '../../errors.js';
 import type { ChangeTable } from '../model/export-tables.js';
 import type { PgDatabase } from './database.js';
 import { cursorRows, type PgSelect, pgSelect } from './export.js';
@@ -108,21 +108,29 @@ export async function readPgChanges(
   waitMs = HORIZON_WAIT_MS,
 ): Promise<PgChanges> {
   const select: PgSelect = await pgSelect(db, table, choose);
-  let client: pg.PoolClient;
+  // The window's end is the first statement of a connection of its own (opened: one the server ended
+  // while it waited in the pool is replaced, that statement never having run).
+  let first: { client: pg.PoolClient; result: pg.QueryResult };
   try {
-    client = await db.pool.connect();
+    first = await db.opened(horizon(waitMs), 'cannot read');
   } catch (err) {
-    throw db.failure(err, 'cannot read');
+    // A write that kept its number that long is another worker's page waiting on something: try later.
+    if (errorCode(err) === '55P03') {
+      throw new LockedError(
+        `cannot export from ${db.name}: a write of another campaign-sync kept its change number for over ${waitMs / 1000} s; nothing was written: run again`,
+      );
+    }
+    throw err;
   }
   let done = false;
-  const c = client;
+  const c = first.client;
   const release = (broken: boolean) => {
     if (done) return;
     done = true;
     c.release(broken);
   };
   try {
-    const results = (await c.query(horizon(waitMs))) as unknown as pg.QueryResult[];
+    const results = first.result as unknown as pg.QueryResult[];
     const to = Number(results[results.length - 1]?.rows[0]?.seq ?? 0);
     await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     const last = await c.query<{ seq: string }>('SELECT last_seq::text AS seq FROM export_consumers WHERE name = $1 AND table_name = $2', [
@@ -175,12 +183,6 @@ export async function readPgChanges(
     };
   } catch (err) {
     release(true);
-    // A write that kept its number that long is another worker's page waiting on something: try later.
-    if ((err as { code?: unknown })?.code === '55P03') {
-      throw new LockedError(
-        `cannot export from ${db.name}: a write of another campaign-sync kept its change number for over ${waitMs / 1000} s; nothing was written: run again`,
-      );
-    }
     throw db.failure(err, 'cannot read');
   }
 }

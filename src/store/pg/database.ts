@@ -154,7 +154,8 @@ export class PgDatabase {
   }
 
   /**
-   * A connection of the pool on which `first` (a BEGIN) ran, and its result; the caller releases it.
+   * A connection of the pool on which `first` (a BEGIN, or --since-last's window end) ran, and its
+   * result; the caller releases it.
    * One the server ended while it waited in the pool (57P05: `first` never ran) is replaced once.
    */
   async opened(first: string, what: string): Promise<{ client: pg.PoolClient; result: pg.QueryResult }> {
