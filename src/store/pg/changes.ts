@@ -25,12 +25,13 @@ import { errorCode, LockedError } from '../../errors.js';
 import type { ChangeTable } from '../model/export-tables.js';
 import type { PgDatabase } from './database.js';
 import { cursorRows, type PgSelect, pgSelect } from './export.js';
+import { MIRROR_SCHEMA } from './schema.js';
 
 /**
  * The schema's change lock: one bigint key, as the pages' tickets (statements.ts withTicket; two-key
  * locks are older versions' stream locks, lock.ts), whose low 32 bits are never all ones as this one's are.
  */
-const CHANGE_LOCK = "(hashtext('campaign-sync changes ' || current_schema())::bigint << 32) + 4294967295";
+const CHANGE_LOCK = `(hashtext('campaign-sync changes ' || ${MIRROR_SCHEMA})::bigint << 32) + 4294967295`;
 
 /**
  * CTEs of a page's first statement: `change_lock` takes the change lock shared, then `change` the

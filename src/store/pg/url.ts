@@ -47,3 +47,22 @@ export function checkPgUrl(url: string, where = '--db'): void {
     `${where}: ${redactUrl(url)} is not a valid PostgreSQL URL (postgres://user@host:port/database, a port from 1 to 65535, an IPv6 host in [ ])`,
   );
 }
+
+/** What the driver is handed: the URL, and its server options. */
+export interface PgDriverInput {
+  connectionString: string;
+  /** The URL's `options=` (server settings), which the driver would let replace ours entirely. */
+  options?: string;
+}
+
+/**
+ * The driver's input for `url`: its `options` are taken out, to go before ours (database.ts), since
+ * pg lets a URL's replace the ones it is given.
+ */
+export function driverInput(url: string): PgDriverInput {
+  const parsed = parsePgUrl(url);
+  const options = parsed?.url.searchParams.getAll('options').at(-1);
+  if (parsed === undefined || options === undefined) return { connectionString: url };
+  parsed.url.searchParams.delete('options');
+  return { connectionString: parsed.text(), ...(options ? { options } : {}) };
+}

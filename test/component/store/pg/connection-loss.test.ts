@@ -68,14 +68,14 @@ async function withIdleTimeoutRole(timeout: string, fn: (url: string) => Promise
 async function gatedMirror(url: string, schema: string): Promise<void> {
   const db = await PgDatabase.open(url, schema);
   try {
-    await db.query(`CREATE FUNCTION gate() RETURNS trigger LANGUAGE plpgsql AS $$
+    await db.query(`CREATE FUNCTION ${schema}.gate() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF (SELECT count(*) FROM role_results) >= ${GATE_AFTER} THEN
     PERFORM pg_advisory_xact_lock_shared(${GATE_KEY});
   END IF;
   RETURN NULL;
 END $$`);
-    await db.query('CREATE TRIGGER gate BEFORE INSERT ON role_results FOR EACH STATEMENT EXECUTE FUNCTION gate()');
+    await db.query(`CREATE TRIGGER gate BEFORE INSERT ON role_results FOR EACH STATEMENT EXECUTE FUNCTION ${schema}.gate()`);
   } finally {
     await db.close();
   }
