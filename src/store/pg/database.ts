@@ -1,7 +1,8 @@
 /**
  * A PostgreSQL team mirror, opened: a pool of connections whose search_path is pg_catalog, then the
  * mirror's schema (refused when a role other than ours could create in it: schema-guard.ts), migrated
- * on open. Every failure of the server (unreachable, refused login, a failed write) is a
+ * on open. A host off this machine is reached over TLS, or in plaintext only when the URL says so
+ * (core/pg-url.ts). Every failure of the server (unreachable, refused login, a failed write) is a
  * StorageError (exit 74) naming the database with its password redacted; one while opening also
  * names where the URL came from (--db, CAMPAIGN_SYNC_DB, a profile's key), the value to fix.
  */
@@ -42,12 +43,12 @@ export class PgDatabase {
 
   static async open(url: string, schema: string, opts: PgOpenOptions = {}): Promise<PgDatabase> {
     const where = opts.where ?? '--db';
-    checkPgUrl(url, where);
-    const driver = driverInput(url);
+    const driver = driverInput(url, checkPgUrl(url, where));
     const idle =
       opts.idleInTransactionMs === undefined ? '' : ` -c idle_in_transaction_session_timeout=${Math.ceil(opts.idleInTransactionMs)}`;
     const pool = new pg.Pool({
       connectionString: driver.connectionString,
+      ...(driver.ssl === undefined ? {} : { ssl: driver.ssl }),
       max: opts.connections ?? 5,
       connectionTimeoutMillis: 15_000,
       // A server or network that vanishes without a reset is noticed by TCP keepalive, not never.
