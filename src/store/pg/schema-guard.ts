@@ -41,7 +41,13 @@ const EQ = 'OPERATOR(pg_catalog.=)';
 const RELKIND = `CASE c.relkind WHEN 'r' THEN 'table' WHEN 'p' THEN 'table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view'
   WHEN 'S' THEN 'sequence' WHEN 'f' THEN 'foreign table' WHEN 'i' THEN 'index' ELSE 'relation' END`;
 
-/** Every reason, most basic first: the owner, then who may create, then what is already there. */
+/**
+ * Every reason, most basic first: the owner, then who may create, then what is already there. Who may
+ * create is read from the schema's ACL: a grantee that can act as the connecting role passes with its
+ * members (they can too), one that cannot is named (its members need not be listed). Each catalog is
+ * filtered on the schema first (`NS`, evaluated once), so a role check runs for its objects alone.
+ */
+const NS = '(SELECT s.oid FROM s)';
 const FINDINGS = `WITH s AS (SELECT n.oid, n.nspname, n.nspowner, n.nspacl FROM pg_catalog.pg_namespace n WHERE n.nspname ${EQ} $1::pg_catalog.name)
 SELECT 1 AS rank, 'owner' AS kind, pg_catalog.pg_get_userbyid(s.nspowner)::pg_catalog.text AS role, NULL::pg_catalog.text AS object, NULL::pg_catalog.text AS what
   FROM s WHERE ${untrusted('s.nspowner')}
@@ -49,35 +55,35 @@ UNION ALL
 SELECT 2, 'public', NULL, NULL, NULL FROM s, pg_catalog.aclexplode(s.nspacl) a
   WHERE a.grantee ${EQ} 0::pg_catalog.oid AND a.privilege_type ${EQ} 'CREATE'::pg_catalog.text
 UNION ALL
-SELECT 3, 'create', r.rolname::pg_catalog.text, NULL, NULL FROM s, pg_catalog.pg_roles r
-  WHERE pg_catalog.has_schema_privilege(r.oid, s.oid, 'CREATE') AND ${untrusted('r.oid')}
+SELECT 3, 'create', pg_catalog.pg_get_userbyid(a.grantee)::pg_catalog.text, NULL, NULL FROM s, pg_catalog.aclexplode(s.nspacl) a
+  WHERE a.privilege_type ${EQ} 'CREATE'::pg_catalog.text AND CASE WHEN a.grantee ${EQ} 0::pg_catalog.oid THEN false ELSE ${untrusted('a.grantee')} END
 UNION ALL
 SELECT 4, 'object', pg_catalog.pg_get_userbyid(c.relowner)::pg_catalog.text, pg_catalog.quote_ident(c.relname::pg_catalog.text), ${RELKIND}
-  FROM s, pg_catalog.pg_class c WHERE c.relnamespace ${EQ} s.oid AND ${untrusted('c.relowner')}
+  FROM pg_catalog.pg_class c WHERE c.relnamespace ${EQ} ${NS} AND ${untrusted('c.relowner')}
 UNION ALL
 SELECT 4, 'object', pg_catalog.pg_get_userbyid(p.proowner)::pg_catalog.text,
     pg_catalog.concat(pg_catalog.quote_ident(p.proname::pg_catalog.text), '(', pg_catalog.pg_get_function_identity_arguments(p.oid), ')'), 'function'
-  FROM s, pg_catalog.pg_proc p WHERE p.pronamespace ${EQ} s.oid AND ${untrusted('p.proowner')}
+  FROM pg_catalog.pg_proc p WHERE p.pronamespace ${EQ} ${NS} AND ${untrusted('p.proowner')}
 UNION ALL
 SELECT 4, 'object', pg_catalog.pg_get_userbyid(o.oprowner)::pg_catalog.text,
     pg_catalog.concat(o.oprname, '(', pg_catalog.format_type(o.oprleft, NULL), ', ', pg_catalog.format_type(o.oprright, NULL), ')'), 'operator'
-  FROM s, pg_catalog.pg_operator o WHERE o.oprnamespace ${EQ} s.oid AND ${untrusted('o.oprowner')}
+  FROM pg_catalog.pg_operator o WHERE o.oprnamespace ${EQ} ${NS} AND ${untrusted('o.oprowner')}
 UNION ALL
 SELECT 4, 'object', pg_catalog.pg_get_userbyid(t.typowner)::pg_catalog.text, pg_catalog.quote_ident(t.typname::pg_catalog.text), 'type'
-  FROM s, pg_catalog.pg_type t WHERE t.typnamespace ${EQ} s.oid AND ${untrusted('t.typowner')}
+  FROM pg_catalog.pg_type t WHERE t.typnamespace ${EQ} ${NS} AND ${untrusted('t.typowner')}
 UNION ALL
 SELECT 5, 'trigger-grant', CASE WHEN a.grantee ${EQ} 0::pg_catalog.oid THEN NULL ELSE pg_catalog.pg_get_userbyid(a.grantee)::pg_catalog.text END,
     pg_catalog.quote_ident(c.relname::pg_catalog.text), ${RELKIND}
-  FROM s, pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
-  WHERE c.relnamespace ${EQ} s.oid AND a.privilege_type ${EQ} 'TRIGGER'::pg_catalog.text
+  FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+  WHERE c.relnamespace ${EQ} ${NS} AND a.privilege_type ${EQ} 'TRIGGER'::pg_catalog.text
     AND CASE WHEN a.grantee ${EQ} 0::pg_catalog.oid THEN true ELSE ${untrusted('a.grantee')} END
 UNION ALL
 SELECT 6, 'trigger', pg_catalog.pg_get_userbyid(p.proowner)::pg_catalog.text,
     pg_catalog.concat(pg_catalog.quote_ident(t.tgname::pg_catalog.text), ' on ', pg_catalog.quote_ident(c.relname::pg_catalog.text)),
     pg_catalog.concat(pg_catalog.quote_ident(fn.nspname::pg_catalog.text), '.', pg_catalog.quote_ident(p.proname::pg_catalog.text),
       '(', pg_catalog.pg_get_function_identity_arguments(p.oid), ')')
-  FROM s, pg_catalog.pg_class c, pg_catalog.pg_trigger t, pg_catalog.pg_proc p, pg_catalog.pg_namespace fn
-  WHERE c.relnamespace ${EQ} s.oid AND t.tgrelid ${EQ} c.oid AND p.oid ${EQ} t.tgfoid AND fn.oid ${EQ} p.pronamespace
+  FROM pg_catalog.pg_class c, pg_catalog.pg_trigger t, pg_catalog.pg_proc p, pg_catalog.pg_namespace fn
+  WHERE c.relnamespace ${EQ} ${NS} AND t.tgrelid ${EQ} c.oid AND p.oid ${EQ} t.tgfoid AND fn.oid ${EQ} p.pronamespace
     AND NOT t.tgisinternal AND ${untrusted('p.proowner')}
 ORDER BY 1, 3, 4`;
 
@@ -120,7 +126,7 @@ export async function guardSchema(client: pg.ClientBase, schema: string, db: str
   const because: Record<Finding['kind'], string> = {
     owner: `schema ${name} belongs to role ${role}, who may create objects in it ${as}; use a schema ${me} owns (ALTER SCHEMA ${name} OWNER TO ${me}, or ${ownSchema})`,
     public: `every role may create objects in schema ${name} (CREATE is granted to PUBLIC) ${as}; REVOKE CREATE ON SCHEMA ${name} FROM PUBLIC, or ${ownSchema}`,
-    create: `role ${role} may create objects in schema ${name} ${as}; REVOKE CREATE ON SCHEMA ${name} FROM ${role} (or from the role it has it through), or ${ownSchema}`,
+    create: `role ${role} may create objects in schema ${name} ${as}; REVOKE CREATE ON SCHEMA ${name} FROM ${role}, or ${ownSchema}`,
     object: `${found.what} ${name}.${found.object} belongs to role ${role}, whose code would run as ${me}; drop it, or give it to ${me} (ALTER … OWNER TO ${me})`,
     'trigger-grant': `${found.role === null ? 'every role' : `role ${role}`} may add triggers to ${found.what} ${name}.${found.object} (the TRIGGER privilege) ${as} at every write; REVOKE TRIGGER ON ALL TABLES IN SCHEMA ${name} FROM ${role}`,
     trigger: `trigger ${found.object} in schema ${name} runs function ${found.what} of role ${role}, whose code would run as ${me}; drop the trigger, or give the function to ${me}`,

@@ -198,7 +198,7 @@ describePg('no other login runs code as the mirror (a PostgreSQL server of this 
       where: 'CREATE is granted to another role',
       schema: 'g1',
       mirror: `CREATE SCHEMA g1; GRANT CREATE ON SCHEMA g1 TO ${INTRUDER}`,
-      why: `role ${INTRUDER} may create objects in schema g1 and so run code as ${MIRROR}; REVOKE CREATE ON SCHEMA g1 FROM ${INTRUDER} (or from the role it has it through), or CREATE SCHEMA campaign_sync AUTHORIZATION ${MIRROR} and pass --pg-schema campaign_sync`,
+      why: `role ${INTRUDER} may create objects in schema g1 and so run code as ${MIRROR}; REVOKE CREATE ON SCHEMA g1 FROM ${INTRUDER}, or CREATE SCHEMA campaign_sync AUTHORIZATION ${MIRROR} and pass --pg-schema campaign_sync`,
       fix: [MIRROR, `REVOKE CREATE ON SCHEMA g1 FROM ${INTRUDER}`],
     },
     {
