@@ -2,7 +2,9 @@
  * PostgreSQL connection URLs: `--db postgres://…` or `postgresql://…` selects the team
  * mirror. The password (from the URL's user part or a `password=` query parameter, PGPASSWORD or
  * ~/.pgpass, which `pg` reads) is never printed: every message names the database by `redactUrl`.
- * Reading the URL as text (is it one, where may a password sit) is core/pg-url.ts's.
+ * A URL is checked (readable; encrypted off this machine) and handed to the driver so that it
+ * connects where the check looked. Reading the URL as text (is it one, where may a password sit,
+ * where it connects and over what) is core/pg-url.ts's.
  */
 
 import { currentIo } from '../../core/io.js';
