@@ -1,6 +1,6 @@
 import { currentIo } from '../core/io.js';
 import { isLoopbackHost } from '../core/loopback.js';
-import { hasPassword, isPgUrl } from '../core/pg-url.js';
+import { hasPassword, isPgUrl, pgTlsVerdict, pgTransport } from '../core/pg-url.js';
 import type { Rate } from '../core/rate.js';
 import { UsageError } from '../errors.js';
 import { readRegularFile } from './read-file.js';
@@ -208,14 +208,41 @@ export function dbKindOf(path: string): DbKind {
 }
 
 /**
- * What a command should say, before it opens anything, about a PostgreSQL password in plain sight of
- * other users of the machine: on the command line (every local user reads it in `ps`), or in a
- * profile of a config file that group or others can read. The password is still used, as a key file
- * others can read is (readKeyFile), and the warning never holds it. None for SQLite, a URL without a
- * password, or CAMPAIGN_SYNC_DB (a process's environment is readable by its user alone).
+ * What a command should say, before it opens anything, about a PostgreSQL connection: plaintext off
+ * this machine that the URL asked for (refused when it did not: tlsWarnings), and a password in plain
+ * sight (passwordWarnings). None for SQLite.
  */
 export function dbWarnings(db: DbChoice): string[] {
-  if (dbKindOf(db.path) !== 'pg' || !hasPassword(db.path)) return [];
+  if (dbKindOf(db.path) !== 'pg') return [];
+  return [...passwordWarnings(db), ...tlsWarnings(db)];
+}
+
+/**
+ * The TLS rule (core/pg-url.ts pgTlsVerdict), decided before anything is opened: a PostgreSQL host
+ * off this machine (the URL's, its host= parameter, or PGHOST) without TLS is a usage error naming
+ * where the URL came from; with the URL's own sslmode=disable, a warning. Loopback and Unix sockets
+ * are exempt. The environment is the run's (PGHOST, PGSSLMODE), as the driver is handed it
+ * (store/pg/database.ts).
+ */
+function tlsWarnings(db: DbChoice): string[] {
+  const io = currentIo();
+  const transport = pgTransport(db.path, io.env, io.offLoopback);
+  // A URL no driver can read: store/pg/url.ts checkPgUrl says so, naming it.
+  if (transport === undefined) return [];
+  const verdict = pgTlsVerdict(transport, db.where);
+  if (verdict.refusal !== undefined) throw new UsageError(verdict.refusal);
+  return verdict.warning === undefined ? [] : [verdict.warning];
+}
+
+/**
+ * A PostgreSQL password in plain sight of other users of the machine: on the command line (every
+ * local user reads it in `ps`), or in a profile of a config file that group or others can read. The
+ * password is still used, as a key file others can read is (readKeyFile), and the warning never holds
+ * it. None for a URL without a password, or CAMPAIGN_SYNC_DB (a process's environment is readable by
+ * its user alone).
+ */
+function passwordWarnings(db: DbChoice): string[] {
+  if (!hasPassword(db.path)) return [];
   if (db.origin === undefined) {
     if (db.where !== '--db') return [];
     return [

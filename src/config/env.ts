@@ -30,6 +30,14 @@ export const ENV = {
     name: 'NODE_EXTRA_CA_CERTS',
     doc: "Node's own: a PEM file of extra trusted CA certificates; read by Node at start-up, checked by campaign-sync (a warning when unusable)",
   },
+  pgHost: {
+    name: 'PGHOST',
+    doc: "the driver's own: the PostgreSQL host when a postgres:// URL names none; read by campaign-sync for the TLS rule too",
+  },
+  pgSslMode: {
+    name: 'PGSSLMODE',
+    doc: "the driver's own: the sslmode when a postgres:// URL says nothing of TLS; read by campaign-sync for the TLS rule too (disable there is refused off this machine)",
+  },
   ci: { name: 'CI', doc: 'when set, no spinners' },
   noColor: { name: 'NO_COLOR', doc: 'when set, no colours' },
 } as const;

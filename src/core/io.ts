@@ -26,6 +26,12 @@ export interface Io {
    * sleeps return at once) is for tests only.
    */
   clock?: Clock;
+  /**
+   * Loopback hosts (`127.0.0.1`) that the PostgreSQL TLS rule (core/pg-url.ts) takes for other
+   * machines: tests only, so that the rule is checked against a real server on loopback. It can only
+   * refuse more, never less; no flag or variable sets it.
+   */
+  offLoopback?: readonly string[];
 }
 
 /** The real process's streams, environment and launcher. */

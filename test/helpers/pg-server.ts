@@ -8,13 +8,15 @@
  * CAMPAIGN_SYNC_TEST_PG_URL instead (each test works in a schema of its own there).
  */
 import { execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export interface TestPgServer {
   url: string;
+  /** The server's log so far (with `logConnections`: a line per connection received and authorized). */
+  log(): string;
   /** Restarts the server (`pg_ctl restart -m mode`), waiting until it accepts connections again. */
   restart(mode: 'fast' | 'immediate'): void;
   stop(): void;
@@ -51,8 +53,16 @@ function freePort(): Promise<number> {
   });
 }
 
+/** What a test's own server does beyond the run's. */
+export interface PgServerOptions {
+  /** TLS with this certificate and key (PEM files: test/helpers/tls.ts selfSigned); plaintext is still accepted. */
+  ssl?: { cert: string; key: string };
+  /** log_connections: each connection received, and each authorized with its TLS state, in `log()`. */
+  logConnections?: boolean;
+}
+
 /** Starts a server; throws with the reason when it cannot (no binaries, initdb or start failed). */
-export async function startPgServer(): Promise<TestPgServer> {
+export async function startPgServer(options: PgServerOptions = {}): Promise<TestPgServer> {
   const bin = findPgBin();
   if (bin === undefined) throw new Error('no PostgreSQL binaries (initdb, pg_ctl) found; install Debian `postgresql`');
   const asRoot = process.getuid?.() === 0;
@@ -89,12 +99,26 @@ export async function startPgServer(): Promise<TestPgServer> {
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`initdb failed: ${(err as { stderr?: string }).stderr ?? String(err)}`);
   }
+  let extra = options.logConnections ? ' -c log_connections=on' : '';
+  if (options.ssl !== undefined) {
+    // The server reads its key only when the server's user owns it and nobody else may read it.
+    const cert = join(dir, 'server.crt');
+    const key = join(dir, 'server.key');
+    copyFileSync(options.ssl.cert, cert);
+    copyFileSync(options.ssl.key, key);
+    chmodSync(key, 0o600);
+    if (uid !== undefined) {
+      chownSync(cert, uid, uid);
+      chownSync(key, uid, uid);
+    }
+    extra += ` -c ssl=on -c ssl_cert_file=${cert} -c ssl_key_file=${key}`;
+  }
   // A loopback port may be taken between freePort and the start: a few tries.
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     // fsync off: the tests kill clients and restart the server, never the machine, so what reaches the
     // disk is not what they test.
-    const opts = `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200`;
+    const opts = `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200${extra}`;
     try {
       run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', '-o', opts, 'start']);
     } catch (err) {
@@ -105,6 +129,7 @@ export async function startPgServer(): Promise<TestPgServer> {
     const url = `postgres://${TEST_PG_USER}:${TEST_PG_PASSWORD}@127.0.0.1:${port}/postgres`;
     return {
       url,
+      log: () => readFileSync(join(dir, 'log'), 'utf8'),
       restart(mode) {
         run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-m', mode, '-w', '-t', '60', '-o', opts, 'restart']);
       },

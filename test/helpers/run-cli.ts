@@ -40,7 +40,15 @@ let inFolder = false;
  */
 export async function runCli(
   args: string[],
-  opts: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number; waits?: Partial<Waits>; clock?: Clock } = {},
+  opts: {
+    env?: Record<string, string | undefined>;
+    cwd?: string;
+    timeoutMs?: number;
+    waits?: Partial<Waits>;
+    clock?: Clock;
+    /** Loopback hosts the PostgreSQL TLS rule takes for other machines (core/io.ts `Io.offLoopback`). */
+    offLoopback?: readonly string[];
+  } = {},
 ): Promise<CliResult> {
   const given: Record<string, string | undefined> = {
     ...process.env,
@@ -75,6 +83,7 @@ export async function runCli(
       signal: controller.signal,
       waits: opts.waits,
       clock: opts.clock,
+      ...(opts.offLoopback === undefined ? {} : { offLoopback: opts.offLoopback }),
     });
     return { code, signal: null, stdout: stdout.all(), stderr: stderr.all() };
   } finally {

@@ -21,17 +21,18 @@
  * HORIZON_WAIT_MS. Rows stored before version 6 have no number: a consumer's first export takes them.
  */
 import type pg from 'pg';
-import { LockedError } from '../../errors.js';
+import { errorCode, LockedError } from '../../errors.js';
 import type { DeletionReason } from '../model/erasure-plan.js';
 import type { ChangeTable } from '../model/export-tables.js';
 import type { PgDatabase } from './database.js';
 import { cursorRows, type PgSelect, pgSelect } from './export.js';
+import { MIRROR_SCHEMA } from './schema.js';
 
 /**
  * The schema's change lock: one bigint key, as the pages' tickets (statements.ts withTicket; two-key
  * locks are older versions' stream locks, lock.ts), whose low 32 bits are never all ones as this one's are.
  */
-const CHANGE_LOCK = "(hashtext('campaign-sync changes ' || current_schema())::bigint << 32) + 4294967295";
+const CHANGE_LOCK = `(hashtext('campaign-sync changes ' || ${MIRROR_SCHEMA})::bigint << 32) + 4294967295`;
 
 /**
  * CTEs of a page's first statement: `change_lock` takes the change lock shared, then `change` the
@@ -109,21 +110,29 @@ export async function readPgChanges(
   waitMs = HORIZON_WAIT_MS,
 ): Promise<PgChanges> {
   const select: PgSelect = await pgSelect(db, table, choose);
-  let client: pg.PoolClient;
+  // The window's end is the first statement of a connection of its own (opened: one the server ended
+  // while it waited in the pool is replaced, that statement never having run).
+  let first: { client: pg.PoolClient; result: pg.QueryResult };
   try {
-    client = await db.pool.connect();
+    first = await db.opened(horizon(waitMs), 'cannot read');
   } catch (err) {
-    throw db.failure(err, 'cannot read');
+    // A write that kept its number that long is another worker's page waiting on something: try later.
+    if (errorCode(err) === '55P03') {
+      throw new LockedError(
+        `cannot export from ${db.name}: a write of another campaign-sync kept its change number for over ${waitMs / 1000} s; nothing was written: run again`,
+      );
+    }
+    throw err;
   }
   let done = false;
-  const c = client;
+  const c = first.client;
   const release = (broken: boolean) => {
     if (done) return;
     done = true;
     c.release(broken);
   };
   try {
-    const results = (await c.query(horizon(waitMs))) as unknown as pg.QueryResult[];
+    const results = first.result as unknown as pg.QueryResult[];
     const to = Number(results[results.length - 1]?.rows[0]?.seq ?? 0);
     await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     const last = await c.query<{ seq: string }>('SELECT last_seq::text AS seq FROM export_consumers WHERE name = $1 AND table_name = $2', [
@@ -178,12 +187,6 @@ export async function readPgChanges(
     };
   } catch (err) {
     release(true);
-    // A write that kept its number that long is another worker's page waiting on something: try later.
-    if ((err as { code?: unknown })?.code === '55P03') {
-      throw new LockedError(
-        `cannot export from ${db.name}: a write of another campaign-sync kept its change number for over ${waitMs / 1000} s; nothing was written: run again`,
-      );
-    }
     throw db.failure(err, 'cannot read');
   }
 }

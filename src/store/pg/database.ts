@@ -1,6 +1,8 @@
 /**
- * A PostgreSQL team mirror, opened: a pool of connections whose search_path is the mirror's schema,
- * migrated on open. Every failure of the server (unreachable, refused login, a failed write) is a
+ * A PostgreSQL team mirror, opened: a pool of connections whose search_path is pg_catalog, then the
+ * mirror's schema (refused when a role other than ours could create in it: schema-guard.ts), migrated
+ * on open. A host off this machine is reached over TLS, or in plaintext only when the URL says so
+ * (core/pg-url.ts). Every failure of the server (unreachable, refused login, a failed write) is a
  * StorageError (exit 74) naming the database with its password redacted; one while opening also
  * names where the URL came from (--db, CAMPAIGN_SYNC_DB, a profile's key), the value to fix.
  */
@@ -8,7 +10,8 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import { CampaignSyncError, errorCode, StorageError, UsageError } from '../../errors.js';
 import { ident, migratePg } from './schema.js';
-import { checkPgUrl, redactUrl, withoutSecrets } from './url.js';
+import { guardSchema } from './schema-guard.js';
+import { checkPgUrl, driverInput, redactUrl, withoutSecrets } from './url.js';
 
 export interface PgOpenOptions {
   /** Connections in the pool (open.ts: two per concurrent stream, plus two). */
@@ -40,11 +43,12 @@ export class PgDatabase {
 
   static async open(url: string, schema: string, opts: PgOpenOptions = {}): Promise<PgDatabase> {
     const where = opts.where ?? '--db';
-    checkPgUrl(url, where);
+    const driver = driverInput(url, checkPgUrl(url, where));
     const idle =
       opts.idleInTransactionMs === undefined ? '' : ` -c idle_in_transaction_session_timeout=${Math.ceil(opts.idleInTransactionMs)}`;
     const pool = new pg.Pool({
-      connectionString: url,
+      connectionString: driver.connectionString,
+      ...(driver.ssl === undefined ? {} : { ssl: driver.ssl }),
       max: opts.connections ?? 5,
       connectionTimeoutMillis: 15_000,
       // A server or network that vanishes without a reset is noticed by TCP keepalive, not never.
@@ -58,7 +62,11 @@ export class PgDatabase {
       // Read committed whatever the role's or database's default: a page's compare-and-set reads the
       // checkpoint row as the page before it committed it (statements.ts withTicket), which repeatable
       // read refuses (40001).
-      options: `-c search_path=${ident(schema)} -c synchronous_commit=off -c default_transaction_isolation=read\\ committed${idle}`,
+      // search_path: pg_catalog, then the mirror's schema alone, which schema-guard.ts checks no other
+      // role can create in: every unqualified function, operator, type and sequence resolves in one of
+      // the two, never in public or a "$user" schema another login made. After the URL's own options,
+      // so that ours win (a later -c beats an earlier one).
+      options: `${driver.options ? `${driver.options} ` : ''}-c search_path=pg_catalog,${ident(schema)} -c synchronous_commit=off -c default_transaction_isolation=read\\ committed${idle}`,
     });
     // A connection the server ends (pg_terminate_backend, a restart, idle_session_timeout) or whose
     // network goes emits 'error' on its client, and an 'error' event nobody listens to ends the process
@@ -72,6 +80,8 @@ export class PgDatabase {
     try {
       const client = await pool.connect();
       try {
+        // Before anything else runs with the schema on the search_path.
+        await guardSchema(client, schema, db.name);
         if (opts.mustExist) await db.checkExists(client, where);
         if (!opts.mustExist || opts.upgrade) await migratePg(client, schema, db.name);
       } finally {
@@ -154,7 +164,8 @@ export class PgDatabase {
   }
 
   /**
-   * A connection of the pool on which `first` (a BEGIN) ran, and its result; the caller releases it.
+   * A connection of the pool on which `first` (a BEGIN, or --since-last's window end) ran, and its
+   * result; the caller releases it.
    * One the server ended while it waited in the pool (57P05: `first` never ran) is replaced once.
    */
   async opened(first: string, what: string): Promise<{ client: pg.PoolClient; result: pg.QueryResult }> {

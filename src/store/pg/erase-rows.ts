@@ -26,6 +26,7 @@ import { PersonGraph } from '../model/person.js';
 import type { Values } from '../model/rows.js';
 import { handOnPg } from './changes.js';
 import type { PgDatabase } from './database.js';
+import { MIRROR_SCHEMA } from './schema.js';
 import { jsonText, rewriteRows, rowParams } from './statements.js';
 
 const TABLES = ['session_results', 'role_results', 'score_details'] as const;
@@ -243,7 +244,7 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
  */
 async function eraseCopies(c: pg.PoolClient, t: CopyTable, plan: ErasurePlan): Promise<{ removed: number; changed: number } | undefined> {
   const cols = await c.query<{ column_name: string }>(
-    'SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1',
+    `SELECT column_name FROM information_schema.columns WHERE table_schema = ${MIRROR_SCHEMA} AND table_name = $1`,
     [t.table],
   );
   const have = new Set(cols.rows.map((r) => r.column_name));

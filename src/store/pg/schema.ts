@@ -12,8 +12,17 @@
 import type pg from 'pg';
 import { UsageError } from '../../errors.js';
 import { PG_MIGRATIONS } from './migrations/index.js';
+import { guardSchema } from './schema-guard.js';
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
+
+/**
+ * The mirror's schema, in SQL: the one schema of the search_path besides pg_catalog, whichever comes
+ * first (pg_catalog does on every connection, database.ts; the schema does in a migration, which
+ * creates objects in the first). current_schema() would name pg_catalog. The text equals what
+ * current_schema() gave before pg_catalog led the path, so lock keys made from it are unchanged.
+ */
+export const MIRROR_SCHEMA = "(SELECT s FROM pg_catalog.unnest(pg_catalog.current_schemas(false)) s WHERE s <> 'pg_catalog' LIMIT 1)";
 
 /** `name` quoted as an identifier (names are checked by url.ts's checkSchemaName first). */
 export const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
@@ -25,11 +34,20 @@ export const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
 export async function migratePg(client: pg.ClientBase, schema: string, where: string): Promise<void> {
   await client.query('BEGIN');
   try {
-    // Workers starting together: one migrates, the others wait and then find it done.
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`campaign-sync migrate ${schema}`]);
-    const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+    // Workers starting together: one migrates, the others wait and then find it done. Written with
+    // their schema: nothing is known yet of who may create functions in `schema` (schema-guard.ts).
+    await client.query('SELECT pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext($1::pg_catalog.text))', [
+      `campaign-sync migrate ${schema}`,
+    ]);
+    const exists = await client.query('SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname OPERATOR(pg_catalog.=) $1::pg_catalog.name', [
+      schema,
+    ]);
     if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${ident(schema)}`);
-    await client.query(`SET LOCAL search_path TO ${ident(schema)}`);
+    // Again once it exists: another role may have created it since the connection's first check.
+    await guardSchema(client, schema, where);
+    // The schema first: the migrations create their objects unqualified, in the first schema of the
+    // path (pg_catalog would refuse them). Safe as the guard found nobody else's objects there.
+    await client.query(`SET LOCAL search_path TO ${ident(schema)}, pg_catalog`);
     const version = await currentVersion(client, schema, where);
     if (version > PG_SCHEMA_VERSION) {
       throw new UsageError(
@@ -43,10 +61,41 @@ export async function migratePg(client: pg.ClientBase, schema: string, where: st
         [String(v + 1)],
       );
     }
+    await repinFunctions(client, schema);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
     throw err;
+  }
+}
+
+/** The schemas of a function's `search_path=…` setting, as names. */
+function searchPathOf(setting: string): string[] {
+  return setting
+    .slice('search_path='.length)
+    .split(',')
+    .map((s) => s.trim())
+    .map((s) => (s.startsWith('"') && s.endsWith('"') ? s.slice(1, -1).replace(/""/g, '"') : s));
+}
+
+/**
+ * The mirror's functions search what the path was when they were created (`SET search_path FROM
+ * CURRENT`): in a migration, the schema before pg_catalog (above); in an older release, the schema
+ * alone; after a move (ALTER … SET SCHEMA, ALTER SCHEMA … RENAME: the way out of public), a schema
+ * that is no longer the mirror's, where others may create. Each whose setting is not `pg_catalog`,
+ * then the schema, is set to that, as every connection's path is.
+ */
+async function repinFunctions(client: pg.ClientBase, schema: string): Promise<void> {
+  const found = await client.query<{ fn: string; setting: string }>(
+    `SELECT p.oid::regprocedure::text AS fn, c.setting FROM pg_proc p, unnest(p.proconfig) c(setting)
+      WHERE p.pronamespace = $1::regnamespace AND c.setting LIKE 'search_path=%'`,
+    [ident(schema)],
+  );
+  for (const { fn, setting } of found.rows) {
+    const path = searchPathOf(setting);
+    if (path.length !== 2 || path[0] !== 'pg_catalog' || path[1] !== schema) {
+      await client.query(`ALTER FUNCTION ${fn} SET search_path = pg_catalog, ${ident(schema)}`);
+    }
   }
 }
 

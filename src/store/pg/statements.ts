@@ -10,6 +10,7 @@
  */
 import { COLUMNS, type Table, type Values } from '../model/rows.js';
 import { CHANGE_CTES, CHANGE_SEQ, seenCte } from './changes.js';
+import { MIRROR_SCHEMA } from './schema.js';
 
 type PgType = 'text' | 'float8' | 'int4' | 'int8' | 'jsonb' | 'timestamptz';
 
@@ -331,7 +332,7 @@ const moved = `CASE WHEN (SELECT count(*) FROM c) = 1 THEN true ELSE ('${CHECKPO
 export function withTicket(table: 'role_results', params: number): string {
   const [stream, seq] = [params + 2, params + 5];
   const ticket = (back: number) =>
-    `((hashtext('campaign-sync page ' || current_schema() || ' ' || $${stream}::text)::bigint << 32) + $${seq}::bigint - ${back})`;
+    `((hashtext('campaign-sync page ' || ${MIRROR_SCHEMA} || ' ' || $${stream}::text)::bigint << 32) + $${seq}::bigint - ${back})`;
   const upsert = upsertChanged(table, true, `(SELECT count(*) FROM own) = 1 AND ${FENCED}`);
   // The ticket after the change number (`FROM change`): a page waiting behind an export holds no ticket.
   return `WITH ${CHANGE_CTES}, own AS (SELECT pg_advisory_xact_lock(${ticket(0)}) FROM change),

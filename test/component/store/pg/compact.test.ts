@@ -165,7 +165,7 @@ describePg('DETAILED records stored once in PostgreSQL', () => {
       await db.query('DROP VIEW result_versions CASCADE');
       await db.query('DROP TRIGGER role_results_version ON role_results');
       await db.query('ALTER TABLE role_results DROP COLUMN change_seq');
-      await db.query('CREATE OR REPLACE VIEW role_results_full AS SELECT * FROM role_results');
+      await db.query(`CREATE OR REPLACE VIEW ${schema}.role_results_full AS SELECT * FROM ${schema}.role_results`);
       await db.query("UPDATE meta SET value = '1' WHERE key = 'schema_version'");
       expect((await db.query("SELECT id FROM role_results WHERE raw -> 'score_details' = '[]'::jsonb")).rowCount).toBe(0);
     }, schema);

@@ -14,6 +14,7 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../../../src/simulator/server.js';
+import { readPgChanges } from '../../../../src/store/pg/changes.js';
 import { PgDatabase } from '../../../../src/store/pg/database.js';
 import { readOnlyRows } from '../../../../src/store/pg/export.js';
 import { afterWatchStart, type RunningCli, servedRecords, sim, startCli } from '../../../helpers/index.js';
@@ -67,14 +68,14 @@ async function withIdleTimeoutRole(timeout: string, fn: (url: string) => Promise
 async function gatedMirror(url: string, schema: string): Promise<void> {
   const db = await PgDatabase.open(url, schema);
   try {
-    await db.query(`CREATE FUNCTION gate() RETURNS trigger LANGUAGE plpgsql AS $$
+    await db.query(`CREATE FUNCTION ${schema}.gate() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF (SELECT count(*) FROM role_results) >= ${GATE_AFTER} THEN
     PERFORM pg_advisory_xact_lock_shared(${GATE_KEY});
   END IF;
   RETURN NULL;
 END $$`);
-    await db.query('CREATE TRIGGER gate BEFORE INSERT ON role_results FOR EACH STATEMENT EXECUTE FUNCTION gate()');
+    await db.query(`CREATE TRIGGER gate BEFORE INSERT ON role_results FOR EACH STATEMENT EXECUTE FUNCTION ${schema}.gate()`);
   } finally {
     await db.close();
   }
@@ -339,7 +340,7 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
     });
   });
 
-  it("a pooled connection the server ended while idle, handed out before its end was read: a query, a transaction, a session or an export's read runs again on a new one", async () => {
+  it("a pooled connection the server ended while idle, handed out before its end was read: a query, a transaction, a session, an export's read or an export --since-last runs again on a new one", async () => {
     await withIdleTimeoutRole('100ms', async (url) => {
       const db = await PgDatabase.open(url, freshSchema(), { connections: 1 });
       try {
@@ -358,6 +359,22 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
         const exported: unknown[] = [];
         for await (const row of readOnlyRows(db, 'idle_export', 'SELECT 6 AS n', [])) exported.push(row);
         expect(exported).toEqual([{ n: 6 }]);
+        // export --since-last: it reads the table's columns (a query), then takes a connection for the
+        // window's end. Busy right after that query, whose connection is back in the pool by then: the
+        // connection the window's end is handed is the one the server ended.
+        const query = db.query.bind(db);
+        db.query = (async (...args: Parameters<typeof query>) => {
+          const out = await query(...args);
+          busy();
+          return out;
+        }) as typeof db.query;
+        const changes = await readPgChanges(db, 'idle_consumer', 'session_results', (available) => available);
+        db.query = query;
+        const changed: unknown[] = [];
+        for await (const row of changes.rows()) changed.push(row);
+        await changes.end();
+        expect(changes.window).toEqual({ from: -1, to: 0 });
+        expect(changed).toEqual([]);
         // A session that did something before the server ended it is not run again: its first statement committed.
         let runs = 0;
         const twice = db.session(async (c) => {

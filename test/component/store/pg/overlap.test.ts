@@ -50,13 +50,13 @@ const page = (first: number, n = 2) => Array.from({ length: n }, (_, k) => role(
 
 /** A trigger in the mirror's schema: inserting `boom` fails, inserting `slow` takes `ms`. */
 async function trap(m: PgMirror, ms: number): Promise<void> {
-  await m.db.query(`CREATE FUNCTION trap() RETURNS trigger LANGUAGE plpgsql AS $$
+  await m.db.query(`CREATE FUNCTION ${m.db.schema}.trap() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF NEW.id = 'boom' THEN RAISE EXCEPTION 'boom refused (test)'; END IF;
   IF NEW.id = 'slow' THEN PERFORM pg_sleep(${ms / 1000}); END IF;
   RETURN NEW;
 END $$`);
-  await m.db.query('CREATE TRIGGER trap BEFORE INSERT ON role_results FOR EACH ROW EXECUTE FUNCTION trap()');
+  await m.db.query(`CREATE TRIGGER trap BEFORE INSERT ON role_results FOR EACH ROW EXECUTE FUNCTION ${m.db.schema}.trap()`);
 }
 
 const state = async (m: PgMirror, key: string) =>
@@ -77,8 +77,8 @@ const waitingTickets = async (m: PgMirror, stream: string) =>
     (
       await m.db.query(
         `SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
-           AND classid = (hashtext('campaign-sync page ' || current_schema() || ' ' || $1::text)::bigint & 4294967295)::text::oid`,
-        [stream],
+           AND classid = (hashtext('campaign-sync page ' || $2::text || ' ' || $1::text)::bigint & 4294967295)::text::oid`,
+        [stream, m.db.schema],
       )
     ).rows[0]?.n,
   );
