@@ -61,7 +61,7 @@ async function successes(schema: string): Promise<number[]> {
 async function serverPast(at: number): Promise<void> {
   for (;;) {
     const [row] = await pgRows('public', 'SELECT clock_timestamp() AS now');
-    if ((row?.now as Date).getTime() > at) return;
+    if (row !== undefined && (row.now as Date).getTime() > at) return;
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -33,7 +33,7 @@ async function fleet(s: RunningSimulator, start: (rate: string, i: number) => Ru
 
 async function expectNo429(s: RunningSimulator, workers: RunningCli[]): Promise<void> {
   const ends = await Promise.all(workers.map((w) => w.exited));
-  ends.forEach((e, i) => expect(e.code, workers[i]?.stderr()).toBe(0));
+  for (const [i, e] of ends.entries()) expect(e.code, workers[i]?.stderr()).toBe(0);
   expect(s.stats.byStatus[429] ?? 0, 'answers of 429').toBe(0);
   // Those given a looser limit said once that they keep to the agreed one; the first said nothing.
   expect(workers[0]?.stderr()).not.toMatch(/request budget keeps to/);
