@@ -33,12 +33,12 @@ async function buildMirror(dbPath, records) {
   // Loaded only to build a mirror: an existing --db needs none of them.
   const { RequestBudget } = await import('../dist/api/budget.js');
   const { ApiClient } = await import('../dist/api/client.js');
-  const { Checkpoints } = await import('../dist/store/sqlite/checkpoints.js');
+  const { SqliteCheckpoints } = await import('../dist/store/sqlite/checkpoints.js');
   const { SqliteSink } = await import('../dist/store/sqlite/sink.js');
   const { runPass } = await import('../dist/sync/pass.js');
   const server = await startServer({ seed: 15, campaigns: 2, records });
   const db = openDatabase(dbPath);
-  const state = new Checkpoints(db);
+  const state = new SqliteCheckpoints(db);
   const rate = { count: 1_000_000, windowMs: 1000 };
   const client = new ApiClient(
     { baseUrl: new URL(server.url), apiKey: server.apiKey, rate, timeoutMs: 60_000, maxRetries: 3, maxRetryWaitMs: 120_000 },
