@@ -297,13 +297,16 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
           .command('forget')
           .description('erase one candidate from the local copy: their rows in every table and their lines in the NDJSON files')
           .option('--user <email-or-id>', 'the candidate: user id, or e-mail (any case)')
-          .option('--older-than <duration>', 'instead: every result dated (created_at) before now minus this, e.g. 365d'),
+          .option('--older-than <duration>', 'instead: every result dated (created_at) before now minus this, e.g. 365d')
+          .option('--dry-run', 'with --older-than: show what it would erase, table by table, and erase nothing')
+          .option('--yes', 'with --older-than: erase without a question (needed where none can be asked: cron, a pipe, --json)'),
       ),
     ),
     'campaign-sync forget --user jane.doe@example.com',
     'campaign-sync forget --user 0b6f2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b --json',
-    'campaign-sync forget --older-than 365d',
-  ).action(async (opts) => done(await (await import('./commands/forget.js')).forget(await settings('forget', opts))));
+    'campaign-sync forget --older-than 365d --dry-run',
+    'campaign-sync forget --older-than 365d --yes   # from cron',
+  ).action(async (opts) => done(await (await import('./commands/forget.js')).forget(await settings('forget', opts), signal)));
 
   example(
     outputOptions(
