@@ -77,6 +77,8 @@ async function pullOnce(settings: PullSettings, signal: AbortSignal, out: Output
   }
   for (const w of session.warnings) out.warn(w);
   const startedAt = Date.now();
+  // Unset when the pull throws: a failed pull that committed nothing leaves no file it made (SyncJob.close).
+  let code: number | undefined;
   try {
     let result: Awaited<ReturnType<SyncJob['pass']>>;
     try {
@@ -109,9 +111,10 @@ async function pullOnce(settings: PullSettings, signal: AbortSignal, out: Output
       // After the summary: a metrics file that cannot be written is exit 74 (monitoring would go stale unseen).
       await file.write();
     }
-    return exitCodeForPass(result);
+    code = exitCodeForPass(result);
+    return code;
   } finally {
     progress.stop();
-    await session.close();
+    await session.close(code !== ExitCode.ok);
   }
 }

@@ -171,8 +171,13 @@ export interface JobStore {
   readonly retained?: Retained | undefined;
   /** Whether the retention is due again at `now` (store/model/retention.ts): a watch then opens the mirror again, which applies it. */
   retentionDue(now: number): boolean;
-  /** Flushes the sink, then releases the database and the lock; throws as verify() would, once the data is safe. */
-  close(): Promise<void>;
+  /**
+   * Flushes the sink, then releases the database and the lock; throws as verify() would, once the
+   * data is safe. `failed`: the run failed; what it created and committed nothing to (a SQLite
+   * database and its lock file, an NDJSON folder's files and the folder) is removed, so a first
+   * pull with a wrong key leaves no trace (a PostgreSQL schema stays: other workers may share it).
+   */
+  close(opts?: { failed?: boolean }): Promise<void>;
 }
 
 /** How a pull or watch opens its mirror. */

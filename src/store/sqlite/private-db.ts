@@ -20,13 +20,14 @@ export const SQLITE_SIDES = ['-journal', '-wal', '-shm'] as const;
  * Gets an SQLite file of ours (a mirror, a run lock) ready for openSqlite: a link at its name or at
  * the -journal, -wal or -shm beside it is refused; an absent file is created 0600 (a new file: no
  * lock of this process on it to drop); an existing one must be a writable regular file, and is made
- * 0600 by makePrivate. `what` names it in errors.
+ * 0600 by makePrivate. `what` names it in errors. True when this call created the file (an exclusive
+ * create: of two processes racing, one only), so that a run that fails can take back what it made.
  */
-export function prepareSqliteFile(path: string, what = path, fix?: string): void {
+export function prepareSqliteFile(path: string, what = path, fix?: string): boolean {
   refuseLinks([path, ...SQLITE_SIDES.map((side) => path + side)], fix);
   try {
     closeSync(openPrivateFile(path, { exclusive: true }));
-    return;
+    return true;
   } catch (err) {
     if (err instanceof CampaignSyncError) throw err;
     if (errorCode(err) !== 'EEXIST') throw storageError(err, `cannot create ${what}`);
@@ -43,6 +44,7 @@ export function prepareSqliteFile(path: string, what = path, fix?: string): void
     throw storageError(err, `cannot open ${what} for writing`);
   }
   makePrivate(path, what);
+  return false;
 }
 
 /** Where SQLite puts a file it opens by `path` that is no link: its folder's real path, then its name. */
