@@ -143,8 +143,11 @@ export function commanderMessage(text: string): string {
     .trim()} (add --help for usage)`;
 }
 
-/** Builds the program; actions record their exit code in `result`. */
-export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = currentIo()): Command {
+/**
+ * Builds the program; actions record their exit code in `result`. `nagios`: the run is `status
+ * --nagios`, a Nagios plugin; a usage error is its UNKNOWN line on stdout (main.ts), not a line here.
+ */
+export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = currentIo(), opts: { nagios?: boolean } = {}): Command {
   const program = new Command('campaign-sync')
     .description('Mirror the Campaign Evaluation Results Service into SQLite, NDJSON or PostgreSQL.')
     .version(packageVersion(), '-V, --version')
@@ -153,7 +156,9 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
-      outputError: (text, write) => write(`campaign-sync: ${commanderMessage(text)}\n`),
+      outputError: (text, write) => {
+        if (!opts.nagios) write(`campaign-sync: ${commanderMessage(text)}\n`);
+      },
     })
     .configureHelp({ sortOptions: false })
     .addHelpText('after', '\nNew here? `campaign-sync demo` mirrors a built-in simulator of the service: no key, no network.\n');
