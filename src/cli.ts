@@ -154,8 +154,11 @@ export function commanderMessage(text: string): string {
     .trim()} (add --help for usage)`;
 }
 
-/** Builds the program; actions record their exit code in `result`. */
-export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = currentIo()): Command {
+/**
+ * Builds the program; actions record their exit code in `result`. `nagios`: the run is `status
+ * --nagios`, a Nagios plugin; a usage error is its UNKNOWN line on stdout (main.ts), not a line here.
+ */
+export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = currentIo(), opts: { nagios?: boolean } = {}): Command {
   const program = new Command('campaign-sync')
     .description('Mirror the Campaign Evaluation Results Service into SQLite, NDJSON or PostgreSQL.')
     .version(packageVersion(), '-V, --version')
@@ -164,7 +167,9 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
-      outputError: (text, write) => write(`campaign-sync: ${commanderMessage(text)}\n`),
+      outputError: (text, write) => {
+        if (!opts.nagios) write(`campaign-sync: ${commanderMessage(text)}\n`);
+      },
     })
     .configureHelp({ sortOptions: false })
     .addHelpText('after', '\nNew here? `campaign-sync demo` mirrors a built-in simulator of the service: no key, no network.\n');
@@ -319,13 +324,16 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
           .command('forget')
           .description('erase one candidate from the local copy: their rows in every table and their lines in the NDJSON files')
           .option('--user <email-or-id>', 'the candidate: user id, or e-mail (any case)')
-          .option('--older-than <duration>', 'instead: every result dated (created_at) before now minus this, e.g. 365d'),
+          .option('--older-than <duration>', 'instead: every result dated (created_at) before now minus this, e.g. 365d')
+          .option('--dry-run', 'with --older-than: show what it would erase, table by table, and erase nothing')
+          .option('--yes', 'with --older-than: erase without a question (needed where none can be asked: cron, a pipe, --json)'),
       ),
     ),
     'campaign-sync forget --user jane.doe@example.com',
     'campaign-sync forget --user 0b6f2a8e-1c3d-4e5f-8a9b-0c1d2e3f4a5b --json',
-    'campaign-sync forget --older-than 365d',
-  ).action(async (opts) => done(await (await import('./commands/forget.js')).forget(await settings('forget', opts))));
+    'campaign-sync forget --older-than 365d --dry-run',
+    'campaign-sync forget --older-than 365d --yes   # from cron',
+  ).action(async (opts) => done(await (await import('./commands/forget.js')).forget(await settings('forget', opts), signal)));
 
   example(
     outputOptions(

@@ -51,6 +51,26 @@ function wantsJson(argv: string[]): boolean {
 }
 
 /**
+ * `status … --nagios`: the run is a Nagios plugin, whose every outcome is a status line on stdout
+ * and an exit code of its own scale. Nagios reads exit 2 as CRITICAL and shows only stdout, so a
+ * usage error (a bad flag, a bad value, a missing file) must be UNKNOWN (3) with its reason there.
+ */
+function wantsNagios(argv: string[]): boolean {
+  const args = argv.slice(2);
+  const end = args.indexOf('--');
+  const options = end < 0 ? args : args.slice(0, end);
+  return options[0] === 'status' && options.some((a) => a === '--nagios' || a.startsWith('--nagios='));
+}
+
+/** The plugin's UNKNOWN line on stdout, and its exit code (3): a check that could not judge. */
+async function nagiosUnknownLine(io: Io, message: string): Promise<number> {
+  const { nagiosUnknown } = await import('./ui/health.js');
+  const report = nagiosUnknown(message);
+  io.stdout.write(`${report.lines.join('\n')}\n`);
+  return report.code;
+}
+
+/**
  * A command stopped by a signal before it had anything to report (a pull or the first pass of a
  * watch still listing campaigns, or stopped while the CLI loaded): one line, or with --json one
  * document, instead of exiting 0 in silence. Committed work stays; nothing more was done.
@@ -86,7 +106,8 @@ export function run(argv: string[], io: RunIo = {}): Promise<number> {
 
 async function runIn(argv: string[], io: Io, signal: AbortSignal): Promise<number> {
   const result: RunResult = { exitCode: ExitCode.ok };
-  const program = buildProgram(signal, result, io);
+  const nagios = wantsNagios(argv);
+  const program = buildProgram(signal, result, io, { nagios });
   // `help forgt` printed the whole help on stderr, without a word about the typo: read as `forgt`,
   // it is commander's one line, `unknown command 'forgt' (Did you mean forget?)`, exit 2.
   const [, , first, topic, ...rest] = argv;
@@ -98,6 +119,15 @@ async function runIn(argv: string[], io: Io, signal: AbortSignal): Promise<numbe
     await program.parseAsync(argv);
     return result.exitCode;
   } catch (err) {
+    // Help and the version are what was asked for, not a check's outcome.
+    if (nagios && !(err instanceof CommanderError && err.exitCode === 0)) {
+      if (isAbort(err) && signal.aborted) return nagiosUnknownLine(io, 'interrupted before the check could judge');
+      const message = err instanceof CommanderError ? commanderMessage(err.message) : messageOf(err);
+      return nagiosUnknownLine(
+        io,
+        err instanceof CampaignSyncError || err instanceof CommanderError ? message : `internal error: ${message}`,
+      );
+    }
     if (err instanceof CommanderError) {
       // --help and --version end here too, with exit code 0.
       if (err.exitCode === 0) return ExitCode.ok;

@@ -110,7 +110,7 @@ export class SyncJob {
       const used = store.remembered === undefined ? settings : rememberDestination(settings, store.remembered);
       return new SyncJob(used, dbPath, store, client, passOptions(settings), config.warnings ?? [], signal, hooks, alerts);
     } catch (err) {
-      await store.close();
+      await store.close({ failed: true });
       throw err;
     }
   }
@@ -191,15 +191,19 @@ export class SyncJob {
     return this.store.verify();
   }
 
-  async close(): Promise<void> {
+  /**
+   * `failed`: the command failed (it threw, or ends with an exit code other than 0): a mirror this
+   * run created and committed nothing to is removed as it closes (store/port.ts JobStore.close).
+   * The store flushes and closes its sink first, told of the failure.
+   */
+  async close(failed = false): Promise<void> {
     try {
       await this.alerts?.notifier.close().catch(() => {});
-      await this.store.sink.close();
     } finally {
       try {
         await this.client.close();
       } finally {
-        await this.store.close();
+        await this.store.close({ failed });
       }
     }
   }

@@ -76,6 +76,8 @@ async function pullOnce(settings: PullSettings, signal: AbortSignal, out: Output
   }
   for (const w of session.warnings) out.warn(w);
   const startedAt = Date.now();
+  // Unset when the pull throws: a failed pull that committed nothing leaves no file it made (SyncJob.close).
+  let code: number | undefined;
   try {
     let result: Awaited<ReturnType<SyncJob['pass']>>;
     try {
@@ -111,9 +113,10 @@ async function pullOnce(settings: PullSettings, signal: AbortSignal, out: Output
       const unkept = await file.write();
       if (unkept !== undefined) throw unkept;
     }
-    return exitCodeForPass(result);
+    code = exitCodeForPass(result);
+    return code;
   } finally {
     progress.stop();
-    await session.close();
+    await session.close(code !== ExitCode.ok);
   }
 }

@@ -20,6 +20,8 @@ export async function reconcileStreams(settings: ReconcileSettings, signal: Abor
   const progress = await startProgress(out, 'listing campaigns');
   const job = await SyncJob.open(settings, signal, { events: commandEvents(out, progress) });
   for (const w of job.warnings) out.warn(w);
+  // Unset when it throws: a failed run leaves no mirror it created and committed nothing to (SyncJob.close).
+  let code: number | undefined;
   try {
     let result: ReconcileResult;
     try {
@@ -34,9 +36,10 @@ export async function reconcileStreams(settings: ReconcileSettings, signal: Abor
     out.print(reconcileTable(result, prune, out.tableStyle));
     if (out.quiet || out.json) for (const line of reconcileFailures(result)) out.error(line);
     if (result.interrupted) out.fatal(reconcileInterrupted(result));
-    return exitCodeForReconcile(result);
+    code = exitCodeForReconcile(result);
+    return code;
   } finally {
     progress.stop();
-    await job.close();
+    await job.close(code !== 0);
   }
 }

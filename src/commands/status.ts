@@ -62,7 +62,8 @@ async function show(settings: StatusSettings, out: Output): Promise<number> {
     // A PostgreSQL mirror synced by a fleet: who syncs what, on the database's clock (none elsewhere).
     const fleet = await mirror.fleet();
     if (settings.check) {
-      const health = assessHealth(rows, now, maxAge);
+      // A process syncing the mirror (the lock's holder, a fleet's worker): streams not synced yet are in their first sync.
+      const health = assessHealth(rows, now, maxAge, await mirror.holder());
       const label = (r: (typeof rows)[number]) => `${nameOf(r.campaign_id)} (${r.endpoint}${r.report_type ? ` ${r.report_type}` : ''})`;
       if (settings.nagios) {
         const report = nagiosReport(health, rows, label, now);

@@ -88,6 +88,13 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
   };
   const stamp = () => new Date().toISOString();
   let lastCode: number = ExitCode.ok;
+  // Set by each return: a watch that throws or ends with an error code (a 401, --max-cycles after
+  // failed passes) and committed nothing leaves no file it made (SyncJob.close).
+  let failed = true;
+  const end = (code: number) => {
+    failed = code !== ExitCode.ok;
+    return code;
+  };
   // The lookback window is re-read on the first pass, then at most every --lookback-every.
   let lastLookback = Number.NEGATIVE_INFINITY;
   try {
@@ -217,24 +224,24 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
         if (out.json) out.jsonLine({ at: stamp(), pass: cycle, error: err.message, exit_code: exitCodeFor(err) });
         else out.error(`${stamp()} pass ${cycle} failed: ${err.message}`);
       }
-      if (signal.aborted || result?.interrupted) return ExitCode.ok;
-      if (maxCycles !== undefined && cycle >= maxCycles) return lastCode;
+      if (signal.aborted || result?.interrupted) return end(ExitCode.ok);
+      if (maxCycles !== undefined && cycle >= maxCycles) return end(lastCode);
       try {
         // Timers run on the monotonic clock and may end a millisecond before the wall clock reaches
         // the target: wait until it has, so passes are never closer than --interval start to start.
         const target = nextStart(startedAt, intervalMs);
         while (clock.now() < target) await clock.sleep(target - clock.now(), signal);
       } catch (err) {
-        if (isAbort(err)) return ExitCode.ok;
+        if (isAbort(err)) return end(ExitCode.ok);
         throw err;
       }
     }
-    return ExitCode.ok;
+    return end(ExitCode.ok);
   } finally {
     try {
       await server?.close();
     } finally {
-      if (!closed) await session.close();
+      if (!closed) await session.close(failed);
     }
   }
 }

@@ -131,6 +131,10 @@ export interface ForgetSettings extends MirrorSettings, OutputSettings {
   readonly user: string | undefined;
   /** --older-than in milliseconds: erase the results dated before now minus it. */
   readonly olderThan: number | undefined;
+  /** --yes: --older-than erases without a question (what a script must say: it cannot be asked). */
+  readonly yes: boolean;
+  /** --dry-run: --older-than counts what it would erase, and erases nothing. */
+  readonly dryRun: boolean;
 }
 
 export interface HistorySettings extends MirrorSettings, OutputSettings {

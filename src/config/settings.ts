@@ -321,6 +321,8 @@ export function resolveSettings<C extends CommandName>(
       mirror(c);
       const user = c.flag<string | undefined>('user', undefined);
       const olderThan = c.take('olderThan', forgetSchema.olderThan, false);
+      c.flag('yes', false);
+      c.flag('dryRun', false);
       // Together they could mean "their records older than" or "theirs, and everyone's older than": say which by running two.
       if (user !== undefined && olderThan !== undefined)
         throw new UsageError(

@@ -204,8 +204,13 @@ export interface JobStore {
    * days are reckoned on it.
    */
   now(): Promise<number>;
-  /** Flushes the sink, then releases the database and the lock; throws as verify() would, once the data is safe. */
-  close(): Promise<void>;
+  /**
+   * Flushes the sink, then releases the database and the lock; throws as verify() would, once the
+   * data is safe. `failed`: the run failed; what it created and committed nothing to (a SQLite
+   * database and its lock file, an NDJSON folder's files and the folder) is removed, so a first
+   * pull with a wrong key leaves no trace (a PostgreSQL schema stays: other workers may share it).
+   */
+  close(opts?: { failed?: boolean }): Promise<void>;
 }
 
 /** How a pull or watch opens its mirror. */
@@ -291,6 +296,20 @@ export interface ErasureDone {
 }
 
 /**
+ * What an erasure would remove, counted without changing anything: the counts its ErasureDone would
+ * then hold (`forget --dry-run`, and what `forget --older-than` shows before it asks).
+ */
+export interface ErasureCount {
+  rows: ErasedCounts;
+  /** Rows of each table of copies that would go (store/model/erase-tables.ts). */
+  copies: Record<string, number>;
+  /** The NDJSON files that would be rewritten (a SQLite mirror's only). */
+  files: FileErased[];
+  /** An erasure an earlier forget left unfinished would be finished first; undefined where none can be left (PostgreSQL). */
+  earlier?: boolean | undefined;
+}
+
+/**
  * What `forget` needs of a mirror: the erasure of one person, or of the results dated before a cut,
  * under the lock that keeps a pull from writing them back.
  */
@@ -302,6 +321,12 @@ export interface EraseMirror {
   erase(user: string): Promise<ErasureDone>;
   /** Erases the results dated before `before` (ms since the epoch; store/model/erase-rule.ts), their details and copies. */
   eraseOlderThan(before: number): Promise<ErasureDone>;
+  /**
+   * Counts what eraseOlderThan(before) would erase, by the same erasure plan over the same rows and
+   * lines, erasing nothing. Taken under the same hold as the erasure (the run lock; every stream's
+   * lease), which stays until close: an erasure that follows on this mirror erases what it counted.
+   */
+  countOlderThan(before: number): Promise<ErasureCount>;
   close(): Promise<void>;
 }
 

@@ -4,6 +4,11 @@
  * recorded until the stream's next success clears it). The verdict is `ok` when every stream is
  * healthy, `degraded` when some are not, `down` when none is (no streams at all included: a mirror
  * that never synced is not fresh). errors.ts's exitCodeForHealth turns it into 0, 4 or 5.
+ *
+ * A first sync in progress (a process holds the mirror, and a stream has neither succeeded nor
+ * failed yet) is not a stream down: it is being synced for the first time, which a long backfill
+ * makes hours. Such a stream is `syncing`, and makes the verdict `degraded` (Nagios WARNING, exit 4),
+ * not `down`: not fresh yet, but nothing for anyone to fix. Once it succeeds it is judged as any.
  */
 
 /** What the rule needs of a stream (store/sqlite/checkpoints.ts's StreamRow has it). */
@@ -18,9 +23,18 @@ export interface StreamState {
   type_changed_to?: string | null;
 }
 
+/** The process syncing the mirror now (a run lock's holder, or a fleet's worker holding leases). */
+export interface SyncInProgress {
+  pid: number;
+  host: string;
+  /** When it took the mirror (ISO 8601). */
+  since: string;
+}
+
 export type Unhealthy<S extends StreamState = StreamState> =
   | { row: S; reason: 'failing'; error: string; since: string | null }
   | { row: S; reason: 'never' }
+  | { row: S; reason: 'syncing'; by: SyncInProgress }
   | { row: S; reason: 'stale'; ageMs: number };
 
 export type HealthVerdict = 'ok' | 'degraded' | 'down';
@@ -35,10 +49,20 @@ export interface Health<S extends StreamState = StreamState> {
   /** Streams of campaigns whose type changed (read through another endpoint now): left out as the unlisted are. */
   retired: S[];
   maxAgeMs: number;
+  /** The process syncing the mirror, when one was given (status --check). */
+  inProgress?: SyncInProgress | undefined;
 }
 
-/** Judges every stream at `now` (ms since the epoch). */
-export function assessHealth<S extends StreamState>(rows: readonly S[], now: number, maxAgeMs: number): Health<S> {
+/**
+ * Judges every stream at `now` (ms since the epoch). `inProgress`: the process syncing the mirror
+ * now, if any: a stream never synced and not failing is then in its first sync.
+ */
+export function assessHealth<S extends StreamState>(
+  rows: readonly S[],
+  now: number,
+  maxAgeMs: number,
+  inProgress?: SyncInProgress,
+): Health<S> {
   const unhealthy: Unhealthy<S>[] = [];
   const unlisted: S[] = [];
   const retired: S[] = [];
@@ -61,10 +85,12 @@ export function assessHealth<S extends StreamState>(rows: readonly S[], now: num
       continue;
     }
     const at = row.last_success_at === null ? Number.NaN : Date.parse(row.last_success_at);
-    if (Number.isNaN(at)) unhealthy.push({ row, reason: 'never' });
+    if (Number.isNaN(at)) unhealthy.push(inProgress ? { row, reason: 'syncing', by: inProgress } : { row, reason: 'never' });
     else if (now - at > maxAgeMs) unhealthy.push({ row, reason: 'stale', ageMs: now - at });
   }
   const healthy = judged.length - unhealthy.length;
-  const verdict: HealthVerdict = healthy === 0 ? 'down' : unhealthy.length > 0 ? 'degraded' : 'ok';
-  return { verdict, healthy, total: judged.length, unhealthy, unlisted, retired, maxAgeMs };
+  // A first sync under way (its streams, or none committed yet) is no mirror down.
+  const starting = inProgress !== undefined && (rows.length === 0 || unhealthy.some((u) => u.reason === 'syncing'));
+  const verdict: HealthVerdict = healthy === 0 && !starting ? 'down' : unhealthy.length > 0 || starting ? 'degraded' : 'ok';
+  return { verdict, healthy, total: judged.length, unhealthy, unlisted, retired, maxAgeMs, inProgress };
 }

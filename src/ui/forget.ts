@@ -1,6 +1,6 @@
 /** `forget`'s closing line, one for the SQLite and the PostgreSQL mirror. */
 import { ERASED_IN_TEXT, type ErasedCounts } from '../core/email.js';
-import type { MirrorPlace, Retained } from '../store/port.js';
+import type { ErasureCount, MirrorPlace, Retained } from '../store/port.js';
 import { showText } from './escape.js';
 import { placeText } from './summary.js';
 import { formatCount } from './table.js';
@@ -51,6 +51,46 @@ export function olderErasedLine(
     .join('')}${Object.entries(copies)
     .map(([table, n]) => `; ${formatCount(n)} rows of ${table}`)
     .join('')}.`;
+}
+
+/** Whether a count finds nothing to erase. */
+export function nothingCounted(c: ErasureCount): boolean {
+  const r = c.rows;
+  const copied = Object.values(c.copies).reduce((a, b) => a + b, 0);
+  return r.session_results + r.role_results + r.score_details + r.eval_results + r.records_changed + copied === 0 && c.files.length === 0;
+}
+
+/**
+ * What `forget --older-than` would erase, one line per table (its SQL name, as an analyst queries it)
+ * and per NDJSON file, for the question on a terminal and for --dry-run:
+ *
+ *     Results dated before 2026-03-01T10:00:00.000Z in m.db:
+ *       session_results      1,000
+ *       …
+ *       1,000 lines of out/session_results.ndjson
+ */
+export function olderCountLines(cut: string, c: ErasureCount, where: string): string[] {
+  const rows: Array<[string, number]> = [
+    ['session_results', c.rows.session_results],
+    ['role_results', c.rows.role_results],
+    ['score_details', c.rows.score_details],
+    ['eval_results', c.rows.eval_results],
+    ...Object.entries(c.copies).filter(([, n]) => n > 0),
+  ];
+  const counts = rows.map(([, n]) => formatCount(n));
+  const nameWidth = Math.max(...rows.map(([name]) => name.length));
+  const countWidth = Math.max(...counts.map((n) => n.length));
+  const lines = [`Results dated before ${cut} in ${where}:`];
+  rows.forEach(([name], i) => {
+    lines.push(`  ${name.padEnd(nameWidth)}  ${(counts[i] as string).padStart(countWidth)}`);
+  });
+  for (const f of c.files) {
+    const rewritten = f.changed > 0 ? ` (${formatCount(f.changed)} rewritten)` : '';
+    lines.push(`  ${formatCount(f.lines)} line${f.lines === 1 ? '' : 's'} of ${f.path}${rewritten}`);
+  }
+  if (c.rows.records_changed > 0) lines.push(`  ${formatCount(c.rows.records_changed)} other records rewritten without them`);
+  if (c.earlier) lines.push('An erasure an earlier forget left unfinished there is finished first.');
+  return lines;
 }
 
 /** A retention's erasure (pull, watch), as a line for people: `retention: Erased the results dated before …`. */

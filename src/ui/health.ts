@@ -2,7 +2,7 @@
 import { formatDuration } from '../core/rate.js';
 import { exitCodeForHealth, NagiosCode, type NagiosCodeValue, nagiosCodeForHealth } from '../errors.js';
 import { endpointFor } from '../spec/paths.js';
-import type { Health, StreamState, Unhealthy } from '../sync/health.js';
+import type { Health, StreamState, SyncInProgress, Unhealthy } from '../sync/health.js';
 import { showText } from './escape.js';
 
 /** `12 s ago`, `4 min ago`, `3 h ago`, `2 d ago`; `never` for null; `in the future` for a skewed clock. */
@@ -18,10 +18,16 @@ export function relativeTime(iso: string | null, now: number): string {
   return `${Math.floor(s / 86_400)} d ago`;
 }
 
+/** The process syncing the mirror, in words: `first sync in progress since <time> (4 min ago), pid 12 on host`. */
+export function inProgressText(p: SyncInProgress, now: number): string {
+  return `first sync in progress since ${p.since} (${relativeTime(p.since, now)}), pid ${p.pid}${p.host ? ` on ${p.host}` : ''}`;
+}
+
 /** Why a stream is unhealthy, in words, without its name. */
 export function unhealthyReason(u: Unhealthy, now: number, maxAgeMs: number): string {
   if (u.reason === 'failing') return `failing since ${relativeTime(u.since, now)}: ${u.error}`;
   if (u.reason === 'never') return 'never synced successfully';
+  if (u.reason === 'syncing') return inProgressText(u.by, now);
   return `stale: last success ${relativeTime(u.row.last_success_at, now)}, older than --max-age ${formatDuration(maxAgeMs)}`;
 }
 
@@ -52,9 +58,15 @@ export function healthLines<S extends StreamState>(h: Health<S>, label: (row: S)
   const lines = h.unhealthy.map((u) => showText(`${label(u.row as S)}: ${unhealthyReason(u, now, h.maxAgeMs)}`));
   for (const row of h.unlisted) lines.push(showText(`${label(row)}: ${unlistedReason(row, now)}`));
   for (const row of h.retired) lines.push(showText(`${label(row)}: ${retiredReason(row)}`));
+  if (startingEmpty(h)) lines.push(showText(`${inProgressText(h.inProgress as SyncInProgress, now)}: no stream has committed yet`));
   const word = h.verdict === 'ok' ? 'OK' : h.verdict === 'degraded' ? 'WARNING' : 'CRITICAL';
   lines.push(`${word}: ${h.healthy} of ${h.total} streams healthy (max age ${formatDuration(h.maxAgeMs)})`);
   return lines;
+}
+
+/** A first sync under way that has no stream yet (the campaigns still being listed, or no page committed). */
+function startingEmpty(h: Health): boolean {
+  return h.inProgress !== undefined && h.total + h.unlisted.length + h.retired.length === 0;
 }
 
 export function healthDocument<S extends StreamState>(h: Health<S>, label: (row: S) => string, now: number) {
@@ -73,6 +85,7 @@ export function healthDocument<S extends StreamState>(h: Health<S>, label: (row:
       last_error: u.row.last_error,
       last_error_at: u.row.last_error_at,
     })),
+    ...(h.inProgress === undefined ? {} : { sync_in_progress: h.inProgress }),
     unlisted: h.unlisted.map((row) => ({
       stream: row.stream,
       name: label(row),
@@ -117,22 +130,29 @@ export function nagiosReport<S extends StreamState>(
   const failing = count('failing');
   const stale = count('stale');
   const never = count('never');
+  const syncing = count('syncing');
   const problems = [
     failing ? `${failing} failing` : undefined,
     stale ? `${stale} stale` : undefined,
     never ? `${never} never synced` : undefined,
+    syncing ? `${syncing} in their first sync` : undefined,
     h.unlisted.length ? `${h.unlisted.length} no longer listed` : undefined,
   ].filter(Boolean);
+  // The first sync named first: it is why the mirror is not fresh yet, and it is not down.
+  const first = h.inProgress !== undefined && (syncing > 0 || startingEmpty(h)) ? `${inProgressText(h.inProgress, now)}: ` : '';
   const summary =
     h.total === 0
-      ? 'no streams synced yet (run `campaign-sync pull`)'
-      : `${h.healthy} of ${h.total} streams healthy${problems.length ? ` (${problems.join(', ')})` : ''}, max age ${formatDuration(h.maxAgeMs)}`;
+      ? startingEmpty(h)
+        ? `${first}no stream has committed yet`
+        : 'no streams synced yet (run `campaign-sync pull`)'
+      : `${first}${h.healthy} of ${h.total} streams healthy${problems.length ? ` (${problems.join(', ')})` : ''}, max age ${formatDuration(h.maxAgeMs)}`;
   const range = `;;;0;${h.total}`;
   const perf = [
     `healthy=${h.healthy}${range}`,
     `stale=${stale}${range}`,
     `failing=${failing}${range}`,
     `never=${never}${range}`,
+    `syncing=${syncing}${range}`,
     `unlisted=${h.unlisted.length};;;0`,
   ];
   const oldest = oldestSuccessAge(rows, now);

@@ -358,7 +358,7 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
             .sort();
     const childrenBefore = await children();
 
-    const r = await ok(m, s, 'forget', '--older-than', cut.duration(), '--json');
+    const r = await ok(m, s, 'forget', '--older-than', cut.duration(), '--yes', '--json');
     const doc = JSON.parse(r.stdout) as {
       removed: { session_results: number; role_results: number; score_details: number };
       files?: Array<{ lines: number }>;

@@ -233,7 +233,7 @@ describe('the manifest says what happened (ndjson)', () => {
     await same();
 
     const cut = cutOf(servedResults(s, RECORDS));
-    await ok(m, s, 'forget', '--older-than', cut.duration());
+    await ok(m, s, 'forget', '--older-than', cut.duration(), '--yes');
     const retained = await wh.load();
     expect(retained.map((r) => r.reason)).toEqual(['retention', 'retention']);
     await same();
@@ -306,7 +306,7 @@ describe.each(MIRRORS)('an erasure reaches every --since-last consumer (%s)', (k
     const cut = cutOf(servedResults(s, RECORDS));
     const old = wh.ids((r) => (instant(r.created_at) ?? Number.POSITIVE_INFINITY) < cut.at);
     expect(old.length).toBeGreaterThan(0);
-    await ok(m, s, 'forget', '--older-than', cut.duration());
+    await ok(m, s, 'forget', '--older-than', cut.duration(), '--yes');
     const retained = await wh.round();
     const deleted = TABLES.flatMap((t) => retained[t].deleted);
     expect(deleted.map((r) => String(r.id)).sort()).toEqual(old);

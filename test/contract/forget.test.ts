@@ -398,7 +398,7 @@ describe.each(MIRRORS)('forget (%s)', (kind) => {
     const records = await servedRecords(s);
     const old = records.filter(dated);
 
-    const doc = await forgetJson(m, s, '--older-than', cut.duration());
+    const doc = await forgetJson(m, s, '--older-than', cut.duration(), '--yes');
     keep('older than', kind, doc);
     const details = old.flatMap(detailsOf);
     expectErased(kind, doc, {

@@ -51,7 +51,7 @@ describe('a retention killed between its files', () => {
     expect(child.signal, child.stderr).toBe('SIGKILL');
     // The other file still holds some of them.
     expect(old.some((id) => everyByte(dir).includes(id))).toBe(true);
-    const next = await cli(['forget', '--db', db, '--older-than', `${Math.round((Date.now() - cut) / 1000)}s`, '--json'], env);
+    const next = await cli(['forget', '--db', db, '--older-than', `${Math.round((Date.now() - cut) / 1000)}s`, '--yes', '--json'], env);
     expect(next.code, next.stderr).toBe(0);
     expect(JSON.parse(next.stdout).finished_earlier).toBe(true);
     const bytes = everyByte(dir);

@@ -91,20 +91,31 @@ async function eachVersion(c: pg.PoolClient, fn: (row: VersionRow, record: unkno
   }
 }
 
-/** The person's past versions, as the plan takes them. */
-async function eraseVersions(c: pg.PoolClient, plan: ErasurePlan): Promise<{ removed: number; changed: number }> {
+/** The person's past versions, as the plan takes them; with `count`, only counted. */
+async function eraseVersions(c: pg.PoolClient, plan: ErasurePlan, count: boolean): Promise<{ removed: number; changed: number }> {
   const versions = plan.versions<VersionRow>();
   await eachVersion(c, (row, record) => versions.add(row, record));
   const { records, rewrite } = versions.done();
+  const keys = [records.map((k) => k.kind), records.map((k) => k.id)];
   const removed =
     records.length === 0
       ? 0
-      : ((
-          await c.query(
-            'DELETE FROM past_versions v USING unnest($1::text[], $2::text[]) AS k(kind, id) WHERE v.kind = k.kind AND v.id = k.id',
-            [records.map((k) => k.kind), records.map((k) => k.id)],
+      : count
+        ? Number(
+            (
+              await c.query<{ n: string }>(
+                'SELECT count(*) AS n FROM past_versions v JOIN unnest($1::text[], $2::text[]) AS k(kind, id) ON v.kind = k.kind AND v.id = k.id',
+                keys,
+              )
+            ).rows[0]?.n ?? 0,
           )
-        ).rowCount ?? 0);
+        : ((
+            await c.query(
+              'DELETE FROM past_versions v USING unnest($1::text[], $2::text[]) AS k(kind, id) WHERE v.kind = k.kind AND v.id = k.id',
+              keys,
+            )
+          ).rowCount ?? 0);
+  if (count) return { removed, changed: rewrite.length };
   let changed = 0;
   for (const { row, text } of rewrite) {
     changed +=
@@ -126,9 +137,18 @@ export interface PgErased {
   copies: Record<string, number>;
 }
 
-/** Erases the candidate `user` (an id or an e-mail) names, or the results dated before `before` (ms since the epoch). */
-export async function eraseFromPg(db: PgDatabase, what: { user: string } | { before: number }): Promise<PgErased> {
-  const erased = await db.transaction(async (c) => {
+/**
+ * Erases the candidate `user` (an id or an e-mail) names, or the results dated before `before` (ms
+ * since the epoch). `count`: the same walk, the same plan, the same answers, but each write is
+ * replaced by a read that counts the rows it would touch (`forget --dry-run`, forget's question), in
+ * a read-only transaction: one snapshot, and a write there would fail rather than erase.
+ */
+export async function eraseFromPg(db: PgDatabase, what: { user: string } | { before: number }, count = false): Promise<PgErased> {
+  const work = async (c: pg.PoolClient): Promise<PgErased> => {
+    if (count) await c.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+    // The rows a statement removes, or with `count` the rows its twin counts.
+    const affected = async (del: string, sel: string, values: unknown[]): Promise<number> =>
+      count ? Number((await c.query<{ n: string }>(sel, values)).rows[0]?.n ?? 0) : ((await c.query(del, values)).rowCount ?? 0);
     let plan: ErasurePlan;
     if ('user' in what) {
       const graph = new PersonGraph();
@@ -156,40 +176,43 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
     if (plan.readsDetails) await eachRow(c, 'score_details', (row, record) => apply('score_details', row.id, plan.detail(row, record)));
     const sessionIds = gone.session_results;
     const roleIds = gone.role_results;
-    let evals =
-      (await c.query("DELETE FROM eval_results WHERE parent_type = 'session_result' AND parent_id = ANY($1::text[])", [sessionIds]))
-        .rowCount ?? 0;
-    await c.query('DELETE FROM session_results WHERE id = ANY($1::text[])', [sessionIds]);
+    let evals = await affected(
+      "DELETE FROM eval_results WHERE parent_type = 'session_result' AND parent_id = ANY($1::text[])",
+      "SELECT count(*) AS n FROM eval_results WHERE parent_type = 'session_result' AND parent_id = ANY($1::text[])",
+      [sessionIds],
+    );
+    if (!count) await c.query('DELETE FROM session_results WHERE id = ANY($1::text[])', [sessionIds]);
     // Their score details, under their role results or under another record: theirs too.
     const details = await c.query<{ id: string }>(
-      'DELETE FROM score_details WHERE role_result_id = ANY($1::text[]) OR id = ANY($2::text[]) RETURNING id',
+      `${count ? 'SELECT id FROM' : 'DELETE FROM'} score_details WHERE role_result_id = ANY($1::text[]) OR id = ANY($2::text[])${count ? '' : ' RETURNING id'}`,
       [roleIds, gone.score_details],
     );
-    evals +=
-      (
-        await c.query("DELETE FROM eval_results WHERE parent_type = 'score_detail' AND parent_id = ANY($1::text[])", [
-          details.rows.map((r) => r.id),
-        ])
-      ).rowCount ?? 0;
-    await c.query('DELETE FROM role_results WHERE id = ANY($1::text[])', [roleIds]);
-    // The drift examples among them: the path or value stays, the record's id goes (store/sqlite/drift-ledger.ts).
-    if ((await c.query("SELECT to_regclass('drift_seen') IS NOT NULL AS t")).rows[0]?.t === true)
-      await c.query('UPDATE drift_seen SET record_id = $1 WHERE record_id = ANY($2::text[])', [ERASED_EXAMPLE, plan.examplesErased()]);
-    for (const [stream, n] of plan.removedStreams())
-      await c.query('UPDATE sync_state SET records = greatest(0, records - $2) WHERE stream = $1', [stream, n]);
-    for (const t of TABLES) if (kept[t].length > 0) await c.query(rewriteRows(t), rowParams(t, kept[t]));
+    evals += await affected(
+      "DELETE FROM eval_results WHERE parent_type = 'score_detail' AND parent_id = ANY($1::text[])",
+      "SELECT count(*) AS n FROM eval_results WHERE parent_type = 'score_detail' AND parent_id = ANY($1::text[])",
+      [details.rows.map((r) => r.id)],
+    );
     const rewritten = plan.rewrittenResults();
-    await handOnPg(c, plan.reason, plan.removedResults(), rewritten);
+    if (!count) {
+      await c.query('DELETE FROM role_results WHERE id = ANY($1::text[])', [roleIds]);
+      // The drift examples among them: the path or value stays, the record's id goes (store/sqlite/drift-ledger.ts).
+      if ((await c.query("SELECT to_regclass('drift_seen') IS NOT NULL AS t")).rows[0]?.t === true)
+        await c.query('UPDATE drift_seen SET record_id = $1 WHERE record_id = ANY($2::text[])', [ERASED_EXAMPLE, plan.examplesErased()]);
+      for (const [stream, n] of plan.removedStreams())
+        await c.query('UPDATE sync_state SET records = greatest(0, records - $2) WHERE stream = $1', [stream, n]);
+      for (const t of TABLES) if (kept[t].length > 0) await c.query(rewriteRows(t), rowParams(t, kept[t]));
+      await handOnPg(c, plan.reason, plan.removedResults(), rewritten);
+    }
     let changed = rewritten.session.length + rewritten.role.length;
     const copies: Record<string, number> = {};
     if (plan.readsVersions) {
-      const versions = await eraseVersions(c, plan);
+      const versions = await eraseVersions(c, plan, count);
       if (versions.removed > 0) copies.past_versions = versions.removed;
       changed += versions.changed;
     }
     if (plan.readsCopies) {
       for (const t of COPY_TABLES) {
-        const done = await eraseCopies(c, t, plan);
+        const done = await eraseCopies(c, t, plan, count);
         if (done === undefined) continue;
         if (done.removed > 0) copies[t.table] = (copies[t.table] ?? 0) + done.removed;
         changed += done.changed;
@@ -199,17 +222,19 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
     let errorTexts = 0;
     if (plan.readsErrors) {
       const stored = await c.query<StoredError>('SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL');
-      for (const row of plan.errorTexts(stored.rows)) {
-        errorTexts +=
-          (await c.query('UPDATE sync_state SET last_error = $1 WHERE stream = $2', [row.last_error, row.stream])).rowCount ?? 0;
-      }
+      if (count) errorTexts = plan.errorTexts(stored.rows).length;
+      else
+        for (const row of plan.errorTexts(stored.rows)) {
+          errorTexts +=
+            (await c.query('UPDATE sync_state SET last_error = $1 WHERE stream = $2', [row.last_error, row.stream])).rowCount ?? 0;
+        }
     }
     // By the text as received too: a quarantined record may not parse.
     if (plan.readsQuarantine) {
       const held = await c.query<{ id: string; raw: string }>('SELECT id, raw FROM quarantine');
       const named = held.rows.filter((r) => plan.quarantined(r.raw).do === 'delete').map((r) => r.id);
       if (named.length > 0) {
-        await c.query('DELETE FROM quarantine WHERE id = ANY($1::bigint[])', [named]);
+        if (!count) await c.query('DELETE FROM quarantine WHERE id = ANY($1::bigint[])', [named]);
         copies.quarantine = (copies.quarantine ?? 0) + named.length;
       }
     }
@@ -224,7 +249,9 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
       quarantined: copies.quarantine ?? 0,
     };
     return { rows, copies };
-  });
+  };
+  const erased = await db.transaction(work, count ? 'cannot read' : 'cannot write to');
+  if (count) return erased;
   const { rows, copies } = erased;
   if (rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts > 0) {
     await db.query('VACUUM session_results, role_results, score_details, eval_results, sync_state, tombstones', [], 'cannot vacuum');
@@ -242,7 +269,12 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
  * time by the row's physical address (stable within the transaction: every stream's lease keeps
  * writers out). Undefined when the schema has no such table.
  */
-async function eraseCopies(c: pg.PoolClient, t: CopyTable, plan: ErasurePlan): Promise<{ removed: number; changed: number } | undefined> {
+async function eraseCopies(
+  c: pg.PoolClient,
+  t: CopyTable,
+  plan: ErasurePlan,
+  count: boolean,
+): Promise<{ removed: number; changed: number } | undefined> {
   const cols = await c.query<{ column_name: string }>(
     `SELECT column_name FROM information_schema.columns WHERE table_schema = ${MIRROR_SCHEMA} AND table_name = $1`,
     [t.table],
@@ -266,6 +298,8 @@ async function eraseCopies(c: pg.PoolClient, t: CopyTable, plan: ErasurePlan): P
     if (page.rows.length < PAGE) break;
     after = (page.rows[page.rows.length - 1] as { at: string }).at;
   }
+  // Counting: each row was read just now in this snapshot, there to remove or rewrite.
+  if (count) return { removed: whole.length, changed: part.length };
   const removed = whole.length === 0 ? 0 : ((await c.query(`DELETE FROM ${t.table} WHERE ctid = ANY($1::tid[])`, [whole])).rowCount ?? 0);
   let changed = 0;
   for (const p of part)

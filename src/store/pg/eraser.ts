@@ -26,6 +26,12 @@ export async function openPgEraser(t: MirrorTarget): Promise<EraseMirror> {
       await holdAll(leases, await allStreams(db), db.name);
       return done(await eraseFromPg(db, { before }));
     },
+    async countOlderThan(before) {
+      // Held as the erasure holds them, until close: an erasure after this count erases what it counted.
+      await holdAll(leases, await allStreams(db), db.name);
+      const { rows, copies } = await eraseFromPg(db, { before }, true);
+      return { rows, copies, files: [] };
+    },
     async close() {
       try {
         await leases.close();

@@ -293,6 +293,7 @@ function openFailure(err: unknown, path: string, opts: OpenOptions): unknown {
  */
 function keepWalFiles(db: Db, path: string): void {
   const close = db.close.bind(db);
+  plainClose.set(db, close);
   db.close = () => {
     close();
     for (const suffix of ['-wal', '-shm']) {
@@ -314,4 +315,17 @@ function keepWalFiles(db: Db, path: string): void {
     }
     return db;
   };
+}
+
+/** SQLite's own close of each writer's connection, without keepWalFiles's files. */
+const plainClose = new WeakMap<Db, () => unknown>();
+
+/**
+ * Closes a writer's connection without putting its -wal and -shm back: for a database that is being
+ * removed (store/sqlite/discard.ts). Any other connection closes as db.close() does.
+ */
+export function closeLeavingNoWalFiles(db: Db): void {
+  const close = plainClose.get(db);
+  if (close === undefined) db.close();
+  else close();
 }

@@ -79,8 +79,12 @@ function scan<R extends { id: string; raw: string | null }>(db: Db, sql: string,
  * Erases what the plan takes from the tables (a bare rule is planned here). Call inside the
  * erasure's transaction, with secure_delete on. A record kept without the candidate's part has its
  * row rewritten from its new text, every column.
+ *
+ * `count`: the same walk, the same plan, the same answers, but each write is replaced by a read
+ * that counts the rows it would touch, so `forget --dry-run` (and forget's question) says exactly
+ * what the erasure then does under the same lock. Call inside a read transaction (one snapshot).
  */
-export function eraseFromMirror(db: Db, planned: ErasurePlan | EraseRule): MirrorCounts {
+export function eraseFromMirror(db: Db, planned: ErasurePlan | EraseRule, count = false): MirrorCounts {
   const plan = planned instanceof ErasurePlan ? planned : ErasurePlan.ofRule(planned);
   const sessions = scan<StoredSession & { raw: string }>(
     db,
@@ -101,30 +105,44 @@ export function eraseFromMirror(db: Db, planned: ErasurePlan | EraseRule): Mirro
     : { gone: [], kept: [] };
   let evals = 0;
   let removedDetails = 0;
-  const deleteEvals = db.prepare('DELETE FROM eval_results WHERE parent_type = ? AND parent_id = ?');
-  const uncount = db.prepare('UPDATE sync_state SET records = max(0, records - ?) WHERE stream = ?');
+  // Each statement that removes rows has its count twin: the number of rows it would remove.
+  const rowsOf = (del: string, sel: string) => {
+    const statement = db.prepare(count ? sel : del);
+    return (...args: unknown[]): number => (count ? Number(statement.pluck().get(...args)) : statement.run(...args).changes);
+  };
+  const deleteEvals = rowsOf(
+    'DELETE FROM eval_results WHERE parent_type = ? AND parent_id = ?',
+    'SELECT count(*) FROM eval_results WHERE parent_type = ? AND parent_id = ?',
+  );
   const detailIds = db.prepare('SELECT id FROM score_details WHERE role_result_id = ?').pluck();
-  const deleteDetailsOf = db.prepare('DELETE FROM score_details WHERE role_result_id = ?');
-  const deleteDetail = db.prepare('DELETE FROM score_details WHERE id = ?');
-  const deleteSession = db.prepare('DELETE FROM session_results WHERE id = ?');
-  const deleteRole = db.prepare('DELETE FROM role_results WHERE id = ?');
+  const deleteDetailsOf = rowsOf(
+    'DELETE FROM score_details WHERE role_result_id = ?',
+    'SELECT count(*) FROM score_details WHERE role_result_id = ?',
+  );
+  const deleteDetail = rowsOf('DELETE FROM score_details WHERE id = ?', 'SELECT count(*) FROM score_details WHERE id = ?');
+  const deleteSession = rowsOf('DELETE FROM session_results WHERE id = ?', 'SELECT count(*) FROM session_results WHERE id = ?');
+  const deleteRole = rowsOf('DELETE FROM role_results WHERE id = ?', 'SELECT count(*) FROM role_results WHERE id = ?');
   for (const id of sessions.gone) {
-    evals += deleteEvals.run('session_result', id).changes;
-    deleteSession.run(id);
+    evals += deleteEvals('session_result', id);
+    deleteSession(id);
   }
   for (const id of roles.gone) {
-    for (const d of detailIds.all(id) as string[]) evals += deleteEvals.run('score_detail', d).changes;
-    removedDetails += deleteDetailsOf.run(id).changes;
-    deleteRole.run(id);
+    for (const d of detailIds.all(id) as string[]) evals += deleteEvals('score_detail', d);
+    removedDetails += deleteDetailsOf(id);
+    deleteRole(id);
   }
-  for (const [stream, n] of plan.removedStreams()) uncount.run(n, stream);
-  forgetDriftExamples(db, plan.examplesErased());
+  if (!count) {
+    const uncount = db.prepare('UPDATE sync_state SET records = max(0, records - ?) WHERE stream = ?');
+    for (const [stream, n] of plan.removedStreams()) uncount.run(n, stream);
+    forgetDriftExamples(db, plan.examplesErased());
+  }
   // Their score details under another's record (under their own, gone already).
   for (const id of details.gone) {
-    evals += deleteEvals.run('score_detail', id).changes;
-    removedDetails += deleteDetail.run(id).changes;
+    evals += deleteEvals('score_detail', id);
+    removedDetails += deleteDetail(id);
   }
   const rewrite = (table: 'session_results' | 'role_results' | 'score_details', rows: Values[]) => {
+    if (count) return;
     const statement = db.prepare(update(table));
     for (const values of rows) statement.run(...values);
   };
@@ -132,21 +150,22 @@ export function eraseFromMirror(db: Db, planned: ErasurePlan | EraseRule): Mirro
   rewrite('role_results', roles.kept);
   rewrite('score_details', details.kept);
   const rewritten = plan.rewrittenResults();
-  handOn(db, plan, rewritten);
+  // A count hands nothing on: no deletion row, no new change number.
+  if (!count) handOn(db, plan, rewritten);
   const copies: Record<string, number> = {};
-  const versions = plan.readsVersions ? eraseVersions(db, plan) : { removed: 0, changed: 0 };
+  const versions = plan.readsVersions ? eraseVersions(db, plan, count) : { removed: 0, changed: 0 };
   if (versions.removed > 0) copies.past_versions = versions.removed;
   let copiesChanged = versions.changed;
   if (plan.readsCopies) {
     for (const t of COPY_TABLES) {
-      const done = eraseCopies(db, t, plan);
+      const done = eraseCopies(db, t, plan, count);
       if (done === undefined) continue;
       if (done.removed > 0) copies[t.table] = (copies[t.table] ?? 0) + done.removed;
       copiesChanged += done.changed;
     }
   }
   // By the text as received too: a quarantined record may not parse.
-  const quarantined = plan.readsQuarantine ? new SqliteQuarantine(db).erase(plan) : 0;
+  const quarantined = plan.readsQuarantine ? new SqliteQuarantine(db).erase(plan, count) : 0;
   if (quarantined > 0) copies.quarantine = (copies.quarantine ?? 0) + quarantined;
   return {
     session_results: sessions.gone.length,
@@ -155,7 +174,7 @@ export function eraseFromMirror(db: Db, planned: ErasurePlan | EraseRule): Mirro
     eval_results: evals,
     records_changed: rewritten.session.length + rewritten.role.length + copiesChanged,
     result_versions: copies.past_versions ?? 0,
-    error_texts: plan.readsErrors ? scrubErrors(db, plan) : 0,
+    error_texts: plan.readsErrors ? scrubErrors(db, plan, count) : 0,
     quarantined: copies.quarantine ?? 0,
     copies,
   };
@@ -201,11 +220,12 @@ function hasColumns(db: Db, table: string, columns: string[]): boolean {
   return have.size > 0 && columns.every((c) => have.has(c));
 }
 
-/** Erases what the plan takes from one table of copies (store/model/erase-tables.ts). Undefined when the database has no such table. */
-function eraseCopies(db: Db, t: CopyTable, plan: ErasurePlan): { removed: number; changed: number } | undefined {
+/**
+ * Erases what the plan takes from one table of copies (store/model/erase-tables.ts), or with `count`
+ * only counts it. Undefined when the database has no such table.
+ */
+function eraseCopies(db: Db, t: CopyTable, plan: ErasurePlan, count: boolean): { removed: number; changed: number } | undefined {
   if (!hasColumns(db, t.table, [t.raw, t.recordId, t.stored])) return undefined;
-  const remove = db.prepare(`DELETE FROM ${t.table} WHERE rowid = ?`);
-  const rewrite = db.prepare(`UPDATE ${t.table} SET ${t.raw} = ? WHERE rowid = ?`);
   const whole: bigint[] = [];
   const part: Array<{ rid: bigint; text: string }> = [];
   const rows = db
@@ -217,6 +237,10 @@ function eraseCopies(db: Db, t: CopyTable, plan: ErasurePlan): { removed: number
     if (f.do === 'delete') whole.push(row.rid);
     else if (f.do === 'rewrite') part.push({ rid: row.rid, text: f.text });
   }
+  // Each row was read just now in this transaction: it is there to remove or rewrite.
+  if (count) return { removed: whole.length, changed: part.length };
+  const remove = db.prepare(`DELETE FROM ${t.table} WHERE rowid = ?`);
+  const rewrite = db.prepare(`UPDATE ${t.table} SET ${t.raw} = ? WHERE rowid = ?`);
   let removed = 0;
   let changed = 0;
   for (const rid of whole) removed += remove.run(rid).changes;
@@ -224,8 +248,8 @@ function eraseCopies(db: Db, t: CopyTable, plan: ErasurePlan): { removed: number
   return { removed, changed };
 }
 
-/** The person's past versions (schema 9), as the plan takes them. */
-function eraseVersions(db: Db, plan: ErasurePlan): { removed: number; changed: number } {
+/** The person's past versions (schema 9), as the plan takes them; with `count`, only counted. */
+function eraseVersions(db: Db, plan: ErasurePlan, count: boolean): { removed: number; changed: number } {
   const present = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'past_versions'").get();
   if (present === undefined) return { removed: 0, changed: 0 };
   const versions = plan.versions<StoredVersion & { rid: bigint }>();
@@ -235,9 +259,12 @@ function eraseVersions(db: Db, plan: ErasurePlan): { removed: number; changed: n
     .iterate() as Iterable<StoredVersion & { rid: bigint; raw: string | null }>;
   for (const row of rows) versions.add(row, parsed(row.raw));
   const { records, rewrite } = versions.done();
-  const remove = db.prepare('DELETE FROM past_versions WHERE kind = ? AND id = ?');
+  const remove = db.prepare(
+    count ? 'SELECT count(*) FROM past_versions WHERE kind = ? AND id = ?' : 'DELETE FROM past_versions WHERE kind = ? AND id = ?',
+  );
   let removed = 0;
-  for (const { kind, id } of records) removed += remove.run(kind, id).changes;
+  for (const { kind, id } of records) removed += count ? Number(remove.pluck().get(kind, id)) : remove.run(kind, id).changes;
+  if (count) return { removed, changed: rewrite.length };
   const update = db.prepare('UPDATE past_versions SET raw = ? WHERE rowid = ?');
   let changed = 0;
   for (const { row, text } of rewrite) changed += update.run(text, row.rid).changes;
@@ -249,9 +276,10 @@ function eraseVersions(db: Db, plan: ErasurePlan): { removed: number; changed: n
  * message may quote the e-mail of a record it failed on, and `status` and watch's /healthz show the
  * text. Returns how many were changed. Call inside the erasure's transaction.
  */
-function scrubErrors(db: Db, plan: ErasurePlan): number {
-  const update = db.prepare('UPDATE sync_state SET last_error = ? WHERE stream = ?');
+function scrubErrors(db: Db, plan: ErasurePlan, count: boolean): number {
   const stored = db.prepare('SELECT stream, last_error FROM sync_state WHERE last_error IS NOT NULL').all() as StoredError[];
+  if (count) return plan.errorTexts(stored).length;
+  const update = db.prepare('UPDATE sync_state SET last_error = ? WHERE stream = ?');
   let n = 0;
   for (const row of plan.errorTexts(stored)) n += update.run(row.last_error, row.stream).changes;
   return n;

@@ -8,7 +8,7 @@ import { waitWords } from '../../core/waits.js';
 import { StorageError, storageError } from '../../errors.js';
 import type { EraseMirror, ErasureDone, MirrorTarget } from '../port.js';
 import { openDatabase } from './db.js';
-import { type Erasure, eraseCandidate, eraseOlderThan } from './erasure.js';
+import { countOlderThan, type Erasure, eraseCandidate, eraseOlderThan } from './erasure.js';
 import { RunLock } from './run-lock.js';
 
 export async function openSqliteEraser(t: MirrorTarget): Promise<EraseMirror> {
@@ -27,6 +27,13 @@ export async function openSqliteEraser(t: MirrorTarget): Promise<EraseMirror> {
     searched: `${dbPath} or the NDJSON files it wrote`,
     erase: async (user) => run(() => eraseCandidate(db, user)),
     eraseOlderThan: async (before) => run(() => eraseOlderThan(db, before)),
+    async countOlderThan(before) {
+      try {
+        return countOlderThan(db, before);
+      } catch (err) {
+        throw storageError(err, `forget: cannot read ${dbPath}`);
+      }
+    },
     async close() {
       lock.release();
       db.close();

@@ -15,15 +15,16 @@
  * A forget or a pull that finds the mark does 4 and 5 for the files not done, with the rule the
  * mark holds, before anything else.
  */
+import { existsSync } from 'node:fs';
 import type { ErasedCounts } from '../../core/email.js';
 import { refuseLinks } from '../../core/fs/private-file.js';
 import { ErasurePlan, foundAny } from '../model/erasure-plan.js';
 import { PersonGraph } from '../model/person.js';
-import type { FileErased } from '../port.js';
+import type { ErasureCount, FileErased } from '../port.js';
 import type { Db } from './db.js';
 import { eraseFromMirror, gatherFromMirror, scrubFreePages } from './erase-rows.js';
 import { beginErasure, endErasure, pendingErasure } from './erasure-mark.js';
-import { type AfterRename, eraseFromFile, finishRewrites, gatherFromFile } from './ndjson/erase-lines.js';
+import { type AfterRename, countInFile, eraseFromFile, finishRewrites, gatherFromFile, pendingRewrites } from './ndjson/erase-lines.js';
 import { NdjsonOffsets } from './ndjson/offsets.js';
 
 /** Test seams: a crash after a rename. */
@@ -103,6 +104,25 @@ export function eraseCandidate(db: Db, user: string, hooks: ErasureHooks = {}): 
 export function eraseOlderThan(db: Db, before: number, hooks: ErasureHooks = {}): Erasure {
   const first = finishErasure(db, hooks);
   return erase(db, ErasurePlan.olderThan(before), first, hooks);
+}
+
+/**
+ * Counts what eraseOlderThan(db, before) erases, changing nothing: the same plan over the same rows
+ * (erase-rows.ts in its counting mode, in one read transaction) and the same lines of the same files.
+ * Under the run lock the count holds until the erasure runs. A file whose rewrite an earlier forget
+ * committed but did not rename yet is counted in its new text, as the erasure will find it.
+ */
+export function countOlderThan(db: Db, before: number): ErasureCount {
+  const plan = ErasurePlan.olderThan(before);
+  const { copies, ...rows } = db.transaction(() => eraseFromMirror(db, plan, true))();
+  const rewrites = pendingRewrites(db);
+  const files: FileErased[] = [];
+  for (const f of resultFiles(db)) {
+    const renamed = rewrites.get(f.path);
+    const r = countInFile(renamed !== undefined && existsSync(renamed) ? renamed : f.path, f.committed, plan);
+    if (r.lines + r.changed > 0) files.push({ ...r, path: f.path });
+  }
+  return { rows, copies, files, earlier: pendingErasure(db) !== undefined || rewrites.size > 0 };
 }
 
 /**

@@ -1,4 +1,5 @@
 /** A pull's or watch's SQLite mirror: the run lock, the database, and the SQLite or the NDJSON sink. */
+import { lstatSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { currentClock } from '../../core/io.js';
 import type { Destination } from '../../core/types.js';
@@ -8,8 +9,10 @@ import { Campaigns } from './campaigns.js';
 import { SqliteCheckpoints } from './checkpoints.js';
 import { SqliteCounters } from './counters.js';
 import { type Db, openDatabase } from './db.js';
+import { discardBareDatabase } from './discard.js';
 import { DriftLedger } from './drift-ledger.js';
 import { MirrorGuard } from './mirror-guard.js';
+import type { NdjsonSink } from './ndjson/sink.js';
 import { RunLock } from './run-lock.js';
 import { SqliteSink } from './sink.js';
 
@@ -20,7 +23,11 @@ export async function openSqliteJobStore(
 ): Promise<JobStore> {
   const path = c.target.path;
   const lock = RunLock.acquire(path);
+  // Under the lock, no other pull creates it meanwhile: a run that created the database and fails
+  // before committing anything removes it again (discard.ts).
+  const created = lstatSync(path, { throwIfNoEntry: false }) === undefined;
   let db: Db | undefined;
+  let ndjson: NdjsonSink | undefined;
   try {
     db = openDatabase(path, { mode: c.target.modes.file });
     const state = new SqliteCheckpoints(db);
@@ -54,10 +61,12 @@ export async function openSqliteJobStore(
     const destination: Destination = remembered ?? (c.format === 'ndjson' ? { kind: 'ndjson', out: resolve(c.out) } : { kind: 'sqlite' });
     state.claimDestination(destination);
     // The NDJSON sink (its files, index, erasure rewrites) is loaded only for an NDJSON pull.
-    const sink =
+    ndjson =
       destination.kind === 'ndjson'
         ? new (await import('./ndjson/sink.js')).NdjsonSink(db, state, destination.out, { modes: c.target.modes })
-        : new SqliteSink(db, state);
+        : undefined;
+    const sink = ndjson ?? new SqliteSink(db, state);
+    const folderSink = ndjson;
     const opened = db;
     const guard = new MirrorGuard(db, path, sink);
     const drift = new DriftLedger(db);
@@ -86,23 +95,38 @@ export async function openSqliteJobStore(
         const moved = guard.check();
         if (moved) throw moved;
       },
-      async close() {
+      async close(opts = {}) {
         let moved: Error | undefined;
+        if (opts.failed && folderSink) folderSink.leaveNothing = true;
         try {
           await sink.close();
         } finally {
           // After the last commit, before SQLite's close, which would strand the WAL of a moved database.
           moved = guard.check();
-          opened.close();
+          leave(opened, opts.failed === true && !moved);
           guard.tidy();
-          lock.release();
         }
         if (moved) throw moved;
       },
     };
   } catch (err) {
-    db?.close();
-    lock.release();
+    if (ndjson !== undefined) {
+      ndjson.leaveNothing = true;
+      await ndjson.close().catch(() => {});
+    }
+    leave(db, true);
     throw err;
+  }
+
+  /**
+   * Closes the database and releases the lock; after a failure, a database this run created that
+   * holds nothing committed goes, with the lock file when this run created it too (a refused --db,
+   * such as a text file, leaves no lock file beside it either).
+   */
+  function leave(opened: Db | undefined, failed: boolean): void {
+    const gone = failed && opened !== undefined && created && discardBareDatabase(opened, path);
+    if (!gone) opened?.close();
+    if (failed && (gone || opened === undefined)) lock.discard();
+    else lock.release();
   }
 }

@@ -22,12 +22,14 @@ export const SQLITE_SIDES = ['-journal', '-wal', '-shm'] as const;
  * default; a new file: no lock of this process on it to drop), and SQLite makes its -wal and -shm
  * with the same mode. An existing one must be a writable regular file, and it and the side files
  * there are used with the modes they have (checkOwnFile), never changed. `what` names it in errors.
+ * True when this call created the file (an exclusive create: of two processes racing, one only), so
+ * that a run that fails can take back what it made.
  */
-export function prepareSqliteFile(path: string, what = path, fix?: string, mode = 0o600): void {
+export function prepareSqliteFile(path: string, what = path, fix?: string, mode = 0o600): boolean {
   refuseLinks([path, ...SQLITE_SIDES.map((side) => path + side)], fix);
   try {
     closeSync(openPrivateFile(path, { exclusive: true, mode }));
-    return;
+    return true;
   } catch (err) {
     if (err instanceof CampaignSyncError) throw err;
     if (errorCode(err) !== 'EEXIST') throw storageError(err, `cannot create ${what}`);
@@ -45,6 +47,7 @@ export function prepareSqliteFile(path: string, what = path, fix?: string, mode 
     throw storageError(err, `cannot open ${what} for writing`);
   }
   checkOwnSqliteFile(path, what, stats);
+  return false;
 }
 
 /**

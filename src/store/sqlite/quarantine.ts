@@ -69,11 +69,14 @@ export class SqliteQuarantine {
   }
 
   /** Deletes the records the erasure's plan takes (store/model/erasure-plan.ts quarantined); returns how many. Call inside the erasure's transaction. */
-  erase(plan: ErasurePlan): number {
+  erase(plan: ErasurePlan, count = false): number {
     if (!this.exists) return 0;
+    const named = this.list().filter((r) => plan.quarantined(r.raw).do === 'delete');
+    // Counting (forget --dry-run): each was read just now, in the caller's transaction.
+    if (count) return named.length;
     const del = this.db.prepare('DELETE FROM quarantine WHERE id = ?');
     let n = 0;
-    for (const r of this.list()) if (plan.quarantined(r.raw).do === 'delete') n += del.run(r.id).changes;
+    for (const r of named) n += del.run(r.id).changes;
     return n;
   }
 

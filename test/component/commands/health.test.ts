@@ -109,7 +109,7 @@ describe('status --check --nagios', () => {
     const r = await check(mirror([{ success: MIN }, { success: 2 * MIN }]), { nagios: true });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(
-      'CAMPAIGN-SYNC OK - 2 of 2 streams healthy, max age 10m | healthy=2;;;0;2 stale=0;;;0;2 failing=0;;;0;2 never=0;;;0;2 unlisted=0;;;0 oldest_success_age=120s;600;;0\n',
+      'CAMPAIGN-SYNC OK - 2 of 2 streams healthy, max age 10m | healthy=2;;;0;2 stale=0;;;0;2 failing=0;;;0;2 never=0;;;0;2 syncing=0;;;0;2 unlisted=0;;;0 oldest_success_age=120s;600;;0\n',
     );
   });
 

@@ -106,7 +106,7 @@ describe.each(['sqlite', 'ndjson'] as const)('forget --older-than (%s)', (kind) 
     expect(cut.old.length).toBeGreaterThan(5);
     expect(cut.onlyOld.length).toBeGreaterThan(0);
     const before = stored(kind, db, out);
-    const r = await run(s, ['forget', '--db', db, '--older-than', cut.duration(), '--json']);
+    const r = await run(s, ['forget', '--db', db, '--older-than', cut.duration(), '--json', '--yes']);
     expect(r.code, r.stderr).toBe(0);
     const doc = JSON.parse(r.stdout) as {
       before: string;
@@ -132,7 +132,7 @@ describe.each(['sqlite', 'ndjson'] as const)('forget --older-than (%s)', (kind) 
     expect(JSON.parse(next.stdout).records).toBe(0);
     expectGone(dir, cut);
     // A text summary says what went.
-    const again = await run(s, ['forget', '--db', db, '--older-than', cut.duration()]);
+    const again = await run(s, ['forget', '--db', db, '--older-than', cut.duration(), '--yes']);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toMatch(/^Erased the results dated before \S+: 0 session results, 0 role results/);
   });
@@ -167,7 +167,7 @@ describe.each(['sqlite', 'ndjson'] as const)('forget --older-than (%s)', (kind) 
 
   it('pull --full --retention stores nothing older than the cut; without it --full brings them back', async () => {
     const { s, dir, db, cut } = await mirror(kind);
-    expect((await run(s, ['forget', '--db', db, '--older-than', cut.duration()])).code).toBe(0);
+    expect((await run(s, ['forget', '--db', db, '--older-than', cut.duration(), '--yes'])).code).toBe(0);
     const full = await run(s, ['pull', '--db', db, '--full', '--retention', cut.duration(), '--json']);
     expect(full.code, full.stderr).toBe(0);
     expectGone(dir, cut);
@@ -204,7 +204,7 @@ describe("a retention's cut is the run's clock's", () => {
     // A clock a day past the newest result: a day's cut leaves nothing younger, and says where it cut.
     const newest = Math.max(...servedResults(s, RECORDS).map((r) => r.created));
     const at = newest + 86_400_000 + 1000;
-    const r = await run(s, ['forget', '--db', db, '--older-than', '1d', '--json'], fakeClock(at));
+    const r = await run(s, ['forget', '--db', db, '--older-than', '1d', '--json', '--yes'], fakeClock(at));
     expect(r.code, r.stderr).toBe(0);
     const doc = JSON.parse(r.stdout) as { before: string; removed: { session_results: number; role_results: number } };
     expect(doc.before).toBe(new Date(at - 86_400_000).toISOString());
@@ -240,7 +240,7 @@ describe('forget --older-than and the copies (versions, quarantine)', () => {
     } finally {
       m.close();
     }
-    const r = await run(s, ['forget', '--db', db, '--older-than', cut.duration(), '--json']);
+    const r = await run(s, ['forget', '--db', db, '--older-than', cut.duration(), '--json', '--yes']);
     expect(r.code, r.stderr).toBe(0);
     const doc = JSON.parse(r.stdout) as { removed: { result_versions: number; quarantined: number }; copies: Record<string, number> };
     expect(doc.removed.result_versions).toBe(1);

@@ -48,6 +48,80 @@ export function gatherFromFile(path: string, committed: number, graph: PersonGra
   }
 }
 
+/** What the plan does to a file's committed lines, read once. */
+interface FileWalk {
+  /** The lines kept, rewritten ones with their new text (collected only for a rewrite). */
+  keep: string[];
+  /** The index's entry of a record is its last line's digest: one removed leaves the index, one rewritten moves it. */
+  removed: Array<{ id: string; digest: string }>;
+  moved: Array<{ id: string; from: string; to: string }>;
+  lines: number;
+  changed: number;
+}
+
+/**
+ * Walks a file's committed lines with the plan: the one reading that both the rewrite and the count
+ * of `forget --dry-run` use, so the count says what the rewrite does. `keepLines` false: the kept
+ * lines are not collected (a count holds no file in memory).
+ */
+function walkFile(path: string, committed: number, plan: ErasurePlan, keepLines: boolean): FileWalk {
+  const size = statSync(path).size;
+  if (size < committed)
+    throw new NdjsonStateError(
+      `${path} holds ${size} bytes but ${committed} were committed: it was changed outside campaign-sync; nothing was erased from it (restore it, then run \`campaign-sync forget\` again)`,
+    );
+  const w: FileWalk = { keep: [], removed: [], moved: [], lines: 0, changed: 0 };
+  const keep = (line: string) => {
+    if (keepLines) w.keep.push(line);
+  };
+  // Per record id, whether its last line so far was removed: its tombstone goes with it.
+  const lastRemoved = new Map<string, boolean>();
+  try {
+    forEachLine(path, committed, (line) => {
+      const record = parsed(line);
+      const r = (record !== null && typeof record === 'object' ? record : {}) as Record<string, unknown>;
+      const id = typeof r.id === 'string' || typeof r.id === 'number' ? String(r.id) : undefined;
+      if (isTombstone(r)) {
+        if (id !== undefined && lastRemoved.get(id) === true) {
+          w.lines++;
+          return;
+        }
+        keep(line);
+        return;
+      }
+      const f = plan.line(record);
+      if (id !== undefined) lastRemoved.set(id, f.do === 'delete');
+      if (f.do === 'delete') {
+        w.lines++;
+        if (id !== undefined && keepLines) w.removed.push({ id, digest: lineDigest(line) });
+        return;
+      }
+      if (f.do === 'rewrite') {
+        const text = f.text;
+        w.changed++;
+        if (id !== undefined && keepLines) w.moved.push({ id, from: lineDigest(line), to: lineDigest(text) });
+        keep(text);
+        return;
+      }
+      keep(line);
+    });
+  } catch (err) {
+    throw storageError(err, `cannot read ${path} to erase from it`);
+  }
+  return w;
+}
+
+/**
+ * What eraseFromFile would remove and rewrite in one file, changing nothing (`forget --dry-run`, and
+ * forget's question): the same walk of the same committed lines.
+ */
+export function countInFile(path: string, committed: number, plan: ErasurePlan): FileErased {
+  refuseLinks([path], 'replace it with the file itself');
+  if (!existsSync(path)) return { path, lines: 0, changed: 0 };
+  const { lines, changed } = walkFile(path, committed, plan, false);
+  return { path, lines, changed };
+}
+
 /**
  * Rewrites one file without what the plan takes and commits its new length and index, marked done, with the
  * pending rename; then renames it into place. Returns what changed (nothing: the file is left as it
@@ -61,51 +135,8 @@ export function eraseFromFile(db: Db, path: string, committed: number, plan: Era
     db.transaction(() => fileDone(db, path))();
     return none;
   }
-  const { size, mode } = statSync(path);
-  if (size < committed)
-    throw new NdjsonStateError(
-      `${path} holds ${size} bytes but ${committed} were committed: it was changed outside campaign-sync; nothing was erased from it (restore it, then run \`campaign-sync forget\` again)`,
-    );
-  const keep: string[] = [];
-  // The index's entry of a record is its last line's digest: one removed leaves the index, one rewritten moves it.
-  const removed: Array<{ id: string; digest: string }> = [];
-  const moved: Array<{ id: string; from: string; to: string }> = [];
-  // Per record id, whether its last line so far was removed: its tombstone goes with it.
-  const lastRemoved = new Map<string, boolean>();
-  let lines = 0;
-  let changed = 0;
-  try {
-    forEachLine(path, committed, (line) => {
-      const record = parsed(line);
-      const r = (record !== null && typeof record === 'object' ? record : {}) as Record<string, unknown>;
-      const id = typeof r.id === 'string' || typeof r.id === 'number' ? String(r.id) : undefined;
-      if (isTombstone(r)) {
-        if (id !== undefined && lastRemoved.get(id) === true) {
-          lines++;
-          return;
-        }
-        keep.push(line);
-        return;
-      }
-      const f = plan.line(record);
-      if (id !== undefined) lastRemoved.set(id, f.do === 'delete');
-      if (f.do === 'delete') {
-        lines++;
-        if (id !== undefined) removed.push({ id, digest: lineDigest(line) });
-        return;
-      }
-      if (f.do === 'rewrite') {
-        const text = f.text;
-        changed++;
-        if (id !== undefined) moved.push({ id, from: lineDigest(line), to: lineDigest(text) });
-        keep.push(text);
-        return;
-      }
-      keep.push(line);
-    });
-  } catch (err) {
-    throw storageError(err, `cannot read ${path} to erase from it`);
-  }
+  const mode = statSync(path).mode;
+  const { keep, removed, moved, lines, changed } = walkFile(path, committed, plan, true);
   if (lines + changed === 0) {
     db.transaction(() => fileDone(db, path))();
     return none;
@@ -163,6 +194,12 @@ export function eraseFromFile(db: Db, path: string, committed: number, plan: Era
   })();
   finishRewrites(db, afterRename);
   return { path, lines, changed };
+}
+
+/** The rewrites committed but not renamed into place yet: each file's path and its new text's file. */
+export function pendingRewrites(db: Db): Map<string, string> {
+  const rows = db.prepare('SELECT key, value FROM meta WHERE key LIKE ?').all(`${REWRITE_KEY}%`) as Array<{ key: string; value: string }>;
+  return new Map(rows.map((r) => [r.key.slice(REWRITE_KEY.length), r.value]));
 }
 
 /**

@@ -6,8 +6,8 @@
  * without following symbolic links, so nothing outside `--out` is ever written. A new file or folder
  * gets the mirror's modes (store/port.ts MirrorTarget); an existing one keeps its own.
  */
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, readSync, writeSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, lstatSync, readSync, writeSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { makeFolders } from '../../../core/fs/folders.js';
 import type { FileIdentity } from '../../../core/fs/moved.js';
 import { openPrivateFile, refuseLinks } from '../../../core/fs/private-file.js';
@@ -25,19 +25,31 @@ export class NdjsonStateError extends CampaignSyncError {
 
 /**
  * Creates `--out` (`mode`: 0700, or 0750 for a group of readers) if needed and returns its absolute
- * path. The folder itself may be a link to a folder (a common way to point at a mounted volume); the
- * files in it may not.
+ * path, with the folders this call made (the missing ones, top down): a run that fails before
+ * committing anything removes them again if they are still empty. The folder itself may be a link to
+ * a folder (a common way to point at a mounted volume); the files in it may not.
  */
-export function openOutputFolder(dir: string, mode = 0o700): string {
+export function openOutputFolder(dir: string, mode = 0o700): { path: string; made: string[] } {
   const path = resolve(dir);
+  const made: string[] = [];
+  for (let at = path; absent(at) && dirname(at) !== at; at = dirname(at)) made.unshift(at);
   try {
     makeFolders(path, mode);
-    return path;
+    return { path, made };
   } catch (err) {
     if (errorCode(err) === 'EEXIST' || errorCode(err) === 'ENOTDIR') {
       throw new NdjsonStateError(`--out ${path}: is not a folder`);
     }
     throw storageError(err, `--out: cannot create ${path}`);
+  }
+}
+
+/** Nothing at `path`, not even a dangling link (a parent that is a file: makeFolders says so). */
+function absent(path: string): boolean {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false }) === undefined;
+  } catch {
+    return false;
   }
 }
 
@@ -57,6 +69,8 @@ export class NdjsonFile {
   private fd: number | undefined;
   /** Bytes written and covered by this database's offsets (committed, or in the open group). */
   offset: number;
+  /** The file was not there before this run opened it (a run that commits nothing removes it again). */
+  readonly created: boolean;
 
   constructor(
     readonly path: string,
@@ -67,6 +81,8 @@ export class NdjsonFile {
     mode = 0o600,
   ) {
     refuseLinks([path], 'replace it with the file itself, or use another --out');
+    // Under the folder's lock: no other campaign-sync makes it meanwhile.
+    this.created = lstatSync(path, { throwIfNoEntry: false }) === undefined;
     let fd: number;
     try {
       fd = openPrivateFile(path, { read: true, mode });

@@ -3,7 +3,7 @@
  * length commits with the checkpoint in the group (store/sqlite/grouped-sink.ts). Who may touch which file:
  * store/sqlite/ndjson/file.ts.
  */
-import { lstatSync } from 'node:fs';
+import { lstatSync, rmdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { NewModes } from '../../../core/fs/modes.js';
 import { type FileIdentity, identify, stillAt, whereNow } from '../../../core/fs/moved.js';
@@ -41,6 +41,13 @@ export class NdjsonSink extends GroupedSink {
   private readonly index: NdjsonIndex;
   private readonly conflicts: IdConflicts;
   private readonly folderLock: RunLock | undefined;
+  /** The folders of --out this run made, top down. */
+  private readonly madeFolders: string[];
+  /**
+   * Set when the run failed: what it made and never committed to (files, the folder's lock, folders)
+   * is removed as the sink closes, if nothing at all was committed to the folder's files.
+   */
+  leaveNothing = false;
   /** The folder and files as opened, for moved() (kept after the files close: checked once more then). */
   private readonly opened: Array<{ path: string; id: FileIdentity; folder: boolean }> = [];
   private movedAtClose: string | undefined;
@@ -62,9 +69,15 @@ export class NdjsonSink extends GroupedSink {
     }
     // Private (0700, 0600: the defaults of the folder's and the files' opens) unless told otherwise.
     const modes = options.modes;
-    const folder = openOutputFolder(dir, modes?.folder);
+    const { path: folder, made } = openOutputFolder(dir, modes?.folder);
+    this.madeFolders = made;
     // One process at a time in a folder, whatever database it writes from (store/sqlite/run-lock.ts).
-    this.folderLock = RunLock.acquireFolder(folder);
+    try {
+      this.folderLock = RunLock.acquireFolder(folder);
+    } catch (err) {
+      this.removeMadeFolders();
+      throw err;
+    }
     try {
       for (const path of gone) if (!exists(path)) dropFile(db, path);
       // A rewrite by `forget` that a crash interrupted is finished before any file is opened (and cut).
@@ -129,6 +142,7 @@ export class NdjsonSink extends GroupedSink {
         }
       }
     } catch (err) {
+      this.leaveNothing = true;
       this.release();
       throw err;
     }
@@ -330,10 +344,36 @@ export class NdjsonSink extends GroupedSink {
   }
 
   private release(): void {
-    for (const f of this.files.values()) f.close();
+    const files = [...this.files.values(), ...(this.manifest ? [this.manifest.file] : [])];
+    for (const f of files) f.close();
     this.files.clear();
-    this.manifest?.file.close();
-    this.folderLock?.release();
+    // Nothing committed to any file of the folder: the files this run made (empty: the group rolled
+    // back what it appended), the folder's lock and the folders it made go. Under the folder's lock,
+    // held until the files are gone: no other campaign-sync writes here meanwhile.
+    const untouched = this.leaveNothing && files.every((f) => f.offset === 0 && this.committedNothing(f.path));
+    if (untouched) for (const f of files) if (f.created) removeIfEmpty(f.path);
+    if (untouched) this.folderLock?.discard();
+    else this.folderLock?.release();
+    if (untouched) this.removeMadeFolders();
+  }
+
+  private committedNothing(path: string): boolean {
+    try {
+      return (this.offsets.committed(path) ?? 0) === 0;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The folders this run made, bottom up, each only while empty (rmdir refuses one that is not). */
+  private removeMadeFolders(): void {
+    for (const folder of [...this.madeFolders].reverse()) {
+      try {
+        rmdirSync(folder);
+      } catch {
+        return;
+      }
+    }
   }
 }
 
@@ -346,6 +386,15 @@ function indexKey(id: StreamId): string {
 function indexKeyOfLine(kind: string): (record: Record<string, unknown>) => string {
   if (kind === 'session') return () => 'session';
   return (record) => (Array.isArray(record.score_details) ? 'DETAILED' : 'OVERALL');
+}
+
+/** Removes a file this run made, if it is still empty: never one that holds a byte. */
+function removeIfEmpty(path: string): void {
+  try {
+    if (lstatSync(path).size === 0) rmSync(path);
+  } catch {
+    // Gone already, or not ours to remove: clutter at worst.
+  }
 }
 
 function exists(path: string): boolean {
