@@ -297,7 +297,8 @@ export class ApiClient {
           bodySkipped: received?.skipped,
           budgetWaitMs,
           requestId: err instanceof ApiError ? err.requestId : undefined,
-          error: (err as Error).message,
+          // The event names the request and its request_id already.
+          error: err instanceof ApiError ? err.reason : (err as Error).message,
         });
         if (err instanceof AbortedError) throw err;
         const decision = retryDecision(
@@ -308,7 +309,8 @@ export class ApiClient {
         );
         if (!decision.retry) {
           // Why we stopped belongs on the one line the user reads; the error keeps its class, status and code.
-          if (decision.reason && err instanceof Error) err.message = `${err.message}; ${decision.reason}`;
+          if (decision.reason && err instanceof ApiError) err.addReason(decision.reason);
+          else if (decision.reason && err instanceof Error) err.message = `${err.message}; ${decision.reason}`;
           throw err;
         }
         const delay = decision.delayMs;

@@ -117,7 +117,7 @@ describe('cli: against the simulator', () => {
 
     const unknown = await cli(['reset', '--db', db, '--campaign', 'no-such-campaign']);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/no stream of a campaign with the id or name "no-such-campaign"/);
+    expect(unknown.stderr).toMatch(/no stream of a campaign with the id, name or id prefix "no-such-campaign"/);
     const first = JSON.parse(campaigns.stdout).data[0];
     const byName = await cli(['reset', '--db', db, '--campaign', first.name, '--json']);
     expect(JSON.parse(byName.stdout).reset).toBe(1);
@@ -150,7 +150,7 @@ describe('cli: against the simulator', () => {
       env: { CAMPAIGN_SYNC_API_KEY: 'k' },
     });
     expect(r.code).toBe(5);
-    expect(r.stderr).toMatch(/nothing synced: GET \/v1\/campaigns: .*ECONNREFUSED/);
+    expect(r.stderr).toMatch(/nothing synced: ECONNREFUSED: .* — GET \/v1\/campaigns/);
   });
 
   it('demo needs no key and no network, and leaves a private database', async () => {
