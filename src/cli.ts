@@ -143,6 +143,41 @@ export function commanderMessage(text: string): string {
     .trim()} (add --help for usage)`;
 }
 
+/**
+ * A command's term in the top-level help, without commander's `[options]` (every command has
+ * options, and `<command> --help` lists them): `quarantine <action> [ids...]`. Commander wraps the
+ * descriptions only when the column left beside the longest term is wide enough (minWidthToWrap);
+ * with `[options]` in every term it was not at 80 columns, and the terminal broke words mid-line.
+ */
+function subcommandTerm(cmd: Command): string {
+  const args = cmd.registeredArguments.map((a) => {
+    const name = `${a.name()}${a.variadic ? '...' : ''}`;
+    return a.required ? `<${name}>` : `[${name}]`;
+  });
+  return [cmd.name(), ...args].join(' ');
+}
+
+/** Narrowest description column commander still wraps (its default, 40, leaves 80 columns unwrapped next to a long term). */
+const MIN_WRAP = 24;
+
+/** The terminal's width for help, or commander's 80 when the output is not a terminal. */
+function helpWidth(io: Io): number {
+  return io.stdout.isTTY === true && io.stdout.columns !== undefined && io.stdout.columns > 0 ? io.stdout.columns : 80;
+}
+
+/** `text` wrapped at spaces to lines of at most `width` characters (a longer word stays whole). */
+export function wrapWords(text: string, width: number): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === '' ? word : `${line} ${word}`;
+  }
+  return [...lines, line].join('\n');
+}
+
 /** Builds the program; actions record their exit code in `result`. */
 export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = currentIo()): Command {
   const program = new Command('campaign-sync')
@@ -154,9 +189,16 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
       outputError: (text, write) => write(`campaign-sync: ${commanderMessage(text)}\n`),
+      // The run's terminal, not the process's: help is wrapped at the width it is shown at.
+      getOutHelpWidth: () => helpWidth(io),
+      getErrHelpWidth: () => helpWidth(io),
     })
-    .configureHelp({ sortOptions: false })
-    .addHelpText('after', '\nNew here? `campaign-sync demo` mirrors a built-in simulator of the service: no key, no network.\n');
+    .configureHelp({ sortOptions: false, subcommandTerm, minWidthToWrap: MIN_WRAP })
+    .addHelpText(
+      'after',
+      () =>
+        `\n${wrapWords('New here? `campaign-sync demo` mirrors a built-in simulator of the service: no key, no network.', helpWidth(io))}\n`,
+    );
 
   const done = (code: number) => {
     result.exitCode = code;
