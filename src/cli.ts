@@ -129,8 +129,13 @@ function syncOptions(cmd: Command, watch = false): Command {
       '--retention <duration>',
       'keep results for this long (e.g. 365d): older ones are not stored, and those stored are erased at most once a day',
     )
-    .option('--notify <url>', "POST a JSON document here when a stream's state changes (failing, stale, recovered, unlisted)");
+    .option('--notify <url>', "POST a JSON document here when a stream's state changes (failing, stale, recovered, unlisted)")
+    .option(NOTIFY_SECRET, NOTIFY_SECRET_HELP);
 }
+
+const NOTIFY_SECRET = '--notify-secret-file <path>';
+const NOTIFY_SECRET_HELP =
+  'file holding a secret that signs each --notify POST (X-Campaign-Sync-Signature-256, HMAC-SHA256; env CAMPAIGN_SYNC_NOTIFY_SECRET)';
 
 /**
  * A commander error in our one-line style, without the `campaign-sync: ` prefix: `unknown option
@@ -390,6 +395,21 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
       ),
     ),
   );
+
+  example(
+    outputOptions(
+      program
+        .command('notify-test')
+        .description('send one test notification to a --notify webhook, signed as pull and watch sign theirs')
+        .option('--notify <url>', 'the webhook, as pull and watch take it (required)')
+        .option(NOTIFY_SECRET, NOTIFY_SECRET_HELP)
+        .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host')
+        .option('--config <file>', `config file with [profiles.NAME] (default: ./campaign-sync.toml, then ${userConfigFile()})`)
+        .option('--profile <name>', "profile of the config file to use (env CAMPAIGN_SYNC_PROFILE; default: the file's default_profile)"),
+    ),
+    'campaign-sync notify-test --notify https://hooks.slack.com/services/T000/B000/XXXX',
+    'campaign-sync notify-test --notify https://alerts.example.com/campaign-sync --notify-secret-file ~/.campaign-sync-hook-secret',
+  ).action(async (opts) => done(await (await import('./commands/notify-test.js')).notifyTest(await settings('notifyTest', opts))));
 
   example(
     program

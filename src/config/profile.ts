@@ -17,7 +17,7 @@ import { ENV, readEnv, xdgHome } from './env.js';
 import { PROFILE_KEYS, type Profile, type ProfileKey } from './sources.js';
 
 /** Paths in a profile are relative to the file that holds them; `~/` is the home folder. */
-const PATH_KEYS = new Set<ProfileKey>(['api_key_file', 'db', 'out']);
+const PATH_KEYS = new Set<ProfileKey>(['api_key_file', 'db', 'out', 'notify_secret_file']);
 const LITERAL_KEYS = ['api_key', 'key', 'token', 'apikey', 'api-key'];
 
 /** The file's schemas, built on first use: without a config file, zod is never loaded (startup). */
