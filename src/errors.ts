@@ -355,11 +355,15 @@ export function isStorageFailure(err: unknown): boolean {
   return code !== undefined && (code.startsWith('SQLITE_') || /^E[A-Z]+$/.test(code));
 }
 
+/** What a sync's storage failure adds: its commits are safe, the fix is the user's. */
+const AFTER_SYNC_FAILURE = 'nothing committed was lost: fix the storage and run again';
+
 /**
  * Wraps a storage failure as a StorageError whose one line names what failed and the path:
- * `cannot commit to /data/mirror.db: database or disk is full (SQLITE_FULL)`. Other errors pass through.
+ * `cannot commit to /data/mirror.db: database or disk is full (SQLITE_FULL)`, then `after` (what it
+ * means for the user's data and what to do; a sync's by default). Other errors pass through.
  */
-export function storageError(err: unknown, what: string): unknown {
+export function storageError(err: unknown, what: string, after: string = AFTER_SYNC_FAILURE): unknown {
   if (err instanceof StorageError || !isStorageFailure(err)) return err;
   const code = errorCode(err) as string;
   const base = code.startsWith('SQLITE_') ? code.replace(/^(SQLITE_[A-Z]+)_.*$/, '$1') : code;
@@ -370,7 +374,7 @@ export function storageError(err: unknown, what: string): unknown {
     );
   }
   const words = STORAGE_CODES[base] ?? (err as Error).message ?? 'failed';
-  return new StorageError(`${what}: ${words} (${code}); nothing committed was lost: fix the storage and run again`, { code, cause: err });
+  return new StorageError(`${what}: ${words} (${code}); ${after}`, { code, cause: err });
 }
 
 /** Another process holds the run lock of this database. */
