@@ -207,12 +207,21 @@ export class ApiError extends CampaignSyncError {
   readonly requestId: string | undefined;
   /** Seconds or HTTP date from Retry-After, already turned into milliseconds to wait. */
   readonly retryAfterMs: number | undefined;
+  /** The limit a 429's rate-limit headers state (requests per window), when they state one (api/rate-advice.ts). */
+  readonly statedLimit: { count: number; windowMs?: number | undefined } | undefined;
   /** What went wrong, and what was added since (why the retries stopped): the message's lead. */
   private reasons: string[];
   constructor(
     request: RequestInfo,
     detail: string,
-    opts: { status?: number; requestId?: string; retryAfterMs?: number; cause?: unknown; invalid?: boolean } = {},
+    opts: {
+      status?: number;
+      requestId?: string;
+      retryAfterMs?: number;
+      statedLimit?: { count: number; windowMs?: number | undefined } | undefined;
+      cause?: unknown;
+      invalid?: boolean;
+    } = {},
   ) {
     const kind = apiErrorKind(opts.status, opts.invalid === true);
     super(apiMessage([detail], request, opts.requestId), EXIT_CODE_OF_KIND[kind], { cause: opts.cause, kind });
@@ -221,6 +230,7 @@ export class ApiError extends CampaignSyncError {
     this.request = request;
     this.requestId = opts.requestId;
     this.retryAfterMs = opts.retryAfterMs;
+    this.statedLimit = opts.statedLimit;
   }
 
   /** What went wrong, without the request: for a line that names the request itself (the request log). */
