@@ -5,6 +5,7 @@ import type { CampaignsSettings } from '../config/command-settings.js';
 import { PREFIX_MIN } from '../core/campaign-selector.js';
 import { commandEvents } from '../ui/events.js';
 import { Output } from '../ui/output.js';
+import { startProgress } from '../ui/progress.js';
 import { type Column, renderTable } from '../ui/table.js';
 
 /**
@@ -28,11 +29,14 @@ export async function campaigns(settings: CampaignsSettings, signal: AbortSignal
   const mirror = mirrorOf(settings, (text) => out.warn(text));
   const config = settings.api;
   for (const w of config.warnings ?? []) out.warn(w);
-  const client = createClient(config, { signal, events: commandEvents(out) });
+  // A service that rate-limits the list makes it wait (a Retry-After of a minute): shown, not a silent terminal.
+  const progress = await startProgress(out, 'listing campaigns');
+  const client = createClient(config, { signal, events: commandEvents(out, progress) });
   let list: Awaited<ReturnType<ApiClient['listCampaigns']>>;
   try {
     list = await client.listCampaigns();
   } finally {
+    progress.stop();
     await client.close();
   }
   await mirror.storeCampaigns(list, client.lister);

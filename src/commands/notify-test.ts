@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type { NotifyTestSettings } from '../config/command-settings.js';
 import { CampaignSyncError, ExitCode, UsageError } from '../errors.js';
 import { Output } from '../ui/output.js';
+import { startProgress } from '../ui/progress.js';
 
 /**
  * `campaign-sync notify-test --notify <url>`: one test document to the webhook, signed as pull and
@@ -17,8 +18,10 @@ export async function notifyTest(settings: NotifyTestSettings): Promise<number> 
   const notifier = new Notifier(settings.notify, { secret: settings.notifySecret });
   const origin = settings.notify.origin;
   const signed = settings.notifySecret !== undefined;
+  // Retries of a receiver that fails wait seconds: shown on a terminal.
+  const progress = await startProgress(out, `sending a test notification to ${origin}`);
   try {
-    const delivery = await notifier.sendTest(hostname());
+    const delivery = await notifier.sendTest(hostname()).finally(() => progress.stop());
     if (delivery.problem === undefined) {
       // A failure's document is main.ts's, `{ "error", "exit_code" }`, as for every command.
       out.document({ delivered: true, to: origin, status: delivery.status ?? null, signed });
