@@ -99,7 +99,7 @@ describe('cli: against the simulator', () => {
     const human = await cli(['pull', '--db', db], { env });
     expect(human.code).toBe(0);
     // Not a terminal: the table is TSV with a header row.
-    expect(human.stdout).toMatch(/^campaign\ttype\tnew\tupdated\tpages\trequests\ttime\tstatus$/m);
+    expect(human.stdout).toMatch(/^campaign\ttype\tnew\tupdated\tpages\trequests\ttime\tquarantined\tstatus$/m);
     expect(human.stdout).toMatch(/0 records \(0 new, 0 updated\), 3 streams, 4 requests/);
 
     const status = await cli(['status', '--db', db, '--json']);

@@ -48,7 +48,7 @@ describe('pull --quiet', () => {
     const plain = await budgetOf(2);
     const r = await cli(args(join(tempDir(), 'm.db')), { env: plain.env });
     expect(r.code).toBe(4);
-    expect(r.stdout).toMatch(/^ {2}failed: \S+ \((session|role DETAILED)\): GET .*429 Too many requests/m);
+    expect(r.stdout).toMatch(/^ {2}failed: \S+ \((session|role DETAILED)\): 429 Too many requests.* — GET /m);
     expect(r.stderr).not.toMatch(/error:/);
 
     const json = await budgetOf(2);
