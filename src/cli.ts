@@ -140,8 +140,13 @@ function syncOptions(cmd: Command, watch = false): Command {
       '--retention <duration>',
       'keep results for this long (e.g. 365d): older ones are not stored, and those stored are erased at most once a day',
     )
-    .option('--notify <url>', "POST a JSON document here when a stream's state changes (failing, stale, recovered, unlisted)");
+    .option('--notify <url>', "POST a JSON document here when a stream's state changes (failing, stale, recovered, unlisted)")
+    .option(NOTIFY_SECRET, NOTIFY_SECRET_HELP);
 }
+
+const NOTIFY_SECRET = '--notify-secret-file <path>';
+const NOTIFY_SECRET_HELP =
+  'file holding a secret that signs each --notify POST (X-Campaign-Sync-Signature-256, HMAC-SHA256; env CAMPAIGN_SYNC_NOTIFY_SECRET)';
 
 /**
  * A commander error in our one-line style, without the `campaign-sync: ` prefix: `unknown option
@@ -152,6 +157,41 @@ export function commanderMessage(text: string): string {
     .replace(/^error: /, '')
     .replace(/\s+/g, ' ')
     .trim()} (add --help for usage)`;
+}
+
+/**
+ * A command's term in the top-level help, without commander's `[options]` (every command has
+ * options, and `<command> --help` lists them): `quarantine <action> [ids...]`. Commander wraps the
+ * descriptions only when the column left beside the longest term is wide enough (minWidthToWrap);
+ * with `[options]` in every term it was not at 80 columns, and the terminal broke words mid-line.
+ */
+function subcommandTerm(cmd: Command): string {
+  const args = cmd.registeredArguments.map((a) => {
+    const name = `${a.name()}${a.variadic ? '...' : ''}`;
+    return a.required ? `<${name}>` : `[${name}]`;
+  });
+  return [cmd.name(), ...args].join(' ');
+}
+
+/** Narrowest description column commander still wraps (its default, 40, leaves 80 columns unwrapped next to a long term). */
+const MIN_WRAP = 24;
+
+/** The terminal's width for help, or commander's 80 when the output is not a terminal. */
+function helpWidth(io: Io): number {
+  return io.stdout.isTTY === true && io.stdout.columns !== undefined && io.stdout.columns > 0 ? io.stdout.columns : 80;
+}
+
+/** `text` wrapped at spaces to lines of at most `width` characters (a longer word stays whole). */
+export function wrapWords(text: string, width: number): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === '' ? word : `${line} ${word}`;
+  }
+  return [...lines, line].join('\n');
 }
 
 /**
@@ -170,9 +210,16 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
       outputError: (text, write) => {
         if (!opts.nagios) write(`campaign-sync: ${commanderMessage(text)}\n`);
       },
+      // The run's terminal, not the process's: help is wrapped at the width it is shown at.
+      getOutHelpWidth: () => helpWidth(io),
+      getErrHelpWidth: () => helpWidth(io),
     })
-    .configureHelp({ sortOptions: false })
-    .addHelpText('after', '\nNew here? `campaign-sync demo` mirrors a built-in simulator of the service: no key, no network.\n');
+    .configureHelp({ sortOptions: false, subcommandTerm, minWidthToWrap: MIN_WRAP })
+    .addHelpText(
+      'after',
+      () =>
+        `\n${wrapWords('New here? `campaign-sync demo` mirrors a built-in simulator of the service: no key, no network.', helpWidth(io))}\n`,
+    );
 
   const done = (code: number) => {
     result.exitCode = code;
@@ -378,6 +425,21 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
       ),
     ),
   );
+
+  example(
+    outputOptions(
+      program
+        .command('notify-test')
+        .description('send one test notification to a --notify webhook, signed as pull and watch sign theirs')
+        .option('--notify <url>', 'the webhook, as pull and watch take it (required)')
+        .option(NOTIFY_SECRET, NOTIFY_SECRET_HELP)
+        .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host')
+        .option('--config <file>', `config file with [profiles.NAME] (default: ./campaign-sync.toml, then ${userConfigFile()})`)
+        .option('--profile <name>', "profile of the config file to use (env CAMPAIGN_SYNC_PROFILE; default: the file's default_profile)"),
+    ),
+    'campaign-sync notify-test --notify https://hooks.slack.com/services/T000/B000/XXXX',
+    'campaign-sync notify-test --notify https://alerts.example.com/campaign-sync --notify-secret-file ~/.campaign-sync-hook-secret',
+  ).action(async (opts) => done(await (await import('./commands/notify-test.js')).notifyTest(await settings('notifyTest', opts))));
 
   example(
     program

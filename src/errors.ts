@@ -190,6 +190,15 @@ export function describeRequest(req: RequestInfo): string {
   return `${req.method} ${req.path}${campaign}`;
 }
 
+/**
+ * A failure's one line: the reason first, then where it happened. A line is cut to a table's cell or
+ * a terminal's width from its end, so what went wrong (`500 Internal server error`, `id: missing is
+ * not a usable id`) must come before the request that names it.
+ */
+export function reasonAt(reason: string, where: string): string {
+  return `${reason} — ${where}`;
+}
+
 /** The service answered with an error status, or something that is not a valid answer. */
 export class ApiError extends CampaignSyncError {
   override readonly name: string = 'ApiError';
@@ -198,19 +207,48 @@ export class ApiError extends CampaignSyncError {
   readonly requestId: string | undefined;
   /** Seconds or HTTP date from Retry-After, already turned into milliseconds to wait. */
   readonly retryAfterMs: number | undefined;
+  /** The limit a 429's rate-limit headers state (requests per window), when they state one (api/rate-advice.ts). */
+  readonly statedLimit: { count: number; windowMs?: number | undefined } | undefined;
+  /** What went wrong, and what was added since (why the retries stopped): the message's lead. */
+  private reasons: string[];
   constructor(
     request: RequestInfo,
     detail: string,
-    opts: { status?: number; requestId?: string; retryAfterMs?: number; cause?: unknown; invalid?: boolean } = {},
+    opts: {
+      status?: number;
+      requestId?: string;
+      retryAfterMs?: number;
+      statedLimit?: { count: number; windowMs?: number | undefined } | undefined;
+      cause?: unknown;
+      invalid?: boolean;
+    } = {},
   ) {
-    const id = opts.requestId ? ` [request_id ${opts.requestId}]` : '';
     const kind = apiErrorKind(opts.status, opts.invalid === true);
-    super(`${describeRequest(request)}: ${detail}${id}`, EXIT_CODE_OF_KIND[kind], { cause: opts.cause, kind });
+    super(apiMessage([detail], request, opts.requestId), EXIT_CODE_OF_KIND[kind], { cause: opts.cause, kind });
+    this.reasons = [detail];
     this.status = opts.status;
     this.request = request;
     this.requestId = opts.requestId;
     this.retryAfterMs = opts.retryAfterMs;
+    this.statedLimit = opts.statedLimit;
   }
+
+  /** What went wrong, without the request: for a line that names the request itself (the request log). */
+  get reason(): string {
+    return this.reasons.join('; ');
+  }
+
+  /** Adds to the reason what the user needs to read after it (why waiting would not help, what to check); the request stays last. */
+  addReason(text: string): void {
+    this.reasons.push(text);
+    this.message = apiMessage(this.reasons, this.request, this.requestId);
+  }
+}
+
+/** `500 Internal server error; <note> — GET /v1/… (campaign …) [request_id …]`: the request_id names the answer, so it ends the line with the request. */
+function apiMessage(reasons: readonly string[], request: RequestInfo, requestId: string | undefined): string {
+  const id = requestId ? ` [request_id ${requestId}]` : '';
+  return reasonAt(reasons.join('; '), `${describeRequest(request)}${id}`);
 }
 
 /** The kind of a failed request: by its status, or `invalid` for an answer that is no valid answer. */
@@ -303,6 +341,16 @@ const STORAGE_CODES: Record<string, string> = {
   SQLITE_PERM: 'permission denied',
 };
 
+/**
+ * An OS or SQLite code in words, with the code after them (`permission denied (EACCES)`), for a
+ * one-line message about a file; a code without words here is shown as it is.
+ */
+export function osReason(code: string): string {
+  const base = code.startsWith('SQLITE_') ? code.replace(/^(SQLITE_[A-Z]+)_.*$/, '$1') : code;
+  const words = STORAGE_CODES[base];
+  return words === undefined ? code : `${words} (${code})`;
+}
+
 /** The code of an fs or better-sqlite3 error (`SQLITE_IOERR_WRITE` reads as `SQLITE_IOERR`). */
 export function errorCode(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
@@ -317,11 +365,15 @@ export function isStorageFailure(err: unknown): boolean {
   return code !== undefined && (code.startsWith('SQLITE_') || /^E[A-Z]+$/.test(code));
 }
 
+/** What a sync's storage failure adds: its commits are safe, the fix is the user's. */
+const AFTER_SYNC_FAILURE = 'nothing committed was lost: fix the storage and run again';
+
 /**
  * Wraps a storage failure as a StorageError whose one line names what failed and the path:
- * `cannot commit to /data/mirror.db: database or disk is full (SQLITE_FULL)`. Other errors pass through.
+ * `cannot commit to /data/mirror.db: database or disk is full (SQLITE_FULL)`, then `after` (what it
+ * means for the user's data and what to do; a sync's by default). Other errors pass through.
  */
-export function storageError(err: unknown, what: string): unknown {
+export function storageError(err: unknown, what: string, after: string = AFTER_SYNC_FAILURE): unknown {
   if (err instanceof StorageError || !isStorageFailure(err)) return err;
   const code = errorCode(err) as string;
   const base = code.startsWith('SQLITE_') ? code.replace(/^(SQLITE_[A-Z]+)_.*$/, '$1') : code;
@@ -332,7 +384,7 @@ export function storageError(err: unknown, what: string): unknown {
     );
   }
   const words = STORAGE_CODES[base] ?? (err as Error).message ?? 'failed';
-  return new StorageError(`${what}: ${words} (${code}); nothing committed was lost: fix the storage and run again`, { code, cause: err });
+  return new StorageError(`${what}: ${words} (${code}); ${after}`, { code, cause: err });
 }
 
 /** Another process holds the run lock of this database. */

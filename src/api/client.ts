@@ -22,6 +22,7 @@ import { nextCampaignStep, parseCampaignPage, redactCampaign } from './campaign-
 import { createRoute } from './dispatcher.js';
 import { type Campaign, formatIssues, type Page, toPage } from './envelopes.js';
 import { closedSilently, FailureExplainer } from './failures.js';
+import { rateAdvice } from './rate-advice.js';
 import { retryDecision } from './retry.js';
 
 /** 64 MiB: a page of 100 DETAILED records is well under 1 MiB; more means something is wrong. */
@@ -138,6 +139,13 @@ export class ApiClient {
   private readonly inFlight = new Set<Promise<Answer>>();
   /** Set by close(): a request whose slot came after it (a budget on a server answers later) is not sent. */
   private closing = false;
+  /**
+   * When this client's requests were answered (2xx), oldest first, no more than the budget allows in
+   * a window: a 429's advice counts those within the window before it (api/rate-advice.ts).
+   */
+  private readonly answeredAt: number[] = [];
+  /** Whether the 429 advice was given (a warning, once per client). */
+  private advised = false;
   private readonly events: RunEvents | undefined;
   /** Whether any request got a 2xx answer: until one has, a 404 says more of the base URL (api/failures.ts). */
   private answered = false;
@@ -279,6 +287,8 @@ export class ApiClient {
       try {
         const res = await this.once(info, query);
         release();
+        this.answeredAt.push(this.clock.now());
+        if (this.answeredAt.length > this.opts.budget.rate.count) this.answeredAt.shift();
         if (counter) counter.bytes += res.bytes;
         this.events?.request?.({
           ...requestFacts(this.redact, info, query, attempt, maxAttempts, sentAt, this.clock.now()),
@@ -302,7 +312,8 @@ export class ApiClient {
           bodySkipped: received?.skipped,
           budgetWaitMs,
           requestId: err instanceof ApiError ? err.requestId : undefined,
-          error: (err as Error).message,
+          // The event names the request and its request_id already.
+          error: err instanceof ApiError ? err.reason : (err as Error).message,
         });
         if (err instanceof AbortedError) throw err;
         const decision = retryDecision(
@@ -311,10 +322,18 @@ export class ApiClient {
           { ...this.opts.retry, maxRetries: this.config.maxRetries, maxRetryAfterMs: this.config.maxRetryWaitMs },
           this.opts.random,
         );
+        // A 429 from a service stricter than the budget: say what to set, once (or on the error, if it ends the request).
+        const advice = err instanceof ApiError && err.status === 429 ? this.rateAdvice(err) : undefined;
         if (!decision.retry) {
           // Why we stopped belongs on the one line the user reads; the error keeps its class, status and code.
-          if (decision.reason && err instanceof Error) err.message = `${err.message}; ${decision.reason}`;
+          if (decision.reason && err instanceof ApiError) err.addReason(decision.reason);
+          else if (decision.reason && err instanceof Error) err.message = `${err.message}; ${decision.reason}`;
+          if (advice !== undefined && err instanceof ApiError) err.addReason(advice);
           throw err;
+        }
+        if (advice !== undefined && !this.advised) {
+          this.advised = true;
+          this.events?.warning?.(advice);
         }
         const delay = decision.delayMs;
         // A 429 means the server counts differently than we do: hold every stream back.
@@ -332,6 +351,14 @@ export class ApiClient {
         await this.clock.sleep(delay, this.opts.signal);
       }
     }
+  }
+
+  /** The budget to set after a 429 (api/rate-advice.ts), if the 429 says enough to name one. */
+  private rateAdvice(err: ApiError): string | undefined {
+    const rate = this.opts.budget.rate;
+    const since = this.clock.now() - rate.windowMs;
+    const answered = this.answeredAt.filter((t) => t > since).length;
+    return rateAdvice(rate, err.statedLimit, answered, err.retryAfterMs);
   }
 
   /** One attempt: the exchange (api/body.ts), ended by the timeout or by the caller's signal. */

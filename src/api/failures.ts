@@ -9,6 +9,7 @@ import type { Clock } from '../core/clock.js';
 import { type Redact, type Redacted, shorten } from '../core/redact.js';
 import { AbortedError, ApiError, AuthError, NetworkError, type RequestInfo } from '../errors.js';
 import type { Answer } from './body.js';
+import { statedLimit } from './rate-advice.js';
 import { NOT_TLS, PROXY_NOT_TLS, parseRetryAfter, TLS_PORT } from './retry.js';
 import { speaksTls } from './tls-probe.js';
 
@@ -126,7 +127,8 @@ export class FailureExplainer {
     if (status === 401) {
       return new AuthError(info, `${detail} (check the API key: --api-key-file or CAMPAIGN_SYNC_API_KEY)`, { status, requestId });
     }
-    return new ApiError(info, detail, { status, requestId, retryAfterMs });
+    const stated = status === 429 ? statedLimit(resHeaders) : undefined;
+    return new ApiError(info, detail, { status, requestId, retryAfterMs, statedLimit: stated });
   }
 
   /** The base URL as the user gave it. */

@@ -103,7 +103,11 @@ export class SyncJob {
         const { Notifier } = await import('./notify.js');
         const secrets = [config.apiKey, store.secret].filter((s): s is string => s !== undefined);
         alerts = {
-          notifier: new Notifier(settings.notify, { secrets, warn: (text) => (hooks.alertFailure ?? hooks.events?.warning)?.(text) }),
+          notifier: new Notifier(settings.notify, {
+            secrets,
+            secret: settings.notifySecret,
+            warn: (text) => (hooks.alertFailure ?? hooks.events?.warning)?.(text),
+          }),
           maxAgeMs: settings.maxAge,
         };
       }

@@ -3,14 +3,18 @@
  * export and a --since-last export (export-since.ts) share: the --columns chooser the port takes,
  * how a failure is worded, Parquet with its warnings.
  */
+
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { ExportSettings } from '../config/command-settings.js';
-import { CampaignSyncError, storageError, UsageError } from '../errors.js';
+import { CampaignSyncError, errorCode, StorageError, storageError, UsageError } from '../errors.js';
 import type { ByteSink } from '../export/sink.js';
 import { chosenColumns, EXPORT_TABLES, type ExportTable } from '../export/tables.js';
 import { outputFile } from '../export/target.js';
 import { asOfTime } from '../export/timestamp.js';
 import type { ExportSource, Rows } from '../store/port.js';
 import type { Output } from '../ui/output.js';
+import { shellWord } from '../ui/shell.js';
 
 /** What one export does, from its settings: checked before anything is opened. */
 export interface ExportPlan {
@@ -67,7 +71,21 @@ export function columnChooser(plan: ExportPlan): ((available: string[]) => strin
 /** An error as the export reports it: ours as they are, the database's as the source words them, else the file's. */
 export function exportFailure(err: unknown, source: ExportSource, target: string | undefined): unknown {
   if (err instanceof CampaignSyncError) return err;
-  return source.failure(err) ?? storageError(err, `cannot write ${target ?? 'stdout'}`);
+  const own = source.failure(err);
+  if (own !== undefined) return own;
+  // An export commits nothing: what a failed write means is that no file was made, and the mirror is as it was.
+  const code = errorCode(err);
+  if (code === 'ENOENT' && target !== undefined && target !== '-') {
+    const folder = dirname(resolve(target));
+    if (!existsSync(folder)) {
+      return new StorageError(
+        `cannot write ${target}: no such file or folder (ENOENT): the folder ${folder} does not exist; create it (mkdir -p ${shellWord(folder)}) or give -o a file in an existing folder`,
+        { code, cause: err },
+      );
+    }
+  }
+  const after = target === undefined ? 'the mirror is unchanged' : `no file was written at ${target} and the mirror is unchanged`;
+  return storageError(err, `cannot write ${target ?? 'stdout'}`, `${after}: fix it and export again`);
 }
 
 /**

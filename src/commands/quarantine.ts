@@ -50,7 +50,11 @@ export async function quarantine(
     if (action === 'list') {
       const rows = await admin.list();
       out.document({ quarantined: rows.map(quarantineEntry) });
-      out.print(rows.length === 0 ? `Nothing is quarantined in ${admin.name}.` : quarantineTable(rows, Date.now(), out.tableStyle));
+      out.print(
+        rows.length === 0
+          ? `Nothing is quarantined in ${admin.name}.`
+          : quarantineTable(rows, await admin.campaignNames(), Date.now(), out.tableStyle),
+      );
       return 0;
     }
     if (action === 'drop') {

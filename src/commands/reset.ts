@@ -6,7 +6,7 @@ import { canAsk, confirm } from '../ui/confirm.js';
 import { showText } from '../ui/escape.js';
 import { Output } from '../ui/output.js';
 
-/** Campaign ids for ids or names, as `pull --campaign` takes them; one that matches nothing is a usage error. */
+/** Campaign ids for ids, names or id prefixes, as `pull --campaign` takes them; one that matches nothing is a usage error. */
 async function resolveCampaigns(admin: CheckpointAdmin, selectors: string[]): Promise<string[]> {
   const ids: string[] = [];
   for (const sel of selectors) ids.push(await resolveCampaign(admin, sel));
@@ -16,7 +16,7 @@ async function resolveCampaigns(admin: CheckpointAdmin, selectors: string[]): Pr
 
 async function resolveCampaign(admin: CheckpointAdmin, sel: string): Promise<string> {
   if (await admin.hasStreams(sel)) return sel;
-  const ids = await admin.idsNamed(sel);
+  const ids = await admin.campaignIds(sel);
   if (ids.length === 1) {
     const id = ids[0] as string;
     // A campaign the database knows but never synced (a type campaign-sync does not read, or one no
@@ -29,7 +29,9 @@ async function resolveCampaign(admin: CheckpointAdmin, sel: string): Promise<str
     return id;
   }
   if (ids.length > 1) throw new UsageError(`--campaign: "${sel}" names ${ids.length} campaigns; use the id`);
-  throw new UsageError(`--campaign: no stream of a campaign with the id or name "${sel}" in this database (see \`campaign-sync status\`)`);
+  throw new UsageError(
+    `--campaign: no stream of a campaign with the id, name or id prefix "${sel}" in this database (see \`campaign-sync status\`)`,
+  );
 }
 
 /** `campaign-sync reset`: forgets checkpoints (not data) so the next pull re-reads. */

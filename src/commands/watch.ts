@@ -15,6 +15,7 @@ import { commandEvents } from '../ui/events.js';
 import { retainedDocument, retainedLine } from '../ui/forget.js';
 import { healthDocument } from '../ui/health.js';
 import { Output } from '../ui/output.js';
+import { countdown } from '../ui/progress.js';
 import { failureLines, passDocument, passLine, watchStartLine } from '../ui/summary.js';
 
 /** Start-to-start spacing with up to 5% jitter, so many installations do not poll in lockstep. */
@@ -230,7 +231,13 @@ export async function watch(settings: WatchSettings, signal: AbortSignal): Promi
         // Timers run on the monotonic clock and may end a millisecond before the wall clock reaches
         // the target: wait until it has, so passes are never closer than --interval start to start.
         const target = nextStart(startedAt, intervalMs);
-        while (clock.now() < target) await clock.sleep(target - clock.now(), signal);
+        // On a terminal, the wait is shown: a watch that prints nothing for minutes looks hung.
+        const waiting = await countdown(out, Date.now() + (target - clock.now()), (left) => `next pass in ${left}`);
+        try {
+          while (clock.now() < target) await clock.sleep(target - clock.now(), signal);
+        } finally {
+          waiting.stop();
+        }
       } catch (err) {
         if (isAbort(err)) return end(ExitCode.ok);
         throw err;

@@ -67,6 +67,8 @@ export interface JobSettings extends Sourced, DbSettings, PassSettings {
   readonly api: ApiConfig;
   /** --notify, checked (its path or query may hold a secret: never printed). */
   readonly notify: URL | undefined;
+  /** The secret that signs each --notify POST (HMAC-SHA256 of its body), when one was given. Never printed. */
+  readonly notifySecret: string | undefined;
   /** How old a stream's last success may be before --notify calls it stale. */
   readonly maxAge: number;
 }
@@ -104,7 +106,16 @@ export interface DemoSettings extends Sourced, OutputSettings, DbSettings, PassS
   readonly maxRetries: number;
   readonly maxRetryWaitMs: number;
   readonly notify: undefined;
+  readonly notifySecret: undefined;
   readonly maxAge: number;
+}
+
+/** `notify-test`: the webhook and its signing secret, as pull and watch would POST to it. */
+export interface NotifyTestSettings extends Sourced, OutputSettings {
+  readonly notify: URL;
+  readonly notifySecret: string | undefined;
+  /** What to say of the secret's file (readable by others), never the secret. */
+  readonly warnings: readonly string[];
 }
 
 /** The mirror alone (what app/factory.ts mirrorOf reads). */

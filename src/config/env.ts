@@ -17,6 +17,10 @@ export const ENV = {
     name: 'CAMPAIGN_SYNC_CONTRACT',
     doc: 'warn or strict: whether pull and watch fail a stream on a new field or enumeration value (flag --contract)',
   },
+  notifySecret: {
+    name: 'CAMPAIGN_SYNC_NOTIFY_SECRET',
+    doc: "the secret that signs --notify's POSTs (flag --notify-secret-file reads it from a file)",
+  },
   profile: { name: 'CAMPAIGN_SYNC_PROFILE', doc: 'profile of the config file (flag --profile)' },
   xdgStateHome: {
     name: 'XDG_STATE_HOME',

@@ -8,16 +8,17 @@
  * config file is shared and backed up; the key belongs in its own 0600 file).
  */
 
-import { lstatSync, readFileSync, type Stats, statSync } from 'node:fs';
+import { lstatSync, type Stats, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { currentIo } from '../core/io.js';
-import { UsageError } from '../errors.js';
+import { osReason, UsageError } from '../errors.js';
 import { ENV, readEnv, xdgHome } from './env.js';
+import { readRegularFile } from './read-file.js';
 import { PROFILE_KEYS, type Profile, type ProfileKey } from './sources.js';
 
 /** Paths in a profile are relative to the file that holds them; `~/` is the home folder. */
-const PATH_KEYS = new Set<ProfileKey>(['api_key_file', 'db', 'out']);
+const PATH_KEYS = new Set<ProfileKey>(['api_key_file', 'db', 'out', 'notify_secret_file']);
 const LITERAL_KEYS = ['api_key', 'key', 'token', 'apikey', 'api-key'];
 
 /** The file's schemas, built on first use: without a config file, zod is never loaded (startup). */
@@ -60,7 +61,7 @@ function configAt(path: string, name: string): boolean {
     if (code(err) === 'ELOOP') throw new UsageError(`${name}: ${path} is a loop of symbolic links`);
     if (link.isSymbolicLink() && code(err) === 'ENOENT')
       throw new UsageError(`${name}: ${path} is a symbolic link to a file that does not exist`);
-    throw new UsageError(`${name}: cannot read the config file ${path} (${code(err)})`);
+    throw new UsageError(`${name}: cannot read the config file ${path}: ${osReason(code(err))}`);
   }
 }
 
@@ -100,7 +101,7 @@ function checkConfigFile(file: string): number {
   try {
     stat = statSync(file);
   } catch (err) {
-    throw new UsageError(`${file}: cannot read the config file (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new UsageError(`${file}: cannot read the config file: ${osReason((err as NodeJS.ErrnoException).code ?? 'error')}`);
   }
   if (!stat.isFile()) throw new UsageError(`${file}: the config file is not a regular file`);
   if (stat.size > MAX_CONFIG_BYTES) throw new UsageError(`${file}: ${stat.size} bytes is too big for a config file`);
@@ -119,19 +120,37 @@ function checkConfigFile(file: string): number {
   return stat.mode;
 }
 
+/**
+ * A TOML syntax error in one line that names where (`<file>:2:5`, an editor's jump target, and in
+ * words): smol-toml's message repeats a block of the file under its first line, which is left out,
+ * since a config file may hold a password (a PostgreSQL URL).
+ */
+function tomlProblem(file: string, err: unknown): string {
+  const { line, column, message } = err as { line?: unknown; column?: unknown; message?: unknown };
+  const what = String(message ?? err)
+    .split('\n')[0]
+    ?.replace(/^Invalid TOML document: /, '');
+  if (typeof line !== 'number' || typeof column !== 'number') return `${file}: not valid TOML: ${what}`;
+  return `${file}:${line}:${column}: not valid TOML: ${what} (line ${line}, column ${column}); fix the file, or give another with --config`;
+}
+
 /** Reads and validates a config file; returns its profiles. */
 async function readConfig(
   file: string,
 ): Promise<{ defaultProfile?: string; profiles: Map<string, Record<string, string | number>>; mode: number }> {
   const mode = checkConfigFile(file);
+  // stat(2) needs no right to read: a file there that may not be read fails here, and says so.
+  const read = readRegularFile(file, MAX_CONFIG_BYTES);
+  if ('kind' in read) {
+    if (read.kind === 'error') throw new UsageError(`${file}: cannot read the config file: ${osReason(read.code)}`);
+    throw new UsageError(`${file}: the config file is ${read.kind === 'too-big' ? `${read.size} bytes, too big` : 'not a regular file'}`);
+  }
   let data: unknown;
   try {
     const { parse } = await import('smol-toml');
-    data = parse(readFileSync(file, 'utf8'));
+    data = parse(read.bytes.toString('utf8'));
   } catch (err) {
-    if (err instanceof UsageError) throw err;
-    const message = (err as Error).message.split('\n')[0];
-    throw new UsageError(`${file}: not a valid TOML config file: ${message}`);
+    throw new UsageError(tomlProblem(file, err));
   }
   const { fileSchema, profileSchema } = await schemas();
   const parsed = fileSchema.safeParse(data);

@@ -14,6 +14,7 @@ import type {
   ExportSettings,
   ForgetSettings,
   HistorySettings,
+  NotifyTestSettings,
   PassSettings,
   PullSettings,
   ReconcileSettings,
@@ -26,7 +27,7 @@ import { dbChoice, dbKindOf, dbWarnings, resolveApi, resolvePgSchema } from './c
 import { DEFAULTS } from './defaults.js';
 import { parseDate } from './duration.js';
 import { parseListen } from './listen.js';
-import { parseNotifyUrl } from './notify.js';
+import { parseNotifyUrl, readNotifySecret } from './notify.js';
 import { readProfile } from './profile.js';
 import {
   apiSchema,
@@ -58,6 +59,7 @@ export interface SettingsOf {
   forget: ForgetSettings;
   history: HistorySettings;
   export: ExportSettings;
+  notifyTest: NotifyTestSettings;
 }
 export type CommandName = keyof SettingsOf;
 
@@ -255,7 +257,27 @@ function job(c: Collector): void {
     notify === undefined ? undefined : parseNotifyUrl(notify, insecure),
     notify === undefined ? byDefault('notify') : { source: 'flag', name: '--notify' },
   );
+  notifySecret(c, notify !== undefined, config.warnings);
   if (!('maxAge' in c.values)) c.take('maxAge', watchSchema.maxAge);
+}
+
+/**
+ * --notify-secret-file (or CAMPAIGN_SYNC_NOTIFY_SECRET, or a profile's notify_secret_file), read
+ * only when there is something to sign: a profile or a variable set for every run does not need
+ * --notify on each, but the flag alone asks for nothing and is refused. Its file's warnings join
+ * `warnings`, which the command prints once.
+ */
+function notifySecret(c: Collector, notifying: boolean, warnings: string[] | undefined): void {
+  const given = pick('notifySecretFile', c.inputs);
+  if (given?.origin.source === 'flag' && !notifying)
+    throw new UsageError('--notify-secret-file signs the POSTs of --notify: give --notify <url> too');
+  if (given === undefined || !notifying) {
+    c.set('notifySecret', undefined, byDefault('notifySecretFile'));
+    return;
+  }
+  const read = readNotifySecret(given);
+  warnings?.push(...read.warnings);
+  c.set('notifySecret', read.secret, given.origin);
 }
 
 /**
@@ -300,6 +322,7 @@ export function resolveSettings<C extends CommandName>(
       c.take('maxRetries', apiSchema.maxRetries);
       c.set('maxRetryWaitMs', c.take('maxRetryWait', apiSchema.maxRetryWait), byDefault('maxRetryWait'));
       c.set('notify', undefined, byDefault('notify'));
+      c.set('notifySecret', undefined, byDefault('notifySecretFile'));
       c.take('maxAge', watchSchema.maxAge);
       break;
     }
@@ -336,6 +359,17 @@ export function resolveSettings<C extends CommandName>(
       c.flag<string | undefined>('user', undefined);
       c.flag<string | undefined>('record', undefined);
       break;
+    case 'notifyTest': {
+      output(c);
+      const insecure = c.flag<boolean>('allowInsecureHttp', false) === true;
+      const url = c.inputs.flags.notify as string | undefined;
+      if (url === undefined) throw new UsageError('notify-test: give the webhook with --notify <url>, as pull and watch take it');
+      c.set('notify', parseNotifyUrl(url, insecure), { source: 'flag', name: '--notify' });
+      const warnings: string[] = [];
+      notifySecret(c, true, warnings);
+      c.set('warnings', warnings, byDefault('warnings'));
+      break;
+    }
     case 'export':
       output(c);
       mirror(c);

@@ -49,12 +49,14 @@ export const PROFILE_KEYS = {
   retention: 'retention',
   interval: 'interval',
   lookback_every: 'lookbackEvery',
+  notify_secret_file: 'notifySecretFile',
 } as const;
 export type ProfileKey = keyof typeof PROFILE_KEYS;
 
 /**
  * The environment variable of an option, where there is one. CAMPAIGN_SYNC_API_KEY stands for
- * --api-key-file: it holds the key itself, and beats a profile's api_key_file as any variable does.
+ * --api-key-file: it holds the key itself, and beats a profile's api_key_file as any variable does;
+ * CAMPAIGN_SYNC_NOTIFY_SECRET stands for --notify-secret-file the same way.
  */
 export const ENV_OF: Readonly<Partial<Record<string, EnvKey>>> = {
   baseUrl: 'baseUrl',
@@ -64,6 +66,7 @@ export const ENV_OF: Readonly<Partial<Record<string, EnvKey>>> = {
   format: 'format',
   out: 'out',
   contract: 'contract',
+  notifySecretFile: 'notifySecret',
 };
 
 /** The chosen profile of a config file (config/profile.ts), its values by option, paths already made absolute. */

@@ -7,11 +7,13 @@ import { UsageError } from '../errors.js';
 import { endpointFor } from '../spec/paths.js';
 import type { ExportTable } from './tables.js';
 
-/** The campaign `selector` (an id or a name, as `pull` and `reset` take it) names; none or several is exit 2. */
+/** The campaign `selector` (an id, a name or a unique id prefix, as `pull` and `reset` take it) names; none or several is exit 2. */
 export function selectedCampaign(selector: string, ids: readonly string[]): string {
   if (ids.length === 1) return ids[0] as string;
   if (ids.length > 1) throw new UsageError(`--campaign: "${selector}" names ${ids.length} campaigns; use the id`);
-  throw new UsageError(`--campaign: no campaign with the id or name "${selector}" in this database (see \`campaign-sync status\`)`);
+  throw new UsageError(
+    `--campaign: no campaign with the id, name or id prefix "${selector}" in this database (see \`campaign-sync status\`)`,
+  );
 }
 
 /**

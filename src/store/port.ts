@@ -271,7 +271,8 @@ export interface CheckpointAdmin {
   /** The database as messages name it (a PostgreSQL URL without its password). */
   readonly name: string;
   hasStreams(campaignId: string): Promise<boolean>;
-  idsNamed(name: string): Promise<string[]>;
+  /** Campaign ids for an id, a name or a unique id prefix, as `pull --campaign` takes them (core/campaign-selector.ts). */
+  campaignIds(selector: string): Promise<string[]>;
   /** Streams that have a checkpoint. */
   checkpointed(): Promise<number>;
   /**
@@ -405,7 +406,7 @@ export interface ChangeRows {
 
 /** What `export` needs of a mirror: campaigns by id or name, a table's rows, and (--since-last) a consumer's changes and place. */
 export interface ExportSource {
-  /** Campaign ids for an id or a name, as `pull --campaign` takes them. */
+  /** Campaign ids for an id, a name or a unique id prefix, as `pull --campaign` takes them (core/campaign-selector.ts). */
   campaignIds(selector: string): Promise<string[]>;
   /** A campaign's type as stored (null when unknown). */
   campaignType(id: string): Promise<string | null | undefined>;
@@ -433,6 +434,8 @@ export interface QuarantineAdmin {
   /** The database as messages name it (a PostgreSQL URL without its password). */
   readonly name: string;
   list(): Promise<QuarantineRow[]>;
+  /** Campaign id -> name, for people. */
+  campaignNames(): Promise<Map<string, string>>;
   /** Deletes the selected records; returns those deleted. */
   drop(which: QuarantineSelection): Promise<QuarantineRow[]>;
   close(): Promise<void>;

@@ -11,7 +11,7 @@
  */
 import { toInt64 } from '../core/int64.js';
 import type { Redact } from '../core/redact.js';
-import { DataError } from '../errors.js';
+import { DataError, reasonAt } from '../errors.js';
 import { show } from './records.js';
 
 /** What a page says about paging. */
@@ -23,7 +23,7 @@ export interface PageEnvelope {
 }
 
 export interface PageFacts {
-  /** Names the request in errors, e.g. `GET /v1/campaigns/role/results (campaign …), page 3`. */
+  /** Names the page in errors, after their reason (errors.ts reasonAt), e.g. `page 3, GET /v1/campaigns/role/results (campaign …)`. */
   where: string;
   /** The cursor this page was asked for with (`starting_after`), if any. */
   sent: bigint | undefined;
@@ -45,7 +45,7 @@ export function envelopeCursor(page: PageEnvelope, where: string, redact: Redact
     const value = page[field];
     if (value === undefined || value === null) continue;
     const cursor = toInt64(value);
-    if (cursor === undefined) throw new DataError(`${where}: ${field}: ${show(value, redact)} is not a non-negative int64`);
+    if (cursor === undefined) throw new DataError(reasonAt(`${field}: ${show(value, redact)} is not a non-negative int64`, where));
     return cursor;
   }
   return undefined;
@@ -59,11 +59,14 @@ export function nextStep(page: PageEnvelope, facts: PageFacts): PagingStep {
   if (page.has_more === undefined) return fullPageStep(facts);
   if (!page.has_more) return { done: true };
   if (facts.records === 0) {
-    throw new DataError(`${where}: has_more is true but the page is empty; stopped to avoid an endless loop`);
+    throw new DataError(reasonAt('has_more is true but the page is empty; stopped to avoid an endless loop', where));
   }
   if (next === undefined || (sent !== undefined && next <= sent) || (last !== undefined && next < last)) {
     throw new DataError(
-      `${where}: the cursor did not advance (sent ${sent ?? 'none'}, page ends at ${last ?? 'none'}, next ${next ?? 'none'}); stopped to avoid an endless loop`,
+      reasonAt(
+        `the cursor did not advance (sent ${sent ?? 'none'}, page ends at ${last ?? 'none'}, next ${next ?? 'none'}); stopped to avoid an endless loop`,
+        where,
+      ),
     );
   }
   return { done: false, next };
@@ -72,11 +75,14 @@ export function nextStep(page: PageEnvelope, facts: PageFacts): PagingStep {
 /** A bare-array page: more may follow only a full page, and then after its last record. */
 function fullPageStep(facts: PageFacts): PagingStep {
   const { where, sent, last, limit } = facts;
-  if (limit === undefined) throw new DataError(`${where}: a page without has_more cannot be paged without the limit it was asked for`);
+  if (limit === undefined)
+    throw new DataError(reasonAt('a page without has_more cannot be paged without the limit it was asked for', where));
   // A short page is the end; so is an empty page after a full one (a clean end, not the has_more error).
   if (facts.records < limit || last === undefined) return { done: true };
   if (sent !== undefined && last <= sent) {
-    throw new DataError(`${where}: the cursor did not advance (sent ${sent}, page ends at ${last}); stopped to avoid an endless loop`);
+    throw new DataError(
+      reasonAt(`the cursor did not advance (sent ${sent}, page ends at ${last}); stopped to avoid an endless loop`, where),
+    );
   }
   return { done: false, next: last };
 }

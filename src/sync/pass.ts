@@ -217,7 +217,8 @@ export async function runPass(deps: PassDeps, opts: PassOptions): Promise<PassRe
     lookback = { window: opts.lookback, ...emptyCounts() };
     for (const s of streams) {
       if (!s.lookback) continue;
-      for (const k of ['records', 'inserted', 'updated', 'pages', 'requests', 'bytes'] as const) lookback[k] += s.lookback[k];
+      for (const k of ['records', 'inserted', 'updated', 'pages', 'requests', 'bytes', 'quarantined'] as const)
+        lookback[k] += s.lookback[k];
     }
   }
   return {

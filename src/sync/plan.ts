@@ -3,6 +3,7 @@
  * (its type decides the endpoint: spec/paths.ts). Pure: no I/O.
  */
 import type { Campaign } from '../api/envelopes.js';
+import { idsSelected } from '../core/campaign-selector.js';
 import { type Endpoint, type ReportType, type StreamId, streamId } from '../core/types.js';
 import { UsageError } from '../errors.js';
 import { endpointFor } from '../spec/paths.js';
@@ -19,14 +20,19 @@ export interface SkippedCampaign {
   type: string;
 }
 
-/** Picks the campaigns the options ask for; an unknown id or name is a usage error. */
+/**
+ * Picks the campaigns the options ask for, by id, name or unique id prefix (core/campaign-selector.ts);
+ * an unknown one, or a prefix of several ids, is a usage error.
+ */
 export function selectCampaigns(all: Campaign[], selectors: string[]): Campaign[] {
   if (selectors.length === 0) return all;
   const chosen = new Map<string, Campaign>();
+  const candidates = all.map((c) => ({ id: c.id, name: c.name ?? null }));
   for (const sel of selectors) {
-    const hits = all.filter((c) => c.id === sel || c.name === sel);
+    const ids = new Set(idsSelected(sel, candidates));
+    const hits = all.filter((c) => ids.has(c.id));
     if (hits.length === 0) {
-      throw new UsageError(`--campaign: no accessible campaign has the id or name "${sel}" (see \`campaign-sync campaigns\`)`);
+      throw new UsageError(`--campaign: no accessible campaign has the id, name or id prefix "${sel}" (see \`campaign-sync campaigns\`)`);
     }
     if (hits.length > 1) throw new UsageError(`--campaign: "${sel}" names ${hits.length} campaigns; use the id`);
     for (const c of hits) chosen.set(c.id, c);

@@ -70,7 +70,7 @@ export async function retryQuarantined(rows: readonly QuarantineRow[], deps: Ret
       );
       data = answer.page.data;
       requestId = answer.requestId;
-      const where = `${describeRequest({ method: 'GET', path: resultsPath(id.endpoint), campaignId: id.campaignId })} (quarantine retry)`;
+      const where = `quarantine retry, ${describeRequest({ method: 'GET', path: resultsPath(id.endpoint), campaignId: id.campaignId })}`;
       const sorted = sortPage(data, { where, campaignId: id.campaignId, after, redact: deps.client.redact });
       records = sorted.records;
       for (const f of sorted.faults) reasons.set(f.index, f.reason);

@@ -12,7 +12,7 @@ import { UsageError } from '../errors.js';
 import { endpointFor } from '../spec/paths.js';
 import { listAndPlan, type PassDeps, type PassOptions } from './pass.js';
 import type { PlannedStream } from './plan.js';
-import { emptyCounts, type StreamStatus, streamFailure, walkStream } from './stream.js';
+import { emptyCounts, quarantineWarning, type StreamStatus, streamFailure, walkStream } from './stream.js';
 
 /** A stream the destination holds (its row in `sync_state`). */
 export type HeldStream = Pick<StreamId, 'campaignId' | 'endpoint' | 'reportType'>;
@@ -153,6 +153,8 @@ export async function reconcile(deps: PassDeps, opts: ReconcileOptions): Promise
     } catch (err) {
       Object.assign(result, await streamFailure(err, id, deps));
     }
+    const held = quarantineWarning(campaignName, id, counts);
+    if (held !== undefined) deps.events?.warning?.(held);
     result.served = served.size;
     result.added = counts.inserted;
     result.changed = counts.updated;

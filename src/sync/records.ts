@@ -11,7 +11,7 @@ import { toInt64 } from '../core/int64.js';
 import { NumberText, toJson } from '../core/json.js';
 import { type Redact, shorten } from '../core/redact.js';
 import type { CheckedRecord } from '../core/types.js';
-import { DataError } from '../errors.js';
+import { DataError, reasonAt } from '../errors.js';
 
 /**
  * Longest id accepted. The spec's ids are UUIDs (36 characters); anything past a few hundred is not an
@@ -48,7 +48,7 @@ class Checked implements CheckedRecord {
 }
 
 export interface PageContext {
-  /** Names the request, e.g. `GET /v1/campaigns/role/results (campaign …), page 3`. */
+  /** Names the page, after a reason (errors.ts reasonAt), e.g. `page 3, GET /v1/campaigns/role/results (campaign …)`. */
   where: string;
   campaignId: string;
   /** The cursor sent with the request: every record must come after it. */
@@ -111,7 +111,12 @@ export function sortPage(data: unknown[], ctx: PageContext): SortedPage {
   for (let i = 0; i < data.length; i++) {
     const record = data[i] as Record<string, unknown>;
     if (record === null || typeof record !== 'object' || Array.isArray(record)) {
-      faults.push({ index: i, reason: `${recordAt(ctx, i, data.length, undefined)}: not an object`, id: undefined, orderIndex: undefined });
+      faults.push({
+        index: i,
+        reason: reasonAt('not an object', recordAt(ctx, i, data.length, undefined)),
+        id: undefined,
+        orderIndex: undefined,
+      });
       tailUnknown = true;
       continue;
     }
@@ -122,7 +127,10 @@ export function sortPage(data: unknown[], ctx: PageContext): SortedPage {
     else {
       if (previous !== undefined && orderIndex <= previous) {
         throw new DataError(
-          `${recordAt(ctx, i, data.length, id)}: order_index: ${orderIndex} does not come after ${previous} (records must arrive in ascending order_index past the cursor)`,
+          reasonAt(
+            `order_index: ${orderIndex} does not come after ${previous} (records must arrive in ascending order_index past the cursor)`,
+            recordAt(ctx, i, data.length, id),
+          ),
         );
       }
       previous = orderIndex;
@@ -130,23 +138,22 @@ export function sortPage(data: unknown[], ctx: PageContext): SortedPage {
       tailUnknown = false;
     }
     if (id !== undefined) {
-      if (ids.has(id)) throw new DataError(`${recordAt(ctx, i, data.length, id)}: id ${id} is served twice in one page`);
+      if (ids.has(id)) throw new DataError(reasonAt(`id ${id} is served twice in one page`, recordAt(ctx, i, data.length, id)));
       ids.add(id);
     }
     const reason = recordFault(record, id, orderIndex, ctx);
-    if (reason !== undefined) faults.push({ index: i, reason: `${recordAt(ctx, i, data.length, id)}: ${reason}`, id, orderIndex });
+    if (reason !== undefined) faults.push({ index: i, reason: reasonAt(reason, recordAt(ctx, i, data.length, id)), id, orderIndex });
     else records.push(new Checked(record, id as string, orderIndex as bigint));
   }
   return { records, faults, last, tailUnknown };
 }
 
 /**
- * Where a record sits, for a message about it: the request, its place in the page and its id. Made
+ * Where a record sits, for a message about it: its place in the page, its id, and the page. Made
  * only for a record at fault: a page of good records builds no message.
  */
 function recordAt(ctx: PageContext, i: number, of: number, id: string | undefined): string {
-  const at = `${ctx.where}: record ${i + 1} of ${of}`;
-  return id === undefined ? at : `${at} (id ${id})`;
+  return `record ${i + 1} of ${of}${id === undefined ? '' : ` (id ${id})`}, ${ctx.where}`;
 }
 
 /** Why one record fails the rules (the field at fault, and why), or undefined when it passes. */

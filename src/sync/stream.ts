@@ -68,6 +68,10 @@ export interface WalkCounts {
   pages: number;
   requests: number;
   bytes: number;
+  /** Records that failed the record rules and went to the quarantine (the stream went on). */
+  quarantined: number;
+  /** How many of those failed on each field (`id`, `score`, `campaign.id`…): what the stream's one warning says. */
+  quarantinedBy: Record<string, number>;
 }
 
 export interface StreamResult extends WalkCounts {
@@ -93,7 +97,7 @@ function letRequestOut(): Promise<void> {
 }
 
 export function emptyCounts(): WalkCounts {
-  return { records: 0, inserted: 0, updated: 0, pages: 0, requests: 0, bytes: 0 };
+  return { records: 0, inserted: 0, updated: 0, pages: 0, requests: 0, bytes: 0, quarantined: 0, quarantinedBy: {} };
 }
 
 /** How one walk reads: from where, in which window, and whether it moves the checkpoint. */
@@ -147,6 +151,7 @@ export async function walkStream(
       // request (which may be waiting out retries).
       const fetched = await (commit === undefined ? pending : Promise.race([pending, commit.then(() => pending)]));
       const { checked, served, held, step, proven, quarantine } = sortedPage(id, deps, opts, walk, fetched, cursor, ++counts.pages);
+      if (quarantine !== undefined) countQuarantined(counts, quarantine.add);
       // The next page is on its way while this one is stored: the network overlaps the disk.
       if (!step.done && !deps.signal?.aborted) {
         pending = read(step.next);
@@ -228,7 +233,7 @@ function sortedPage(
   sent: bigint | undefined,
   n: number,
 ) {
-  const where = `${describeRequest({ method: 'GET', path: resultsPath(id.endpoint), campaignId: id.campaignId })}, page ${n}`;
+  const where = `page ${n}, ${describeRequest({ method: 'GET', path: resultsPath(id.endpoint), campaignId: id.campaignId })}`;
   const redact = deps.client.redact;
   const sorted = sortPage(page.data, { where, campaignId: id.campaignId, after: sent, redact });
   // Results older than the retention are not stored (the checkpoint still moves past them).
@@ -243,7 +248,6 @@ function sortedPage(
   if (sorted.faults.length > 0) {
     const { since, until } = walk.window;
     quarantine = { add: quarantined(sorted.faults, page.data, body, { after: sent, since, until, requestId, redact }) };
-    deps.events?.warning?.(quarantineWarning(id, n, quarantine.add));
   }
   return { checked, served, held: heldIds(sorted.faults), step, proven, quarantine };
 }
@@ -285,11 +289,36 @@ function maxOf(a: bigint | undefined, b: bigint | undefined): bigint | undefined
   return a > b ? a : b;
 }
 
-/** The warning for a page's quarantined records: how many, the first one's reason, and where to see them. */
-function quarantineWarning(id: StreamId, page: number, records: readonly QuarantinedRecord[]): string {
-  const first = records[0]?.reason ?? '';
-  const what = records.length === 1 ? '1 record' : `${records.length} records`;
-  return `stream ${id.key}, page ${page}: ${what} failed the record rules and went to the quarantine (${first}); the stream goes on: \`campaign-sync quarantine list\` shows them`;
+/** Adds a page's quarantined records to a walk's counts, by the field each failed on. */
+function countQuarantined(counts: WalkCounts, records: readonly QuarantinedRecord[]): void {
+  counts.quarantined += records.length;
+  for (const r of records) {
+    // A reason starts with the field at fault (`id: missing is not a usable id — record 50 of 100, …`).
+    const field = /^([\w.]+): /.exec(r.reason)?.[1] ?? 'record';
+    counts.quarantinedBy[field] = (counts.quarantinedBy[field] ?? 0) + 1;
+  }
+}
+
+/**
+ * The one warning of a stream whose pass quarantined records (its walks together): the campaign, how
+ * many records and on which fields, and where to see them. One per stream per pass, not one per
+ * page: 30 bad records across 18 pages are one line, and `quarantine list` has each record's reason.
+ */
+export function quarantineWarning(campaignName: string, id: StreamId, ...walks: ReadonlyArray<WalkCounts | undefined>): string | undefined {
+  const by: Record<string, number> = {};
+  let total = 0;
+  for (const w of walks) {
+    if (w === undefined) continue;
+    total += w.quarantined;
+    for (const [field, n] of Object.entries(w.quarantinedBy)) by[field] = (by[field] ?? 0) + n;
+  }
+  if (total === 0) return undefined;
+  const kind = id.endpoint === 'role' ? `role ${id.reportType}` : 'session';
+  const fields = Object.entries(by)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([field, n]) => `${field}: ${n}`)
+    .join(', ');
+  return `${campaignName} (${kind}): ${total} ${total === 1 ? 'record' : 'records'} failed the record rules and went to the quarantine (${fields}); the stream went on: \`campaign-sync quarantine list\` shows them`;
 }
 
 /**
@@ -376,6 +405,8 @@ export async function syncStream(
   } catch (err) {
     Object.assign(result, await streamFailure(err, id, deps));
   } finally {
+    const held = quarantineWarning(planned.campaignName, id, result, result.lookback);
+    if (held !== undefined) deps.events?.warning?.(held);
     // The checkpoint is what the database holds now (a walk that failed half-way committed some
     // pages); after a storage failure, what it held before is all that can be said.
     try {

@@ -8,6 +8,31 @@ export interface ProgressLine {
   stop(): void;
 }
 
+/**
+ * A spinner counting down to `until` (ms since the epoch, the wall clock: it is only shown), redrawn
+ * each second: `next pass in 1m 45s`. Nothing when no spinner is shown.
+ */
+export async function countdown(out: Output, until: number, say: (left: string) => string): Promise<ProgressLine> {
+  const left = () => {
+    const s = Math.max(0, Math.ceil((until - Date.now()) / 1000));
+    return s < 60 ? `${s} s` : `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
+  };
+  const line = await startProgress(out, say(left()));
+  if (!line.active) return line;
+  const ticker = setInterval(() => line.update(say(left())), 1000);
+  ticker.unref();
+  return {
+    get active() {
+      return line.active;
+    },
+    update: (t) => line.update(t),
+    stop: () => {
+      clearInterval(ticker);
+      line.stop();
+    },
+  };
+}
+
 export async function startProgress(out: Output, text: string): Promise<ProgressLine> {
   if (!out.interactive) return { active: false, update() {}, stop() {} };
   const { default: ora } = await import('ora');

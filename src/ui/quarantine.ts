@@ -4,20 +4,39 @@ import { showText } from './escape.js';
 import { relativeTime } from './health.js';
 import { type Column, renderTable, type TableStyle } from './table.js';
 
+/**
+ * `id` is what `retry` and `drop` take; the campaign is named as people know it, whole. On a narrow
+ * terminal the raw text goes first, then when, the record's id (shortened first to a telling prefix)
+ * and the stream's kind; the reason, which leads with the field at fault, is cut from its end.
+ */
 const COLUMNS: Column[] = [
   { head: 'id' },
-  { head: 'stream', shrink: 20 },
-  { head: 'record', drop: 2, shrink: 12 },
+  { head: 'campaign', whole: true },
+  { head: 'type', drop: 3 },
+  { head: 'record', drop: 2, prefix: 8 },
   { head: 'quarantined', drop: 1 },
   { head: 'reason', shrink: 24, max: 200 },
   { head: 'raw', drop: 0, shrink: 16, max: 120 },
 ];
 
-/** The records' table, in id order. */
-export function quarantineTable(rows: readonly QuarantineRow[], now: number, style: TableStyle): string {
+/** The records' table, in id order; `names` gives a campaign's name for its id. */
+export function quarantineTable(
+  rows: readonly QuarantineRow[],
+  names: ReadonlyMap<string, string>,
+  now: number,
+  style: TableStyle,
+): string {
   return renderTable(
     COLUMNS,
-    rows.map((r) => [String(r.id), r.stream, r.record_id ?? '', relativeTime(r.quarantined_at, now), r.reason, r.raw]),
+    rows.map((r) => [
+      String(r.id),
+      names.get(r.campaign_id) ?? r.campaign_id,
+      r.endpoint === 'role' ? `role ${r.report_type ?? ''}`.trim() : 'session',
+      r.record_id ?? '',
+      relativeTime(r.quarantined_at, now),
+      r.reason,
+      r.raw,
+    ]),
     style,
   );
 }

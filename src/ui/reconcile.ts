@@ -47,17 +47,18 @@ export function reconcileDocument(result: ReconcileResult, prune: boolean) {
 
 /**
  * The report's columns. On a narrow terminal stored goes first (served and gone say what matters),
- * then pruned, added and changed; the campaign's name is cut, never below 20 characters.
+ * then pruned (left out anyway when nothing was pruned), added and changed; the campaign's name is
+ * never cut, as in every table.
  */
 const RECONCILE_COLUMNS: Column[] = [
-  { head: 'campaign', shrink: 20 },
+  { head: 'campaign', whole: true },
   { head: 'type' },
   { head: 'served', align: 'right' },
   { head: 'stored', align: 'right', drop: 1 },
   { head: 'added', align: 'right', drop: 3 },
   { head: 'changed', align: 'right', drop: 4 },
   { head: 'gone', align: 'right' },
-  { head: 'pruned', align: 'right', drop: 2 },
+  { head: 'pruned', align: 'right', drop: 2, optional: true },
   { head: 'status' },
 ];
 

@@ -5,20 +5,23 @@ import { relativeTime, retiredAs, unlistedText } from './health.js';
 import { type Column, formatCount, renderTable, type TableStyle } from './table.js';
 
 /**
- * On a narrow terminal the cursor goes first, then the report type, the endpoint and the count;
- * what says whether a stream is well (campaign, last success, last error) stays. An error is cut
- * later than a name: its end (status, message, request id) is what helps.
+ * On a narrow terminal the columns with nothing to say go first (a healthy mirror's id conflicts,
+ * quarantine and last error), then the cursor, the report type, the endpoint and the count; what says whether a
+ * stream is well (campaign, last success, last error) stays. The campaign's name is never cut (it is
+ * what `--campaign` takes); an error is cut from its end, after its reason (`2 min ago: 500 Inte…`),
+ * which leads every error text.
  */
 const STATUS_COLUMNS: Column[] = [
-  { head: 'campaign', shrink: 20 },
+  { head: 'campaign', whole: true },
   { head: 'endpoint', drop: 3 },
   { head: 'report', drop: 2 },
   { head: 'cursor', drop: 1 },
   { head: 'records', drop: 4 },
-  { head: 'id conflicts', drop: 0 },
-  { head: 'quarantined', drop: 0 },
+  { head: 'id conflicts', drop: 0, optional: true },
+  { head: 'quarantined', drop: 0, optional: true },
   { head: 'last success' },
-  { head: 'last error', shrink: 16, max: 160 },
+  // No stream failing, nothing to say: the column goes (its absence says it).
+  { head: 'last error', shrink: 18, max: 160, optional: true },
 ];
 
 /** The streams' table, in the order given; `nameOf` gives a campaign's name for its id. */

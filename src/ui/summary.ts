@@ -9,6 +9,11 @@ import type { WalkCounts } from '../sync/stream.js';
 import { showText } from './escape.js';
 import { type Column, formatCount, formatMs, plural, renderTable, type TableStyle } from './table.js';
 
+/** Records a stream's pass quarantined, its lookback's included. */
+function quarantinedIn(s: { quarantined: number; lookback?: WalkCounts | undefined }): number {
+  return s.quarantined + (s.lookback?.quarantined ?? 0);
+}
+
 /** What pass and reconcile results say of each stream. */
 interface StreamFacts {
   id: StreamId;
@@ -52,6 +57,7 @@ export function passDocument(result: PassResult) {
       bytes: s.bytes,
       cursor: s.cursor === undefined ? null : s.cursor.toString(),
       status: s.status,
+      quarantined: quarantinedIn(s),
       error: s.error ?? null,
       duration_ms: s.durationMs,
       lookback: s.lookback ? countsDocument(s.lookback) : null,
@@ -72,21 +78,32 @@ export function passDocument(result: PassResult) {
 }
 
 function countsDocument(c: WalkCounts) {
-  return { records: c.records, new: c.inserted, updated: c.updated, pages: c.pages, requests: c.requests, bytes: c.bytes };
+  return {
+    records: c.records,
+    new: c.inserted,
+    updated: c.updated,
+    pages: c.pages,
+    requests: c.requests,
+    bytes: c.bytes,
+    quarantined: c.quarantined,
+  };
 }
 
 /**
  * The summary's columns. On a narrow terminal pages go first, then requests (the line under the
- * table has the total), time and updated; the campaign's name is cut, never below 20 characters.
+ * table has the total), time and updated; the campaign's name is never cut. `quarantined` shows
+ * only when a stream held records back: an `ok` stream may still miss records until they are
+ * retried or dropped.
  */
 const PASS_COLUMNS: Column[] = [
-  { head: 'campaign', shrink: 20 },
+  { head: 'campaign', whole: true },
   { head: 'type' },
   { head: 'new', align: 'right' },
   { head: 'updated', align: 'right', drop: 4 },
   { head: 'pages', align: 'right', drop: 1 },
   { head: 'requests', align: 'right', drop: 2 },
   { head: 'time', align: 'right', drop: 3 },
+  { head: 'quarantined', align: 'right', drop: 5, optional: true },
   { head: 'status' },
 ];
 
@@ -100,6 +117,7 @@ export function passTable(result: PassResult, style?: TableStyle): string {
     formatCount(s.pages),
     formatCount(s.requests),
     formatMs(s.durationMs),
+    formatCount(quarantinedIn(s)),
     s.status,
   ]);
   const lines = [result.streams.length === 0 ? 'No streams to sync.' : renderTable(PASS_COLUMNS, rows, style), passLine(result)];
@@ -120,6 +138,8 @@ export function passLine(result: PassResult): string {
     plural(result.requests, 'request'),
     formatMs(result.durationMs),
   ];
+  const quarantined = result.streams.reduce((n, s) => n + quarantinedIn(s), 0);
+  if (quarantined > 0) parts.push(`${formatCount(quarantined)} quarantined (\`campaign-sync quarantine list\`)`);
   if (failed > 0) parts.push(`${failed} failed`);
   if (result.skipped.length > 0) parts.push(`${result.skipped.length} skipped`);
   if (result.unchecked) parts.push(`${formatCount(result.unchecked)} left for a later pass (request budget)`);

@@ -89,7 +89,7 @@ describe('--json on fatal errors', () => {
       expect(r.stdout).toBe('');
       const lines = r.stderr.trimEnd().split('\n');
       expect(lines).toHaveLength(2);
-      expect(lines[0]).toMatch(/^error: \S+Z pass 1: gone \(session\): .*404 no such campaign \[request_id req-gone-1\]$/);
+      expect(lines[0]).toMatch(/^error: \S+Z pass 1: gone \(session\): 404 no such campaign — GET .* \[request_id req-gone-1\]$/);
       expect(lines[1]).toMatch(/^error: \S+Z pass 2: gone \(session\): /);
     } finally {
       server.close();

@@ -200,7 +200,10 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
     const c = campaignOf(s, 'SESSION_COMPLETION');
     const pull = await m.run(s, 'pull', '--campaign', c.id, '--page-size', '100', '--json');
     expect(pull.code, pull.stderr).toBe(0);
-    expect(pull.stderr).toMatch(/page 1: 2 records failed the record rules and went to the quarantine/);
+    // One warning for the stream (5 records across its pages), naming the campaign.
+    expect(pull.stderr).toBe(
+      `warning: ${c.name} (session): 5 records failed the record rules and went to the quarantine (id: 3, score: 2); the stream went on: \`campaign-sync quarantine list\` shows them\n`,
+    );
     const doc = JSON.parse(pull.stdout) as { streams: Array<{ status: string; cursor: string; records: number }> };
     expect(doc.streams[0]?.status).toBe('ok');
     // The checkpoint is the stream's end: the last record is malformed (no id) but its page's envelope names it.
@@ -217,12 +220,12 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
     const noId = JSON.parse(first?.raw as string) as Record<string, unknown>;
     expect(noId.id).toBeUndefined();
     expect(noId.order_index).toBe(Number(s.data.orderIndex(c, 49)));
-    expect(first?.reason).toMatch(/page 1: record 50 of 100: id: missing is not a usable id/);
+    expect(first?.reason).toMatch(/^id: missing is not a usable id — record 50 of 100, page 1, GET /);
     expect(first?.page_position).toBe(50);
     expect(typeof first?.request_id).toBe('string');
     expect((JSON.parse(second?.raw as string) as { score: unknown }).score).toBe('high');
     expect(second?.record_id).toBe(s.data.sessionResult(c, 99).id);
-    expect(second?.reason).toMatch(/record 100 of 100 \(id [^)]+\): score: "high" is not a number/);
+    expect(second?.reason).toMatch(/^score: "high" is not a number — record 100 of 100 \(id [^)]+\), page 1, GET /);
     // A second pull adds nothing, to the mirror or to the quarantine.
     const again = await m.run(s, 'pull', '--campaign', c.id, '--full', '--json');
     expect(again.code, again.stderr).toBe(0);

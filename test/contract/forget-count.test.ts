@@ -64,7 +64,9 @@ describe.each(MIRRORS)('forget --older-than --dry-run (%s)', (kind) => {
       const out = join(mkdtempSync(join(tmpdir(), 'cs-feed-')), `${table}.ndjson`);
       const r = await m.run(s, 'export', '--table', table, '--format', 'ndjson', '-o', out, '--quiet', '--since-last', 'bi');
       expect(r.code, r.stderr).toBe(0);
-      return readFileSync(out, 'utf8').split('\n').filter((l) => l !== '');
+      return readFileSync(out, 'utf8')
+        .split('\n')
+        .filter((l) => l !== '');
     };
     for (const t of ['session_results', 'role_results']) await feed(t);
     const held = await everything(m);

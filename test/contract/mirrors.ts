@@ -68,6 +68,11 @@ const MEANS: Record<Feature, string> = {
   versions: "result_versions (each result's versions, for history and export --as-of)",
 };
 
+/** Whether `kind`'s backend declares `feature`: for a case that checks it only where it exists, and goes on elsewhere. */
+export function can(kind: MirrorKind, feature: Feature): boolean {
+  return CAPABILITIES[kind][feature];
+}
+
 /**
  * True (and the test skipped, saying why) when `kind`'s capabilities lack `feature`; a case returns at
  * once then. PostgreSQL without a server: skipped elsewhere, failed under CI=true.

@@ -99,7 +99,7 @@ describe('cli: against the simulator', () => {
     const human = await cli(['pull', '--db', db], { env });
     expect(human.code).toBe(0);
     // Not a terminal: the table is TSV with a header row.
-    expect(human.stdout).toMatch(/^campaign\ttype\tnew\tupdated\tpages\trequests\ttime\tstatus$/m);
+    expect(human.stdout).toMatch(/^campaign\ttype\tnew\tupdated\tpages\trequests\ttime\tquarantined\tstatus$/m);
     expect(human.stdout).toMatch(/0 records \(0 new, 0 updated\), 3 streams, 4 requests/);
 
     const status = await cli(['status', '--db', db, '--json']);
@@ -117,7 +117,7 @@ describe('cli: against the simulator', () => {
 
     const unknown = await cli(['reset', '--db', db, '--campaign', 'no-such-campaign']);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/no stream of a campaign with the id or name "no-such-campaign"/);
+    expect(unknown.stderr).toMatch(/no stream of a campaign with the id, name or id prefix "no-such-campaign"/);
     const first = JSON.parse(campaigns.stdout).data[0];
     const byName = await cli(['reset', '--db', db, '--campaign', first.name, '--json']);
     expect(JSON.parse(byName.stdout).reset).toBe(1);
@@ -150,7 +150,7 @@ describe('cli: against the simulator', () => {
       env: { CAMPAIGN_SYNC_API_KEY: 'k' },
     });
     expect(r.code).toBe(5);
-    expect(r.stderr).toMatch(/nothing synced: GET \/v1\/campaigns: .*ECONNREFUSED/);
+    expect(r.stderr).toMatch(/nothing synced: ECONNREFUSED: .* — GET \/v1\/campaigns/);
   });
 
   it('demo needs no key and no network, and leaves a private database', async () => {

@@ -31,7 +31,7 @@ describe('consistency', () => {
     expect(byName.stdout.trim().split('\r\n')).toHaveLength(6);
     const none = await cli(['export', '--db', db, '--table', 'session-results', '--campaign', 'no-such-campaign']);
     expect(none.code).toBe(2);
-    expect(none.stderr).toMatch(/--campaign: no campaign with the id or name "no-such-campaign"/);
+    expect(none.stderr).toMatch(/--campaign: no campaign with the id, name or id prefix "no-such-campaign"/);
     expect(none.stdout).toBe('');
     const jsonToStdout = await cli(['export', '--db', db, '--table', 'campaigns', '--json']);
     expect(jsonToStdout.code).toBe(2);

@@ -83,7 +83,7 @@ describe("Node's process warnings", () => {
       expect(err[0]).toMatch(
         /^warning: \[DEP0123\] DeprecationWarning: Setting the TLS ServerName to an IP address is not permitted by RFC 6066\./,
       );
-      expect(err[1]).toMatch(/^campaign-sync: GET \/v1\/campaigns: .*through proxy https:\/\/127\.0\.0\.1:\d+ \(HTTPS_PROXY\)/);
+      expect(err[1]).toMatch(/^campaign-sync: .*through proxy https:\/\/127\.0\.0\.1:\d+ \(HTTPS_PROXY\).* — GET \/v1\/campaigns/);
     } finally {
       await new Promise((resolve) => proxy.close(resolve));
     }

@@ -18,7 +18,7 @@ async function budgetOf(allowed: number) {
 }
 
 const FAILED_STREAM =
-  /^error: (\S+) \((session|role DETAILED)\): GET \/v1\/campaigns\/(session|role)\/results \(campaign [0-9a-f-]+\): 429 Too many requests/;
+  /^error: (\S+) \((session|role DETAILED)\): 429 Too many requests.* — GET \/v1\/campaigns\/(session|role)\/results \(campaign [0-9a-f-]+\)/;
 const args = (db: string, ...more: string[]) => ['pull', '--db', db, '--concurrency', '1', '--max-retries', '0', ...more];
 
 describe('pull --quiet', () => {
@@ -48,7 +48,7 @@ describe('pull --quiet', () => {
     const plain = await budgetOf(2);
     const r = await cli(args(join(tempDir(), 'm.db')), { env: plain.env });
     expect(r.code).toBe(4);
-    expect(r.stdout).toMatch(/^ {2}failed: \S+ \((session|role DETAILED)\): GET .*429 Too many requests/m);
+    expect(r.stdout).toMatch(/^ {2}failed: \S+ \((session|role DETAILED)\): 429 Too many requests.* — GET /m);
     expect(r.stderr).not.toMatch(/error:/);
 
     const json = await budgetOf(2);
@@ -85,8 +85,8 @@ describe('watch --quiet', () => {
     const lines = r.stderr.trimEnd().split('\n');
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(
-      /^error: 20\d\d-\S+ pass 1: \S+ \((session|role DETAILED)\): GET \/v1\/campaigns\/(session|role)\/results .*429 Too many requests/,
+      /^error: 20\d\d-\S+ pass 1: \S+ \((session|role DETAILED)\): 429 Too many requests.* — GET \/v1\/campaigns\/(session|role)\/results /,
     );
-    expect(lines[1]).toMatch(/^error: 20\d\d-\S+ pass 2 failed: nothing synced: GET \/v1\/campaigns: 429 Too many requests/);
+    expect(lines[1]).toMatch(/^error: 20\d\d-\S+ pass 2 failed: nothing synced: 429 Too many requests.* — GET \/v1\/campaigns/);
   });
 });

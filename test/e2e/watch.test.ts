@@ -233,7 +233,7 @@ describe('watch', () => {
     try {
       const { code } = await run.exited;
       expect(code).toBe(0);
-      expect(run.stderr()).toMatch(/pass 1 failed: nothing synced: GET \/v1\/campaigns: .*ECONNREFUSED/);
+      expect(run.stderr()).toMatch(/pass 1 failed: nothing synced: ECONNREFUSED: .* — GET \/v1\/campaigns/);
       expect(run.stdout()).toMatch(/pass 2: 5 records/);
       expect(run.stdout()).toMatch(/pass 3: 0 records/);
     } finally {

@@ -1,6 +1,6 @@
 /** The Mirror port (store/port.ts) over a PostgreSQL team mirror; loaded only for a postgres:// --db. */
 import type { BackendCapabilities, MirrorBackend } from '../port.js';
-import { upsertCampaigns } from './campaigns.js';
+import { campaignNames, upsertCampaigns } from './campaigns.js';
 import { openPgCheckpointAdmin } from './checkpoint-admin.js';
 import { PgDatabase } from './database.js';
 import { openPgEraser } from './eraser.js';
@@ -30,6 +30,7 @@ export const pgBackend: MirrorBackend = {
     return {
       name: db.name,
       list: () => listQuarantine(db),
+      campaignNames: () => campaignNames(db),
       drop: (which) => dropQuarantine(db, which),
       close: () => db.close(),
     };

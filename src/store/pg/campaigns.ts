@@ -1,4 +1,5 @@
 /** The campaign list in the PostgreSQL mirror: its upsert, names for people and lookups by selector (as store/sqlite/campaigns.ts). */
+import { type CampaignCandidate, idsSelected, PREFIX_MIN } from '../../core/campaign-selector.js';
 import { ROUTES } from '../../spec/paths.js';
 import { campaignRow } from '../model/rows.js';
 import { listingKey, listingValue, type SkippedRow } from '../model/streams.js';
@@ -34,20 +35,21 @@ export async function campaignNames(db: PgDatabase): Promise<Map<string, string>
   return new Map(r.rows.map((row) => [row.id, row.name]));
 }
 
-/** The campaigns a selector names: its id, or its name (which several may share). */
+/**
+ * The campaigns a selector names: its id, its name (which several may share), or a prefix of one id;
+ * a prefix of several is a usage error listing them (core/campaign-selector.ts).
+ */
 export async function campaignIdsFor(db: PgDatabase, selector: string): Promise<string[]> {
-  const r = await db.query<{ id: string }>('SELECT id FROM campaigns WHERE id = $1 OR name = $1', [selector]);
-  return r.rows.map((row) => row.id);
+  const r = await db.query<CampaignCandidate>(
+    'SELECT id, name FROM campaigns WHERE id = $1 OR name = $1 OR (length($1) >= $2 AND left(id, length($1)) = $1)',
+    [selector, PREFIX_MIN],
+  );
+  return idsSelected(selector, r.rows);
 }
 
 /** The type of campaign `id` as stored (null: none sent; undefined: no such campaign). */
 export async function campaignType(db: PgDatabase, id: string): Promise<string | null | undefined> {
   return (await db.query<{ type: string | null }>('SELECT type FROM campaigns WHERE id = $1', [id])).rows[0]?.type;
-}
-
-/** The ids of the campaigns called `name` (names are not unique). */
-export async function campaignIdsNamed(db: PgDatabase, name: string): Promise<string[]> {
-  return (await db.query<{ id: string }>('SELECT id FROM campaigns WHERE name = $1', [name])).rows.map((r) => r.id);
 }
 
 /** Campaigns of a type no endpoint reads (or of no type), by name. */

@@ -1,6 +1,6 @@
 /** `reset` on a PostgreSQL mirror, holding the leases of the streams it changes. */
 import type { CheckpointAdmin, MirrorTarget } from '../port.js';
-import { campaignIdsNamed } from './campaigns.js';
+import { campaignIdsFor } from './campaigns.js';
 import { PgCheckpoints } from './checkpoints.js';
 import { PgDatabase } from './database.js';
 import { holdAll } from './lease-hold.js';
@@ -14,7 +14,7 @@ export async function openPgCheckpointAdmin(t: MirrorTarget): Promise<Checkpoint
   return {
     name: db.name,
     hasStreams: (id) => state.hasStreams(id),
-    idsNamed: (name) => campaignIdsNamed(db, name),
+    campaignIds: (selector) => campaignIdsFor(db, selector),
     checkpointed: async () => (await state.all()).filter((r) => r.cursor !== null).length,
     async reset(campaignIds) {
       const all = await state.all();

@@ -89,7 +89,7 @@ export class PgDatabase {
       }
     } catch (err) {
       await pool.end().catch(() => {});
-      throw db.failure(err, `${where}: cannot open`);
+      throw missingDatabase(err, url, where) ?? db.failure(err, `${where}: cannot open`);
     }
     return db;
   }
@@ -205,6 +205,24 @@ export class PgDatabase {
   async close(): Promise<void> {
     await this.pool.end().catch(() => {});
   }
+}
+
+/**
+ * A database the server does not have (3D000, invalid_catalog_name): the URL names one nobody created,
+ * a mistake in the set-up rather than a failure of storage, so a usage error (exit 2) saying how to
+ * create it. `createdb`'s flags are those `pg` itself resolved from the URL and the PG* variables.
+ */
+function missingDatabase(err: unknown, url: string, where: string): UsageError | undefined {
+  if (errorCode(err) !== '3D000') return undefined;
+  const p = new pg.Client(url);
+  const word = (v: string | number) => (/^[\w./:@+-]+$/.test(String(v)) ? String(v) : `'${String(v).replace(/'/g, `'\\''`)}'`);
+  const flags = [p.host ? `-h ${word(p.host)}` : '', p.port ? `-p ${word(p.port)}` : '', p.user ? `-U ${word(p.user)}` : '']
+    .filter(Boolean)
+    .join(' ');
+  const name = p.database ?? '';
+  return new UsageError(
+    `${where}: the database "${name}" does not exist on the server at ${p.host}:${p.port} (3D000); create it (\`createdb ${flags ? `${flags} ` : ''}${word(name)}\`) or name an existing one in the URL`,
+  );
 }
 
 /**

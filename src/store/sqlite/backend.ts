@@ -34,6 +34,7 @@ export const sqliteBackend: MirrorBackend = {
     return {
       name: t.path,
       list: async () => quarantine.list(),
+      campaignNames: async () => new Campaigns(db).names(),
       drop: async (which) => quarantine.drop(which),
       close: async () => {
         db.close();

@@ -2,6 +2,7 @@
  * The campaign list as the service last sent it (`campaigns`): upserts, names for people, lookups by
  * name, and the campaigns a pull skips because spec/paths.ts routes no endpoint for their type.
  */
+import { type CampaignCandidate, idsSelected, PREFIX_MIN } from '../../core/campaign-selector.js';
 import { ROUTES } from '../../spec/paths.js';
 import { campaignRow } from '../model/rows.js';
 import { listingKey, listingValue, type SkippedRow } from '../model/streams.js';
@@ -21,7 +22,10 @@ export class Campaigns {
       listing: db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
       names: db.prepare('SELECT id, coalesce(name, display_name, id) AS name FROM campaigns'),
       named: db.prepare('SELECT id FROM campaigns WHERE name = ?').pluck(),
-      byIdOrName: db.prepare('SELECT id FROM campaigns WHERE id = ? OR name = ?').pluck(),
+      // An id prefix only from PREFIX_MIN characters on (core/campaign-selector.ts decides among the rows).
+      candidates: db.prepare(
+        'SELECT id, name FROM campaigns WHERE id = @s OR name = @s OR (length(@s) >= @min AND substr(id, 1, length(@s)) = @s)',
+      ),
       type: db.prepare('SELECT type FROM campaigns WHERE id = ?').pluck(),
       skipped: db.prepare(
         `SELECT id, name, type FROM campaigns WHERE type IS NULL OR type NOT IN (${routed.map(() => '?').join(', ')}) ORDER BY name`,
@@ -62,9 +66,12 @@ export class Campaigns {
     return this.s.named.all(name) as string[];
   }
 
-  /** The campaigns a selector names: its id, or its name (which several may share). */
+  /**
+   * The campaigns a selector names: its id, its name (which several may share), or a prefix of one
+   * id; a prefix of several is a usage error listing them (core/campaign-selector.ts).
+   */
   idsFor(selector: string): string[] {
-    return this.s.byIdOrName.all(selector, selector) as string[];
+    return idsSelected(selector, this.s.candidates.all({ s: selector, min: PREFIX_MIN }) as CampaignCandidate[]);
   }
 
   /** The type of campaign `id` as stored (null: none sent; undefined: no such campaign). */

@@ -23,7 +23,7 @@ export async function openSqliteCheckpointAdmin(t: MirrorTarget): Promise<Checkp
   return {
     name: dbPath,
     hasStreams: async (id) => checkpoints.hasStreams(id),
-    idsNamed: async (name) => campaigns.idsNamed(name),
+    campaignIds: async (selector) => campaigns.idsFor(selector),
     checkpointed: async () => checkpoints.all().filter((r) => r.cursor !== null).length,
     reset: async (ids) => checkpoints.reset(ids),
     async close() {

@@ -77,7 +77,7 @@ describe('where things are', () => {
     expect(r.code).toBe(4);
     expect(r.stderr).toMatch(
       new RegExp(
-        `^campaign-sync: nothing synced: GET /v1/campaigns: 404 Not found: nothing at ${s.url}/api/v1/campaigns; the path of --base-url \\(/api\\) is probably wrong: give the URL that /v1 hangs from \\[request_id [^\\]]+\\]\\n$`,
+        `^campaign-sync: nothing synced: 404 Not found: nothing at ${s.url}/api/v1/campaigns; the path of --base-url \\(/api\\) is probably wrong: give the URL that /v1 hangs from — GET /v1/campaigns \\[request_id [^\\]]+\\]\\n$`,
       ),
     );
     // The right URL: no 404 at all.

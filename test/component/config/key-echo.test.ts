@@ -221,7 +221,10 @@ describe('a key echoed back in every place the service can put it', () => {
       outputs.push(['pull stdout', pull.stdout], ['pull stderr', pull.stderr]);
       const said = pull.stdout + pull.stderr;
       // Each place was reached, and its text redacted rather than dropped.
-      expect(said).toContain('order_index: "[the API key]" is not a non-negative int64');
+      // The quarantined record's reason is shown by `quarantine list` (the pull's warning counts the fields at fault).
+      const quarantined = await runCli(['quarantine', 'list', '--db', db]);
+      outputs.push(['quarantine list', quarantined.stdout + quarantined.stderr]);
+      expect(quarantined.stdout).toContain('order_index: "[the API key]" is not a non-negative int64');
       expect(said).toContain('last_record_index: "[the API key]" is not a non-negative int64');
       expect(said).toContain('has type [the API key], which campaign-sync does not know how to read: skipped');
       expect(said).toContain('campaign [the API key] (aaaaaaaa-0000-4000-8000-000000000004) has type QUIZ');

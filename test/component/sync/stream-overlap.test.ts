@@ -13,7 +13,7 @@ import { type CheckpointMove, streamId } from '../../../src/core/types.js';
 import { StorageError } from '../../../src/errors.js';
 import type { PageSink } from '../../../src/store/port.js';
 import { runPass } from '../../../src/sync/pass.js';
-import { walkStream } from '../../../src/sync/stream.js';
+import { emptyCounts, walkStream } from '../../../src/sync/stream.js';
 import {
   CAMPAIGN,
   campaignList,
@@ -225,7 +225,7 @@ describe('a stream whose sink queues its pages (PostgreSQL)', () => {
     const id = streamId(CAMPAIGN, 'session', null);
     await sink.openStream(id);
     const client = mockClient(agent);
-    const counts = { records: 0, inserted: 0, updated: 0, pages: 0, requests: 0, bytes: 0 };
+    const counts = emptyCounts();
     const walk = { from: undefined, window: {}, checkpoint: true };
     const end = await walkStream(
       id,

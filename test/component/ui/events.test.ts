@@ -29,7 +29,9 @@ describe('the client reports', () => {
       ['GET', '/v1/campaigns', 1, 503],
       ['GET', '/v1/campaigns', 2, 200],
     ]);
-    expect(requests[0]?.error).toMatch(/503 busy \[request_id r-1\]/);
+    // The event names the request and its request_id beside the reason.
+    expect(requests[0]?.error).toBe('503 busy');
+    expect(requests[0]?.requestId).toBe('r-1');
     expect(requests[1]?.bytes).toBeGreaterThan(50);
     expect(requests.every((r) => r.ms >= 0)).toBe(true);
     expect(retries).toHaveLength(1);

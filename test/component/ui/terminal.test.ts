@@ -207,13 +207,15 @@ describe('a hostile service reaches no terminal', () => {
     expect(pull.stderr).toMatch(/retrying in .*503 Not found\\x1b\[2J\\x1b\[H\\x1b\]52;c;/);
     expect(pull.stderr).toContain('campaign odd\\x1b[2J\\x1b[H (cccccccc-cccc-4ccc-8ccc-cccccccccccc) has type WEIRD\\x1b[31m');
     expect(pull.stdout).toContain('sess\\x1b]52;c;');
-    expect(pull.stdout).toContain('failed: role\\x9b31m\\u2028next (role DETAILED): GET /v1/campaigns/role/results');
+    expect(pull.stdout).toContain('failed: role\\x9b31m\\u2028next (role DETAILED): 404 Not found');
     expect(pull.stdout).toContain('404 Not found\\x1b[2J');
     expect(pull.stdout).toContain('skipped: odd\\x1b[2J\\x1b[H (cccccccc-cccc-4ccc-8ccc-cccccccccccc): type WEIRD\\x1b[31m');
 
     const watch = await run('watch', ['watch', '--db', db, '--max-cycles', '1', '--interval', '1s']);
     expect(watch.code).toBe(4);
-    expect(watch.stderr).toMatch(/error: \S+ pass 1: role\\x9b31m\\u2028next \(role DETAILED\): GET \/v1\/campaigns\/role\/results/);
+    expect(watch.stderr).toMatch(
+      /error: \S+ pass 1: role\\x9b31m\\u2028next \(role DETAILED\): 404 Not found.* — GET \/v1\/campaigns\/role\/results/,
+    );
 
     const status = await run('status', ['status', '--db', db], {});
     expect(status.code).toBe(0);
@@ -224,7 +226,7 @@ describe('a hostile service reaches no terminal', () => {
     const failing = await run('error line', ['campaigns', '--db', db], { CAMPAIGN_SYNC_BASE_URL: broken.url, CAMPAIGN_SYNC_API_KEY: 'k' });
     expect(failing.code).toBe(4);
     expect(failing.stderr).toMatch(
-      /^campaign-sync: GET \/v1\/campaigns: 404 Not found\\x1b\[2J\\x1b\[H\\x1b\]52;c;.*\\x07: nothing at .* \[request_id req\\x1b\[2J\]\n$/,
+      /^campaign-sync: 404 Not found\\x1b\[2J\\x1b\[H\\x1b\]52;c;.*\\x07: nothing at .* — GET \/v1\/campaigns \[request_id req\\x1b\[2J\]\n$/,
     );
 
     // --quiet still prints nothing on success and exit 4, and --json is a JSON document holding the exact values.

@@ -91,7 +91,7 @@ describe('campaign list: paged, bare, and guarded', () => {
         .listCampaigns()
         .catch((e) => e);
       expect(err).toBeInstanceOf(ApiError);
-      expect(err.message).toMatch(/^GET \/v1\/campaigns: /);
+      expect(err.message).toMatch(/ — GET \/v1\/campaigns$/);
       expect(err.message).toMatch(message);
       expect(err.exitCode).toBe(4);
       expect(calls.length).toBe(requests);

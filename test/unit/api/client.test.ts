@@ -118,7 +118,7 @@ describe('client: guards against bad pages', () => {
       {
         record_id: 'rec-4',
         reason: expect.stringMatching(
-          /GET \/v1\/campaigns\/session\/results \(campaign 1111.*\), page 2: record 2 of 3 \(id rec-4\): order_index: "abc"/,
+          /^order_index: "abc" .* — record 2 of 3 \(id rec-4\), page 2, GET \/v1\/campaigns\/session\/results \(campaign 1111.*\)$/,
         ),
         page_after: '2',
         page_position: 2,
@@ -215,7 +215,7 @@ describe('client: HTTP failures', () => {
     const err = await pass(mockClient(agent), testStore()).catch((e) => e);
     expect(err).toBeInstanceOf(AuthError);
     expect(err.exitCode).toBe(3);
-    expect(err.message).toMatch(/GET \/v1\/campaigns: 401 Unauthorized .*request_id req-1/);
+    expect(err.message).toMatch(/^401 Unauthorized .* — GET \/v1\/campaigns \[request_id req-1\]$/);
     expect(err.message).not.toContain('secret-test-key');
   });
 
@@ -230,7 +230,7 @@ describe('client: HTTP failures', () => {
     const result = await pass(mockClient(agent), testStore());
     expect(exitCodeForPass(result)).toBe(4);
     const role = result.streams.find((s) => s.id.endpoint === 'role');
-    expect(role?.error).toBe(`GET /v1/campaigns/role/results (campaign ${ROLE_CAMPAIGN}): 404 Not found [request_id r]`);
+    expect(role?.error).toBe(`404 Not found — GET /v1/campaigns/role/results (campaign ${ROLE_CAMPAIGN}) [request_id r]`);
     expect(result.streams.find((s) => s.id.endpoint === 'session')?.status).toBe('ok');
   });
 
@@ -280,7 +280,7 @@ describe('client: HTTP failures', () => {
     expect(calls.filter((u) => u.pathname !== '/v1/campaigns')).toHaveLength(1);
     expect(result.streams[0]?.requests).toBe(1);
     expect(result.streams[0]?.error).toBe(
-      `GET /v1/campaigns/session/results (campaign ${CAMPAIGN}): 429 Too many requests [request_id r]; Retry-After 3000 s is longer than --max-retry-wait 2m: gave up`,
+      `429 Too many requests; Retry-After 3000 s is longer than --max-retry-wait 2m: gave up — GET /v1/campaigns/session/results (campaign ${CAMPAIGN}) [request_id r]`,
     );
     expect(exitCodeForPass(result)).toBe(5);
   });
@@ -325,7 +325,7 @@ describe('client: HTTP failures', () => {
     const err = await mockClient(agent)
       .listCampaigns()
       .catch((e) => e);
-    expect(err.message).toMatch(/GET \/v1\/campaigns: 200 but the body is not JSON \(text\/html\)/);
+    expect(err.message).toMatch(/^200 but the body is not JSON \(text\/html\): .* — GET \/v1\/campaigns$/);
   });
 
   it('a body over the cap is an error, not an out-of-memory', async () => {
@@ -348,7 +348,7 @@ describe('client: HTTP failures', () => {
     const { agent } = mockService(() => ({ status: 503, body: '' }));
     const err = await pass(mockClient(agent, { maxRetries: 0 }), testStore()).catch((e) => e);
     expect(err.exitCode).toBe(5);
-    expect(err.message).toMatch(/nothing synced: GET \/v1\/campaigns: 503/);
+    expect(err.message).toMatch(/^nothing synced: 503 .* — GET \/v1\/campaigns$/);
   });
 
   it('network errors are NetworkErrors naming the request', async () => {
@@ -359,7 +359,7 @@ describe('client: HTTP failures', () => {
       .listCampaigns()
       .catch((e) => e);
     expect(err).toBeInstanceOf(NetworkError);
-    expect(err.message).toMatch(/^GET \/v1\/campaigns: /);
+    expect(err.message).toMatch(/ — GET \/v1\/campaigns$/);
     // A socket never made (no file descriptors left) has no local address: Node's "- Local (undefined:undefined)" is dropped.
     const { agent: out } = mockService(() => {
       throw Object.assign(new Error('connect EMFILE 127.0.0.1:443 - Local (undefined:undefined)'), { code: 'EMFILE' });
@@ -367,7 +367,7 @@ describe('client: HTTP failures', () => {
     const emfile = await mockClient(out, { maxRetries: 0 })
       .listCampaigns()
       .catch((e) => e);
-    expect(emfile.message).toBe('GET /v1/campaigns: EMFILE: connect EMFILE 127.0.0.1:443');
+    expect(emfile.message).toBe('EMFILE: connect EMFILE 127.0.0.1:443 — GET /v1/campaigns');
   });
 });
 

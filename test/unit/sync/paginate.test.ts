@@ -7,7 +7,7 @@ import { redactor } from '../../../src/core/redact.js';
 import { DataError } from '../../../src/errors.js';
 import { nextStep, type PageEnvelope, type PageFacts } from '../../../src/sync/paginate.js';
 
-const where = 'GET /v1/campaigns/session/results (campaign c), page 2';
+const where = 'page 2, GET /v1/campaigns/session/results (campaign c)';
 const facts = (over: Partial<PageFacts>): PageFacts => ({
   where,
   sent: 100n,

@@ -1,14 +1,16 @@
 /**
- * Tables on a terminal narrower than the whole table: low-value columns are dropped and long ones cut
- * with an ellipsis, as gh does (six streams in six lines at 80 columns, not fifty); only below
- * STACK_BELOW (60) columns is a table one block a row. A pipe's TSV keeps every column.
+ * Tables on a terminal narrower than the whole table: columns with nothing to say (all zero) and
+ * low-value ones are dropped and long texts cut with an ellipsis, as gh does (six streams in six
+ * lines at 80 columns, not fifty); a campaign's name is never cut, an id only to a prefix that tells
+ * it apart. Below STACK_BELOW (60) columns, or when the names cannot stay whole, a table is one block
+ * a row. A pipe's TSV keeps every column.
  */
 import { describe, expect, it } from 'vitest';
 import type { StreamRow } from '../../../src/store/sqlite/checkpoints.js';
 import type { PassResult } from '../../../src/sync/pass.js';
 import { statusTable } from '../../../src/ui/status.js';
 import { passTable } from '../../../src/ui/summary.js';
-import { renderTable, STACK_BELOW } from '../../../src/ui/table.js';
+import { renderTable, STACK_BELOW, uniquePrefix } from '../../../src/ui/table.js';
 
 const NOW = Date.parse('2026-11-25T08:00:00Z');
 const NAMES = [
@@ -33,6 +35,8 @@ function demoPass(): PassResult {
       pages: 3,
       requests: 3,
       bytes: 1000,
+      quarantined: 0,
+      quarantinedBy: {},
       cursor: 3494n,
       durationMs: 136 + i,
     })) as PassResult['streams'],
@@ -54,7 +58,7 @@ function streams(withError: boolean): StreamRow[] {
     cursor: 9007199254740993n + BigInt(i),
     records: 250n,
     last_success_at: '2026-11-25T07:58:00Z',
-    last_error: withError && i === 1 ? 'GET /v1/campaigns/role/results (campaign c1): 503 Service unavailable [request_id 8c0ffee]' : null,
+    last_error: withError && i === 1 ? '503 Service unavailable — GET /v1/campaigns/role/results (campaign c1) [request_id 8c0ffee]' : null,
     last_error_at: withError && i === 1 ? '2026-11-25T07:59:00Z' : null,
     unlisted_since: null,
     type_changed_to: null,
@@ -79,28 +83,42 @@ function fits(table: string, width: number): void {
 describe('the pull summary on a narrow terminal', () => {
   const table = (width: number) => passTable(demoPass(), { tsv: false, width }).split('\n1,500 records')[0] as string;
 
-  it('at 100 columns keeps every column, the longest names cut with an ellipsis', () => {
+  it('at 100 columns drops pages first (and the quarantined column, with nothing to say), every name whole', () => {
     const t = table(100);
     fits(t, 100);
-    expect(headers(t)).toEqual(['campaign', 'type', 'new', 'updated', 'pages', 'requests', 'time', 'status']);
-    expect(t).toContain('│ session-1-tecnicos-de-sopo… │');
-    expect(t).toContain('│ role-4-claims-handlers-q3   │');
+    // No stream held records back: the quarantined column says nothing and is left out.
+    expect(headers(t)).toEqual(['campaign', 'type', 'new', 'updated', 'requests', 'time', 'status']);
+    expect(t).toContain('│ session-1-tecnicos-de-soporte │');
+    expect(t).toContain('│ role-4-claims-handlers-q3     │');
   });
 
-  it('at 80 columns drops pages and requests (the line below has the total): one line a stream', () => {
+  it('at 80 columns drops pages, requests and time (the line below has the totals): one line a stream, names whole', () => {
     const t = table(80);
     fits(t, 80);
-    expect(headers(t)).toEqual(['campaign', 'type', 'new', 'updated', 'time', 'status']);
+    expect(headers(t)).toEqual(['campaign', 'type', 'new', 'updated', 'status']);
     // Six streams, a header and two borders: nine lines, not fifty-four.
     expect(t.split('\n')).toHaveLength(9);
-    expect(t).toContain('role-DETAILED'.replace('-', ' '));
+    for (const name of NAMES) expect(t).toContain(`│ ${name} `);
+    expect(t).toContain('role DETAILED');
   });
 
-  it('at 60 columns keeps campaign, type, new and status, the names still readable', () => {
+  it('counts the records each stream quarantined, in the table and the line below it', () => {
+    const pass = demoPass();
+    Object.assign(pass.streams[1] as object, { quarantined: 12 });
+    Object.assign(pass.streams[4] as object, { quarantined: 18 });
+    const out = passTable(pass, { tsv: false, width: 80 });
+    fits(out.split('\n1,500 records')[0] as string, 80);
+    expect(headers(out)).toEqual(['campaign', 'type', 'new', 'quarantined', 'status']);
+    expect(out).toMatch(/│ role-2-trust-safety-reviewers │ role DETAILED │ 250 │ +12 │ ok +│/);
+    expect(out).toMatch(/│ session-1-tecnicos-de-soporte │ session +│ 250 │ +0 │ ok +│/);
+    expect(out).toContain(', 30 quarantined (`campaign-sync quarantine list`)');
+  });
+
+  it('at 60 columns, where the names cannot stay whole beside type, new and status: one block a stream', () => {
     const t = table(60);
     fits(t, 60);
-    expect(headers(t)).toEqual(['campaign', 'type', 'new', 'status']);
-    expect(t).toContain('│ session-1-tecnicos-de-so… │ session       │ 250 │ ok     │');
+    expect(headers(t)).toBeUndefined();
+    expect(t.split('\n')[0]).toBe('session-1-tecnicos-de-soporte');
   });
 
   it('at 40 columns, one block a stream, every line within the width', () => {
@@ -114,35 +132,44 @@ describe('the pull summary on a narrow terminal', () => {
 
   it('in a pipe, TSV with every column whatever the width', () => {
     const tsv = passTable(demoPass(), { tsv: true, width: 40 }).split('\n');
-    expect(tsv[0]).toBe('campaign\ttype\tnew\tupdated\tpages\trequests\ttime\tstatus');
-    expect(tsv[1]).toBe('session-1-tecnicos-de-soporte\tsession\t250\t0\t3\t3\t136 ms\tok');
+    expect(tsv[0]).toBe('campaign\ttype\tnew\tupdated\tpages\trequests\ttime\tquarantined\tstatus');
+    expect(tsv[1]).toBe('session-1-tecnicos-de-soporte\tsession\t250\t0\t3\t3\t136 ms\t0\tok');
   });
 });
 
 describe('status on a narrow terminal', () => {
   const table = (width: number, error = false) => statusTable(streams(error), (id) => id, NOW, { tsv: false, width });
 
-  it('at 100 columns drops the cursor (a 19-digit int64) first', () => {
+  it('drops the columns with nothing to say (zero counts, no error) first, then the cursor (a 19-digit int64)', () => {
     const t = table(100);
     fits(t, 100);
-    expect(headers(t)).toEqual(['campaign', 'endpoint', 'report', 'records', 'last success', 'last error']);
+    // Healthy: room for the cursor.
+    expect(headers(t)).toEqual(['campaign', 'endpoint', 'report', 'cursor', 'records', 'last success']);
+    expect(headers(table(100, true))).toEqual(['campaign', 'endpoint', 'records', 'last success', 'last error']);
     expect(t).toContain('role-2-trust-safety-reviewers');
   });
 
-  it('at 80 columns drops the report type next; an error is cut with an ellipsis, names kept readable', () => {
-    const t = table(80, true);
-    fits(t, 80);
-    expect(headers(t)).toEqual(['campaign', 'endpoint', 'records', 'last success', 'last error']);
-    expect(t.split('\n')).toHaveLength(9);
-    expect(t).toMatch(/│ 1 min ago: GET \S*… │/);
-    expect(t).toContain('│ role-2-trust-safety… │ role ');
+  it('a count that is not all zero keeps its column', () => {
+    const rows = streams(false).map((r, i) => ({ ...r, id_conflicts: i === 3 ? 2 : 0 }));
+    expect(headers(statusTable(rows, (id) => id, NOW, { tsv: false, width: 140 }))).toContain('id conflicts');
+    expect(headers(statusTable(streams(false), (id) => id, NOW, { tsv: false, width: 140 }))).not.toContain('id conflicts');
   });
 
-  it('at 60 columns keeps what says whether a stream is well: campaign, last success, last error', () => {
+  it('at 80 columns the error shows its reason (it leads the text), the names stay whole', () => {
+    const t = table(80, true);
+    fits(t, 80);
+    expect(headers(t)).toEqual(['campaign', 'records', 'last success', 'last error']);
+    expect(t.split('\n')).toHaveLength(9);
+    expect(t).toContain('│ 1 min ago: 503 Ser… │');
+    for (const name of NAMES) expect(t).toContain(`│ ${name} `);
+  });
+
+  it('at 60 columns, too narrow for whole names beside the health columns: one block a stream', () => {
     const t = table(60, true);
     fits(t, 60);
-    expect(headers(t)).toEqual(['campaign', 'last success', 'last error']);
-    expect(t).toContain('2 min ago');
+    expect(headers(t)).toBeUndefined();
+    expect(t).toContain('role-2-trust-safety-reviewers\n');
+    expect(t).toMatch(/ {2}last error: +1 min ago: 503 Service unavailable/);
   });
 
   it('at 40 columns, one block a stream with every field', () => {
@@ -150,7 +177,7 @@ describe('status on a narrow terminal', () => {
     fits(t, 40);
     expect(headers(t)).toBeUndefined();
     expect(t).toContain('  cursor:       9007199254740994');
-    expect(t).toMatch(/ {2}last error: {3}1 min ago: GET \/v1\/camp…/);
+    expect(t).toMatch(/ {2}last error: {3}1 min ago: 503 Service …/);
   });
 });
 
@@ -158,7 +185,7 @@ describe('renderTable', () => {
   const HEAD = ['campaign', 'stream', 'cursor', 'records', 'last success', 'last error'];
   const ROWS = [
     ['role-2-trust-safety-reviewers', 'role DETAILED', '1024', '1,500', '2026-11-25T07:02:19.435Z', ''],
-    ['session-1-customer-support-emea', 'session', '99', '250', '2026-11-25T07:02:19.435Z', 'GET /v1/campaigns/session/results: 503'],
+    ['session-1-customer-support-emea', 'session', '99', '250', '2026-11-25T07:02:19.435Z', '503 — GET /v1/campaigns/session/results'],
   ];
 
   it(`stacks only below ${STACK_BELOW} columns; a table whose columns always stay and do not fit is stacked too`, () => {
@@ -166,7 +193,7 @@ describe('renderTable', () => {
     for (const line of out.split('\n')) expect(Array.from(line).length).toBeLessThanOrEqual(STACK_BELOW - 1);
     expect(out.split('\n')[0]).toBe('role-2-trust-safety-reviewers');
     expect(out).toContain('  records:      1,500');
-    expect(out).toMatch(/ {2}last error: {3}GET \/v1\/campaigns\/session\/results: 503/);
+    expect(out).toMatch(/ {2}last error: {3}503 — GET \/v1\/campaigns\/session\/results/);
     expect(out).not.toMatch(/[┌│]/);
     // No column may be cut or dropped: at 100 columns it cannot fit, and is stacked.
     expect(renderTable(HEAD, ROWS, { tsv: false, width: 100 })).not.toMatch(/[┌│]/);
@@ -201,5 +228,42 @@ describe('renderTable', () => {
     const out = renderTable(HEAD, ROWS, { tsv: false, width: 30 });
     for (const line of out.split('\n')) expect(Array.from(line).length).toBeLessThanOrEqual(30);
     expect(out.match(/ {2}records: /g)).toHaveLength(2);
+  });
+
+  it('a name column is never cut: a table that cannot keep it whole is stacked, where it is not cut either', () => {
+    const columns = [
+      { head: 'name', whole: true },
+      { head: 'note', shrink: 10 },
+    ];
+    const long = `campaign-${'x'.repeat(90)}`;
+    const out = renderTable(columns, [[long, 'a note that is long enough to be cut']], { tsv: false, width: 80 });
+    expect(headers(out)).toBeUndefined();
+    expect(out.split('\n')[0]).toBe(long);
+    const fitting = renderTable(columns, [['short-name', 'a note that is long enough to be cut']], { tsv: false, width: 60 });
+    expect(fitting).toContain('│ short-name │ a note that is long enough to be cut │');
+  });
+
+  it('an id is cut without an ellipsis to the shortest prefix (at least its minimum) that tells the ids apart', () => {
+    const columns = [
+      { head: 'id', prefix: 8 },
+      { head: 'name', whole: true },
+      { head: 'display name', shrink: 12, drop: 1 },
+    ];
+    const rows = [
+      ['1fd25390-c20a-4b40-9a80-74259b12ee9c', 'role-2-trust-safety-reviewers', 'Trust & safety reviewers (2)'],
+      ['1fd25390-c2ff-4b40-9a80-000000000000', 'role-9-twin-prefix', 'Twin prefix (9)'],
+      ['bd10d844-6659-4d84-8011-59d53e0133ac', 'session-1-tecnicos-de-soporte', 'Técnicos de soporte (1)'],
+    ];
+    const narrow = renderTable(columns, rows, { tsv: false, width: 80 });
+    fits(narrow, 80);
+    // The first two share `1fd25390-c2`: 12 characters tell them apart; the third is cut as long.
+    expect(narrow).toContain('│ 1fd25390-c20 │ role-2-trust-safety-reviewers │');
+    expect(narrow).toContain('│ 1fd25390-c2f │ role-9-twin-prefix            │');
+    expect(narrow).toContain('│ bd10d844-665 │');
+    expect(narrow).not.toMatch(/[0-9a-f]…/);
+    // With room, whole.
+    expect(renderTable(columns, rows, { tsv: false, width: 140 })).toContain('│ 1fd25390-c20a-4b40-9a80-74259b12ee9c │');
+    expect(uniquePrefix(['abcdefgh1', 'abcdefgh2', 'zz'], 8)).toBe(9);
+    expect(uniquePrefix(['a', 'b'], 8)).toBe(8);
   });
 });
