@@ -187,7 +187,7 @@ export interface StoreChoice {
   concurrency: number;
   /** --lease (ms): how long a worker holds a stream without renewing it (PostgreSQL's stream leases); none: the default. */
   leaseMs?: number | undefined;
-  /** The store's warnings (a PostgreSQL mirror's record with U+0000), for the command's output. */
+  /** The store's warnings (an erasure it could not finish), for the command's output. */
   warning?: ((text: string) => void) | undefined;
   /** --retention in ms: when due (at most once a day), the results dated before now minus it are erased as the mirror opens. */
   retention?: number | undefined;

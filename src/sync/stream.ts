@@ -11,6 +11,7 @@ import { AbortedError, ApiError, AuthError, DataError, describeRequest, type Err
 import { resultsPath } from '../spec/paths.js';
 import { olderThan } from '../store/model/erase-rule.js';
 import type { UpsertCounts } from '../store/model/page.js';
+import { mayHoldUnstorable } from '../store/model/quarantine.js';
 import type { Cursors, PageSink } from '../store/port.js';
 import type { DriftTracker, StreamDrift } from './drift.js';
 import { envelopeCursor, nextStep } from './paginate.js';
@@ -228,7 +229,7 @@ function sortedPage(
 ) {
   const where = `${describeRequest({ method: 'GET', path: resultsPath(id.endpoint), campaignId: id.campaignId })}, page ${n}`;
   const redact = deps.client.redact;
-  const sorted = sortPage(page.data, { where, campaignId: id.campaignId, after: sent, redact });
+  const sorted = sortPage(page.data, { where, campaignId: id.campaignId, after: sent, redact, strings: mayHoldUnstorable(body) });
   // Results older than the retention are not stored (the checkpoint still moves past them).
   const served = sorted.records.length;
   const cut = opts.retainAfter;

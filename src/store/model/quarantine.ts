@@ -1,8 +1,171 @@
 /**
- * What a quarantined record is, for both backends: its row as read back, the columns a record fills,
- * and the SQL text SQLite and PostgreSQL share (store/sqlite/quarantine.ts, store/pg/quarantine.ts).
+ * What a quarantined record is, for every backend: the rule of what every backend can store (a record
+ * that breaks it is quarantined before any backend sees it), its row as read back, the columns a
+ * record fills, and the SQL text SQLite and PostgreSQL share (store/sqlite/quarantine.ts,
+ * store/pg/quarantine.ts).
  */
+import { NumberText, toJson } from '../../core/json.js';
 import type { QuarantinedRecord, StreamId } from '../../core/types.js';
+
+/**
+ * The deepest nesting of arrays and objects a record may have, the record itself counting as 1. Each
+ * backend has a limit of its own, and one record past it failed its page on every pull: SQLite's JSON
+ * functions (which the views and the DETAILED split read `raw` with) refuse text nested deeper than
+ * 1,000; PostgreSQL's jsonb, about 13,000 at its default `max_stack_depth` (2MB) and about 620 at the
+ * lowest it allows (100kB; a page's statement wraps each record 3 levels deeper); V8's JSON.stringify,
+ * about 3,000 to 4,000 depending on the stack left. 500 is below all of them, and far above any
+ * record of the service (about 6).
+ */
+export const MAX_DEPTH = 500;
+
+/**
+ * The longest text, in bytes of UTF-8, of a value that fills an indexed column: a candidate's id or
+ * e-mail, a score detail's id, a skill key. PostgreSQL refuses a B-tree index entry over 2,704 bytes
+ * (the whole page then), and `lower(user_email)` may grow a text by half; e-mails are at most 254.
+ */
+export const MAX_INDEXED_BYTES = 1000;
+
+/** U+0000, or a surrogate that is not half of a pair (with the `u` flag a pair is one code point). */
+const UNSTORABLE_CHAR = /[\0\p{Cs}]/u;
+
+/** Where a value breaks the rule, from the record down (keys and indexes), and why. */
+interface Fault {
+  path: Array<string | number>;
+  why: string;
+}
+
+/** Why a NumberText (a number token kept as written: core/json.ts) cannot be stored as a number. */
+function numberFault(n: NumberText): string {
+  return Number.isFinite(Number(n.text))
+    ? `${n.text} is a number written with a fraction or an exponent where campaign-sync reads an integer`
+    : `${n.text} is a number out of the range of a double (about ±1.8e308), which every backend would store as something else (Infinity, null)`;
+}
+
+const nulOrSurrogate = (where: string) =>
+  `${where} holds U+0000 or a lone surrogate, which PostgreSQL can store in neither text nor jsonb (and SQLite's UTF-8 cannot carry a lone surrogate)`;
+
+/**
+ * The first value of `v` (an object or array at `depth`) that breaks the rule, or undefined. Recursive,
+ * but never past MAX_DEPTH + 1 calls whatever the value's depth. Strings are looked at only with
+ * `strings`: the caller knows when none can hold U+0000 or a lone surrogate.
+ */
+function walk(v: object, depth: number, strings: boolean): Fault | undefined {
+  if (depth > MAX_DEPTH) return { path: [], why: `nested deeper than ${MAX_DEPTH} levels of arrays and objects` };
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const x: unknown = v[i];
+      const f = check(x, depth, strings);
+      if (f !== undefined) {
+        f.path.push(i);
+        return f;
+      }
+    }
+    return undefined;
+  }
+  for (const k in v) {
+    if (strings && UNSTORABLE_CHAR.test(k)) return { path: [k], why: nulOrSurrogate('the name of this member') };
+    // The record's order_index has a rule of its own (an int64: sync/records.ts), which names a float.
+    if (depth === 1 && k === 'order_index') continue;
+    const f = check((v as Record<string, unknown>)[k], depth, strings);
+    if (f !== undefined) {
+      f.path.push(k);
+      return f;
+    }
+  }
+  return undefined;
+}
+
+/** walk's check of one element or member `x` of a value at `depth`. */
+function check(x: unknown, depth: number, strings: boolean): Fault | undefined {
+  if (typeof x === 'object') {
+    if (x === null) return undefined;
+    if (x instanceof NumberText) return { path: [], why: numberFault(x) };
+    return walk(x, depth + 1, strings);
+  }
+  if (strings && typeof x === 'string' && UNSTORABLE_CHAR.test(x)) return { path: [], why: nulOrSurrogate('this string') };
+  return undefined;
+}
+
+/** A path as a reader finds it in the record: `feedback.notes[2].text`; a deep one cut after 8 steps. */
+function showPath(path: ReadonlyArray<string | number>): string {
+  let out = '';
+  const steps = path.length > 8 ? path.slice(0, 8) : path;
+  for (const step of steps) {
+    if (typeof step === 'number') out += `[${step}]`;
+    else if (/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(step)) out += `${out === '' ? '' : '.'}${step}`;
+    // Escaped (never a raw U+0000 in the reason: it is stored as text) and cut: a name may be megabytes.
+    else out += `[${JSON.stringify(step.length > 40 ? `${step.slice(0, 40)}…` : step)}]`;
+  }
+  return path.length > 8 ? `${out}… (${path.length} levels down)` : out;
+}
+
+type Obj = Record<string, unknown>;
+const objectIn = (v: unknown): Obj | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined);
+
+/**
+ * The values of a record that fill indexed columns (store/model/rows.ts), by their path: the
+ * candidate's id and e-mail (nested or flat), each score detail's id, each skill key.
+ */
+function* indexed(record: Obj): Generator<[string, unknown]> {
+  const user = objectIn(record.user);
+  yield ['user.id', user?.id];
+  yield ['user.email', user?.email];
+  yield ['user_id', record.user_id];
+  yield ['email', record.email];
+  const skills = function* (evals: unknown, at: string): Generator<[string, unknown]> {
+    if (!Array.isArray(evals)) return;
+    for (let i = 0; i < evals.length; i++) yield [`${at}[${i}].skill.key`, objectIn(objectIn(evals[i])?.skill)?.key];
+  };
+  yield* skills(record.eval_results, 'eval_results');
+  const details = record.score_details;
+  if (!Array.isArray(details)) return;
+  for (let i = 0; i < details.length; i++) {
+    const d = objectIn(details[i]);
+    yield [`score_details[${i}].id`, d?.id];
+    yield* skills(d?.eval_results, `score_details[${i}].eval_results`);
+  }
+}
+
+/** The bytes of UTF-8 a value takes as its column's text (store/model/rows.ts `text`). */
+function textBytes(v: unknown): number {
+  if (v === undefined || v === null) return 0;
+  // A UTF-16 unit is at most 3 bytes of UTF-8: most values are known short without encoding them.
+  if (typeof v === 'string') return v.length * 3 <= MAX_INDEXED_BYTES ? v.length : Buffer.byteLength(v);
+  return Buffer.byteLength(typeof v === 'object' ? toJson(v) : String(v));
+}
+
+/**
+ * Whether a JSON text (a page's body) may hold U+0000 or a lone surrogate in a string: JSON writes
+ * either only as a `\u` escape (a raw U+0000 is not JSON; bytes that are no UTF-8 decode to U+FFFD).
+ * A native search, so a page without such an escape spares unstorable a test of every string.
+ */
+export function mayHoldUnstorable(body: Uint8Array): boolean {
+  const b = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  return b.includes('\\u0000') || b.includes('\\ud') || b.includes('\\uD');
+}
+
+/**
+ * Why a record cannot be stored as it is on every backend, naming the field at fault; undefined when
+ * it can. The one rule every sink gets (sync/records.ts applies it with the record rules, so such a
+ * record is quarantined and the rest of its page stored): nesting deeper than MAX_DEPTH; a number out
+ * of a double's range; U+0000 or a lone surrogate in a string or a member's name; a value of an indexed
+ * column longer than MAX_INDEXED_BYTES. `strings: false` when no string of the record can hold U+0000
+ * or a lone surrogate (the body that brought it has no `\u0000` nor `\ud…` escape: JSON carries them
+ * no other way), which spares the walk a test of every string.
+ */
+export function unstorable(record: Obj, strings = true): string | undefined {
+  const fault = walk(record, 1, strings);
+  if (fault !== undefined) {
+    const at = showPath(fault.path.reverse());
+    return `${at === '' ? 'the record' : at}: ${fault.why}`;
+  }
+  for (const [path, v] of indexed(record)) {
+    const bytes = textBytes(v);
+    if (bytes > MAX_INDEXED_BYTES)
+      return `${path}: ${bytes} bytes, longer than the ${MAX_INDEXED_BYTES} an indexed column takes (PostgreSQL refuses an index entry past 2,704)`;
+  }
+  return undefined;
+}
 
 /** One quarantined record as stored. */
 export interface QuarantineRow {

@@ -25,7 +25,7 @@ export async function openPgJobStore(c: StoreChoice, capabilities: BackendCapabi
     throw new UsageError(
       `${c.formatWhere ?? '--format ndjson'} writes files; with a postgres:// URL in ${where} the records go to PostgreSQL`,
     );
-  const m = await openPgMirror(path, pgSchema, c.concurrency, c.warning, where, c.leaseMs);
+  const m = await openPgMirror(path, pgSchema, c.concurrency, where, c.leaseMs);
   let retention: Awaited<ReturnType<typeof applyPgRetention>> = { ranAt: undefined };
   try {
     if (c.retention !== undefined) retention = await applyPgRetention(m.db, c.retention, currentClock().now(), c.warning, c.leaseMs);
