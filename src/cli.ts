@@ -59,6 +59,10 @@ function apiOptions(cmd: Command): Command {
       ),
     )
     .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host')
+    .option(
+      '--switch-service',
+      'the service moved to --base-url: record it as the one this mirror mirrors (another base URL is refused without it)',
+    )
     .option(VERBOSE, VERBOSE_HELP);
 }
 

@@ -225,6 +225,7 @@ function job(c: Collector): void {
   c.set('api', config, origins.baseUrl as Origin);
   Object.assign(c.origins, origins);
   const insecure = c.flag<boolean>('allowInsecureHttp', false) === true;
+  c.flag('switchService', false);
   const notify = c.inputs.flags.notify as string | undefined;
   c.set(
     'notify',
@@ -277,6 +278,7 @@ export function resolveSettings<C extends CommandName>(
       c.set('maxRetryWaitMs', c.take('maxRetryWait', apiSchema.maxRetryWait), byDefault('maxRetryWait'));
       c.set('notify', undefined, byDefault('notify'));
       c.take('maxAge', watchSchema.maxAge);
+      c.set('switchService', true, byDefault('switchService'));
       break;
     }
     case 'status':

@@ -12,10 +12,11 @@ import type { StorageError } from '../errors.js';
 import type { ChangeTableName, ExportTable } from './model/export-tables.js';
 import type { IdConflict, UpsertCounts } from './model/page.js';
 import type { QuarantineRow, QuarantineSelection } from './model/quarantine.js';
+import type { ServiceClaim } from './model/service.js';
 import type { FleetStatus, FleetTimes, StreamLeases } from './model/stream-leases.js';
 import type { SkippedRow, StreamRow } from './model/streams.js';
 
-export type { FleetStatus, IdConflict, QuarantineRow, QuarantineSelection, SkippedRow, StreamRow, UpsertCounts };
+export type { FleetStatus, IdConflict, QuarantineRow, QuarantineSelection, ServiceClaim, SkippedRow, StreamRow, UpsertCounts };
 
 /** Who holds a mirror's run lock: the process syncing it. */
 export interface Holder {
@@ -191,6 +192,11 @@ export interface StoreChoice {
   warning?: ((text: string) => void) | undefined;
   /** --retention in ms: when due (at most once a day), the results dated before now minus it are erased as the mirror opens. */
   retention?: number | undefined;
+  /**
+   * The service the job syncs with (store/model/service.ts): claimed first, under the lock, before
+   * anything is written; a mirror that records another is a UsageError. None: not checked (tests).
+   */
+  service?: ServiceClaim | undefined;
 }
 
 /** A retention's erasure: the cut (ISO 8601) and what went. */
@@ -379,8 +385,12 @@ export interface MirrorBackend {
   openVersions(t: MirrorTarget): Promise<VersionReader>;
   /** Opens an existing mirror's quarantine (migrated to have one). */
   openQuarantine(t: MirrorTarget): Promise<QuarantineAdmin>;
-  /** Upserts the campaigns' list, as a pull does (the mirror created or migrated on first use). */
-  storeCampaigns(t: MirrorTarget, list: Array<Record<string, unknown>>, at: string, lister: string): Promise<void>;
+  /**
+   * Upserts the campaigns' list, as a pull does (the mirror created or migrated on first use), once
+   * `service` is claimed (store/model/service.ts): a mirror that records another is a UsageError, and
+   * nothing is stored.
+   */
+  storeCampaigns(t: MirrorTarget, list: Array<Record<string, unknown>>, at: string, lister: string, service: ServiceClaim): Promise<void>;
   /**
    * Opens an existing mirror to export from: read-only, or (`forChanges`, export --since-last)
    * read-write, to remember a consumer's place (and number an older mirror's changes).

@@ -7,6 +7,7 @@ import { openPgEraser } from './eraser.js';
 import { openPgJobStore } from './job-store.js';
 import { dropQuarantine, listQuarantine } from './quarantine.js';
 import { openPgReader } from './reader.js';
+import { claimPgService } from './service.js';
 
 /**
  * What a PostgreSQL team mirror can do: a fleet of workers taking streams by lease, the request
@@ -33,10 +34,11 @@ export const pgBackend: MirrorBackend = {
       close: () => db.close(),
     };
   },
-  async storeCampaigns(t, list, at, lister) {
+  async storeCampaigns(t, list, at, lister, service) {
     // Created and migrated on first use, like a pull.
     const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 1, where: t.where });
     try {
+      await claimPgService(db, service);
       await upsertCampaigns(db, list, at, lister);
     } finally {
       await db.close();

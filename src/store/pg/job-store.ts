@@ -8,6 +8,7 @@ import { campaignNames } from './campaigns.js';
 import { knownDrift } from './drift.js';
 import { openPgMirror } from './open.js';
 import { applyPgRetention } from './retention.js';
+import { claimPgService } from './service.js';
 
 /** The password of a postgres:// URL, which an alert must never carry. */
 function urlPassword(url: string): string | undefined {
@@ -28,6 +29,8 @@ export async function openPgJobStore(c: StoreChoice, capabilities: BackendCapabi
   const m = await openPgMirror(path, pgSchema, c.concurrency, where, c.leaseMs);
   let retention: Awaited<ReturnType<typeof applyPgRetention>> = { ranAt: undefined };
   try {
+    // Before anything else is written: a mirror of another service is refused as it was found.
+    if (c.service !== undefined) await claimPgService(m.db, c.service);
     if (c.retention !== undefined) retention = await applyPgRetention(m.db, c.retention, currentClock().now(), c.warning, c.leaseMs);
   } catch (err) {
     await m.release();

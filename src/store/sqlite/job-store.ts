@@ -10,6 +10,7 @@ import { type Db, openDatabase } from './db.js';
 import { DriftLedger } from './drift-ledger.js';
 import { MirrorGuard } from './mirror-guard.js';
 import { RunLock } from './run-lock.js';
+import { claimSqliteService } from './service.js';
 import { SqliteSink } from './sink.js';
 
 /** Opens the mirror for a pull or watch; `capabilities` are the backend's, by destination (store/sqlite/backend.ts). */
@@ -22,6 +23,8 @@ export async function openSqliteJobStore(
   let db: Db | undefined;
   try {
     db = openDatabase(path);
+    // Before anything else is written: a mirror of another service is refused as it was found.
+    if (c.service !== undefined) claimSqliteService(db, c.service, path);
     const state = new SqliteCheckpoints(db);
     // A forget killed or stopped by a full disk left its erasure unfinished (files not rewritten, the
     // erased rows' bytes in free pages): a pull (cron's command) finishes it before it syncs anything,

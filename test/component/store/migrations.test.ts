@@ -122,6 +122,7 @@ describe('migration files are frozen code', () => {
         '6cb250c108759500',
         'cbb8b9c90e0fbe43',
         '8bd521c69f4b2942',
+        '8e4bec14cea44960',
       ],
       pg: [
         '98d7cb630c5567fc',
@@ -136,6 +137,7 @@ describe('migration files are frozen code', () => {
         '19dd8ed77c21d01b',
         'c9c77b251cab8ed7',
         '2b1f10fbea643b29',
+        '950f951847a19856',
       ],
     };
     const digest = (sql: string) => createHash('sha256').update(sql).digest('hex').slice(0, 16);

@@ -20,5 +20,6 @@ import { V9 } from './v9.js';
 import { V10 } from './v10.js';
 import { V11 } from './v11.js';
 import { V12 } from './v12.js';
+import { V13 } from './v13.js';
 
-export const PG_MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
+export const PG_MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];

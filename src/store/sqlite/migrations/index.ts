@@ -22,6 +22,7 @@ import { V9 } from './v9.js';
 import { V10 } from './v10.js';
 import { V11 } from './v11.js';
 import { requestIdsV12, V12 } from './v12.js';
+import { V13 } from './v13.js';
 
 /** One step: SQL, then code where data moves (it returns how many rows it rewrote). */
 export interface Migration {
@@ -42,4 +43,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { sql: V10 },
   { sql: V11 },
   { sql: V12, run: requestIdsV12 },
+  { sql: V13 },
 ];
