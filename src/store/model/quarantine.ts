@@ -47,14 +47,19 @@ const nulOrSurrogate = (where: string) =>
 /**
  * The first value of `v` (an object or array at `depth`) that breaks the rule, or undefined. Recursive,
  * but never past MAX_DEPTH + 1 calls whatever the value's depth. Strings are looked at only with
- * `strings`: the caller knows when none can hold U+0000 or a lone surrogate.
+ * `strings`: the caller knows when none can hold U+0000 or a lone surrogate. Hot (every record of
+ * every page): one call per object or array, none per scalar, and nothing allocated unless a value fails.
  */
 function walk(v: object, depth: number, strings: boolean): Fault | undefined {
   if (depth > MAX_DEPTH) return { path: [], why: `nested deeper than ${MAX_DEPTH} levels of arrays and objects` };
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
       const x: unknown = v[i];
-      const f = check(x, depth, strings);
+      let f: Fault | undefined;
+      if (typeof x === 'object') {
+        if (x === null) continue;
+        f = x instanceof NumberText ? { path: [], why: numberFault(x) } : walk(x, depth + 1, strings);
+      } else if (strings && typeof x === 'string' && UNSTORABLE_CHAR.test(x)) f = { path: [], why: nulOrSurrogate('this string') };
       if (f !== undefined) {
         f.path.push(i);
         return f;
@@ -63,26 +68,20 @@ function walk(v: object, depth: number, strings: boolean): Fault | undefined {
     return undefined;
   }
   for (const k in v) {
-    if (strings && UNSTORABLE_CHAR.test(k)) return { path: [k], why: nulOrSurrogate('the name of this member') };
-    // The record's order_index has a rule of its own (an int64: sync/records.ts), which names a float.
-    if (depth === 1 && k === 'order_index') continue;
-    const f = check((v as Record<string, unknown>)[k], depth, strings);
+    const x = (v as Record<string, unknown>)[k];
+    let f: Fault | undefined;
+    if (strings && UNSTORABLE_CHAR.test(k)) f = { path: [], why: nulOrSurrogate('the name of this member') };
+    else if (typeof x === 'object') {
+      if (x === null) continue;
+      // The record's order_index has a rule of its own (an int64: sync/records.ts), which names a float.
+      if (x instanceof NumberText) f = depth === 1 && k === 'order_index' ? undefined : { path: [], why: numberFault(x) };
+      else f = walk(x, depth + 1, strings);
+    } else if (strings && typeof x === 'string' && UNSTORABLE_CHAR.test(x)) f = { path: [], why: nulOrSurrogate('this string') };
     if (f !== undefined) {
       f.path.push(k);
       return f;
     }
   }
-  return undefined;
-}
-
-/** walk's check of one element or member `x` of a value at `depth`. */
-function check(x: unknown, depth: number, strings: boolean): Fault | undefined {
-  if (typeof x === 'object') {
-    if (x === null) return undefined;
-    if (x instanceof NumberText) return { path: [], why: numberFault(x) };
-    return walk(x, depth + 1, strings);
-  }
-  if (strings && typeof x === 'string' && UNSTORABLE_CHAR.test(x)) return { path: [], why: nulOrSurrogate('this string') };
   return undefined;
 }
 
@@ -102,36 +101,50 @@ function showPath(path: ReadonlyArray<string | number>): string {
 type Obj = Record<string, unknown>;
 const objectIn = (v: unknown): Obj | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined);
 
-/**
- * The values of a record that fill indexed columns (store/model/rows.ts), by their path: the
- * candidate's id and e-mail (nested or flat), each score detail's id, each skill key.
- */
-function* indexed(record: Obj): Generator<[string, unknown]> {
-  const user = objectIn(record.user);
-  yield ['user.id', user?.id];
-  yield ['user.email', user?.email];
-  yield ['user_id', record.user_id];
-  yield ['email', record.email];
-  const skills = function* (evals: unknown, at: string): Generator<[string, unknown]> {
-    if (!Array.isArray(evals)) return;
-    for (let i = 0; i < evals.length; i++) yield [`${at}[${i}].skill.key`, objectIn(objectIn(evals[i])?.skill)?.key];
-  };
-  yield* skills(record.eval_results, 'eval_results');
-  const details = record.score_details;
-  if (!Array.isArray(details)) return;
-  for (let i = 0; i < details.length; i++) {
-    const d = objectIn(details[i]);
-    yield [`score_details[${i}].id`, d?.id];
-    yield* skills(d?.eval_results, `score_details[${i}].eval_results`);
-  }
-}
-
-/** The bytes of UTF-8 a value takes as its column's text (store/model/rows.ts `text`). */
-function textBytes(v: unknown): number {
+/** The bytes of UTF-8 a value takes as its column's text (store/model/rows.ts `text`), when past MAX_INDEXED_BYTES; else 0. */
+function tooLong(v: unknown): number {
   if (v === undefined || v === null) return 0;
   // A UTF-16 unit is at most 3 bytes of UTF-8: most values are known short without encoding them.
-  if (typeof v === 'string') return v.length * 3 <= MAX_INDEXED_BYTES ? v.length : Buffer.byteLength(v);
-  return Buffer.byteLength(typeof v === 'object' ? toJson(v) : String(v));
+  if (typeof v === 'string' && v.length * 3 <= MAX_INDEXED_BYTES) return 0;
+  const bytes = Buffer.byteLength(typeof v === 'string' ? v : typeof v === 'object' ? toJson(v) : String(v));
+  return bytes > MAX_INDEXED_BYTES ? bytes : 0;
+}
+
+/** The first skill key of `evals` (an eval_results array) too long to index, as [its index, its bytes]. */
+function longSkill(evals: unknown): [number, number] | undefined {
+  if (!Array.isArray(evals)) return undefined;
+  for (let i = 0; i < evals.length; i++) {
+    const bytes = tooLong(objectIn(objectIn(evals[i])?.skill)?.key);
+    if (bytes > 0) return [i, bytes];
+  }
+  return undefined;
+}
+
+/**
+ * The first value of a record that fills an indexed column (store/model/rows.ts) and is too long to
+ * index, as [its path, its bytes]: the candidate's id and e-mail (nested or flat), each score detail's
+ * id, each skill key.
+ */
+function longIndexed(record: Obj): [string, number] | undefined {
+  const user = objectIn(record.user);
+  let bytes = 0;
+  if ((bytes = tooLong(user?.id)) > 0) return ['user.id', bytes];
+  if ((bytes = tooLong(user?.email)) > 0) return ['user.email', bytes];
+  if ((bytes = tooLong(record.user_id)) > 0) return ['user_id', bytes];
+  if ((bytes = tooLong(record.email)) > 0) return ['email', bytes];
+  const skill = longSkill(record.eval_results);
+  if (skill !== undefined) return [`eval_results[${skill[0]}].skill.key`, skill[1]];
+  const details = record.score_details;
+  if (!Array.isArray(details)) return undefined;
+  for (let i = 0; i < details.length; i++) {
+    const d = objectIn(details[i]);
+    if (d === undefined) continue;
+    const id = tooLong(d.id);
+    if (id > 0) return [`score_details[${i}].id`, id];
+    const s = longSkill(d.eval_results);
+    if (s !== undefined) return [`score_details[${i}].eval_results[${s[0]}].skill.key`, s[1]];
+  }
+  return undefined;
 }
 
 /**
@@ -159,12 +172,9 @@ export function unstorable(record: Obj, strings = true): string | undefined {
     const at = showPath(fault.path.reverse());
     return `${at === '' ? 'the record' : at}: ${fault.why}`;
   }
-  for (const [path, v] of indexed(record)) {
-    const bytes = textBytes(v);
-    if (bytes > MAX_INDEXED_BYTES)
-      return `${path}: ${bytes} bytes, longer than the ${MAX_INDEXED_BYTES} an indexed column takes (PostgreSQL refuses an index entry past 2,704)`;
-  }
-  return undefined;
+  const long = longIndexed(record);
+  if (long === undefined) return undefined;
+  return `${long[0]}: ${long[1]} bytes, longer than the ${MAX_INDEXED_BYTES} an indexed column takes (PostgreSQL refuses an index entry past 2,704)`;
 }
 
 /** One quarantined record as stored. */
