@@ -5,11 +5,14 @@ import type { PgDatabase } from './database.js';
 
 /**
  * Records the claim's URL where the mirror records none (or `replace`, or holds nothing of the one it
- * records), or throws a UsageError naming both when it records another. The first of a fleet's workers to claim wins (INSERT … DO NOTHING,
- * then the row read back in the same transaction, locked): two claiming different URLs at once
- * cannot both record theirs.
+ * records), or throws a UsageError naming both when it records another. The mirror's own URL is
+ * only read (a fleet's workers starting together write nothing for it). Anything else is decided in
+ * one transaction: the first of the workers to claim a URL wins (INSERT … DO NOTHING, then the row
+ * read back locked), so two claiming different URLs at once cannot both record theirs.
  */
 export async function claimPgService(db: PgDatabase, claim: ServiceClaim): Promise<void> {
+  const current = await db.query<{ value: string }>('SELECT value FROM meta WHERE key = $1', [SERVICE_KEY]);
+  if (current.rows[0]?.value === claim.url) return;
   await db.transaction(async (client) => {
     await client.query('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [SERVICE_KEY, claim.url]);
     const r = await client.query<{ value: string }>('SELECT value FROM meta WHERE key = $1 FOR UPDATE', [SERVICE_KEY]);
