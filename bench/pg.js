@@ -20,7 +20,7 @@ import { RequestBudget } from '../dist/api/budget.js';
 import { ApiClient } from '../dist/api/client.js';
 import { startSimulator } from '../dist/simulator/server.js';
 import { openPgMirror } from '../dist/store/pg/open.js';
-import { Checkpoints } from '../dist/store/sqlite/checkpoints.js';
+import { SqliteCheckpoints } from '../dist/store/sqlite/checkpoints.js';
 import { openDatabase } from '../dist/store/sqlite/db.js';
 import { SqliteSink } from '../dist/store/sqlite/sink.js';
 import { runPass } from '../dist/sync/pass.js';
@@ -68,7 +68,7 @@ export async function benchPg({ url, records = 20_000, rounds = 3 }) {
       const postgres = [];
       for (let round = 0; round <= rounds; round++) {
         const db = openDatabase(join(work, `${k.type}-${k.reportType}-${round}.db`));
-        const state = new Checkpoints(db);
+        const state = new SqliteCheckpoints(db);
         const a = await timedPass(sim, new SqliteSink(db, state), state, opts);
         db.close();
         const schema = `bench_${round}`;

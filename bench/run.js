@@ -35,7 +35,7 @@ import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { createClient } from '../dist/app/client.js';
 import { startSimulator } from '../dist/simulator/server.js';
-import { Checkpoints } from '../dist/store/sqlite/checkpoints.js';
+import { SqliteCheckpoints } from '../dist/store/sqlite/checkpoints.js';
 import { openDatabase } from '../dist/store/sqlite/db.js';
 import { DriftLedger } from '../dist/store/sqlite/drift-ledger.js';
 import { Database } from '../dist/store/sqlite/driver.js';
@@ -256,7 +256,7 @@ async function pullVsFloor() {
       for (let round = 0; round <= PULL_ROUNDS; round++) {
         const dbPath = join(work, `pull-${k.kind}-${round}.db`);
         const db = openDatabase(dbPath);
-        const state = new Checkpoints(db);
+        const state = new SqliteCheckpoints(db);
         const client = clientFor(server);
         const t0 = performance.now();
         // As a pull does: each page's field paths and enumeration values walked (sync/drift.ts).
@@ -327,7 +327,7 @@ async function budget() {
   const rate = { count: 20, windowMs: 1000 };
   const sim = await startSimulator({ seed: 5, campaigns: 8, records: 1000, rateLimit: rate });
   const db = openDatabase(join(work, 'budget.db'));
-  const state = new Checkpoints(db);
+  const state = new SqliteCheckpoints(db);
   process.env.XDG_STATE_HOME = join(work, 'state');
   const client = createClient({
     baseUrl: new URL(sim.url),

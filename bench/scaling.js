@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { RequestBudget } from '../dist/api/budget.js';
 import { ApiClient } from '../dist/api/client.js';
-import { Checkpoints } from '../dist/store/sqlite/checkpoints.js';
+import { SqliteCheckpoints } from '../dist/store/sqlite/checkpoints.js';
 import { openDatabase } from '../dist/store/sqlite/db.js';
 import { SqliteSink } from '../dist/store/sqlite/sink.js';
 import { runPass } from '../dist/sync/pass.js';
@@ -38,7 +38,7 @@ function startServer(options) {
 async function pullOnce(server, campaignId, dbPath, pragmas) {
   const db = openDatabase(dbPath);
   for (const p of pragmas) db.pragma(p);
-  const state = new Checkpoints(db);
+  const state = new SqliteCheckpoints(db);
   const rate = { count: 1_000_000, windowMs: 1000 };
   const client = new ApiClient(
     { baseUrl: new URL(server.url), apiKey: server.apiKey, rate, timeoutMs: 60_000, maxRetries: 3, maxRetryWaitMs: 120_000 },
