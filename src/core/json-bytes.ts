@@ -216,7 +216,7 @@ export function parseJsonBytes(body: Buffer): unknown {
  * A body the lossless parser could not read whole for its depth: its envelope and each record read
  * apart, a record too deep for the lossless parser read by JSON.parse, which reads any depth (an
  * integer of it past 2^53 may be rounded, but such a record is deeper than any the record rules let
- * through: store/model/quarantine.ts MAX_DEPTH, and its text is quarantined as it came). A body that
+ * through: store/model/storable.ts MAX_DEPTH, and its text is quarantined as it came). A body that
  * cannot be cut at its records, or whose envelope is that deep, is a SyntaxError: a page unsound as
  * a whole.
  */

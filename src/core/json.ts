@@ -47,7 +47,7 @@ function revive(key: string, value: unknown): unknown {
     }
     if (CURSOR_KEYS.has(key)) return new NumberText(text);
     // A number past a double's range (1e400) would read as Infinity and be written back as null: kept
-    // as written, for the record rules to refuse by its text (store/model/quarantine.ts).
+    // as written, for the record rules to refuse by its text (store/model/storable.ts).
     const n = Number(text);
     return Number.isFinite(n) ? n : new NumberText(text);
   }

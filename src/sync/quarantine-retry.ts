@@ -10,7 +10,7 @@ import type { ApiClient } from '../api/client.js';
 import { type CheckedRecord, streamId } from '../core/types.js';
 import { ApiError, AuthError, DataError, describeRequest } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
-import { mayHoldUnstorable } from '../store/model/quarantine.js';
+import { mayHoldUnstorable } from '../store/model/storable.js';
 import type { PageSink } from '../store/port.js';
 import type { QuarantineRow } from '../store/sqlite/quarantine.js';
 import { sortPage } from './records.js';

@@ -2,7 +2,7 @@
  * The rules of a record, checked on every record of a page before anything of the page is written:
  * a usable `id`, an int64 `order_index` past the cursor and rising, the stream's campaign id
  * (`campaign.id`, or a flat record's `campaign_id`), scores that are numbers, and what every backend
- * can store (store/model/quarantine.ts unstorable: depth, numbers, U+0000, indexed values' lengths).
+ * can store (store/model/storable.ts unstorable: depth, numbers, U+0000, indexed values' lengths).
  * A record that fails them is quarantined (store/sqlite/quarantine.ts) and the page goes on, on
  * every sink alike; a page that fails as a whole (records going backwards, an id twice) stops its
  * stream. Everything else is lenient and kept as sent.
@@ -14,7 +14,7 @@ import { NumberText, toJson } from '../core/json.js';
 import { type Redact, shorten } from '../core/redact.js';
 import type { CheckedRecord } from '../core/types.js';
 import { DataError } from '../errors.js';
-import { unstorable } from '../store/model/quarantine.js';
+import { unstorable } from '../store/model/storable.js';
 
 /**
  * Longest id accepted. The spec's ids are UUIDs (36 characters); anything past a few hundred is not an

@@ -11,7 +11,7 @@ import { AbortedError, ApiError, AuthError, DataError, describeRequest, type Err
 import { resultsPath } from '../spec/paths.js';
 import { olderThan } from '../store/model/erase-rule.js';
 import type { UpsertCounts } from '../store/model/page.js';
-import { mayHoldUnstorable } from '../store/model/quarantine.js';
+import { mayHoldUnstorable } from '../store/model/storable.js';
 import type { Cursors, PageSink } from '../store/port.js';
 import type { DriftTracker, StreamDrift } from './drift.js';
 import { envelopeCursor, nextStep } from './paginate.js';

@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { parseJsonBytes } from '../../src/core/json-bytes.js';
 import { DEEP_LEVELS } from '../../src/simulator/malformed.js';
 import type { RunningSimulator } from '../../src/simulator/server.js';
-import { MAX_DEPTH, MAX_INDEXED_BYTES } from '../../src/store/model/quarantine.js';
+import { MAX_DEPTH, MAX_INDEXED_BYTES } from '../../src/store/model/storable.js';
 import { atFileEnd } from '../helpers/file-end.js';
 import { get, sim } from '../helpers/index.js';
 import { MIRRORS, type Mirror, open, unsupported } from './mirrors.js';

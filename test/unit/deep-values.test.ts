@@ -2,7 +2,7 @@
  * No recursion of our own that a hostile depth can overflow: JSON.parse reads a value nested 100,000
  * levels deep, and every walk of a record (parsing losslessly, writing JSON text, hashing it, the
  * record rule, drift, finding a person, redacting, exporting) must take it without a stack overflow.
- * Such a record is quarantined by the rule (store/model/quarantine.ts MAX_DEPTH) before any backend
+ * Such a record is quarantined by the rule (store/model/storable.ts MAX_DEPTH) before any backend
  * sees it; these are the steps it passes through on the way, and what an old mirror may hold.
  */
 import { describe, expect, it } from 'vitest';
@@ -12,7 +12,8 @@ import { redactJson, redactor } from '../../src/core/redact.js';
 import { type CheckedRecord, streamId } from '../../src/core/types.js';
 import { ndjsonLine } from '../../src/export/writers.js';
 import { knownPerson, PersonGraph, quarantinedNames, scrubPerson } from '../../src/store/model/person.js';
-import { MAX_DEPTH, quarantineValues, unstorable } from '../../src/store/model/quarantine.js';
+import { quarantineValues } from '../../src/store/model/quarantine.js';
+import { MAX_DEPTH, unstorable } from '../../src/store/model/storable.js';
 import { StreamDrift } from '../../src/sync/drift.js';
 import { sortPage } from '../../src/sync/records.js';
 

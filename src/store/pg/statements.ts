@@ -48,7 +48,7 @@ function zoned(v: unknown): string | null {
 /**
  * PostgreSQL cannot store U+0000 in text or jsonb, nor a lone surrogate in jsonb (it rejects the whole
  * statement). A record never holds either: the record rules quarantine such a record before any sink
- * sees it (store/model/quarantine.ts unstorable), on every backend alike. What has no quarantine (a
+ * sees it (store/model/storable.ts unstorable), on every backend alike. What has no quarantine (a
  * campaign of the list) is kept with U+FFFD, the replacement character, in place of each, rather than
  * fail every pull. A JSON text (core/json.ts) writes a lone surrogate as a `\udXXX` escape (a pair is
  * written as the character itself), and U+0000 as `\u0000`.

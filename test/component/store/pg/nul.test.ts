@@ -1,7 +1,7 @@
 /**
  * U+0000 and lone surrogates, into PostgreSQL: text and jsonb cannot hold U+0000, and jsonb cannot
  * hold a lone surrogate either; such a record would fail its page for good on every pull. The record
- * rules quarantine it before the sink sees it (store/model/quarantine.ts unstorable), on PostgreSQL as
+ * rules quarantine it before the sink sees it (store/model/storable.ts unstorable), on PostgreSQL as
  * on every backend, and the rest of its page is stored exactly. What has no quarantine, a campaign of
  * the list, is kept with U+FFFD in their place (store/pg/statements.ts).
  */

@@ -1,11 +1,11 @@
 /**
- * store/model/quarantine.ts unstorable: the one rule of what every backend can store, each part
+ * store/model/storable.ts unstorable: the one rule of what every backend can store, each part
  * naming the field at fault. (Depth at 100,000 levels: test/unit/deep-values.test.ts; on every
  * backend for real: test/contract/unstorable.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
 import { NumberText, parseJson } from '../../../../src/core/json.js';
-import { MAX_INDEXED_BYTES, mayHoldUnstorable, unstorable } from '../../../../src/store/model/quarantine.js';
+import { MAX_INDEXED_BYTES, mayHoldUnstorable, unstorable } from '../../../../src/store/model/storable.js';
 
 describe('unstorable', () => {
   it('a number past a double, wherever it is, by its text; a float where an integer is read, nested', () => {
