@@ -59,6 +59,10 @@ function apiOptions(cmd: Command): Command {
       ),
     )
     .option('--allow-insecure-http', 'allow plain http:// to a non-loopback host')
+    .option(
+      '--switch-service',
+      'the service moved to --base-url: record it as the one this mirror mirrors (another base URL is refused without it)',
+    )
     .option(VERBOSE, VERBOSE_HELP);
 }
 
@@ -461,7 +465,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
       .option('--faults <spec>', 'share of faulty replies: 0.2, or 500=0.05,503=0.05,429=0.02,reset=0.02,slow=0.05,truncate=0.02')
       .option(
         '--malformed <spec>',
-        'serve every Nth record of a campaign failing a record rule, N or N:kinds (id, score, campaign, order-index; in turn)',
+        'serve every Nth record of a campaign failing a record rule, N or N:kinds (id, score, campaign, order-index, deep, nul, huge-number, int64; in turn)',
       )
       .option('--malformed-for <duration>', 'with --malformed: serve the records whole again after this long (rehearse quarantine retry)')
       .option(

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Dispatcher } from 'undici';
 import { RequestBudget } from '../api/budget.js';
 import { ApiClient } from '../api/client.js';
-import type { ApiConfig } from '../config/config.js';
+import { type ApiConfig, serviceUrl } from '../config/config.js';
 import { stateDir } from '../config/env.js';
 import type { Clock } from '../core/clock.js';
 import type { RunEvents } from '../core/events.js';
@@ -18,6 +18,7 @@ import { currentClock } from '../core/io.js';
 import { type BudgetStore, formatRate, type Rate } from '../core/rate.js';
 import { userAgent } from '../core/version.js';
 import { errorCode, UsageError } from '../errors.js';
+import type { ServiceClaim } from '../store/port.js';
 import { BudgetDamaged, BudgetUnusable, SLOTS_FILE, SqliteBudgetSlots } from '../store/sqlite/budget-slots.js';
 
 export interface ClientHooks {
@@ -28,6 +29,14 @@ export interface ClientHooks {
   events?: RunEvents | undefined;
   /** The slots of a PostgreSQL mirror (store/pg/job-store.ts), for a key's digest: shared by every host. Default (or none given back): the user's file. */
   budgetSlots?: ((key: string, timeoutMs: number) => BudgetStore | undefined) | undefined;
+}
+
+/**
+ * The service a command syncs a mirror with (store/model/service.ts): the base URL as a mirror records
+ * it, whether --switch-service records it over another, and what set it, for the refusal's message.
+ */
+export function serviceClaim(settings: { readonly api: ApiConfig; readonly switchService: boolean }): ServiceClaim {
+  return { url: serviceUrl(settings.api.baseUrl), replace: settings.switchService, where: settings.api.baseUrlWhere ?? '--base-url' };
 }
 
 /** The budget's key for a service and an API key; the key itself cannot be recovered from it. */

@@ -16,6 +16,7 @@ import type {
   MirrorReader,
   MirrorTarget,
   QuarantineAdmin,
+  ServiceClaim,
   StoreChoice,
   VersionReader,
 } from '../store/port.js';
@@ -37,8 +38,8 @@ export interface Mirror {
   versions(): Promise<VersionReader>;
   /** For `quarantine`: an existing mirror's quarantined records. */
   quarantine(): Promise<QuarantineAdmin>;
-  /** The campaigns' list upserted, as a pull does. */
-  storeCampaigns(list: Array<Record<string, unknown>>, lister: string): Promise<void>;
+  /** The campaigns' list upserted, as a pull does, once the service is claimed (a mirror of another: UsageError). */
+  storeCampaigns(list: Array<Record<string, unknown>>, lister: string, service: ServiceClaim): Promise<void>;
   /** For `export`: an existing mirror, read (`forChanges`: --since-last, which remembers the consumer's place). */
   exportSource(opts: { forChanges: boolean }): Promise<ExportSource>;
   /** The local files that hold the mirror, by their real paths (none for PostgreSQL): no export writes over them. */
@@ -70,7 +71,7 @@ export function mirrorOf(settings: MirrorSettings, warn?: (text: string) => void
     eraser: async () => (await backend()).openEraser(target),
     versions: async () => (await backend()).openVersions(target),
     quarantine: async () => (await backend()).openQuarantine(target),
-    storeCampaigns: async (list, lister) => (await backend()).storeCampaigns(target, list, lister),
+    storeCampaigns: async (list, lister, service) => (await backend()).storeCampaigns(target, list, lister, service),
     exportSource: async (opts) => (await backend()).openExport(target, opts),
     ownFiles: async () => (await backend()).ownFiles(target),
   };

@@ -14,7 +14,7 @@ import { DriftTracker } from '../sync/drift.js';
 import { type PassDeps, type PassOptions, type PassResult, runPass } from '../sync/pass.js';
 import { type ReconcileResult, reconcile } from '../sync/reconcile.js';
 import type { DateWindow } from '../sync/stream.js';
-import { createClient } from './client.js';
+import { createClient, serviceClaim } from './client.js';
 import { mirrorOf } from './factory.js';
 import type { Notifier } from './notify.js';
 
@@ -93,6 +93,7 @@ export class SyncJob {
       leaseMs: settings.lease,
       warning: (text) => hooks.events?.warning?.(text),
       retention: settings.retention,
+      service: serviceClaim(settings),
     });
     try {
       // Slots in the mirror's database where it keeps them for every host; else the user's file.

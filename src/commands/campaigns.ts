@@ -1,5 +1,5 @@
 import type { ApiClient } from '../api/client.js';
-import { createClient } from '../app/client.js';
+import { createClient, serviceClaim } from '../app/client.js';
 import { mirrorOf } from '../app/factory.js';
 import type { CampaignsSettings } from '../config/command-settings.js';
 import { PREFIX_MIN } from '../core/campaign-selector.js';
@@ -39,7 +39,7 @@ export async function campaigns(settings: CampaignsSettings, signal: AbortSignal
     progress.stop();
     await client.close();
   }
-  await mirror.storeCampaigns(list, client.lister);
+  await mirror.storeCampaigns(list, client.lister, serviceClaim(settings));
   out.document({ data: list });
   out.print(
     list.length === 0

@@ -65,6 +65,8 @@ export interface PassSettings {
 /** What a sync job needs (app/sync-job.ts): the mirror, the API, the pass, the alerts. */
 export interface JobSettings extends Sourced, DbSettings, PassSettings {
   readonly api: ApiConfig;
+  /** --switch-service: the mirror records this base URL in place of the service it mirrored (store/model/service.ts). */
+  readonly switchService: boolean;
   /** --notify, checked (its path or query may hold a secret: never printed). */
   readonly notify: URL | undefined;
   /** The secret that signs each --notify POST (HMAC-SHA256 of its body), when one was given. Never printed. */
@@ -95,10 +97,14 @@ export interface ReconcileSettings extends SyncSettings {
 
 export interface CampaignsSettings extends Sourced, OutputSettings, DbSettings {
   readonly api: ApiConfig;
+  /** --switch-service, as for a job. */
+  readonly switchService: boolean;
 }
 
 /** The demo: its own database and simulator, the pass's defaults, the API client's defaults (its API is the simulator). */
 export interface DemoSettings extends Sourced, OutputSettings, DbSettings, PassSettings {
+  /** Always: each demo's simulator listens on a port of its own, and the demo's database is its own. */
+  readonly switchService: true;
   readonly seed: string;
   readonly campaigns: number;
   readonly records: number;

@@ -79,6 +79,17 @@ export function resolveBaseUrl(text: string, allowInsecureHttp: boolean, where =
   return url;
 }
 
+/**
+ * The service a base URL names, as a mirror records it (store/model/service.ts): scheme and host in
+ * lower case, no default port (URL's own normal form), no user name or password, no trailing slash
+ * nor trailing `/v1` (the spec's {base_url} excludes it). `HTTPS://API.Example.com:443/v1/` and
+ * `https://api.example.com` are one service.
+ */
+export function serviceUrl(url: URL): string {
+  const path = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '').replace(/\/+$/, '');
+  return `${url.protocol}//${url.host}${path}`;
+}
+
 /** A key file holds one line; anything this big is not one. */
 const MAX_KEY_FILE_BYTES = 64 * 1024;
 

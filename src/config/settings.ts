@@ -251,6 +251,7 @@ function job(c: Collector): void {
   c.set('api', config, origins.baseUrl as Origin);
   Object.assign(c.origins, origins);
   const insecure = c.flag<boolean>('allowInsecureHttp', false) === true;
+  c.flag('switchService', false);
   const notify = c.inputs.flags.notify as string | undefined;
   c.set(
     'notify',
@@ -324,6 +325,7 @@ export function resolveSettings<C extends CommandName>(
       c.set('notify', undefined, byDefault('notify'));
       c.set('notifySecret', undefined, byDefault('notifySecretFile'));
       c.take('maxAge', watchSchema.maxAge);
+      c.set('switchService', true, byDefault('switchService'));
       break;
     }
     case 'status':

@@ -193,13 +193,58 @@ export function largeText(body: Buffer): boolean {
   return body.length >= ASCII_FROM || (body.length >= TWO_BYTE_FROM && !isAscii(body) && twoByte(body));
 }
 
-/** Parses a body as `parseJson(body.toString('utf8'))` does (see the module's comment). Throws SyntaxError on bad JSON. */
+/**
+ * Parses a body as `parseJson(body.toString('utf8'))` does (see the module's comment). Throws
+ * SyntaxError on bad JSON. The lossless parser recurses: a body that needs it and holds a value
+ * nested a few thousand levels deep overflows the stack there, and is read record by record instead
+ * (parseDeep).
+ */
 export function parseJsonBytes(body: Buffer): unknown {
   if (largeText(body)) {
     const value = parseCut(body);
     if (value !== undefined) return value;
   }
-  return parseJson(body.toString('utf8'));
+  try {
+    return parseJson(body.toString('utf8'));
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err;
+    return parseDeep(body);
+  }
+}
+
+/**
+ * A body the lossless parser could not read whole for its depth: its envelope and each record read
+ * apart, a record too deep for the lossless parser read by JSON.parse, which reads any depth (an
+ * integer of it past 2^53 may be rounded, but such a record is deeper than any the record rules let
+ * through: store/model/storable.ts MAX_DEPTH, and its text is quarantined as it came). A body that
+ * cannot be cut at its records, or whose envelope is that deep, is a SyntaxError: a page unsound as
+ * a whole.
+ */
+function parseDeep(body: Buffer): unknown {
+  const found = findRecordCuts(body);
+  const tooDeep = () => new SyntaxError('JSON nested too deep to read exactly (a value inside it is thousands of levels deep)');
+  if (found === undefined) throw tooDeep();
+  const { open, close, cuts } = found;
+  const read = (text: string): unknown => {
+    try {
+      return parseJson(text);
+    } catch (err) {
+      if (err instanceof RangeError) return JSON.parse(text);
+      throw err;
+    }
+  };
+  let envelope: unknown;
+  try {
+    envelope = parseJson(body.toString('utf8', 0, open + 1) + body.toString('utf8', close));
+  } catch (err) {
+    throw err instanceof RangeError ? tooDeep() : err;
+  }
+  const records: unknown[] = [];
+  const empty = cuts.length === 2 && body.subarray(open + 1, close).every(isSpace);
+  if (!empty) for (let k = 0; k < cuts.length; k += 2) records.push(read(body.toString('utf8', cuts[k], cuts[k + 1])));
+  if (Array.isArray(envelope)) return records;
+  (envelope as { data: unknown[] }).data = records;
+  return envelope;
 }
 
 /** The body's value from its parts, or undefined to parse it whole (exported for its tests). */

@@ -45,7 +45,11 @@ function revive(key: string, value: unknown): unknown {
       const n = Number(text);
       return Number.isSafeInteger(n) ? n : BigInt(text);
     }
-    return CURSOR_KEYS.has(key) ? new NumberText(text) : Number(text);
+    if (CURSOR_KEYS.has(key)) return new NumberText(text);
+    // A number past a double's range (1e400) would read as Infinity and be written back as null: kept
+    // as written, for the record rules to refuse by its text (store/model/storable.ts).
+    const n = Number(text);
+    return Number.isFinite(n) ? n : new NumberText(text);
   }
   return value;
 }
@@ -112,13 +116,94 @@ export function parsePlain(text: string, cursorsChecked = false): unknown {
   return mayHaveRounded(value) ? undefined : value;
 }
 
-/** JSON text of a value that may hold bigints (written as bare integers, exactly). */
+/**
+ * JSON text of a value that may hold bigints (written as bare integers, exactly). JSON.stringify
+ * recurses: a value nested a few thousand levels deep (JSON.parse reads any depth) overflows the
+ * stack, and is then written by writeDeep, which keeps its own stack.
+ */
 export function toJson(value: unknown): string {
   try {
     return JSON.stringify(value);
   } catch (err) {
+    if (err instanceof RangeError) return writeDeep(value);
     if (!(err instanceof TypeError)) throw err;
+  }
+  try {
     const marked = JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? `\u0000int64:${v}` : v));
     return marked.replace(/"\\u0000int64:(-?\d+)"/g, '$1');
+  } catch (err) {
+    if (err instanceof RangeError) return writeDeep(value);
+    throw err;
   }
+}
+
+/** An array or object being written by writeDeep: the next element or key is `i`. */
+type Open =
+  | { items: unknown[]; keys: undefined; i: number }
+  | { items: Record<string, unknown>; keys: string[]; i: number; wrote: boolean };
+
+/**
+ * A value after its `toJSON`, as JSON.stringify sees it; undefined for what JSON.stringify leaves out
+ * of an object (undefined, a function, a symbol).
+ */
+function jsonValue(key: string, v: unknown): unknown {
+  if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function') {
+    v = (v as { toJSON(key: string): unknown }).toJSON(key);
+  }
+  return typeof v === 'function' || typeof v === 'symbol' ? undefined : v;
+}
+
+/**
+ * toJson without recursion: the same text JSON.stringify writes (bigints as bare integers), for a
+ * value nested deeper than the stack allows. Only values read from JSON reach it: no cycles.
+ */
+function writeDeep(root: unknown): string {
+  let out = '';
+  const stack: Open[] = [];
+  /** Writes a scalar, or opens an array or object (its elements follow). */
+  const write = (v: unknown) => {
+    if (v === null || v === undefined) out += 'null';
+    else if (typeof v === 'string') out += JSON.stringify(v);
+    else if (typeof v === 'number') out += Number.isFinite(v) ? String(v) : 'null';
+    else if (typeof v === 'bigint' || typeof v === 'boolean') out += String(v);
+    else if (Array.isArray(v)) {
+      out += '[';
+      stack.push({ items: v, keys: undefined, i: 0 });
+    } else {
+      out += '{';
+      stack.push({ items: v as Record<string, unknown>, keys: Object.keys(v as object), i: 0, wrote: false });
+    }
+  };
+  write(jsonValue('', root));
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1] as Open;
+    if (top.keys === undefined) {
+      if (top.i === top.items.length) {
+        out += ']';
+        stack.pop();
+        continue;
+      }
+      if (top.i > 0) out += ',';
+      const i = top.i++;
+      write(jsonValue(String(i), top.items[i]));
+      continue;
+    }
+    // An object: the next key whose value JSON.stringify keeps.
+    let next: unknown;
+    let key: string | undefined;
+    while (top.i < top.keys.length && key === undefined) {
+      const k = top.keys[top.i++] as string;
+      next = jsonValue(k, top.items[k]);
+      if (next !== undefined) key = k;
+    }
+    if (key === undefined) {
+      out += '}';
+      stack.pop();
+      continue;
+    }
+    out += `${top.wrote ? ',' : ''}${JSON.stringify(key)}:`;
+    top.wrote = true;
+    write(next);
+  }
+  return out;
 }

@@ -90,18 +90,39 @@ function foldText(text: string): string {
   return text.replace(/[A-Z]+/g, (s) => s.toLowerCase());
 }
 
-/** A JSON value with every string in it (names of members included) redacted; other values kept. */
+/**
+ * A JSON value with every string in it (names of members included) redacted; other values kept.
+ * Without recursion: a value from the service may be nested deeper than the stack (JSON.parse reads
+ * any depth).
+ */
 export function redactJson(value: unknown, redact: Redact): unknown {
-  if (typeof value === 'string') return redact(value);
-  if (Array.isArray(value)) return value.map((v) => redactJson(v, redact));
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
+  const copy = (v: unknown): unknown => {
+    if (typeof v === 'string') return redact(v);
+    if (Array.isArray(v)) {
+      const out = new Array<unknown>(v.length);
+      todo.push({ from: v, to: out });
+      return out;
+    }
+    if (v !== null && typeof v === 'object') {
+      const out: Record<string, unknown> = {};
+      todo.push({ from: v as Record<string, unknown>, to: out });
+      return out;
+    }
+    return v;
+  };
+  const todo: Array<{ from: Record<string, unknown> | unknown[]; to: Record<string, unknown> | unknown[] }> = [];
+  const root = copy(value);
+  while (todo.length > 0) {
+    const { from, to } = todo.pop() as (typeof todo)[number];
+    if (Array.isArray(from)) {
+      for (let i = 0; i < from.length; i++) (to as unknown[])[i] = copy(from[i]);
+      continue;
+    }
     // Defined, not assigned: a member named `__proto__` stays a member.
-    for (const [k, v] of Object.entries(value))
-      Object.defineProperty(out, redact(k), { value: redactJson(v, redact), enumerable: true, writable: true, configurable: true });
-    return out;
+    for (const [k, v] of Object.entries(from))
+      Object.defineProperty(to, redact(k), { value: copy(v), enumerable: true, writable: true, configurable: true });
   }
-  return value;
+  return root;
 }
 
 /** A redacted text cut to `max` characters, `…` marking the cut. */

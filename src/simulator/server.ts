@@ -16,7 +16,7 @@ import { control, isControl } from './control.js';
 import { checkOrderIndexRoom, type SimCampaign, SimData } from './data.js';
 import { acceptsGzip, gzipBody } from './encoding.js';
 import { chooseFault, type FaultKind, type FaultPlan } from './faults.js';
-import { type MalformedPlan, malform, malformedKind } from './malformed.js';
+import { type MalformedPlan, malform, malformedKind, wireText } from './malformed.js';
 import { errorBody, HttpError, parseCampaignQuery, parseQuery } from './query.js';
 import type { Quirks } from './quirks.js';
 import { hash32, prng, seedNumber } from './random.js';
@@ -291,11 +291,13 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
         return kind === undefined ? r : malform(r, kind);
       });
     }
-    if (quirks.bareArray) return toJson(records);
+    // Only a page with malformed records may need a number no JavaScript value is.
+    const wire = (text: string) => (plan === undefined ? text : wireText(text));
+    if (quirks.bareArray) return wire(toJson(records));
     const envelope: Record<string, unknown> = { data: records, has_more: hasMore };
     if (quirks.lastRecordId) envelope.last_record_id = last;
     else if (!quirks.noCursorField) envelope.last_record_index = last;
-    return toJson(envelope);
+    return wire(toJson(envelope));
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {

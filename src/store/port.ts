@@ -15,10 +15,11 @@ import type { DeletionReason } from './model/erasure-plan.js';
 import type { ChangeTableName, ExportTable } from './model/export-tables.js';
 import type { IdConflict, UpsertCounts } from './model/page.js';
 import type { QuarantineRow, QuarantineSelection } from './model/quarantine.js';
+import type { ServiceClaim } from './model/service.js';
 import type { FleetStatus, FleetTimes, StreamLeases } from './model/stream-leases.js';
 import type { SkippedRow, StreamRow } from './model/streams.js';
 
-export type { CounterValue, FleetStatus, IdConflict, QuarantineRow, QuarantineSelection, SkippedRow, StreamRow, UpsertCounts };
+export type { CounterValue, FleetStatus, IdConflict, QuarantineRow, QuarantineSelection, ServiceClaim, SkippedRow, StreamRow, UpsertCounts };
 
 /** Who holds a mirror's run lock: the process syncing it. */
 export interface Holder {
@@ -225,13 +226,18 @@ export interface StoreChoice {
   concurrency: number;
   /** --lease (ms): how long a worker holds a stream without renewing it (PostgreSQL's stream leases); none: the default. */
   leaseMs?: number | undefined;
-  /** The store's warnings (a PostgreSQL mirror's record with U+0000), for the command's output. */
+  /** The store's warnings (an erasure it could not finish), for the command's output. */
   warning?: ((text: string) => void) | undefined;
   /**
    * --retention in ms: when due (at most once a day), the results dated before now minus it are erased
    * as the mirror opens; now and when it last ran are the mirror's clock's (JobStore.now).
    */
   retention?: number | undefined;
+  /**
+   * The service the job syncs with (store/model/service.ts): claimed first, under the lock, before
+   * anything is written; a mirror that records another is a UsageError. None: not checked (tests).
+   */
+  service?: ServiceClaim | undefined;
 }
 
 /** A retention's erasure: the cut (ISO 8601) and what went. */
@@ -455,8 +461,12 @@ export interface MirrorBackend {
   openVersions(t: MirrorTarget): Promise<VersionReader>;
   /** Opens an existing mirror's quarantine (migrated to have one). */
   openQuarantine(t: MirrorTarget): Promise<QuarantineAdmin>;
-  /** Upserts the campaigns' list, as a pull does (the mirror created or migrated on first use), seen at the mirror's clock's now. */
-  storeCampaigns(t: MirrorTarget, list: Array<Record<string, unknown>>, lister: string): Promise<void>;
+  /**
+   * Upserts the campaigns' list, as a pull does (the mirror created or migrated on first use), seen at
+   * the mirror's clock's now, once `service` is claimed (store/model/service.ts): a mirror that
+   * records another is a UsageError, and nothing is stored.
+   */
+  storeCampaigns(t: MirrorTarget, list: Array<Record<string, unknown>>, lister: string, service: ServiceClaim): Promise<void>;
   /**
    * Opens an existing mirror to export from: read-only, or (`forChanges`, export --since-last)
    * read-write, to remember a consumer's place (and number an older mirror's changes).

@@ -10,6 +10,7 @@ import type { ApiClient } from '../api/client.js';
 import { type CheckedRecord, streamId } from '../core/types.js';
 import { ApiError, AuthError, DataError, describeRequest } from '../errors.js';
 import { resultsPath } from '../spec/paths.js';
+import { mayHoldUnstorable } from '../store/model/storable.js';
 import type { PageSink } from '../store/port.js';
 import type { QuarantineRow } from '../store/sqlite/quarantine.js';
 import { sortPage } from './records.js';
@@ -71,7 +72,8 @@ export async function retryQuarantined(rows: readonly QuarantineRow[], deps: Ret
       data = answer.page.data;
       requestId = answer.requestId;
       const where = `quarantine retry, ${describeRequest({ method: 'GET', path: resultsPath(id.endpoint), campaignId: id.campaignId })}`;
-      const sorted = sortPage(data, { where, campaignId: id.campaignId, after, redact: deps.client.redact });
+      const strings = mayHoldUnstorable(answer.body);
+      const sorted = sortPage(data, { where, campaignId: id.campaignId, after, redact: deps.client.redact, strings });
       records = sorted.records;
       for (const f of sorted.faults) reasons.set(f.index, f.reason);
     } catch (err) {

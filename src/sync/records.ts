@@ -1,23 +1,34 @@
 /**
  * The rules of a record, checked on every record of a page before anything of the page is written:
  * a usable `id`, an int64 `order_index` past the cursor and rising, the stream's campaign id
- * (`campaign.id`, or a flat record's `campaign_id`), and scores that are numbers. A record that fails
- * them is quarantined (store/sqlite/quarantine.ts) and the page goes on; a page that fails as a whole
- * (records going backwards, an id twice) stops its stream. Everything else is lenient and kept as sent.
+ * (`campaign.id`, or a flat record's `campaign_id`), scores that are numbers, and what every backend
+ * can store (store/model/storable.ts unstorable: depth, numbers, U+0000, indexed values' lengths).
+ * A record that fails them is quarantined (store/sqlite/quarantine.ts) and the page goes on, on
+ * every sink alike; a page that fails as a whole (records going backwards, an id twice) stops its
+ * stream. Everything else is lenient and kept as sent.
  *
- * Hand-written rather than zod: this runs on every record and must not walk or copy large objects.
+ * Hand-written rather than zod: this runs on every record; one walk of each record, which copies nothing.
  */
 import { toInt64 } from '../core/int64.js';
 import { NumberText, toJson } from '../core/json.js';
 import { type Redact, shorten } from '../core/redact.js';
 import type { CheckedRecord } from '../core/types.js';
 import { DataError, reasonAt } from '../errors.js';
+import { unstorable } from '../store/model/storable.js';
 
 /**
  * Longest id accepted. The spec's ids are UUIDs (36 characters); anything past a few hundred is not an
  * id but a bug or an attack, and it would be stored, indexed and printed in every error about it.
  */
 const MAX_ID_LENGTH = 200;
+
+/** U+0000, or a lone surrogate: what no backend stores in an id as it is (store/model/quarantine.ts). */
+const UNSTORABLE_IN_ID = /[\0\p{Cs}]/u;
+
+/** An id a record can be stored, indexed and named by: 1 to MAX_ID_LENGTH characters, none of them unstorable. */
+function usableId(v: unknown): string | undefined {
+  return typeof v === 'string' && v.length > 0 && v.length <= MAX_ID_LENGTH && !UNSTORABLE_IN_ID.test(v) ? v : undefined;
+}
 
 /** How a bad value from the service reads in an error message: without the key, then cut to 40 characters. */
 export function show(value: unknown, redact: Redact): string {
@@ -55,6 +66,11 @@ export interface PageContext {
   after: bigint | undefined;
   /** Takes the key out of the values an error quotes (core/redact.ts). */
   redact: Redact;
+  /**
+   * Whether a string of the page may hold U+0000 or a lone surrogate (store/model/quarantine.ts
+   * mayHoldUnstorable of its body); when not, strings are not tested one by one. Default: they may.
+   */
+  strings?: boolean | undefined;
 }
 
 /** A record that failed the record rules: where it sat in the page, and why. */
@@ -120,8 +136,7 @@ export function sortPage(data: unknown[], ctx: PageContext): SortedPage {
       tailUnknown = true;
       continue;
     }
-    const rawId = record.id;
-    const id = typeof rawId === 'string' && rawId.length > 0 && rawId.length <= MAX_ID_LENGTH ? rawId : undefined;
+    const id = usableId(record.id);
     const orderIndex = toInt64(record.order_index);
     if (orderIndex === undefined) tailUnknown = true;
     else {
@@ -163,7 +178,12 @@ function recordFault(
   orderIndex: bigint | undefined,
   ctx: PageContext,
 ): string | undefined {
-  if (id === undefined) return `id: ${show(record.id, ctx.redact)} is not a usable id`;
+  // First: a record too deep for the lossless parser was read by JSON.parse (core/json-bytes.ts
+  // parseDeep), whose order_index may be rounded; what is wrong with it is its depth.
+  const cannot = unstorable(record, ctx.strings !== false);
+  if (cannot !== undefined) return ctx.redact(cannot);
+  if (id === undefined)
+    return `id: ${show(record.id, ctx.redact)} is not a usable id (a string of 1 to ${MAX_ID_LENGTH} characters, without U+0000 or a lone surrogate)`;
   if (orderIndex === undefined) return `order_index: ${show(record.order_index, ctx.redact)} is not a non-negative int64`;
   // Nested `campaign.id` (the interface), else flat `campaign_id` (the session reference's sample).
   const campaign = record.campaign as { id?: unknown } | null | undefined;
@@ -174,7 +194,8 @@ function recordFault(
     if (typeof campaignId !== 'string' || campaignId.length === 0) {
       return `${field}: ${show(campaignId, ctx.redact)} is not a usable campaign id`;
     }
-    return `${field}: ${shorten(ctx.redact(campaignId), 80)} is not the campaign asked for`;
+    // Quoted as JSON: the reason is stored as text, which can hold no raw U+0000.
+    return `${field}: ${shorten(ctx.redact(JSON.stringify(campaignId)), 80)} is not the campaign asked for`;
   }
   const score = scoreFault(record);
   if (score !== undefined) return `${score}: ${show(record[score], ctx.redact)} is not a number`;

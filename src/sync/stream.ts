@@ -11,6 +11,7 @@ import { AbortedError, ApiError, AuthError, DataError, describeRequest, type Err
 import { resultsPath } from '../spec/paths.js';
 import { olderThan } from '../store/model/erase-rule.js';
 import type { UpsertCounts } from '../store/model/page.js';
+import { mayHoldUnstorable } from '../store/model/storable.js';
 import type { Cursors, PageSink } from '../store/port.js';
 import type { DriftTracker, StreamDrift } from './drift.js';
 import { envelopeCursor, nextStep } from './paginate.js';
@@ -235,7 +236,7 @@ function sortedPage(
 ) {
   const where = `page ${n}, ${describeRequest({ method: 'GET', path: resultsPath(id.endpoint), campaignId: id.campaignId })}`;
   const redact = deps.client.redact;
-  const sorted = sortPage(page.data, { where, campaignId: id.campaignId, after: sent, redact });
+  const sorted = sortPage(page.data, { where, campaignId: id.campaignId, after: sent, redact, strings: mayHoldUnstorable(body) });
   // Results older than the retention are not stored (the checkpoint still moves past them).
   const served = sorted.records.length;
   const cut = opts.retainAfter;
@@ -293,8 +294,11 @@ function maxOf(a: bigint | undefined, b: bigint | undefined): bigint | undefined
 function countQuarantined(counts: WalkCounts, records: readonly QuarantinedRecord[]): void {
   counts.quarantined += records.length;
   for (const r of records) {
-    // A reason starts with the field at fault (`id: missing is not a usable id — record 50 of 100, …`).
-    const field = /^([\w.]+): /.exec(r.reason)?.[1] ?? 'record';
+    // A reason starts with the field at fault (`id: missing is not a usable id — record 50 of 100, …`);
+    // a path cut short or deep (`trace.a.a… (500 levels down): …`) is counted by its first step (`trace…`).
+    const at = /^([\w.]+)(…[^:]*)?: /.exec(r.reason);
+    const steps = at?.[1]?.split('.') ?? [];
+    const field = at === null ? 'record' : steps.length > 3 || at[2] !== undefined ? `${steps[0]}…` : (at[1] as string);
     counts.quarantinedBy[field] = (counts.quarantinedBy[field] ?? 0) + 1;
   }
 }

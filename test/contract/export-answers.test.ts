@@ -41,7 +41,7 @@ describe.each(MIRRORS)('export answers or says why (%s)', (kind) => {
     expect(none.code).toBe(2);
     expect(none.stdout).toBe('');
     expect(none.stderr.trim().split('\n')).toEqual([
-      'campaign-sync: --campaign: no campaign with the id or name "no-such-campaign" in this database (see `campaign-sync status`)',
+      'campaign-sync: --campaign: no campaign with the id, name or id prefix "no-such-campaign" in this database (see `campaign-sync status`)',
     ]);
   });
 

@@ -100,12 +100,16 @@ describe('an unusable NODE_EXTRA_CA_CERTS', () => {
     const s = await sim({ campaigns: 1, records: 1 });
     const file = join(tempDir(), 'corp-ca.pem');
     writeFileSync(file, 'not a certificate\n');
-    const r = await cli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, NODE_EXTRA_CA_CERTS: file } });
+    // A database of its own: `campaigns` stores the list (the current folder's would be another test's mirror).
+    const db = join(tempDir(), 'm.db');
+    const r = await cli(['campaigns', '--base-url', s.url, '--db', db], {
+      env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, NODE_EXTRA_CA_CERTS: file },
+    });
     expect(r.code).toBe(0);
     expect(lines(r.stderr)).toEqual([
       `warning: NODE_EXTRA_CA_CERTS=${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----): Node trusts nothing from it`,
     ]);
-    const quiet = await cli(['campaigns', '--base-url', s.url, '--quiet'], {
+    const quiet = await cli(['campaigns', '--base-url', s.url, '--db', db, '--quiet'], {
       env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, NODE_EXTRA_CA_CERTS: file },
     });
     expect(quiet.stderr).toBe('');

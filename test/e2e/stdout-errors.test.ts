@@ -83,7 +83,7 @@ describe('stdout that fails', () => {
   it.skipIf(!haveFull && !process.env.CI).each([
     ['pull', ['pull', '--db', 'DB']],
     ['status', ['status', '--db', 'DB']],
-    ['campaigns --json', ['campaigns', '--json']],
+    ['campaigns --json', ['campaigns', '--db', 'DB', '--json']],
     ['completion bash', ['completion', 'bash']],
   ])('%s > /dev/full: exit 74 with one line', async (_, args) => {
     const s = await sim({ campaigns: 1, records: 5 });

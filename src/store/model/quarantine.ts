@@ -1,6 +1,7 @@
 /**
  * What a quarantined record is, for both backends: its row as read back, the columns a record fills,
  * and the SQL text SQLite and PostgreSQL share (store/sqlite/quarantine.ts, store/pg/quarantine.ts).
+ * Why a record no backend can hold goes there is store/model/storable.ts.
  */
 import type { QuarantinedRecord, StreamId } from '../../core/types.js';
 

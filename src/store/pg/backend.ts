@@ -8,6 +8,7 @@ import { openPgJobStore } from './job-store.js';
 import { dropQuarantine, listQuarantine } from './quarantine.js';
 import { openPgReader } from './reader.js';
 import { serverNow } from './server-clock.js';
+import { claimPgService } from './service.js';
 
 /**
  * What a PostgreSQL team mirror can do: a fleet of workers taking streams by lease, the request
@@ -35,10 +36,11 @@ export const pgBackend: MirrorBackend = {
       close: () => db.close(),
     };
   },
-  async storeCampaigns(t, list, lister) {
+  async storeCampaigns(t, list, lister, service) {
     // Created and migrated on first use, like a pull.
     const db = await PgDatabase.open(t.path, t.pgSchema, { connections: 1, where: t.where });
     try {
+      await claimPgService(db, service);
       // Seen at the server's clock, as a pull's lists are (store/pg/server-clock.ts).
       await upsertCampaigns(db, list, new Date(await serverNow(db)).toISOString(), lister);
     } finally {

@@ -9,6 +9,7 @@ import { knownDrift } from './drift.js';
 import { openPgMirror } from './open.js';
 import { applyPgRetention } from './retention.js';
 import { serverNow } from './server-clock.js';
+import { claimPgService } from './service.js';
 
 /** The password of a postgres:// URL, which an alert must never carry. */
 function urlPassword(url: string): string | undefined {
@@ -26,9 +27,11 @@ export async function openPgJobStore(c: StoreChoice, capabilities: BackendCapabi
     throw new UsageError(
       `${c.formatWhere ?? '--format ndjson'} writes files; with a postgres:// URL in ${where} the records go to PostgreSQL`,
     );
-  const m = await openPgMirror(path, pgSchema, c.concurrency, c.warning, where, c.leaseMs);
+  const m = await openPgMirror(path, pgSchema, c.concurrency, where, c.leaseMs);
   let retention: Awaited<ReturnType<typeof applyPgRetention>> = { ranAt: undefined };
   try {
+    // Before anything else is written: a mirror of another service is refused as it was found.
+    if (c.service !== undefined) await claimPgService(m.db, c.service);
     if (c.retention !== undefined) retention = await applyPgRetention(m.db, c.retention, c.warning, c.leaseMs);
   } catch (err) {
     await m.release();

@@ -21,14 +21,12 @@ export const DEFAULT_LEASE_MS = 30_000;
 
 /**
  * Opens (creating or migrating) the mirror at `url`, schema `schema`, for `concurrency` streams at a
- * time; `warn` gets the sink's warnings; `where` names the URL's source (PgOpenOptions); `leaseMs`
- * is --lease.
+ * time; `where` names the URL's source (PgOpenOptions); `leaseMs` is --lease.
  */
 export async function openPgMirror(
   url: string,
   schema: string,
   concurrency: number,
-  warn?: (text: string) => void,
   where?: string,
   leaseMs = DEFAULT_LEASE_MS,
 ): Promise<PgMirror> {
@@ -41,7 +39,7 @@ export async function openPgMirror(
     db,
     state,
     leases,
-    sink: new PgSink(db, state, leases, warn),
+    sink: new PgSink(db, state, leases),
     async release() {
       try {
         await leases.close();

@@ -27,7 +27,7 @@ import type { PgLeases } from './leases.js';
 import { PageQueue } from './page-queue.js';
 import { applyQuarantine, touchesQuarantine } from './quarantine.js';
 import { serverIso, serverNow } from './server-clock.js';
-import { CHECKPOINT_CONFLICT, holdsUnstorable, LEASE_LOST } from './statements.js';
+import { CHECKPOINT_CONFLICT, LEASE_LOST } from './statements.js';
 import { type PagePlan, planPage, removeResults, storedIds, writePage } from './upserts.js';
 
 export class PgSink implements PageSink {
@@ -39,8 +39,6 @@ export class PgSink implements PageSink {
     private readonly state: PgCheckpoints,
     /** The stream leases; public as PageSink.leases, which the job hands the pass on a fleet's mirror. */
     readonly leases: PgLeases,
-    /** Where the sink's warnings go (a record with U+0000 or a lone surrogate); none: dropped. */
-    private readonly warn: (text: string) => void = () => {},
   ) {}
 
   get failure(): StorageError | undefined {
@@ -78,9 +76,7 @@ export class PgSink implements PageSink {
   ): Promise<UpsertCounts> {
     if (this.broken) throw this.broken;
     const plan = this.plan(id, records, extras);
-    return this.queue(id).push(plan, move, (ticket, before) =>
-      this.guard(() => this.commit(id, records, plan, move, extras, ticket, before)),
-    );
+    return this.queue(id).push(plan, move, (ticket, before) => this.guard(() => this.commit(id, plan, move, extras, ticket, before)));
   }
 
   /**
@@ -113,7 +109,6 @@ export class PgSink implements PageSink {
    */
   private async commit(
     id: StreamId,
-    records: CheckedRecord[],
     plan: PagePlan | undefined,
     move: CheckpointMove | undefined,
     extras: PageExtras,
@@ -142,8 +137,6 @@ export class PgSink implements PageSink {
     // This page's compare-and-set found the page before committed, whatever its answer said.
     if (before !== undefined) await before.catch(() => {});
     this.state.moved(id, move);
-    // A one-statement page wrote each record's JSON text: made already, it says which records to walk.
-    if (plan !== undefined) this.warnNul(id, records, plan.single);
     return this.recordConflicts(id, counts);
   }
 
@@ -209,18 +202,6 @@ export class PgSink implements PageSink {
     const fresh = new Set(r.rows.map((row) => row.record_id));
     const reported = all.filter((c) => fresh.has(c.id));
     return { ...counts, conflicts: reported.length === 0 ? undefined : reported };
-  }
-
-  /** Not silent: the records of the page whose U+0000 or lone surrogates became U+FFFD (statements.ts). */
-  private warnNul(id: StreamId, records: CheckedRecord[], textMade = false): void {
-    // JSON text (JSON.stringify) writes U+0000 and a lone surrogate as `\u` escapes: a record whose
-    // text has none holds neither. Without the text (a DETAILED record stored in parts), the walk.
-    const ids = records.filter((r) => (!textMade || r.raw.includes('\\u')) && holdsUnstorable(r.record)).map((r) => r.id);
-    if (ids.length === 0) return;
-    const shown = ids.slice(0, 3).join(', ') + (ids.length > 3 ? `, and ${ids.length - 3} more` : '');
-    this.warn(
-      `stream ${id.key}: ${ids.length === 1 ? 'record' : `${ids.length} records`} ${shown} hold U+0000 or a lone surrogate in a string, which PostgreSQL cannot store: stored with U+FFFD in its place`,
-    );
   }
 
   async storedIds(id: StreamId): Promise<string[]> {

@@ -48,10 +48,11 @@ function zoned(v: unknown): string | null {
 
 /**
  * PostgreSQL cannot store U+0000 in text or jsonb, nor a lone surrogate in jsonb (it rejects the whole
- * statement): each one becomes U+FFFD, the replacement character, in every column of the row, so the
- * record is kept and where a character was lost stays visible. The sink warns of each such page
- * (sink.ts); README: team mirror. A record's JSON text (core/json.ts) writes a lone surrogate as a
- * `\udXXX` escape (a pair is written as the character itself), and U+0000 as `\u0000`.
+ * statement). A record never holds either: the record rules quarantine such a record before any sink
+ * sees it (store/model/storable.ts unstorable), on every backend alike. What has no quarantine (a
+ * campaign of the list) is kept with U+FFFD, the replacement character, in place of each, rather than
+ * fail every pull. A JSON text (core/json.ts) writes a lone surrogate as a `\udXXX` escape (a pair is
+ * written as the character itself), and U+0000 as `\u0000`.
  */
 export const UNSTORABLE = /(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/gi;
 
@@ -67,33 +68,6 @@ function plainText(v: string): string {
 }
 /** ES2024's String methods, in Node since 20 (the compiler's lib is ES2023). */
 type WellFormed = string & { isWellFormed(): boolean; toWellFormed(): string };
-
-/** U+0000, or a surrogate that is not half of a pair (with the `u` flag a pair is one code point). */
-const UNSTORABLE_CHAR = /[\0\p{Cs}]/u;
-
-/**
- * True when a string or key anywhere in a parsed record holds U+0000 or a lone surrogate: exactly the
- * records whose JSON text holds an escape UNSTORABLE rewrites. Walked rather than read from the
- * record's text, which a DETAILED record stored once never needs whole (a stringify per record).
- */
-export function holdsUnstorable(value: unknown): boolean {
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const v = stack.pop();
-    if (typeof v === 'string') {
-      if (UNSTORABLE_CHAR.test(v)) return true;
-    } else if (Array.isArray(v)) {
-      for (const x of v) if (x !== null && (typeof x === 'object' || typeof x === 'string')) stack.push(x);
-    } else if (v !== null && typeof v === 'object') {
-      for (const k in v) {
-        if (UNSTORABLE_CHAR.test(k)) return true;
-        const x = (v as Record<string, unknown>)[k];
-        if (x !== null && (typeof x === 'object' || typeof x === 'string')) stack.push(x);
-      }
-    }
-  }
-  return false;
-}
 
 /** What JSON.stringify would escape, and what plainText would replace (U+0000, a surrogate that may be lone). */
 const JSON_SPECIAL = /["\\\u0000-\u001f\ud800-\udfff]/;

@@ -9,6 +9,7 @@ import { openSqliteJobStore } from './job-store.js';
 import { sqliteOwnFiles } from './own-files.js';
 import { SqliteQuarantine } from './quarantine.js';
 import { openSqliteReader } from './reader.js';
+import { claimSqliteService } from './service.js';
 
 /**
  * What a SQLite file can do, by the destination a pull feeds: one host (the run lock), the budget's
@@ -41,10 +42,11 @@ export const sqliteBackend: MirrorBackend = {
       },
     };
   },
-  async storeCampaigns(t, list, lister) {
+  async storeCampaigns(t, list, lister, service) {
     // The campaigns table is small and written in one transaction: no run lock needed.
     const db = openDatabase(t.path, { mode: t.modes.file });
     try {
+      claimSqliteService(db, service, t.path);
       new Campaigns(db).upsert(list, new Date().toISOString(), lister);
     } finally {
       db.close();

@@ -14,6 +14,7 @@ import { DriftLedger } from './drift-ledger.js';
 import { MirrorGuard } from './mirror-guard.js';
 import type { NdjsonSink } from './ndjson/sink.js';
 import { RunLock } from './run-lock.js';
+import { claimSqliteService } from './service.js';
 import { SqliteSink } from './sink.js';
 
 /** Opens the mirror for a pull or watch; `capabilities` are the backend's, by destination (store/sqlite/backend.ts). */
@@ -30,6 +31,8 @@ export async function openSqliteJobStore(
   let ndjson: NdjsonSink | undefined;
   try {
     db = openDatabase(path, { mode: c.target.modes.file });
+    // Before anything else is written: a mirror of another service is refused as it was found.
+    if (c.service !== undefined) claimSqliteService(db, c.service, path);
     const state = new SqliteCheckpoints(db);
     // A forget killed or stopped by a full disk left its erasure unfinished (files not rewritten, the
     // erased rows' bytes in free pages): a pull (cron's command) finishes it before it syncs anything,

@@ -237,9 +237,11 @@ describe('a campaign the service no longer lists', () => {
   it('is not one another key lists: workers with different keys share a mirror, each seeing its own campaigns', async () => {
     const dir = tempDir();
     const db = join(dir, 'm.db');
+    // One service (one base URL: a mirror mirrors one), two keys, each listing its own campaigns.
     const a = await sim({ seed: 5, campaigns: 2, records: 3 });
-    const b = await sim({ seed: 9, campaigns: 2, records: 3, apiKey: 'other-key' });
     expect((await runCli(['pull', '--db', db, '--quiet'], { env: env(a) })).code).toBe(0);
+    await a.close();
+    const b = await sim({ seed: 9, campaigns: 2, records: 3, apiKey: 'other-key', port: a.port });
     // The second key's list holds none of the first's campaigns: they are not "no longer listed".
     const second = await runCli(['pull', '--db', db], { env: env(b) });
     expect(second.code, second.stderr).toBe(0);
@@ -248,7 +250,7 @@ describe('a campaign the service no longer lists', () => {
     expect(doc.streams).toBe(4);
     expect(doc.unlisted).toHaveLength(0);
     // `campaigns` keeps its key's list too: the first key's list, now one campaign short.
-    await a.close();
+    await b.close();
     const fewer = await sim({ seed: 5, campaigns: 1, records: 3, port: a.port });
     expect((await runCli(['campaigns', '--db', db], { env: env(fewer) })).code).toBe(0);
     const after = JSON.parse((await runCli(['status', '--check', '--json', '--db', db])).stdout);

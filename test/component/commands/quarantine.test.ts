@@ -159,13 +159,16 @@ describe.each(BACKENDS)('quarantine: $name', (backend) => {
     const c = sessionCampaign(clean);
     const pulled = await runCli(['pull', ...api(clean), ...m.args, ...m.dest, '--campaign', c.id], keyEnv(clean, m));
     expect(pulled.code, pulled.stderr).toBe(0);
-    // The same records, some served with a score that is a word (their ids kept): quarantined, not gone.
-    const scored = await sim({ campaigns: 2, records: RECORDS, malformed: { every: 50, kinds: ['score'] } });
+    // The same service (one base URL: a mirror mirrors one) serving the same records, some with a
+    // score that is a word (their ids kept): quarantined, not gone.
+    await clean.close();
+    const scored = await sim({ campaigns: 2, records: RECORDS, malformed: { every: 50, kinds: ['score'] }, port: clean.port });
     const first = await runCli(['reconcile', ...api(scored), ...m.args, '--campaign', c.id, '--prune', '--json'], keyEnv(scored, m));
     expect(first.code, first.stderr).toBe(0);
     expect(await m.sessions()).toBe(RECORDS);
     // Served without an id: any stored record may be it, so the stream is not pruned, and it says why.
-    const anonymous = await sim({ campaigns: 2, records: RECORDS, malformed: { every: 50, kinds: ['id'] } });
+    await scored.close();
+    const anonymous = await sim({ campaigns: 2, records: RECORDS, malformed: { every: 50, kinds: ['id'] }, port: clean.port });
     const second = await runCli(['reconcile', ...api(anonymous), ...m.args, '--campaign', c.id, '--prune'], keyEnv(anonymous, m));
     expect(second.code, second.stderr).toBe(0);
     expect(second.stderr).toMatch(/not pruned: 5 quarantined records have no usable id/);

@@ -124,6 +124,7 @@ describe('migration files are frozen code', () => {
         '8bd521c69f4b2942',
         'e297967ee6684a45',
         'e3b0c44298fc1c14',
+        '8e4bec14cea44960',
       ],
       pg: [
         '98d7cb630c5567fc',
@@ -142,6 +143,7 @@ describe('migration files are frozen code', () => {
         '9db6b8844dc12858',
         'ff06cb439c6da4b1',
         'd1783b7041f457f2',
+        '950f951847a19856',
       ],
     };
     const digest = (sql: string) => createHash('sha256').update(sql).digest('hex').slice(0, 16);

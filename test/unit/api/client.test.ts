@@ -133,7 +133,7 @@ describe('client: guards against bad pages', () => {
     [
       'another campaign in a flat campaign_id',
       { ...sessionRecord(1), campaign: undefined, campaign_id: 'other' },
-      /campaign_id: other is not the campaign asked for/,
+      /campaign_id: "other" is not the campaign asked for/,
     ],
     [
       'an empty flat campaign_id',

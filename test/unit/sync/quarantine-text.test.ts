@@ -42,7 +42,7 @@ describe('simulate --malformed', () => {
     const { malformedKind, parseMalformed } = await import('../../../src/simulator/malformed.js');
     const plan = parseMalformed('50:id,score');
     expect([49, 99, 149, 0, 50].map((i) => malformedKind(plan, i))).toEqual(['id', 'score', 'id', undefined, undefined]);
-    expect(parseMalformed('3').kinds).toEqual(['id', 'score', 'campaign', 'order-index']);
+    expect(parseMalformed('3').kinds).toEqual(['id', 'score', 'campaign', 'order-index', 'deep', 'nul', 'huge-number', 'int64']);
     expect(() => parseMalformed('0')).toThrow(/--malformed: "0"/);
     expect(() => parseMalformed('5:nope')).toThrow(/unknown kind "nope"/);
   });

@@ -24,6 +24,7 @@ import { V11 } from './v11.js';
 import { requestIdsV12, V12 } from './v12.js';
 import { V13 } from './v13.js';
 import { reasonsV14, V14 } from './v14.js';
+import { V15 } from './v15.js';
 
 /** One step: SQL, then code where data moves (it returns how many rows it rewrote). */
 export interface Migration {
@@ -46,4 +47,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { sql: V12, run: requestIdsV12 },
   { sql: V13 },
   { sql: V14, run: reasonsV14 },
+  { sql: V15 },
 ];

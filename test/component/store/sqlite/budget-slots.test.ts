@@ -459,7 +459,10 @@ describe('a damaged file: nothing is sent until it is removed', () => {
     mkdirSync(join(state, 'campaign-sync'));
     const path = join(state, 'campaign-sync', 'budget-slots.db');
     writeFileSync(path, Buffer.alloc(5000, 0x5a));
-    const run = () => runCli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state } });
+    const run = () =>
+      runCli(['campaigns', '--base-url', s.url, '--db', join(tempDir(), 'm.db')], {
+        env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state },
+      });
     const r = await run();
     expect(r.code, r.stderr).toBe(74);
     expect(r.stderr).toContain(`the request budget's file ${path} is damaged (SQLITE_NOTADB)`);
@@ -495,7 +498,7 @@ describe("what is at the slots' path is left as it was when it is not a file of 
       const path = join(state, 'campaign-sync', 'budget-slots.db');
       make(path);
       const before = name === 'foreign database' ? readFileSync(path) : undefined;
-      const r = await runCli(['campaigns', '--base-url', s.url], {
+      const r = await runCli(['campaigns', '--base-url', s.url, '--db', join(tempDir(), 'm.db')], {
         env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state },
         timeoutMs: 20_000,
       });
@@ -528,7 +531,10 @@ describe('the file cannot be written', () => {
   it('a slots file that cannot be opened for writing is named, not its folder; a folder that cannot be written is', async (ctx) => {
     const s = await sim({ campaigns: 1, records: 3 });
     const state = tempDir();
-    const run = () => runCli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state } });
+    const run = () =>
+      runCli(['campaigns', '--base-url', s.url, '--db', join(tempDir(), 'm.db')], {
+        env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: state },
+      });
     expect((await run()).stderr).toBe('');
     const folder = join(state, 'campaign-sync');
     const undo = mountReadOnly(folder);
@@ -546,7 +552,9 @@ describe('the file cannot be written', () => {
     mkdirSync(join(empty, 'campaign-sync'));
     const undoEmpty = mountReadOnly(join(empty, 'campaign-sync'));
     try {
-      const r = await runCli(['campaigns', '--base-url', s.url], { env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: empty } });
+      const r = await runCli(['campaigns', '--base-url', s.url, '--db', join(tempDir(), 'm.db')], {
+        env: { CAMPAIGN_SYNC_API_KEY: s.apiKey, XDG_STATE_HOME: empty },
+      });
       expect(r.stderr).toBe(
         `warning: the request budget is not shared with other runs: cannot write ${join(empty, 'campaign-sync')} (EROFS)\n`,
       );
