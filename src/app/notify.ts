@@ -27,6 +27,10 @@ export interface NotifyOptions {
   warn?: (text: string) => void;
   /** The backoff's wait. Default: the run's clock's (core/io.ts currentClock). */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * When a stream goes stale, and a document's `at`. Default: the mirror's clock (JobStore.now: the
+   * server's for a fleet), since the state delivered is kept in the mirror for every worker.
+   */
   now?: () => number;
 }
 
@@ -62,7 +66,7 @@ export function alertDocument(change: StateChange, names: ReadonlyMap<string, st
 }
 
 export class Notifier {
-  private readonly o: Required<Omit<NotifyOptions, 'secrets' | 'warn'>> & Pick<NotifyOptions, 'warn'>;
+  private readonly o: Required<Omit<NotifyOptions, 'secrets' | 'warn' | 'now'>> & Pick<NotifyOptions, 'warn' | 'now'>;
   private readonly secrets: string[];
   private route: ReturnType<typeof createRoute> | undefined;
 
@@ -77,7 +81,7 @@ export class Notifier {
       retries: opts.retries ?? DEFAULTS.retries,
       backoffMs: opts.backoffMs ?? DEFAULTS.backoffMs,
       sleep: opts.sleep ?? ((ms) => clock.sleep(ms)),
-      now: opts.now ?? Date.now,
+      now: opts.now,
       warn: opts.warn,
     };
     this.secrets = (opts.secrets ?? []).filter((s) => s.length >= 4);
@@ -85,7 +89,7 @@ export class Notifier {
 
   /** After a pass (`result`, or none when it synced nothing): tells every state change, records what was delivered. */
   async afterPass(store: JobStore, result: PassResult | undefined, maxAgeMs: number): Promise<void> {
-    const now = this.o.now();
+    const now = this.o.now?.() ?? (await store.now());
     const changes = stateChanges(await store.streams(), await store.notified(), now, maxAgeMs);
     if (changes.length === 0) return;
     const names = await store.campaignNames();
