@@ -45,6 +45,10 @@ export interface NotifyOptions {
   warn?: (text: string) => void;
   /** The backoff's wait. Default: the run's clock's (core/io.ts currentClock). */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * When a stream goes stale, and a document's `at`. Default: the mirror's clock (JobStore.now: the
+   * server's for a fleet), since the state delivered is kept in the mirror for every worker.
+   */
   now?: () => number;
   /** Signs each POST (SIGNATURE_HEADER); none: unsigned. */
   secret?: string | undefined;
@@ -146,7 +150,7 @@ const NETWORK_WORDS: Record<string, string> = {
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 export class Notifier {
-  private readonly o: Required<Omit<NotifyOptions, 'secrets' | 'warn' | 'secret'>> & Pick<NotifyOptions, 'warn' | 'secret'>;
+  private readonly o: Required<Omit<NotifyOptions, 'secrets' | 'warn' | 'secret' | 'now'>> & Pick<NotifyOptions, 'warn' | 'secret' | 'now'>;
   private readonly secrets: string[];
   private route: ReturnType<typeof createRoute> | undefined;
 
@@ -161,7 +165,7 @@ export class Notifier {
       retries: opts.retries ?? DEFAULTS.retries,
       backoffMs: opts.backoffMs ?? DEFAULTS.backoffMs,
       sleep: opts.sleep ?? ((ms) => clock.sleep(ms)),
-      now: opts.now ?? Date.now,
+      now: opts.now,
       deadline: opts.deadline ?? ((ms) => AbortSignal.timeout(ms)),
       warn: opts.warn,
       secret: opts.secret,
@@ -172,7 +176,7 @@ export class Notifier {
 
   /** After a pass (`result`, or none when it synced nothing): tells every state change, records what was delivered. */
   async afterPass(store: JobStore, result: PassResult | undefined, maxAgeMs: number): Promise<void> {
-    const now = this.o.now();
+    const now = this.o.now?.() ?? (await store.now());
     const changes = stateChanges(await store.streams(), await store.notified(), now, maxAgeMs);
     if (changes.length === 0) return;
     const names = await store.campaignNames();
@@ -192,7 +196,7 @@ export class Notifier {
 
   /** Sends `notify-test`'s document, retried as an alert is. */
   sendTest(host: string): Promise<Delivery> {
-    return this.deliver('test', testDocument(new Date(this.o.now()).toISOString(), host));
+    return this.deliver('test', testDocument(new Date(this.o.now?.() ?? currentClock().now()).toISOString(), host));
   }
 
   /** POSTs one document, retrying; `problem` undefined once delivered, else why not. */

@@ -1,5 +1,6 @@
 /** The Mirror port (store/port.ts) over a SQLite file; erasure's code is loaded only for `forget`, export's only for `export`. */
 
+import { currentClock } from '../../core/io.js';
 import type { Destination } from '../../core/types.js';
 import type { BackendCapabilities, MirrorBackend } from '../port.js';
 import { Campaigns } from './campaigns.js';
@@ -47,7 +48,8 @@ export const sqliteBackend: MirrorBackend = {
     const db = openDatabase(t.path, { mode: t.modes.file });
     try {
       claimSqliteService(db, service, t.path);
-      new Campaigns(db).upsert(list, new Date().toISOString(), lister);
+      // Seen at the run's clock, as a pull's lists are (grouped-sink.ts runNow).
+      new Campaigns(db).upsert(list, new Date(currentClock().now()).toISOString(), lister);
     } finally {
       db.close();
     }

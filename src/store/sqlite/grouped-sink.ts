@@ -9,6 +9,7 @@
  * one failed write or commit the process writes nothing more: each later call throws that failure.
  */
 import type { KnownDrift } from '../../core/drift.js';
+import { currentClock } from '../../core/io.js';
 import type { Redacted } from '../../core/redact.js';
 import type { CheckedRecord, CheckpointMove, StreamId } from '../../core/types.js';
 import type { StorageError } from '../../errors.js';
@@ -21,6 +22,12 @@ import { DriftLedger } from './drift-ledger.js';
 import { GroupCommit, type GroupLimits } from './group-commit.js';
 import { SqliteQuarantine } from './quarantine.js';
 import type { UpsertCounts } from './upserts.js';
+
+/**
+ * Now on the run's clock (core/io.ts currentClock), as ISO 8601: what a SQLite mirror's times are
+ * stamped with, the clock its ages are judged by (store/port.ts JobStore.now; one host).
+ */
+export const runNow = (): string => new Date(currentClock().now()).toISOString();
 
 /**
  * A lone worker's leases (a SQLite mirror has no fleet: capabilities.fleet): its run lock keeps every
@@ -71,14 +78,14 @@ export abstract class GroupedSink implements PageSink {
     this.group.write(() => this.state.ensure(id), 0, 0);
   }
 
-  /** At this host's clock: one host syncs a SQLite mirror (store/port.ts JobStore.now). */
+  /** At the run's clock, the one its ages are judged by: one host syncs a SQLite mirror (store/port.ts JobStore.now). */
   async endStream(id: StreamId, error: Redacted | undefined): Promise<void> {
-    const at = new Date().toISOString();
+    const at = runNow();
     this.group.write(() => (error === undefined ? this.state.success(id, at) : this.state.failure(id, error, at)), 0, 0);
   }
 
   async driftGone(id: StreamId, items: KnownDrift[]): Promise<void> {
-    const at = new Date().toISOString();
+    const at = runNow();
     this.group.write(() => this.drift.gone(id.key, items, at), 0, 0);
   }
 

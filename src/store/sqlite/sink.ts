@@ -5,7 +5,7 @@ import type { SqliteCheckpoints } from './checkpoints.js';
 import { IdConflicts } from './conflicts.js';
 import type { Db } from './db.js';
 import type { GroupLimits } from './group-commit.js';
-import { GroupedSink } from './grouped-sink.js';
+import { GroupedSink, runNow } from './grouped-sink.js';
 import { SqliteUpserts, type UpsertCounts } from './upserts.js';
 
 /** Records into the SQLite mirror. */
@@ -48,7 +48,7 @@ export class SqliteSink extends GroupedSink {
   }
 
   async prune(id: StreamId, recordIds: string[]): Promise<number> {
-    const at = new Date().toISOString();
+    const at = runNow();
     return this.group.write(
       () => {
         const removed = this.mirror.remove(id.endpoint, recordIds, at);

@@ -15,7 +15,7 @@ import type { SqliteCheckpoints } from '../checkpoints.js';
 import { IdConflicts } from '../conflicts.js';
 import type { Db } from '../db.js';
 import type { GroupLimits } from '../group-commit.js';
-import { GroupedSink } from '../grouped-sink.js';
+import { GroupedSink, runNow } from '../grouped-sink.js';
 import { RunLock } from '../run-lock.js';
 import type { UpsertCounts } from '../upserts.js';
 import { isTombstone, lineDigest, NdjsonIndex, RECORD_STREAM } from './digest-index.js';
@@ -262,7 +262,7 @@ export class NdjsonSink extends GroupedSink {
    * forgets them, exactly once: the lines and the index commit with the file's new length.
    */
   async prune(id: StreamId, recordIds: string[]): Promise<number> {
-    const at = new Date().toISOString();
+    const at = runNow();
     const path = (this.files.get(id.endpoint) as NdjsonFile).path;
     const key = indexKey(id);
     const gone = recordIds.filter((r) => this.index.digest(path, key, r) !== undefined);

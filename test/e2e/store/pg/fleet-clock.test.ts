@@ -8,6 +8,8 @@
  * measure ages on the server's clock, whoever stamped them and whatever clock they run on.
  */
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import type { RunningSimulator } from '../../../../src/simulator/server.js';
@@ -136,6 +138,38 @@ describePg("a fleet's times are the database server's, whatever a worker's clock
     const nagios = await cli(['status', '--check', '--nagios', '--max-age', '2s', '--pg-schema', schema], host(s));
     expect(nagios.code, nagios.stdout).toBe(2);
     expect(nagios.stdout).toMatch(/^CAMPAIGN-SYNC CRITICAL - 0 of 2 streams healthy \(2 stale\)/);
+  });
+
+  it("a worker 2 hours ahead with --notify tells no other worker's stream stale, and records no such state", async (ctx) => {
+    needs(ctx, 'faketime');
+    const s = await sim({ campaigns: 2, records: 10 });
+    const schema = freshSchema();
+    const posts: string[] = [];
+    const hook = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        posts.push(body);
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
+    try {
+      const pulled = await cli(['pull', '--pg-schema', schema, '--base-url', s.url], host(s));
+      expect(pulled.code, pulled.stderr).toBe(0);
+      // It syncs one campaign; the other's stream is the pull's, synced a moment ago.
+      const [mine] = s.data.campaigns;
+      const url = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+      const ahead = await cli(
+        ['pull', '--pg-schema', schema, '--base-url', s.url, '--campaign', String(mine?.id), '--notify', url],
+        host(s, '+2h'),
+      );
+      expect(ahead.code, ahead.stderr).toBe(0);
+      expect(posts).toEqual([]);
+      expect(await pgRows(schema, "SELECT key, value FROM meta WHERE key LIKE 'notified:%'")).toEqual([]);
+    } finally {
+      hook.close();
+    }
   });
 
   it("a watch 2 hours ahead judges on /healthz the streams other workers synced by the server's clock", async (ctx) => {
