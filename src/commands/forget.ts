@@ -67,8 +67,9 @@ async function forgetOlder(settings: ForgetSettings, olderThan: number, out: Out
   }
   const mirror = await mirrorOf(settings, (text) => out.warn(text)).eraser();
   try {
-    // The run's clock (core/io.ts), as the retention's: one set off in a test cuts where it says.
-    const before = currentClock().now() - olderThan;
+    // The mirror's clock, as the retention's: the server's on PostgreSQL, the run's (core/io.ts) on a
+    // SQLite file, so one set off in a test cuts where it says.
+    const before = (await mirror.now()) - olderThan;
     const cut = new Date(before).toISOString();
     if (settings.dryRun || ask) {
       // Counted under the hold the erasure takes (store/port.ts countOlderThan): what is shown is what goes.

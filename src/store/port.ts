@@ -19,7 +19,17 @@ import type { ServiceClaim } from './model/service.js';
 import type { FleetStatus, FleetTimes, StreamLeases } from './model/stream-leases.js';
 import type { SkippedRow, StreamRow } from './model/streams.js';
 
-export type { CounterValue, FleetStatus, IdConflict, QuarantineRow, QuarantineSelection, ServiceClaim, SkippedRow, StreamRow, UpsertCounts };
+export type {
+  CounterValue,
+  FleetStatus,
+  IdConflict,
+  QuarantineRow,
+  QuarantineSelection,
+  ServiceClaim,
+  SkippedRow,
+  StreamRow,
+  UpsertCounts,
+};
 
 /** Who holds a mirror's run lock: the process syncing it. */
 export interface Holder {
@@ -334,6 +344,11 @@ export interface EraseMirror {
    * lease), which stays until close: an erasure that follows on this mirror erases what it counted.
    */
   countOlderThan(before: number): Promise<ErasureCount>;
+  /**
+   * The mirror's clock (ms since the epoch), which an age is cut from: the database server's on a
+   * mirror a fleet shares, as the retention's; the run's own for a SQLite file.
+   */
+  now(): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -6,6 +6,7 @@ import { allStreams, eraseFromPg, type PgErased } from './erase-rows.js';
 import { holdAll } from './lease-hold.js';
 import { PgLeases } from './leases.js';
 import { DEFAULT_LEASE_MS } from './open.js';
+import { serverNow } from './server-clock.js';
 
 function done({ rows, copies }: PgErased): ErasureDone {
   return { rows, copies, files: [], found: foundAny(rows, copies) };
@@ -32,6 +33,8 @@ export async function openPgEraser(t: MirrorTarget): Promise<EraseMirror> {
       const { rows, copies } = await eraseFromPg(db, { before }, true);
       return { rows, copies, files: [] };
     },
+    // The server's clock, as a fleet's retention cuts: a host whose clock is off erases what the others would.
+    now: () => serverNow(db),
     async close() {
       try {
         await leases.close();

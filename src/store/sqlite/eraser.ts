@@ -3,7 +3,7 @@
  * and from the NDJSON files it wrote (store/sqlite/erasure.ts), under the run lock; an erasure an earlier forget left unfinished (killed,
  * or stopped by a full disk) is finished first, whoever is named.
  */
-import { currentWaits } from '../../core/io.js';
+import { currentClock, currentWaits } from '../../core/io.js';
 import { waitWords } from '../../core/waits.js';
 import { StorageError, storageError } from '../../errors.js';
 import type { EraseMirror, ErasureDone, MirrorTarget } from '../port.js';
@@ -34,6 +34,8 @@ export async function openSqliteEraser(t: MirrorTarget): Promise<EraseMirror> {
         throw storageError(err, `forget: cannot read ${dbPath}`);
       }
     },
+    // One host syncs the file: the run's clock, as its retention's.
+    now: async () => currentClock().now(),
     async close() {
       lock.release();
       db.close();

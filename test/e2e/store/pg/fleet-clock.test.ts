@@ -99,6 +99,22 @@ describePg("a fleet's times are the database server's, whatever a worker's clock
     for (const at of await successes(schema)) expect(Math.abs(at - Date.now())).toBeLessThan(NEAR_MS);
   });
 
+  it('forget --older-than from a host 400 days ahead cuts at the server time: the young results stay', async (ctx) => {
+    needs(ctx, 'faketime');
+    const s = await sim({ campaigns: 2, records: 10 });
+    const schema = freshSchema();
+    expect((await cli(['pull', '--pg-schema', schema, '--base-url', s.url], host(s))).code).toBe(0);
+    const held = (await results(schema)).sort();
+    // Older than every result on the right clock (a year, or more once the simulator's history ages past it).
+    const days = Math.max(365, Math.ceil((Date.now() - s.data.createdAt(0)) / DAY) + 2);
+    const forget = await cli(['forget', '--pg-schema', schema, '--older-than', `${days}d`, '--yes', '--json'], host(s, `+${days + 35}d`));
+    expect(forget.code, forget.stderr).toBe(0);
+    const doc = JSON.parse(forget.stdout) as { before: string; removed: Record<string, number> };
+    expect(Math.abs(Date.parse(doc.before) - (Date.now() - days * DAY))).toBeLessThan(NEAR_MS);
+    expect(Object.values(doc.removed).every((n) => n === 0)).toBe(true);
+    expect((await results(schema)).sort()).toEqual(held);
+  });
+
   it('a worker 20 minutes behind: a check right after its sync is OK, on any clock', async (ctx) => {
     needs(ctx, 'faketime');
     const s = await sim({ campaigns: 2, records: 10 });
