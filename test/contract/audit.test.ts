@@ -220,7 +220,9 @@ describe.each(MIRRORS)('the audit trail (%s)', (kind) => {
     const noId = JSON.parse(first?.raw as string) as Record<string, unknown>;
     expect(noId.id).toBeUndefined();
     expect(noId.order_index).toBe(Number(s.data.orderIndex(c, 49)));
-    expect(first?.reason).toMatch(/^id: missing is not a usable id \(a string of 1 to 200 characters, without U\+0000 or a lone surrogate\) — record 50 of 100, page 1, GET /);
+    expect(first?.reason).toMatch(
+      /^id: missing is not a usable id \(a string of 1 to 200 characters, without U\+0000 or a lone surrogate\) — record 50 of 100, page 1, GET /,
+    );
     expect(first?.page_position).toBe(50);
     expect(typeof first?.request_id).toBe('string');
     expect((JSON.parse(second?.raw as string) as { score: unknown }).score).toBe('high');
