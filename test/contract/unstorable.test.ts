@@ -6,17 +6,14 @@
  * unstorable, applied with the record rules of sync/records.ts). The simulator serves them through its
  * own `malformed` kinds; what it has no kind for, a relay in front of it writes into its pages.
  */
-import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { parseJsonBytes } from '../../src/core/json-bytes.js';
 import { DEEP_LEVELS } from '../../src/simulator/malformed.js';
 import type { RunningSimulator } from '../../src/simulator/server.js';
 import { MAX_DEPTH, MAX_INDEXED_BYTES } from '../../src/store/model/storable.js';
-import { atFileEnd } from '../helpers/file-end.js';
 import { get, sim } from '../helpers/index.js';
 import { MIRRORS, type Mirror, open, unsupported } from './mirrors.js';
+import { rewritingRelay } from './relay.js';
 
 type Campaign = RunningSimulator['data']['campaigns'][number];
 
@@ -39,40 +36,6 @@ async function pageOf(s: RunningSimulator, c: Campaign) {
   expect(page.status).toBe(200);
   const body = parseJsonBytes(Buffer.from(page.text)) as { data: Array<Record<string, unknown>> };
   return { text: page.text, data: body.data };
-}
-
-const openRelays = new Set<() => Promise<void>>();
-atFileEnd(async () => {
-  for (const close of openRelays) await close();
-  openRelays.clear();
-});
-
-/**
- * A loopback relay to `s` that passes every request through, each results page's text rewritten by
- * `rewrite` first: records the simulator has no kind for.
- */
-async function rewritingRelay(s: RunningSimulator, rewrite: (text: string) => string): Promise<string> {
-  const server = createServer((req: IncomingMessage, res) => {
-    const url = new URL(req.url ?? '/', s.url);
-    const headers: Record<string, string> = {};
-    if (req.headers.authorization) headers.authorization = req.headers.authorization;
-    request(url, { headers })
-      .then(async (up) => {
-        const body = await up.body.text();
-        res.writeHead(up.statusCode, { 'content-type': 'application/json' });
-        res.end(up.statusCode === 200 && url.pathname.endsWith('/results') ? rewrite(body) : body);
-      })
-      .catch(() => res.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  openRelays.add(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 /** A page rewrite that changes the records at the positions `changes` names (1-based). */
