@@ -82,6 +82,8 @@ export function findConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv,
 }
 
 function expandPath(text: string, file: string): string {
+  // Empty names no file (not the config file's folder): the setting refuses it, naming the key.
+  if (text.trim() === '') return text;
   if (text === '~') return homedir();
   if (text.startsWith('~/')) return join(homedir(), text.slice(2));
   return isAbsolute(text) ? text : resolve(dirname(file), text);

@@ -121,6 +121,8 @@ function mirror(c: Collector, dbFallback: string = DEFAULTS.db, withEnv = true, 
   const db = pick('db', c.inputs, withEnv);
   const path = c.set('db', db?.text ?? dbFallback, db?.origin ?? byDefault('db'));
   const origin = c.origins.db as Origin;
+  // An empty value (an unset shell variable: --db "$MIRROR") names no file: refused before anything opens.
+  if (path.trim() === '') throw new UsageError(`${origin.name}: is empty; give the mirror's file or postgres:// URL`);
   c.set('dbKind', dbKindOf(path), origin);
   c.set('dbWarnings', dbWarnings(dbChoice(path, origin)), origin);
   const schema = pick('pgSchema', c.inputs);

@@ -92,6 +92,13 @@ describe.each(MIRRORS)('one mirror, one service (%s)', (kind) => {
     expect(await m.state('SELECT stream, cursor, records FROM sync_state ORDER BY stream')).toEqual(state);
     expect(await recorded(m)).toBe(`http://127.0.0.1:${port}`);
 
+    // A switch to a URL that does not answer (a typo) is not kept: the run failed there.
+    const gone = await sim({ campaigns: 2, records: 5 });
+    const typo = gone.url;
+    await gone.close();
+    const mistyped = await at(m, s, typo, 'pull', '--switch-service', '--max-retries', '0');
+    expect(mistyped.code, mistyped.stderr).toBe(5);
+    expect(await recorded(m)).toBe(`http://127.0.0.1:${port}`);
     // The service moved: --switch-service records the new URL, and the old one is another service now.
     const moved = await m.run(other, 'pull', '--switch-service', '--json');
     expect(moved.code, moved.stderr).toBe(0);

@@ -33,8 +33,15 @@ export async function fleetStatus(db: PgDatabase): Promise<FleetStatus | undefin
   const byId = new Map(workers.rows.map((w) => [w.id, w]));
   let budget: FleetStatus['budget'];
   if (has.rows[0]?.budget) {
+    // Of the limit the slots are counted by: the stricter of the live limits (budget_limits), or of
+    // the last ones kept when no process lives; the slots' rows made so far only before that table.
+    const limits = (await db.query("SELECT to_regclass('budget_limits') IS NOT NULL AS t")).rows[0]?.t === true;
     const b = await db.query<{ used: number; slots: number }>(
-      'SELECT count(*) FILTER (WHERE busy_until > $1::timestamptz)::int AS used, count(*)::int AS slots FROM budget_slots',
+      limits
+        ? `SELECT (SELECT count(*) FROM budget_slots WHERE busy_until > $1::timestamptz)::int AS used,
+             coalesce((SELECT min(count) FROM budget_limits WHERE until > $1::timestamptz), (SELECT min(count) FROM budget_limits),
+               (SELECT count(*) FROM budget_slots))::int AS slots`
+        : 'SELECT count(*) FILTER (WHERE busy_until > $1::timestamptz)::int AS used, count(*)::int AS slots FROM budget_slots',
       [now],
     );
     const row = b.rows[0];

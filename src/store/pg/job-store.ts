@@ -9,7 +9,7 @@ import { knownDrift } from './drift.js';
 import { openPgMirror } from './open.js';
 import { applyPgRetention } from './retention.js';
 import { serverNow } from './server-clock.js';
-import { claimPgService } from './service.js';
+import { claimPgService, restorePgService } from './service.js';
 
 /** The password of a postgres:// URL, which an alert must never carry. */
 function urlPassword(url: string): string | undefined {
@@ -29,9 +29,11 @@ export async function openPgJobStore(c: StoreChoice, capabilities: BackendCapabi
     );
   const m = await openPgMirror(path, pgSchema, c.concurrency, where, c.leaseMs);
   let retention: Awaited<ReturnType<typeof applyPgRetention>> = { ranAt: undefined };
+  // The URL a --switch-service replaced: put back if the run fails.
+  let replaced: string | undefined;
   try {
     // Before anything else is written: a mirror of another service is refused as it was found.
-    if (c.service !== undefined) await claimPgService(m.db, c.service);
+    if (c.service !== undefined) replaced = await claimPgService(m.db, c.service);
     if (c.retention !== undefined) retention = await applyPgRetention(m.db, c.retention, c.warning, c.leaseMs);
   } catch (err) {
     await m.release();
@@ -58,9 +60,12 @@ export async function openPgJobStore(c: StoreChoice, capabilities: BackendCapabi
     async verify() {},
     // The fleet's one clock: every worker stamps and judges by it (store/pg/server-clock.ts).
     now: () => serverNow(m.db),
-    async close() {
+    async close(opts = {}) {
       try {
         await m.sink.close();
+        // A switch is kept by a run that succeeds at the new URL, not by a typo's failure.
+        if (opts.failed === true && replaced !== undefined && c.service !== undefined)
+          await restorePgService(m.db, c.service.url, replaced);
       } finally {
         await m.release();
       }

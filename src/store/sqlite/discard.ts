@@ -12,9 +12,11 @@ import { SQLITE_SIDES } from './private-db.js';
 
 /**
  * Tables a new database fills as it is made or opened, whatever is synced: `meta` (schema version,
- * the destination it feeds, when a retention ran), the change numbers of `--since-last`.
+ * the destination it feeds, the service it mirrors, when a retention ran), the change numbers of
+ * `--since-last`, and the counters `--metrics-file` keeps (a failed first pull's metrics file says
+ * it failed; the counters start with the mirror, which a failure before any commit does not leave).
  */
-const BOOKKEEPING = new Set(['meta', 'change_counter', 'change_times']);
+const BOOKKEEPING = new Set(['meta', 'change_counter', 'change_times', 'metric_counters']);
 
 /**
  * Whether the database holds nothing a run committed: every table empty but the bookkeeping, and

@@ -14,7 +14,7 @@ import { DriftLedger } from './drift-ledger.js';
 import { MirrorGuard } from './mirror-guard.js';
 import type { NdjsonSink } from './ndjson/sink.js';
 import { RunLock } from './run-lock.js';
-import { claimSqliteService } from './service.js';
+import { claimSqliteService, restoreSqliteService } from './service.js';
 import { SqliteSink } from './sink.js';
 
 /** Opens the mirror for a pull or watch; `capabilities` are the backend's, by destination (store/sqlite/backend.ts). */
@@ -29,10 +29,12 @@ export async function openSqliteJobStore(
   const created = lstatSync(path, { throwIfNoEntry: false }) === undefined;
   let db: Db | undefined;
   let ndjson: NdjsonSink | undefined;
+  // The URL a --switch-service replaced: put back if the run fails.
+  let replaced: string | undefined;
   try {
     db = openDatabase(path, { mode: c.target.modes.file });
     // Before anything else is written: a mirror of another service is refused as it was found.
-    if (c.service !== undefined) claimSqliteService(db, c.service, path);
+    if (c.service !== undefined) replaced = claimSqliteService(db, c.service, path);
     const state = new SqliteCheckpoints(db);
     // A forget killed or stopped by a full disk left its erasure unfinished (files not rewritten, the
     // erased rows' bytes in free pages): a pull (cron's command) finishes it before it syncs anything,
@@ -106,6 +108,14 @@ export async function openSqliteJobStore(
         } finally {
           // After the last commit, before SQLite's close, which would strand the WAL of a moved database.
           moved = guard.check();
+          // A switch is kept by a run that succeeds at the new URL, not by a typo's failure.
+          if (opts.failed === true && !moved && replaced !== undefined && c.service !== undefined) {
+            try {
+              restoreSqliteService(opened, c.service.url, replaced, path);
+            } catch (err) {
+              c.warning?.(`${(err as Error).message}: ${path} still records ${c.service.url} as its service`);
+            }
+          }
           leave(opened, opts.failed === true && !moved);
           guard.tidy();
         }

@@ -45,6 +45,15 @@ describe('a first pull that fails leaves nothing', () => {
     expect(status.stderr).toMatch(/no database at \.\/campaign-sync\.db/);
   });
 
+  it("cron's line with --metrics-file: the metrics file tells the failure, and no mirror is left", async () => {
+    const { env } = await wrongKey();
+    const dir = tempDir();
+    const r = await runCli(['pull', '--metrics-file', 'm.prom'], { env, cwd: dir });
+    expect(r.code, r.stderr).toBe(3);
+    expect(tree(dir)).toEqual(['m.prom']);
+    expect(readFileSync(join(dir, 'm.prom'), 'utf8')).toMatch(/^campaign_sync_passes_total\{result="failed"\} 1$/m);
+  });
+
   it('a refused connection leaves the folder empty', async () => {
     const dir = tempDir();
     const env = { CAMPAIGN_SYNC_BASE_URL: `http://127.0.0.1:${await closedPort()}`, CAMPAIGN_SYNC_API_KEY: 'k' };

@@ -4,7 +4,7 @@
  * that may not be read names the file and the OS's reason in words. Both exit 2.
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, type CliResult, tempDir } from '../../helpers/index.js';
@@ -54,5 +54,25 @@ describe('a config file that cannot be used', () => {
     const r = await cliAsUser(['status', '--profile', 'work', '--config', file], dir);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toBe(`campaign-sync: ${file}: cannot read the config file: permission denied (EACCES)\n`);
+  });
+});
+
+describe('an empty --db', () => {
+  it('is exit 2 naming where it came from, and nothing is created (an unset variable in --db "$MIRROR")', async () => {
+    const dir = tempDir();
+    for (const args of [
+      ['status', '--db', ''],
+      ['pull', '--db', '', '--base-url', 'http://127.0.0.1:9'],
+    ]) {
+      const r = await runCli(args, { cwd: dir, env: { CAMPAIGN_SYNC_API_KEY: 'k' } });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toBe("campaign-sync: --db: is empty; give the mirror's file or postgres:// URL\n");
+    }
+    const viaProfile = join(dir, 'c.toml');
+    writeFileSync(viaProfile, '[profiles.x]\ndb = ""\n', { mode: 0o600 });
+    const r = await runCli(['status', '--config', viaProfile, '--profile', 'x'], { cwd: dir });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/db.*: is empty/);
+    expect(readdirSync(dir)).toEqual(['c.toml']);
   });
 });

@@ -9,7 +9,7 @@
  * a file left undone that the mark calls done.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fchownSync, fsyncSync, openSync, readdirSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { openPrivateFile, refuseLinks } from '../../../core/fs/private-file.js';
 import { parseJson } from '../../../core/json.js';
@@ -135,7 +135,7 @@ export function eraseFromFile(db: Db, path: string, committed: number, plan: Era
     db.transaction(() => fileDone(db, path))();
     return none;
   }
-  const mode = statSync(path).mode;
+  const { mode, uid, gid } = statSync(path);
   const { keep, removed, moved, lines, changed } = walkFile(path, committed, plan, true);
   if (lines + changed === 0) {
     db.transaction(() => fileDone(db, path))();
@@ -149,6 +149,15 @@ export function eraseFromFile(db: Db, path: string, committed: number, plan: Era
     // The rewrite takes the file's place with the file's mode: a group of readers the operator gave it keeps reading.
     const fd = openPrivateFile(temp, { exclusive: true, mode: mode & 0o777 });
     try {
+      // And with its owner and group, where this process may give them (its own, or root's rights):
+      // a group of readers keeps reading whatever group a new file would get.
+      if (uid !== process.getuid?.() || gid !== process.getgid?.()) {
+        try {
+          fchownSync(fd, uid, gid);
+        } catch {
+          // Not ours to give (EPERM): the file is ours, with our group, and its mode.
+        }
+      }
       let done = 0;
       while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, done);
       fsyncSync(fd);
