@@ -32,8 +32,43 @@ function enumOption(flags: string, description: string, values: readonly string[
   });
 }
 
+/**
+ * A command's examples, each wrapped to the help's width as a shell line goes on: between words, a
+ * quoted word kept whole, each line but the last ending in ` \` (pasted, it is still one command).
+ */
 function example(cmd: Command, ...lines: string[]): Command {
-  return cmd.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
+  return cmd.addHelpText('after', ({ error, command }) => {
+    const out = command.configureOutput();
+    const width = (error ? out.getErrHelpWidth?.() : out.getOutHelpWidth?.()) ?? 80;
+    return `\nExamples:\n${lines.map((l) => shellLines(l, width)).join('\n')}\n`;
+  });
+}
+
+/**
+ * `line` as `  $ ` and the words that fit `width`, then `      ` and the next ones, joined by ` \`.
+ * A comment (` # …`) that does not fit after the command goes on a line of its own above it: a
+ * backslash does not carry a comment on, and the words after it would run as a command.
+ */
+export function shellLines(line: string, width: number): string {
+  const hash = line.indexOf(' # ');
+  if (hash >= 0) {
+    const command = shellLines(line.slice(0, hash), width);
+    const comment = line.slice(hash + 1);
+    if (!command.includes('\n') && command.length + 1 + comment.length <= width) return `${command} ${comment}`;
+    return `  ${comment}\n${command}`;
+  }
+  // Words, a quoted part (with its spaces) kept in its word.
+  const words = line.match(/(?:[^\s'"]+|'[^']*'|"[^"]*")+/g) ?? [line];
+  const out: string[] = [];
+  let current = '  $';
+  for (const word of words) {
+    // Room for the word and, should a line follow, the ` \` that says so.
+    if (current.trim() !== '$' && current.length + 1 + word.length + 2 > width) {
+      out.push(`${current} \\`);
+      current = `      ${word}`;
+    } else current = `${current} ${word}`;
+  }
+  return [...out, current].join('\n');
 }
 
 // The request log, on every command that calls the API.
@@ -462,7 +497,7 @@ export function buildProgram(signal: AbortSignal, result: RunResult, io: Io = cu
         '--churn <rate>',
         'changes to served results, N/DURATION: re-scores, late arrivals, deletions (rehearse --lookback and reconcile)',
       )
-      .option('--faults <spec>', 'share of faulty replies: 0.2, or 500=0.05,503=0.05,429=0.02,reset=0.02,slow=0.05,truncate=0.02')
+      .option('--faults <spec>', 'share of faulty replies: 0.2, or by kind (500, 503, 429, reset, slow, truncate): 500=0.05,slow=0.02')
       .option(
         '--malformed <spec>',
         'serve every Nth record of a campaign failing a record rule, N or N:kinds (id, score, campaign, order-index, deep, nul, huge-number, int64; in turn)',

@@ -42,6 +42,15 @@ describe('at 80 columns', () => {
     );
   });
 
+  it("every command's --help fits: no line longer than the terminal, which would break it mid-word", async () => {
+    const commands = ['campaigns', 'pull', 'watch', 'status', 'export', 'reset', 'reconcile', 'forget', 'history', 'quarantine'];
+    for (const command of [...commands, 'notify-test', 'completion', 'simulate', 'demo']) {
+      const tty = ptyCli([command, '--help'], { env: terminalEnv(), columns: 80 });
+      expect(await tty.exited, command).toBe(0);
+      for (const line of shownLines(tty.screen())) expect(Array.from(line).length, `${command}: ${line}`).toBeLessThanOrEqual(80);
+    }
+  });
+
   it('status of a stream failing with 500 shows the 500; campaigns shows every name whole', async () => {
     const s = await sim({ campaigns: 6, records: 3 });
     const f = await front(s.url);
