@@ -1,4 +1,5 @@
 /** How health is shown: relative times, the lines of `status --check`, its --json document. */
+import { maskPersonal } from '../core/personal.js';
 import { formatDuration } from '../core/rate.js';
 import { exitCodeForHealth, NagiosCode, type NagiosCodeValue, nagiosCodeForHealth } from '../errors.js';
 import { endpointFor } from '../spec/paths.js';
@@ -23,9 +24,13 @@ export function inProgressText(p: SyncInProgress, now: number): string {
   return `first sync in progress since ${p.since} (${relativeTime(p.since, now)}), pid ${p.pid}${p.host ? ` on ${p.host}` : ''}`;
 }
 
-/** Why a stream is unhealthy, in words, without its name. */
+/**
+ * Why a stream is unhealthy, in words, without its name. For monitoring (`--check`, its Nagios line,
+ * /healthz), which carries it off this host: e-mails and users' ids an error quotes are masked
+ * (core/personal.ts), as in an alert; `status` shows the stored text.
+ */
 export function unhealthyReason(u: Unhealthy, now: number, maxAgeMs: number): string {
-  if (u.reason === 'failing') return `failing since ${relativeTime(u.since, now)}: ${u.error}`;
+  if (u.reason === 'failing') return `failing since ${relativeTime(u.since, now)}: ${maskPersonal(u.error)}`;
   if (u.reason === 'never') return 'never synced successfully';
   if (u.reason === 'syncing') return inProgressText(u.by, now);
   return `stale: last success ${relativeTime(u.row.last_success_at, now)}, older than --max-age ${formatDuration(maxAgeMs)}`;
@@ -82,7 +87,7 @@ export function healthDocument<S extends StreamState>(h: Health<S>, label: (row:
       reason: u.reason,
       detail: unhealthyReason(u, now, h.maxAgeMs),
       last_success_at: u.row.last_success_at,
-      last_error: u.row.last_error,
+      last_error: u.row.last_error === null ? null : maskPersonal(u.row.last_error),
       last_error_at: u.row.last_error_at,
     })),
     ...(h.inProgress === undefined ? {} : { sync_in_progress: h.inProgress }),

@@ -63,6 +63,14 @@ describe('--notify, for a receiver', () => {
     expect(post.headers['x-campaign-sync-signature-256']).not.toBe(hmac('another secret', post.raw));
     expect(post.headers['x-campaign-sync-event']).toBe('stream_state');
     expect(post.headers['x-campaign-sync-delivery']).toMatch(/^[0-9a-f-]{36}$/);
+
+    // Monitoring carries the check off this host as an alert does: masked there too.
+    for (const args of [[], ['--nagios'], ['--json']]) {
+      const check = await runCli(['status', '--check', '--db', join(dir, 'm.db'), ...args], {});
+      expect(check.stdout).toMatch(/\[e-mail\]/);
+      expect(check.stdout.toLowerCase(), args.join(' ')).not.toContain('jane.doe');
+      expect(check.stdout, args.join(' ')).not.toContain(USER);
+    }
   });
 
   it('without a secret a POST is unsigned; --notify-secret-file without --notify is refused, as is an empty or unreadable file', async () => {
