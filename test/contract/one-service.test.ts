@@ -103,6 +103,12 @@ describe.each(MIRRORS)('one mirror, one service (%s)', (kind) => {
     const moved = await m.run(other, 'pull', '--switch-service', '--json');
     expect(moved.code, moved.stderr).toBe(0);
     expect(await recorded(m)).toBe(other.url);
+    // The old URL's lists went with it: what the service at the new URL does not list is unlisted.
+    const status = JSON.parse((await m.run(other, 'status', '--json')).stdout) as {
+      streams: Array<{ campaign_id: string; unlisted_since: string | null }>;
+    };
+    const listed = new Set(other.data.campaigns.map((c) => c.id));
+    for (const st of status.streams) expect(st.unlisted_since === null, st.campaign_id).toBe(listed.has(st.campaign_id));
     const back = await m.run(s, 'pull');
     expect(back.code).toBe(2);
     expect(back.stderr).toContain(`mirrors the service at ${other.url}, not http://127.0.0.1:${port};`);

@@ -31,6 +31,14 @@ export function serviceDecision(recorded: string | undefined, claim: ServiceClai
   return recorded === undefined || claim.replace ? 'record' : 'held';
 }
 
+/**
+ * What a switch to another URL (`--switch-service`) does to the campaign lists the mirror kept per
+ * lister (store/model/streams.ts listingKey): each was the old URL's, so they go; the new URL's
+ * first list is then the one that says which campaigns the service no longer lists. Shared by SQLite
+ * and PostgreSQL.
+ */
+export const SWITCH_FORGETS_LISTS = "DELETE FROM meta WHERE key LIKE 'listed!_by:%' ESCAPE '!'";
+
 /** Whether a mirror holds anything of a service (a campaign of its list, a stream): `held` (1) or not (0). Shared by SQLite and PostgreSQL. */
 export const HELD_SQL = 'SELECT CASE WHEN EXISTS (SELECT 1 FROM campaigns) OR EXISTS (SELECT 1 FROM sync_state) THEN 1 ELSE 0 END AS held';
 

@@ -1,6 +1,6 @@
 /** The service a PostgreSQL mirror mirrors, in `meta` (store/model/service.ts says why and when). */
 import { UsageError } from '../../errors.js';
-import { HELD_SQL, otherServiceMessage, SERVICE_KEY, type ServiceClaim, serviceDecision } from '../model/service.js';
+import { HELD_SQL, otherServiceMessage, SERVICE_KEY, type ServiceClaim, SWITCH_FORGETS_LISTS, serviceDecision } from '../model/service.js';
 import type { PgDatabase } from './database.js';
 
 /**
@@ -23,7 +23,10 @@ export async function claimPgService(db: PgDatabase, claim: ServiceClaim): Promi
     if (decision === 'held' && (await client.query<{ held: number }>(HELD_SQL)).rows[0]?.held === 1)
       throw new UsageError(otherServiceMessage(db.name, recorded as string, claim));
     await client.query('UPDATE meta SET value = $2 WHERE key = $1', [SERVICE_KEY, claim.url]);
-    return recorded === claim.url ? undefined : recorded;
+    if (recorded === claim.url) return undefined;
+    // The old URL's campaign lists say nothing of the new one's (SWITCH_FORGETS_LISTS).
+    await client.query(SWITCH_FORGETS_LISTS);
+    return recorded;
   });
 }
 

@@ -1,6 +1,6 @@
 /** The service a SQLite mirror mirrors, in `meta` (store/model/service.ts says why and when). */
 import { storageError, UsageError } from '../../errors.js';
-import { HELD_SQL, otherServiceMessage, SERVICE_KEY, type ServiceClaim, serviceDecision } from '../model/service.js';
+import { HELD_SQL, otherServiceMessage, SERVICE_KEY, type ServiceClaim, SWITCH_FORGETS_LISTS, serviceDecision } from '../model/service.js';
 import type { Db } from './db.js';
 
 /**
@@ -27,6 +27,8 @@ export function claimSqliteService(db: Db, claim: ServiceClaim, mirror: string):
           SERVICE_KEY,
           claim.url,
         );
+        // The old URL's campaign lists say nothing of the new one's (SWITCH_FORGETS_LISTS).
+        if (recorded !== undefined) db.prepare(SWITCH_FORGETS_LISTS).run();
         return recorded;
       })
       .immediate();
