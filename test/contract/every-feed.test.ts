@@ -234,6 +234,20 @@ describe.each(MIRRORS)('every table and view has a --since-last feed (%s)', (kin
     expect(await m.holds(String(gone.id))).toBe(false);
   }, 120_000);
 
+  it("a database that keeps an NDJSON pull's state gives no feed of a table its files hold (exit 2, one line)", async (ctx) => {
+    if (kind !== 'ndjson') return ctx.skip();
+    const s = await sim({ campaigns: 2, records: 3 });
+    const m = open(kind);
+    await ok(m, s, 'pull');
+    for (const table of ['session-results', 'score-details', 'latest_results']) {
+      const r = await m.run(s, 'export', '--table', table, '--since-last', 'bi', '-o', join(tempDir(), 'x.csv'));
+      expect(r.code, table).toBe(2);
+      expect(r.stderr.trim().split('\n'), table).toHaveLength(1);
+      expect(r.stderr).toContain('it keeps the state of an NDJSON pull');
+    }
+    expect(await m.state('SELECT name FROM export_consumers')).toEqual([]);
+  });
+
   it('a --columns list without the feed key is refused for every table and view (exit 2, one line)', async (ctx) => {
     if (unsupported(kind, 'export', ctx)) return;
     const s = await sim({ campaigns: 2, records: 3 });
