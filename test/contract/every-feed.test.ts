@@ -195,6 +195,16 @@ describe.each(MIRRORS)('every table and view has a --since-last feed (%s)', (kin
     expect(retained['eval-results'].deleted.length).toBeGreaterThan(0);
     for (const t of TABLES) for (const r of retained[t].deleted) expectNamesNobody(t, r, ['retention', 'replaced']);
 
+    // A campaign renamed: the views give its results again, with the name.
+    session.name = 'Renamed campaign';
+    role.name = 'Renamed role campaign';
+    await ok(m, s, 'pull');
+    const renamed = await wh.round();
+    const all = await m.sql('SELECT count(*) AS n FROM results');
+    expect(renamed.results.changed.length).toBe(Number(all[0]?.n));
+    expect(renamed.skill_scores.changed.every((r) => String(r.campaign_name).startsWith('Renamed'))).toBe(true);
+    expect(renamed['score-details'].changed).toEqual([]);
+
     // Nothing changed since: no row again, but campaigns (given whole every time).
     const quiet = await wh.round();
     for (const t of TABLES) if (t !== 'campaigns') expect(quiet[t], t).toEqual({ changed: [], deleted: [] });

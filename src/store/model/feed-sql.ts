@@ -8,7 +8,8 @@
  * rows are written, rewritten and deleted with it, so its number moves whenever they change.
  * `latest_results` takes every result of a candidate's campaign one of whose results changed, and
  * every result of a campaign reconcile --prune deleted one from (a pruned result's tombstone names its
- * campaign): which result is the latest may change with either. An erasure or a retention takes every
+ * campaign): which result is the latest may change with either. The views give each result's
+ * campaign name, so a campaign new or renamed (its own change number) gives all its results again. An erasure or a retention takes every
  * earlier result of the candidate with the one it deletes (a candidate's, or all before a time), so no
  * result left behind becomes the latest.
  */
@@ -42,9 +43,12 @@ const numbered = (d: FeedDialect, x: string) => `coalesce(${x}.change_seq, 0) > 
 /** The ids of the results of `kind` that changed within the window. */
 const changed = (d: FeedDialect, kind: ResultKind) => `SELECT x.id FROM ${RESULT_TABLE_OF[kind]} x WHERE ${numbered(d, 'x')}`;
 
-/** Rows (alias `t`) of a view keyed by `kind` and `result_id` whose result changed. */
+/** The campaigns new or renamed within the window: the views give their names. */
+const renamed = (d: FeedDialect) => `SELECT cc.id FROM campaigns cc WHERE ${numbered(d, 'cc')}`;
+
+/** Rows (alias `t`) of a view keyed by `kind` and `result_id` whose result changed, or whose campaign's name did. */
 const viewRows = (d: FeedDialect, t: string) =>
-  `((${t}.kind = 'session' AND ${t}.result_id IN (${changed(d, 'session')})) OR (${t}.kind = 'role' AND ${t}.result_id IN (${changed(d, 'role')})))`;
+  `((${t}.kind = 'session' AND ${t}.result_id IN (${changed(d, 'session')})) OR (${t}.kind = 'role' AND ${t}.result_id IN (${changed(d, 'role')})) OR ${t}.campaign_id IN (${renamed(d)}))`;
 
 /** The campaigns reconcile --prune deleted a result from within the window. */
 const prunedFrom = (d: FeedDialect) =>
@@ -69,9 +73,21 @@ const replacedResults = (d: FeedDialect, kind: ResultKind) =>
   `SELECT '${kind}' AS kind, x.id, coalesce((SELECT ct.at FROM change_times ct WHERE ct.seq = x.change_seq), ${d.now}) AS deleted_at, 'replaced' AS reason, x.change_seq AS seq
   FROM ${RESULT_TABLE_OF[kind]} x WHERE ${numbered(d, 'x')}`;
 
-/** The deletion rows of a feed of `kinds`: tombstones, then the results given again whole (`replaced`). */
-function deletions(d: FeedDialect, kinds: ResultKind[], replaced?: string): string {
-  const parts = [...kinds.map((k) => tombstones(d, k)), ...(replaced === undefined ? kinds.map((k) => replacedResults(d, k)) : [replaced])];
+/** A `replaced` deletion row of each result of `kind` whose campaign was new or renamed within the window. */
+const renamedResults = (d: FeedDialect, kind: ResultKind) =>
+  `SELECT '${kind}' AS kind, x.id, ${d.now} AS deleted_at, 'replaced' AS reason, cc.change_seq AS seq
+  FROM ${RESULT_TABLE_OF[kind]} x JOIN campaigns cc ON cc.id = x.campaign_id WHERE ${numbered(d, 'cc')}`;
+
+/**
+ * The deletion rows of a feed of `kinds`: tombstones, then the results given again whole
+ * (`replaced`: those that changed, and for a view those whose campaign's name did; or `replaced` itself).
+ */
+function deletions(d: FeedDialect, kinds: ResultKind[], replaced?: string | { renamed: true }): string {
+  const again =
+    typeof replaced === 'string'
+      ? [replaced]
+      : [...kinds.map((k) => replacedResults(d, k)), ...(replaced === undefined ? [] : kinds.map((k) => renamedResults(d, k)))];
+  const parts = [...kinds.map((k) => tombstones(d, k)), ...again];
   return `SELECT kind, id, NULL AS campaign_id, deleted_at, reason FROM (${parts.join('\nUNION ALL\n')}) f ORDER BY seq, kind, id`;
 }
 
@@ -95,7 +111,7 @@ export function feedSql(name: ExportTable, d: FeedDialect): FeedSql {
       };
     case 'results':
     case 'skill_scores':
-      return { rows: viewRows(d, 't'), deletions: deletions(d, KINDS) };
+      return { rows: viewRows(d, 't'), deletions: deletions(d, KINDS, { renamed: true }) };
     case 'latest_results':
       return {
         rows: touched(d, 't'),
