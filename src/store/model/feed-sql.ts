@@ -8,12 +8,12 @@
  * rows are written, rewritten and deleted with it, so its number moves whenever they change.
  * `latest_results` takes every result of a candidate's campaign one of whose results changed, and
  * every result of a campaign reconcile --prune deleted one from (a pruned result's tombstone names its
- * campaign): which result is the latest may change with either. The views give each result's
- * campaign name, so a campaign new or renamed (its own change number) gives all its results again. An erasure or a retention takes every
- * earlier result of the candidate with the one it deletes (a candidate's, or all before a time), so no
- * result left behind becomes the latest.
+ * campaign): which result is the latest may change with either. An erasure or a retention takes
+ * every earlier result of the candidate with the one it deletes (a candidate's, or all before a
+ * time), so no result left behind becomes the latest. The views give each result's campaign name, so
+ * a campaign new or renamed (it has a change number of its own) gives all its results again.
  */
-import { type ExportTable, FEEDS, RESULT_ID_COLUMN, RESULT_TABLE_OF, type ResultKind } from './export-tables.js';
+import { type ExportTable, RESULT_ID_COLUMN, RESULT_TABLE_OF, type ResultKind } from './export-tables.js';
 
 /** How a backend writes the window's ends and the time a deletion row of a result that changed is dated with when its change has none. */
 export interface FeedDialect {
@@ -122,9 +122,4 @@ export function feedSql(name: ExportTable, d: FeedDialect): FeedSql {
         ),
       };
   }
-}
-
-/** Whether a feed's rows belong to results (its deletion rows are its own, not the table's tombstones). */
-export function byResult(name: ExportTable): boolean {
-  return FEEDS[name].kind === 'results';
 }
