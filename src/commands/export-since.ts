@@ -1,8 +1,10 @@
 /**
- * `export --since-last <consumer>`: what changed in a results table since that consumer's previous
- * export, whichever mirror holds it (store/sqlite/changes.ts, store/pg/changes.ts): one row per result
- * deleted since (reconcile --prune, an erasure, a retention), then the rows inserted or changed, every
- * row ending with `_deleted_at` and `_deleted_reason`, null but on those tombstones. Read in one snapshot; the consumer's place is remembered only
+ * `export --since-last <consumer>`: what changed in a table or view since that consumer's previous
+ * export of it, whichever mirror holds it (store/sqlite/changes.ts, store/pg/changes.ts): the deletion
+ * rows (a result deleted since by reconcile --prune, an erasure, a retention; in a table whose rows
+ * belong to results, also a result whose rows are given again whole: store/model/export-tables.ts
+ * FEEDS), then the rows inserted or changed, every row ending with `_deleted_at` and
+ * `_deleted_reason`, null but on deletion rows. Read in one snapshot; the consumer's place is remembered only
  * once the file is in place under -o, so an export that fails or is interrupted is given again whole
  * next time (a crash between the rename and that commit gives it again too: consumers apply the file
  * as an upsert by id). Its CSV is exact values (no formula prefix) unless --safe-csv: a loader, not a
@@ -14,15 +16,15 @@ import { ExportInterrupted, isAbort, UsageError } from '../errors.js';
 import { changeRows, DELETION_COLUMNS } from '../export/changes.js';
 import { writeCsv } from '../export/csv.js';
 import { FileSink } from '../export/sink.js';
-import { CHANGE_TABLES, type ChangeTableName } from '../export/tables.js';
+import { type ExportTable, feedKeyColumns } from '../export/tables.js';
 import type { ChangeRows, ExportSource } from '../store/port.js';
 import type { Output } from '../ui/output.js';
 import { columnChooser, type ExportPlan, exportFailure, writeParquetRows } from './export-plan.js';
 
-/** A --since-last export: a consumer, a results table, a file. */
+/** A --since-last export: a consumer, a table or view, a file. */
 export interface SinceLastJob extends ExportPlan {
   consumer: string;
-  table: ChangeTableName;
+  table: ExportTable;
   target: string;
 }
 
@@ -35,21 +37,22 @@ export function sinceLastJob(plan: ExportPlan, consumer: string): SinceLastJob {
       '--since-last: a consumer name is 1 to 64 letters, digits, dots, dashes or underscores, starting with a letter or digit',
     );
   }
-  if (!(plan.table in CHANGE_TABLES)) {
-    throw new UsageError(`--since-last: exports what changed in ${Object.keys(CHANGE_TABLES).join(' or ')}, not ${plan.table}`);
-  }
   if (plan.campaign !== undefined || plan.since !== undefined || plan.until !== undefined) {
     throw new UsageError('--since-last exports every change since the last time; it does not go with --campaign, --since or --until');
   }
   if (plan.rawCsv && plan.safeCsv) throw new UsageError('--raw-csv and --safe-csv contradict each other: give one');
-  // A deletion row is known by its id alone: a file without it would move the consumer past deletions it cannot apply.
-  if (plan.columns !== undefined && !plan.columns.split(',').some((c) => c.trim() === 'id'))
-    throw new UsageError(
-      `--since-last needs the key among --columns (id): ${plan.columns} leaves it out, and a deletion is known by its id alone`,
-    );
+  // A deletion row is known by the feed's key alone: a file without it would move the consumer past deletions it cannot apply.
+  const key = feedKeyColumns(plan.table);
+  if (plan.columns !== undefined) {
+    const given = new Set(plan.columns.split(',').map((c) => c.trim()));
+    if (!key.every((k) => given.has(k)))
+      throw new UsageError(
+        `--since-last needs the key among --columns (${key.join(', ')}): ${plan.columns} leaves it out, and a deletion is known by its key alone`,
+      );
+  }
   if (plan.target === undefined)
     throw new UsageError("--since-last needs -o <file>: the consumer's place is remembered once the file is in place");
-  return { ...plan, consumer, table: plan.table as ChangeTableName, target: plan.target };
+  return { ...plan, consumer, target: plan.target };
 }
 
 /** What a finished `--since-last` export says: one line for people, and the --json document. */
@@ -90,7 +93,7 @@ export async function exportSinceLast(job: SinceLastJob, source: ExportSource, o
     cleanStalePartials(job.target);
     partial = new PartialFile(job.target);
     fileSink = new FileSink(partial.fd);
-    const { rows, counts } = changeRows(columns, changes, signal);
+    const { rows, counts } = changeRows(job.table, columns, changes, signal);
     if (job.format === 'csv') await writeCsv(columns, rows, fileSink, { raw: !job.safeCsv, signal });
     else if (job.format === 'ndjson') {
       const { writeNdjson } = await import('../export/writers.js');

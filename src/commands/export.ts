@@ -34,6 +34,9 @@ export async function exportTable(settings: ExportSettings, stdout: Writable = c
     const job = sinceLast.sinceLastJob(plan, plan.sinceLast);
     const source = await mirror.exportSource({ forChanges: true });
     try {
+      // A feed of an empty table would move the consumer past records that are in files instead.
+      const elsewhere = await source.recordsElsewhere(job.table);
+      if (elsewhere !== undefined) throw recordsElsewhereError(mirror.target.path, job.table, elsewhere);
       return await sinceLast.exportSinceLast(job, source, out, signal);
     } finally {
       await source.close();

@@ -1,10 +1,13 @@
 /**
- * The rows of an `export --since-last` file: one row per result deleted since (a tombstone: its id,
- * `_deleted_at` and `_deleted_reason`, and for one reconcile --prune deleted its campaign id; every
- * other cell null: an erased result's row names nobody), then the rows inserted or changed, each with
- * a null `_deleted_at` and `_deleted_reason`. Whichever mirror gives them: synchronously (SQLite) or
- * not (PostgreSQL).
+ * The rows of an `export --since-last` file: the deletion rows first, then the rows inserted or
+ * changed, each with a null `_deleted_at` and `_deleted_reason`. A deletion row of a results table
+ * is a result deleted since (a tombstone: its id, `_deleted_at` and `_deleted_reason`, and for one
+ * reconcile --prune deleted its campaign id); one of a table whose rows belong to results (score
+ * details, eval results, the views) names a result whose rows the loader drops, by the feed's key
+ * (store/model/export-tables.ts FEEDS). Every other cell is null: an erased result's row names
+ * nobody. Whichever mirror gives them: synchronously (SQLite) or not (PostgreSQL).
  */
+import { deletionKey, type ExportTable, FEEDS } from '../store/model/export-tables.js';
 import type { ChangeRows, Rows, Tombstone } from '../store/port.js';
 import { untilAborted } from './interrupt.js';
 
@@ -22,6 +25,7 @@ export const DELETION_COLUMNS = ['_deleted_at', '_deleted_reason'] as const;
  * are read. A signal stops asynchronous rows at the next one (synchronous ones: the writers, between chunks).
  */
 export function changeRows(
+  table: ExportTable,
   columns: readonly string[],
   changes: Pick<ChangeRows, 'tombstones' | 'rows'>,
   signal?: AbortSignal,
@@ -29,11 +33,19 @@ export function changeRows(
   const counts = { rows: 0, tombstones: 0 };
   const idAt = columns.indexOf('id');
   const campaignAt = columns.indexOf('campaign_id');
+  const byResult = FEEDS[table].kind === 'results';
   const tombstone = (t: Tombstone): unknown[] => {
     const row: unknown[] = new Array(columns.length).fill(null);
-    if (idAt >= 0) row[idAt] = t.id;
-    // An erasure's tombstone holds the id alone (its campaign_id is null).
-    if (campaignAt >= 0) row[campaignAt] = t.campaign_id;
+    if (byResult) {
+      for (const [column, value] of Object.entries(deletionKey(table, t.kind ?? 'session', t.id))) {
+        const at = columns.indexOf(column);
+        if (at >= 0) row[at] = value;
+      }
+    } else {
+      if (idAt >= 0) row[idAt] = t.id;
+      // An erasure's tombstone holds the id alone (its campaign_id is null).
+      if (campaignAt >= 0) row[campaignAt] = t.campaign_id;
+    }
     row[columns.length - 2] = t.deleted_at;
     row[columns.length - 1] = t.reason;
     counts.tombstones++;

@@ -8,7 +8,7 @@ import type { CHOICES } from '../config/defaults.js';
 import { UsageError } from '../errors.js';
 import type { ExportTable } from '../store/model/export-tables.js';
 
-export { CHANGE_TABLES, type ChangeTableName, EXPORT_TABLES, type ExportTable, isView } from '../store/model/export-tables.js';
+export { EXPORT_TABLES, type ExportTable, FEEDS, feedKeyColumns, isView } from '../store/model/export-tables.js';
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 

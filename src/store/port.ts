@@ -12,7 +12,7 @@ import type { CheckedRecord, CheckpointMove, Destination, PageQuarantine, Stream
 import type { StorageError } from '../errors.js';
 import type { CounterValue } from './model/counters.js';
 import type { DeletionReason } from './model/erasure-plan.js';
-import type { ChangeTableName, ExportTable } from './model/export-tables.js';
+import type { ExportTable, ResultKind } from './model/export-tables.js';
 import type { IdConflict, UpsertCounts } from './model/page.js';
 import type { QuarantineRow, QuarantineSelection } from './model/quarantine.js';
 import type { ServiceClaim } from './model/service.js';
@@ -405,8 +405,14 @@ export interface Tombstone {
   id: string;
   campaign_id: string | null;
   deleted_at: string;
-  /** Why it went: `pruned` (reconcile --prune), `erased` (forget --user), `retention` (forget --older-than, a retention). */
-  reason: DeletionReason;
+  /**
+   * Why it went: `pruned` (reconcile --prune), `erased` (forget --user), `retention` (forget
+   * --older-than, a retention); in a feed of rows that belong to results, `replaced` too: the result
+   * changed, and the rows after it are all it has now.
+   */
+  reason: DeletionReason | 'replaced';
+  /** The result's kind, in a feed of rows that belong to results (store/model/export-tables.ts FEEDS). */
+  kind?: ResultKind | undefined;
 }
 
 /** What a consumer's `export --since-last` reads, in one snapshot. */
@@ -438,10 +444,10 @@ export interface ExportSource {
   recordsElsewhere(table: ExportTable): Promise<string | undefined>;
   /** A table's rows; a table the mirror does not have yet (an older schema) is a usage error saying to pull once. */
   rows(q: ExportQuery): Promise<ExportRows>;
-  /** A consumer's changes of a results table since its last export (a source opened `forChanges` only). */
-  changes(consumer: string, table: ChangeTableName, columns?: (available: string[]) => string[]): Promise<ChangeRows>;
+  /** A consumer's changes of a table or view since its last export (a source opened `forChanges` only). */
+  changes(consumer: string, table: ExportTable, columns?: (available: string[]) => string[]): Promise<ChangeRows>;
   /** Remembers that `consumer` has every change of `table` up to `to`, once its file is in place; never moves it back. */
-  remember(consumer: string, table: ChangeTableName, to: number, at: string): Promise<void>;
+  remember(consumer: string, table: ExportTable, to: number, at: string): Promise<void>;
   /**
    * A failure of the database as the command reports it (SQLite's errors exit 74 naming the file);
    * undefined for an error that is not the database's.

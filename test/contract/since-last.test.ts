@@ -147,7 +147,10 @@ describe.each(MIRRORS)('export --since-last (%s)', (kind) => {
     const o = ['-o', join(tempDir(), 'x.csv')];
     for (const [args, says] of [
       [['--table', 'session-results', '--since-last', 'w'], /--since-last needs -o/],
-      [['--table', 'eval-results', '--since-last', 'w', ...o], /--since-last: exports what changed in session-results or role-results/],
+      [
+        ['--table', 'eval-results', '--since-last', 'w', '--columns', 'skill_key,score', ...o],
+        /--since-last needs the key among --columns \(parent_type\)/,
+      ],
       [['--table', 'session-results', '--since-last', '../x', ...o], /--since-last: a consumer name/],
       [
         ['--table', 'session-results', '--since-last', 'w', '--since', '2026-01-01', ...o],

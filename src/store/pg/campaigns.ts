@@ -3,10 +3,19 @@ import { type CampaignCandidate, idsSelected, PREFIX_MIN } from '../../core/camp
 import { ROUTES } from '../../spec/paths.js';
 import { campaignRow } from '../model/rows.js';
 import { listingKey, listingValue, type SkippedRow } from '../model/streams.js';
+import { CHANGE_CTES, CHANGE_SEQ } from './changes.js';
 import type { PgDatabase } from './database.js';
 import { rowParams, upsertChanged } from './statements.js';
 
 const UPSERT = upsertChanged('campaigns', false);
+
+/**
+ * Numbers the campaigns of `$1` that are new or renamed since `$2` (their names before the upsert,
+ * null for none), once their rows are written: one change number, taken as a page's is
+ * (store/pg/changes.ts), so the views' feeds give their results again.
+ */
+const STAMP = `WITH ${CHANGE_CTES} UPDATE campaigns c SET change_seq = ${CHANGE_SEQ}
+FROM unnest($1::text[], $2::text[], $3::boolean[]) AS b (id, name, known) WHERE c.id = b.id AND (NOT b.known OR c.name IS DISTINCT FROM b.name)`;
 
 /** Upserts the campaign list (a pull's, or `campaigns`'), one row per id. */
 export async function upsertCampaigns(
@@ -18,7 +27,20 @@ export async function upsertCampaigns(
   // One row per id, in id order: two workers upserting the same campaigns take row locks in the same order.
   const byId = new Map(list.map((c) => [String(c.id), c]));
   const rows = [...byId.keys()].sort().map((k) => campaignRow(byId.get(k) as Record<string, unknown>, seenAt));
-  if (rows.length > 0) await db.query(UPSERT, rowParams('campaigns', rows), 'cannot write to');
+  if (rows.length > 0) {
+    const ids = [...byId.keys()].sort();
+    const before = await db.query<{ id: string; name: string | null }>(
+      'SELECT id, name FROM campaigns WHERE id = ANY($1::text[])',
+      [ids],
+      'cannot read',
+    );
+    const names = new Map(before.rows.map((r) => [r.id, r.name]));
+    await db.query(UPSERT, rowParams('campaigns', rows), 'cannot write to');
+    const changed = ids.filter((id, i) => !names.has(id) || names.get(id) !== rows[i]?.[0]);
+    if (changed.length > 0) {
+      await db.query(STAMP, [changed, changed.map((id) => names.get(id) ?? null), changed.map((id) => names.has(id))], 'cannot write to');
+    }
+  }
   // This lister's newest list (store/model/streams.ts, listings): its own row, so workers with other keys never touch it.
   if (lister !== undefined) {
     await db.query(

@@ -23,7 +23,17 @@
 import type pg from 'pg';
 import { errorCode, LockedError } from '../../errors.js';
 import type { DeletionReason } from '../model/erasure-plan.js';
-import type { ChangeTable } from '../model/export-tables.js';
+import {
+  EXPORT_TABLES,
+  type ExportTable,
+  FEEDS,
+  RESULT_ID_COLUMN,
+  type ResultKind,
+  type ResultTable,
+  readersOf,
+  tombstonesRead,
+} from '../model/export-tables.js';
+import { type FeedDialect, feedSql } from '../model/feed-sql.js';
 import type { PgDatabase } from './database.js';
 import { cursorRows, type PgSelect, pgSelect } from './export.js';
 import { MIRROR_SCHEMA } from './schema.js';
@@ -73,7 +83,7 @@ WITH l AS (SELECT pg_advisory_xact_lock(${CHANGE_LOCK}))
 SELECT (CASE WHEN s.is_called THEN s.last_value ELSE 0 END)::text AS seq FROM change_counter s WHERE (SELECT count(*) FROM l) = 1`;
 
 /** A tombstone statement of `table`: the results `$1` still stored, numbered with the write, deleted at `$2`. */
-export function tombstoneSql(table: ChangeTable): string {
+export function tombstoneSql(table: ResultTable): string {
   return `WITH ${CHANGE_CTES} INSERT INTO tombstones (table_name, id, campaign_id, seq, deleted_at)
 SELECT '${table}', r.id, r.campaign_id, ${CHANGE_SEQ}, $2::timestamptz FROM ${table} r WHERE r.id = ANY($1::text[])`;
 }
@@ -88,8 +98,17 @@ export interface PgChanges {
   window: PgChangeWindow;
   columns: string[];
   types: string[];
-  /** The tombstones of the window (none on a consumer's first export), in number order; one whose record came back within it is left out. */
-  tombstones(): AsyncGenerator<{ id: string; campaign_id: string | null; deleted_at: string; reason: DeletionReason }>;
+  /**
+   * The deletion rows of the window (none on a consumer's first export), in number order: a results
+   * table's tombstones, one whose record came back within it left out; or a feed's own (feed-sql.ts).
+   */
+  tombstones(): AsyncGenerator<{
+    id: string;
+    campaign_id: string | null;
+    deleted_at: string;
+    reason: DeletionReason | 'replaced';
+    kind?: ResultKind | undefined;
+  }>;
   /** The rows changed within the window, by id, as arrays of the chosen columns. */
   rows(): AsyncGenerator<unknown[]>;
   /** Ends the read (after both were read). */
@@ -98,18 +117,25 @@ export interface PgChanges {
   abort(): void;
 }
 
+/** How a feed's SQL (store/model/feed-sql.ts) names the window's ends (`$1`, `$2`) and the time now here. */
+const FEED_DIALECT: FeedDialect = { from: '$1::bigint', to: '$2::bigint', now: "date_trunc('milliseconds', now())" };
+
 /**
- * A consumer's changes of `table`: the window's end (horizon: waiting at most `waitMs`), then the consumer's place, the
- * tombstones and the rows, all in one snapshot taken after it. `choose` picks the columns.
+ * A consumer's changes of the feed of `name`: the window's end (horizon: waiting at most `waitMs`),
+ * then the consumer's place, the deletion rows and the rows, all in one snapshot taken after it.
+ * `choose` picks the columns.
  */
 export async function readPgChanges(
   db: PgDatabase,
   consumer: string,
-  table: ChangeTable,
+  name: ExportTable,
   choose: (available: string[]) => string[],
   waitMs = HORIZON_WAIT_MS,
 ): Promise<PgChanges> {
-  const select: PgSelect = await pgSelect(db, table, choose);
+  const table = EXPORT_TABLES[name].table;
+  const feed = feedSql(name, FEED_DIALECT);
+  const extra = feed.extra === undefined ? undefined : { column: RESULT_ID_COLUMN, type: 'text', sql: feed.extra };
+  const select: PgSelect = await pgSelect(db, table, choose, extra);
   // The window's end is the first statement of a connection of its own (opened: one the server ended
   // while it waited in the pool is replaced, that statement never having run).
   let first: { client: pg.PoolClient; result: pg.QueryResult };
@@ -141,12 +167,16 @@ export async function readPgChanges(
     ]);
     const seen = last.rows[0]?.seq;
     const window = { from: seen === undefined ? -1 : Number(seen), to };
-    // role_results_full has no change_seq: its rows are picked by their table's.
-    const changed = 'coalesce(c.change_seq, 0) > $1 AND coalesce(c.change_seq, 0) <= $2';
-    const where = table === 'session_results' ? changed.replaceAll('c.', 't.') : `t.id IN (SELECT c.id FROM ${table} c WHERE ${changed})`;
-    const rowsSql = `${select.sql} WHERE ${where} ORDER BY t.id`;
-    const tombSql = `SELECT b.id, b.campaign_id, b.deleted_at, b.reason FROM tombstones b WHERE b.table_name = $1 AND b.seq > $2 AND b.seq <= $3
-      AND NOT EXISTS (SELECT 1 FROM ${table} r WHERE r.id = b.id AND coalesce(r.change_seq, 0) > b.seq AND r.change_seq <= $3) ORDER BY b.seq, b.id`;
+    const order = select.all.has('id') ? ' ORDER BY t.id' : '';
+    const rowsSql = `${select.sql}${feed.rows === undefined ? '' : ` WHERE ${feed.rows}`}${order}`;
+    const rowParams = feed.rows === undefined ? [] : [window.from, window.to];
+    // A feed given whole (campaigns) has no deletions; a results table's are its tombstones.
+    const none = FEEDS[name].reads.length === 0;
+    const tombSql =
+      feed.deletions ??
+      `SELECT b.id, b.campaign_id, b.deleted_at, b.reason FROM tombstones b WHERE b.table_name = $3 AND b.seq > $1 AND b.seq <= $2
+      AND NOT EXISTS (SELECT 1 FROM ${table} r WHERE r.id = b.id AND coalesce(r.change_seq, 0) > b.seq AND r.change_seq <= $2) ORDER BY b.seq, b.id`;
+    const tombParams = feed.deletions === undefined ? [window.from, window.to, table] : [window.from, window.to];
     const read = async function* <T>(rows: AsyncGenerator<T>): AsyncGenerator<T> {
       try {
         yield* rows;
@@ -159,18 +189,19 @@ export async function readPgChanges(
       columns: select.columns,
       types: select.types,
       async *tombstones() {
-        if (window.from < 0) return;
-        const rows = cursorRows<{ id: string; campaign_id: string | null; deleted_at: Date; reason: DeletionReason }>(
-          c,
-          'since_tombstones',
-          tombSql,
-          [table, window.from, window.to],
-        );
+        if (window.from < 0 || none) return;
+        const rows = cursorRows<{
+          id: string;
+          campaign_id: string | null;
+          deleted_at: Date;
+          reason: DeletionReason | 'replaced';
+          kind?: ResultKind;
+        }>(c, 'since_tombstones', tombSql, tombParams);
         for await (const t of read(rows))
-          yield { id: t.id, campaign_id: t.campaign_id, deleted_at: t.deleted_at.toISOString(), reason: t.reason };
+          yield { id: t.id, campaign_id: t.campaign_id, deleted_at: t.deleted_at.toISOString(), reason: t.reason, kind: t.kind };
       },
       async *rows() {
-        const rows = cursorRows<Record<string, unknown>>(c, 'since_rows', rowsSql, [window.from, window.to]);
+        const rows = cursorRows<Record<string, unknown>>(c, 'since_rows', rowsSql, rowParams);
         for await (const r of read(rows)) yield Object.values(select.convert(r));
       },
       async end() {
@@ -197,20 +228,26 @@ export async function readPgChanges(
  * an erased id is kept only until every recipient was told; the table is vacuumed when one of them
  * came from an erasure, so its dead row versions are reclaimed as the erasure's own are.
  */
-export async function rememberPgConsumer(db: PgDatabase, consumer: string, table: ChangeTable, to: number, at: string): Promise<void> {
+export async function rememberPgConsumer(db: PgDatabase, consumer: string, name: ExportTable, to: number, at: string): Promise<void> {
+  const table = EXPORT_TABLES[name].table;
   await db.query(
     `INSERT INTO export_consumers (name, table_name, last_seq, exported_at) VALUES ($1, $2, $3, $4)
      ON CONFLICT (name, table_name) DO UPDATE SET last_seq = greatest(export_consumers.last_seq, excluded.last_seq), exported_at = excluded.exported_at`,
     [consumer, table, to, at],
     'cannot write to',
   );
-  const gone = await db.query<{ reason: string }>(
-    `DELETE FROM tombstones WHERE table_name = $1
-     AND seq <= coalesce((SELECT min(last_seq) FROM export_consumers WHERE table_name = $1), 9223372036854775807) RETURNING reason`,
-    [table],
-    'cannot write to',
-  );
-  if (gone.rows.some((r) => r.reason !== 'pruned')) await db.query('VACUUM tombstones', [], 'cannot vacuum');
+  let erased = false;
+  // The tombstones of each results table the feed reads, once every consumer of a feed reading them has them.
+  for (const results of FEEDS[name].reads) {
+    const gone = await db.query<{ reason: string }>(
+      `DELETE FROM tombstones WHERE table_name = $1
+       AND seq <= coalesce((SELECT min(last_seq) FROM export_consumers WHERE table_name = ANY($2::text[])), 9223372036854775807) RETURNING reason`,
+      [results, readersOf(results)],
+      'cannot write to',
+    );
+    erased ||= gone.rows.some((r) => r.reason !== 'pruned');
+  }
+  if (erased) await db.query('VACUUM tombstones', [], 'cannot vacuum');
 }
 
 /**
@@ -230,7 +267,9 @@ export async function handOnPg(
   const seq = taken.rows[0]?.seq;
   await c.query('UPDATE session_results SET change_seq = $1 WHERE id = ANY($2::text[])', [seq, rewritten.session]);
   await c.query('UPDATE role_results SET change_seq = $1 WHERE id = ANY($2::text[])', [seq, rewritten.role]);
-  const read = new Set((await c.query<{ t: string }>('SELECT DISTINCT table_name AS t FROM export_consumers')).rows.map((r) => r.t));
+  const read: Set<string> = tombstonesRead(
+    (await c.query<{ t: string }>('SELECT DISTINCT table_name AS t FROM export_consumers')).rows.map((r) => r.t),
+  );
   for (const [table, ids] of [
     ['session_results', removed.session],
     ['role_results', removed.role],

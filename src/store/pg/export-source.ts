@@ -4,7 +4,7 @@
  * misses a change another worker had under way (changes.ts).
  */
 import { UsageError } from '../../errors.js';
-import { CHANGE_TABLES, EXPORT_TABLES } from '../model/export-tables.js';
+import { EXPORT_TABLES } from '../model/export-tables.js';
 import type { ExportSource, MirrorTarget } from '../port.js';
 import { campaignIdsFor, campaignType } from './campaigns.js';
 import { readPgChanges, rememberPgConsumer } from './changes.js';
@@ -42,7 +42,13 @@ export async function openPgExport(t: MirrorTarget, opts: { forChanges: boolean 
       };
     },
     async changes(consumer, name, choose) {
-      const read = await readPgChanges(db, consumer, CHANGE_TABLES[name], choose ?? ((available) => available));
+      const read = await readPgChanges(db, consumer, name, (available) => {
+        if (available.length === 0)
+          throw new UsageError(
+            `--table ${name}: the mirror has no ${EXPORT_TABLES[name].table}; run \`campaign-sync pull\` once to upgrade it`,
+          );
+        return choose === undefined ? available : choose(available);
+      });
       return {
         window: read.window,
         columns: read.columns,
@@ -53,7 +59,7 @@ export async function openPgExport(t: MirrorTarget, opts: { forChanges: boolean 
         abort: () => read.abort(),
       };
     },
-    remember: (consumer, name, to, at) => rememberPgConsumer(db, consumer, CHANGE_TABLES[name], to, at),
+    remember: (consumer, name, to, at) => rememberPgConsumer(db, consumer, name, to, at),
     // Its errors already say what failed (store/pg/database.ts failure).
     failure: () => undefined,
     close: () => db.close(),

@@ -42,6 +42,7 @@ export async function pgSelect(
   db: PgDatabase,
   table: string,
   choose: (available: string[]) => string[] = (available) => available,
+  extra?: { column: string; type: string; sql: string },
 ): Promise<PgSelect> {
   const found = await db.query<{ name: string; type: string }>(
     'SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position',
@@ -56,6 +57,8 @@ export async function pgSelect(
     .map((c) => (c.type === 'jsonb' || c.type === 'bigint' ? `t.${ident(c.name)}::text AS ${ident(c.name)}` : `t.${ident(c.name)}`))
     .join(', ');
   const from = table === 'role_results' || table === 'score_details' ? `${table}_full` : table;
+  // A feed's own column (export --since-last), after the chosen ones.
+  const more = extra === undefined ? '' : `, ${extra.sql}`;
   const convert = (row: Record<string, unknown>) => {
     for (const [name, type] of types) {
       const v = row[name];
@@ -65,7 +68,9 @@ export async function pgSelect(
     }
     return row;
   };
-  return { columns: cols.map((c) => c.name), types: cols.map((c) => c.type), sql: `SELECT ${select} FROM ${from} t`, all, convert };
+  const columns = [...cols.map((c) => c.name), ...(extra === undefined ? [] : [extra.column])];
+  const typesOf = [...cols.map((c) => c.type), ...(extra === undefined ? [] : [extra.type])];
+  return { columns, types: typesOf, sql: `SELECT ${select}${more} FROM ${from} t`, all, convert };
 }
 
 /** The rows of `sql` through a cursor `name`, a batch at a time, on `client` inside its transaction. */

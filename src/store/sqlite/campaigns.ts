@@ -6,6 +6,7 @@ import { type CampaignCandidate, idsSelected, PREFIX_MIN } from '../../core/camp
 import { ROUTES } from '../../spec/paths.js';
 import { campaignRow } from '../model/rows.js';
 import { listingKey, listingValue, type SkippedRow } from '../model/streams.js';
+import { CURRENT_SEQ, NEXT_SEQ_SQL } from './changes.js';
 import type { Db } from './db.js';
 import { upsert } from './sql.js';
 
@@ -19,6 +20,9 @@ export class Campaigns {
     const routed = Object.keys(ROUTES);
     this.s = {
       upsert: db.prepare(upsert('campaigns')),
+      nameOf: db.prepare('SELECT name FROM campaigns WHERE id = ?'),
+      next: db.prepare(NEXT_SEQ_SQL),
+      stamp: db.prepare(`UPDATE campaigns SET change_seq = ${CURRENT_SEQ} WHERE id = ?`),
       listing: db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
       names: db.prepare('SELECT id, coalesce(name, display_name, id) AS name FROM campaigns'),
       named: db.prepare('SELECT id FROM campaigns WHERE name = ?').pluck(),
@@ -36,12 +40,21 @@ export class Campaigns {
 
   /**
    * Upserts campaigns (in the caller's transaction if there is one); with `lister`, the list is that
-   * lister's newest (store/sqlite/checkpoints.ts, listings).
+   * lister's newest (store/sqlite/checkpoints.ts, listings). A campaign new or renamed takes a change
+   * number, one for the list (store/sqlite/changes.ts): the views' feeds give its results again.
    */
   upsert(campaigns: Array<Record<string, unknown>>, seenAt: string, lister?: string): void {
     this.db.transaction(() => {
+      let numbered = false;
       for (const c of campaigns) {
-        this.s.upsert.run(...campaignRow(c, seenAt));
+        const row = campaignRow(c, seenAt);
+        const id = row[row.length - 1];
+        const before = this.s.nameOf.get(id) as { name: unknown } | undefined;
+        this.s.upsert.run(...row);
+        if (before !== undefined && before.name === row[0]) continue;
+        if (!numbered) this.s.next.run();
+        numbered = true;
+        this.s.stamp.run(id);
       }
       if (lister !== undefined) {
         this.s.listing.run(

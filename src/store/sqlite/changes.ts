@@ -18,6 +18,8 @@
  * left in the file (`purgeRead`, then the rebuild the erasure uses).
  */
 import type { DeletionReason } from '../model/erasure-plan.js';
+import { type ExportTable, FEEDS, type ResultKind, readersOf, tombstonesRead } from '../model/export-tables.js';
+import type { FeedDialect } from '../model/feed-sql.js';
 import type { Db } from './db.js';
 
 /** The number a write stamps its rows with: the counter as its transaction left it. */
@@ -46,25 +48,34 @@ export interface ChangeWindow {
 /** An erasure's tombstone, numbered with its change, replacing any earlier one of the id: bound (table, deleted_at, id, reason). */
 export const ERASED_TOMBSTONE_SQL = `INSERT INTO tombstones (table_name, campaign_id, deleted_at, id, seq, reason) VALUES (?, NULL, ?, ?, ${CURRENT_SEQ}, ?)`;
 
-/** The tables some consumer of `export --since-last` reads (an erasure writes tombstones for those only). */
+/**
+ * The results tables whose tombstones some consumer of `export --since-last` reads, through the feed
+ * of any table or view (an erasure writes tombstones for those only).
+ */
 export function consumedTables(db: Db): Set<string> {
-  return new Set(db.prepare('SELECT DISTINCT table_name FROM export_consumers').pluck().all() as string[]);
+  return tombstonesRead(db.prepare('SELECT DISTINCT table_name FROM export_consumers').pluck().all() as string[]);
 }
 
 /**
- * Deletes the tombstones of `table` every consumer registered for it has read (all of them when none
- * is: a consumer's first export takes rows, never tombstones). Returns how many of them came from an
- * erasure: their ids must then leave the file too (a rebuild). Call with secure_delete on.
+ * Deletes the tombstones of the results tables the feed of `name` reads that every consumer of a feed
+ * reading them has read (all of them when none is: a consumer's first export takes rows, never
+ * tombstones). Returns how many of them came from an erasure: their ids must then leave the file too
+ * (a rebuild). Call with secure_delete on.
  */
-export function purgeRead(db: Db, table: string): number {
-  const gone = db
-    .prepare(
-      `DELETE FROM tombstones WHERE table_name = ?
-       AND seq <= coalesce((SELECT min(last_seq) FROM export_consumers WHERE table_name = ?), 9223372036854775807) RETURNING reason`,
-    )
-    .pluck()
-    .all(table, table) as string[];
-  return gone.filter((r) => r !== 'pruned').length;
+export function purgeRead(db: Db, name: ExportTable): number {
+  let erased = 0;
+  for (const table of FEEDS[name].reads) {
+    const readers = readersOf(table);
+    const gone = db
+      .prepare(
+        `DELETE FROM tombstones WHERE table_name = ?
+         AND seq <= coalesce((SELECT min(last_seq) FROM export_consumers WHERE table_name IN (${readers.map(() => '?').join(', ')})), 9223372036854775807) RETURNING reason`,
+      )
+      .pluck()
+      .all(table, ...readers) as string[];
+    erased += gone.filter((r) => r !== 'pruned').length;
+  }
+  return erased;
 }
 
 /** The consumer's window, read in the caller's snapshot (a read transaction). */
@@ -74,8 +85,8 @@ export function changeWindow(db: Db, consumer: string, table: string): ChangeWin
   return { from: last === undefined ? -1 : Number(last), to };
 }
 
-/** The condition on a table's rows (alias `t`) for a window: bound (from, to). */
-export const CHANGED_ROWS = 'coalesce(t.change_seq, 0) > ? AND coalesce(t.change_seq, 0) <= ?';
+/** How a feed's SQL (store/model/feed-sql.ts) names the window's ends and the time now here: bound by name. */
+export const FEED_DIALECT: FeedDialect = { from: '@from', to: '@to', now: "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')" };
 
 /**
  * The tombstones of a window, for a consumer that had an earlier export (a first one never held the
@@ -89,10 +100,10 @@ export function tombstonesIn(
   if (w.from < 0) return [][Symbol.iterator]();
   return db
     .prepare(
-      `SELECT b.id, b.campaign_id, b.deleted_at, b.reason FROM tombstones b WHERE b.table_name = ? AND b.seq > ? AND b.seq <= ?
+      `SELECT b.id, b.campaign_id, b.deleted_at, b.reason FROM tombstones b WHERE b.table_name = @table AND b.seq > @from AND b.seq <= @to
        AND NOT EXISTS (SELECT 1 FROM ${table} r WHERE r.id = b.id AND coalesce(r.change_seq, 0) > b.seq) ORDER BY b.seq`,
     )
-    .iterate(table, w.from, w.to) as IterableIterator<{
+    .iterate({ table, from: w.from, to: w.to }) as IterableIterator<{
     id: string;
     campaign_id: string | null;
     deleted_at: string;
@@ -116,25 +127,48 @@ export function describeSelect(db: Db, sql: string): Array<{ name: string; type:
     .map((c) => ({ name: c.name, type: c.type }));
 }
 
+/** A deletion row as a feed's SQL gives it (store/model/feed-sql.ts). */
+export interface FeedDeletion {
+  kind: ResultKind;
+  id: string;
+  campaign_id: null;
+  deleted_at: string;
+  reason: DeletionReason | 'replaced';
+}
+
 /**
- * A consumer's changes of `table`, read in one snapshot (a read transaction, ended by end() or
- * abort()): the window, then the tombstones and the rows of `sql` (the export's SELECT with
- * CHANGED_ROWS among its conditions, bound last), rows as arrays, int64 exact.
+ * A consumer's changes of a feed, read in one snapshot (a read transaction, ended by end() or
+ * abort()): the window of the consumer's place in `place` (the table's SQL name), then its deletion
+ * rows (`deletions`, the feed's own SQL; otherwise the tombstones of `place`, a results table) and the
+ * rows of `sql` (the export's SELECT with the feed's condition, bound by name), rows as arrays, int64 exact.
  */
-export function readChanges(db: Db, consumer: string, table: string, sql: string) {
+export function readChanges(db: Db, consumer: string, place: string, sql: string, deletions: string | null | undefined) {
   const stmt = db.prepare(sql).safeIntegers(true);
+  const own = deletions === undefined || deletions === null ? undefined : db.prepare(deletions);
   db.exec('BEGIN');
-  const window = changeWindow(db, consumer, table);
+  const window = changeWindow(db, consumer, place);
   // Kept to be ended first: a statement still iterating keeps the connection busy.
   const open: Array<IterableIterator<unknown>> = [];
   const track = <T>(it: IterableIterator<T>) => {
     open.push(it as IterableIterator<unknown>);
     return it;
   };
+  const params = { from: window.from, to: window.to };
+  const bound = (text: string) => Object.fromEntries(Object.entries(params).filter(([k]) => text.includes(`@${k}`)));
   return {
     window,
-    tombstones: () => track(tombstonesIn(db, table, window)),
-    rows: () => track(stmt.raw(true).iterate(window.from, window.to) as IterableIterator<unknown[]>),
+    tombstones: () => {
+      if (deletions === null) return [][Symbol.iterator]();
+      if (own === undefined) return track(tombstonesIn(db, place, window));
+      if (window.from < 0) return [][Symbol.iterator]();
+      return track(own.iterate(params) as IterableIterator<FeedDeletion>);
+    },
+    rows: () => {
+      const b = bound(sql);
+      // A feed given whole (campaigns) binds nothing.
+      const it = Object.keys(b).length > 0 ? stmt.raw(true).iterate(b) : stmt.raw(true).iterate();
+      return track(it as IterableIterator<unknown[]>);
+    },
     end: () => {
       if (db.inTransaction) db.exec('COMMIT');
     },

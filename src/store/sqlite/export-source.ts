@@ -4,10 +4,11 @@
  * read transaction (store/sqlite/changes.ts).
  */
 import { errorCode, storageError, UsageError } from '../../errors.js';
-import { CHANGE_TABLES, COMPUTED_TYPES, EXPORT_TABLES, isView } from '../model/export-tables.js';
+import { COMPUTED_TYPES, EXPORT_TABLES, type ExportTable, FEEDS, isView } from '../model/export-tables.js';
+import { feedSql } from '../model/feed-sql.js';
 import type { ChangeRows, ExportQuery, ExportRows, ExportSource, MirrorTarget } from '../port.js';
 import { Campaigns } from './campaigns.js';
-import { CHANGED_ROWS, describeSelect, purgeRead, readChanges, rememberConsumer } from './changes.js';
+import { describeSelect, FEED_DIALECT, purgeRead, readChanges, rememberConsumer } from './changes.js';
 import { type Db, openDatabase } from './db.js';
 import { rebuild } from './erase-rows.js';
 import { beginErasure, pendingErasure } from './erasure-mark.js';
@@ -22,11 +23,11 @@ import { RangeReader } from './snapshot.js';
  * by the rebuild an erasure ends with. A rebuild another connection keeps out (a pull running) is
  * left to the next pull or forget, by the mark of an erasure with nothing left but its rebuild.
  */
-function remember(db: Db, consumer: string, table: string, to: number, at: string): void {
+function remember(db: Db, consumer: string, name: ExportTable, to: number, at: string): void {
   db.pragma('secure_delete = ON');
   const erased = db.transaction(() => {
-    rememberConsumer(db, consumer, table, to, at);
-    return purgeRead(db, table);
+    rememberConsumer(db, consumer, EXPORT_TABLES[name].table, to, at);
+    return purgeRead(db, name);
   })();
   if (erased > 0 && !rebuild(db) && pendingErasure(db) === undefined) db.transaction(() => beginErasure(db, undefined))();
 }
@@ -88,20 +89,28 @@ export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: bool
     };
   }
 
-  function changes(consumer: string, name: keyof typeof CHANGE_TABLES, choose?: (available: string[]) => string[]): ChangeRows {
-    const table = CHANGE_TABLES[name];
+  function changes(consumer: string, name: ExportTable, choose?: (available: string[]) => string[]): ChangeRows {
+    const table = EXPORT_TABLES[name].table;
     const present = columnNames(db, table);
-    const every = { schema: schemaVersion(db), rowid: rowIdName(present), present, and: CHANGED_ROWS };
+    if (present.length === 0) {
+      throw new UsageError(
+        `--table ${name}: ${dbPath} has no ${table} (schema ${schemaVersion(db)}); run \`campaign-sync pull\` once to upgrade it`,
+      );
+    }
+    const feed = feedSql(name, FEED_DIALECT);
+    const rowid = isView(name) ? null : rowIdName(present);
+    const every = { schema: schemaVersion(db), rowid, present, and: feed.rows };
     const all = describeSelect(db, exportQuery(name, every).sql).map((c) => c.name);
-    const filter = choose === undefined ? every : { ...every, columns: choose(all) };
+    const filter = { ...(choose === undefined ? every : { ...every, columns: choose(all) }), extra: feed.extra };
     const { sql } = exportQuery(name, filter);
     const described = describeSelect(db, sql);
-    // One snapshot for the window, the tombstones and the rows.
-    const read = readChanges(db, consumer, table, sql);
+    // One snapshot for the window, the deletion rows and the rows. A feed given whole has no deletions.
+    const deletions = FEEDS[name].reads.length === 0 ? null : feed.deletions;
+    const read = readChanges(db, consumer, table, sql, deletions);
     return {
       window: read.window,
       columns: described.map((c) => c.name),
-      types: described.map((c) => c.type),
+      types: described.map((c) => c.type ?? COMPUTED_TYPES[c.name] ?? (c.name === '_result_id' ? 'TEXT' : null)),
       tombstones: read.tombstones,
       rows: read.rows,
       end: async () => read.end(),
@@ -115,7 +124,7 @@ export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: bool
     recordsElsewhere: async (name) => ndjsonFolder(db, EXPORT_TABLES[name].table),
     rows: async (q) => rows(q),
     changes: async (consumer, name, choose) => changes(consumer, name, choose),
-    remember: async (consumer, name, to, at) => remember(db, consumer, CHANGE_TABLES[name], to, at),
+    remember: async (consumer, name, to, at) => remember(db, consumer, name, to, at),
     failure: (err) =>
       errorCode(err)?.startsWith('SQLITE_')
         ? storageError(err, `${opts.forChanges ? 'cannot read or write' : 'cannot read'} ${dbPath}`)

@@ -39,6 +39,8 @@ export interface ExportFilter {
   present?: readonly string[] | undefined;
   /** One more condition on the rows (alias `t`), its parameters bound after the filters' (export --since-last). */
   and?: string | undefined;
+  /** Columns after the chosen ones, as `expression AS name` (a feed's own: export --since-last). */
+  extra?: string | undefined;
 }
 
 /** The name an export's SQL reaches the row id by: `rowid` when the filter does not say. */
@@ -113,7 +115,8 @@ export function exportQuery(
               .join(', ')
           : 't.*';
   const filtered = where.length ? ` WHERE ${where.join(' AND ')}` : '';
-  return { sql: `SELECT ${select} FROM ${spec.table} t${filtered}${order}`, params, select, where };
+  const more = filter.extra === undefined ? '' : `, ${filter.extra}`;
+  return { sql: `SELECT ${select}${more} FROM ${spec.table} t${filtered}${order}`, params, select, where };
 }
 
 /**

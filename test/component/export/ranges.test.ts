@@ -14,7 +14,7 @@ import { csvLine, writeCsv } from '../../../src/export/csv.js';
 import { encodeBatch, maxLines } from '../../../src/export/csv-bytes.js';
 import { writeCsvTable } from '../../../src/export/csv-table.js';
 import { type ByteSink, FileSink } from '../../../src/export/sink.js';
-import type { ExportTable } from '../../../src/export/tables.js';
+import { EXPORT_TABLES, type ExportTable } from '../../../src/export/tables.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { Database } from '../../../src/store/sqlite/driver.js';
 import { exportQuery, exportRangeQuery, rowIdName } from '../../../src/store/sqlite/export-sql.js';
@@ -123,9 +123,13 @@ function fill(dbPath: string, rows: number): void {
 }
 
 /** The export as one statement on one thread, as it was written before ranges. */
-async function expected(dbPath: string, table: ExportTable, filter: { campaign?: string }, raw: boolean): Promise<Buffer> {
+async function expected(dbPath: string, table: ExportTable, filter: { campaign?: string }, raw: boolean, asCli = false): Promise<Buffer> {
   const db = openDatabase(dbPath, { readonly: true });
-  const { sql, params } = exportQuery(table, { ...filter, schema: 6 });
+  // As the CLI reads it: the table's columns given, so that the mirror's bookkeeping (change numbers) is left out.
+  const present = asCli
+    ? (db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all(EXPORT_TABLES[table].table) as string[])
+    : undefined;
+  const { sql, params } = exportQuery(table, { ...filter, schema: 6, present });
   const stmt = db.prepare(sql).safeIntegers(true);
   const columns = stmt.columns().map((c) => c.name);
   const sink = new Memory();
@@ -426,7 +430,7 @@ describe('CSV export in batches of bytes', () => {
     const out = join(tempDir(), 'utf16.csv');
     const r = await runCli(['export', '--db', path, '--table', 'campaigns', '-o', out, '--quiet']);
     expect(r.code, r.stderr).toBe(0);
-    expect(readFileSync(out).equals(await expected(path, 'campaigns', {}, false))).toBe(true);
+    expect(readFileSync(out).equals(await expected(path, 'campaigns', {}, false, true))).toBe(true);
     expect(readFileSync(out, 'utf8')).toContain('"hello, é"');
   });
 

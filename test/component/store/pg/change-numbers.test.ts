@@ -132,7 +132,7 @@ describePg('export --since-last: the change numbers of PostgreSQL', () => {
       await stuck.query(`SET search_path TO ${schema}`);
       await stuck.query('BEGIN');
       await writePage(stuck, planPage('session', [record('s-stuck')], a.campaignId, 'DETAILED'), { stream: a.key, move: undefined });
-      const err = await readPgChanges(m.db, 'w', 'session_results', (all) => all, 200).catch((e: unknown) => e);
+      const err = await readPgChanges(m.db, 'w', 'session-results', (all) => all, 200).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(LockedError);
       expect((err as LockedError).exitCode).toBe(75);
       expect((err as Error).message).toMatch(/kept its change number for over 0.2 s; nothing was written: run again$/);

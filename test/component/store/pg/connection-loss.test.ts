@@ -368,7 +368,7 @@ describePg('a lost connection of the PostgreSQL mirror', () => {
           busy();
           return out;
         }) as typeof db.query;
-        const changes = await readPgChanges(db, 'idle_consumer', 'session_results', (available) => available);
+        const changes = await readPgChanges(db, 'idle_consumer', 'session-results', (available) => available);
         db.query = query;
         const changed: unknown[] = [];
         for await (const row of changes.rows()) changed.push(row);
