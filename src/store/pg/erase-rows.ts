@@ -5,9 +5,9 @@
  * details, eval results and past versions deleted, their score details inside other candidates'
  * records taken out, their quarantined records deleted and their e-mail and ids scrubbed from the
  * streams' errors, in one transaction, and their streams' counts lowered. This file reads the rows
- * and writes the plan's answers, as store/sqlite/erase-rows.ts does in SQLite. PostgreSQL keeps dead
- * row versions until VACUUM: the changed tables are vacuumed after the commit (a plain VACUUM, which
- * makes the space reusable; the server's WAL and backups are the operator's to age out).
+ * and writes the plan's answers, as store/sqlite/erase-rows.ts does in SQLite. PostgreSQL keeps the
+ * old row versions in the table's files: the transaction marks each table it changed, and the caller
+ * rewrites them after the commit, under the same leases (rewrite.ts).
  */
 import type pg from 'pg';
 import type { ErasedCounts, StoredError } from '../../core/email.js';
@@ -26,6 +26,7 @@ import { PersonGraph } from '../model/person.js';
 import type { Values } from '../model/rows.js';
 import { handOnPg } from './changes.js';
 import type { PgDatabase } from './database.js';
+import { markRewrite, type RewrittenTable } from './rewrite.js';
 import { MIRROR_SCHEMA } from './schema.js';
 import { jsonText, rewriteRows, rowParams } from './statements.js';
 
@@ -181,23 +182,40 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
       "SELECT count(*) AS n FROM eval_results WHERE parent_type = 'session_result' AND parent_id = ANY($1::text[])",
       [sessionIds],
     );
+    // The tables whose files still hold a changed row's old version: rewritten after the commit.
+    const touched = new Set<RewrittenTable>();
+    const touch = (t: RewrittenTable, n: number | null | undefined) => {
+      if ((n ?? 0) > 0) touched.add(t);
+    };
+    touch('eval_results', evals);
     if (!count) await c.query('DELETE FROM session_results WHERE id = ANY($1::text[])', [sessionIds]);
     // Their score details, under their role results or under another record: theirs too.
     const details = await c.query<{ id: string }>(
       `${count ? 'SELECT id FROM' : 'DELETE FROM'} score_details WHERE role_result_id = ANY($1::text[]) OR id = ANY($2::text[])${count ? '' : ' RETURNING id'}`,
       [roleIds, gone.score_details],
     );
-    evals += await affected(
+    const detailEvals = await affected(
       "DELETE FROM eval_results WHERE parent_type = 'score_detail' AND parent_id = ANY($1::text[])",
       "SELECT count(*) AS n FROM eval_results WHERE parent_type = 'score_detail' AND parent_id = ANY($1::text[])",
       [details.rows.map((r) => r.id)],
     );
+    evals += detailEvals;
+    touch('eval_results', detailEvals);
+    touch('session_results', sessionIds.length + kept.session_results.length);
+    touch('role_results', roleIds.length + kept.role_results.length);
+    touch('score_details', (details.rowCount ?? 0) + kept.score_details.length);
+    // An earlier tombstone of an erased result is deleted and written again (changes.ts).
+    touch('tombstones', sessionIds.length + roleIds.length);
     const rewritten = plan.rewrittenResults();
     if (!count) {
       await c.query('DELETE FROM role_results WHERE id = ANY($1::text[])', [roleIds]);
       // The drift examples among them: the path or value stays, the record's id goes (store/sqlite/drift-ledger.ts).
       if ((await c.query("SELECT to_regclass('drift_seen') IS NOT NULL AS t")).rows[0]?.t === true)
-        await c.query('UPDATE drift_seen SET record_id = $1 WHERE record_id = ANY($2::text[])', [ERASED_EXAMPLE, plan.examplesErased()]);
+        touch(
+          'drift_seen',
+          (await c.query('UPDATE drift_seen SET record_id = $1 WHERE record_id = ANY($2::text[])', [ERASED_EXAMPLE, plan.examplesErased()]))
+            .rowCount,
+        );
       for (const [stream, n] of plan.removedStreams())
         await c.query('UPDATE sync_state SET records = greatest(0, records - $2) WHERE stream = $1', [stream, n]);
       for (const t of TABLES) if (kept[t].length > 0) await c.query(rewriteRows(t), rowParams(t, kept[t]));
@@ -209,6 +227,7 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
       const versions = await eraseVersions(c, plan, count);
       if (versions.removed > 0) copies.past_versions = versions.removed;
       changed += versions.changed;
+      touch('past_versions', versions.removed + versions.changed);
     }
     if (plan.readsCopies) {
       for (const t of COPY_TABLES) {
@@ -216,6 +235,7 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
         if (done === undefined) continue;
         if (done.removed > 0) copies[t.table] = (copies[t.table] ?? 0) + done.removed;
         changed += done.changed;
+        touch(t.table as RewrittenTable, done.removed + done.changed);
       }
     }
     // A service's error message may quote the candidate; status and /healthz show the stored text.
@@ -228,6 +248,7 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
           errorTexts +=
             (await c.query('UPDATE sync_state SET last_error = $1 WHERE stream = $2', [row.last_error, row.stream])).rowCount ?? 0;
         }
+      touch('sync_state', errorTexts);
     }
     // By the text as received too: a quarantined record may not parse.
     if (plan.readsQuarantine) {
@@ -235,6 +256,7 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
       const named = held.rows.filter((r) => plan.quarantined(r.raw).do === 'delete').map((r) => r.id);
       if (named.length > 0) {
         if (!count) await c.query('DELETE FROM quarantine WHERE id = ANY($1::bigint[])', [named]);
+        touch('quarantine', named.length);
         copies.quarantine = (copies.quarantine ?? 0) + named.length;
       }
     }
@@ -248,20 +270,12 @@ export async function eraseFromPg(db: PgDatabase, what: { user: string } | { bef
       error_texts: errorTexts,
       quarantined: copies.quarantine ?? 0,
     };
+    // A changed result's triggers write its past versions (schema 7): their old row versions hold the person too.
+    if (touched.has('session_results') || touched.has('role_results')) touched.add('past_versions');
+    if (!count) await markRewrite(c, touched);
     return { rows, copies };
   };
-  const erased = await db.transaction(work, count ? 'cannot read' : 'cannot write to');
-  if (count) return erased;
-  const { rows, copies } = erased;
-  if (rows.session_results + rows.role_results + rows.score_details + rows.records_changed + rows.error_texts > 0) {
-    await db.query('VACUUM session_results, role_results, score_details, eval_results, sync_state, tombstones', [], 'cannot vacuum');
-  }
-  // Identifiers from the fixed list of copies, never from input. A version kept without the person
-  // was rewritten: it counts among the changed records.
-  const vacuum = new Set(Object.keys(copies));
-  if (rows.records_changed > 0) vacuum.add('past_versions');
-  if (vacuum.size > 0) await db.query(`VACUUM ${[...vacuum].join(', ')}`, [], 'cannot vacuum');
-  return erased;
+  return db.transaction(work, count ? 'cannot read' : 'cannot write to');
 }
 
 /**

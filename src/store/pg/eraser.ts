@@ -6,6 +6,7 @@ import { allStreams, eraseFromPg, type PgErased } from './erase-rows.js';
 import { holdAll } from './lease-hold.js';
 import { PgLeases } from './leases.js';
 import { DEFAULT_LEASE_MS } from './open.js';
+import { rewriteErased } from './rewrite.js';
 import { serverNow } from './server-clock.js';
 
 function done({ rows, copies }: PgErased): ErasureDone {
@@ -21,11 +22,16 @@ export async function openPgEraser(t: MirrorTarget): Promise<EraseMirror> {
     async erase(user) {
       // A pull running meanwhile could write the user's records back: hold every stream.
       await holdAll(leases, await allStreams(db), db.name);
-      return done(await eraseFromPg(db, { user }));
+      const erased = await eraseFromPg(db, { user });
+      // Under the same leases: no worker has a page to write while a table is locked for its copy.
+      await rewriteErased(db);
+      return done(erased);
     },
     async eraseOlderThan(before) {
       await holdAll(leases, await allStreams(db), db.name);
-      return done(await eraseFromPg(db, { before }));
+      const erased = await eraseFromPg(db, { before });
+      await rewriteErased(db);
+      return done(erased);
     },
     async countOlderThan(before) {
       // Held as the erasure holds them, until close: an erasure after this count erases what it counted.

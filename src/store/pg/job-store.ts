@@ -6,8 +6,9 @@ import { PgBudgetSlots } from './budget-slots.js';
 import { campaignNames } from './campaigns.js';
 import { PgCounters } from './counters.js';
 import { knownDrift } from './drift.js';
-import { openPgMirror } from './open.js';
+import { DEFAULT_LEASE_MS, openPgMirror } from './open.js';
 import { applyPgRetention } from './retention.js';
+import { finishRewrite } from './rewrite.js';
 import { serverNow } from './server-clock.js';
 import { claimPgService, restorePgService } from './service.js';
 
@@ -35,6 +36,8 @@ export async function openPgJobStore(c: StoreChoice, capabilities: BackendCapabi
     // Before anything else is written: a mirror of another service is refused as it was found.
     if (c.service !== undefined) replaced = await claimPgService(m.db, c.service);
     if (c.retention !== undefined) retention = await applyPgRetention(m.db, c.retention, c.warning, c.leaseMs);
+    // An erasure whose tables were not rewritten yet (a crash, a full disk) is finished first.
+    await finishRewrite(m.db, c.leaseMs ?? DEFAULT_LEASE_MS, c.warning);
   } catch (err) {
     await m.release();
     throw err;
