@@ -4,7 +4,7 @@
  * (export/csv-table.ts). Days compare on the date as written (its first 10 characters).
  */
 
-import { EXPORT_TABLES, type ExportTable, INTERNAL_COLUMNS } from '../model/export-tables.js';
+import { EXPORT_TABLES, type ExportTable, INTERNAL_COLUMNS, TIME_COLUMNS } from '../model/export-tables.js';
 import { COLUMNS } from '../model/rows.js';
 import { detailRawSql, roleRawSql } from './reassemble.js';
 
@@ -16,6 +16,17 @@ const FULL_RAW: Partial<Record<string, (alias: string) => string>> = {
   role_results: roleRawSql,
   score_details: detailRawSql,
 };
+
+/**
+ * The SQL function that gives a stored time in the normal form every export writes (store/model/times.ts
+ * normalTime), registered on the export's connection (export-source.ts): SQLite keeps the text as served.
+ */
+export const TIME_FUNCTION = 'campaign_sync_time';
+
+/** A column of the export's SELECT (alias `t`): a time column in its normal form, under its own name. */
+function selected(c: string): string {
+  return TIME_COLUMNS.has(c) ? `${TIME_FUNCTION}(t.${quoteIdent(c)}) AS ${quoteIdent(c)}` : `t.${quoteIdent(c)}`;
+}
 
 /** An SQL identifier, quoted: a column an analyst added may have any name. */
 export function quoteIdent(name: string): string {
@@ -64,7 +75,7 @@ function fullRaw(table: string, filter: ExportFilter): ((alias: string) => strin
   return (filter.schema ?? COMPACT_SINCE) >= COMPACT_SINCE ? FULL_RAW[table] : undefined;
 }
 
-/** The SELECT for a table and filter; days compare on the date as written (its first 10 characters). */
+/** The SELECT for a table and filter; days compare on the UTC day of the time's normal form. */
 export function exportQuery(
   name: ExportTable,
   filter: ExportFilter,
@@ -81,12 +92,14 @@ export function exportQuery(
     where.push(`${ranged ? '+' : ''}t.${spec.campaignColumn} = ?`);
     params.push(filter.campaign);
   }
+  // The UTC day, as on PostgreSQL: an offset's local date is not the day the export files it under.
+  const day = `substr(${TIME_FUNCTION}(t.${spec.dateColumn}), 1, 10)`;
   if (filter.since !== undefined) {
-    where.push(`${ranged ? '+' : ''}substr(t.${spec.dateColumn}, 1, 10) >= ?`);
+    where.push(`${ranged ? '+' : ''}${day} >= ?`);
     params.push(filter.since);
   }
   if (filter.until !== undefined) {
-    where.push(`${ranged ? '+' : ''}substr(t.${spec.dateColumn}, 1, 10) <= ?`);
+    where.push(`${ranged ? '+' : ''}${day} <= ?`);
     params.push(filter.until);
   }
   if (filter.and !== undefined) where.push(filter.and);
@@ -95,18 +108,15 @@ export function exportQuery(
   const rowid = 'view' in spec ? null : rowIdOf(filter);
   const order = rowid === null ? '' : ` ORDER BY t.${rowid}`;
   const full = fullRaw(spec.table, filter);
-  const column = (c: string) => (c === 'raw' && full !== undefined ? `${full('t')} AS raw` : `t.${quoteIdent(c)}`);
+  const column = (c: string) => (c === 'raw' && full !== undefined ? `${full('t')} AS raw` : selected(c));
   // Every column in the table's order (its key, then store/model/rows.ts's list), `raw` rebuilt where it is
-  // stored apart; or the columns asked for, in the order asked.
+  // stored apart, times in their normal form; or the columns asked for, in the order asked.
   const select =
     filter.columns !== undefined
       ? filter.columns.map(column).join(', ')
       : full !== undefined
-        ? [
-            't.id',
-            ...COLUMNS[spec.table as 'role_results' | 'score_details'].map((c) => (c === 'raw' ? `${full('t')} AS raw` : `t.${c}`)),
-          ].join(', ')
-        : filter.present?.some((c) => INTERNAL_COLUMNS.has(c))
+        ? ['id', ...COLUMNS[spec.table as 'role_results' | 'score_details']].map(column).join(', ')
+        : filter.present?.some((c) => INTERNAL_COLUMNS.has(c) || TIME_COLUMNS.has(c))
           ? filter.present
               .filter((c) => !INTERNAL_COLUMNS.has(c))
               .map(column)
@@ -140,8 +150,9 @@ export function exportRangeQuery(
   };
 }
 
-/** A column of the export's SELECT as better-sqlite3 describes it: its table column (null for an expression) and declared type. */
+/** A column of the export's SELECT as better-sqlite3 describes it: its name, its table column (null for an expression) and declared type. */
 export interface DescribedColumn {
+  name: string;
   column: string | null;
   type: string | null;
 }
@@ -180,7 +191,11 @@ function batchQuery(
   const parts: string[] = [];
   const typed: boolean[] = [];
   for (const c of described) {
-    if (c.column === null) {
+    if (c.column === null && TIME_COLUMNS.has(c.name) && /^[a-z_]+$/.test(c.name)) {
+      // A time in its normal form (TIME_FUNCTION): never the empty text, nor one starting with a separator.
+      parts.push(`${TIME_FUNCTION}(t.${c.name})`);
+      typed.push(false);
+    } else if (c.column === null) {
       if (full === undefined) return undefined;
       parts.push(full('t'));
       typed.push(false);

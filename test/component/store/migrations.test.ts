@@ -125,6 +125,7 @@ describe('migration files are frozen code', () => {
         'e297967ee6684a45',
         'e3b0c44298fc1c14',
         '8e4bec14cea44960',
+        'e40b78433060caee',
       ],
       pg: [
         '98d7cb630c5567fc',
@@ -144,6 +145,7 @@ describe('migration files are frozen code', () => {
         'ff06cb439c6da4b1',
         'd1783b7041f457f2',
         '950f951847a19856',
+        '29cac7f57032abca',
       ],
     };
     const digest = (sql: string) => createHash('sha256').update(sql).digest('hex').slice(0, 16);

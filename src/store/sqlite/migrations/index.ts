@@ -25,6 +25,7 @@ import { requestIdsV12, V12 } from './v12.js';
 import { V13 } from './v13.js';
 import { reasonsV14, V14 } from './v14.js';
 import { V15 } from './v15.js';
+import { V16 } from './v16.js';
 
 /** One step: SQL, then code where data moves (it returns how many rows it rewrote). */
 export interface Migration {
@@ -48,4 +49,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { sql: V13 },
   { sql: V14, run: reasonsV14 },
   { sql: V15 },
+  { sql: V16 },
 ];
