@@ -5,14 +5,13 @@
  */
 import { errorCode, storageError, UsageError } from '../../errors.js';
 import { CHANGE_TABLES, COMPUTED_TYPES, EXPORT_TABLES, isView, TIME_COLUMNS } from '../model/export-tables.js';
-import { normalTime } from '../model/times.js';
 import type { ChangeRows, ExportQuery, ExportRows, ExportSource, MirrorTarget } from '../port.js';
 import { Campaigns } from './campaigns.js';
 import { CHANGED_ROWS, describeSelect, purgeRead, readChanges, rememberConsumer } from './changes.js';
 import { type Db, openDatabase } from './db.js';
 import { rebuild } from './erase-rows.js';
 import { beginErasure, pendingErasure } from './erasure-mark.js';
-import { exportQuery, exportRangeQuery, rowIdName, TIME_FUNCTION } from './export-sql.js';
+import { exportQuery, exportRangeQuery, rowIdName, withTimeFunction } from './export-sql.js';
 import { ndjsonFolder } from './ndjson-folder.js';
 import { columnNames, schemaVersion } from './schema.js';
 import { RangeReader } from './snapshot.js';
@@ -42,7 +41,7 @@ export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: bool
   // Read-write for --since-last: the consumer's place is written (and an older mirror gets its change numbers).
   const db = opts.forChanges ? openDatabase(dbPath, { mustExist: true }) : openDatabase(dbPath, { mustExist: true, readonly: true });
   // The export's SELECTs give every time in its normal form (export-sql.ts), as PostgreSQL's do.
-  db.function(TIME_FUNCTION, { deterministic: true }, normalTime);
+  withTimeFunction(db);
   // A statement stays busy until its iterator ends, and a busy connection cannot close.
   const open: Array<Iterator<unknown>> = [];
   const track = <T extends Iterator<unknown>>(it: T): T => {

@@ -6,6 +6,8 @@
 
 import { EXPORT_TABLES, type ExportTable, INTERNAL_COLUMNS, TIME_COLUMNS } from '../model/export-tables.js';
 import { COLUMNS } from '../model/rows.js';
+import { normalTime } from '../model/times.js';
+import type { Db } from './db.js';
 import { detailRawSql, roleRawSql } from './reassemble.js';
 
 /** The schema version from which DETAILED records are stored once and `raw` is rebuilt (store/model/compact.ts). */
@@ -22,6 +24,12 @@ const FULL_RAW: Partial<Record<string, (alias: string) => string>> = {
  * normalTime), registered on the export's connection (export-source.ts): SQLite keeps the text as served.
  */
 export const TIME_FUNCTION = 'campaign_sync_time';
+
+/** `db`, with TIME_FUNCTION registered: every connection that runs an export's SQL needs it. */
+export function withTimeFunction(db: Db): Db {
+  db.function(TIME_FUNCTION, { deterministic: true }, normalTime);
+  return db;
+}
 
 /** A column of the export's SELECT (alias `t`): a time column in its normal form, under its own name. */
 function selected(c: string): string {

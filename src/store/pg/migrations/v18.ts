@@ -9,9 +9,9 @@
  * --since-last` does not give them again. May run again on a schema that has it.
  */
 
-// The helper lives in the migration's own session (pg_temp) and leaves nothing in the schema.
+// A helper of this step alone, dropped at its end (a temporary one would need the TEMP privilege).
 const TIME = `
-CREATE OR REPLACE FUNCTION pg_temp.campaign_sync_time(t text) RETURNS timestamptz LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION campaign_sync_time_v18(t text) RETURNS timestamptz LANGUAGE plpgsql AS $$
 DECLARE s text;
 BEGIN
   IF t IS NULL OR t !~ '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?([Zz]|[+-]\\d{2}(:?\\d{2})?)?$' THEN RETURN NULL; END IF;
@@ -25,17 +25,17 @@ END $$;
 
 /** The rows of `table` whose `column` an earlier worker left NULL or rounded, repaired from `source`. */
 const repair = (table: string, column: string, source: string) => `
-UPDATE ${table} SET ${column} = pg_temp.campaign_sync_time(${source})
-  WHERE (${column} IS NULL OR ${source} ~ '\\.\\d{7}') AND pg_temp.campaign_sync_time(${source}) IS NOT NULL
-    AND ${column} IS DISTINCT FROM pg_temp.campaign_sync_time(${source});`;
+UPDATE ${table} SET ${column} = campaign_sync_time_v18(${source})
+  WHERE (${column} IS NULL OR ${source} ~ '\\.\\d{7}') AND campaign_sync_time_v18(${source}) IS NOT NULL
+    AND ${column} IS DISTINCT FROM campaign_sync_time_v18(${source});`;
 
 const evals = (parent: string, parentType: string) => `
-UPDATE eval_results e SET evaluated_at = pg_temp.campaign_sync_time(p.raw -> 'eval_results' -> e.position ->> 'evaluated_at')
+UPDATE eval_results e SET evaluated_at = campaign_sync_time_v18(p.raw -> 'eval_results' -> e.position ->> 'evaluated_at')
   FROM ${parent} p
   WHERE e.parent_type = '${parentType}' AND e.parent_id = p.id AND e.position IS NOT NULL
     AND (e.evaluated_at IS NULL OR p.raw -> 'eval_results' -> e.position ->> 'evaluated_at' ~ '\\.\\d{7}')
-    AND pg_temp.campaign_sync_time(p.raw -> 'eval_results' -> e.position ->> 'evaluated_at') IS NOT NULL
-    AND e.evaluated_at IS DISTINCT FROM pg_temp.campaign_sync_time(p.raw -> 'eval_results' -> e.position ->> 'evaluated_at');`;
+    AND campaign_sync_time_v18(p.raw -> 'eval_results' -> e.position ->> 'evaluated_at') IS NOT NULL
+    AND e.evaluated_at IS DISTINCT FROM campaign_sync_time_v18(p.raw -> 'eval_results' -> e.position ->> 'evaluated_at');`;
 
 export const V18 = [
   TIME,
@@ -46,4 +46,5 @@ export const V18 = [
   repair('role_results', 'updated_at', "raw ->> 'updated_at'"),
   evals('session_results', 'session_result'),
   evals('score_details', 'score_detail'),
+  '\nDROP FUNCTION campaign_sync_time_v18(text);\n',
 ].join('');
