@@ -34,7 +34,7 @@ describe('times in their normal form on every path of a SQLite export', () => {
     const path = join(tempDir(), 'times.db');
     const db = openDatabase(path);
     const insert = db.prepare("INSERT INTO campaigns (id, name, created_at, raw, seen_at) VALUES (?, 'n', ?, '{}', ?)");
-    FORMS.forEach((t, i) => insert.run(`c${String(i).padStart(2, '0')}`, t, t));
+    for (const [i, t] of FORMS.entries()) insert.run(`c${String(i).padStart(2, '0')}`, t, t);
     db.close();
     const want = FORMS.map((t) => normalTime(t));
     const read = withTimeFunction(openDatabase(path, { readonly: true }));
