@@ -6,7 +6,9 @@
  * served: campaigns' `created_at`, the results' `created_at` and `updated_at`, and eval results'
  * `evaluated_at` (from their parent's `raw`; one taken out of its score detail was written whole by
  * an earlier worker). Rows are rewritten in place: their change numbers stay, so `export
- * --since-last` does not give them again. May run again on a schema that has it.
+ * --since-last` does not give them again. And `latest_results` breaks a tie on the id by its bytes
+ * (`COLLATE "C"`), as SQLite does, whatever the database's collation. May run again on a schema that
+ * has it.
  */
 
 // A helper of this step alone, dropped at its end (a temporary one would need the TEMP privilege).
@@ -37,6 +39,17 @@ UPDATE eval_results e SET evaluated_at = campaign_sync_time_v18(p.raw -> 'eval_r
     AND campaign_sync_time_v18(p.raw -> 'eval_results' -> e.position ->> 'evaluated_at') IS NOT NULL
     AND e.evaluated_at IS DISTINCT FROM campaign_sync_time_v18(p.raw -> 'eval_results' -> e.position ->> 'evaluated_at');`;
 
+const LATEST = `
+CREATE OR REPLACE VIEW latest_results AS
+  SELECT * FROM (
+    SELECT r.*, row_number() OVER (
+      PARTITION BY r.campaign_id, coalesce(r.candidate_id, r.candidate_email)
+      ORDER BY r.created_at DESC NULLS LAST, r.order_index DESC, r.result_id COLLATE "C" DESC
+    ) AS rank_in_campaign
+    FROM results r WHERE coalesce(r.candidate_id, r.candidate_email) IS NOT NULL
+  ) ranked WHERE rank_in_campaign = 1;
+`;
+
 export const V18 = [
   TIME,
   repair('campaigns', 'created_at', "raw ->> 'created_at'"),
@@ -47,4 +60,5 @@ export const V18 = [
   evals('session_results', 'session_result'),
   evals('score_details', 'score_detail'),
   '\nDROP FUNCTION campaign_sync_time_v18(text);\n',
+  LATEST,
 ].join('');
