@@ -19,7 +19,17 @@ import type { ServiceClaim } from './model/service.js';
 import type { FleetStatus, FleetTimes, StreamLeases } from './model/stream-leases.js';
 import type { SkippedRow, StreamRow } from './model/streams.js';
 
-export type { CounterValue, FleetStatus, IdConflict, QuarantineRow, QuarantineSelection, ServiceClaim, SkippedRow, StreamRow, UpsertCounts };
+export type {
+  CounterValue,
+  FleetStatus,
+  IdConflict,
+  QuarantineRow,
+  QuarantineSelection,
+  ServiceClaim,
+  SkippedRow,
+  StreamRow,
+  UpsertCounts,
+};
 
 /** Who holds a mirror's run lock: the process syncing it. */
 export interface Holder {

@@ -50,7 +50,9 @@ describe(`a value ${LEVELS.toLocaleString('en')} levels deep`, () => {
     const sorted = sortPage(page.data, { where: 'GET page', campaignId: 'c', after: undefined, redact: redactor('secret-key') });
     expect(sorted.records.map((r) => r.id)).toEqual(['r1', 'r3']);
     expect(sorted.faults).toHaveLength(1);
-    expect(sorted.faults[0]?.reason).toMatch(/^trace(\.a)+… \(500 levels down\): nested deeper than 500 levels.* — record 2 of 3 \(id r2\)/);
+    expect(sorted.faults[0]?.reason).toMatch(
+      /^trace(\.a)+… \(500 levels down\): nested deeper than 500 levels.* — record 2 of 3 \(id r2\)/,
+    );
   });
 
   it('is written as JSON text, bigints exact, as JSON.stringify writes each part (no recursion)', () => {
