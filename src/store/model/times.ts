@@ -2,10 +2,11 @@
  * The one form every time leaves the mirror in, on every backend: the instant in UTC, ISO 8601 with
  * a `Z`, to the millisecond as JavaScript writes it (`2026-03-02T09:15:04.120Z`), or to the
  * microsecond when the instant has them (`2026-03-02T09:15:04.120457Z`). A time is read from an
- * RFC 3339 date-time: `YYYY-MM-DD`, `T` (or a space), `HH:MM`, optional seconds and fraction, then
- * `Z`, an offset (`±HH:MM`, `±HHMM` or `±HH`), or no zone at all, which is taken as UTC (the service's score details
- * carry none). Digits past the microsecond are cut (PostgreSQL holds microseconds). Anything else,
- * a date alone included, is not a time: null; so is an instant outside the years 1 to 9999 UTC. `raw` keeps every time as served.
+ * RFC 3339 date-time: `YYYY-MM-DD`, `T` (or `t`, or a space), `HH:MM`, optional seconds and
+ * fraction, then `Z`, an offset (`±HH:MM`, `±HHMM` or `±HH`), or no zone at all, which is taken as
+ * UTC (the service's score details carry none). Digits past the microsecond are cut (PostgreSQL
+ * holds microseconds). Anything else, a date alone included, is not a time: null; so is an instant
+ * outside the years 1 to 9999 UTC. `raw` keeps every time as served.
  */
 
 const TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(?:[Zz]|([+-])(\d{2})(?::?(\d{2}))?)?$/;

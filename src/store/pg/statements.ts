@@ -43,7 +43,7 @@ function columnsOf(table: Table): string[] {
 
 /**
  * A time as the instant SQLite's export gives for the same text, else NULL: PostgreSQL would reject
- * the page for one odd value, read a time without a zone in the session's zone, and round the
+ * the page for one odd value, read a time without a zone in the connection's TimeZone, and round the
  * digits past the microsecond where the rule cuts them.
  */
 const zoned = normalTime;

@@ -1,7 +1,8 @@
 /**
  * The SQL of an export from a SQLite mirror: the SELECT of a table or view with its filters, in row-id
  * order, and the same over row-id ranges with the batch query that joins a range's rows into bytes
- * (export/csv-table.ts). Days compare on the date as written (its first 10 characters).
+ * (export/csv-table.ts). Times are given in their normal form (store/model/times.ts), and days
+ * compare on its UTC day.
  */
 
 import { EXPORT_TABLES, type ExportTable, INTERNAL_COLUMNS, TIME_COLUMNS } from '../model/export-tables.js';
@@ -33,8 +34,8 @@ export function withTimeFunction(db: Db): Db {
 
 /**
  * A stored time in its normal form. Most are served in it already (JavaScript's form, to the
- * millisecond), which SQLite's own strftime() tells at a fifth of the cost of a call into JavaScript
- * per cell (docs/performance.md); strftime() rolls an impossible day over, so a text it gives back
+ * millisecond), which SQLite's own strftime() tells for much less than a call into JavaScript per cell
+ * costs (docs/performance.md); strftime() rolls an impossible day over, so a text it gives back
  * unchanged is a time, but for a year 0 and an hour 24, which it keeps as they are.
  */
 function normalised(ref: string): string {
