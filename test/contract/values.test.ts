@@ -155,5 +155,20 @@ describe('one rule per value (sqlite and postgres)', () => {
     const v = await readParquet(asOf);
     expect(v.schema.find((e) => e.name === 'version')?.type).toBe('INT64');
     expect(v.schema.find((e) => e.name === 'valid_from')?.logical_type?.type).toBe('TIMESTAMP');
+    // --as-of rows are the records' values, times in their normal form, on both (valid_from is each mirror's own clock).
+    for (const table of ['session-results', 'role-results']) {
+      const [a, b] = await Promise.all(
+        [lite, pg].map(async (m) =>
+          ndjsonRows(await exported(m, s, '--table', table, '--as-of', at, '--format', 'ndjson')).map(({ valid_from, ...r }) => {
+            expect.soft(valid_from, `${m.kind} ${table} --as-of valid_from`).toMatch(NORMAL);
+            return r;
+          }),
+        ),
+      );
+      expect(a?.length, table).toBeGreaterThan(0);
+      for (const r of a ?? [])
+        for (const c of ['created_at', 'updated_at']) if (r[c] !== null) expect.soft(r[c], `${table} --as-of ${c}`).toMatch(NORMAL);
+      expect.soft(b, `${table} --as-of`).toEqual(a);
+    }
   });
 });
