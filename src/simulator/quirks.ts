@@ -34,8 +34,9 @@ export interface Quirks {
    */
   drift?: boolean;
   /**
-   * Values in every form the service's samples show, by record: times with microseconds and a zone
-   * offset, times without a zone, an explicit JSON null `additional_scores`, empty strings.
+   * Values in every form the service's samples show, by record: times with offsets (`+02:00`,
+   * `-05:30`, `+0200`), `Z` or no zone and 0 to 9 fractional digits, an explicit JSON null
+   * `additional_scores`, empty strings.
    */
   valueForms?: boolean;
 }

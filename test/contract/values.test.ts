@@ -1,11 +1,11 @@
 /**
  * One rule per value on every backend: the same records, served by the simulator in every form its
- * samples show (`--quirks value-forms`: JSON nulls, times with microseconds and an offset, times
- * without a zone, empty strings; order_index past 2^53), pulled into SQLite and into PostgreSQL and
- * exported from each, in every format, from every table and view: value for value the same. Times
- * are left out of the comparison (and the rows of latest_results, which are picked by time): the
- * backends keep them differently still (docs/mirror.md says how); JSON columns are compared as
- * values where their text is jsonb's own on PostgreSQL.
+ * samples show (`--quirks value-forms`: JSON nulls, times with offsets, `Z` or no zone and 0 to 9
+ * fractional digits, empty strings; order_index past 2^53), pulled into SQLite and into PostgreSQL
+ * and exported from each, in every format, from every table and view: value for value the same,
+ * times included (in their one normal form: UTC, `Z`, milliseconds or microseconds), and the same
+ * rows of latest_results, which are picked by time. JSON columns are compared as values where their
+ * text is jsonb's own on PostgreSQL.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -51,14 +51,19 @@ function ndjsonRows(text: string): Array<Record<string, unknown>> {
     .split('\n')
     .filter(Boolean)
     .map((l) => parseJson(l) as Record<string, unknown>);
-  // When each mirror last saw the campaign list: each its own pull's time.
-  for (const r of rows) delete r.seen_at;
+  for (const r of rows) for (const c of OWN) delete r[c];
   const key = (r: Record<string, unknown>) => JSON.stringify(r, (_k, v) => (typeof v === 'bigint' ? String(v) : v));
   return rows.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 }
 
-/** The columns whose values the backends do not yet agree on: times (PostgreSQL keeps the instant, SQLite the text as served). */
+/** The mirror's times: in CSV and NDJSON the normal form, in Parquet TIMESTAMP. */
 const TIMES = new Set(['created_at', 'updated_at', 'evaluated_at', 'seen_at']);
+
+/** UTC, `Z`, milliseconds as JavaScript writes them, or microseconds when there are any. */
+const NORMAL = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.(\d{3}|\d{6})Z$/;
+
+/** When each mirror last saw the campaign list: each its own pull's time, never the same. */
+const OWN = new Set(['seen_at']);
 
 /** JSON columns: PostgreSQL's jsonb gives the same value in its own text (key order, spacing). */
 const JSON_TEXT = new Set(['raw', 'feedback', 'additional_scores', 'strengths', 'growths']);
@@ -94,12 +99,10 @@ describe('one rule per value (sqlite and postgres)', () => {
     expect(Number(jsonNulls[0]?.n)).toBe(0);
     for (const table of TABLES) {
       const all = csvLines(await exported(lite, s, '--table', table))[0]?.split(',') ?? [];
-      const columns = all.filter((c) => !TIMES.has(c) && !JSON_TEXT.has(c)).join(',');
+      const columns = all.filter((c) => !OWN.has(c) && !JSON_TEXT.has(c)).join(',');
       const x = csvLines(await exported(lite, s, '--table', table, '--columns', columns));
       const y = csvLines(await exported(pg, s, '--table', table, '--columns', columns));
-      // Each candidate's latest result is picked by created_at, which the backends do not yet read alike.
-      if (table === 'latest_results') expect.soft(y[0], table).toEqual(x[0]);
-      else expect.soft(y, table).toEqual(x);
+      expect.soft(y, table).toEqual(x);
     }
     // The empty texts served (an empty recommendation) are "", the NULLs (no cefr) nothing.
     const roles = csvLines(await exported(pg, s, '--table', 'role-results', '--columns', 'id,recommendation_status,cefr'));
@@ -112,13 +115,20 @@ describe('one rule per value (sqlite and postgres)', () => {
     if (unsupported('postgres', 'export', ctx)) return;
     const { s, lite, pg } = await pair();
     const dir = tempDir();
+    const forms = new Set<string>();
     for (const table of TABLES) {
-      const keep = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).filter(([k]) => !TIMES.has(k)));
-      const a = ndjsonRows(await exported(lite, s, '--table', table, '--format', 'ndjson')).map(keep);
-      const b = ndjsonRows(await exported(pg, s, '--table', table, '--format', 'ndjson')).map(keep);
+      const a = ndjsonRows(await exported(lite, s, '--table', table, '--format', 'ndjson'));
+      const b = ndjsonRows(await exported(pg, s, '--table', table, '--format', 'ndjson'));
       expect(a.length, table).toBeGreaterThan(0);
-      // Each candidate's latest result is picked by created_at, which the backends do not yet read alike.
-      if (table !== 'latest_results') expect.soft(b, table).toEqual(a);
+      expect.soft(b, table).toEqual(a);
+      for (const r of a) {
+        for (const c of TIMES) {
+          const t = r[c];
+          if (t === undefined || t === null) continue;
+          expect.soft(t, `${table}.${c}`).toMatch(NORMAL);
+          forms.add(String(t).length === 24 ? 'ms' : 'micros');
+        }
+      }
       const files = [join(dir, `${table}.sqlite.parquet`), join(dir, `${table}.pg.parquet`)] as const;
       await exported(lite, s, '--table', table, '--format', 'parquet', '-o', files[0]);
       await exported(pg, s, '--table', table, '--format', 'parquet', '-o', files[1]);
@@ -131,11 +141,13 @@ describe('one rule per value (sqlite and postgres)', () => {
         if (TIMES.has(e.name) || e.name === 'valid_from') expect.soft(e.logical_type?.type, `${table}.${e.name}`).toBe('TIMESTAMP');
       }
       // Parquet holds JSON columns as text: jsonb's text is the same value in its own order and spacing.
-      const plain = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(keep(r)).filter(([k]) => !JSON_TEXT.has(k)));
+      const plain = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).filter(([k]) => !JSON_TEXT.has(k)));
       const rows = (x: typeof p) =>
         ndjsonRows(x.rows.map((r) => JSON.stringify(plain(r), (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))).join('\n'));
-      if (table !== 'latest_results') expect.soft(rows(q), table).toEqual(rows(p));
+      expect.soft(rows(q), table).toEqual(rows(p));
     }
+    // Both forms were served and exported: microseconds where the time had them.
+    expect([...forms].sort()).toEqual(['micros', 'ms']);
     // --as-of: its version column and its valid_from typed too.
     const at = new Date(Date.now() + 3_600_000).toISOString();
     const asOf = join(dir, 'as-of.parquet');
@@ -143,5 +155,20 @@ describe('one rule per value (sqlite and postgres)', () => {
     const v = await readParquet(asOf);
     expect(v.schema.find((e) => e.name === 'version')?.type).toBe('INT64');
     expect(v.schema.find((e) => e.name === 'valid_from')?.logical_type?.type).toBe('TIMESTAMP');
+    // --as-of rows are the records' values, times in their normal form, on both (valid_from is each mirror's own clock).
+    for (const table of ['session-results', 'role-results']) {
+      const [a, b] = await Promise.all(
+        [lite, pg].map(async (m) =>
+          ndjsonRows(await exported(m, s, '--table', table, '--as-of', at, '--format', 'ndjson')).map(({ valid_from, ...r }) => {
+            expect.soft(valid_from, `${m.kind} ${table} --as-of valid_from`).toMatch(NORMAL);
+            return r;
+          }),
+        ),
+      );
+      expect(a?.length, table).toBeGreaterThan(0);
+      for (const r of a ?? [])
+        for (const c of ['created_at', 'updated_at']) if (r[c] !== null) expect.soft(r[c], `${table} --as-of ${c}`).toMatch(NORMAL);
+      expect.soft(b, `${table} --as-of`).toEqual(a);
+    }
   });
 });

@@ -104,3 +104,24 @@ export const INTERNAL_COLUMNS = new Set(['change_seq']);
  * views give them, so that a typed format (Parquet) types them alike on every backend.
  */
 export const COMPUTED_TYPES: Readonly<Record<string, string>> = { rank_in_campaign: 'INTEGER' };
+
+/**
+ * The mirror's time columns: every export gives them in the one normal form of store/model/times.ts
+ * (UTC, `Z`, milliseconds or microseconds), whatever the backend keeps, and a value that is not a
+ * time as NULL. A column of an analyst's own is a time when its declared type is one.
+ */
+export const TIME_COLUMNS: ReadonlySet<string> = new Set([
+  'created_at',
+  'updated_at',
+  'evaluated_at',
+  'seen_at',
+  'valid_from',
+  'valid_to',
+  'deleted_at',
+  '_deleted_at',
+]);
+
+/** Whether an exported column holds times: one of TIME_COLUMNS, or declared a timestamp (PostgreSQL's timestamptz). */
+export function isTimeColumn(name: string, declared: string | null | undefined): boolean {
+  return TIME_COLUMNS.has(name) || (declared ?? '').toUpperCase().startsWith('TIMESTAMP');
+}

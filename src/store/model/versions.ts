@@ -5,7 +5,9 @@
 import { emailKey } from '../../core/email.js';
 import { parseJson } from '../../core/json.js';
 import type { CheckedRecord } from '../../core/types.js';
+import { TIME_COLUMNS } from './export-tables.js';
 import { COLUMNS, roleRow, sessionRow, type Values } from './rows.js';
+import { normalTime } from './times.js';
 
 /** Whether a row's person columns name `user` (an id as given, or an e-mail compared by emailKey). */
 export function namesUser(user: string, id: string | null, email: string | null): boolean {
@@ -48,11 +50,17 @@ export function versionSummary(v: VersionFields): { score: number | null; recomm
   return { score: typeof score === 'number' ? score : null, recommendation: typeof recommendation === 'string' ? recommendation : null };
 }
 
-/** Versions as the rows `export --as-of` writes (versionColumns' order). */
+/** Versions as the rows `export --as-of` writes (versionColumns' order), times in their normal form (times.ts). */
 export async function* versionRows(
   versions: AsyncIterable<VersionFields & { version: number; valid_from: string }>,
 ): AsyncGenerator<unknown[]> {
-  for await (const v of versions) yield [...versionValues(v), v.version, v.valid_from];
+  let times: number[] | undefined;
+  for await (const v of versions) {
+    const row = [...versionValues(v), v.version, v.valid_from];
+    times ??= versionColumns(v.kind).flatMap((c, i) => (TIME_COLUMNS.has(c) ? [i] : []));
+    for (const i of times) row[i] = normalTime(row[i]);
+    yield row;
+  }
 }
 
 /** A version with what it says of the candidate. */

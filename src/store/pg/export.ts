@@ -1,11 +1,13 @@
 /**
  * Reading a table of the PostgreSQL mirror for `export`: the rows as the SQLite mirror's
- * export gives them (JSON columns as JSON text, int64 as bigint, times as ISO text), streamed from a
- * server-side cursor in batches so memory stays flat. Days compare in UTC for timestamptz columns,
- * on the text as written for the others (score details' times).
+ * export gives them (JSON columns as JSON text, int64 as bigint, times in the normal form of
+ * store/model/times.ts), streamed from a server-side cursor in batches so memory stays flat. Days
+ * compare in UTC for timestamptz columns, on the text as written for the others (score details'
+ * times, which carry no zone: UTC too).
  */
 import type pg from 'pg';
-import { INTERNAL_COLUMNS } from '../model/export-tables.js';
+import { INTERNAL_COLUMNS, isTimeColumn } from '../model/export-tables.js';
+import { normalTime } from '../model/times.js';
 import type { PgDatabase } from './database.js';
 
 export interface PgExportQuery {
@@ -22,6 +24,9 @@ const BATCH = 5000;
 /** An identifier, quoted: a column an analyst added may have any name. */
 const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
+/** A timestamptz as UTC text to the microsecond (the driver's Date would cut it to the millisecond). */
+const utcText = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
 /** The SELECT of a table's export (alias `t`) without its conditions, and how its rows are made ready. */
 export interface PgSelect {
   columns: string[];
@@ -30,7 +35,7 @@ export interface PgSelect {
   sql: string;
   /** Every column's type, the chosen or not (the mirror's bookkeeping left out). */
   all: Map<string, string>;
-  /** A fetched row as the SQLite export gives it: bigints exact, times as ISO text. */
+  /** A fetched row as the SQLite export gives it: bigints exact, times in their normal form. */
   convert: (row: Record<string, unknown>) => Record<string, unknown>;
 }
 
@@ -54,8 +59,16 @@ export async function pgSelect(
   const cols = chosen.map((name) => ({ name, type: all.get(name) as string }));
   const types = new Map(cols.map((c) => [c.name, c.type]));
   const select = cols
-    .map((c) => (c.type === 'jsonb' || c.type === 'bigint' ? `t.${ident(c.name)}::text AS ${ident(c.name)}` : `t.${ident(c.name)}`))
+    .map((c) =>
+      c.type === 'jsonb' || c.type === 'bigint'
+        ? `t.${ident(c.name)}::text AS ${ident(c.name)}`
+        : c.type === 'timestamp with time zone'
+          ? `${utcText(`t.${ident(c.name)}`)} AS ${ident(c.name)}`
+          : `t.${ident(c.name)}`,
+    )
     .join(', ');
+  // Times in their normal form, whatever PostgreSQL keeps them as (score details' are the text served).
+  const times = new Set(cols.filter((c) => isTimeColumn(c.name, c.type)).map((c) => c.name));
   const from = table === 'role_results' || table === 'score_details' ? `${table}_full` : table;
   // A feed's own column (export --since-last), after the chosen ones.
   const more = extra === undefined ? '' : `, ${extra.sql}`;
@@ -64,6 +77,7 @@ export async function pgSelect(
       const v = row[name];
       if (v === null || v === undefined) continue;
       if (type === 'bigint') row[name] = BigInt(v as string);
+      else if (times.has(name)) row[name] = normalTime(v instanceof Date ? v.toISOString() : v);
       else if (v instanceof Date) row[name] = v.toISOString();
     }
     return row;

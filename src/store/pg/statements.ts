@@ -6,9 +6,11 @@
  * it is, `[text]`, where one array literal per column cost the driver an escaping pass over every
  * `raw` and the server an unescaping one (docs/performance.md). eval_results, short text cells only, keeps one array per column through `unnest`, which
  * costs both sides less there. Values keep the SQLite mapping; only the column types differ
- * (schema.ts), and times that are not date-times with a zone become NULL (raw keeps them).
+ * (schema.ts), and a timestamptz column takes a time in its normal form (store/model/times.ts: a time
+ * without a zone is UTC, digits past the microsecond cut), or NULL for what is not a time (raw keeps it).
  */
 import { COLUMNS, type Table, type Values } from '../model/rows.js';
+import { normalTime } from '../model/times.js';
 import { CHANGE_CTES, CHANGE_SEQ, seenCte } from './changes.js';
 import { MIRROR_SCHEMA } from './schema.js';
 
@@ -39,12 +41,12 @@ function columnsOf(table: Table): string[] {
   return table === 'eval_results' ? [...COLUMNS[table]] : [...COLUMNS[table], 'id'];
 }
 
-const ZONED = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)$/i;
-
-/** A date-time with a zone as it came, else NULL: PostgreSQL would reject the page for one odd value. */
-function zoned(v: unknown): string | null {
-  return typeof v === 'string' && ZONED.test(v) && !Number.isNaN(Date.parse(v)) ? v : null;
-}
+/**
+ * A time as the instant SQLite's export gives for the same text, else NULL: PostgreSQL would reject
+ * the page for one odd value, read a time without a zone in the connection's TimeZone, and round the
+ * digits past the microsecond where the rule cuts them.
+ */
+const zoned = normalTime;
 
 /**
  * PostgreSQL cannot store U+0000 in text or jsonb, nor a lone surrogate in jsonb (it rejects the whole

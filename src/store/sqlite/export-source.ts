@@ -4,7 +4,7 @@
  * read transaction (store/sqlite/changes.ts).
  */
 import { errorCode, storageError, UsageError } from '../../errors.js';
-import { COMPUTED_TYPES, EXPORT_TABLES, type ExportTable, FEEDS, isView } from '../model/export-tables.js';
+import { COMPUTED_TYPES, EXPORT_TABLES, type ExportTable, FEEDS, isView, TIME_COLUMNS } from '../model/export-tables.js';
 import { feedSql } from '../model/feed-sql.js';
 import type { ChangeRows, ExportQuery, ExportRows, ExportSource, MirrorTarget } from '../port.js';
 import { Campaigns } from './campaigns.js';
@@ -12,7 +12,7 @@ import { describeSelect, FEED_DIALECT, purgeRead, readChanges, rememberConsumer 
 import { type Db, openDatabase } from './db.js';
 import { rebuild } from './erase-rows.js';
 import { beginErasure, pendingErasure } from './erasure-mark.js';
-import { exportQuery, exportRangeQuery, rowIdName } from './export-sql.js';
+import { exportQuery, exportRangeQuery, rowIdName, withTimeFunction } from './export-sql.js';
 import { ndjsonFolder } from './ndjson-folder.js';
 import { columnNames, schemaVersion } from './schema.js';
 import { RangeReader } from './snapshot.js';
@@ -32,10 +32,17 @@ function remember(db: Db, consumer: string, name: ExportTable, to: number, at: s
   if (erased > 0 && !rebuild(db) && pendingErasure(db) === undefined) db.transaction(() => beginErasure(db, undefined))();
 }
 
+/** The type of a column SQLite leaves undeclared (an expression): a time in its normal form, or a view's computed column. */
+function declaredType(name: string): string | null {
+  return TIME_COLUMNS.has(name) ? 'TIMESTAMP' : (COMPUTED_TYPES[name] ?? null);
+}
+
 export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: boolean }): Promise<ExportSource> {
   const dbPath = t.path;
   // Read-write for --since-last: the consumer's place is written (and an older mirror gets its change numbers).
   const db = opts.forChanges ? openDatabase(dbPath, { mustExist: true }) : openDatabase(dbPath, { mustExist: true, readonly: true });
+  // The export's SELECTs give every time in its normal form (export-sql.ts), as PostgreSQL's do.
+  withTimeFunction(db);
   // A statement stays busy until its iterator ends, and a busy connection cannot close.
   const open: Array<Iterator<unknown>> = [];
   const track = <T extends Iterator<unknown>>(it: T): T => {
@@ -75,7 +82,7 @@ export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: bool
     const described = stmt.columns();
     return {
       columns: described.map((c) => c.name),
-      types: described.map((c) => c.type ?? COMPUTED_TYPES[c.name] ?? null),
+      types: described.map((c) => c.type ?? declaredType(c.name)),
       rows: () => track(stmt.raw(true).iterate(...params) as IterableIterator<unknown[]>),
       ranges: () => {
         // Columns named rowid, _rowid_ and oid all hide the row id that ranges are read by: none then.
@@ -110,7 +117,7 @@ export async function openSqliteExport(t: MirrorTarget, opts: { forChanges: bool
     return {
       window: read.window,
       columns: described.map((c) => c.name),
-      types: described.map((c) => c.type ?? COMPUTED_TYPES[c.name] ?? (c.name === '_result_id' ? 'TEXT' : null)),
+      types: described.map((c) => c.type ?? declaredType(c.name) ?? (c.name === '_result_id' ? 'TEXT' : null)),
       tombstones: read.tombstones,
       rows: read.rows,
       end: async () => read.end(),

@@ -1,11 +1,14 @@
 /**
  * The SQL of an export from a SQLite mirror: the SELECT of a table or view with its filters, in row-id
  * order, and the same over row-id ranges with the batch query that joins a range's rows into bytes
- * (export/csv-table.ts). Days compare on the date as written (its first 10 characters).
+ * (export/csv-table.ts). Times are given in their normal form (store/model/times.ts), and days
+ * compare on its UTC day.
  */
 
-import { EXPORT_TABLES, type ExportTable, INTERNAL_COLUMNS } from '../model/export-tables.js';
+import { EXPORT_TABLES, type ExportTable, INTERNAL_COLUMNS, TIME_COLUMNS } from '../model/export-tables.js';
 import { COLUMNS } from '../model/rows.js';
+import { normalTime } from '../model/times.js';
+import type { Db } from './db.js';
 import { detailRawSql, roleRawSql } from './reassemble.js';
 
 /** The schema version from which DETAILED records are stored once and `raw` is rebuilt (store/model/compact.ts). */
@@ -16,6 +19,33 @@ const FULL_RAW: Partial<Record<string, (alias: string) => string>> = {
   role_results: roleRawSql,
   score_details: detailRawSql,
 };
+
+/**
+ * The SQL function that gives a stored time in the normal form every export writes (store/model/times.ts
+ * normalTime), registered on the export's connection (export-source.ts): SQLite keeps the text as served.
+ */
+export const TIME_FUNCTION = 'campaign_sync_time';
+
+/** `db`, with TIME_FUNCTION registered: every connection that runs an export's SQL needs it. */
+export function withTimeFunction(db: Db): Db {
+  db.function(TIME_FUNCTION, { deterministic: true }, normalTime);
+  return db;
+}
+
+/**
+ * A stored time in its normal form. Most are served in it already (JavaScript's form, to the
+ * millisecond), which SQLite's own strftime() tells for much less than a call into JavaScript per cell
+ * costs (docs/performance.md); strftime() rolls an impossible day over, so a text it gives back
+ * unchanged is a time, but for a year 0 and an hour 24, which it keeps as they are.
+ */
+function normalised(ref: string): string {
+  return `CASE WHEN strftime('%Y-%m-%dT%H:%M:%fZ', ${ref}) = ${ref} AND ${ref} >= '0001' AND substr(${ref}, 12, 2) < '24' THEN ${ref} ELSE ${TIME_FUNCTION}(${ref}) END`;
+}
+
+/** A column of the export's SELECT (alias `t`): a time column in its normal form, under its own name. */
+function selected(c: string): string {
+  return TIME_COLUMNS.has(c) ? `${normalised(`t.${quoteIdent(c)}`)} AS ${quoteIdent(c)}` : `t.${quoteIdent(c)}`;
+}
 
 /** An SQL identifier, quoted: a column an analyst added may have any name. */
 export function quoteIdent(name: string): string {
@@ -66,7 +96,7 @@ function fullRaw(table: string, filter: ExportFilter): ((alias: string) => strin
   return (filter.schema ?? COMPACT_SINCE) >= COMPACT_SINCE ? FULL_RAW[table] : undefined;
 }
 
-/** The SELECT for a table and filter; days compare on the date as written (its first 10 characters). */
+/** The SELECT for a table and filter; days compare on the UTC day of the time's normal form. */
 export function exportQuery(
   name: ExportTable,
   filter: ExportFilter,
@@ -83,12 +113,14 @@ export function exportQuery(
     where.push(`${ranged ? '+' : ''}t.${spec.campaignColumn} = ?`);
     params.push(filter.campaign);
   }
+  // The UTC day, as on PostgreSQL: an offset's local date is not the day the export files it under.
+  const day = `substr(${TIME_FUNCTION}(t.${spec.dateColumn}), 1, 10)`;
   if (filter.since !== undefined) {
-    where.push(`${ranged ? '+' : ''}substr(t.${spec.dateColumn}, 1, 10) >= ?`);
+    where.push(`${ranged ? '+' : ''}${day} >= ?`);
     params.push(filter.since);
   }
   if (filter.until !== undefined) {
-    where.push(`${ranged ? '+' : ''}substr(t.${spec.dateColumn}, 1, 10) <= ?`);
+    where.push(`${ranged ? '+' : ''}${day} <= ?`);
     params.push(filter.until);
   }
   if (filter.and !== undefined) where.push(filter.and);
@@ -97,18 +129,15 @@ export function exportQuery(
   const rowid = 'view' in spec ? null : rowIdOf(filter);
   const order = rowid === null ? '' : ` ORDER BY t.${rowid}`;
   const full = fullRaw(spec.table, filter);
-  const column = (c: string) => (c === 'raw' && full !== undefined ? `${full('t')} AS raw` : `t.${quoteIdent(c)}`);
+  const column = (c: string) => (c === 'raw' && full !== undefined ? `${full('t')} AS raw` : selected(c));
   // Every column in the table's order (its key, then store/model/rows.ts's list), `raw` rebuilt where it is
-  // stored apart; or the columns asked for, in the order asked.
+  // stored apart, times in their normal form; or the columns asked for, in the order asked.
   const select =
     filter.columns !== undefined
       ? filter.columns.map(column).join(', ')
       : full !== undefined
-        ? [
-            't.id',
-            ...COLUMNS[spec.table as 'role_results' | 'score_details'].map((c) => (c === 'raw' ? `${full('t')} AS raw` : `t.${c}`)),
-          ].join(', ')
-        : filter.present?.some((c) => INTERNAL_COLUMNS.has(c))
+        ? ['id', ...COLUMNS[spec.table as 'role_results' | 'score_details']].map(column).join(', ')
+        : filter.present?.some((c) => INTERNAL_COLUMNS.has(c) || TIME_COLUMNS.has(c))
           ? filter.present
               .filter((c) => !INTERNAL_COLUMNS.has(c))
               .map(column)
@@ -143,8 +172,9 @@ export function exportRangeQuery(
   };
 }
 
-/** A column of the export's SELECT as better-sqlite3 describes it: its table column (null for an expression) and declared type. */
+/** A column of the export's SELECT as better-sqlite3 describes it: its name, its table column (null for an expression) and declared type. */
 export interface DescribedColumn {
+  name: string;
   column: string | null;
   type: string | null;
 }
@@ -183,7 +213,11 @@ function batchQuery(
   const parts: string[] = [];
   const typed: boolean[] = [];
   for (const c of described) {
-    if (c.column === null) {
+    if (c.column === null && TIME_COLUMNS.has(c.name) && /^[a-z_]+$/.test(c.name)) {
+      // A time in its normal form (TIME_FUNCTION): never the empty text, nor one starting with a separator.
+      parts.push(normalised(`t.${c.name}`));
+      typed.push(false);
+    } else if (c.column === null) {
       if (full === undefined) return undefined;
       parts.push(full('t'));
       typed.push(false);

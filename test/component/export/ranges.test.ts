@@ -17,15 +17,27 @@ import { type ByteSink, FileSink } from '../../../src/export/sink.js';
 import { EXPORT_TABLES, type ExportTable } from '../../../src/export/tables.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { Database } from '../../../src/store/sqlite/driver.js';
-import { exportQuery, exportRangeQuery, rowIdName } from '../../../src/store/sqlite/export-sql.js';
+import { exportQuery, exportRangeQuery, rowIdName, withTimeFunction } from '../../../src/store/sqlite/export-sql.js';
+import { columnNames } from '../../../src/store/sqlite/schema.js';
 import { RangeReader, READ_CACHE_KIB } from '../../../src/store/sqlite/snapshot.js';
 import { BIN, tempDir } from '../../helpers/index.js';
 import { runCli } from '../../helpers/run-cli.js';
 
-const COLUMNS_OF = (dbPath: string, table: ExportTable) => {
+/** A connection as the export's own (store/sqlite/export-source.ts): times read in their normal form. */
+const openExport = (path: string, opts: { readonly?: boolean } = {}) => withTimeFunction(openDatabase(path, opts));
+
+/** The table's columns as the database has them, which the export's SELECT lists (times in their normal form). */
+const PRESENT = (dbPath: string, table: ExportTable) => {
   const db = openDatabase(dbPath, { readonly: true });
+  const present = columnNames(db, EXPORT_TABLES[table].table);
+  db.close();
+  return present;
+};
+
+const COLUMNS_OF = (dbPath: string, table: ExportTable) => {
+  const db = openExport(dbPath, { readonly: true });
   const columns = db
-    .prepare(exportQuery(table, {}).sql)
+    .prepare(exportQuery(table, { present: PRESENT(dbPath, table) }).sql)
     .columns()
     .map((c) => c.name);
   db.close();
@@ -123,13 +135,9 @@ function fill(dbPath: string, rows: number): void {
 }
 
 /** The export as one statement on one thread, as it was written before ranges. */
-async function expected(dbPath: string, table: ExportTable, filter: { campaign?: string }, raw: boolean, asCli = false): Promise<Buffer> {
-  const db = openDatabase(dbPath, { readonly: true });
-  // As the CLI reads it: the table's columns given, so that the mirror's bookkeeping (change numbers) is left out.
-  const present = asCli
-    ? (db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all(EXPORT_TABLES[table].table) as string[])
-    : undefined;
-  const { sql, params } = exportQuery(table, { ...filter, schema: 6, present });
+async function expected(dbPath: string, table: ExportTable, filter: { campaign?: string }, raw: boolean): Promise<Buffer> {
+  const db = openExport(dbPath, { readonly: true });
+  const { sql, params } = exportQuery(table, { ...filter, schema: 6, present: PRESENT(dbPath, table) });
   const stmt = db.prepare(sql).safeIntegers(true);
   const columns = stmt.columns().map((c) => c.name);
   const sink = new Memory();
@@ -140,8 +148,8 @@ async function expected(dbPath: string, table: ExportTable, filter: { campaign?:
 
 /** The export's columns as better-sqlite3 describes them. */
 const DESCRIBED = (dbPath: string, table: ExportTable) => {
-  const db = openDatabase(dbPath, { readonly: true });
-  const described = db.prepare(exportQuery(table, { schema: 6 }).sql).columns();
+  const db = openExport(dbPath, { readonly: true });
+  const described = db.prepare(exportQuery(table, { schema: 6, present: PRESENT(dbPath, table) }).sql).columns();
   db.close();
   return described;
 };
@@ -154,8 +162,12 @@ async function ranges(
   raw: boolean,
   opts: { cells?: boolean; onWrite?: (index: number) => void } = {},
 ) {
-  const db = openDatabase(dbPath, { readonly: true });
-  const query = exportRangeQuery(table, { ...filter, schema: 6 }, opts.cells ? undefined : DESCRIBED(dbPath, table));
+  const db = openExport(dbPath, { readonly: true });
+  const query = exportRangeQuery(
+    table,
+    { ...filter, schema: 6, present: PRESENT(dbPath, table) },
+    opts.cells ? undefined : DESCRIBED(dbPath, table),
+  );
   expect(query.batch === undefined).toBe(opts.cells === true);
   const job = { ...query, columns: COLUMNS_OF(dbPath, table), raw };
   const sink = new Memory(opts.onWrite);
@@ -195,7 +207,7 @@ describe('CSV export in batches of bytes', () => {
   });
 
   it("a batch's bytes are the lines csvLine writes from its rows' cells; a batch they cannot carry is read again as cells", () => {
-    const db = openDatabase(dbPath, { readonly: true });
+    const db = openExport(dbPath, { readonly: true });
     const out = Buffer.alloc(1 << 22);
     /** The batch [from, to] as encodeBatch writes it, or undefined where the export reads it again as cells. */
     const encoded = (stmt: BetterSqlite3.Statement, typed: boolean[], raw: boolean, from: bigint, to: bigint) => {
@@ -206,7 +218,11 @@ describe('CSV export in batches of bytes', () => {
       return end < 0 ? undefined : out.toString('utf8', 0, end);
     };
     try {
-      const query = exportRangeQuery('eval-results', { schema: 6 }, DESCRIBED(dbPath, 'eval-results'));
+      const query = exportRangeQuery(
+        'eval-results',
+        { schema: 6, present: PRESENT(dbPath, 'eval-results') },
+        DESCRIBED(dbPath, 'eval-results'),
+      );
       const batch = query.batch as NonNullable<typeof query.batch>;
       expect(batch.typed).toEqual(COLUMNS_OF(dbPath, 'eval-results').map((c) => c === 'score' || c === 'position'));
       const stmt = db.prepare(batch.sql).raw(true).safeIntegers(true);
@@ -263,7 +279,7 @@ describe('CSV export in batches of bytes', () => {
     expect(lines('inte', 1, [true])).toBeUndefined();
     // Every table has its batch query, `raw` rebuilt in SQL included.
     for (const table of ['campaigns', 'session-results', 'role-results', 'score-details', 'eval-results'] as const) {
-      expect(exportRangeQuery(table, { schema: 6 }, DESCRIBED(dbPath, table)).batch?.sql, table).toMatch(
+      expect(exportRangeQuery(table, { schema: 6, present: PRESENT(dbPath, table) }, DESCRIBED(dbPath, table)).batch?.sql, table).toMatch(
         /group_concat\(r, char\(30\)\).*SELECT concat\(/,
       );
     }
@@ -324,10 +340,10 @@ describe('CSV export in batches of bytes', () => {
   });
 
   it("a range reader's connection keeps a small page cache (a range is read once, front to back)", () => {
-    const db = openDatabase(dbPath, { readonly: true });
+    const db = openExport(dbPath, { readonly: true });
     try {
       expect(db.pragma('cache_size', { simple: true })).not.toBe(READ_CACHE_KIB);
-      const query = exportRangeQuery('eval-results', { schema: 6 });
+      const query = exportRangeQuery('eval-results', { schema: 6, present: PRESENT(dbPath, 'eval-results') });
       const reader = new RangeReader(db, query.sql, query.params);
       reader.begin();
       expect(db.pragma('cache_size', { simple: true })).toBe(READ_CACHE_KIB);
@@ -362,7 +378,7 @@ describe('CSV export in batches of bytes', () => {
   });
 
   it("a campaign's rows are read by rowid range, not through the campaign's index and a sort for every range", () => {
-    const db = openDatabase(dbPath, { readonly: true });
+    const db = openExport(dbPath, { readonly: true });
     try {
       // A user's index on the day (or the campaign) must not be used either: a batch's rows are joined
       // in the order SQLite visits them, which must be rowid order.
@@ -373,7 +389,7 @@ describe('CSV export in batches of bytes', () => {
       for (const [table, filter] of ['session-results', 'role-results', 'score-details', 'eval-results'].flatMap((t) =>
         filters.map((f) => [t as ExportTable, f] as const),
       )) {
-        const query = exportRangeQuery(table, { ...filter, schema: 6 }, DESCRIBED(dbPath, table));
+        const query = exportRangeQuery(table, { ...filter, schema: 6, present: PRESENT(dbPath, table) }, DESCRIBED(dbPath, table));
         for (const [sql, binds] of [
           [query.sql, [...query.params, 0, 10]],
           [query.batch?.sql as string, [...query.params, 0, 10, 64]],
@@ -430,7 +446,7 @@ describe('CSV export in batches of bytes', () => {
     const out = join(tempDir(), 'utf16.csv');
     const r = await runCli(['export', '--db', path, '--table', 'campaigns', '-o', out, '--quiet']);
     expect(r.code, r.stderr).toBe(0);
-    expect(readFileSync(out).equals(await expected(path, 'campaigns', {}, false, true))).toBe(true);
+    expect(readFileSync(out).equals(await expected(path, 'campaigns', {}, false))).toBe(true);
     expect(readFileSync(out, 'utf8')).toContain('"hello, é"');
   });
 

@@ -126,6 +126,7 @@ describe('migration files are frozen code', () => {
         'e3b0c44298fc1c14',
         '8e4bec14cea44960',
         'e3b0c44298fc1c14',
+        'e40b78433060caee',
       ],
       pg: [
         '98d7cb630c5567fc',
@@ -146,6 +147,7 @@ describe('migration files are frozen code', () => {
         'd1783b7041f457f2',
         '950f951847a19856',
         '83710ebf936072ec',
+        'f51fece07a1d8f38',
       ],
     };
     const digest = (sql: string) => createHash('sha256').update(sql).digest('hex').slice(0, 16);

@@ -20,6 +20,8 @@ import { resolveSettings } from '../../../src/config/settings.js';
 import { cleanStalePartials, partialPath } from '../../../src/core/fs/partial-file.js';
 import { openPrivateFile } from '../../../src/core/fs/private-file.js';
 import { neutralise } from '../../../src/export/writers.js';
+import { TIME_COLUMNS } from '../../../src/store/model/export-tables.js';
+import { normalTime } from '../../../src/store/model/times.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { parseStrictCsv, parseWithPython } from '../../helpers/csv.js';
 import { BIN, cli, sim, tempDir } from '../../helpers/index.js';
@@ -80,8 +82,11 @@ function databaseRows(table: string, raw: boolean): string[][] {
     : `SELECT ${ownColumns(db, table)} FROM ${table} ORDER BY rowid`;
   const stmt = db.prepare(sql).safeIntegers(true);
   const header = stmt.columns().map((c) => c.name);
+  // Times leave in their normal form (store/model/times.ts), whatever the text stored.
   const rows = (stmt.raw(true).all() as unknown[][]).map((r) =>
-    r.map((v) => (v === null ? '' : typeof v === 'string' ? (raw ? v : neutralise(v)) : String(v))),
+    r
+      .map((v, i) => (TIME_COLUMNS.has(header[i] as string) ? normalTime(v) : v))
+      .map((v) => (v === null ? '' : typeof v === 'string' ? (raw ? v : neutralise(v)) : String(v))),
   );
   db.close();
   return [header, ...rows];

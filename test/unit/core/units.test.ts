@@ -305,9 +305,9 @@ describe('what PostgreSQL cannot store (team mirror)', () => {
 describe("PostgreSQL's bulk parameters (team mirror)", () => {
   const hostile = 'q"uo\\te\n\ttab </x> \u007f \ud83d\ude00 é';
   const evalRow = ['score_detail', 'd-1', hostile, 'a\u0000b', 'x\ud800y\udc00', 0.1, '12', null, '2026-01-02 03:04', 'c-1', 3];
-  const evalCells = ['score_detail', 'd-1', hostile, 'a\ufffdb', 'x\ufffdy\ufffd', 0.1, '12', null, null, 'c-1', 3];
+  const evalCells = ['score_detail', 'd-1', hostile, 'a\ufffdb', 'x\ufffdy\ufffd', 0.1, '12', null, '2026-01-02T03:04:00.000Z', 'c-1', 3];
 
-  it('eval results go as one array per column: text exact but for U+0000 and lone surrogates, a time without a zone NULL', () => {
+  it('eval results go as one array per column: text exact but for U+0000 and lone surrogates, a time without a zone UTC', () => {
     const params = rowParams('eval_results', [evalRow, evalRow.map(() => null)]);
     expect(params).toEqual(evalCells.map((v) => [v, null]));
   });
@@ -340,8 +340,9 @@ describe("PostgreSQL's bulk parameters (team mirror)", () => {
     expect(parsed[at('cefr')]).toBe('a\ufffdb');
     expect(parsed[at('recommendation_status')]).toBe('x\ufffdy\ufffd');
     expect(parsed[at('overall_score')]).toBe(0.1);
-    expect(parsed[at('created_at')]).toBe('2026-01-02T03:04:05.678+02:00');
-    expect(parsed[at('updated_at')]).toBeNull();
+    // Times as the instant SQLite's export gives (store/model/times.ts): UTC, a time without a zone too.
+    expect(parsed[at('created_at')]).toBe('2026-01-02T01:04:05.678Z');
+    expect(parsed[at('updated_at')]).toBe('2026-01-02T03:04:00.000Z');
     expect(parsed.at(-1)).toBe('r-1');
     expect(empty).toEqual([...COLUMNS.role_results.map(() => null), 'r-2']);
   });

@@ -26,5 +26,6 @@ import { V15 } from './v15.js';
 import { V16 } from './v16.js';
 import { V17 } from './v17.js';
 import { V18 } from './v18.js';
+import { V19 } from './v19.js';
 
-export const PG_MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16, V17, V18];
+export const PG_MIGRATIONS: readonly string[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16, V17, V18, V19];

@@ -26,6 +26,7 @@ import { V13 } from './v13.js';
 import { reasonsV14, V14 } from './v14.js';
 import { V15 } from './v15.js';
 import { campaignNumbersV16, V16 } from './v16.js';
+import { V17 } from './v17.js';
 
 /** One step: SQL, then code where data moves (it returns how many rows it rewrote). */
 export interface Migration {
@@ -50,4 +51,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { sql: V14, run: reasonsV14 },
   { sql: V15 },
   { sql: V16, run: campaignNumbersV16 },
+  { sql: V17 },
 ];

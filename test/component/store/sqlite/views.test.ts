@@ -3,8 +3,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RequestBudget } from '../../../../src/api/budget.js';
 import { ApiClient } from '../../../../src/api/client.js';
+import { timeMicros } from '../../../../src/store/model/times.js';
 import { SqliteCheckpoints } from '../../../../src/store/sqlite/checkpoints.js';
 import { openDatabase } from '../../../../src/store/sqlite/db.js';
+import { instantMicros } from '../../../../src/store/sqlite/migrations/v17.js';
 import { SqliteSink } from '../../../../src/store/sqlite/sink.js';
 import { runPass } from '../../../../src/sync/pass.js';
 import { clientConfig, sim, tempDir } from '../../../helpers/index.js';
@@ -111,6 +113,42 @@ describe('analyst views', () => {
     expect(got.length).toBe(want.size);
     expect(got.length).toBeLessThan(all.length); // candidates recur, so "latest" picks
     for (const g of got) expect(want.get(`${g.campaign_id}|${g.candidate_id ?? g.candidate_email}`)?.result_id).toBe(g.result_id);
+  });
+
+  it('latest_results reads created_at to the microsecond, in every form a time is served in', async () => {
+    const db = await mirror('value-forms');
+    // The view's instant is the one every export writes (store/model/times.ts), whatever the form.
+    const forms = db.prepare('SELECT DISTINCT created_at FROM results').pluck().all() as string[];
+    const extra = [
+      '2026-03-01t10:00:00.9996z',
+      '2026-03-01T10:00+0130',
+      '2026-03-01',
+      '2026-02-30T10:00:00Z',
+      '2026-03-01T24:00:00Z',
+      'soon',
+      '',
+    ];
+    const key = db
+      .prepare(`SELECT ${instantMicros('x.t')} FROM (SELECT ? AS t) x`)
+      .pluck()
+      .safeIntegers(true);
+    for (const t of [...forms, ...extra]) expect(key.get(t), t).toBe(timeMicros(t));
+    expect(forms.some((t) => /[+-]\d\d:?\d\d$/.test(t))).toBe(true);
+    // Two results of one candidate a microsecond apart in one millisecond: the later wins over a greater order_index.
+    const [a, b] = db
+      .prepare(
+        'SELECT result_id, kind FROM results WHERE (campaign_id, candidate_id) IN (SELECT campaign_id, candidate_id FROM results GROUP BY 1, 2 HAVING count(*) > 1) ORDER BY campaign_id, candidate_id LIMIT 2',
+      )
+      .all() as Array<{ result_id: string; kind: string }>;
+    if (a === undefined || b === undefined) throw new Error('no candidate with two results');
+    const set = (r: { result_id: string; kind: string }, at: string, order: number) =>
+      db.prepare(`UPDATE ${r.kind}_results SET created_at = ?, order_index = ? WHERE id = ?`).run(at, order, r.result_id);
+    db.prepare('UPDATE session_results SET created_at = NULL').run();
+    db.prepare('UPDATE role_results SET created_at = NULL').run();
+    set(a, '2026-03-01T12:00:00.123456+02:00', 9_000_000);
+    set(b, '2026-03-01T10:00:00.123457', 1);
+    const latest = db.prepare('SELECT result_id FROM latest_results WHERE result_id IN (?, ?)').pluck().all(a.result_id, b.result_id);
+    expect(latest).toEqual([b.result_id]);
   });
 
   it('reads both feedback shapes into strengths and growths', async () => {
