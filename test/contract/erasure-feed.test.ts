@@ -15,32 +15,12 @@ import { instant } from '../../src/store/model/erase-rule.js';
 import { parseStrictCsv } from '../helpers/csv.js';
 import { cutOf, servedResults } from '../helpers/history.js';
 import { sim, tempDir } from '../helpers/index.js';
-import { MIRRORS, type Mirror, open, unsupported } from './mirrors.js';
-
-type Row = Record<string, unknown>;
-type Campaign = RunningSimulator['data']['campaigns'][number];
+import { campaignOf, ndjson, nestCandidate, type Row } from './feed-setup.js';
+import { MIRRORS, type Mirror, ok, open, unsupported } from './mirrors.js';
 
 const RECORDS = 20;
 const TABLES = ['session-results', 'role-results'] as const;
 const DELETION = ['_deleted_at', '_deleted_reason'];
-
-const ndjson = (path: string): Row[] =>
-  readFileSync(path, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Row);
-
-async function ok(m: Mirror, s: RunningSimulator, command: string, ...args: string[]) {
-  const r = await m.run(s, command, ...args);
-  expect(r.code, `${command} ${args.join(' ')}: ${r.stderr}`).toBe(0);
-  return r;
-}
-
-function campaignOf(s: RunningSimulator, type: Campaign['type']): Campaign {
-  const c = s.data.campaigns.find((x) => x.type === type);
-  if (!c) throw new Error(`the simulator serves no ${type} campaign`);
-  return c;
-}
 
 /** What one round of the warehouse's loads received, per table. */
 type Received = Record<(typeof TABLES)[number], { changed: Row[]; deleted: Row[] }>;
@@ -183,17 +163,7 @@ describe('the manifest says what happened (ndjson)', () => {
   it('a warehouse loaded by manifest ranges equals the mirror through re-scores, late arrivals, prune, forget and retention', async (ctx) => {
     if (unsupported('ndjson', undefined, ctx)) return;
     const s = await sim({ campaigns: 2, records: RECORDS });
-    const role = campaignOf(s, 'ROLE_SUBMISSION');
-    const session = campaignOf(s, 'SESSION_COMPLETION');
-    const own = s.data.sessionResult(session, 6) as Row;
-    const b = own.user as { id: string; email: string };
-    const roleResult = s.data.roleResult.bind(s.data);
-    s.data.roleResult = (c, i, report, created) => {
-      const r = roleResult(c, i, report, created) as Row;
-      if (c.id !== role.id || i !== 4 || report !== 'DETAILED') return r;
-      const details = r.score_details as Row[];
-      return { ...r, score_details: [...details, { ...(details[0] as Row), id: 'nested-detail-b', user: { ...b } }] };
-    };
+    const { session, own, b } = nestCandidate(s);
     const m = open('ndjson');
     const wh = manifestLoader(m);
     const same = async () => {
@@ -245,20 +215,8 @@ describe.each(MIRRORS)('an erasure reaches every --since-last consumer (%s)', (k
   it('a warehouse fed by --since-last equals the mirror after every round; deletions name nobody; read erased ids leave the database', async (ctx) => {
     if (unsupported(kind, 'export', ctx)) return;
     const s = await sim({ campaigns: 2, records: RECORDS });
-    const role = campaignOf(s, 'ROLE_SUBMISSION');
-    const session = campaignOf(s, 'SESSION_COMPLETION');
-    const host = s.data.roleResult(role, 4, 'DETAILED') as Row;
     // B: a candidate with a session result of their own, whose score detail the host's result holds too.
-    const own = s.data.sessionResult(session, 6) as Row;
-    const b = own.user as { id: string; email: string };
-    expect((host.user as { id: string }).id).not.toBe(b.id);
-    const roleResult = s.data.roleResult.bind(s.data);
-    s.data.roleResult = (c, i, report, created) => {
-      const r = roleResult(c, i, report, created) as Row;
-      if (c.id !== role.id || i !== 4 || report !== 'DETAILED') return r;
-      const details = r.score_details as Row[];
-      return { ...r, score_details: [...details, { ...(details[0] as Row), id: 'nested-detail-b', user: { ...b } }] };
-    };
+    const { role, session, host, own, b } = nestCandidate(s);
     const m = open(kind);
     await ok(m, s, 'pull');
     const wh = warehouse(m, s);

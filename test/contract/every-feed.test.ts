@@ -8,33 +8,18 @@
  * erased reaches the consumer of a child table before its id goes; a `--columns` list without a
  * feed's key is refused.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RunningSimulator } from '../../src/simulator/server.js';
 import { EXPORT_TABLES, type ExportTable, FEEDS, RESULT_ID_COLUMN } from '../../src/store/model/export-tables.js';
 import { cutOf, servedResults } from '../helpers/history.js';
 import { sim, tempDir } from '../helpers/index.js';
+import { campaignOf, ndjson, nestCandidate, type Row } from './feed-setup.js';
 import { MIRRORS, type Mirror, ok, open, unsupported } from './mirrors.js';
-
-type Row = Record<string, unknown>;
-type Campaign = RunningSimulator['data']['campaigns'][number];
 
 const RECORDS = 16;
 const TABLES = Object.keys(EXPORT_TABLES) as ExportTable[];
 const DELETION = ['_deleted_at', '_deleted_reason'];
-
-const ndjson = (path: string): Row[] =>
-  readFileSync(path, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Row);
-
-function campaignOf(s: RunningSimulator, type: Campaign['type']): Campaign {
-  const c = s.data.campaigns.find((x) => x.type === type);
-  if (!c) throw new Error(`the simulator serves no ${type} campaign`);
-  return c;
-}
 
 /** Rows as a sorted list of their JSON texts: a table's contents, whatever its order. */
 const contents = (rows: Row[]) => rows.map((r) => JSON.stringify(r, Object.keys(r).sort())).sort();
@@ -107,19 +92,8 @@ describe.each(MIRRORS)('every table and view has a --since-last feed (%s)', (kin
   it('a warehouse fed by the feeds of every table and view equals the mirror after every round; deletion rows name nobody', async (ctx) => {
     if (unsupported(kind, 'export', ctx)) return;
     const s = await sim({ campaigns: 2, records: RECORDS });
-    const role = campaignOf(s, 'ROLE_SUBMISSION');
-    const session = campaignOf(s, 'SESSION_COMPLETION');
-    const host = s.data.roleResult(role, 4, 'DETAILED') as Row;
     // B: a candidate with a session result of their own, whose score detail the host's result holds too.
-    const own = s.data.sessionResult(session, 6) as Row;
-    const b = own.user as { id: string; email: string };
-    const roleResult = s.data.roleResult.bind(s.data);
-    s.data.roleResult = (c, i, report, created) => {
-      const r = roleResult(c, i, report, created) as Row;
-      if (c.id !== role.id || i !== 4 || report !== 'DETAILED') return r;
-      const details = r.score_details as Row[];
-      return { ...r, score_details: [...details, { ...(details[0] as Row), id: 'nested-detail-b', user: { ...b } }] };
-    };
+    const { role, session, host, own, b } = nestCandidate(s);
     // A late record of record 5's candidate: it is their latest result once it arrives.
     const sessionResult = s.data.sessionResult.bind(s.data);
     s.data.sessionResult = (c, i, created) => {
