@@ -99,7 +99,8 @@ export function alertDocument(change: StateChange, names: ReadonlyMap<string, st
     endpoint: row.endpoint,
     report_type: row.report_type,
     state: change.state,
-    previous_state: change.previous,
+    // None for a stream that never succeeded and was never told: it was not `ok` before.
+    previous_state: change.first ? null : change.previous,
     error,
     request_id: change.record === 'failing' ? requestIdOf(row.last_error) : null,
     last_success_at: row.last_success_at,

@@ -16,6 +16,8 @@ export interface StateChange {
   state: AlertState;
   /** The state delivered before (`ok` when none was). */
   previous: StreamAlertState;
+  /** No state was delivered for the stream before, and it never succeeded: a stream new to its alerts. */
+  first: boolean;
   /** What to record once it is delivered. */
   record: StreamAlertState;
 }
@@ -44,7 +46,8 @@ export function stateChanges(
     const previous = (stored !== undefined && KNOWN.has(stored) ? stored : 'ok') as StreamAlertState;
     const current = streamState(row, now, maxAgeMs);
     if (current === previous) continue;
-    changes.push({ row, state: current === 'ok' ? 'recovered' : current, previous, record: current });
+    const first = stored === undefined && row.last_success_at === null;
+    changes.push({ row, state: current === 'ok' ? 'recovered' : current, previous, first, record: current });
   }
   return changes;
 }

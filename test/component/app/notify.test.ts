@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { alertDocument } from '../../../src/app/notify.js';
 import type { StreamRow } from '../../../src/store/sqlite/checkpoints.js';
 import { requestIdOf, stateChanges } from '../../../src/sync/alerts.js';
 import { fakeClock } from '../../helpers/clock.js';
@@ -118,6 +119,15 @@ describe('state changes (pure)', () => {
     const retired = row({ type_changed_to: 'ROLE_SUBMISSION' });
     const changes = stateChanges([retired], new Map(), t0 + 601_000, 600_000);
     expect(changes.map((c) => [c.state, c.previous, c.record])).toEqual([['unlisted', 'ok', 'unlisted']]);
+  });
+
+  it("a stream failing from its first pass was never ok: its first alert's previous_state is null", () => {
+    const [first] = stateChanges([row({ last_success_at: null, last_error: '500 x' })], new Map(), t0, 600_000);
+    expect(first?.first).toBe(true);
+    expect(alertDocument(first as NonNullable<typeof first>, new Map(), undefined, '2026-01-01T00:00:00.000Z').previous_state).toBeNull();
+    // One that succeeded before, told of nothing yet: it was ok.
+    const [later] = stateChanges([row({ last_error: '500 x' })], new Map(), t0, 600_000);
+    expect(alertDocument(later as NonNullable<typeof later>, new Map(), undefined, '2026-01-01T00:00:00.000Z').previous_state).toBe('ok');
   });
 
   it('stale after max-age, recovered after a success; nothing for a healthy stream with no state delivered', () => {
