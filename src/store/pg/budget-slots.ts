@@ -131,23 +131,8 @@ export class PgBudgetSlots implements BudgetStore {
   }
 
   /** `fn` in a transaction holding the key's lock, committed once its WAL is flushed. */
-  private async locked<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const { client } = await this.db.opened(this.lock, WHAT);
-    let broken = false;
-    try {
-      const out = await fn(client);
-      await client.query('COMMIT');
-      return out;
-    } catch (err) {
-      try {
-        await client.query('ROLLBACK');
-      } catch {
-        broken = true;
-      }
-      throw this.db.failure(err, WHAT);
-    } finally {
-      client.release(broken);
-    }
+  private locked<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.db.transaction(fn, WHAT, this.lock);
   }
 }
 

@@ -143,9 +143,12 @@ export class PgDatabase {
     }
   }
 
-  /** Runs `fn` in one transaction on one connection: all of it commits, or none. */
-  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, what = 'cannot write to'): Promise<T> {
-    const { client } = await this.opened('BEGIN', what);
+  /**
+   * Runs `fn` in one transaction on one connection: all of it commits, or none. `begin`: the
+   * statement that opens it (BEGIN, or BEGIN with what the transaction must hold first, a lock).
+   */
+  async transaction<T>(fn: (client: pg.PoolClient) => Promise<T>, what = 'cannot write to', begin = 'BEGIN'): Promise<T> {
+    const { client } = await this.opened(begin, what);
     let broken = false;
     try {
       const out = await fn(client);

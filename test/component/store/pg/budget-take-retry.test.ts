@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { StorageError } from '../../../../src/errors.js';
 import { PgBudgetSlots } from '../../../../src/store/pg/budget-slots.js';
-import type { PgDatabase } from '../../../../src/store/pg/database.js';
+import { PgDatabase } from '../../../../src/store/pg/database.js';
 
 /** A database whose first transactions fail to open as `failures` says, then lend slot 3. */
 function fakeDb(failures: StorageError[]): { db: PgDatabase; calls: () => number } {
@@ -22,6 +22,8 @@ function fakeDb(failures: StorageError[]): { db: PgDatabase; calls: () => number
       return { client, result: {} };
     },
     failure: (err: unknown) => err,
+    // The real transaction, over the fake connection.
+    transaction: PgDatabase.prototype.transaction,
   } as unknown as PgDatabase;
   return { db, calls: () => calls };
 }
