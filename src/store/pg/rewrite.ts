@@ -148,11 +148,10 @@ async function olderSnapshot(db: PgDatabase, at: Date): Promise<Holder | undefin
 }
 
 /**
- * Waits, until `until`, for the transactions that began before now to end; the one still
- * open then, if any (the rewrite goes on, and keeps what it must).
+ * Waits, until `until`, for the transactions that began before `at` (now, by default) to end; the
+ * one still open then, if any (the rewrite goes on, and keeps what it must).
  */
-async function snapshotsEnded(db: PgDatabase, until: number): Promise<Holder | undefined> {
-  const at = new Date();
+async function snapshotsEnded(db: PgDatabase, until: number, at = new Date()): Promise<Holder | undefined> {
   for (;;) {
     const holder = await olderSnapshot(db, at);
     if (holder === undefined || Date.now() >= until) return holder;
@@ -170,7 +169,7 @@ async function rewriteWhole(db: PgDatabase, table: RewrittenTable, until: number
     const at = new Date();
     if ((await vacuumFull(db, table)) === 0) return true;
     if (Date.now() >= until) return false;
-    while ((await olderSnapshot(db, at)) !== undefined && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 200));
+    await snapshotsEnded(db, until, at);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
