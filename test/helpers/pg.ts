@@ -40,16 +40,16 @@ export function freshSchema(): string {
   return name;
 }
 
-/** A client on the test server (the caller ends it). */
-export async function pgClient(): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString: PG_URL });
+/** A client on the test server (the caller ends it); `url`: another database of it. */
+export async function pgClient(url = PG_URL): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: url });
   await c.connect();
   return c;
 }
 
-/** The rows of `sql` (with its parameters) run in `schema`, on a client of its own. */
-export async function pgRows(schema: string, sql: string, values: unknown[] = []): Promise<Array<Record<string, unknown>>> {
-  const c = await pgClient();
+/** The rows of `sql` (with its parameters) run in `schema`, on a client of its own (on `url`'s database). */
+export async function pgRows(schema: string, sql: string, values: unknown[] = [], url = PG_URL): Promise<Array<Record<string, unknown>>> {
+  const c = await pgClient(url);
   try {
     await c.query(`SET search_path TO ${schema}`);
     return (await c.query(sql, values)).rows;

@@ -1,6 +1,7 @@
-/** Records as the sync hands them to a mirror, and the spec's eval result shape (the compaction tests). */
+/** Records as the sync hands them to a mirror, the spec's eval result shape (the compaction tests), and a stream's row. */
 import { parseJson, toJson } from '../../src/core/json.js';
 import type { CheckedRecord } from '../../src/core/types.js';
+import type { StreamRow } from '../../src/store/port.js';
 
 /** A record as the sync hands it to the mirror: parsed losslessly, `raw` its JSON text. */
 export function checked(text: string): CheckedRecord {
@@ -17,3 +18,22 @@ export const evalOf = (n: number, over: Record<string, unknown> = {}) => ({
   evaluation_id: `e${n}`,
   ...over,
 });
+
+/** A stream's row as a mirror reads it back: session stream `c1/session`, never synced, no error; `over` on top. */
+export function streamRow(over: Partial<StreamRow> = {}): StreamRow {
+  return {
+    stream: 'c1/session',
+    campaign_id: 'c1',
+    endpoint: 'session',
+    report_type: null,
+    cursor: null,
+    records: 0n,
+    last_success_at: null,
+    last_error: null,
+    last_error_at: null,
+    unlisted_since: null,
+    type_changed_to: null,
+    id_conflicts: 0,
+    ...over,
+  };
+}

@@ -10,25 +10,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SyncMetrics } from '../../../src/app/metrics.js';
 import { MetricsFile } from '../../../src/app/metrics-file.js';
 import { StorageError } from '../../../src/errors.js';
-import type { CounterStore, CounterValue, StreamRow } from '../../../src/store/port.js';
+import type { CounterStore, CounterValue } from '../../../src/store/port.js';
 import { tempDir } from '../../helpers/index.js';
+import { streamRow } from '../../helpers/records.js';
 import { runCli } from '../../helpers/run-cli.js';
-
-const row = (over: Partial<StreamRow>): StreamRow => ({
-  stream: 'c1/session',
-  campaign_id: 'c1',
-  endpoint: 'session',
-  report_type: null,
-  cursor: null,
-  records: 0n,
-  last_success_at: null,
-  last_error: null,
-  last_error_at: null,
-  unlisted_since: null,
-  type_changed_to: null,
-  id_conflicts: 0,
-  ...over,
-});
 
 const T = (iso: string) => Date.parse(iso) / 1000;
 
@@ -44,12 +29,17 @@ describe('per-stream samples', () => {
   it('health, last attempt and last success for every listed stream, a never-succeeded one at 0; an unlisted or retired one left out', async () => {
     const metrics = new SyncMetrics();
     metrics.streams([
-      row({ stream: 'ok', last_success_at: '2026-01-01T00:10:00.000Z' }),
-      row({ stream: 'broke', last_success_at: '2026-01-01T00:10:00.000Z', last_error: '404', last_error_at: '2026-01-01T00:15:00.000Z' }),
-      row({ stream: 'never', last_error: '404', last_error_at: '2026-01-01T00:15:00.000Z' }),
-      row({ stream: 'begun' }),
-      row({ stream: 'gone', last_success_at: '2026-01-01T00:10:00.000Z', unlisted_since: '2026-01-01T00:12:00.000Z' }),
-      row({ stream: 'retyped', last_success_at: '2026-01-01T00:10:00.000Z', type_changed_to: 'ROLE_SUBMISSION' }),
+      streamRow({ stream: 'ok', last_success_at: '2026-01-01T00:10:00.000Z' }),
+      streamRow({
+        stream: 'broke',
+        last_success_at: '2026-01-01T00:10:00.000Z',
+        last_error: '404',
+        last_error_at: '2026-01-01T00:15:00.000Z',
+      }),
+      streamRow({ stream: 'never', last_error: '404', last_error_at: '2026-01-01T00:15:00.000Z' }),
+      streamRow({ stream: 'begun' }),
+      streamRow({ stream: 'gone', last_success_at: '2026-01-01T00:10:00.000Z', unlisted_since: '2026-01-01T00:12:00.000Z' }),
+      streamRow({ stream: 'retyped', last_success_at: '2026-01-01T00:10:00.000Z', type_changed_to: 'ROLE_SUBMISSION' }),
     ]);
     expect(await byStream(metrics, 'campaign_sync_stream_healthy')).toEqual({ ok: 1, broke: 0, never: 0, begun: 0 });
     expect(await byStream(metrics, 'campaign_sync_last_success_timestamp_seconds')).toEqual({
@@ -65,7 +55,7 @@ describe('per-stream samples', () => {
       begun: 0,
     });
     // A later look at the streams replaces the samples: one that recovered is 1, one unlisted since goes.
-    metrics.streams([row({ stream: 'never', last_success_at: '2026-01-01T00:20:00.000Z' })]);
+    metrics.streams([streamRow({ stream: 'never', last_success_at: '2026-01-01T00:20:00.000Z' })]);
     expect(await byStream(metrics, 'campaign_sync_stream_healthy')).toEqual({ never: 1 });
   });
 });

@@ -12,6 +12,7 @@ import type { StreamRow } from '../../../src/store/sqlite/checkpoints.js';
 import { requestIdOf, stateChanges } from '../../../src/sync/alerts.js';
 import { fakeClock } from '../../helpers/clock.js';
 import { sim, tempDir } from '../../helpers/index.js';
+import { streamRow } from '../../helpers/records.js';
 import { runCli } from '../../helpers/run-cli.js';
 import { front, webhook } from '../../helpers/webhook.js';
 
@@ -98,21 +99,8 @@ describe('--notify', () => {
 });
 
 describe('state changes (pure)', () => {
-  const row = (over: Partial<StreamRow>): StreamRow => ({
-    stream: 'c1:session',
-    campaign_id: 'c1',
-    endpoint: 'session',
-    report_type: null,
-    cursor: null,
-    records: 0n,
-    last_success_at: '2026-01-01T00:00:00.000Z',
-    last_error: null,
-    last_error_at: null,
-    unlisted_since: null,
-    type_changed_to: null,
-    id_conflicts: 0,
-    ...over,
-  });
+  const row = (over: Partial<StreamRow>): StreamRow =>
+    streamRow({ stream: 'c1:session', last_success_at: '2026-01-01T00:00:00.000Z', ...over });
   const t0 = Date.parse('2026-01-01T00:00:00.000Z');
 
   it('a stream retired by a change of its campaign type is unlisted, never stale', () => {

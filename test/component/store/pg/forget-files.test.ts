@@ -8,11 +8,10 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { cutOf, servedResults } from '../../../helpers/history.js';
 import { sim } from '../../../helpers/index.js';
-import { describePg, freshSchema, PG_URL, pgClient } from '../../../helpers/pg.js';
+import { describePg, freshSchema, PG_URL, pgClient, pgRows } from '../../../helpers/pg.js';
 import { runCli } from '../../../helpers/run-cli.js';
 
 const RECORDS = 20;
@@ -29,21 +28,8 @@ const OWN_URL = (() => {
   return u.toString();
 })();
 
-async function ownClient(): Promise<pg.Client> {
-  const c = new pg.Client({ connectionString: OWN_URL });
-  await c.connect();
-  return c;
-}
-
-async function ownRows(schema: string, sql: string, values: unknown[] = []): Promise<Array<Record<string, unknown>>> {
-  const c = await ownClient();
-  try {
-    await c.query(`SET search_path TO ${schema}`);
-    return (await c.query(sql, values)).rows;
-  } finally {
-    await c.end();
-  }
-}
+const ownClient = () => pgClient(OWN_URL);
+const ownRows = (schema: string, sql: string, values: unknown[] = []) => pgRows(schema, sql, values, OWN_URL);
 
 /** The files of every relation of `schema` (tables, their TOAST tables, every index), each segment. */
 async function relationFiles(schema: string): Promise<Array<{ file: string; name: string }>> {
